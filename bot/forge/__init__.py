@@ -1,0 +1,1 @@
+"""Forges: where proposals (pull requests) live. `local` keeps them in the git repo; `github` uses PyGithub."""

@@ -1,0 +1,44 @@
+"""One interface, two implementations (local, github). CONTRACT used by loop, cli, features.
+
+A forge never runs the loop; it only stores proposals, status and reviews.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass
+class Proposal:
+    id: str  # local: "1", "2", ...; github: the PR number as text
+    title: str
+    body: str
+    head: str  # branch proposed, e.g. tunebot/rms_norm
+    base: str  # branch it merges into
+    head_sha: str
+    state: str = "open"  # open | merged | closed
+    approved_sha: str | None = None  # head sha an approval was given on
+    url: str | None = None
+    labels: list[str] = field(default_factory=list)
+
+
+class Forge(Protocol):
+    def find_proposal(self, head: str) -> Proposal | None:
+        """The open proposal from branch `head`, if any (used to update instead of duplicate)."""
+
+    def propose(self, head: str, base: str, title: str, body: str, labels: list[str] | None = None) -> Proposal:
+        """Open a proposal, or update title/body of the open one from `head` (idempotent)."""
+
+    def list_proposals(self, state: str | None = "open") -> list[Proposal]: ...
+
+    def get(self, proposal_id: str) -> Proposal: ...
+
+    def approve(self, proposal_id: str, reviewer: str) -> Proposal:
+        """Record an approval on the current head sha."""
+
+    def merge(self, proposal_id: str) -> Proposal:
+        """Merge only if approved on the current head sha; raises TunebotError naming the missing gate."""
+
+    def post_status(self, text: str) -> None:
+        """Create or edit the one status message of this run (GitHub: the sticky comment)."""

@@ -1,0 +1,1 @@
+"""Records: opt_log.md, results.jsonl, completion report, charts."""

@@ -1,0 +1,1 @@
+"""Strategy catalog, source transforms (libcst), planner, evidence and the external proposer."""
