@@ -54,6 +54,27 @@ class PlanContext:
     last_failure: str | None = None
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """No variant: why not. Added by the strategies work package (additive).
+
+    `exhausted=True`: nothing is left to try (the loop stops: 策略耗尽).
+    `exhausted=False` with `attempt` set: a proposal was rejected (invalid
+    Python, changed signature, duplicate source...); the loop records
+    `attempt` (verdict "rejected") in results.jsonl and calls `next` again,
+    and the planner, seeing it in the history, moves on.
+    """
+
+    reasons: tuple[str, ...]
+    exhausted: bool = False
+    strategy: str | None = None
+    attempt: Attempt | None = None
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+
 # Implemented by the strategies work package (bot/strategies/planner.py):
 #   class Planner:
 #       def __init__(self, op: OpConfig, evidence: Evidence | None = None, proposer: Proposer | None = None)
