@@ -2,17 +2,41 @@
 
 CONTRACT for callers (cli, github handler). Knows no GitHub and no git
 internals: it talks to gitops functions, a Forge, an Evaluator and a Planner.
+
+Crash safety: every step first writes its git objects, then appends its
+results.jsonl record (the commit point), then moves refs. A run killed at any
+moment resumes from the records: nothing recorded is measured again, and refs
+are recreated from the recorded shas.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
+from bot import config as cfgmod
+from bot import gitops
+from bot import run_state as rs
+from bot.errors import TunebotError
 from bot.forge.base import Forge, Proposal
+from bot.measure.evaluator import Evaluator
+from bot.measure.types import Decision, LatencyResult
+from bot.record.chart import latency_chart
+from bot.record.opt_log import Conclusion, LogRow, OptLog, render_opt_log
+from bot.record.report import CompletionReport, render_report
+from bot.record.results import ResultsLog
+from bot.strategies.base import PlanContext, Variant
+from bot.strategies.evidence import EVIDENCE_PATH, Evidence
+from bot.strategies.planner import Planner
 
 StopReason = Literal["达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"]
+TARGET_REACHED, MAX_ITERS, NO_GAIN, EXHAUSTED, CANCELLED = "达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"
+REFERENCES = ("references/strategies.md", "references/optimization-dimensions.md",
+              "references/mindiesd-features.md")
 
 
 @dataclass(frozen=True)
@@ -63,11 +87,440 @@ class RunOutcome:
     report: str  # the completion report (markdown)
     results_path: Path
     drift_pct: float | None = None  # end-of-run baseline re-measure vs start
+    plan: list[str] = field(default_factory=list)  # --dry-run only
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
 
 
+class BaselineFailed(TunebotError):
+    """The unmodified op fails L0 or cannot be timed: nothing can be tuned."""
+
+
+@dataclass
+class _Run:
+    """What one run works with; built once by `_prepare`."""
+
+    request: TuneRequest
+    repo: object  # git.Repo
+    op: cfgmod.OpConfig
+    settings: cfgmod.RunSettings
+    repo_cfg: cfgmod.RepoConfig
+    base_sha: str
+    base_branch: str
+    worktree: Path
+    log: ResultsLog
+    forge: Forge
+    progress: ProgressCallback
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.repo_cfg.branch_prefix}/{self.op.name}"
+
+    def rel(self, name: str) -> str:
+        return (self.op.perf_dir / name).as_posix()
+
+
 def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | None = None) -> RunOutcome:
-    """Run (or resume) one tuning run. Implemented in this module by the core work package."""
-    raise NotImplementedError
+    """Run (or resume) one tuning run of `request.op` and propose the best variant."""
+    run = _prepare(request, forge, progress or (lambda event: None))
+    if request.dry_run:
+        return _dry_run(run)
+    state = rs.replay(run.log.read())
+    if state.start is None:
+        run.log.append({"key": rs.START, "kind": rs.START, "op": run.op.qualified, "base_sha": run.base_sha,
+                        "base_branch": run.base_branch, "settings": dataclasses.asdict(run.settings),
+                        "requester": request.requester, "time": _now()})
+        state = rs.replay(run.log.read())
+        _cancel_file(run).unlink(missing_ok=True)  # a cancel of an earlier run must not stop this one
+        run.progress(ProgressEvent("start", run.op.qualified, sha=run.base_sha,
+                                   message=f"tuning {run.op.qualified} at {run.base_sha[:10]}"))
+    else:
+        _restore_refs(run, state)
+        run.progress(ProgressEvent("resumed", run.op.qualified, iteration=len(state.iterations),
+                                   message=f"resuming after {len(state.iterations)} recorded iterations"))
+    evaluator = Evaluator(run.op, run.worktree)
+    if state.baseline is None:
+        _measure_baseline(run, evaluator)
+        state = rs.replay(run.log.read())
+    if state.stop is None:
+        _iterate(run, evaluator, state)
+        state = rs.replay(run.log.read())
+    if state.delivery is None:
+        _deliver(run, state)
+        state = rs.replay(run.log.read())
+    proposal = _propose(run, state)
+    return _outcome(run, rs.replay(run.log.read()), proposal)
+
+
+# ---------------------------------------------------------------- preparing
+
+
+def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> _Run:
+    repo = gitops.open_repo(request.repo)
+    checkout = Path(repo.working_tree_dir)
+    repo_cfg = cfgmod.load_repo_config(checkout)
+    op = cfgmod.resolve_op(checkout, repo_cfg, request.op)
+    state_dir = gitops.state_dir(repo) / "runs" / op.project / op.name
+    log = ResultsLog(state_dir / "results.jsonl")
+    if request.restart and not request.dry_run:
+        _archive_run(repo, repo_cfg, op, log)
+    previous = rs.replay(log.read()) if log.path.exists() else rs.RunState()
+    if previous.proposal and _proposal_closed(forge, previous.proposal) and not request.dry_run:
+        # The last run was merged or closed: a new /tune starts a fresh run.
+        _archive_run(repo, repo_cfg, op, log)
+        previous = rs.RunState()
+    if previous.start:
+        base_sha, base_branch = previous.start["base_sha"], previous.start["base_branch"]
+    else:
+        base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
+        base_branch = (request.base_branch or repo_cfg.base_branch or gitops.current_branch(repo)
+                       or _refuse_detached())
+    worktree = gitops.ensure_worktree(repo, f"{op.project}__{op.name}", base_sha)
+    # The op's files at the base sha are authoritative, not the user's (maybe dirty) checkout.
+    op = cfgmod.load_op_config(worktree, op.dir)
+    settings = cfgmod.effective_settings(repo_cfg, op, max_iters=request.max_iters,
+                                         target_us=request.target_us, strategies=request.strategies)
+    if previous.start:
+        settings = cfgmod.RunSettings(**previous.start["settings"])
+    return _Run(request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress)
+
+
+def _refuse_detached() -> str:
+    raise TunebotError("HEAD is detached and no base branch is configured; "
+                       "pass --into <branch> or set base_branch in .tunebot.yml")
+
+
+def _proposal_closed(forge: Forge, record: dict) -> bool:
+    try:
+        return forge.get(str(record["id"])).state != "open"
+    except TunebotError:
+        return True
+
+
+def _archive_run(repo, repo_cfg: cfgmod.RepoConfig, op: cfgmod.OpConfig, log: ResultsLog) -> None:
+    """Start over: keep the old records aside and drop the branches tunebot made for them."""
+    prefix = f"{repo_cfg.branch_prefix}/{op.name}"
+    names = [b for b in gitops.owned_branches(repo, prefix) if b == prefix or b.startswith(prefix + "/v")]
+    gitops.delete_branches(repo, names)
+    if log.path.exists():
+        log.path.rename(log.path.with_name(f"results.{time.strftime('%Y%m%dT%H%M%S')}.jsonl"))
+
+
+def _restore_refs(run: _Run, state: rs.RunState) -> None:
+    """Recreate iteration refs a crash left unwritten (their commits are recorded)."""
+    for it in state.iterations:
+        if gitops.branch_sha(run.repo, it.branch) is None:
+            gitops.create_branch(run.repo, it.branch, it.sha)
+
+
+def _dry_run(run: _Run) -> RunOutcome:
+    source = gitops.read_file(run.repo, run.base_sha, run.op.source.as_posix())
+    planner = _planner(run)
+    plan = planner.plan(PlanContext(best_source=source, allowed=run.settings.strategies))
+    run.progress(ProgressEvent("plan", run.op.qualified, message="\n".join(plan),
+                               data={"settings": dataclasses.asdict(run.settings)}))
+    return RunOutcome(op=run.op.qualified, stop_reason="", iterations=0, baseline_us=None, best_us=None,
+                      best_iteration=None, improvement_pct=0.0, delivery_branch=None, proposal=None,
+                      report="", results_path=run.log.path, plan=plan)
+
+
+def _planner(run: _Run) -> Planner:
+    evidence_text = gitops.read_file(run.repo, run.base_sha, EVIDENCE_PATH, missing_ok=True)
+    return Planner(run.op, evidence=Evidence.load(evidence_text), proposer=_proposer(run))
+
+
+def _proposer(run: _Run):
+    argv = run.op.proposer or run.repo_cfg.proposer
+    if not argv:
+        return None
+    from bot.strategies.proposer import ExternalProposer
+    return ExternalProposer(tuple(argv), cwd=run.worktree, timeout_s=run.repo_cfg.proposer_timeout_s)
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def _measure_baseline(run: _Run, evaluator: Evaluator) -> None:
+    source = run.worktree / run.op.source
+    accuracy = evaluator.accuracy(source)
+    if not accuracy.passed:
+        raise BaselineFailed(f"the baseline {run.op.source} fails L0 ({accuracy.status}); fix it first:\n"
+                             f"{accuracy.tail[-1500:]}")
+    latency = evaluator.latency(source)
+    if not latency.ok:
+        raise BaselineFailed(f"the baseline {run.op.source} could not be timed ({latency.status}):\n"
+                             f"{latency.tail[-1500:]}")
+    env = evaluator.environment(source, run.base_sha)
+    run.log.append({"key": rs.BASELINE, "kind": rs.BASELINE, "iteration": 0, "sha": run.base_sha,
+                    "path": run.op.source.as_posix(), "accuracy": dataclasses.asdict(accuracy),
+                    "latency": dataclasses.asdict(latency), "environment": dataclasses.asdict(env),
+                    "time": _now()})
+    run.progress(ProgressEvent("baseline", run.op.qualified, iteration=0, latency_us=latency.median_us,
+                               accuracy=accuracy.status, sha=run.base_sha,
+                               message=f"baseline {latency.median_us:.2f} us"))
+
+
+def _stop_reason(run: _Run, state: rs.RunState) -> str | None:
+    target = run.settings.target_us
+    if target is not None and state.best_us is not None and state.best_us <= target:
+        return TARGET_REACHED
+    if len(state.iterations) >= run.settings.max_iters:
+        return MAX_ITERS
+    if state.no_gain_streak >= run.settings.patience:
+        return NO_GAIN
+    if _cancel_file(run).exists():
+        return CANCELLED
+    return None
+
+
+def _cancel_file(run: _Run) -> Path:
+    return run.log.path.with_name("cancel")
+
+
+def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
+    planner = _planner(run)
+    while True:
+        reason = _stop_reason(run, state)
+        if reason is None:
+            best_source = gitops.read_file(run.repo, state.best_sha, state.best_path)
+            ctx = PlanContext(best_source=best_source, history=tuple(state.attempts),
+                              allowed=run.settings.strategies,
+                              profile_summary=_profile_summary(state), last_failure=state.last_failure)
+            variant = planner.next(ctx)
+            if not isinstance(variant, Variant):
+                reason = EXHAUSTED
+        if reason is not None:
+            break
+        _run_iteration(run, evaluator, state, variant, best_source)
+        state = rs.replay(run.log.read())
+    _finish(run, evaluator, state, reason)
+
+
+def _profile_summary(state: rs.RunState) -> dict:
+    best = state.best_latency
+    return {"baseline_us": state.baseline_us, "best_us": state.best_us,
+            "best_iteration": state.best_iteration,
+            "spread": best.spread if best else None, "backend": best.backend if best else None}
+
+
+def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant: Variant,
+                   best_source: str) -> None:
+    n = state.next_iteration
+    _materialize(run, state.best_path, best_source)
+    rel = run.rel(f"{run.op.name}_opt_v{n}.py")
+    path = run.worktree / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(variant.source, encoding="utf-8")
+    accuracy = evaluator.accuracy(path)
+    latency: LatencyResult | None = None
+    decision: Decision | None = None
+    if accuracy.passed:
+        latency = evaluator.latency(path)
+        if latency.ok:
+            decision = evaluator.decide(run.worktree / state.best_path, state.best_latency, path, latency,
+                                        run.settings.noise_floor)
+    verdict = _verdict(variant, accuracy.status, latency, decision)
+    branch = f"{run.prefix}/v{n}"
+    median = latency.median_us if latency and latency.ok else None
+    rows = _log_rows(state) + [LogRow(iter=n, strategy=_strategy_cell(variant.change.strategy,
+                                                                      variant.change.description),
+                                      latency_us=median, gain_pct=rs.gain_pct(state.baseline_us, median),
+                                      accuracy=accuracy.status)]
+    opt_log = OptLog(op=run.op.name, baseline_us=state.baseline_us,
+                     baseline_source=f"{run.op.name}.py", rows=rows, conclusion=None)
+    message = (f"tunebot: {run.op.name} v{n}: {variant.change.strategy}: {variant.change.description}\n\n"
+               f"Parent: best-so-far {'iter ' + str(state.best_iteration) if state.best_iteration else 'baseline'}"
+               f" ({state.best_sha[:12]}).\nL0: {accuracy.status}; latency: "
+               f"{f'{median:.2f} us' if median is not None else '-'}; verdict: {verdict}.")
+    sha = gitops.commit_files(run.repo, state.best_sha, {rel: variant.source.encode(),
+                                                          run.rel("opt_log.md"): render_opt_log(opt_log).encode()},
+                              message)
+    env = evaluator.environment(path, sha)
+    run.log.append({
+        "key": rs.iteration_key(n), "kind": rs.ITERATION, "iteration": n, "parent": state.best_sha,
+        "parent_iteration": state.best_iteration, "branch": branch, "sha": sha, "path": rel,
+        "change": {"strategy": variant.change.strategy, "description": variant.change.description,
+                   "knob": variant.change.knob, "old": _jsonable(variant.change.old),
+                   "new": _jsonable(variant.change.new)},
+        "source_hash": variant.source_hash, "parent_hash": _hash(best_source), "diff": variant.diff,
+        "accuracy": dataclasses.asdict(accuracy), "latency": dataclasses.asdict(latency) if latency else None,
+        "decision": dataclasses.asdict(decision) if decision else None, "verdict": verdict,
+        "environment": dataclasses.asdict(env), "time": _now()})
+    gitops.create_branch(run.repo, branch, sha)
+    run.progress(ProgressEvent("iteration", run.op.qualified, iteration=n, strategy=variant.change.strategy,
+                               change=variant.change.description, latency_us=median, accuracy=accuracy.status,
+                               verdict=verdict, gain_pct=rs.gain_pct(state.baseline_us, median),
+                               branch=branch, sha=sha,
+                               message=decision.reason if decision else accuracy.tail[-300:]))
+
+
+def _materialize(run: _Run, rel: str, source: str) -> None:
+    """Make sure the best-so-far source is on disk in the worktree (a resumed run may lack it)."""
+    path = run.worktree / rel
+    if not path.exists() or path.read_text(encoding="utf-8") != source:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+
+
+def _verdict(variant: Variant, accuracy: str, latency: LatencyResult | None, decision: Decision | None) -> str:
+    if accuracy == "fail":
+        return "fail_l0"
+    if accuracy in ("timeout", "error"):
+        return accuracy
+    if latency is None or not latency.ok:
+        return "timeout" if latency is not None and latency.status == "timeout" else "error"
+    if variant.change.strategy == "vprefix":
+        return "style"  # v-ops are plain aliases upstream: a rename cannot be a speed-up
+    return "better" if decision and decision.better else "not_better"
+
+
+def _strategy_cell(strategy: str, description: str) -> str:
+    return f"{strategy} {description}"
+
+
+def _log_rows(state: rs.RunState) -> list[LogRow]:
+    return [LogRow(iter=it.n, strategy=_strategy_cell(it.strategy, it.change), latency_us=it.latency_us,
+                   gain_pct=it.gain_pct, accuracy=it.accuracy) for it in state.iterations]
+
+
+def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) -> None:
+    """Re-measure the baseline for drift, then record the stop."""
+    if state.baseline_end is None:
+        latency = evaluator.latency(run.worktree / run.op.source)
+        start = state.baseline_us
+        drift = ((latency.median_us - start) / start * 100.0) if latency.ok and start else None
+        run.log.append({"key": rs.BASELINE_END, "kind": rs.BASELINE_END, "sha": run.base_sha,
+                        "latency": dataclasses.asdict(latency), "drift_pct": drift, "time": _now()})
+    run.log.append({"key": rs.STOP, "kind": rs.STOP, "reason": reason, "iterations": len(state.iterations),
+                    "best_iteration": state.best_iteration, "best_sha": state.best_sha, "time": _now()})
+    run.progress(ProgressEvent("stop", run.op.qualified, iteration=len(state.iterations), message=reason,
+                               latency_us=state.best_us))
+
+
+# ---------------------------------------------------------------- delivering
+
+
+def _conclusion(run: _Run, state: rs.RunState) -> Conclusion:
+    best_name = f"{run.op.name}.py" if state.best_iteration is None else f"{run.op.name}_opt_v{state.best_iteration}.py"
+    return Conclusion(best_source=best_name, best_iter=state.best_iteration, final_us=state.best_us,
+                      total_gain_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
+                      stop_reason=state.stop["reason"])
+
+
+def _report(run: _Run, state: rs.RunState) -> CompletionReport:
+    improvement = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
+    issues = _issues(state)
+    summary = (f"{len(state.iterations)} iterations on {run.op.qualified}; best "
+               f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'}"
+               f" at {state.best_us:.2f} us ({improvement:+.1f}% vs baseline), stopped: {state.stop['reason']}.")
+    consulted = [p for p in REFERENCES if (run.worktree / p).exists()]
+    return CompletionReport(project=run.op.project, operator=run.op.name, iterations=len(state.iterations),
+                            baseline_latency=state.baseline_us, final_latency=state.best_us,
+                            improvement=improvement, stop_reason=state.stop["reason"],
+                            skills_consulted=consulted or ["none"], summary=summary,
+                            issues=issues or ["none"])
+
+
+def _issues(state: rs.RunState) -> list[str]:
+    found = [f"iter {it.n} ({it.strategy}): {it.verdict}" for it in state.iterations
+             if it.verdict in ("fail_l0", "timeout", "error")]
+    drift = (state.baseline_end or {}).get("drift_pct")
+    if drift is not None and abs(drift) >= 3.0:
+        found.append(f"baseline drifted {drift:+.1f}% between start and end of the run; "
+                     "treat small gains with care")
+    return found
+
+
+def _deliver(run: _Run, state: rs.RunState) -> None:
+    baseline_source = gitops.read_file(run.repo, run.base_sha, run.op.source.as_posix())
+    best_source = gitops.read_file(run.repo, state.best_sha, state.best_path)
+    opt_log = OptLog(op=run.op.name, baseline_us=state.baseline_us, baseline_source=f"{run.op.name}.py",
+                     rows=_log_rows(state), conclusion=_conclusion(run, state))
+    evidence = Evidence.load(gitops.read_file(run.repo, run.base_sha, EVIDENCE_PATH, missing_ok=True))
+    files: dict[str, bytes | None] = {
+        run.rel(f"{run.op.name}.py"): best_source.encode(),
+        run.rel("baseline.py"): baseline_source.encode(),
+        run.rel("opt_log.md"): render_opt_log(opt_log).encode(),
+        run.rel("results.jsonl"): run.log.path.read_bytes(),
+    }
+    for it, attempt in zip(state.iterations, state.attempts):
+        files[it.path] = gitops.read_file(run.repo, it.sha, it.path).encode()
+        evidence.record(it.strategy, run.op.kernel_kind, attempt.gain or 0.0, it.verdict == "better")
+    files[EVIDENCE_PATH] = evidence.dumps().encode()
+    report = render_report(_report(run, state))
+    message = (f"tunebot: {run.op.name}: best variant "
+               f"{'iter ' + str(state.best_iteration) if state.best_iteration else '(baseline kept)'}\n\n{report}")
+    sha = gitops.commit_files(run.repo, state.best_sha, files, message)
+    run.log.append({"key": rs.DELIVERY, "kind": rs.DELIVERY, "branch": run.prefix, "sha": sha,
+                    "report": report, "time": _now()})
+    _set_branch(run, run.prefix, sha)
+    run.progress(ProgressEvent("delivered", run.op.qualified, branch=run.prefix, sha=sha, message=report))
+
+
+def _set_branch(run: _Run, name: str, sha: str) -> None:
+    current = gitops.branch_sha(run.repo, name)
+    if current is None:
+        gitops.create_branch(run.repo, name, sha)
+    elif current != sha:
+        gitops.update_branch(run.repo, name, sha, current)
+
+
+def proposal_body(report: str, state: rs.RunState, settings: cfgmod.RunSettings, op: str) -> str:
+    points = [(it.n, it.latency_us) for it in state.iterations]
+    chart = latency_chart(state.baseline_us, points, state.best_us, title=f"{op} latency per iteration (us)")
+    drift = (state.baseline_end or {}).get("drift_pct")
+    drift_line = f"\nBaseline re-measured at the end: drift {drift:+.1f}%.\n" if drift is not None else ""
+    config = json.dumps(dataclasses.asdict(settings), ensure_ascii=False, sort_keys=True)
+    return (f"{report.rstrip()}\n\n### Latency per iteration\n\n{chart}\n{drift_line}\n"
+            f"<details><summary>Effective config</summary>\n\n```json\n{config}\n```\n</details>\n")
+
+
+def _propose(run: _Run, state: rs.RunState) -> Proposal:
+    report = state.delivery["report"]
+    _restore_refs(run, state)
+    _set_branch(run, run.prefix, state.delivery["sha"])
+    if run.request.remote:
+        refs = [it.branch for it in state.iterations] + [run.prefix]
+        gitops.push(run.repo, run.request.remote, [f"refs/heads/{r}:refs/heads/{r}" for r in refs])
+    title = (f"tunebot: {run.op.qualified} {rs.gain_pct(state.baseline_us, state.best_us) or 0.0:+.1f}% "
+             f"({state.stop['reason']})")
+    body = proposal_body(report, state, run.settings, run.op.qualified)
+    proposal = run.forge.propose(run.prefix, run.base_branch, title, body,
+                                 labels=list(run.repo_cfg.github.labels))
+    if state.proposal is None or str(state.proposal.get("id")) != str(proposal.id):
+        run.log.append({"key": f"{rs.PROPOSAL}:{proposal.id}", "kind": rs.PROPOSAL, "id": proposal.id,
+                        "url": proposal.url, "time": _now()})
+    return proposal
+
+
+def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOutcome:
+    return RunOutcome(op=run.op.qualified, stop_reason=state.stop["reason"], iterations=len(state.iterations),
+                      baseline_us=state.baseline_us, best_us=state.best_us, best_iteration=state.best_iteration,
+                      improvement_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
+                      delivery_branch=run.prefix, proposal=proposal, report=state.delivery["report"],
+                      results_path=run.log.path, drift_pct=(state.baseline_end or {}).get("drift_pct"))
+
+
+def cancel(repo_path: Path, op: str) -> Path:
+    """Ask a running tune of `op` to stop after its current iteration (stop reason 已取消)."""
+    repo = gitops.open_repo(repo_path)
+    checkout = Path(repo.working_tree_dir)
+    resolved = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), op)
+    flag = gitops.state_dir(repo) / "runs" / resolved.project / resolved.name / "cancel"
+    flag.parent.mkdir(parents=True, exist_ok=True)
+    flag.write_text(_now())
+    return flag
+
+
+def _hash(text: str) -> str:
+    import hashlib
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _jsonable(value: object) -> object:
+    return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,7 +1,249 @@
-"""CLI commands of the tune area (see bot/cli/__init__.py for exit codes)."""
+"""CLI commands of the tuning loop on a local repository: tune, ops, proposals, approve, merge, cancel, demo.
+
+Exit codes: 0 ok; 1 the run failed; 2 bad input (unknown op, malformed config,
+bad flag); 3 refused by a gate (e.g. merge without approval); 130 interrupted
+(re-run the same command to resume).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
 import click
 
-COMMANDS: list[click.Command] = []
+from bot import config as cfgmod
+from bot import gitops
+from bot.errors import TunebotError
+from bot.forge.local import LocalForge
+from bot.loop import ProgressEvent, RunOutcome, TuneRequest, cancel, run_tune
+
+EXIT_INTERRUPTED = 130
+
+
+def handle_errors(func: Callable) -> Callable:
+    """Turn user-facing errors into one clear line and a documented exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except TunebotError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.secho("interrupted: every recorded iteration is kept; run the same command again to resume",
+                        fg="yellow", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+    return wrapper
+
+
+def _strategies(value: str | None) -> tuple[str, ...] | None:
+    return tuple(s.strip() for s in value.split(",") if s.strip()) if value else None
+
+
+def _fmt_us(value: float | None) -> str:
+    return f"{value:.2f} us" if value is not None else "-"
+
+
+def print_event(event: ProgressEvent) -> None:
+    """Live progress on the terminal, one line per step."""
+    if event.kind == "iteration":
+        colour = {"better": "green", "not_better": None, "style": None}.get(event.verdict or "", "red")
+        gain = f"{event.gain_pct:+.1f}%" if event.gain_pct is not None else "-"
+        click.echo(f"  iter {event.iteration:>2}  {event.strategy:<15} {event.change:<28} "
+                   f"L0 {event.accuracy:<7} {_fmt_us(event.latency_us):>12} {gain:>7}  "
+                   + click.style(event.verdict or "", fg=colour) + f"  [{event.branch}]")
+    elif event.kind == "plan":
+        click.echo(f"plan for {event.op} (nothing will be run or written):")
+        click.echo(f"  settings: {json.dumps(event.data.get('settings', {}), ensure_ascii=False)}")
+        for line in event.message.splitlines():
+            click.echo(f"  - {line}")
+    elif event.kind == "delivered":
+        click.echo(f"delivered: branch {event.branch} ({(event.sha or '')[:10]})")
+    else:
+        click.echo(f"{event.kind}: {event.message}")
+
+
+def _json_event(event: ProgressEvent) -> None:
+    click.echo(json.dumps({"event": dataclasses.asdict(event)}, ensure_ascii=False))
+
+
+def _outcome_dict(outcome: RunOutcome) -> dict:
+    data = dataclasses.asdict(outcome)
+    data["results_path"] = str(outcome.results_path)
+    return data
+
+
+def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
+    click.echo("")
+    click.echo(f"stop reason: {outcome.stop_reason}; iterations: {outcome.iterations}; "
+               f"baseline {_fmt_us(outcome.baseline_us)} -> best {_fmt_us(outcome.best_us)} "
+               f"({outcome.improvement_pct:+.1f}%)")
+    if outcome.drift_pct is not None:
+        click.echo(f"baseline re-measured at the end: drift {outcome.drift_pct:+.1f}%")
+    click.echo(f"branches:  git -C {repo} branch --list '{outcome.delivery_branch}*'")
+    click.echo(f"log:       git -C {repo} show {outcome.delivery_branch}:<op dir>/perf_opt/opt_log.md")
+    click.echo(f"records:   {outcome.results_path}")
+    if outcome.proposal:
+        click.echo(f"proposal:  #{outcome.proposal.id} {outcome.proposal.head} -> {outcome.proposal.base}"
+                   f"   (tunebot proposals; tunebot approve {outcome.proposal.id}; tunebot merge {outcome.proposal.id})")
+    click.echo("")
+    click.echo(outcome.report)
+
+
+@click.command()
+@click.argument("op")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
+              help="The git repository holding the op (any directory inside it).")
+@click.option("--base", "base_ref", metavar="REF", help="Commit or branch to tune at (default: HEAD).")
+@click.option("--into", "base_branch", metavar="BRANCH",
+              help="Branch the proposal merges into (default: base_branch in .tunebot.yml, else the current branch).")
+@click.option("--max-iters", type=click.IntRange(min=1), help="Stop after N iterations (default 10).")
+@click.option("--target-us", type=click.FloatRange(min=0, min_open=True),
+              help="Stop once the best latency is at or under this many microseconds.")
+@click.option("--strategies", metavar="A,B", help="Only use these strategies (ids from references/strategies.md).")
+@click.option("--restart", is_flag=True, help="Discard the recorded run of this op and start over.")
+@click.option("--dry-run", is_flag=True, help="Print the resolved op, settings and plan; run and write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine output: one JSON object per line.")
+@handle_errors
+def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max_iters: int | None,
+         target_us: float | None, strategies: str | None, restart: bool, dry_run: bool, as_json: bool) -> None:
+    """Tune OP (`<op>` or `<project>/<op>`): baseline, one change per iteration, propose the best.
+
+    Each iteration is a commit on branch tunebot/<op>/v<N>; the best variant lands on
+    tunebot/<op> and is proposed on the local forge. Work happens in a git worktree:
+    your checkout is never switched or modified. Killed or interrupted? Run the same
+    command again: it resumes after the last recorded measurement.
+    """
+    request = TuneRequest(repo=repo.resolve(), op=op, base_ref=base_ref, base_branch=base_branch,
+                          max_iters=max_iters, target_us=target_us, strategies=_strategies(strategies),
+                          restart=restart, dry_run=dry_run)
+    forge = LocalForge(repo.resolve())
+    outcome = run_tune(request, forge, _json_event if as_json else print_event)
+    if as_json:
+        click.echo(json.dumps({"outcome": _outcome_dict(outcome)}, ensure_ascii=False, default=str))
+    elif not dry_run:
+        _print_outcome(outcome, repo.resolve())
+
+
+@click.command("ops")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@handle_errors
+def list_ops(repo: Path) -> None:
+    """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
+    root = Path(gitops.open_repo(repo).working_tree_dir)
+    for name in cfgmod.list_ops(root, cfgmod.load_repo_config(root)):
+        click.echo(name)
+
+
+@click.command()
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@click.option("--all", "show_all", is_flag=True, help="Include merged and closed proposals.")
+@click.option("--json", "as_json", is_flag=True, help="Machine output.")
+@handle_errors
+def proposals(repo: Path, show_all: bool, as_json: bool) -> None:
+    """List proposals on the local forge (open ones unless --all)."""
+    items = LocalForge(repo.resolve()).list_proposals(None if show_all else "open")
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(p) for p in items], ensure_ascii=False))
+        return
+    if not items:
+        click.echo("no proposals" + ("" if show_all else " open (use --all to see merged ones)"))
+    for p in items:
+        approved = "approved" if p.approved_sha and p.approved_sha == p.head_sha else "needs approval"
+        click.echo(f"#{p.id:<4} {p.state:<7} {p.head} -> {p.base}  {approved}  {p.title}")
+
+
+@click.command()
+@click.argument("proposal_id")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@click.option("--reviewer", default=None, help="Who approves (default: git user.name).")
+@handle_errors
+def approve(proposal_id: str, repo: Path, reviewer: str | None) -> None:
+    """Approve proposal PROPOSAL_ID on its current head commit."""
+    forge = LocalForge(repo.resolve())
+    name = reviewer or _git_user(repo)
+    p = forge.approve(proposal_id, name)
+    click.echo(f"#{p.id} approved by {name} at {p.approved_sha[:10] if p.approved_sha else '?'}")
+
+
+@click.command()
+@click.argument("proposal_id")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@handle_errors
+def merge(proposal_id: str, repo: Path) -> None:
+    """Merge proposal PROPOSAL_ID into its base branch (only once approved on its current head)."""
+    p = LocalForge(repo.resolve()).merge(proposal_id)
+    click.echo(f"#{p.id} merged {p.head} into {p.base}")
+
+
+@click.command("cancel")
+@click.argument("op")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@handle_errors
+def cancel_run(op: str, repo: Path) -> None:
+    """Ask a running tune of OP to stop after its current iteration (it still delivers its best)."""
+    flag = cancel(repo.resolve(), op)
+    click.echo(f"cancel requested ({flag})")
+
+
+def _git_user(repo: Path) -> str:
+    try:
+        return gitops.open_repo(repo).config_reader().get_value("user", "name")
+    except Exception:  # no identity configured: still a usable name
+        return "local-reviewer"
+
+
+DEMO_PATHS = (".tunebot.yml", "examples/demo", "references")
+
+
+@click.command()
+@click.option("--op", default="demo/rms_norm", show_default=True, help="Demo op to tune.")
+@click.option("--dir", "target", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to create the demo repository (default: a new temporary directory).")
+@click.option("--max-iters", type=click.IntRange(min=1), default=None, help="Override the iteration budget.")
+@handle_errors
+def demo(op: str, target: Path | None, max_iters: int | None) -> None:
+    """Create a scratch git repo with the demo ops and tune one of them on the CPU.
+
+    Shows the whole loop on the embedded default: local repository, CPU backend,
+    local forge. Your own repositories are not touched.
+    """
+    source = _project_root()
+    target = target or Path(tempfile.mkdtemp(prefix="tunebot-demo-"))
+    if target.exists() and any(target.iterdir()):
+        raise TunebotError(f"{target} is not empty; pass --dir with a new or empty directory")
+    target.mkdir(parents=True, exist_ok=True)
+    for rel in DEMO_PATHS:
+        src = source / rel
+        if src.is_dir():
+            shutil.copytree(src, target / rel, ignore=shutil.ignore_patterns("__pycache__", "perf_opt"))
+        elif src.exists():
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target / rel)
+    gitops.init_repo(target, message="demo: tunebot example ops")
+    click.echo(f"demo repository: {target}")
+    forge = LocalForge(target)
+    outcome = run_tune(TuneRequest(repo=target, op=op, max_iters=max_iters), forge, print_event)
+    _print_outcome(outcome, target)
+    click.echo(f"next: cd {target} && tunebot proposals && tunebot approve {outcome.proposal.id if outcome.proposal else 1}"
+               f" && tunebot merge {outcome.proposal.id if outcome.proposal else 1}")
+
+
+def _project_root() -> Path:
+    """The checkout holding the demo ops: the current directory, else the installed source tree."""
+    for candidate in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        if (candidate / "examples" / "demo").is_dir():
+            return candidate
+    raise TunebotError("cannot find examples/demo; run `tunebot demo` from a clone of the tunebot repository")
+
+
+COMMANDS: list[click.Command] = [tune, list_ops, proposals, approve, merge, cancel_run, demo]

@@ -1,0 +1,146 @@
+"""Rebuild a run's state from its results.jsonl records (pure functions).
+
+results.jsonl is the single source of truth of a run: the loop appends one
+record per measurement and derives everything else (best-so-far, planner
+history, patience counter) from the records, so a run killed at any point
+resumes exactly where its last recorded line left it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.measure.types import LatencyResult
+from bot.strategies.base import Attempt, Change
+
+# Record kinds, in the order a run writes them.
+START, BASELINE, ITERATION, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
+    "start", "baseline", "iteration", "baseline_end", "stop", "delivery", "proposal")
+
+
+def iteration_key(n: int) -> str:
+    return f"iter:{n}"
+
+
+@dataclass
+class IterationView:
+    """One recorded iteration, as the loop and the renderers need it."""
+
+    n: int
+    strategy: str
+    change: str
+    verdict: str
+    accuracy: str
+    latency_us: float | None
+    gain_pct: float | None  # vs the baseline, as the seed's log shows it
+    sha: str
+    branch: str
+    parent: str
+    path: str  # variant path relative to the repo root
+    source_hash: str
+
+
+@dataclass
+class RunState:
+    start: dict | None = None
+    baseline: dict | None = None
+    iterations: list[IterationView] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    best_sha: str | None = None
+    best_path: str | None = None  # repo-relative path of the best source
+    best_iteration: int | None = None
+    best_latency: LatencyResult | None = None
+    no_gain_streak: int = 0
+    last_failure: str | None = None
+    baseline_end: dict | None = None
+    stop: dict | None = None
+    delivery: dict | None = None
+    proposal: dict | None = None
+
+    @property
+    def baseline_us(self) -> float | None:
+        return self.baseline_latency.median_us if self.baseline_latency else None
+
+    @property
+    def baseline_latency(self) -> LatencyResult | None:
+        if self.baseline and self.baseline.get("latency"):
+            return latency_from_dict(self.baseline["latency"])
+        return None
+
+    @property
+    def best_us(self) -> float | None:
+        return self.best_latency.median_us if self.best_latency else None
+
+    @property
+    def next_iteration(self) -> int:
+        return len(self.iterations) + 1
+
+
+def latency_from_dict(data: dict) -> LatencyResult:
+    known = set(LatencyResult.__dataclass_fields__)
+    return LatencyResult(**{k: v for k, v in data.items() if k in known})
+
+
+def gain_pct(baseline_us: float | None, latency_us: float | None) -> float | None:
+    if not baseline_us or latency_us is None:
+        return None
+    return (baseline_us - latency_us) / baseline_us * 100.0
+
+
+def replay(records: list[dict]) -> RunState:
+    """Fold the records of one run into its current state."""
+    state = RunState()
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == START:
+            state.start = rec
+        elif kind == BASELINE:
+            state.baseline = rec
+            state.best_sha = rec["sha"]
+            state.best_path = rec["path"]
+            state.best_latency = state.baseline_latency
+        elif kind == ITERATION:
+            _apply_iteration(state, rec)
+        elif kind == BASELINE_END:
+            state.baseline_end = rec
+        elif kind == STOP:
+            state.stop = rec
+        elif kind == DELIVERY:
+            state.delivery = rec
+        elif kind == PROPOSAL:
+            state.proposal = rec
+    return state
+
+
+def _apply_iteration(state: RunState, rec: dict) -> None:
+    change = rec["change"]
+    latency = rec.get("latency") or {}
+    verdict = rec["verdict"]
+    median = latency.get("median_us") if latency.get("status") == "ok" else None
+    state.iterations.append(IterationView(
+        n=rec["iteration"], strategy=change["strategy"], change=change["description"],
+        verdict=verdict, accuracy=(rec.get("accuracy") or {}).get("status", "error"),
+        latency_us=median, gain_pct=gain_pct(state.baseline_us, median), sha=rec["sha"],
+        branch=rec["branch"], parent=rec["parent"], path=rec["path"],
+        source_hash=rec["source_hash"]))
+    decision = rec.get("decision") or {}
+    state.attempts.append(Attempt(
+        change=Change(strategy=change["strategy"], description=change["description"],
+                      knob=change.get("knob"), old=change.get("old"), new=change.get("new")),
+        source_hash=rec["source_hash"], parent_hash=rec["parent_hash"], verdict=verdict,
+        gain=decision.get("gain")))
+    if verdict == "better":
+        state.best_sha, state.best_path = rec["sha"], rec["path"]
+        state.best_iteration = rec["iteration"]
+        # The decision may have re-measured both sides; its candidate median is the fairer one.
+        best = latency_from_dict(latency)
+        if decision.get("candidate_us"):
+            best.median_us = decision["candidate_us"]
+        state.best_latency = best
+        state.no_gain_streak = 0
+        state.last_failure = None
+    else:
+        state.no_gain_streak += 1
+        if verdict in ("fail_l0", "timeout", "error"):
+            tail = (rec.get("accuracy") or {}).get("tail") or (rec.get("latency") or {}).get("tail") or ""
+            state.last_failure = f"iter {rec['iteration']} {verdict}: {tail[-500:]}"
