@@ -22,34 +22,46 @@ KEYS: tuple[str, ...] = (
 )
 
 
-def default_output(project: str, op: str) -> str:
-    return f"examples/{project}/{op}/perf_opt/{op}.py"
+def default_output(project: str, operator: str) -> str:
+    return f"examples/{project}/{operator}/perf_opt/{operator}.py"
 
 
 @dataclass
 class CompletionReport:
+    """Field names follow the report's keys. After construction `output` is always set,
+    `skills_consulted` holds no "none" entries and `issues` is one string ("none" if empty),
+    so parse_report(render_report(r)) == r."""
+
     project: str
-    op: str
+    operator: str
     iterations: int
-    baseline_us: float | None
-    final_us: float | None
-    improvement_pct: float | None
+    baseline_latency: float | None  # us; None: not measured
+    final_latency: float | None  # us
+    improvement: float | None  # percent vs the baseline, positive = faster
     stop_reason: str  # one of STOP_REASONS
     summary: str  # one sentence
-    skills_consulted: list[str] = field(default_factory=list)
-    issues: str = NONE
-    output: str | None = None  # None: derived from project/op (see default_output)
+    skills_consulted: list[str] = field(default_factory=list)  # paths of references used
+    issues: str | list[str] = NONE  # a list is joined with "; "
+    output: str | None = None  # None: derived from project/operator (see default_output)
     stage: int = 4
     verdict: str = "TUNING_COMPLETED"
 
     def __post_init__(self) -> None:
         if self.output is None:
-            self.output = default_output(self.project, self.op)
+            self.output = default_output(self.project, self.operator)
         if self.stop_reason not in STOP_REASONS:
             raise ValueError(f"stop_reason must be one of {STOP_REASONS}, got {self.stop_reason!r}")
+        self.issues = _issues_text(self.issues)
+        self.skills_consulted = [one_line(p) for p in self.skills_consulted if one_line(p).lower() != NONE]
         for path in self.skills_consulted:
-            if "," in path or not path.strip() or path.strip() == NONE:
+            if "," in path or not path:
                 raise ValueError(f"skills_consulted entry {path!r} must be a non-empty path without commas")
+
+
+def _issues_text(issues: str | list[str]) -> str:
+    if isinstance(issues, str):
+        issues = [issues]
+    return "; ".join(one_line(i) for i in issues if one_line(i) and one_line(i).lower() != NONE) or NONE
 
 
 def render_report(report: CompletionReport) -> str:
@@ -57,17 +69,17 @@ def render_report(report: CompletionReport) -> str:
     values = {
         "stage": str(report.stage),
         "project": one_line(report.project),
-        "operator": one_line(report.op),
+        "operator": one_line(report.operator),
         "output": one_line(report.output or ""),
         "verdict": one_line(report.verdict),
         "iterations": str(report.iterations),
-        "baseline_latency": f"{fmt_us(report.baseline_us)} us",
-        "final_latency": f"{fmt_us(report.final_us)} us",
-        "improvement": fmt_pct(report.improvement_pct),
+        "baseline_latency": f"{fmt_us(report.baseline_latency)} us",
+        "final_latency": f"{fmt_us(report.final_latency)} us",
+        "improvement": fmt_pct(report.improvement),
         "stop_reason": report.stop_reason,
         "skills_consulted": skills,
         "summary": one_line(report.summary),
-        "issues": one_line(report.issues) or NONE,
+        "issues": _issues_text(report.issues),
     }
     return "\n".join([HEADING] + [f"- {k}: {values[k]}" for k in KEYS]) + "\n"
 
@@ -131,11 +143,11 @@ def parse_report(text: str, source: str = "completion report") -> CompletionRepo
     skills = [] if skills_text.lower() == NONE else [p.strip() for p in skills_text.split(",") if p.strip()]
     return CompletionReport(
         project=found["project"][1],
-        op=found["operator"][1],
+        operator=found["operator"][1],
         iterations=integer("iterations"),
-        baseline_us=latency("baseline_latency"),
-        final_us=latency("final_latency"),
-        improvement_pct=improvement_pct,
+        baseline_latency=latency("baseline_latency"),
+        final_latency=latency("final_latency"),
+        improvement=improvement_pct,
         stop_reason=reason,
         summary=found["summary"][1],
         skills_consulted=skills,
