@@ -29,12 +29,13 @@ from bot.record.chart import latency_chart
 from bot.record.opt_log import Conclusion, LogRow, OptLog, render_opt_log
 from bot.record.report import CompletionReport, render_report
 from bot.record.results import ResultsLog
-from bot.strategies.base import PlanContext, Variant
+from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import EVIDENCE_PATH, Evidence
 from bot.strategies.planner import Planner
 
 StopReason = Literal["达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"]
 TARGET_REACHED, MAX_ITERS, NO_GAIN, EXHAUSTED, CANCELLED = "达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"
+MAX_REJECTIONS = 20  # refused proposals per run before the planner counts as exhausted
 REFERENCES = ("references/strategies.md", "references/optimization-dimensions.md",
               "references/mindiesd-features.md")
 
@@ -282,12 +283,18 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
     planner = _planner(run)
     while True:
         reason = _stop_reason(run, state)
+        if reason is None and state.rejections >= MAX_REJECTIONS:
+            reason = EXHAUSTED
         if reason is None:
             best_source = gitops.read_file(run.repo, state.best_sha, state.best_path)
             ctx = PlanContext(best_source=best_source, history=tuple(state.attempts),
                               allowed=run.settings.strategies,
                               profile_summary=_profile_summary(state), last_failure=state.last_failure)
             variant = planner.next(ctx)
+            if isinstance(variant, Refusal) and variant.attempt is not None and not variant.exhausted:
+                _record_rejection(run, state, variant)
+                state = rs.replay(run.log.read())
+                continue
             if not isinstance(variant, Variant):
                 reason = EXHAUSTED
         if reason is not None:
@@ -295,6 +302,21 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
         _run_iteration(run, evaluator, state, variant, best_source)
         state = rs.replay(run.log.read())
     _finish(run, evaluator, state, reason)
+
+
+def _record_rejection(run: _Run, state: rs.RunState, refusal: Refusal) -> None:
+    """A proposal refused before evaluation: kept in the records, never an iteration."""
+    run.log.append({"key": f"{rs.REJECTED}:{state.rejections + 1}", "kind": rs.REJECTED,
+                    "attempt": _jsonable_attempt(refusal), "reason": refusal.reason, "time": _now()})
+    run.progress(ProgressEvent("iteration", run.op.qualified, strategy=refusal.strategy, verdict="rejected",
+                               change=refusal.attempt.change.description, message=refusal.reason))
+
+
+def _jsonable_attempt(refusal: Refusal) -> dict:
+    data = rs.attempt_to_dict(refusal.attempt)
+    data["change"]["old"], data["change"]["new"] = (_jsonable(data["change"]["old"]),
+                                                    _jsonable(data["change"]["new"]))
+    return data
 
 
 def _profile_summary(state: rs.RunState) -> dict:

@@ -14,8 +14,8 @@ from bot.measure.types import LatencyResult
 from bot.strategies.base import Attempt, Change
 
 # Record kinds, in the order a run writes them.
-START, BASELINE, ITERATION, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
-    "start", "baseline", "iteration", "baseline_end", "stop", "delivery", "proposal")
+START, BASELINE, ITERATION, REJECTED, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
+    "start", "baseline", "iteration", "rejected", "baseline_end", "stop", "delivery", "proposal")
 
 
 def iteration_key(n: int) -> str:
@@ -51,6 +51,7 @@ class RunState:
     best_iteration: int | None = None
     best_latency: LatencyResult | None = None
     no_gain_streak: int = 0
+    rejections: int = 0  # proposals refused before evaluation (not iterations)
     last_failure: str | None = None
     baseline_end: dict | None = None
     stop: dict | None = None
@@ -81,6 +82,19 @@ def latency_from_dict(data: dict) -> LatencyResult:
     return LatencyResult(**{k: v for k, v in data.items() if k in known})
 
 
+def attempt_to_dict(attempt: Attempt) -> dict:
+    change = attempt.change
+    return {"change": {"strategy": change.strategy, "description": change.description, "knob": change.knob,
+                       "old": change.old, "new": change.new},
+            "source_hash": attempt.source_hash, "parent_hash": attempt.parent_hash,
+            "verdict": attempt.verdict, "gain": attempt.gain}
+
+
+def attempt_from_dict(data: dict) -> Attempt:
+    return Attempt(change=Change(**data["change"]), source_hash=data["source_hash"],
+                   parent_hash=data["parent_hash"], verdict=data["verdict"], gain=data.get("gain"))
+
+
 def gain_pct(baseline_us: float | None, latency_us: float | None) -> float | None:
     if not baseline_us or latency_us is None:
         return None
@@ -101,6 +115,9 @@ def replay(records: list[dict]) -> RunState:
             state.best_latency = state.baseline_latency
         elif kind == ITERATION:
             _apply_iteration(state, rec)
+        elif kind == REJECTED:
+            state.rejections += 1
+            state.attempts.append(attempt_from_dict(rec["attempt"]))
         elif kind == BASELINE_END:
             state.baseline_end = rec
         elif kind == STOP:

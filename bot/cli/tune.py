@@ -55,7 +55,9 @@ def _fmt_us(value: float | None) -> str:
 
 def print_event(event: ProgressEvent) -> None:
     """Live progress on the terminal, one line per step."""
-    if event.kind == "iteration":
+    if event.kind == "iteration" and event.verdict == "rejected":
+        click.echo(f"  rejected     {event.strategy or '-':<15} {event.change or '':<28} {event.message}")
+    elif event.kind == "iteration":
         colour = {"better": "green", "not_better": None, "style": None}.get(event.verdict or "", "red")
         gain = f"{event.gain_pct:+.1f}%" if event.gain_pct is not None else "-"
         click.echo(f"  iter {event.iteration:>2}  {event.strategy:<15} {event.change:<28} "

@@ -1,0 +1,42 @@
+"""A test op whose latency is set by its knobs, so the loop's decisions are predictable.
+
+Pure Python (no torch import) so that each sandboxed run starts fast. The kernel
+sleeps for a time that is smallest at BLOCK = 64 and NUM_STAGES = 2;
+`--level L0` follows upstream's template (exit 0 = pass). BLOCK == WRONG_AT makes
+the kernel return a wrong result, to exercise rollback.
+"""
+
+import argparse
+import sys
+import time
+
+BLOCK = 16
+NUM_STAGES = 1
+WRONG_AT = -1
+
+
+def get_inputs(seed: int = 0):
+    return ([float((i * 7 + seed) % 13) for i in range(64)],)
+
+
+def reference(x):
+    return [v * 2 for v in x]
+
+
+def kernel(x):
+    cost_ms = 1.0 + abs(BLOCK - 64) / 64 * 6.0 + abs(NUM_STAGES - 2) * 1.5
+    time.sleep(cost_ms / 1000)
+    if BLOCK == WRONG_AT:
+        return [v * 3 for v in x]
+    return [v * 2 for v in x]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--level", default="L0")
+    parser.parse_args()
+    (x,) = get_inputs()
+    if any(abs(a - b) > 1e-4 for a, b in zip(kernel(x), reference(x))):
+        print("L0 FAIL: kernel differs from reference")
+        sys.exit(1)
+    print("L0 PASS")
