@@ -1,0 +1,1 @@
+"""Latency backends: cpu, cuda, npu-msprof, npu-torch. Each times the kernel only."""

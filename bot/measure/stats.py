@@ -1,0 +1,82 @@
+"""Order statistics for latency samples: median, quartiles, a CI of the median.
+
+Pure functions. Timing samples are skewed (interrupts, other tenants), so we
+use the median and a distribution-free confidence interval from the binomial
+distribution of order statistics rather than mean +- stddev.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    min: float
+    q1: float
+    q3: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def rel_ci_half_width(self) -> float:
+        """Half the CI of the median, relative to the median."""
+        return (self.ci_high - self.ci_low) / (2 * self.median) if self.median else math.inf
+
+
+def quantile(sorted_xs: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not sorted_xs:
+        raise ValueError("quantile of no samples")
+    pos = (len(sorted_xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int]:
+    """0-based ranks (lo, hi) so that [x_lo, x_hi] covers the median with >= `confidence`.
+
+    The count of samples below the true median is Binomial(n, 1/2); we take the
+    widest symmetric tail that stays under (1 - confidence) / 2. Too few samples
+    for that confidence give the full range.
+    """
+    if n <= 0:
+        raise ValueError("no samples")
+    alpha_half = (1 - confidence) / 2
+    total = 2 ** n
+    cdf = 0
+    k = -1  # largest k with P(X <= k) <= alpha/2
+    for i in range(n + 1):
+        cdf += math.comb(n, i)
+        if cdf / total > alpha_half:
+            break
+        k = i
+    # x_(j) (1-based) <= median iff X >= j, so [x_(k+1), x_(n-k)] covers with
+    # probability 1 - 2 P(X <= k); 0-based that is [k, n-1-k]
+    lo = max(k, 0)
+    return lo, n - 1 - lo
+
+
+def summarize(samples: list[float], confidence: float = 0.95) -> Summary:
+    if not samples:
+        raise ValueError("no samples to summarize")
+    xs = sorted(samples)
+    lo, hi = median_ci_ranks(len(xs), confidence)
+    return Summary(
+        n=len(xs),
+        median=quantile(xs, 0.5),
+        min=xs[0],
+        q1=quantile(xs, 0.25),
+        q3=quantile(xs, 0.75),
+        ci_low=xs[lo],
+        ci_high=xs[hi],
+    )
+
+
+def relative_change(before: float, after: float) -> float:
+    """(before - after) / before: positive when `after` is faster."""
+    return (before - after) / before
