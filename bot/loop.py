@@ -122,8 +122,16 @@ class _Run:
         return (self.op.perf_dir / name).as_posix()
 
 
-def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | None = None) -> RunOutcome:
-    """Run (or resume) one tuning run of `request.op` and propose the best variant."""
+EvaluatorFactory = Callable[[cfgmod.OpConfig, Path], Evaluator]
+
+
+def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | None = None,
+             evaluator_factory: EvaluatorFactory = Evaluator) -> RunOutcome:
+    """Run (or resume) one tuning run of `request.op` and propose the best variant.
+
+    `evaluator_factory` exists for the overhead benchmark, which wraps the real
+    Evaluator to subtract kernel time from the bot's own time.
+    """
     run = _prepare(request, forge, progress or (lambda event: None))
     if request.dry_run:
         return _dry_run(run)
@@ -140,7 +148,7 @@ def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | No
         _restore_refs(run, state)
         run.progress(ProgressEvent("resumed", run.op.qualified, iteration=len(state.iterations),
                                    message=f"resuming after {len(state.iterations)} recorded iterations"))
-    evaluator = Evaluator(run.op, run.worktree)
+    evaluator = evaluator_factory(run.op, run.worktree)
     if state.baseline is None:
         _measure_baseline(run, evaluator)
         state = rs.replay(run.log.read())
@@ -438,6 +446,7 @@ def _report(run: _Run, state: rs.RunState) -> CompletionReport:
                f" at {state.best_us:.2f} us ({improvement:+.1f}% vs baseline), stopped: {state.stop['reason']}.")
     consulted = [p for p in REFERENCES if (run.worktree / p).exists()]
     return CompletionReport(project=run.op.project, operator=run.op.name, iterations=len(state.iterations),
+                            output=run.rel(f"{run.op.name}.py"),
                             baseline_latency=state.baseline_us, final_latency=state.best_us,
                             improvement=improvement, stop_reason=state.stop["reason"],
                             skills_consulted=consulted or ["none"], summary=summary,

@@ -11,15 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.measure.types import LatencyResult
+from bot.record.results import iteration_key  # noqa: F401  (re-exported for the loop)
 from bot.strategies.base import Attempt, Change
 
 # Record kinds, in the order a run writes them.
 START, BASELINE, ITERATION, REJECTED, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
     "start", "baseline", "iteration", "rejected", "baseline_end", "stop", "delivery", "proposal")
-
-
-def iteration_key(n: int) -> str:
-    return f"iter:{n}"
 
 
 @dataclass
