@@ -1,0 +1,639 @@
+"""Git operations of tunebot: worktrees, commits with explicit parents, owned branches, push, merge.
+
+The user's repository is sacred. Nothing here switches the user's checkout or
+writes their index or files, except `merge_into` fast-forwarding a *clean*
+checkout of the base branch (so its files follow the merge). Branches tunebot
+creates are recorded in `<common git dir>/tunebot/branches.json`; only those
+are ever moved, force-pushed or deleted.
+
+Plumbing goes through `_git` (a subprocess with stdin, a scrubbed environment
+and exit-code control, which `repo.git.<cmd>` does not give cleanly); GitPython
+opens repositories, reads config and writes blobs in-process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path
+from typing import Iterator
+
+import git
+from gitdb.base import IStream
+
+from bot.errors import GitError
+
+DEFAULT_NAME = "tunebot"
+DEFAULT_EMAIL = "tunebot@users.noreply.local"
+ZERO_SHA = "0" * 40
+_OWNERSHIP_FILE = "branches.json"
+# Variables that would redirect git away from the repo we were given.
+_SCRUBBED_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
+
+
+class NotARepository(GitError):
+    """The path given is not inside a usable git repository (bad input)."""
+
+    exit_code = 2
+
+
+class UnknownRevision(GitError):
+    exit_code = 2
+
+
+# ---------------------------------------------------------------- running git
+
+
+def _workdir(repo: git.Repo) -> str:
+    return repo.working_tree_dir or repo.git_dir
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
+    env["GIT_TERMINAL_PROMPT"] = "0"  # a push must fail, never hang on a password prompt
+    env.update(extra or {})
+    return env
+
+
+def _git(
+    where: git.Repo | Path | str,
+    *args: str,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one git command; on failure (when `check`) raise GitError with git's own words."""
+    cwd = _workdir(where) if isinstance(where, git.Repo) else str(where)
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, env=_env(env), capture_output=True)
+    if check and proc.returncode != 0:
+        detail = proc.stderr.decode(errors="replace").strip() or proc.stdout.decode(errors="replace").strip()
+        raise GitError(f"git {args[0]} failed: {detail}")
+    return proc
+
+
+def _out(where: git.Repo | Path | str, *args: str, **kw) -> str:
+    return _git(where, *args, **kw).stdout.decode().strip()
+
+
+# ---------------------------------------------------------------- repository
+
+
+def open_repo(path: Path | str) -> git.Repo:
+    """Open the repository containing `path` (any worktree or subdirectory)."""
+    path = Path(path)
+    if not path.exists():
+        raise NotARepository(f"{path}: no such directory. Pass the path of a git repository.")
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+    except git.InvalidGitRepositoryError:
+        raise NotARepository(
+            f"{path} is not inside a git repository. Run tunebot inside one, or create it with `git init`."
+        ) from None
+    if not repo.head.is_valid():
+        raise NotARepository(
+            f"{repo.working_tree_dir or repo.git_dir} has no commits yet. "
+            "Make a first commit (e.g. `git add -A && git commit -m init`), then run tunebot again."
+        )
+    return repo
+
+
+def state_dir(repo: git.Repo) -> Path:
+    """`<common git dir>/tunebot`: tunebot's durable state, shared by all worktrees (created)."""
+    path = Path(repo.common_dir).resolve() / "tunebot"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def current_branch(repo: git.Repo) -> str | None:
+    """The branch checked out in this worktree, or None when HEAD is detached."""
+    ref = _git(repo, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    return ref.stdout.decode().strip() or None if ref.returncode == 0 else None
+
+
+def resolve(repo: git.Repo, rev: str) -> str:
+    """Full sha of the commit `rev` names (branch, tag, sha, HEAD~1, ...)."""
+    if not rev or rev.startswith("-"):
+        raise UnknownRevision(f"'{rev}' is not a revision. Pass a branch, tag or commit sha.")
+    proc = _git(repo, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
+    if proc.returncode != 0:
+        raise UnknownRevision(
+            f"unknown revision '{rev}': no branch, tag or commit of that name in "
+            f"{_workdir(repo)}. Check `git branch -a` or `git log`."
+        )
+    return proc.stdout.decode().strip()
+
+
+# ---------------------------------------------------------------- locking and atomic files
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, timeout_s: float = 30.0, stale_s: float = 600.0) -> Iterator[None]:
+    """Exclusive lock by creating `path` with O_EXCL; waits up to `timeout_s`.
+
+    A lock whose holder pid is gone, or that is older than `stale_s`, is broken:
+    a SIGKILLed run must not block the next one forever.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            if _lock_is_stale(path, stale_s):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                continue
+            if time.monotonic() > deadline:
+                raise GitError(
+                    f"{path} is held by another tunebot process. Wait for it to finish, "
+                    f"or delete {path} if no tunebot is running."
+                ) from None
+            time.sleep(0.02)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _lock_is_stale(path: Path, stale_s: float) -> bool:
+    try:
+        text = path.read_text().strip()
+        age = time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return True
+    if age > stale_s:
+        return True
+    if not text.isdigit():
+        return age > 5.0  # being written right now, or garbage left by a crash
+    try:
+        os.kill(int(text), 0)
+    except OSError as exc:
+        return exc.errno == errno.ESRCH
+    return False
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so readers see the old or the new file, never a torn one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+# ---------------------------------------------------------------- worktrees
+
+
+def _worktree_root(repo: git.Repo) -> Path:
+    return state_dir(repo) / "worktrees"
+
+
+def _registered_worktrees(repo: git.Repo) -> list[dict[str, str]]:
+    """`git worktree list --porcelain` as dicts (keys: worktree, HEAD, branch, detached, bare, prunable)."""
+    entries: list[dict[str, str]] = []
+    for block in _out(repo, "worktree", "list", "--porcelain").split("\n\n"):
+        entry: dict[str, str] = {}
+        for line in block.splitlines():
+            key, _, value = line.partition(" ")
+            entry[key] = value
+        if entry:
+            entries.append(entry)
+    return entries
+
+
+def _is_registered(repo: git.Repo, path: Path) -> bool:
+    return any(Path(e["worktree"]).resolve() == path.resolve() for e in _registered_worktrees(repo) if "worktree" in e)
+
+
+def ensure_worktree(repo: git.Repo, name: str, sha: str) -> Path:
+    """A detached worktree at `state_dir/worktrees/<name>` checked out (clean) at `sha`."""
+    _check_worktree_name(name)
+    path = _worktree_root(repo) / name
+    commit = resolve(repo, sha)
+    if path.exists() and _is_registered(repo, path):
+        checkout_worktree(path, commit)
+        _git(path, "clean", "-ffdqx")
+        return path
+    _git(repo, "worktree", "prune")  # forget registrations whose directory vanished
+    if path.exists():  # a directory of ours git no longer knows: leftover of a crash
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _git(repo, "worktree", "add", "--detach", "-f", str(path), commit)
+    return path
+
+
+def remove_worktree(repo: git.Repo, name: str) -> None:
+    """Remove tunebot's worktree `name` (files and registration); no-op if absent."""
+    _check_worktree_name(name)
+    path = _worktree_root(repo) / name
+    if path.exists() and _is_registered(repo, path):
+        _git(repo, "worktree", "remove", "--force", "--force", str(path))
+    elif path.exists():
+        shutil.rmtree(path)
+    _git(repo, "worktree", "prune")
+
+
+def checkout_worktree(path: Path | str, sha: str) -> None:
+    """Detached, forced checkout of `sha` in one of tunebot's own worktrees (refuses any other)."""
+    path = Path(path).resolve()
+    repo = open_repo(path)
+    root = _worktree_root(repo).resolve()
+    top = Path(repo.working_tree_dir or "").resolve()
+    if top != path or root not in path.parents:
+        raise GitError(
+            f"{path} is not a tunebot worktree (those live under {root}); "
+            "tunebot never checks out anything in your own checkout."
+        )
+    _git(path, "checkout", "-q", "--detach", "--force", resolve(repo, sha))
+
+
+def _check_worktree_name(name: str) -> None:
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise GitError(f"bad worktree name '{name}': use one path component such as 'project__op'.")
+
+
+# ---------------------------------------------------------------- commits
+
+
+def _identity(repo: git.Repo, role: str) -> tuple[str, str]:
+    """(name, email) for `role` AUTHOR/COMMITTER: environment, then repo config, then tunebot's."""
+    reader = repo.config_reader()
+    name = os.environ.get(f"GIT_{role}_NAME") or reader.get_value("user", "name", "") or DEFAULT_NAME
+    email = os.environ.get(f"GIT_{role}_EMAIL") or reader.get_value("user", "email", "") or DEFAULT_EMAIL
+    return str(name), str(email)
+
+
+def _parse_author(author: str) -> tuple[str, str]:
+    match = re.fullmatch(r"\s*([^<>]+?)\s*<([^<>\s]+)>\s*", author)
+    if not match:
+        raise GitError(f"bad author '{author}': write it as 'Name <email>'.")
+    return match.group(1), match.group(2)
+
+
+def _check_path(path: str) -> None:
+    parts = path.split("/")
+    if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..", ".git") for p in parts):
+        raise GitError(f"bad file path '{path}' for a commit: use a relative path like 'dir/file.py'.")
+
+
+def _blob_mode(repo: git.Repo, parent: str | None, path: str) -> str:
+    """Keep an existing file's mode (e.g. executable); new files are 100644."""
+    if parent is None:
+        return "100644"
+    try:
+        obj = repo.commit(parent).tree / path
+    except KeyError:
+        return "100644"
+    return f"{obj.mode:o}" if obj.type == "blob" else "100644"
+
+
+def commit_files(
+    repo: git.Repo,
+    parent: str | None,
+    files: dict[str, bytes | None],
+    message: str,
+    author: str | None = None,
+) -> str:
+    """A commit whose tree is `parent`'s with `files` added/replaced (None removes); returns its sha.
+
+    Uses a temporary index in state_dir, so neither the user's index nor any
+    worktree changes, and moves no ref. Same inputs and dates give the same sha.
+    """
+    parent_sha = resolve(repo, parent) if parent is not None else None
+    index_info = []
+    for path, data in sorted(files.items()):
+        _check_path(path)
+        if data is None:
+            index_info.append(f"0 {ZERO_SHA}\t{path}")
+            continue
+        blob = repo.odb.store(IStream("blob", len(data), BytesIO(data))).hexsha.decode()
+        index_info.append(f"{_blob_mode(repo, parent_sha, path)} {blob}\t{path}")
+    index = state_dir(repo) / f"index.{os.getpid()}.{time.monotonic_ns()}"
+    env = {"GIT_INDEX_FILE": str(index)}
+    try:
+        _git(repo, "read-tree", *([parent_sha] if parent_sha else ["--empty"]), env=env)
+        if index_info:
+            _git(repo, "update-index", "--index-info", input="\n".join(index_info).encode() + b"\n", env=env)
+        tree = _out(repo, "write-tree", env=env)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            index.unlink()
+    return _commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
+
+
+def _commit_tree(repo: git.Repo, tree: str, parents: list[str], message: str, author: str | None = None) -> str:
+    a_name, a_email = _parse_author(author) if author else _identity(repo, "AUTHOR")
+    c_name, c_email = _identity(repo, "COMMITTER")
+    env = {
+        "GIT_AUTHOR_NAME": a_name,
+        "GIT_AUTHOR_EMAIL": a_email,
+        "GIT_COMMITTER_NAME": c_name,
+        "GIT_COMMITTER_EMAIL": c_email,
+    }
+    args = ["commit-tree", tree]
+    for p in parents:
+        args += ["-p", p]
+    # -F - keeps the message byte for byte (no -m paragraph handling).
+    return _out(repo, *args, "-F", "-", input=message.encode(), env=env)
+
+
+# ---------------------------------------------------------------- owned branches
+
+
+def _ownership_path(repo: git.Repo) -> Path:
+    return state_dir(repo) / _OWNERSHIP_FILE
+
+
+def _read_owned(repo: git.Repo) -> dict[str, dict]:
+    path = _ownership_path(repo)
+    if not path.exists():
+        return {}
+    try:
+        return dict(json.loads(path.read_text())["branches"])
+    except (ValueError, KeyError, TypeError):
+        raise GitError(f"{path} is corrupt. Delete it only if no tunebot branches need cleaning up.") from None
+
+
+def _write_owned(repo: git.Repo, owned: dict[str, dict]) -> None:
+    data = json.dumps({"branches": owned}, indent=1, sort_keys=True).encode() + b"\n"
+    write_atomic(_ownership_path(repo), data)
+
+
+@contextlib.contextmanager
+def _ownership_lock(repo: git.Repo) -> Iterator[None]:
+    with file_lock(state_dir(repo) / "branches.lock"):
+        yield
+
+
+def is_owned(repo: git.Repo, name: str) -> bool:
+    return name in _read_owned(repo)
+
+
+def _check_branch_name(repo: git.Repo, name: str) -> None:
+    if _git(repo, "check-ref-format", "--branch", name, check=False).returncode != 0 or name.startswith("-"):
+        raise GitError(f"'{name}' is not a valid branch name. Use letters, digits, '/', '-', '_' and '.'.")
+
+
+def branch_sha(repo: git.Repo, name: str) -> str | None:
+    """The sha branch `name` points at, or None if it does not exist."""
+    proc = _git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{name}", check=False)
+    return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+
+def create_branch(repo: git.Repo, name: str, sha: str) -> None:
+    """Create branch `name` at `sha` and record it as tunebot's.
+
+    An existing branch of ours is moved there (compare-and-swap); one that is
+    not ours is refused. Ownership is recorded before the ref exists, so a crash
+    in between never leaves a branch of ours that tunebot would refuse to touch.
+    """
+    _check_branch_name(repo, name)
+    target = resolve(repo, sha)
+    with _ownership_lock(repo):
+        owned = _read_owned(repo)
+        old = branch_sha(repo, name)
+        if old is not None and name not in owned:
+            raise GitError(
+                f"branch '{name}' already exists and was not created by tunebot; "
+                "tunebot will not touch it. Rename or delete it yourself, or choose another branch prefix."
+            )
+        if old == target:
+            return
+        owned[name] = {"created": owned.get(name, {}).get("created", time.time())}
+        _write_owned(repo, owned)
+    _update_ref(repo, name, target, old or ZERO_SHA)
+
+
+def update_branch(repo: git.Repo, name: str, sha: str, expected_old: str) -> None:
+    """Move our branch `name` from `expected_old` to `sha`; fails if it moved meanwhile."""
+    if not is_owned(repo, name):
+        raise GitError(f"branch '{name}' was not created by tunebot; tunebot only moves its own branches.")
+    _update_ref(repo, name, resolve(repo, sha), expected_old)
+
+
+def _update_ref(repo: git.Repo, name: str, new: str, old: str) -> None:
+    proc = _git(repo, "update-ref", "-m", "tunebot", f"refs/heads/{name}", new, old, check=False)
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode(errors="replace")
+        if "exists; cannot create" in stderr:
+            # refs/heads/a/b and refs/heads/a/b/c cannot coexist (a file vs a directory).
+            raise GitError(
+                f"cannot create branch '{name}': a branch with a clashing path exists "
+                f"({stderr.strip().splitlines()[-1]}). Git cannot hold both 'x' and 'x/y'; choose another name."
+            )
+        now = branch_sha(repo, name)
+        raise GitError(
+            f"branch '{name}' changed underneath tunebot (expected {old[:12] if old != ZERO_SHA else 'no branch'}, "
+            f"found {now[:12] if now else 'no branch'}); someone else moved it. Re-run to pick up the new state."
+        )
+
+
+def _natural_key(name: str) -> list:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def owned_branches(repo: git.Repo, prefix: str = "") -> list[str]:
+    """Existing branches tunebot created whose names start with `prefix` (v2 sorts before v10)."""
+    names = [n for n in _read_owned(repo) if n.startswith(prefix) and branch_sha(repo, n) is not None]
+    return sorted(names, key=_natural_key)
+
+
+def _checked_out_branches(repo: git.Repo) -> dict[str, str]:
+    """branch name -> path of the worktree that has it checked out."""
+    found = {}
+    for entry in _registered_worktrees(repo):
+        ref = entry.get("branch", "")
+        if ref.startswith("refs/heads/"):
+            found[ref[len("refs/heads/"):]] = entry["worktree"]
+    return found
+
+
+@dataclass
+class DeleteResult:
+    deleted: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> why
+
+
+def delete_branches(repo: git.Repo, names: list[str], remote: str | None = None) -> DeleteResult:
+    """Delete tunebot's own branches among `names` (and on `remote` if given); skip others with a note."""
+    result = DeleteResult()
+    checked_out = _checked_out_branches(repo)
+    with _ownership_lock(repo):
+        owned = _read_owned(repo)
+        for name in names:
+            if name not in owned:
+                result.skipped[name] = "not created by tunebot"
+                continue
+            if name in checked_out:
+                result.skipped[name] = f"checked out in {checked_out[name]}"
+                continue
+            old = branch_sha(repo, name)
+            if old is not None:
+                _git(repo, "update-ref", "-d", f"refs/heads/{name}", old)
+            if remote:
+                _delete_remote_branch(repo, remote, name)
+            del owned[name]
+            result.deleted.append(name)
+        _write_owned(repo, owned)
+    return result
+
+
+def _delete_remote_branch(repo: git.Repo, remote: str, name: str) -> None:
+    proc = _git(repo, "push", "--porcelain", remote, f":refs/heads/{name}", check=False)
+    text = (proc.stdout + proc.stderr).decode(errors="replace")
+    if proc.returncode != 0 and "remote ref does not exist" not in text:
+        raise GitError(f"could not delete '{name}' on remote '{remote}': {text.strip()}")
+
+
+def cleanup_iteration_branches(
+    repo: git.Repo, op_name: str, prefix: str = "tunebot", remote: str | None = None
+) -> DeleteResult:
+    """Delete the iteration branches `<prefix>/<op>/v<N>` that tunebot owns."""
+    pattern = re.compile(rf"{re.escape(prefix)}/{re.escape(op_name)}/v\d+")
+    names = [n for n in owned_branches(repo, f"{prefix}/{op_name}/v") if pattern.fullmatch(n)]
+    return delete_branches(repo, names, remote=remote)
+
+
+# ---------------------------------------------------------------- push
+
+# Rejections a retry cannot fix: the remote's state or policy, or our own input.
+_PERMANENT = (
+    "non-fast-forward",
+    "[rejected]",
+    "fetch first",
+    "stale info",
+    "[remote rejected]",
+    "does not appear to be a git repository",
+    "no such remote",
+    "does not match any",
+    "invalid refspec",
+    "authentication failed",
+    "permission denied",
+    "403",
+)
+
+
+def _refspec_branch(spec: str) -> str | None:
+    dst = spec.lstrip("+").split(":")[-1]
+    if dst.startswith("refs/heads/"):
+        return dst[len("refs/heads/"):]
+    return None if dst.startswith("refs/") else dst
+
+
+def push(repo: git.Repo, remote: str, refspecs: list[str], retries: int = 3, backoff_s: float = 1.0) -> None:
+    """Push `refspecs`, retrying transient failures (network, remote hiccups) with backoff.
+
+    A rejection (non-fast-forward, hook, auth) is not retried. Force (`+`) and
+    deletion (`:dst`) are allowed only for branches tunebot owns.
+    """
+    if not refspecs:
+        return
+    for spec in refspecs:
+        forced = spec.startswith("+") or spec.startswith(":")
+        branch = _refspec_branch(spec)
+        if forced and (branch is None or not is_owned(repo, branch)):
+            raise GitError(
+                f"refusing to force-push '{spec}': only branches tunebot created may be forced or deleted."
+            )
+    attempt = 0
+    while True:
+        proc = _git(repo, "push", "--porcelain", remote, *refspecs, check=False)
+        if proc.returncode == 0:
+            return
+        text = (proc.stdout + proc.stderr).decode(errors="replace")
+        if any(marker in text.lower() for marker in _PERMANENT) or attempt >= retries:
+            raise GitError(_push_message(remote, refspecs, text, attempt))
+        time.sleep(backoff_s * (2**attempt))
+        attempt += 1
+
+
+def _push_message(remote: str, refspecs: list[str], text: str, attempt: int) -> str:
+    lowered = text.lower()
+    specs = " ".join(refspecs)
+    if "non-fast-forward" in lowered or "fetch first" in lowered or "[rejected]" in lowered:
+        return (
+            f"push of {specs} to '{remote}' was rejected as non-fast-forward: the remote branch has "
+            f"commits tunebot does not have. Fetch and re-run; tunebot never force-pushes your branches.\n{text.strip()}"
+        )
+    tries = f" after {attempt + 1} attempts" if attempt else ""
+    return f"push of {specs} to '{remote}' failed{tries}:\n{text.strip()}"
+
+
+# ---------------------------------------------------------------- merge
+
+
+def _is_ancestor(repo: git.Repo, a: str, b: str) -> bool:
+    return _git(repo, "merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+
+
+def _merge_commit(repo: git.Repo, base_sha: str, head_sha: str, message: str) -> str:
+    """The commit that merges head into base: a fast-forward when possible, else a real merge."""
+    if _is_ancestor(repo, base_sha, head_sha):
+        return head_sha
+    proc = _git(repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", base_sha, head_sha, check=False)
+    lines = proc.stdout.decode(errors="replace").splitlines()
+    if proc.returncode == 1:
+        conflicted = sorted({line for line in lines[1:] if line})
+        raise GitError(
+            "merge conflict in: " + ", ".join(conflicted) + ". Resolve it on the head branch "
+            "(merge the base branch into it and commit), then approve and merge again."
+        )
+    if proc.returncode != 0 or not lines:
+        raise GitError(f"git merge-tree failed: {proc.stderr.decode(errors='replace').strip()}")
+    return _commit_tree(repo, lines[0], [base_sha, head_sha], message)
+
+
+def _is_dirty(worktree: str) -> bool:
+    proc = _git(worktree, "status", "--porcelain", "--untracked-files=no", env={"GIT_OPTIONAL_LOCKS": "0"})
+    return bool(proc.stdout.strip())
+
+
+def merge_into(repo: git.Repo, base_branch: str, head: str, message: str) -> str:
+    """Merge `head` into `base_branch`; returns the new base sha (unchanged if already merged).
+
+    If the base branch is checked out somewhere (the user's checkout included),
+    that worktree must be clean and is fast-forwarded so its files follow;
+    a dirty one is refused before anything moves.
+    """
+    base_sha = branch_sha(repo, base_branch)
+    if base_sha is None:
+        raise GitError(f"base branch '{base_branch}' does not exist. Create it or pick another base.")
+    head_sha = resolve(repo, head)
+    if _is_ancestor(repo, head_sha, base_sha):
+        return base_sha
+    worktree = _checked_out_branches(repo).get(base_branch)
+    if worktree and _is_dirty(worktree):
+        raise GitError(
+            f"'{base_branch}' is checked out in {worktree} with uncommitted changes; tunebot will not touch them. "
+            "Commit or stash your changes, then run tunebot merge again."
+        )
+    new_sha = _merge_commit(repo, base_sha, head_sha, message)
+    if worktree:
+        # merge --ff-only moves the branch and the files together, and itself
+        # refuses if the branch moved past base_sha meanwhile.
+        proc = _git(worktree, "merge", "-q", "--ff-only", new_sha, check=False)
+        if proc.returncode != 0:
+            raise GitError(
+                f"could not fast-forward '{base_branch}' in {worktree}: "
+                f"{proc.stderr.decode(errors='replace').strip()}. Nothing was changed; run tunebot merge again."
+            )
+    else:
+        _update_ref(repo, base_branch, new_sha, base_sha)
+    return new_sha

@@ -1,0 +1,437 @@
+"""bot/gitops.py against real repositories (bare origin, linked worktrees, real pushes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+
+from bot import gitops
+from bot.errors import GitError
+from conftest import GitRepo, make_commit, snapshot_checkout
+
+
+def _refs(repo: git.Repo) -> str:
+    return repo.git.for_each_ref("--format=%(refname) %(objectname)")
+
+
+def _tree(repo: git.Repo, sha: str) -> dict[str, bytes]:
+    commit = repo.commit(sha)
+    return {b.path: b.data_stream.read() for b in commit.tree.traverse() if b.type == "blob"}
+
+
+# ---------------------------------------------------------------- open / resolve
+
+
+def test_open_repo_from_subdir_and_linked_worktree(git_repo: GitRepo, tmp_path: Path) -> None:
+    sub = git_repo.path / "a" / "b"
+    sub.mkdir(parents=True)
+    assert Path(gitops.open_repo(sub).working_tree_dir) == git_repo.path
+    linked = tmp_path / "linked"
+    git_repo.repo.git.worktree("add", "-q", "--detach", str(linked), "HEAD")
+    opened = gitops.open_repo(linked)
+    assert Path(opened.working_tree_dir) == linked
+    # one state dir shared by every worktree of the repository
+    assert gitops.state_dir(opened) == gitops.state_dir(git_repo.repo) == (git_repo.path / ".git" / "tunebot").resolve()
+
+
+def test_open_repo_errors_are_bad_input(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(gitops.NotARepository, match="not inside a git repository") as err:
+        gitops.open_repo(plain)
+    assert err.value.exit_code == 2
+    with pytest.raises(gitops.NotARepository, match="no such directory"):
+        gitops.open_repo(tmp_path / "missing")
+    empty = tmp_path / "empty"
+    subprocess.run(["git", "init", "-q", str(empty)], check=True)
+    with pytest.raises(gitops.NotARepository, match="no commits yet"):
+        gitops.open_repo(empty)
+
+
+def test_current_branch_and_resolve(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    first = repo.head.commit.hexsha
+    second = make_commit(git_repo, {"b.txt": "b"}, "second")
+    assert gitops.current_branch(repo) == "main"
+    assert gitops.resolve(repo, "main") == second
+    assert gitops.resolve(repo, "HEAD~1") == first
+    assert gitops.resolve(repo, first[:8]) == first
+    with pytest.raises(gitops.UnknownRevision, match="'nope'") as err:
+        gitops.resolve(repo, "nope")
+    assert err.value.exit_code == 2
+    with pytest.raises(gitops.UnknownRevision):
+        gitops.resolve(repo, "--all")
+    repo.git.checkout("-q", "--detach", first)
+    assert gitops.current_branch(repo) is None
+
+
+# ---------------------------------------------------------------- commit_files
+
+
+def test_commit_files_builds_tree_without_touching_checkout(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    make_commit(git_repo, {"keep.txt": "keep", "gone.txt": "bye"}, "files")
+    # a dirty user checkout: staged and unstaged changes that must survive untouched
+    (git_repo.path / "keep.txt").write_text("user edit")
+    (git_repo.path / "staged.txt").write_text("staged")
+    repo.git.add("staged.txt")
+    before, refs_before = snapshot_checkout(git_repo), _refs(repo)
+
+    sha = gitops.commit_files(
+        repo, "HEAD", {"new/v1.py": b"x = 1\n", "README.md": b"changed\n", "gone.txt": None}, "iter 1\n\ndetail"
+    )
+
+    assert snapshot_checkout(git_repo) == before
+    assert _refs(repo) == refs_before  # no ref moved
+    commit = repo.commit(sha)
+    assert [p.hexsha for p in commit.parents] == [repo.head.commit.hexsha]
+    assert commit.message == "iter 1\n\ndetail"
+    assert _tree(repo, sha) == {"new/v1.py": b"x = 1\n", "README.md": b"changed\n", "keep.txt": b"keep"}
+    assert not list(gitops.state_dir(repo).glob("index.*"))  # temporary index cleaned up
+
+
+def test_commit_files_root_commit_and_mode_preserved(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    root = gitops.commit_files(repo, None, {"only.txt": b"1"}, "root")
+    assert repo.commit(root).parents == ()
+    assert _tree(repo, root) == {"only.txt": b"1"}
+    script = git_repo.path / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    repo.git.add("run.sh")
+    repo.git.commit("-q", "-m", "exe")
+    sha = gitops.commit_files(repo, "HEAD", {"run.sh": b"#!/bin/sh\necho hi\n"}, "edit")
+    assert (repo.commit(sha).tree / "run.sh").mode == 0o100755
+
+
+def test_commit_files_is_deterministic_for_fixed_dates(git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-01-01T00:00:00+0000")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-01-01T00:00:00+0000")
+    args = (git_repo.repo, "HEAD", {"a.py": b"a", "b.py": b"b"}, "same")
+    first = gitops.commit_files(*args)
+    assert gitops.commit_files(*args) == first
+    assert gitops.commit_files(git_repo.repo, "HEAD", {"a.py": b"A", "b.py": b"b"}, "same") != first
+
+
+def test_commit_files_identity(git_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = git_repo.repo
+    sha = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "m", author="Ada Lovelace <ada@example.com>")
+    commit = repo.commit(sha)
+    assert (commit.author.name, commit.author.email) == ("Ada Lovelace", "ada@example.com")
+    assert commit.committer.email == "test@example.com"  # the repo's configured identity
+    # a repo with no identity anywhere gets tunebot's default
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    repo.git.config("--unset", "user.name")
+    repo.git.config("--unset", "user.email")
+    commit = gitops.open_repo(git_repo.path).commit(gitops.commit_files(gitops.open_repo(git_repo.path), "HEAD", {"b": b"b"}, "m"))
+    assert (commit.author.name, commit.author.email) == (gitops.DEFAULT_NAME, gitops.DEFAULT_EMAIL)
+    with pytest.raises(GitError, match="Name <email>"):
+        gitops.commit_files(repo, "HEAD", {"c": b"c"}, "m", author="nobody")
+
+
+@pytest.mark.parametrize("bad", ["/abs", "../up", "a/../b", ".git/config", "a//b", ""])
+def test_commit_files_rejects_bad_paths(git_repo: GitRepo, bad: str) -> None:
+    with pytest.raises(GitError, match="bad file path"):
+        gitops.commit_files(git_repo.repo, "HEAD", {bad: b"x"}, "m")
+
+
+# ---------------------------------------------------------------- worktrees
+
+
+def test_ensure_worktree_detached_reused_and_reset(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    first = repo.head.commit.hexsha
+    second = make_commit(git_repo, {"v.txt": "2"}, "second")
+    before = snapshot_checkout(git_repo)
+
+    path = gitops.ensure_worktree(repo, "demo__op", first)
+    assert path == gitops.state_dir(repo) / "worktrees" / "demo__op"
+    wt = git.Repo(path)
+    assert wt.head.is_detached and wt.head.commit.hexsha == first
+    (path / "README.md").write_text("scribble")
+    (path / "junk.txt").write_text("junk")
+
+    assert gitops.ensure_worktree(repo, "demo__op", second) == path
+    assert wt.head.commit.hexsha == second
+    assert (path / "README.md").read_text() == "# demo\n"
+    assert not (path / "junk.txt").exists()
+    assert (path / "v.txt").read_text() == "2"
+    assert snapshot_checkout(git_repo) == before
+
+
+def test_ensure_worktree_recovers_from_vanished_dir_and_remove(git_repo: GitRepo) -> None:
+    import shutil
+
+    repo = git_repo.repo
+    path = gitops.ensure_worktree(repo, "w", "HEAD")
+    shutil.rmtree(path)  # e.g. the user cleaned up by hand
+    assert gitops.ensure_worktree(repo, "w", "HEAD") == path
+    assert (path / "README.md").exists()
+    gitops.remove_worktree(repo, "w")
+    assert not path.exists()
+    assert str(path) not in repo.git.worktree("list")
+    gitops.remove_worktree(repo, "w")  # absent: no-op
+
+
+def test_checkout_worktree_refuses_users_checkout(git_repo: GitRepo) -> None:
+    before = snapshot_checkout(git_repo)
+    with pytest.raises(GitError, match="not a tunebot worktree"):
+        gitops.checkout_worktree(git_repo.path, "HEAD")
+    with pytest.raises(GitError, match="bad worktree name"):
+        gitops.ensure_worktree(git_repo.repo, "../escape", "HEAD")
+    assert snapshot_checkout(git_repo) == before
+
+
+# ---------------------------------------------------------------- owned branches
+
+
+def test_create_branch_records_ownership_and_refuses_foreign(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    before = snapshot_checkout(git_repo)
+    sha = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "a")
+    gitops.create_branch(repo, "tunebot/op/v1", sha)
+    assert gitops.branch_sha(repo, "tunebot/op/v1") == sha
+    owned = json.loads((gitops.state_dir(repo) / "branches.json").read_text())["branches"]
+    assert list(owned) == ["tunebot/op/v1"]
+    gitops.create_branch(repo, "tunebot/op/v1", sha)  # idempotent (resume)
+    other = gitops.commit_files(repo, "HEAD", {"b": b"b"}, "b")
+    gitops.create_branch(repo, "tunebot/op/v1", other)  # ours: moved (restart)
+    assert gitops.branch_sha(repo, "tunebot/op/v1") == other
+
+    repo.git.branch("users-branch")
+    with pytest.raises(GitError, match="not created by tunebot"):
+        gitops.create_branch(repo, "users-branch", sha)
+    assert gitops.branch_sha(repo, "users-branch") == before.head_sha
+    with pytest.raises(GitError, match="not a valid branch name"):
+        gitops.create_branch(repo, "bad..name", sha)
+    assert gitops.branch_sha(repo, "missing") is None
+    # git cannot hold refs/heads/a/b next to refs/heads/a/b/c: say so plainly
+    with pytest.raises(GitError, match="clashing path"):
+        gitops.create_branch(repo, "tunebot/op", sha)
+    assert snapshot_checkout(git_repo) == before
+
+
+def test_update_branch_compare_and_swap(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    base = repo.head.commit.hexsha
+    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
+    b = gitops.commit_files(repo, base, {"b": b"b"}, "b")
+    gitops.create_branch(repo, "tunebot/x", a)
+    gitops.update_branch(repo, "tunebot/x", b, expected_old=a)
+    assert gitops.branch_sha(repo, "tunebot/x") == b
+    with pytest.raises(GitError, match="changed underneath"):
+        gitops.update_branch(repo, "tunebot/x", a, expected_old=a)  # stale expectation
+    assert gitops.branch_sha(repo, "tunebot/x") == b
+    with pytest.raises(GitError, match="not created by tunebot"):
+        gitops.update_branch(repo, "main", a, expected_old=base)
+    assert gitops.branch_sha(repo, "main") == base
+
+
+def test_owned_branches_delete_and_cleanup(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    sha = repo.head.commit.hexsha
+    names = ["tunebot/op/v10", "tunebot/op/v2", "tunebot/op/v1", "tunebot/op/best", "tunebot/other/v1"]
+    for name in names:
+        gitops.create_branch(repo, name, sha)
+    repo.git.branch("tunebot/op/v3")  # made by the user: never ours
+    assert gitops.owned_branches(repo, "tunebot/op/v") == ["tunebot/op/v1", "tunebot/op/v2", "tunebot/op/v10"]
+    repo.git.push("-q", "origin", "tunebot/op/v1", "tunebot/op/v2")
+
+    result = gitops.cleanup_iteration_branches(repo, "op", remote="origin")
+    assert sorted(result.deleted) == ["tunebot/op/v1", "tunebot/op/v10", "tunebot/op/v2"]
+    assert gitops.owned_branches(repo, "tunebot/") == ["tunebot/op/best", "tunebot/other/v1"]
+    assert gitops.branch_sha(repo, "tunebot/op/v3") == sha  # the user's branch survives
+    remote_heads = git.Repo(git_repo.origin).git.for_each_ref("--format=%(refname)", "refs/heads")
+    assert "tunebot/op/v1" not in remote_heads and "tunebot/op/v2" not in remote_heads
+
+    result = gitops.delete_branches(repo, ["main", "tunebot/op/v3"])
+    assert result.deleted == [] and set(result.skipped) == {"main", "tunebot/op/v3"}
+    assert gitops.branch_sha(repo, "main") == sha
+
+
+def test_delete_branches_skips_checked_out_branch(git_repo: GitRepo, tmp_path: Path) -> None:
+    repo = git_repo.repo
+    gitops.create_branch(repo, "tunebot/op", repo.head.commit.hexsha)
+    repo.git.worktree("add", "-q", str(tmp_path / "wt"), "tunebot/op")
+    result = gitops.delete_branches(repo, ["tunebot/op"])
+    assert result.deleted == [] and "checked out" in result.skipped["tunebot/op"]
+    assert gitops.branch_sha(repo, "tunebot/op") is not None
+
+
+_CREATE_MANY = """
+import sys
+from bot import gitops
+repo = gitops.open_repo(sys.argv[1])
+sha = repo.head.commit.hexsha
+for i in range(8):
+    gitops.create_branch(repo, f"tunebot/{sys.argv[2]}/v{i}", sha)
+"""
+
+
+def test_concurrent_processes_keep_every_ownership_record(git_repo: GitRepo) -> None:
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _CREATE_MANY, str(git_repo.path), tag]) for tag in ("p", "q", "r")
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    owned = gitops.owned_branches(git_repo.repo, "tunebot/")
+    assert len(owned) == 24
+
+
+def test_file_lock_breaks_lock_of_dead_process(tmp_path: Path) -> None:
+    lock = tmp_path / "x.lock"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock.write_text(str(dead.pid))
+    with gitops.file_lock(lock, timeout_s=1):
+        assert lock.read_text() == str(os.getpid())
+    assert not lock.exists()
+    lock.write_text(str(os.getpid()))  # held by a live process
+    with pytest.raises(GitError, match="held by another tunebot process"):
+        with gitops.file_lock(lock, timeout_s=0.1):
+            pass
+
+
+# ---------------------------------------------------------------- push
+
+
+def _flaky_receive_pack(git_repo: GitRepo, tmp_path: Path, fails: int) -> Path:
+    """Make `origin` drop the first `fails` connections, like a flaky network."""
+    counter = tmp_path / "attempts"
+    script = tmp_path / "flaky-receive-pack"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'n=$(cat "{counter}" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "{counter}"\n'
+        f'if [ "$n" -le {fails} ]; then echo "connection reset by peer" >&2; exit 128; fi\n'
+        'exec git receive-pack "$@"\n'
+    )
+    script.chmod(0o755)
+    git_repo.repo.git.config("remote.origin.receivepack", str(script))
+    return counter
+
+
+def test_push_to_bare_origin_and_retry_transient(git_repo: GitRepo, tmp_path: Path) -> None:
+    repo = git_repo.repo
+    sha = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "a")
+    gitops.create_branch(repo, "tunebot/op/v1", sha)
+    counter = _flaky_receive_pack(git_repo, tmp_path, fails=2)
+    gitops.push(repo, "origin", ["refs/heads/tunebot/op/v1:refs/heads/tunebot/op/v1"], retries=3, backoff_s=0.01)
+    assert counter.read_text().strip() == "3"
+    assert git.Repo(git_repo.origin).commit("tunebot/op/v1").hexsha == sha
+
+
+def test_push_gives_up_after_retries(git_repo: GitRepo, tmp_path: Path) -> None:
+    counter = _flaky_receive_pack(git_repo, tmp_path, fails=99)
+    with pytest.raises(GitError, match="failed after 3 attempts"):
+        gitops.push(git_repo.repo, "origin", ["main"], retries=2, backoff_s=0.01)
+    assert counter.read_text().strip() == "3"
+
+
+def test_push_non_fast_forward_is_not_retried(git_repo: GitRepo, tmp_path: Path) -> None:
+    repo = git_repo.repo
+    other = tmp_path / "other"
+    git.Repo.clone_from(git_repo.origin, other)
+    make_commit(other, {"theirs.txt": "t"}, "theirs")
+    git.Repo(other).git.push("-q", "origin", "main")
+    make_commit(git_repo, {"ours.txt": "o"}, "ours")
+    counter = _flaky_receive_pack(git_repo, tmp_path, fails=0)
+    with pytest.raises(GitError, match="non-fast-forward"):
+        gitops.push(repo, "origin", ["main"], retries=3, backoff_s=0.01)
+    assert counter.read_text().strip() == "1"
+
+
+def test_force_push_only_for_owned_branches(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    base = repo.head.commit.hexsha
+    with pytest.raises(GitError, match="refusing to force-push"):
+        gitops.push(repo, "origin", ["+main:main"])
+    with pytest.raises(GitError, match="refusing to force-push"):
+        gitops.push(repo, "origin", [":main"])
+    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
+    b = gitops.commit_files(repo, base, {"b": b"b"}, "b")
+    gitops.create_branch(repo, "tunebot/op", a)
+    gitops.push(repo, "origin", ["tunebot/op"])
+    gitops.update_branch(repo, "tunebot/op", b, expected_old=a)  # rewritten history on our branch
+    gitops.push(repo, "origin", ["+refs/heads/tunebot/op:refs/heads/tunebot/op"])
+    assert git.Repo(git_repo.origin).commit("tunebot/op").hexsha == b
+    assert git.Repo(git_repo.origin).commit("main").hexsha == base
+
+
+# ---------------------------------------------------------------- merge
+
+
+def test_merge_fast_forwards_clean_user_checkout(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    head = gitops.commit_files(repo, "main", {"perf_opt/op.py": b"best\n"}, "deliver")
+    gitops.create_branch(repo, "tunebot/op", head)
+    new = gitops.merge_into(repo, "main", "tunebot/op", "Merge tunebot/op")
+    assert new == head  # fast-forward
+    assert gitops.current_branch(repo) == "main"
+    assert repo.head.commit.hexsha == head
+    assert (git_repo.path / "perf_opt" / "op.py").read_text() == "best\n"  # files followed
+    assert repo.git.status("--porcelain") == ""
+    assert gitops.merge_into(repo, "main", "tunebot/op", "again") == head  # already merged: no-op
+
+
+def test_merge_creates_merge_commit_when_diverged(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    fork = repo.head.commit.hexsha
+    head = gitops.commit_files(repo, fork, {"perf_opt/op.py": b"best\n"}, "deliver")
+    user = make_commit(git_repo, {"user.txt": "u"}, "user work")
+    (git_repo.path / "notes.txt").write_text("untracked, never touched\n")
+    new = gitops.merge_into(repo, "main", head, "Merge proposal #1")
+    commit = repo.commit(new)
+    assert [p.hexsha for p in commit.parents] == [user, head]
+    assert commit.message.strip() == "Merge proposal #1"
+    assert set(_tree(repo, new)) == {"README.md", "user.txt", "perf_opt/op.py"}
+    assert repo.head.commit.hexsha == new and gitops.current_branch(repo) == "main"
+    assert (git_repo.path / "perf_opt" / "op.py").exists()
+    assert (git_repo.path / "notes.txt").read_text() == "untracked, never touched\n"
+
+
+def test_merge_into_branch_not_checked_out(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    fork = repo.head.commit.hexsha
+    repo.git.branch("release")
+    make_commit(git_repo, {"main-only.txt": "m"}, "on main")
+    before = snapshot_checkout(git_repo)
+    rel = gitops.commit_files(repo, fork, {"rel.txt": b"r"}, "release work")
+    repo.git.update_ref("refs/heads/release", rel)
+    head = gitops.commit_files(repo, fork, {"op.py": b"x"}, "deliver")
+    new = gitops.merge_into(repo, "release", head, "merge")
+    assert gitops.branch_sha(repo, "release") == new
+    assert [p.hexsha for p in repo.commit(new).parents] == [rel, head]
+    assert snapshot_checkout(git_repo) == before
+
+
+def test_merge_conflict_lists_files_and_moves_nothing(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    fork = repo.head.commit.hexsha
+    head = gitops.commit_files(repo, fork, {"README.md": b"theirs\n", "ok.txt": b"fine"}, "theirs")
+    make_commit(git_repo, {"README.md": "ours\n"}, "ours")
+    before = snapshot_checkout(git_repo)
+    with pytest.raises(GitError, match=r"merge conflict in: README\.md\.") as err:
+        gitops.merge_into(repo, "main", head, "merge")
+    assert "ok.txt" not in str(err.value)
+    assert snapshot_checkout(git_repo) == before
+
+
+def test_merge_refuses_dirty_checkout_of_base(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    head = gitops.commit_files(repo, "main", {"op.py": b"x"}, "deliver")
+    (git_repo.path / "README.md").write_text("work in progress\n")
+    before = snapshot_checkout(git_repo)
+    with pytest.raises(GitError, match="(?i)commit or stash your changes, then run tunebot merge again"):
+        gitops.merge_into(repo, "main", head, "merge")
+    assert snapshot_checkout(git_repo) == before
+    with pytest.raises(GitError, match="base branch 'nope' does not exist"):
+        gitops.merge_into(repo, "nope", head, "merge")
