@@ -39,10 +39,10 @@ def parse_number(text: str) -> float | None:
 def parse_us(text: str) -> float | None:
     """'12.34', '12.34 us' or '-' (None). Raises ValueError for anything else."""
     text = text.strip()
+    if text.endswith("us"):
+        text = text[:-2].strip()
     if text == MISSING:
         return None
-    if text.endswith("us"):
-        text = text[:-2]
     value = parse_number(text)
     if value is None:
         raise ValueError("expected a latency like '12.34' (microseconds) or '-'")
