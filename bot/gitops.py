@@ -131,6 +131,42 @@ def resolve(repo: git.Repo, rev: str) -> str:
     return proc.stdout.decode().strip()
 
 
+def read_file(repo: git.Repo, rev: str, path: str, missing_ok: bool = False) -> str | None:
+    """Text of `path` in commit `rev` (not the user's working copy); None if absent and `missing_ok`."""
+    _check_path(path)
+    try:
+        obj = repo.commit(resolve(repo, rev)).tree / path
+    except KeyError:
+        if missing_ok:
+            return None
+        raise GitError(f"'{path}' does not exist in commit {rev}. Commit the file first, then run tunebot again.") from None
+    if obj.type != "blob":
+        raise GitError(f"'{path}' in commit {rev} is a directory, not a file.")
+    return obj.data_stream.read().decode("utf-8")
+
+
+def init_repo(path: Path | str, message: str = "initial commit") -> git.Repo:
+    """Make `path` a git repository (if it is not one) and commit everything in it.
+
+    Used by `tunebot demo` on a fresh scratch directory. Without a configured
+    identity the commit is made as tunebot. The branch is `main` unless the
+    user configured init.defaultBranch.
+    """
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if not (path / ".git").exists():
+        default = _git(path, "config", "--get", "init.defaultBranch", check=False).stdout.decode().strip()
+        _git(path, "init", "-q", *([] if default else ["-b", "main"]))
+    repo = git.Repo(path)
+    _git(repo, "add", "-A")
+    name, email = _identity(repo, "AUTHOR")
+    c_name, c_email = _identity(repo, "COMMITTER")
+    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+           "GIT_COMMITTER_NAME": c_name, "GIT_COMMITTER_EMAIL": c_email}
+    _git(repo, "commit", "-q", "--allow-empty", "--no-verify", "-m", message, env=env)
+    return repo
+
+
 # ---------------------------------------------------------------- locking and atomic files
 
 

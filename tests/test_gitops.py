@@ -71,6 +71,35 @@ def test_current_branch_and_resolve(git_repo: GitRepo) -> None:
     assert gitops.current_branch(repo) is None
 
 
+def test_read_file_reads_commits_not_the_checkout(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    sha = make_commit(git_repo, {"op/k.py": "v1\n"}, "k")
+    (git_repo.path / "op" / "k.py").write_text("dirty\n")
+    assert gitops.read_file(repo, sha, "op/k.py") == "v1\n"
+    assert gitops.read_file(repo, sha, "op/none.py", missing_ok=True) is None
+    with pytest.raises(GitError, match="'op/none.py' does not exist"):
+        gitops.read_file(repo, sha, "op/none.py")
+    with pytest.raises(GitError, match="is a directory"):
+        gitops.read_file(repo, sha, "op")
+
+
+def test_init_repo_commits_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # no global identity, no init.defaultBranch
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    target = tmp_path / "demo"
+    (target / "examples").mkdir(parents=True)
+    (target / "examples" / "a.py").write_text("a\n")
+    repo = gitops.init_repo(target, message="demo: ops")
+    assert gitops.current_branch(repo) == "main"
+    assert repo.head.commit.message.strip() == "demo: ops"
+    assert repo.head.commit.author.email == gitops.DEFAULT_EMAIL
+    assert gitops.read_file(repo, "HEAD", "examples/a.py") == "a\n"
+    assert repo.git.status("--porcelain") == ""
+
+
 # ---------------------------------------------------------------- commit_files
 
 
