@@ -64,10 +64,13 @@ class ResultsLog:
         """All complete records in order; a torn final line is cut off (and saved to .torn)."""
         if not self.path.exists():
             return []
-        fd = os.open(self.path, os.O_RDWR)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            return self._load_locked()
+            fd, repair = os.open(self.path, os.O_RDWR), True
+        except PermissionError:  # a read-only copy (e.g. the one in a delivery branch): read, never repair
+            fd, repair = os.open(self.path, os.O_RDONLY), False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if repair else fcntl.LOCK_SH)
+            return self._load_locked(repair)
         finally:
             os.close(fd)
 
@@ -79,12 +82,13 @@ class ResultsLog:
 
     # -- internals ----------------------------------------------------------
 
-    def _load_locked(self) -> list[dict]:
-        """Parse the file (caller holds the flock), repairing a torn tail first."""
+    def _load_locked(self, repair: bool = True) -> list[dict]:
+        """Parse the file (caller holds the flock), cutting off (and repairing) a torn tail first."""
         data = self.path.read_bytes()
         end = data.rfind(b"\n") + 1  # 0 when there is no newline at all
         if end < len(data):
-            self._repair(data, end)
+            if repair:
+                self._repair(data, end)
             data = data[:end]
         records: list[dict] = []
         for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
