@@ -1,0 +1,215 @@
+"""Knob transforms: change the value of ONE named integer (or bool) knob.
+
+A knob lives at one of these sites, found by name:
+
+- a module constant              `BLOCK_M = 64`        (also `BLOCK_M: int = 64`)
+- a local constant in a factory  `block_M, block_N = 64, 64`
+- a factory default              `def matmul(M, N, block_M=128):`
+- a call-site keyword            `matmul(1024, block_M=128)` / `T.Pipelined(n, num_stages=2)`
+- a call-site positional         `matmul(1024, 1024, 128)` where `matmul`'s 3rd parameter is `block_M`
+
+The effective value is the one the running kernel sees, so call sites win
+over constants, and constants over defaults. If the winning level has more
+than one site the change would not be ONE logical change: refuse and say
+where the sites are.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
+
+from bot.config import Knob
+from bot.strategies.base import Change, Refusal, Variant
+from bot.strategies.source import (ParseFailure, bool_value, int_value, line_of, literal_node, make_variant,
+                                   parse, replace_node)
+
+# Call sites win over constants, constants over defaults (lower = wins).
+_LEVEL = {"keyword": 0, "positional": 0, "constant": 1, "local": 1, "default": 2}
+BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class KnobSite:
+    name: str
+    kind: str  # constant | local | default | keyword | positional
+    line: int
+    value: int | bool
+    node: cst.BaseExpression  # the literal to replace
+
+    def where(self) -> str:
+        return f"{self.kind} at line {self.line}"
+
+
+def _literal(node: cst.BaseExpression | None) -> int | bool | None:
+    b = bool_value(node)
+    return b if b is not None else int_value(node)
+
+
+class _SiteFinder(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (ParentNodeProvider,)
+
+    def __init__(self, wrapper: MetadataWrapper) -> None:
+        self.wrapper = wrapper
+        self.sites: list[KnobSite] = []
+        self.indirect: list[tuple[str, str, int]] = []  # (knob, name it is bound to, line)
+        self.functions: dict[str, list[str]] = {}  # factory name -> positional parameter names
+        self.calls: list[cst.Call] = []
+        self.depth = 0
+
+    def _add(self, name: str, kind: str, node: cst.BaseExpression) -> None:
+        value = _literal(node)
+        if value is not None:
+            self.sites.append(KnobSite(name, kind, line_of(self.wrapper, node), value, node))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth += 1
+        params = node.params
+        self.functions.setdefault(node.name.value, [p.name.value for p in (*params.posonly_params, *params.params)])
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if p.default is not None:
+                self._add(p.name.value, "default", p.default)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def _kind(self) -> str:
+        return "local" if self.depth else "constant"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            t = target.target
+            if isinstance(t, cst.Name):
+                self._add(t.value, self._kind(), node.value)
+            elif isinstance(t, cst.Tuple) and isinstance(node.value, cst.Tuple):
+                if len(t.elements) == len(node.value.elements):
+                    for te, ve in zip(t.elements, node.value.elements):
+                        if isinstance(te.value, cst.Name):
+                            self._add(te.value.value, self._kind(), ve.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self._add(node.target.value, self._kind(), node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+        for arg in node.args:
+            if arg.keyword is not None:
+                if _literal(arg.value) is not None:
+                    self._add(arg.keyword.value, "keyword", arg.value)
+                elif isinstance(arg.value, cst.Name):
+                    self.indirect.append((arg.keyword.value, arg.value.value, line_of(self.wrapper, arg.value)))
+
+    def finish(self) -> None:
+        """Positional call-site arguments of factories defined in this module."""
+        for call in self.calls:
+            if not isinstance(call.func, cst.Name) or call.func.value not in self.functions:
+                continue
+            names = self.functions[call.func.value]
+            for i, arg in enumerate(call.args):
+                if arg.keyword is not None or arg.star or i >= len(names):
+                    break
+                if _literal(arg.value) is not None:
+                    self._add(names[i], "positional", arg.value)
+                elif isinstance(arg.value, cst.Name):
+                    self.indirect.append((names[i], arg.value.value, line_of(self.wrapper, arg.value)))
+
+
+def find_sites(source: str) -> tuple[MetadataWrapper, list[KnobSite], list[tuple[str, str, int]]]:
+    wrapper = parse(source)
+    finder = _SiteFinder(wrapper)
+    wrapper.visit(finder)
+    finder.finish()
+    return wrapper, finder.sites, finder.indirect
+
+
+def locate(source: str, name: str) -> KnobSite | str:
+    """The one site that sets knob `name`, or a sentence saying why there is none."""
+    try:
+        _, sites, indirect = find_sites(source)
+    except ParseFailure as exc:
+        return str(exc)
+    return _choose(name, sites, indirect)
+
+
+def _choose(name: str, sites: list[KnobSite], indirect: list[tuple[str, str, int]], seen: frozenset = frozenset()
+            ) -> KnobSite | str:
+    mine = [s for s in sites if s.name == name]
+    # `f(num_stages=num_stages)` only forwards a parameter: not a site of its own.
+    bound = [(n, line) for k, n, line in indirect if k == name and n != name]
+    if bound:
+        # `f(block_M=BM)`: the call site wins, so follow BM to its constant.
+        if len(bound) > 1 or any(s.kind in ("keyword", "positional") for s in mine):
+            lines = ", ".join(str(line) for _, line in bound)
+            return f"knob '{name}' is passed at several call sites (lines {lines}); one change cannot pick one"
+        target, line = bound[0]
+        if target in seen:
+            return f"knob '{name}' is passed as '{target}' (line {line}) in a cycle of names"
+        found = _choose(target, [s for s in sites if s.kind in ("constant", "local")], [], seen | {name})
+        if isinstance(found, str):
+            return f"knob '{name}' is passed as '{target}' (line {line}), which is not a single integer constant"
+        return found
+    if not mine:
+        return f"knob '{name}' is not set by an integer literal anywhere (module constant, default or call site)"
+    best = min(_LEVEL[s.kind] for s in mine)
+    top = [s for s in mine if _LEVEL[s.kind] == best]
+    if len(top) > 1:
+        where = ", ".join(s.where() for s in top)
+        return f"knob '{name}' is set at {len(top)} places ({where}); one logical change cannot pick one"
+    return top[0]
+
+
+def discover(source: str) -> list[str]:
+    """Block-size-like names (block_*/BLOCK_*) set by a literal, in source order."""
+    try:
+        _, sites, _ = find_sites(source)
+    except ParseFailure:
+        return []
+    names: list[str] = []
+    for s in sorted(sites, key=lambda s: s.line):
+        if BLOCK_NAME.match(s.name) and not isinstance(s.value, bool) and s.name not in names:
+            names.append(s.name)
+    return names
+
+
+def current_value(source: str, name: str) -> int | bool | None:
+    site = locate(source, name)
+    return None if isinstance(site, str) else site.value
+
+
+def check_constraints(knob: Knob, value: int) -> str | None:
+    """Why `value` breaks the knob's declared constraints, or None."""
+    if value <= 0 and knob.strategy == "block_size":
+        return f"{knob.name}={value}: a block size must be positive"
+    if knob.divides is not None and value > 0 and knob.divides % value != 0:
+        return f"{knob.name}={value} does not divide {knob.divides}"
+    if knob.multiple_of is not None and value % knob.multiple_of != 0:
+        return f"{knob.name}={value} is not a multiple of {knob.multiple_of}"
+    return None
+
+
+def set_knob(source: str, knob: Knob, new: int | bool, strategy: str | None = None, name: str = "kernel.py"
+             ) -> Variant | Refusal:
+    """Set knob `knob.name` to `new` at its one effective site."""
+    strategy = strategy or knob.strategy
+    try:
+        wrapper, sites, indirect = find_sites(source)
+    except ParseFailure as exc:
+        return Refusal((str(exc),), strategy=strategy)
+    site = _choose(knob.name, sites, indirect)
+    if isinstance(site, str):
+        return Refusal((site,), strategy=strategy)
+    if not isinstance(new, bool):
+        problem = check_constraints(knob, new)
+        if problem:
+            return Refusal((problem,), strategy=strategy)
+    if site.value == new and type(site.value) is type(new):
+        return Refusal((f"{knob.name} is already {new}",), strategy=strategy)
+    label = knob.name if site.name == knob.name else f"{knob.name} (via {site.name})"
+    change = Change(strategy=strategy, description=f"{label}: {site.value} -> {new} ({site.where()})",
+                    knob=knob.name, old=site.value, new=new)
+    new_source = replace_node(wrapper.module, site.node, literal_node(new))
+    return make_variant(source, new_source, change, name)

@@ -1,0 +1,122 @@
+"""Pipeline depth: `num_stages` of one `T.Pipelined(...)` loop (0 = pipelining off).
+
+Where `num_stages` is a literal it is changed in place; where it is absent
+(upstream's default, 0) the keyword is added; where it is a name (a factory
+parameter, a constant) the change goes to the one site that sets that name
+(bot/strategies/knobs.py). CPU demo ops have no T.Pipelined: they declare a
+module constant knob with `strategy: pipeline_depth` in tune.yaml instead,
+which the planner sends to the knob transform directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from bot.config import Knob
+from bot.strategies.base import Change, Refusal, Variant
+from bot.strategies.knobs import set_knob
+from bot.strategies.source import (ParseFailure, dotted, int_value, line_of, literal_node, make_variant, parse,
+                                   with_keyword)
+
+STRATEGY = "pipeline_depth"
+DEFAULT_DEPTHS: tuple[int, ...] = (0, 1, 2, 3, 4)
+
+
+@dataclass(frozen=True)
+class PipelinedLoop:
+    index: int  # 0-based, in source order
+    line: int
+    stages: int | None  # literal value; 0 when the keyword is absent; None when it is a name
+    bound_to: str | None  # the name num_stages is bound to, if any
+    call: cst.Call
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, wrapper: MetadataWrapper) -> None:
+        self.wrapper = wrapper
+        self.loops: list[PipelinedLoop] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not dotted(node.func).endswith("Pipelined"):
+            return
+        kw = next((a for a in node.args if a.keyword is not None and a.keyword.value == "num_stages"), None)
+        stages: int | None = 0
+        bound: str | None = None
+        if kw is not None:
+            stages = int_value(kw.value)
+            if stages is None and isinstance(kw.value, cst.Name):
+                bound = kw.value.value
+        self.loops.append(PipelinedLoop(len(self.loops), line_of(self.wrapper, node), stages, bound, node))
+
+
+def find_loops(source: str) -> list[PipelinedLoop]:
+    """Every T.Pipelined call in the source; [] if none (or the source does not parse)."""
+    try:
+        wrapper = parse(source)
+    except ParseFailure:
+        return []
+    finder = _Finder(wrapper)
+    wrapper.visit(finder)
+    return finder.loops
+
+
+class _SetStages(cst.CSTTransformer):
+    def __init__(self, target: cst.Call, depth: int) -> None:
+        self.target, self.depth = target, depth
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        if original_node is not self.target:
+            return updated_node
+        args = list(updated_node.args)
+        for i, a in enumerate(args):
+            if a.keyword is not None and a.keyword.value == "num_stages":
+                args[i] = a.with_changes(value=literal_node(self.depth))
+                return updated_node.with_changes(args=args)
+        return with_keyword(updated_node, "num_stages", literal_node(self.depth))
+
+
+def set_depth(source: str, depth: int, index: int = 0, name: str = "kernel.py") -> Variant | Refusal:
+    """Set num_stages of the `index`-th T.Pipelined loop to `depth`."""
+    if depth < 0:
+        return Refusal((f"num_stages must be >= 0 (0 = off), not {depth}",), strategy=STRATEGY)
+    try:
+        wrapper = parse(source)
+    except ParseFailure as exc:
+        return Refusal((str(exc),), strategy=STRATEGY)
+    finder = _Finder(wrapper)
+    wrapper.visit(finder)
+    if not finder.loops:
+        return Refusal(("no T.Pipelined(...) loop in the source; declare a pipeline_depth knob in tune.yaml "
+                        "to tune a constant instead",), strategy=STRATEGY)
+    if index >= len(finder.loops):
+        return Refusal((f"there are only {len(finder.loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY)
+    loop = finder.loops[index]
+    if loop.bound_to is not None:
+        # num_stages=<name>: change whatever sets that name (one site), as a knob.
+        return set_knob(source, Knob(loop.bound_to, STRATEGY, DEFAULT_DEPTHS), depth, STRATEGY, name)
+    if loop.stages is None:
+        return Refusal((f"T.Pipelined at line {loop.line}: num_stages is an expression, not a literal",),
+                       strategy=STRATEGY)
+    if loop.stages == depth:
+        return Refusal((f"T.Pipelined at line {loop.line} already has num_stages={depth}",), strategy=STRATEGY)
+    new_source = wrapper.module.visit(_SetStages(loop.call, depth)).code
+    where = f"T.Pipelined #{index + 1} at line {loop.line}"
+    change = Change(strategy=STRATEGY, description=f"num_stages: {loop.stages} -> {depth} ({where})",
+                    knob=f"num_stages#{index}", old=loop.stages, new=depth)
+    return make_variant(source, new_source, change, name)
+
+
+def current_depth(source: str, index: int = 0) -> int | None:
+    """The effective num_stages of loop `index` (following a bound name), or None."""
+    loops = find_loops(source)
+    if index >= len(loops):
+        return None
+    loop = loops[index]
+    if loop.bound_to is not None:
+        from bot.strategies.knobs import current_value
+        value = current_value(source, loop.bound_to)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return loop.stages
