@@ -18,7 +18,8 @@ from pathlib import Path
 
 from bot.record.errors import DuplicateRecordError, RecordFormatError
 
-KINDS: tuple[str, ...] = ("baseline", "iteration", "baseline_end", "stop", "delivery")
+# Record kinds the loop writes (docs/records.md); ResultsLog itself only requires a unique "key".
+KINDS: tuple[str, ...] = ("start", "baseline", "iteration", "rejected", "baseline_end", "stop", "delivery", "proposal")
 
 
 def iteration_key(n: int) -> str:
