@@ -547,6 +547,37 @@ def cleanup_iteration_branches(
     return delete_branches(repo, names, remote=remote)
 
 
+# ---------------------------------------------------------------- tunebot's own refs (refs/tunebot/...)
+
+TUNEBOT_REFS = "refs/tunebot/"
+
+
+def _check_tunebot_ref(ref: str) -> None:
+    if not ref.startswith(TUNEBOT_REFS) or _git(".", "check-ref-format", ref, check=False).returncode != 0:
+        raise GitError(f"'{ref}' is not a tunebot ref (those are valid refs under {TUNEBOT_REFS}).")
+
+
+def ref_sha(repo: git.Repo, ref: str) -> str | None:
+    """The sha a full ref points at, or None."""
+    proc = _git(repo, "rev-parse", "--verify", "-q", ref, check=False)
+    return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+
+def list_refs(repo: git.Repo, prefix: str) -> dict[str, str]:
+    """Full ref name -> sha for every ref under `prefix` (e.g. 'refs/tunebot/proposals/')."""
+    out = _out(repo, "for-each-ref", "--format=%(refname) %(objectname)", prefix)
+    return dict(line.split(" ", 1) for line in out.splitlines() if line)
+
+
+def set_ref(repo: git.Repo, ref: str, new: str, expected_old: str | None) -> None:
+    """Compare-and-swap a ref under refs/tunebot/ (expected_old None: the ref must not exist yet)."""
+    _check_tunebot_ref(ref)
+    old = expected_old or ZERO_SHA
+    proc = _git(repo, "update-ref", "-m", "tunebot", ref, new, old, check=False)
+    if proc.returncode != 0:
+        raise GitError(f"{ref} changed underneath tunebot (another tunebot process?). Run the command again.")
+
+
 # ---------------------------------------------------------------- push
 
 # Rejections a retry cannot fix: the remote's state or policy, or our own input.

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bot.errors import TunebotError
+
 
 @dataclass
 class Proposal:
@@ -42,3 +44,18 @@ class Forge(Protocol):
 
     def post_status(self, text: str) -> None:
         """Create or edit the one status message of this run (GitHub: the sticky comment)."""
+
+
+# Errors every forge raises the same way (additive to the contract above).
+
+
+class ProposalNotFound(TunebotError):
+    """No proposal with that id: bad input."""
+
+    exit_code = 2
+
+
+class MergeBlocked(TunebotError):
+    """A merge gate is not met (approval on the current head, state, checks); names the gate."""
+
+    exit_code = 3
