@@ -7,6 +7,7 @@ node); these tests pin the structure that parser accepted.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 import re
 
 import pytest
@@ -77,3 +78,11 @@ def test_random_charts_are_well_formed_and_every_value_is_inside_the_axis():
         assert all(chart["lo"] <= v <= chart["hi"] for v in chart["bar"] + chart["line"])
         assert chart["line"] == sorted(chart["line"], reverse=True)  # best-so-far never rises
         assert chart["line"][-1] == pytest.approx(best, abs=0.006)
+
+
+def test_the_documented_example_is_what_the_code_renders():
+    text = Path(__file__).resolve().parents[1].joinpath("docs/records.md").read_text(encoding="utf-8")
+    start = text.index("```mermaid", text.index("## Latency chart"))
+    block = text[start:text.index("```\n", start + 3) + 4]
+    assert latency_chart(25.4, [(1, 21.12), (2, None), (3, 26.0)], 21.12,
+                         "rms_norm latency per iteration (us)") == block

@@ -225,3 +225,14 @@ def test_write_is_atomic_and_read_names_the_file(tmp_path):
         read_opt_log(path)
     with pytest.raises(RecordFormatError, match="not found"):
         read_opt_log(tmp_path / "missing.md")
+
+
+def _doc_block(after: str) -> str:
+    text = Path(__file__).resolve().parents[1].joinpath("docs/records.md").read_text(encoding="utf-8")
+    start = text.index("```\n", text.index(after)) + 4
+    return text[start:text.index("```", start)]
+
+
+def test_the_documented_example_is_what_the_code_renders():
+    block = _doc_block("## opt_log.md")
+    assert render_opt_log(parse_opt_log(block)) == block

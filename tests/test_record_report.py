@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,10 @@ def test_missing_heading_or_key_is_named():
     assert "'## Stage Result' heading not found" in str(_error(SEED_EXAMPLE.replace("## Stage Result", "## Result")))
     assert "'- summary: ...' is missing" in str(_error(SEED_EXAMPLE.replace("- summary: BLOCK_M 64->128 gave "
                                                                              "the best variant.\n", "")))
+
+
+def test_the_documented_example_is_what_the_code_renders():
+    text = Path(__file__).resolve().parents[1].joinpath("docs/records.md").read_text(encoding="utf-8")
+    start = text.index("```\n", text.index("## Completion report")) + 4
+    block = text[start:text.index("```", start)]
+    assert render_report(parse_report(block)) == block
