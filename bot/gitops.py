@@ -267,7 +267,7 @@ def ensure_worktree(repo: git.Repo, name: str, sha: str) -> Path:
         checkout_worktree(path, commit)
         _git(path, "clean", "-ffdqx")
         return path
-    _git(repo, "worktree", "prune")  # forget registrations whose directory vanished
+    _forget_vanished_worktrees(repo)
     if path.exists():  # a directory of ours git no longer knows: leftover of a crash
         shutil.rmtree(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -283,7 +283,21 @@ def remove_worktree(repo: git.Repo, name: str) -> None:
         _git(repo, "worktree", "remove", "--force", "--force", str(path))
     elif path.exists():
         shutil.rmtree(path)
-    _git(repo, "worktree", "prune")
+    _forget_vanished_worktrees(repo)
+
+
+def _forget_vanished_worktrees(repo: git.Repo) -> None:
+    """Drop registrations of *our* worktrees whose directory is gone.
+
+    Not `git worktree prune`: that would also forget the user's worktrees that
+    are merely unmounted right now.
+    """
+    root = _worktree_root(repo).resolve()
+    admin = Path(repo.common_dir).resolve() / "worktrees"
+    for entry in admin.glob("*/gitdir") if admin.is_dir() else ():
+        target = Path(entry.read_text().strip()).parent
+        if root in target.parents and not target.exists():
+            shutil.rmtree(entry.parent)
 
 
 def checkout_worktree(path: Path | str, sha: str) -> None:
@@ -593,7 +607,7 @@ _PERMANENT = (
     "invalid refspec",
     "authentication failed",
     "permission denied",
-    "403",
+    "error: 403",
 )
 
 

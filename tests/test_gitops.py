@@ -198,10 +198,13 @@ def test_ensure_worktree_detached_reused_and_reset(git_repo: GitRepo) -> None:
     assert snapshot_checkout(git_repo) == before
 
 
-def test_ensure_worktree_recovers_from_vanished_dir_and_remove(git_repo: GitRepo) -> None:
+def test_ensure_worktree_recovers_from_vanished_dir_and_remove(git_repo: GitRepo, tmp_path: Path) -> None:
     import shutil
 
     repo = git_repo.repo
+    users = tmp_path / "usb-stick" / "wt"  # the user's worktree, unmounted right now
+    repo.git.worktree("add", "-q", "--detach", str(users), "HEAD")
+    shutil.rmtree(users.parent)
     path = gitops.ensure_worktree(repo, "w", "HEAD")
     shutil.rmtree(path)  # e.g. the user cleaned up by hand
     assert gitops.ensure_worktree(repo, "w", "HEAD") == path
@@ -210,6 +213,7 @@ def test_ensure_worktree_recovers_from_vanished_dir_and_remove(git_repo: GitRepo
     assert not path.exists()
     assert str(path) not in repo.git.worktree("list")
     gitops.remove_worktree(repo, "w")  # absent: no-op
+    assert str(users) in repo.git.worktree("list")  # never prune the user's registrations
 
 
 def test_checkout_worktree_refuses_users_checkout(git_repo: GitRepo) -> None:
