@@ -157,6 +157,7 @@ def _line_of(text: str, needle: str) -> int:
     ("| 21.12 | +16.9%", "| fast | +16.9%", "| fast |", "latency(us)"),
     ("| 21.12 | +16.9%", "| 21.12 | 16.9", "| 21.12 | 16.9 |", "提升"),
     ("| 1 | block", "| one | block", "| one |", "iter 'one'"),
+    ("| 3 | block_size BLOCK_N", "| 2 | block_size BLOCK_N", "| 2 | block_size BLOCK_N", "iter 2 appears twice"),
     ("| 2 | pipeline NUM_STAGES 2->3 | - | - | fail |", "| 2 | pipeline | fail |", "| 2 | pipeline | fail |",
      "5 cells"),
     ("- 中止原因: 连续无提升", "- 中止原因: 累了", "累了", "中止原因"),

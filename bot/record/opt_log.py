@@ -206,6 +206,8 @@ def _rows(r: _Reader, lines: list[tuple[int, str]]) -> list[LogRow]:
         it, strategy, latency, gain, accuracy = cells
         if not it.isdigit():
             raise r.error(number, f"iter {it!r} is not a whole number", "write the iteration number, e.g. '3'")
+        if any(row.iter == int(it) for row in rows):
+            raise r.error(number, f"iter {it} appears twice", "keep one row per iteration")
         if accuracy not in ACCURACY_VALUES:
             raise r.error(number, f"精度 {accuracy!r} is not valid", f"use one of: {', '.join(ACCURACY_VALUES)}")
         rows.append(LogRow(int(it), strategy, _us(r, number, latency, "latency(us)"),
