@@ -212,3 +212,18 @@ def test_proposals_survive_gc_and_clone_does_not_carry_them(git_repo: GitRepo, t
     assert _forge(git_repo).get("1").title == "t"
     clone = git.Repo.clone_from(git_repo.path, tmp_path / "clone")
     assert clone.git.for_each_ref("refs/tunebot/") == ""  # local review state stays local
+
+
+def test_merge_follows_tunebot_yml_prefix_and_keep_branches(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    make_commit(git_repo, {".tunebot.yml": "branch_prefix: perf\nkeep_branches: false\n"}, "config")
+    base = repo.head.commit.hexsha
+    v1 = gitops.commit_files(repo, base, {"v1.py": b"1"}, "iter 1")
+    gitops.create_branch(repo, "perf/op/v1", v1)
+    gitops.create_branch(repo, "perf/op/best", gitops.commit_files(repo, v1, {"op.py": b"b"}, "deliver"))
+    forge = LocalForge(git_repo.path)  # settings from .tunebot.yml
+    forge.propose("perf/op/best", "main", "t", "b")
+    forge.approve("1", "alice")
+    assert forge.merge("1").state == "merged"
+    assert gitops.branch_sha(repo, "perf/op/v1") is None
+    assert gitops.branch_sha(repo, "perf/op/best") is not None
