@@ -21,7 +21,7 @@ from libcst.metadata import MetadataWrapper
 
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (ParseFailure, bool_value, dotted, line_of, literal_node, make_variant, parse,
-                                   replace_node, with_keyword)
+                                   replace_node, with_keyword, append_item)
 
 STRATEGY = "multi_buffer"
 FLAG = "npuir.enable_auto_multi_buffer"
@@ -131,17 +131,4 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
 
 
 def _with_element(d: cst.Dict, element: cst.DictElement) -> cst.Dict:
-    """`d` with `element` appended, keeping a one-line or one-entry-per-line layout."""
-    elements = list(d.elements)
-    if not elements:
-        return d.with_changes(elements=[element])
-    last = elements[-1]
-    if isinstance(last.comma, cst.Comma):
-        between = elements[-2].comma if len(elements) > 1 and isinstance(elements[-2].comma, cst.Comma) \
-            else last.comma
-        elements[-1] = last.with_changes(comma=between)
-        elements.append(element.with_changes(comma=last.comma))
-    else:
-        elements[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        elements.append(element)
-    return d.with_changes(elements=elements)
+    return d.with_changes(elements=append_item(d.elements, element, d.lbrace.whitespace_after))

@@ -112,20 +112,49 @@ def dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
+def append_item(items: list, item, opener_ws: cst.BaseParenthesizableWhitespace) -> list:
+    """`items` (Args or DictElements) with `item` appended in the same layout.
+
+    One-line lists get ", item"; lists with a trailing comma (one item per
+    line) get the item on its own line, with the separator whitespace of the
+    previous items (or the opener's, for a single item).
+    """
+    items = list(items)
+    if not items:
+        return [item]
+    last = items[-1]
+    if isinstance(last.comma, cst.Comma):
+        prev = items[-2].comma if len(items) > 1 else None
+        sep = prev.whitespace_after if isinstance(prev, cst.Comma) else opener_ws
+        items[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep))
+        items.append(item.with_changes(comma=last.comma))
+    else:
+        items[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        if isinstance(item, cst.Arg):
+            item = item.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        items.append(item)
+    return items
+
+
 def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """`call` with `name=value` appended, in the call's own layout (one line or one arg per line)."""
-    args = list(call.args)
+    """`call` with `name=value` appended, in the call's own layout."""
     new = cst.Arg(value=value, keyword=cst.Name(name),
                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                         whitespace_after=cst.SimpleWhitespace("")))
-    if not args:
-        return call.with_changes(args=[new])
-    last = args[-1]
-    if isinstance(last.comma, cst.Comma):  # trailing comma: multi-line layout, keep it
-        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else last.comma
-        args[-1] = last.with_changes(comma=between)
-        args.append(new.with_changes(comma=last.comma))
-    else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
-    return call.with_changes(args=args)
+    return call.with_changes(args=append_item(call.args, new, call.whitespace_before_args))
+
+
+def changed_lines(parent: str, variant: str) -> list[tuple[str, str]]:
+    """(removed, added) line pairs of a change, '' for a pure insertion or deletion.
+
+    Used by tests and by the proposer's summary to show exactly what moved.
+    """
+    pairs: list[tuple[str, str]] = []
+    a, b = parent.splitlines(), variant.splitlines()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        old, new = a[i1:i2], b[j1:j2]
+        for k in range(max(len(old), len(new))):
+            pairs.append((old[k] if k < len(old) else "", new[k] if k < len(new) else ""))
+    return pairs
