@@ -49,6 +49,12 @@ class UnknownRevision(GitError):
     exit_code = 2
 
 
+class InvalidName(GitError):
+    """A branch name, file path, worktree name or author that git cannot take (bad input)."""
+
+    exit_code = 2
+
+
 # ---------------------------------------------------------------- running git
 
 
@@ -115,7 +121,9 @@ def state_dir(repo: git.Repo) -> Path:
 def current_branch(repo: git.Repo) -> str | None:
     """The branch checked out in this worktree, or None when HEAD is detached."""
     ref = _git(repo, "symbolic-ref", "-q", "--short", "HEAD", check=False)
-    return ref.stdout.decode().strip() or None if ref.returncode == 0 else None
+    if ref.returncode != 0:
+        return None
+    return ref.stdout.decode().strip() or None
 
 
 def resolve(repo: git.Repo, rev: str) -> str:
@@ -316,7 +324,7 @@ def checkout_worktree(path: Path | str, sha: str) -> None:
 
 def _check_worktree_name(name: str) -> None:
     if not name or "/" in name or "\\" in name or name in (".", ".."):
-        raise GitError(f"bad worktree name '{name}': use one path component such as 'project__op'.")
+        raise InvalidName(f"bad worktree name '{name}': use one path component such as 'project__op'.")
 
 
 # ---------------------------------------------------------------- commits
@@ -333,14 +341,14 @@ def _identity(repo: git.Repo, role: str) -> tuple[str, str]:
 def _parse_author(author: str) -> tuple[str, str]:
     match = re.fullmatch(r"\s*([^<>]+?)\s*<([^<>\s]+)>\s*", author)
     if not match:
-        raise GitError(f"bad author '{author}': write it as 'Name <email>'.")
+        raise InvalidName(f"bad author '{author}': write it as 'Name <email>'.")
     return match.group(1), match.group(2)
 
 
 def _check_path(path: str) -> None:
     parts = path.split("/")
     if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..", ".git") for p in parts):
-        raise GitError(f"bad file path '{path}' for a commit: use a relative path like 'dir/file.py'.")
+        raise InvalidName(f"bad file path '{path}' for a commit: use a relative path like 'dir/file.py'.")
 
 
 def _blob_mode(repo: git.Repo, parent: str | None, path: str) -> str:
@@ -438,7 +446,7 @@ def is_owned(repo: git.Repo, name: str) -> bool:
 
 def _check_branch_name(repo: git.Repo, name: str) -> None:
     if _git(repo, "check-ref-format", "--branch", name, check=False).returncode != 0 or name.startswith("-"):
-        raise GitError(f"'{name}' is not a valid branch name. Use letters, digits, '/', '-', '_' and '.'.")
+        raise InvalidName(f"'{name}' is not a valid branch name. Use letters, digits, '/', '-', '_' and '.'.")
 
 
 def branch_sha(repo: git.Repo, name: str) -> str | None:
@@ -534,11 +542,11 @@ def delete_branches(repo: git.Repo, names: list[str], remote: str | None = None)
             if name in checked_out:
                 result.skipped[name] = f"checked out in {checked_out[name]}"
                 continue
+            if remote:  # remote first: a failure there leaves the local branch to retry with
+                _delete_remote_branch(repo, remote, name)
             old = branch_sha(repo, name)
             if old is not None:
                 _git(repo, "update-ref", "-d", f"refs/heads/{name}", old)
-            if remote:
-                _delete_remote_branch(repo, remote, name)
             del owned[name]
             result.deleted.append(name)
         _write_owned(repo, owned)

@@ -170,8 +170,9 @@ def test_commit_files_identity(git_repo: GitRepo, tmp_path: Path, monkeypatch: p
 
 @pytest.mark.parametrize("bad", ["/abs", "../up", "a/../b", ".git/config", "a//b", ""])
 def test_commit_files_rejects_bad_paths(git_repo: GitRepo, bad: str) -> None:
-    with pytest.raises(GitError, match="bad file path"):
+    with pytest.raises(gitops.InvalidName, match="bad file path") as err:
         gitops.commit_files(git_repo.repo, "HEAD", {bad: b"x"}, "m")
+    assert err.value.exit_code == 2
 
 
 # ---------------------------------------------------------------- worktrees
