@@ -1,7 +1,113 @@
-"""CLI commands of the github area (see bot/cli/__init__.py for exit codes)."""
+"""CLI commands of the github area (see bot/cli/__init__.py for exit codes).
+
+`tunebot github handle` is what the workflows run: it reads the event the way GitHub
+Actions provides it (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_API_URL,
+GITHUB_REPOSITORY, GITHUB_TOKEN) and writes step outputs to GITHUB_OUTPUT.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Callable
+
 import click
 
-COMMANDS: list[click.Command] = []
+from bot.errors import TunebotError
+
+
+def _errors(func: Callable) -> Callable:
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except TunebotError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(exc.exit_code)
+
+    return wrapper
+
+
+def _write_outputs(outputs: dict[str, str]) -> None:
+    target = os.environ.get("GITHUB_OUTPUT")
+    if not target or not outputs:
+        return
+    with open(target, "a", encoding="utf-8") as fh:
+        for key, value in outputs.items():
+            # Values come from validated fields (sha, numbers, op names); never multi-line.
+            fh.write(f"{key}={str(value).splitlines()[0] if value else ''}\n")
+
+
+def _load_event(event_name: str | None, event_path: str | None) -> tuple[str, dict]:
+    name = event_name or os.environ.get("GITHUB_EVENT_NAME")
+    path = event_path or os.environ.get("GITHUB_EVENT_PATH")
+    if not name or not path:
+        raise click.UsageError("no event: pass --event-name and --event-path (GitHub Actions sets GITHUB_EVENT_NAME/GITHUB_EVENT_PATH)")
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise click.UsageError(f"cannot read the event payload {path}: {exc}") from None
+    if not isinstance(payload, dict):
+        raise click.UsageError(f"the event payload {path} is not a JSON object")
+    return name, payload
+
+
+@click.group("github")
+def github() -> None:
+    """Run tunebot from GitHub events (used by .github/workflows; see docs/github.md)."""
+
+
+@github.command("handle")
+@click.option("--event-name", help="Event name (default: $GITHUB_EVENT_NAME).")
+@click.option("--event-path", type=click.Path(dir_okay=False), help="Event payload JSON (default: $GITHUB_EVENT_PATH).")
+@click.option("--phase", type=click.Choice(["all", "gate", "tune"]), default="all", show_default=True,
+              help="gate: react, authorize, pin the SHA (hosted runner); tune: run on the pinned SHA (self-hosted runner).")
+@click.option("--checkout", type=click.Path(file_okay=False, path_type=Path), help="The repository checkout (tune phase).")
+@click.option("--sha", "authorized_sha", help="Tune phase: the head SHA the gate authorized.")
+@click.option("--hosted", is_flag=True, help="Running on a GitHub-hosted runner: fork heads may be handled (never on self-hosted).")
+@_errors
+def handle(event_name: str | None, event_path: str | None, phase: str, checkout: Path | None, authorized_sha: str | None, hosted: bool) -> None:
+    """Handle one GitHub event: /tune comments, review approvals, schedule and dispatch."""
+    from bot import config
+    from bot.forge.github import client_from_env
+    from bot.github_flow import FlowConfig, handle_event
+
+    name, payload = _load_event(event_name, event_path)
+    gh, repo = client_from_env()
+    repo_cfg = config.load_repo_config(checkout) if checkout else config.RepoConfig()
+    server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
+    run_id = os.environ.get("GITHUB_RUN_ID")
+    run_url = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
+    flow = FlowConfig(repo=repo, repo_cfg=repo_cfg, checkout=checkout, self_hosted=not hosted, phase=phase,  # type: ignore[arg-type]
+                      server_url=server, run_url=run_url, authorized_sha=authorized_sha)
+    outcomes = handle_event(name, payload, gh, flow)
+    outputs: dict[str, str] = {"authorized": "false"}
+    code = 0
+    for outcome in outcomes:
+        click.echo(f"{outcome.action}: {outcome.message}")
+        outputs.update(outcome.outputs)
+        code = max(code, outcome.exit_code)
+    _write_outputs(outputs)
+    sys.exit(code)
+
+
+@github.command("propose")
+@click.option("--head", required=True, help="Branch to propose (already pushed), e.g. tunebot/features-refresh.")
+@click.option("--base", help="Branch to merge into (default: the repository's default branch).")
+@click.option("--title", required=True)
+@click.option("--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@_errors
+def propose(head: str, base: str | None, title: str, body_file: Path) -> None:
+    """Open the pull request from HEAD, or update the open one (never a second)."""
+    from bot.forge.github import GithubForge, client_from_env
+
+    gh, repo = client_from_env()
+    forge = GithubForge(gh, repo)
+    proposal = forge.propose(head, base or forge.repo.default_branch, title, body_file.read_text(encoding="utf-8"))
+    click.echo(f"#{proposal.id} {proposal.url}")
+
+
+COMMANDS: list[click.Command] = [github]

@@ -1,0 +1,474 @@
+"""The GitHub forge (PyGithub): proposals are pull requests, status is one sticky comment.
+
+- Built from the same variables as GitHub Actions (`GITHUB_API_URL`, `GITHUB_REPOSITORY`,
+  `GITHUB_TOKEN`), so github.com, GitHub Enterprise Server and a local fake all work.
+- PyGithub's own retry and throttling are off (`retry=None`, `seconds_between_*=None`): the
+  forge retries whole idempotent steps itself, bounded, honouring Retry-After and
+  x-ratelimit-reset (capped), so a retried write never duplicates a PR or comment.
+- The merge gate: an approval on the current head SHA by a user with enough permission, no
+  changes requested, checks green, mergeable; then merge with `sha=<head>`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from github import Auth, Github, GithubException
+
+from bot.config import GithubSettings
+from bot.errors import TunebotError
+from bot.events import ROLE_RANK, PullInfo, role_allows
+from bot.forge.base import Proposal
+
+T = TypeVar("T")
+STALE_LABEL = "tunebot-stale"
+RETRYABLE_5XX = {500, 502, 503, 504}
+
+
+class GithubError(TunebotError):
+    """The GitHub API refused or kept failing; the message says which call and what to do."""
+
+
+class GateRefused(TunebotError):
+    """The merge gate is not satisfied; `missing` names each gate."""
+
+    exit_code = 3
+
+    def __init__(self, number: int, missing: list[str]) -> None:
+        self.number, self.missing = number, missing
+        super().__init__(f"not merging #{number}: " + "; ".join(missing))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 4  # total tries of one step
+    backoff_s: float = 1.0  # first wait for a 5xx; doubles
+    max_wait_s: float = 60.0  # cap on any single wait (Retry-After or rate-limit reset)
+
+
+def status_marker(op: str) -> str:
+    return f"<!-- tunebot:status:{op} -->"
+
+
+def reply_marker(comment_id: int | str) -> str:
+    return f"<!-- tunebot:reply:{comment_id} -->"
+
+
+def client_from_env(env: dict[str, str] | None = None) -> tuple[Github, str]:
+    """A PyGithub client and `owner/name` from the GitHub Actions environment."""
+    env = dict(os.environ if env is None else env)
+    token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
+    repo = env.get("GITHUB_REPOSITORY", "")
+    if not token:
+        raise GithubError("GITHUB_TOKEN is not set: pass the workflow's token (or a GitHub App installation token) in env")
+    if "/" not in repo:
+        raise GithubError("GITHUB_REPOSITORY is not set to owner/name (GitHub Actions sets it)")
+    return make_client(token, env.get("GITHUB_API_URL") or "https://api.github.com"), repo
+
+
+def make_client(token: str, base_url: str) -> Github:
+    return Github(auth=Auth.Token(token), base_url=base_url.rstrip("/"), retry=None,
+                  seconds_between_requests=None, seconds_between_writes=None)
+
+
+def _wait_for(exc: GithubException, attempt: int, policy: RetryPolicy, now: Callable[[], float]) -> float | None:
+    """Seconds to wait before retrying after `exc`, or None when it must not be retried."""
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    limited = exc.status == 429 or (exc.status == 403 and (headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers))
+    if limited:
+        if "retry-after" in headers and str(headers["retry-after"]).isdigit():
+            wait = float(headers["retry-after"])
+        elif str(headers.get("x-ratelimit-reset", "")).isdigit():
+            wait = max(0.0, float(headers["x-ratelimit-reset"]) - now()) + 1
+        else:
+            wait = 60.0  # GitHub's advice for secondary limits without headers
+        return min(wait, policy.max_wait_s)
+    if exc.status in RETRYABLE_5XX:
+        return min(policy.backoff_s * 2**attempt, policy.max_wait_s)
+    return None
+
+
+class GithubForge:
+    """Forge protocol on GitHub, plus the helpers the GitHub flow needs."""
+
+    def __init__(
+        self,
+        gh: Github,
+        repo: str,
+        *,
+        settings: GithubSettings | None = None,
+        op: str | None = None,
+        pr_number: int | None = None,
+        guard_sha: str | None = None,
+        checkout: Path | None = None,
+        branch_prefix: str = "tunebot",
+        run_url: str | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.gh, self.repo_name = gh, repo
+        self.settings = settings or GithubSettings()
+        self.op, self.pr_number, self.guard_sha = op, pr_number, guard_sha
+        self.checkout, self.branch_prefix, self.run_url = checkout, branch_prefix, run_url
+        self.retry, self.sleep, self.now = retry or RetryPolicy(), sleep, now
+        self.waits: list[float] = []  # every back-off taken (tests and logs)
+        self.last_status: str | None = None
+        self._repo = None
+
+    # -- plumbing --------------------------------------------------------------
+    def call(self, what: str, step: Callable[[], T]) -> T:
+        """Run one idempotent step, retrying 5xx and rate limits (bounded, capped waits)."""
+        for attempt in range(self.retry.attempts):
+            try:
+                return step()
+            except GithubException as exc:
+                wait = _wait_for(exc, attempt, self.retry, self.now)
+                if wait is None or attempt == self.retry.attempts - 1:
+                    raise GithubError(self._explain(what, exc)) from None
+                self.waits.append(wait)
+                self.sleep(wait)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _explain(what: str, exc: GithubException) -> str:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
+        hint = {
+            401: "the token is invalid or expired",
+            403: "the token lacks a permission (see docs/github.md) or the rate limit was hit",
+            404: "not found, or the token cannot see it",
+            422: "GitHub rejected the request",
+        }.get(exc.status, "GitHub kept failing; try again later")
+        return f"GitHub API: {what} failed with {exc.status} ({message}): {hint}"
+
+    @property
+    def repo(self):
+        if self._repo is None:
+            self._repo = self.call("read the repository", lambda: self.gh.get_repo(self.repo_name))
+        return self._repo
+
+    @property
+    def owner(self) -> str:
+        return self.repo_name.split("/", 1)[0]
+
+    def _api(self, verb: str, path: str, **kwargs: object) -> object:
+        _, data = self.gh.requester.requestJsonAndCheck(verb, f"{self.repo.url}{path}", **kwargs)
+        return data
+
+    # -- pull requests ---------------------------------------------------------
+    def _proposal(self, pr) -> Proposal:
+        labels = [label.name for label in pr.labels]
+        state = "merged" if pr.merged else pr.state
+        return Proposal(id=str(pr.number), title=pr.title, body=pr.body or "", head=pr.head.ref, base=pr.base.ref,
+                        head_sha=pr.head.sha, state=state, url=pr.html_url, labels=labels,
+                        approved_sha=self._approved_sha(pr.number, pr.head.sha) if state == "open" else None)
+
+    def pull_info(self, number: int) -> PullInfo:
+        def step() -> PullInfo:
+            pr = self.repo.get_pull(number)
+            head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
+            return PullInfo(pr.number, pr.state, pr.head.sha, pr.head.ref, head_repo, pr.base.ref,
+                            pr.base.repo.full_name, pr.user.login, bool(pr.merged))
+
+        return self.call(f"read pull request #{number}", step)
+
+    def find_proposal(self, head: str) -> Proposal | None:
+        def step():
+            for pr in self.repo.get_pulls(state="open", head=f"{self.owner}:{head}"):
+                return pr
+            return None
+
+        pr = self.call(f"look for the pull request from {head}", step)
+        return self._proposal(pr) if pr is not None else None
+
+    def propose(self, head: str, base: str, title: str, body: str, labels: list[str] | None = None) -> Proposal:
+        stale = self.head_moved()
+        if stale:
+            title = f"[stale] {title}"
+            body = self.stale_notice(stale) + "\n\n" + body
+        body = body.rstrip() + "\n\n" + self.footer()
+
+        def step():
+            for pr in self.repo.get_pulls(state="open", head=f"{self.owner}:{head}"):
+                pr.edit(title=title, body=body)
+                return pr, False
+            return self.repo.create_pull(base=base, head=head, title=title, body=body, draft=bool(stale)), True
+
+        pr, created = self.call(f"open the pull request from {head}", step)
+        wanted = list(dict.fromkeys([*self.settings.labels, *(labels or []), *([STALE_LABEL] if stale else [])]))
+        if wanted:
+            self.call("label the pull request", lambda: pr.add_to_labels(*wanted))
+        if created:
+            reviewers = [r for r in self.reviewers(head) if r.lower() != pr.user.login.lower()]
+            if reviewers:
+                self.call("request reviewers", lambda: pr.create_review_request(reviewers=reviewers))
+        return self._proposal(self.call("re-read the pull request", lambda: self.repo.get_pull(pr.number)))
+
+    def list_proposals(self, state: str | None = "open") -> list[Proposal]:
+        wanted = state or "all"
+        api_state = "closed" if wanted == "merged" else wanted
+        prs = self.call("list pull requests", lambda: list(self.repo.get_pulls(state=api_state)))
+        out = [self._proposal(pr) for pr in prs if pr.head.ref.startswith(self.branch_prefix + "/")]
+        return [p for p in out if wanted in ("all", "open", "closed") or p.state == wanted]
+
+    def get(self, proposal_id: str) -> Proposal:
+        return self._proposal(self.call(f"read pull request #{proposal_id}", lambda: self.repo.get_pull(int(proposal_id))))
+
+    def approve(self, proposal_id: str, reviewer: str) -> Proposal:
+        """Submit an approving review as the token's user on the current head SHA."""
+        pr = self.call(f"read pull request #{proposal_id}", lambda: self.repo.get_pull(int(proposal_id)))
+        review = {"commit_id": pr.head.sha, "event": "APPROVE", "body": f"Approved for {reviewer}"}
+        self.call("approve", lambda: self._api("POST", f"/pulls/{pr.number}/reviews", input=review))
+        return self.get(proposal_id)
+
+    # -- reviewers -------------------------------------------------------------
+    def reviewers(self, head: str) -> list[str]:
+        """Reviewers from config, else the CODEOWNERS owners of the op's files (users only)."""
+        if self.settings.reviewers:
+            return list(self.settings.reviewers)
+        if self.checkout is None:
+            return []
+        for rel in (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"):
+            path = self.checkout / rel
+            if path.is_file():
+                return codeowners_for(path.read_text(encoding="utf-8", errors="replace"), self._op_paths())
+        return []
+
+    def _op_paths(self) -> list[str]:
+        if not self.op or self.checkout is None:
+            return []
+        project, _, name = self.op.rpartition("/")
+        candidates = sorted(self.checkout.glob(f"*/{project or '*'}/{name}"))
+        return [p.relative_to(self.checkout).as_posix() + "/" for p in candidates] or [name + "/"]
+
+    # -- sticky status comment, replies, reactions ----------------------------
+    def post_status(self, text: str) -> None:
+        """Create or edit this op's one status comment on the pull request."""
+        self.last_status = text
+        if self.pr_number is None or self.op is None:
+            return
+        self.upsert_comment(self.pr_number, status_marker(self.op), text)
+
+    def upsert_comment(self, number: int, marker: str, text: str) -> int:
+        """The bot's comment holding `marker`, edited in place, or created once."""
+        body = f"{marker}\n{text}"
+
+        def step() -> int:
+            issue_pr = self.repo.get_pull(number)
+            for comment in issue_pr.get_issue_comments():
+                if marker in (comment.body or "") and comment.user.type == "Bot":
+                    if comment.body != body:
+                        comment.edit(body)
+                    return comment.id
+            return issue_pr.create_issue_comment(body).id
+
+        return self.call(f"update the comment on #{number}", step)
+
+    def find_comment(self, number: int, marker: str) -> str | None:
+        def step() -> str | None:
+            for comment in self.repo.get_pull(number).get_issue_comments():
+                if marker in (comment.body or "") and comment.user.type == "Bot":
+                    return comment.body
+            return None
+
+        return self.call(f"read comments of #{number}", step)
+
+    def status_comments(self, number: int) -> dict[str, str]:
+        """op -> body of every status comment of the bot on the pull request."""
+
+        def step() -> dict[str, str]:
+            out = {}
+            for comment in self.repo.get_pull(number).get_issue_comments():
+                body = comment.body or ""
+                if comment.user.type == "Bot" and body.startswith("<!-- tunebot:status:"):
+                    out[body.split(":", 2)[2].split(" -->", 1)[0]] = body
+            return out
+
+        return self.call(f"read comments of #{number}", step)
+
+    def reply(self, number: int, comment_id: int | None, text: str) -> int:
+        """Answer a command once (re-delivered events edit the same reply)."""
+        return self.upsert_comment(number, reply_marker(comment_id if comment_id is not None else "none"), text)
+
+    def react(self, comment_id: int, content: str = "eyes") -> None:
+        self.call("react to the comment",
+                  lambda: self._api("POST", f"/issues/comments/{comment_id}/reactions", input={"content": content}))
+
+    # -- permissions, statuses, checks ----------------------------------------
+    def permission(self, login: str) -> str:
+        """The user's role: admin | maintain | write | triage | read | none."""
+
+        def step() -> str:
+            try:
+                data = self._api("GET", f"/collaborators/{login}/permission")
+            except GithubException as exc:
+                if exc.status == 404:
+                    return "none"
+                raise
+            role = data.get("role_name") or ""
+            return role if role in ROLE_RANK else str(data.get("permission") or "none")
+
+        return self.call(f"read the permission of {login}", step)
+
+    def set_status(self, sha: str, state: str, description: str, context: str | None = None) -> None:
+        """A commit status on `sha` (state: pending | success | failure | error)."""
+        payload = {"state": state, "description": description[:140], "context": context or f"tunebot/{self.op or 'run'}"}
+        if self.run_url:
+            payload["target_url"] = self.run_url
+        self.call("set the commit status", lambda: self._api("POST", f"/statuses/{sha}", input=payload))
+
+    def checks(self, sha: str, ignore_contexts: tuple[str, ...] = ()) -> list[str]:
+        """Problems with the checks of `sha` (empty: green). No checks at all counts as green."""
+
+        def step() -> list[str]:
+            problems = []
+            combined = self._api("GET", f"/commits/{sha}/status")
+            for status in combined.get("statuses", []):
+                if status["context"] in ignore_contexts or status["context"].startswith("tunebot/"):
+                    continue
+                if status["state"] != "success":
+                    problems.append(f"status `{status['context']}` is {status['state']}")
+            runs = self._api("GET", f"/commits/{sha}/check-runs", parameters={"per_page": 100})
+            for run in runs.get("check_runs", []):
+                if run["status"] != "completed":
+                    problems.append(f"check `{run['name']}` is {run['status']}")
+                elif run["conclusion"] not in ("success", "neutral", "skipped"):
+                    problems.append(f"check `{run['name']}` concluded {run['conclusion']}")
+            return problems
+
+        return self.call(f"read the checks of {sha[:10]}", step)
+
+    # -- stale guard -----------------------------------------------------------
+    def head_moved(self) -> str | None:
+        """The PR's current head when it moved away from the authorized SHA, else None."""
+        if self.pr_number is None or self.guard_sha is None:
+            return None
+        current = self.pull_info(self.pr_number).head_sha
+        return current if current != self.guard_sha else None
+
+    def stale_notice(self, current: str) -> str:
+        return (f"> [!WARNING]\n> **Stale results.** Pull request #{self.pr_number} moved from `{(self.guard_sha or '')[:10]}` "
+                f"to `{current[:10]}` during the run; these measurements are for `{(self.guard_sha or '')[:10]}`. "
+                "Nothing will be merged: comment `/tune <op>` again to tune the new head.")
+
+    def footer(self) -> str:
+        lines = ["---", "Approve this pull request to merge it (tunebot merges an approved, green, mergeable head).",
+                 "Commands on the original pull request: `/tune <op>` · `/tune status` · `/tune cancel` · `/tune help`"]
+        if self.run_url:
+            lines.append(f"Run: {self.run_url}")
+        return "\n".join(lines)
+
+    # -- merge gate ------------------------------------------------------------
+    def _approved_sha(self, number: int, head_sha: str) -> str | None:
+        approvals, _ = self._review_summary(number)
+        return head_sha if head_sha in approvals.values() else next(iter(approvals.values()), None)
+
+    def _review_summary(self, number: int) -> tuple[dict[str, str], list[str]]:
+        """Latest review per user: {login: sha} of approvals by permitted users, and who requested changes."""
+        reviews = self.call(f"read the reviews of #{number}", lambda: list(self.repo.get_pull(number).get_reviews()))
+        latest: dict[str, tuple[str, str]] = {}
+        for review in reviews:
+            state = (review.state or "").upper()  # REST: APPROVED; tolerate lower-case spellings too
+            if state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED") and review.user is not None:
+                latest[review.user.login] = (state, review.commit_id)
+        approvals = {u: sha for u, (s, sha) in latest.items() if s == "APPROVED"}
+        approvals = {u: sha for u, sha in approvals.items() if role_allows(self.permission(u), self.settings.min_permission)}
+        changes = [u for u, (s, _) in latest.items() if s == "CHANGES_REQUESTED"]
+        return approvals, changes
+
+    def gate(self, number: int) -> tuple[list[str], object]:
+        """Missing gates of pull request `number` (empty: may merge) and the PR object."""
+        pr = self.call(f"read pull request #{number}", lambda: self.repo.get_pull(number))
+        if pr.merged or pr.state != "open":
+            return [f"#{number} is {'already merged' if pr.merged else pr.state}"], pr
+        missing: list[str] = []
+        head = pr.head.sha
+        if STALE_LABEL in [label.name for label in pr.labels]:
+            missing.append(f"its results are stale (label `{STALE_LABEL}`): re-run `/tune` on the new head")
+        approvals, changes = self._review_summary(number)
+        on_head = [u for u, sha in approvals.items() if sha == head]
+        if not on_head:
+            old = [f"@{u} on `{sha[:10]}`" for u, sha in approvals.items()]
+            detail = f" (approvals on older commits: {', '.join(old)}; re-approve the current head)" if old else ""
+            missing.append(f"no approval on the current head `{head[:10]}` by a user with `{self.settings.min_permission}` permission{detail}")
+        if changes:
+            missing.append("changes requested by " + ", ".join(f"@{u}" for u in changes))
+        missing += self.checks(head)
+        mergeable = pr.mergeable
+        if mergeable is None:  # GitHub computes it in the background: ask once more
+            self.sleep(min(2.0, self.retry.max_wait_s))
+            pr = self.call(f"read pull request #{number}", lambda: self.repo.get_pull(number))
+            mergeable = pr.mergeable
+        if mergeable is False:
+            missing.append("it is not mergeable (conflicts with the base branch)")
+        elif mergeable is None:
+            missing.append("GitHub has not computed mergeability yet; approve again or re-run the review workflow")
+        return missing, pr
+
+    def merge(self, proposal_id: str) -> Proposal:
+        """Merge only if every gate holds, at exactly the head SHA checked; then delete iteration branches."""
+        number = int(proposal_id)
+        missing, pr = self.gate(number)
+        if missing:
+            raise GateRefused(number, missing)
+        head = pr.head.sha
+        try:
+            pr.merge(sha=head, merge_method="merge", commit_title=f"tunebot: merge #{number} ({pr.head.ref})")
+        except GithubException as exc:
+            if exc.status in (405, 409):
+                raise GateRefused(number, [f"GitHub refused the merge at `{head[:10]}`: {exc.data.get('message') if isinstance(exc.data, dict) else exc.data}"]) from None
+            raise GithubError(self._explain(f"merge #{number}", exc)) from None
+        self.delete_iteration_branches(pr.head.ref)
+        return self.get(proposal_id)
+
+    def delete_iteration_branches(self, delivery_branch: str) -> list[str]:
+        """Delete `<delivery_branch>/v<N>` branches (only ones the bot names; never others)."""
+        if not delivery_branch.startswith(self.branch_prefix + "/"):
+            return []
+        refs = self.call("list iteration branches", lambda: list(self.repo.get_git_matching_refs(f"heads/{delivery_branch}/v")))
+        deleted = []
+        for ref in refs:
+            name = ref.ref.removeprefix("refs/heads/")
+            suffix = name[len(delivery_branch) + 2 :]
+            if name.startswith(delivery_branch + "/v") and suffix.isdigit():
+                self.call(f"delete {name}", lambda ref=ref: self._api("DELETE", f"/git/refs/heads/{name}"))
+                deleted.append(name)
+        return deleted
+
+
+def codeowners_for(text: str, paths: list[str]) -> list[str]:
+    """Owners (users, without @) of the last CODEOWNERS rule matching any of `paths`; teams are skipped."""
+    rules: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        pattern, *owners = line.split()
+        rules.append((pattern, owners))
+    found: list[str] = []
+    for path in paths:
+        owners: list[str] = []
+        for pattern, who in rules:
+            if _codeowners_match(pattern, path):
+                owners = who
+        found += [o[1:] for o in owners if o.startswith("@") and "/" not in o]
+    return list(dict.fromkeys(found))
+
+
+def _codeowners_match(pattern: str, path: str) -> bool:
+    anchored = pattern.startswith("/")
+    pat = pattern.lstrip("/")
+    if pat.endswith("/"):
+        pat += "**"
+    if pat == "*":
+        return True
+    candidates = [path] if anchored or "/" in pat.rstrip("*") else [path] + [path.split("/", i)[-1] for i in range(1, path.count("/") + 1)]
+    for cand in candidates:
+        if fnmatch.fnmatch(cand, pat) or fnmatch.fnmatch(cand, pat + "/**") or cand.startswith(pat.rstrip("*")) and pat.endswith("**"):
+            return True
+    return False
