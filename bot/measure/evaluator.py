@@ -8,31 +8,123 @@ when the tool itself is missing (e.g. no msprof on PATH).
 
 from __future__ import annotations
 
+import sys
+from dataclasses import replace
 from pathlib import Path
 
-from bot.config import OpConfig
+from bot.config import OP_CONFIG_FILE, OpConfig
+from bot.errors import ConfigError
+from bot.measure import accuracy as acc
+from bot.measure import backends, decide as decide_mod, environment as env_mod
+from bot.measure.backends.cpu import measure_cpu
+from bot.measure.backends.cuda import measure_cuda
+from bot.measure.backends.msprof import kernel_name_of, measure_msprof
+from bot.measure.backends.npu_torch import measure_npu_torch
 from bot.measure.types import AccuracyResult, Decision, Environment, LatencyResult
 
 
 class Evaluator:
-    def __init__(self, op: OpConfig, workdir: Path) -> None:
-        """`workdir` is the worktree root; variant paths are given relative to it or absolute."""
+    def __init__(self, op: OpConfig, workdir: Path, memory_limit_mb: int | None = None,
+                 rounds: int = 3) -> None:
+        """`workdir` is the worktree root; variant paths are given relative to it or absolute.
+
+        `memory_limit_mb` caps each child's address space (RLIMIT_AS); `rounds` is
+        how many times each side runs in an interleaved re-measure.
+        """
         self.op = op
         self.workdir = workdir
+        self.memory_limit_mb = memory_limit_mb
+        self.rounds = rounds
+        self._backend: str | None = None
+        self._static_env: Environment | None = None
+        self._commands: dict[Path, list[str]] = {}
 
+    # -- paths and settings ------------------------------------------------
+    def _abs(self, source: Path) -> Path:
+        source = Path(source)
+        return (source if source.is_absolute() else Path(self.workdir) / source).resolve()
+
+    def _cwd(self, source: Path) -> Path:
+        op_dir = Path(self.workdir) / self.op.dir
+        return op_dir if op_dir.is_dir() else source.parent
+
+    def _config_file(self) -> str:
+        return str(self.op.dir / OP_CONFIG_FILE)
+
+    @property
+    def backend(self) -> str:
+        """The configured backend, or the detected one for 'auto' (detected once)."""
+        if self._backend is None:
+            name = self.op.latency.backend
+            if name == "auto":
+                name = backends.detect()
+            elif name not in backends.BACKENDS:
+                raise ConfigError(self._config_file(), "latency.backend", f"unknown backend '{name}'",
+                                  "use one of auto, " + ", ".join(backends.BACKENDS))
+            self._backend = name
+        return self._backend
+
+    def kernel_name(self, source: Path) -> str:
+        """msprof's --kernel-name prefix: tune.yaml's, else the @T.prim_func name, else the op name."""
+        if self.op.latency.kernel_name:
+            return self.op.latency.kernel_name
+        try:
+            text = self._abs(source).read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        return kernel_name_of(text) or self.op.name
+
+    # -- the contract --------------------------------------------------------
     def accuracy(self, source: Path) -> AccuracyResult:
         """L0 gate of the kernel in `source` (command or harness mode per op.accuracy)."""
-        raise NotImplementedError
+        path = self._abs(source)
+        settings = self.op.accuracy
+        if settings.mode == "command":
+            result = acc.l0_command(path, self._cwd(path), settings.level, settings.timeout_s,
+                                    self.memory_limit_mb)
+        elif settings.mode == "harness":
+            result = acc.l0_harness(path, self._cwd(path), settings, self.op.entry, self.op.inputs,
+                                    self.op.reference, memory_limit_mb=self.memory_limit_mb)
+        else:
+            raise ConfigError(self._config_file(), "accuracy.mode", f"unknown mode '{settings.mode}'",
+                              "use command (python <op>.py --level L0) or harness (kernel vs reference)")
+        self._commands.setdefault(path, result.command)
+        return result
 
     def latency(self, source: Path) -> LatencyResult:
         """Kernel-only latency of `source` with the op's backend (auto-detected if 'auto')."""
-        raise NotImplementedError
+        path = self._abs(source)
+        lat = self.op.latency
+        common = dict(entry=self.op.entry, inputs=self.op.inputs, warmup=lat.warmup, repeats=lat.repeats,
+                      timeout_s=lat.timeout_s, cwd=self._cwd(path), memory_limit_mb=self.memory_limit_mb)
+        backend = self.backend
+        if backend == "cpu":
+            result = measure_cpu(path, **common)
+        elif backend == "cuda":
+            result = measure_cuda(path, **common)
+        elif backend == "npu-torch":
+            result = measure_npu_torch(path, kernel_name=lat.kernel_name, **common)
+        else:
+            result = measure_msprof(path, self.kernel_name(path), **common)
+        self._commands[path] = result.command
+        return result
 
     def decide(self, best_source: Path, best: LatencyResult, candidate_source: Path,
                candidate: LatencyResult, noise_floor: float) -> Decision:
         """Better only if gain >= max(noise_floor, measured noise); re-measures A/B/A/B when close."""
-        raise NotImplementedError
+        rule = decide_mod.Rule(noise_floor=noise_floor, rounds=self.rounds)
+        return decide_mod.decide(self._abs(best_source), best, self._abs(candidate_source), candidate,
+                                 self.latency, rule)
 
     def environment(self, source: Path, git_sha: str | None) -> Environment:
         """Backend, device, CANN/torch/torch_npu/driver versions, CPU model, sha, command line."""
-        raise NotImplementedError
+        if self._static_env is None:
+            self._static_env = env_mod.capture(self.backend)
+        path = self._abs(source)
+        command = self._commands.get(path) or [sys.executable, str(path)]  # not measured yet
+        return replace(self._static_env, git_sha=git_sha, command=list(command))
+
+    @staticmethod
+    def drift(start: LatencyResult, end: LatencyResult) -> float | None:
+        """Baseline re-measured at the end vs the start of a run (positive: slower at the end)."""
+        return decide_mod.drift(start, end)

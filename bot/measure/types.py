@@ -22,6 +22,8 @@ class AccuracyResult:
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     cosine: float | None = None
+    reason: str = ""  # one line: why it failed ("exit code 1", "2 of 4096 elements beyond tolerance")
+    details: dict = field(default_factory=dict)  # harness: per-output errors and tolerances
 
     @property
     def passed(self) -> bool:
@@ -83,3 +85,4 @@ class Decision:
     reason: str
     best_us: float | None = None  # medians the decision used (after any re-measurement)
     candidate_us: float | None = None
+    details: dict = field(default_factory=dict)  # first-pass figures, per-round medians of a re-measure

@@ -1,0 +1,87 @@
+"""L0 accuracy gate, two modes.
+
+command: run the op's own script, `python <variant>.py --level L0`, in the op's
+directory; exit 0 is a pass (upstream's stage-3 template). A non-zero exit is
+"fail", a signal "error", a hang "timeout".
+
+harness: a runner imports the variant, runs kernel and reference on the same
+generated inputs and reports max abs / max rel error and cosine per output; the
+verdict applies per-dtype rtol/atol (torch.testing.assert_close's rule) and a
+minimum cosine similarity.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.config import AccuracySettings
+from bot.measure.backends.common import run_runner
+from bot.measure.sandbox import SandboxResult, child_env, python_argv, run_sandboxed
+from bot.measure.types import AccuracyResult, Status
+
+
+def _status_of(run: SandboxResult) -> Status:
+    if run.timed_out:
+        return "timeout"
+    if run.ok:
+        return "pass"
+    return "error" if run.signal_name or run.returncode is None else "fail"
+
+
+def l0_command(source: Path, cwd: Path, level: str = "L0", timeout_s: float = 120.0,
+               memory_limit_mb: int | None = None) -> AccuracyResult:
+    """`python <source> --level <level>` in `cwd`; exit 0 = pass."""
+    source = Path(source).resolve()
+    argv = python_argv(str(source), "--level", level)
+    run = run_sandboxed(argv, cwd, timeout_s, env=child_env([source.parent, cwd]),
+                        memory_limit_mb=memory_limit_mb)
+    status = _status_of(run)
+    return AccuracyResult(status=status, mode="command", command=argv, duration_s=round(run.duration_s, 3),
+                          tail=run.tail, reason="" if status == "pass" else run.reason)
+
+
+def judge(outputs: list[dict], min_cosine: float) -> tuple[Status, str]:
+    """Verdict from the harness runner's per-output metrics (pure)."""
+    if not outputs:
+        return "fail", "the kernel returned no outputs to compare"
+    problems = []
+    for o in outputs:
+        where = f"output {o['index']} ({o['dtype']})"
+        if "problem" in o:
+            problems.append(f"{where}: {o['problem']}")
+            continue
+        if o["mismatched"]:
+            problems.append(f"{where}: {o['mismatched']} of {o['numel']} elements beyond "
+                            f"rtol={o['rtol']:g} atol={o['atol']:g} (max abs err {o['max_abs_err']:.3g})")
+        if o["cosine"] < min_cosine:
+            problems.append(f"{where}: cosine {o['cosine']:.6f} < {min_cosine}")
+    return ("fail", "; ".join(problems)) if problems else ("pass", "")
+
+
+def l0_harness(source: Path, cwd: Path, settings: AccuracySettings, entry: str = "kernel",
+               inputs: str = "get_inputs", reference: str = "reference", seed: int = 0,
+               memory_limit_mb: int | None = None) -> AccuracyResult:
+    """Kernel vs reference in a sandboxed runner; records max abs/rel error and cosine."""
+    source = Path(source).resolve()
+    args = ["--source", str(source), "--entry", entry, "--inputs", inputs, "--reference", reference,
+            "--seed", str(seed), "--rtol", json.dumps(dict(settings.rtol)),
+            "--atol", json.dumps(dict(settings.atol))]
+    run, payload = run_runner("harness", args, cwd, settings.timeout_s, source, memory_limit_mb)
+    base = dict(mode="harness", command=run.argv, duration_s=round(run.duration_s, 3), tail=run.tail)
+    if not run.ok or payload is None or "outputs" not in payload:
+        reason = (payload or {}).get("error") or run.reason
+        status: Status = "timeout" if run.timed_out else "error"
+        return AccuracyResult(status=status, reason=reason, **base)
+    outputs = payload["outputs"]
+    if payload.get("problem"):
+        return AccuracyResult(status="fail", reason=payload["problem"], **base)
+    status, reason = judge(outputs, settings.min_cosine)
+    measured = [o for o in outputs if "max_abs_err" in o]
+    return AccuracyResult(
+        status=status, reason=reason, **base,
+        max_abs_err=max((o["max_abs_err"] for o in measured), default=None),
+        max_rel_err=max((o["max_rel_err"] for o in measured), default=None),
+        cosine=min((o["cosine"] for o in measured), default=None),
+        details={"outputs": outputs, "min_cosine": settings.min_cosine, "seed": seed},
+    )

@@ -1,0 +1,235 @@
+"""npu-msprof backend: `msprof op` collects the device duration of each kernel launch.
+
+    msprof op --kernel-name=<prefix> --output=<dir> --launch-count=<n> --warm-up=<w> <command>
+
+`--launch-count` is the maximum number of matching launches collected (not a
+repeat count), so the launched command calls the entry warm-up + n times.
+With one launch msprof writes OPPROF_<ts>_<x>/OpBasicInfo.csv; with several,
+OPPROF_<ts>_<x>/<OpName>/<i>/OpBasicInfo_<ts>.csv (and a device<N>/ level on
+several cards), so CSVs are searched recursively.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bot.errors import MeasureError
+from bot.measure.backends.common import from_failure, from_samples
+from bot.measure.sandbox import child_env, python_argv, run_sandboxed, tail_of
+from bot.measure.types import LatencyResult
+
+NAME = "npu-msprof"
+MAX_LAUNCH_COUNT = 5000  # msprof's own limit
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One row of OpBasicInfo.csv: one collected kernel launch."""
+
+    op_name: str
+    op_type: str | None
+    duration_us: float | None
+    block_dim: int | None
+    mix_block_dim: int | None
+    device_id: int | None
+    current_freq: float | None
+    rated_freq: float | None
+    file: str = ""
+
+    @property
+    def down_clocked(self) -> bool:
+        """The AI core ran below its rated frequency: the duration is not comparable."""
+        return (self.current_freq is not None and self.rated_freq is not None
+                and self.current_freq < self.rated_freq)
+
+
+def _num(value: str | None, kind=float):
+    """'NA', '' and absent cells are None."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value or value.upper() in ("NA", "N/A"):
+        return None
+    try:
+        return kind(float(value)) if kind is int else kind(value)
+    except ValueError:
+        return None
+
+
+def parse_opbasicinfo(text: str, file: str = "") -> list[Launch]:
+    """Rows of an OpBasicInfo*.csv, by column name (910B/A5 and 310P headers; trailing commas)."""
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    rows = [r for r in reader if any(cell.strip() for cell in r)]
+    if not rows:
+        return []
+    header = [h.strip() for h in rows[0]]
+    if "Op Name" not in header or "Task Duration(us)" not in header:
+        raise MeasureError(f"{file or 'OpBasicInfo.csv'}: not an msprof OpBasicInfo file "
+                           f"(header: {','.join(h for h in header if h)})")
+    launches = []
+    for row in rows[1:]:
+        cell = {h: (row[i] if i < len(row) else None) for i, h in enumerate(header) if h}
+        launches.append(Launch(
+            op_name=(cell.get("Op Name") or "").strip(),
+            op_type=(cell.get("Op Type") or "").strip() or None,
+            duration_us=_num(cell.get("Task Duration(us)")),
+            block_dim=_num(cell.get("Block Dim"), int),
+            mix_block_dim=_num(cell.get("Mix Block Dim"), int),  # absent on 310P
+            device_id=_num(cell.get("Device Id"), int),
+            current_freq=_num(cell.get("Current Freq")),
+            rated_freq=_num(cell.get("Rated Freq")),
+            file=file,
+        ))
+    return launches
+
+
+def _launch_order(path: Path) -> tuple:
+    # nested layout: .../<OpName>/<i>/OpBasicInfo_<ts>.csv; order launches by <i> numerically
+    parts = path.parts
+    idx = int(parts[-2]) if len(parts) >= 2 and parts[-2].isdigit() else -1
+    return (str(path.parent.parent) if idx >= 0 else str(path.parent), idx, path.name)
+
+
+def find_csvs(output_dir: Path) -> list[Path]:
+    return sorted(Path(output_dir).rglob("OpBasicInfo*.csv"), key=_launch_order)
+
+
+def collect(output_dir: Path, kernel_prefix: str) -> tuple[list[Launch], list[str]]:
+    """Launches whose Op Name starts with `kernel_prefix`, and every op name seen.
+
+    Raises MeasureError when msprof wrote no CSV or nothing matched the prefix.
+    """
+    files = find_csvs(output_dir)
+    if not files:
+        raise MeasureError(f"msprof wrote no OpBasicInfo*.csv under {output_dir}")
+    launches: list[Launch] = []
+    for f in files:
+        launches += parse_opbasicinfo(f.read_text(encoding="utf-8", errors="replace"),
+                                      str(f.relative_to(output_dir)))
+    seen = sorted({l.op_name for l in launches})
+    matched = [l for l in launches if l.op_name.startswith(kernel_prefix)]
+    if not matched:
+        raise MeasureError(
+            f"kernel name '{kernel_prefix}' matched no launch msprof collected; kernels seen: "
+            f"{', '.join(seen) or '(none)'}. Fix: set latency.kernel_name in tune.yaml to one of them "
+            f"(a prefix is enough)")
+    return matched, seen
+
+
+def summarize_launches(launches: list[Launch]) -> tuple[list[float], dict, list[str], bool]:
+    """(durations, extra, notes, suspect) from matched launches."""
+    durations = [l.duration_us for l in launches if l.duration_us is not None]
+    missing = len(launches) - len(durations)
+    down = [l for l in launches if l.down_clocked]
+    notes = []
+    if missing:
+        notes.append(f"{missing} launch(es) without a Task Duration (NA) were skipped")
+    if down:
+        worst = min(down, key=lambda l: l.current_freq or 0)
+        notes.append(f"{len(down)} of {len(launches)} launches ran down-clocked "
+                     f"(Current Freq {worst.current_freq:g} < Rated Freq {worst.rated_freq:g} MHz): suspect")
+    extra = {
+        "launches": len(launches),
+        "op_names": sorted({l.op_name for l in launches}),
+        "op_type": sorted({l.op_type for l in launches if l.op_type}),
+        "block_dim": sorted({l.block_dim for l in launches if l.block_dim is not None}),
+        "mix_block_dim": sorted({l.mix_block_dim for l in launches if l.mix_block_dim is not None}),
+        "current_freq": sorted({l.current_freq for l in launches if l.current_freq is not None}),
+        "rated_freq": sorted({l.rated_freq for l in launches if l.rated_freq is not None}),
+        "down_clocked": len(down),
+        "rows": [asdict(l) for l in launches],
+    }
+    return durations, extra, notes, bool(down)
+
+
+def msprof_argv(msprof: str, kernel_name: str | None, output: Path, launch_count: int, warmup: int,
+                command: list[str]) -> list[str]:
+    argv = [msprof, "op"]
+    if kernel_name:
+        argv.append(f"--kernel-name={kernel_name}")
+    argv += [f"--output={output}", f"--launch-count={launch_count}", f"--warm-up={warmup}"]
+    return argv + command
+
+
+def private_dir(parent: Path | None = None) -> Path:
+    """A fresh mode-700 directory whose parent is not group/other writable (msprof checks)."""
+    base = Path(tempfile.mkdtemp(prefix="tunebot-msprof-", dir=parent))  # mkdtemp: mode 700
+    out = base / "out"
+    out.mkdir(mode=0o700)
+    os.chmod(out, 0o700)  # umask may have masked bits of mkdir's mode
+    return out
+
+
+def kernel_name_of(source_text: str) -> str | None:
+    """The first `@T.prim_func` function's name: what msprof sees as the kernel name."""
+    m = re.search(r"@T\.prim_func\s*(?:\([^)]*\))?\s*\n\s*def\s+(\w+)", source_text)
+    return m.group(1) if m else None
+
+
+def find_msprof() -> str:
+    path = shutil.which("msprof")
+    if path is None:
+        raise MeasureError("msprof was not found on PATH. Fix: source the CANN toolkit's set_env.sh "
+                           "(e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh) or set latency.backend "
+                           "to npu-torch or cpu in tune.yaml")
+    return path
+
+
+def measure_msprof(source: Path, kernel_name: str, entry: str = "kernel", inputs: str = "get_inputs",
+                   warmup: int = 5, repeats: int = 30, timeout_s: float = 300.0,
+                   cwd: Path | None = None, memory_limit_mb: int | None = None) -> LatencyResult:
+    """Device time of each launch of `kernel_name*` from `msprof op` around the launch runner."""
+    msprof = find_msprof()
+    source = Path(source).resolve()
+    cwd = cwd or source.parent
+    launch_count = max(1, min(repeats, MAX_LAUNCH_COUNT))
+    out = private_dir()
+    try:
+        result_file = out.parent / "launch.json"
+        command = python_argv("-m", "bot.measure.runners.launch", "--source", str(source), "--entry", entry,
+                              "--inputs", inputs, "--calls", str(warmup + launch_count),
+                              "--result", str(result_file))
+        argv = msprof_argv(msprof, kernel_name, out, launch_count, warmup, command)
+        env = child_env([source.parent])
+        run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
+        if not run.ok:
+            return from_failure(NAME, run)
+        try:
+            launches, _ = collect(out, kernel_name)
+        except MeasureError as exc:
+            if find_csvs(out):
+                raise
+            seen = _names_without_filter(msprof, command, cwd, timeout_s, env)
+            hint = (f"kernel name '{kernel_name}' matched no launch; kernels seen: {', '.join(seen)}. "
+                    f"Fix: set latency.kernel_name in tune.yaml to one of them") if seen else str(exc)
+            raise MeasureError(f"{hint}\nmsprof output (tail):\n{tail_of(run.output, 15)}") from None
+        durations, extra, notes, suspect = summarize_launches(launches)
+        if not durations:
+            raise MeasureError(f"msprof collected {len(launches)} launches of '{kernel_name}' "
+                               "but none had a Task Duration (all NA)")
+        notes.insert(0, f"msprof op: launch-count={launch_count} warm-up={warmup}")
+        return from_samples(NAME, durations, argv, tail=run.tail, notes=notes, extra=extra, suspect=suspect)
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def _names_without_filter(msprof: str, command: list[str], cwd: Path, timeout_s: float,
+                          env: dict) -> list[str]:
+    """Diagnose a prefix that matched nothing: profile once without --kernel-name, list names."""
+    out = private_dir()
+    try:
+        argv = msprof_argv(msprof, None, out, 20, 0, command)
+        run_sandboxed(argv, cwd, timeout_s, env=env)
+        names = set()
+        for f in find_csvs(out):
+            names |= {l.op_name for l in parse_opbasicinfo(f.read_text(errors="replace"))}
+        return sorted(names)
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)

@@ -1,0 +1,136 @@
+"""Noise-aware decisions: is a candidate really faster than the best so far?
+
+The rule (docs/measurement.md):
+
+1. gain = (best - candidate) / best on the medians; noise = the relative
+   half-widths of the two medians' 95 % confidence intervals, added;
+   threshold = max(noise_floor, noise).
+2. gain < threshold * CLOSE_LOW: not better, no re-measure.
+3. gain >= threshold * CLOSE_HIGH (and neither sample suspect): better.
+4. Otherwise the difference is close to the threshold, and the two were
+   measured at different times (load, clocks, thermals drift): re-measure
+   both interleaved A B B A A B ..., `rounds` times each, and decide on those
+   runs alone: gain from the pooled medians, noise = max(CI noise of the
+   pooled samples, half the range of the per-round gains); better only if
+   gain >= max(noise_floor, noise) AND the candidate won every round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from bot.measure.stats import relative_change, summarize
+from bot.measure.types import Decision, LatencyResult
+
+Measure = Callable[[Path], LatencyResult]
+
+
+@dataclass(frozen=True)
+class Rule:
+    noise_floor: float = 0.03
+    close_low: float = 0.5  # re-measure when threshold*close_low <= gain < threshold*close_high
+    close_high: float = 4.0
+    rounds: int = 3
+
+
+def rel_half_ci(r: LatencyResult) -> float:
+    if not r.median_us or r.ci_low_us is None or r.ci_high_us is None:
+        return 0.0
+    return (r.ci_high_us - r.ci_low_us) / (2 * r.median_us)
+
+
+def measured_noise(best: LatencyResult, candidate: LatencyResult) -> float:
+    """Uncertainty of the relative difference of two medians (conservative: CI halves added)."""
+    return rel_half_ci(best) + rel_half_ci(candidate)
+
+
+def first_look(best: LatencyResult, candidate: LatencyResult, noise_floor: float) -> tuple[float, float, float]:
+    """(gain, noise, threshold) from the two results as measured."""
+    gain = relative_change(best.median_us, candidate.median_us)
+    noise = measured_noise(best, candidate)
+    return gain, noise, max(noise_floor, noise)
+
+
+def pooled(results: list[LatencyResult]) -> LatencyResult:
+    """One result holding every sample of `results` (same backend)."""
+    samples = [s for r in results for s in r.samples_us]
+    s = summarize(samples)
+    return LatencyResult(status="ok", backend=results[0].backend, samples_us=samples, median_us=s.median,
+                         min_us=s.min, q1_us=s.q1, q3_us=s.q3, ci_low_us=s.ci_low, ci_high_us=s.ci_high,
+                         command=results[0].command, suspect=any(r.suspect for r in results),
+                         notes=[f"pooled from {len(results)} interleaved runs"])
+
+
+def interleave(measure: Measure, a: Path, b: Path, rounds: int) -> tuple[list[LatencyResult], list[LatencyResult]]:
+    """A B, B A, A B, ...: alternating the order cancels a linear drift within each pair."""
+    ra: list[LatencyResult] = []
+    rb: list[LatencyResult] = []
+    for i in range(rounds):
+        if i % 2 == 0:
+            ra.append(measure(a))
+            rb.append(measure(b))
+        else:
+            rb.append(measure(b))
+            ra.append(measure(a))
+    return ra, rb
+
+
+def _fmt(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candidate: LatencyResult,
+           measure: Measure, rule: Rule = Rule()) -> Decision:
+    """Apply the rule above; `measure(source)` runs one latency measurement (used to re-measure)."""
+    floor = rule.noise_floor
+    if not candidate.ok:
+        return Decision(False, 0.0, floor, 0.0, False, f"candidate has no latency (status {candidate.status})",
+                        best.median_us, None)
+    if not best.ok:
+        return Decision(True, 0.0, floor, 0.0, False, "the best so far has no latency; candidate measured",
+                        None, candidate.median_us)
+    gain, noise, threshold = first_look(best, candidate, floor)
+    first = {"gain": gain, "noise": noise, "threshold": threshold,
+             "best_us": best.median_us, "candidate_us": candidate.median_us}
+    suspect = best.suspect or candidate.suspect
+    if gain < threshold * rule.close_low:
+        return Decision(False, gain, threshold, noise, False,
+                        f"gain {_fmt(gain)} is below the threshold {threshold * 100:.1f}%",
+                        best.median_us, candidate.median_us, {"first": first})
+    if gain >= threshold * rule.close_high and not suspect:
+        return Decision(True, gain, threshold, noise, False,
+                        f"gain {_fmt(gain)} is far beyond the threshold {threshold * 100:.1f}%",
+                        best.median_us, candidate.median_us, {"first": first})
+    ra, rb = interleave(measure, best_source, candidate_source, rule.rounds)
+    failed = [r for r in ra + rb if not r.ok]
+    if failed:
+        return Decision(False, gain, threshold, noise, True,
+                        f"re-measure failed ({failed[0].status}: {'; '.join(failed[0].notes)})",
+                        best.median_us, candidate.median_us, {"first": first})
+    pa, pb = pooled(ra), pooled(rb)
+    round_gains = [relative_change(a.median_us, b.median_us) for a, b in zip(ra, rb)]
+    gain2 = relative_change(pa.median_us, pb.median_us)
+    between = (max(round_gains) - min(round_gains)) / 2
+    noise2 = max(measured_noise(pa, pb), between)
+    threshold2 = max(floor, noise2)
+    every_round = min(round_gains) > 0
+    better = gain2 >= threshold2 and every_round
+    if better:
+        reason = f"interleaved re-measure: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}% in all {rule.rounds} rounds"
+    elif gain2 < threshold2:
+        reason = f"interleaved re-measure: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}%"
+    else:
+        reason = f"interleaved re-measure: gain {_fmt(gain2)} but the candidate lost a round ({_fmt(min(round_gains))})"
+    details = {"first": first, "round_gains": round_gains,
+               "best_rounds_us": [r.median_us for r in ra], "candidate_rounds_us": [r.median_us for r in rb],
+               "suspect": suspect}
+    return Decision(better, gain2, threshold2, noise2, True, reason, pa.median_us, pb.median_us, details)
+
+
+def drift(start: LatencyResult, end: LatencyResult) -> float | None:
+    """Relative change of the baseline between the start and the end of a run (positive: slower now)."""
+    if not (start.ok and end.ok):
+        return None
+    return (end.median_us - start.median_us) / start.median_us

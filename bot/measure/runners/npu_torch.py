@@ -1,0 +1,57 @@
+"""torch_npu profiler runner: profile `repeats` entry calls, one profiler step each.
+
+The trace (…/ASCEND_PROFILER_OUTPUT/kernel_details.csv) is written under
+--trace-dir; the parent parses it (bot/measure/backends/npu_torch.py).
+Writes {"unavailable": "..."} (exit 3) when torch_npu cannot be imported.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from bot.measure.runners.common import (EXIT_BAD_OP, OpContractError, attribute, base_parser,
+                                        build_inputs, fail_contract, load_module, write_result)
+
+
+def to_npu(value, torch):
+    if isinstance(value, torch.Tensor):
+        return value.to("npu")
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_npu(v, torch) for v in value)
+    return value
+
+
+def main() -> None:
+    p = base_parser(__doc__)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--trace-dir", required=True)
+    args = p.parse_args()
+    try:
+        import torch
+        import torch_npu
+    except Exception as exc:  # ImportError, or a CANN library that fails to load
+        write_result(args.result, {"unavailable": f"torch_npu cannot be imported: {type(exc).__name__}: {exc}"})
+        sys.exit(EXIT_BAD_OP)
+    try:
+        module = load_module(args.source)
+        fn = attribute(module, args.entry, "the profiled entry")
+        inputs = to_npu(build_inputs(module, args.inputs, args.seed), torch)
+    except OpContractError as exc:
+        fail_contract(args.result, exc)
+    prof = torch_npu.profiler
+    config = prof._ExperimentalConfig(profiler_level=prof.ProfilerLevel.Level1,
+                                      aic_metrics=prof.AiCMetrics.PipeUtilization, l2_cache=False)
+    with prof.profile(activities=[prof.ProfilerActivity.NPU],
+                      schedule=prof.schedule(wait=0, warmup=args.warmup, active=args.repeats, repeat=1),
+                      on_trace_ready=prof.tensorboard_trace_handler(args.trace_dir),
+                      experimental_config=config) as session:
+        for _ in range(args.warmup + args.repeats):
+            fn(*inputs)
+            torch.npu.synchronize()
+            session.step()
+    write_result(args.result, {"steps": args.repeats})
+
+
+if __name__ == "__main__":
+    main()
