@@ -94,6 +94,12 @@ class RunOutcome:
 ProgressCallback = Callable[[ProgressEvent], None]
 
 
+def delivery_branch(branch_prefix: str, op_name: str) -> str:
+    """The best variant's branch. Git cannot hold `tunebot/<op>` next to `tunebot/<op>/v<N>`
+    (a ref cannot be both a file and a directory), so the delivery sits beside the iterations."""
+    return f"{branch_prefix}/{op_name}/best"
+
+
 class BaselineFailed(TunebotError):
     """The unmodified op fails L0 or cannot be timed: nothing can be tuned."""
 
@@ -117,6 +123,10 @@ class _Run:
     @property
     def prefix(self) -> str:
         return f"{self.repo_cfg.branch_prefix}/{self.op.name}"
+
+    @property
+    def delivery_branch(self) -> str:
+        return delivery_branch(self.repo_cfg.branch_prefix, self.op.name)
 
     def rel(self, name: str) -> str:
         return (self.op.perf_dir / name).as_posix()
@@ -210,7 +220,7 @@ def _proposal_closed(forge: Forge, record: dict) -> bool:
 def _archive_run(repo, repo_cfg: cfgmod.RepoConfig, op: cfgmod.OpConfig, log: ResultsLog) -> None:
     """Start over: keep the old records aside and drop the branches tunebot made for them."""
     prefix = f"{repo_cfg.branch_prefix}/{op.name}"
-    names = [b for b in gitops.owned_branches(repo, prefix) if b == prefix or b.startswith(prefix + "/v")]
+    names = [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")]
     gitops.delete_branches(repo, names)
     if log.path.exists():
         log.path.rename(log.path.with_name(f"results.{time.strftime('%Y%m%dT%H%M%S')}.jsonl"))
@@ -483,10 +493,11 @@ def _deliver(run: _Run, state: rs.RunState) -> None:
     message = (f"tunebot: {run.op.name}: best variant "
                f"{'iter ' + str(state.best_iteration) if state.best_iteration else '(baseline kept)'}\n\n{report}")
     sha = gitops.commit_files(run.repo, state.best_sha, files, message)
-    run.log.append({"key": rs.DELIVERY, "kind": rs.DELIVERY, "branch": run.prefix, "sha": sha,
+    run.log.append({"key": rs.DELIVERY, "kind": rs.DELIVERY, "branch": run.delivery_branch, "sha": sha,
                     "report": report, "time": _now()})
-    _set_branch(run, run.prefix, sha)
-    run.progress(ProgressEvent("delivered", run.op.qualified, branch=run.prefix, sha=sha, message=report))
+    _set_branch(run, run.delivery_branch, sha)
+    run.progress(ProgressEvent("delivered", run.op.qualified, branch=run.delivery_branch, sha=sha,
+                               message=report))
 
 
 def _set_branch(run: _Run, name: str, sha: str) -> None:
@@ -499,7 +510,12 @@ def _set_branch(run: _Run, name: str, sha: str) -> None:
 
 def proposal_body(report: str, state: rs.RunState, settings: cfgmod.RunSettings, op: str) -> str:
     points = [(it.n, it.latency_us) for it in state.iterations]
-    chart = latency_chart(state.baseline_us, points, state.best_us, title=f"{op} latency per iteration (us)")
+    kept, best_so_far = state.baseline_us, [state.baseline_us]
+    for it in state.iterations:  # the line follows the variants actually kept, not the running minimum
+        kept = it.latency_us if it.verdict == "better" else kept
+        best_so_far.append(kept)
+    chart = latency_chart(state.baseline_us, points, state.best_us, title=f"{op} latency per iteration (us)",
+                          best_so_far=best_so_far)
     drift = (state.baseline_end or {}).get("drift_pct")
     drift_line = f"\nBaseline re-measured at the end: drift {drift:+.1f}%.\n" if drift is not None else ""
     config = json.dumps(dataclasses.asdict(settings), ensure_ascii=False, sort_keys=True)
@@ -510,14 +526,14 @@ def proposal_body(report: str, state: rs.RunState, settings: cfgmod.RunSettings,
 def _propose(run: _Run, state: rs.RunState) -> Proposal:
     report = state.delivery["report"]
     _restore_refs(run, state)
-    _set_branch(run, run.prefix, state.delivery["sha"])
+    _set_branch(run, run.delivery_branch, state.delivery["sha"])
     if run.request.remote:
-        refs = [it.branch for it in state.iterations] + [run.prefix]
+        refs = [it.branch for it in state.iterations] + [run.delivery_branch]
         gitops.push(run.repo, run.request.remote, [f"refs/heads/{r}:refs/heads/{r}" for r in refs])
     title = (f"tunebot: {run.op.qualified} {rs.gain_pct(state.baseline_us, state.best_us) or 0.0:+.1f}% "
              f"({state.stop['reason']})")
     body = proposal_body(report, state, run.settings, run.op.qualified)
-    proposal = run.forge.propose(run.prefix, run.base_branch, title, body,
+    proposal = run.forge.propose(run.delivery_branch, run.base_branch, title, body,
                                  labels=list(run.repo_cfg.github.labels))
     if state.proposal is None or str(state.proposal.get("id")) != str(proposal.id):
         run.log.append({"key": f"{rs.PROPOSAL}:{proposal.id}", "kind": rs.PROPOSAL, "id": proposal.id,
@@ -529,7 +545,7 @@ def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOut
     return RunOutcome(op=run.op.qualified, stop_reason=state.stop["reason"], iterations=len(state.iterations),
                       baseline_us=state.baseline_us, best_us=state.best_us, best_iteration=state.best_iteration,
                       improvement_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
-                      delivery_branch=run.prefix, proposal=proposal, report=state.delivery["report"],
+                      delivery_branch=run.delivery_branch, proposal=proposal, report=state.delivery["report"],
                       results_path=run.log.path, drift_pct=(state.baseline_end or {}).get("drift_pct"))
 
 

@@ -79,7 +79,7 @@ def test_tune_records_one_commit_per_iteration_on_best_so_far(git_repo):
     assert outcome.best_us < outcome.baseline_us
     assert outcome.improvement_pct > 0
 
-    delivery = "tunebot/sleepy"
+    delivery = "tunebot/sleepy/best"
     log = parse_opt_log(git(git_repo.path, "show", f"{delivery}:{OP_DIR}/perf_opt/opt_log.md"))
     assert [row.iter for row in log.rows] == [r["iteration"] for r in iterations]
     assert log.conclusion.stop_reason == outcome.stop_reason
@@ -150,7 +150,7 @@ def test_merge_needs_approval_then_merges_and_cleans_up(git_repo):
     runner = CliRunner()
     repo_arg = ["--repo", str(git_repo.path)]
     listing = runner.invoke(main, ["proposals", *repo_arg])
-    assert "tunebot/sleepy -> main" in listing.output
+    assert "tunebot/sleepy/best -> main" in listing.output
     refused = runner.invoke(main, ["merge", "1", *repo_arg])
     assert refused.exit_code == 3, refused.output
     assert runner.invoke(main, ["approve", "1", *repo_arg]).exit_code == 0
