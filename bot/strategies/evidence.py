@@ -76,7 +76,8 @@ class Evidence:
         t.tries += 1
         if improved:
             t.wins += 1
-            t.gain_sum += max(0.0, gain or 0.0)
+            # rounded as stored, so a reloaded file weighs exactly like the in-memory one
+            t.gain_sum = round(t.gain_sum + max(0.0, gain or 0.0), 6)
 
     def tally(self, strategy: str, kind: str) -> Tally:
         return self.tallies.get((strategy, kind), Tally())

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
+from libcst.metadata import MetadataWrapper
 
 from bot.config import Knob
 from bot.strategies.base import Change, Refusal, Variant
@@ -50,8 +51,6 @@ def _literal(node: cst.BaseExpression | None) -> int | bool | None:
 
 
 class _SiteFinder(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (ParentNodeProvider,)
-
     def __init__(self, wrapper: MetadataWrapper) -> None:
         self.wrapper = wrapper
         self.sites: list[KnobSite] = []
@@ -118,7 +117,9 @@ class _SiteFinder(cst.CSTVisitor):
                     self.indirect.append((names[i], arg.value.value, line_of(self.wrapper, arg.value)))
 
 
+@lru_cache(maxsize=256)  # the planner asks about the same best source many times per step
 def find_sites(source: str) -> tuple[MetadataWrapper, list[KnobSite], list[tuple[str, str, int]]]:
+    """Every literal knob site of the source (callers must not mutate the cached lists)."""
     wrapper = parse(source)
     finder = _SiteFinder(wrapper)
     wrapper.visit(finder)
@@ -191,6 +192,7 @@ def check_constraints(knob: Knob, value: int) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
 def set_knob(source: str, knob: Knob, new: int | bool, strategy: str | None = None, name: str = "kernel.py"
              ) -> Variant | Refusal:
     """Set knob `knob.name` to `new` at its one effective site."""

@@ -15,6 +15,7 @@ dict, or adds `pass_configs={...}` to the one `tilelang.jit(...)` /
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -65,6 +66,7 @@ class _Finder(cst.CSTVisitor):
             self.compile_calls.append(node)
 
 
+@lru_cache(maxsize=256)
 def _scan(source: str) -> tuple[MetadataWrapper, _Finder]:
     wrapper = parse(source)
     finder = _Finder(wrapper)
@@ -85,6 +87,7 @@ def current(source: str) -> bool | None:
     return developer_mode(source)
 
 
+@lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
 def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | Refusal:
     """Set `npuir.enable_auto_multi_buffer` to `enabled` (one entry, or one added)."""
     try:

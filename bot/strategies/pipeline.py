@@ -11,6 +11,7 @@ which the planner sends to the knob transform directly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -55,12 +56,17 @@ class _Finder(cst.CSTVisitor):
 def find_loops(source: str) -> list[PipelinedLoop]:
     """Every T.Pipelined call in the source; [] if none (or the source does not parse)."""
     try:
-        wrapper = parse(source)
+        return list(_scan(source)[1])
     except ParseFailure:
         return []
+
+
+@lru_cache(maxsize=256)
+def _scan(source: str) -> tuple[MetadataWrapper, tuple[PipelinedLoop, ...]]:
+    wrapper = parse(source)
     finder = _Finder(wrapper)
     wrapper.visit(finder)
-    return finder.loops
+    return wrapper, tuple(finder.loops)
 
 
 class _SetStages(cst.CSTTransformer):
@@ -78,22 +84,21 @@ class _SetStages(cst.CSTTransformer):
         return with_keyword(updated_node, "num_stages", literal_node(self.depth))
 
 
+@lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
 def set_depth(source: str, depth: int, index: int = 0, name: str = "kernel.py") -> Variant | Refusal:
     """Set num_stages of the `index`-th T.Pipelined loop to `depth`."""
     if depth < 0:
         return Refusal((f"num_stages must be >= 0 (0 = off), not {depth}",), strategy=STRATEGY)
     try:
-        wrapper = parse(source)
+        wrapper, loops = _scan(source)
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=STRATEGY)
-    finder = _Finder(wrapper)
-    wrapper.visit(finder)
-    if not finder.loops:
+    if not loops:
         return Refusal(("no T.Pipelined(...) loop in the source; declare a pipeline_depth knob in tune.yaml "
                         "to tune a constant instead",), strategy=STRATEGY)
-    if index >= len(finder.loops):
-        return Refusal((f"there are only {len(finder.loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY)
-    loop = finder.loops[index]
+    if index >= len(loops):
+        return Refusal((f"there are only {len(loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY)
+    loop = loops[index]
     if loop.bound_to is not None:
         # num_stages=<name>: change whatever sets that name (one site), as a knob.
         return set_knob(source, Knob(loop.bound_to, STRATEGY, DEFAULT_DEPTHS), depth, STRATEGY, name)

@@ -157,7 +157,8 @@ class Planner:
             if knobs.current_value(source, k.name) is None:
                 skipped.append(f"{k.strategy}: knob '{k.name}': {knobs.locate(source, k.name)}")
                 continue
-            specs.append(KnobSpec(k.name, k.strategy, "knob", tuple(k.values), k, order=len(specs)))
+            k = Knob(k.name, k.strategy, tuple(k.values), k.divides, k.multiple_of)  # hashable, for the caches
+            specs.append(KnobSpec(k.name, k.strategy, "knob", k.values, k, order=len(specs)))
         names = {s.key for s in specs}
         if "block_size" in strategies and "block_size" not in declared:
             for name in knobs.discover(source):

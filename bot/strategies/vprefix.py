@@ -11,6 +11,8 @@ The whole file is renamed in one variant: it is one logical (stylistic) change.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import libcst as cst
 
 from bot.strategies.base import Change, Refusal, Variant
@@ -75,6 +77,7 @@ class _Rename(cst.CSTTransformer):
         return updated_node
 
 
+@lru_cache(maxsize=256)
 def rename(source: str, name: str = "kernel.py") -> Variant | Refusal:
     """Rename every `T.npuir_<op>` that has a v-alias to `T.v<op>`."""
     try:

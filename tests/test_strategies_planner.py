@@ -1,0 +1,151 @@
+"""Planner: pure, neighbour moves in both directions, no source twice, evidence-ordered, exhausts."""
+
+import sys
+from pathlib import Path
+
+from bot.config import Knob, OpConfig
+from bot.strategies import knobs
+from bot.strategies.base import Attempt, PlanContext, Refusal, Variant
+from bot.strategies.evidence import Evidence
+from bot.strategies.planner import Planner
+from bot.strategies.proposer import ExternalProposer
+from bot.strategies.source import source_hash
+
+ROOT = Path(__file__).resolve().parents[1]
+# A CPU-demo-style op: module constants declared as knobs in tune.yaml.
+DEMO = "import torch\n\nBLOCK_M = 64  # rows per tile\nBLOCK_N = 64\nSTAGES = 1\n\n\ndef kernel(x):\n    return x\n"
+DEMO_KNOBS = (Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256), divides=256),
+              Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256)),
+              Knob("STAGES", "pipeline_depth", (0, 1, 2, 3)))
+
+
+def demo_op(**kw) -> OpConfig:
+    kw.setdefault("knobs", DEMO_KNOBS)
+    return OpConfig(project="demo", name="tiles", dir=Path("examples/demo/tiles"), kernel_kind="vector", **kw)
+
+
+def latency(source: str) -> float:
+    """A synthetic landscape with its optimum at BLOCK_M=128, BLOCK_N=32, STAGES=2."""
+    m, n, s = (knobs.current_value(source, k) for k in ("BLOCK_M", "BLOCK_N", "STAGES"))
+    return 100 + abs({16: 4, 32: 3, 64: 2, 128: 0, 256: 1}[m]) * 10 + abs(n - 32) / 8 + abs(s - 2) * 5
+
+
+def run(planner: Planner, source: str, budget: int, allowed=None):
+    """Drive the planner like the loop does; returns (best source, attempts, final refusal or None)."""
+    best, history = source, []
+    for _ in range(budget):
+        v = planner.next(PlanContext(best_source=best, history=tuple(history), allowed=allowed))
+        if isinstance(v, Refusal):
+            if v.attempt is not None and not v.exhausted:
+                history.append(v.attempt)
+                continue
+            return best, history, v
+        gain = (latency(best) - latency(v.source)) / latency(best)
+        better = gain >= 0.03 or (gain > 0 and v.change.strategy != "vprefix" and gain >= 0.005)
+        verdict = "style" if v.change.strategy == "vprefix" else ("better" if better else "not_better")
+        history.append(Attempt(v.change, v.source_hash, source_hash(best), verdict, gain))
+        if verdict == "better":
+            best = v.source
+    return best, history, None
+
+
+def test_next_is_a_pure_function_of_best_source_and_history():
+    p = Planner(demo_op())
+    _, history, _ = run(p, DEMO, 4)
+    ctx = PlanContext(best_source=DEMO, history=tuple(history))
+    again = Planner(demo_op())  # a resumed run: a new planner, the same records
+    assert p.next(ctx) == again.next(ctx) and p.plan(ctx) == again.plan(ctx)
+
+
+def test_first_move_is_the_highest_priority_knob_upwards():
+    v = Planner(demo_op()).next(PlanContext(best_source=DEMO))
+    assert isinstance(v, Variant) and v.change.knob == "BLOCK_M" and (v.change.old, v.change.new) == (64, 128)
+
+
+def test_moves_on_in_a_winning_direction_and_abandons_a_losing_one():
+    p = Planner(demo_op())
+    best, history, _ = run(p, DEMO, 6)
+    moves = [(a.change.knob, a.change.old, a.change.new, a.verdict) for a in history]
+    assert moves[0] == ("BLOCK_M", 64, 128, "better")
+    assert moves[1] == ("BLOCK_M", 128, 256, "not_better")  # keeps going up after a win
+    assert moves[2][0] == "BLOCK_N"  # 128 -> 64 was where it came from: not retried, next knob
+    assert ("BLOCK_N", 64, 128, "not_better") in moves and ("BLOCK_N", 64, 32, "better") in moves
+    assert not any(k == "BLOCK_N" and old == 32 and new == 64 for k, old, new, _ in moves)
+
+
+def test_never_evaluates_a_source_twice_and_reports_exhausted():
+    p = Planner(demo_op())
+    best, history, final = run(p, DEMO, 200)
+    hashes = [a.source_hash for a in history]
+    assert len(hashes) == len(set(hashes)) and source_hash(DEMO) not in hashes
+    assert isinstance(final, Refusal) and final.exhausted
+    assert latency(best) == 100.0  # this landscape is separable: coordinate moves reach the optimum
+    assert len(history) < 5 * 5 * 4  # far fewer than the exhaustive sweep
+
+
+def test_constraints_skip_to_the_next_valid_neighbour():
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 48, 64, 96, 128), divides=256),))
+    v = Planner(op).next(PlanContext(best_source=DEMO))  # 96 does not divide 256: jump to 128
+    assert isinstance(v, Variant) and v.change.new == 128
+    ctx = PlanContext(best_source=DEMO, history=(Attempt(v.change, v.source_hash, source_hash(DEMO),
+                                                         "not_better", -0.1),))
+    down = Planner(op).next(ctx)
+    assert isinstance(down, Variant) and down.change.new == 32  # 48 does not divide 256 either
+
+
+def test_allowed_and_op_strategies_restrict_the_plan():
+    v = Planner(demo_op()).next(PlanContext(best_source=DEMO, allowed=("pipeline_depth",)))
+    assert isinstance(v, Variant) and v.change.knob == "STAGES"
+    v = Planner(demo_op(strategies=("pipeline_depth",))).next(PlanContext(best_source=DEMO))
+    assert isinstance(v, Variant) and v.change.strategy == "pipeline_depth"
+    r = Planner(demo_op()).next(PlanContext(best_source=DEMO, allowed=("vprefix",)))
+    assert isinstance(r, Refusal) and r.exhausted
+
+
+def test_evidence_reorders_strategies():
+    e = Evidence()
+    for _ in range(6):
+        e.record("block_size", "vector", 0.0, False)
+        e.record("pipeline_depth", "vector", 0.25, True)
+    v = Planner(demo_op(), evidence=e).next(PlanContext(best_source=DEMO))
+    assert isinstance(v, Variant) and v.change.strategy == "pipeline_depth"
+    plan = Planner(demo_op(), evidence=e).plan(PlanContext(best_source=DEMO))
+    assert "STAGES" in plan[1] and "evidence x2.00" in plan[1]
+    v = Planner(demo_op(), evidence=e).next(PlanContext(best_source=DEMO))
+    assert v == Planner(demo_op(), evidence=Evidence.load(e.dumps())).next(PlanContext(best_source=DEMO))
+
+
+def test_vprefix_comes_last_on_a_tilelang_kernel():
+    src = (ROOT / "examples" / "tilelang" / "layer_norm" / "layer_norm.py").read_text()
+    op = OpConfig(project="tilelang", name="layer_norm", dir=Path("examples/tilelang/layer_norm"),
+                  knobs=(Knob("block_M", "block_size", (4, 8, 16)),))
+    p = Planner(op)
+    plan = [line for line in p.plan(PlanContext(best_source=src)) if line[:3].strip().rstrip(".").isdigit()]
+    assert "vprefix" in plan[-1] and "block_M" in plan[0]
+    history, best = [], src
+    while True:
+        v = p.next(PlanContext(best_source=best, history=tuple(history)))
+        if isinstance(v, Refusal):
+            break
+        history.append(Attempt(v.change, v.source_hash, source_hash(best), "not_better", -0.05))
+    assert [a.change.strategy for a in history][-1] == "vprefix"
+    assert len({a.change.strategy for a in history}) == 4  # block_size, pipeline_depth, multi_buffer, vprefix
+
+
+def test_proposer_strategies_are_asked_once_per_best_and_rejections_move_on():
+    script = ROOT / "tests" / "proposers" / "fixed.py"
+    op = demo_op(knobs=())
+    p = Planner(op, proposer=ExternalProposer((sys.executable, str(script), "invalid"), timeout_s=30))
+    src = DEMO.replace("BLOCK_M = 64  # rows per tile\nBLOCK_N = 64\n", "")  # no knobs at all
+    _, history, final = run(p, src, 10)
+    assert [a.change.strategy for a in history] == ["vectorize", "data_reuse", "fewer_buffers"]
+    assert all(a.verdict == "rejected" and "not valid Python" in a.change.description for a in history)
+    assert isinstance(final, Refusal) and final.exhausted
+
+
+def test_plan_lists_what_is_not_planned_and_why():
+    lines = Planner(demo_op()).plan(PlanContext(best_source=DEMO))
+    assert lines[0].startswith("plan for demo/tiles (vector kernel)")
+    assert any("vectorize: needs an external proposer" in line for line in lines)
+    missing = demo_op(knobs=(Knob("BLOCK_Q", "block_size", (8, 16)),))
+    assert any("knob 'BLOCK_Q'" in line for line in Planner(missing).plan(PlanContext(best_source=DEMO)))
