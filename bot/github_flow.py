@@ -297,9 +297,9 @@ def _mark_stale(forge: GithubForge, outcome: RunOutcome, moved: str) -> None:
         pr = forge.repo.get_pull(number)
         if "Stale results" not in (pr.body or ""):
             pr.edit(body=f"{notice}\n\n{pr.body or ''}")
-        pr.add_to_labels(STALE_LABEL)
 
     forge.call(f"mark #{number} stale", step)
+    forge.add_labels(number, [STALE_LABEL])
 
 
 def _ensure_commit(checkout: Path, sha: str, remote: str) -> None:

@@ -202,12 +202,16 @@ class GithubForge:
         pr, created = self.call(f"open the pull request from {head}", step)
         wanted = list(dict.fromkeys([*self.settings.labels, *(labels or []), *([STALE_LABEL] if stale else [])]))
         if wanted:
-            self.call("label the pull request", lambda: pr.add_to_labels(*wanted))
+            self.add_labels(pr.number, wanted)
         if created:
             reviewers = [r for r in self.reviewers(head) if r.lower() != pr.user.login.lower()]
             if reviewers:
                 self.call("request reviewers", lambda: pr.create_review_request(reviewers=reviewers))
         return self._proposal(self.call("re-read the pull request", lambda: self.repo.get_pull(pr.number)))
+
+    def add_labels(self, number: int, labels: list[str]) -> None:
+        # The object form: the spec no longer lists the bare array PyGithub's add_to_labels sends.
+        self.call("label the pull request", lambda: self._api("POST", f"/issues/{number}/labels", input={"labels": labels}))
 
     def list_proposals(self, state: str | None = "open") -> list[Proposal]:
         wanted = state or "all"
@@ -427,16 +431,16 @@ class GithubForge:
         return self.get(proposal_id)
 
     def delete_iteration_branches(self, delivery_branch: str) -> list[str]:
-        """Delete `<delivery_branch>/v<N>` branches (only ones the bot names; never others)."""
+        """Delete the run's `<prefix>/<op>/v<N>` branches (only names the bot gives; never others)."""
         if not delivery_branch.startswith(self.branch_prefix + "/"):
             return []
-        refs = self.call("list iteration branches", lambda: list(self.repo.get_git_matching_refs(f"heads/{delivery_branch}/v")))
+        run_prefix = delivery_branch.removesuffix("/best")
+        refs = self.call("list iteration branches", lambda: list(self.repo.get_git_matching_refs(f"heads/{run_prefix}/v")))
         deleted = []
         for ref in refs:
             name = ref.ref.removeprefix("refs/heads/")
-            suffix = name[len(delivery_branch) + 2 :]
-            if name.startswith(delivery_branch + "/v") and suffix.isdigit():
-                self.call(f"delete {name}", lambda ref=ref: self._api("DELETE", f"/git/refs/heads/{name}"))
+            if name.startswith(run_prefix + "/v") and name[len(run_prefix) + 2 :].isdigit():
+                self.call(f"delete {name}", lambda name=name: self._api("DELETE", f"/git/refs/heads/{name}"))
                 deleted.append(name)
         return deleted
 

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import spec
@@ -115,6 +116,7 @@ class FakeGitHub:
         self.calls: list[Call] = []
         self.violations: list[str] = []
         self.injections: list[Injection] = []
+        self.before: dict[str, Callable[[], None]] = {}  # op_id -> run just before handling it (races)
         self.token_login = "github-actions[bot]"  # whom the token authenticates
         self._ids = 1000
         self._lock = threading.RLock()
@@ -316,6 +318,9 @@ class FakeGitHub:
             if injected is not None:
                 call.injected = True
                 return self._send(h, call, injected.status, {"message": injected.message, "documentation_url": "https://docs.github.com/rest"}, injected.headers)
+            hook = self.before.pop(op.op_id, None)
+            if hook is not None:
+                hook()
             try:
                 status, answer = getattr(self, "op_" + re.sub(r"\W", "_", op.op_id))(params, query, body)
             except Exception as exc:  # a bug in the fake: make it loud
@@ -337,10 +342,11 @@ class FakeGitHub:
         h.send_response(status)
         h.send_header("Content-Type", "application/json; charset=utf-8")
         h.send_header("Content-Length", str(len(data)))
-        h.send_header("X-RateLimit-Limit", "5000")
-        h.send_header("X-RateLimit-Remaining", "4999")
-        h.send_header("X-RateLimit-Reset", str(int(time.time()) + 3600))
+        merged = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": str(int(time.time()) + 3600)}
         for key, value in (headers or {}).items():
+            merged = {k: v for k, v in merged.items() if k.lower() != key.lower()}
+            merged[key] = value
+        for key, value in merged.items():
             h.send_header(key, value)
         h.end_headers()
         h.wfile.write(data)
@@ -427,6 +433,10 @@ class FakeGitHub:
         out = self._from_example("repos/get", 200)
         repo = self._repo_obj(self.owner)
         out.update({k: v for k, v in repo.items() if k in out})
+        # The spec's example omits `language` (required) and nests an equally incomplete `source`.
+        out.setdefault("language", None)
+        for key in ("parent", "source", "template_repository"):
+            out.pop(key, None)
         return 200, out
 
     def op_pulls_list(self, params: dict, query: dict, body: object) -> tuple[int, object]:
