@@ -149,3 +149,21 @@ def test_plan_lists_what_is_not_planned_and_why():
     assert any("vectorize: needs an external proposer" in line for line in lines)
     missing = demo_op(knobs=(Knob("BLOCK_Q", "block_size", (8, 16)),))
     assert any("knob 'BLOCK_Q'" in line for line in Planner(missing).plan(PlanContext(best_source=DEMO)))
+
+
+def test_every_example_op_resolves_and_plans_one_parsable_change():
+    import libcst as cst
+
+    from bot.config import list_ops, load_repo_config, resolve_op
+    from bot.strategies.source import changed_lines
+
+    cfg = load_repo_config(ROOT)
+    ops = [o for o in list_ops(ROOT, cfg) if o.startswith("tilelang/")]
+    assert len(ops) == 6
+    for name in ops:
+        op = resolve_op(ROOT, cfg, name)
+        src = (ROOT / op.source).read_text()
+        v = Planner(op).next(PlanContext(best_source=src))
+        assert isinstance(v, Variant), (name, v)
+        cst.parse_module(v.source)
+        assert len(changed_lines(src, v.source)) == 1, name
