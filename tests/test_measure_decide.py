@@ -1,0 +1,116 @@
+"""The decision rule: pure cases with given samples, and the interleaved re-measure for real."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.measure.backends.common import from_samples
+from bot.measure.backends.cpu import measure_cpu
+from bot.measure.decide import Rule, decide, drift, first_look, interleave, measured_noise, pooled
+from bot.measure.types import LatencyResult
+
+KERNELS = Path(__file__).parent / "measure_kernels"
+
+
+def result(center: float, spread: float = 0.002, n: int = 31) -> LatencyResult:
+    # evenly spread samples around `center`: a known median and a narrow CI
+    xs = [center * (1 + spread * (i - n // 2) / (n // 2)) for i in range(n)]
+    return from_samples("cpu", xs, ["x"])
+
+
+class Recorder:
+    """A measure function that returns prepared results and records the order of calls."""
+
+    def __init__(self, by_source: dict[Path, LatencyResult]):
+        self.by_source, self.calls = by_source, []
+
+    def __call__(self, source: Path) -> LatencyResult:
+        self.calls.append(source)
+        return self.by_source[source]
+
+
+A, B = Path("a.py"), Path("b.py")
+
+
+def test_clear_loss_is_not_better_and_not_remeasured():
+    m = Recorder({})
+    d = decide(A, result(100), B, result(101), m)
+    assert not d.better and not d.remeasured and m.calls == []
+    assert d.gain == pytest.approx(-0.01, abs=1e-9)
+    assert d.threshold == 0.03
+
+
+def test_far_beyond_threshold_is_better_without_remeasure():
+    d = decide(A, result(100), B, result(50), Recorder({}))
+    assert d.better and not d.remeasured
+    assert d.best_us == 100 and d.candidate_us == 50
+
+
+def test_close_call_is_remeasured_interleaved_and_the_new_medians_decide():
+    # first look says +5 %; the interleaved re-measure finds no difference
+    m = Recorder({A: result(100), B: result(100)})
+    d = decide(A, result(105), B, result(100), m, Rule(rounds=3))
+    assert d.remeasured and not d.better
+    assert m.calls == [A, B, B, A, A, B]  # A B, B A, A B
+    assert d.best_us == pytest.approx(100) and d.candidate_us == pytest.approx(100)
+    assert d.details["first"]["gain"] == pytest.approx(0.05 / 1.05)
+
+
+def test_close_call_confirmed_by_remeasure():
+    m = Recorder({A: result(100), B: result(94)})
+    d = decide(A, result(100), B, result(95), m, Rule(rounds=2))
+    assert d.remeasured and d.better
+    assert d.gain == pytest.approx(0.06)
+    assert "all 2 rounds" in d.reason
+
+
+def test_measured_noise_raises_the_threshold():
+    wide_a, wide_b = result(100, spread=0.2), result(93, spread=0.2)
+    gain, noise, threshold = first_look(wide_a, wide_b, 0.03)
+    assert noise == pytest.approx(measured_noise(wide_a, wide_b))
+    assert threshold == noise > 0.03
+    # 7 % gain but +-~12 % noise: the re-measure (same noise) keeps it not better
+    d = decide(A, wide_a, B, wide_b, Recorder({A: wide_a, B: wide_b}))
+    assert not d.better and d.threshold > 0.07
+
+
+def test_suspect_sample_is_always_remeasured():
+    best = result(100)
+    best.suspect = True  # e.g. down-clocked
+    d = decide(A, best, B, result(50), Recorder({A: result(100), B: result(50)}))
+    assert d.remeasured and d.better
+
+
+def test_failed_candidate_and_failed_remeasure():
+    failed = LatencyResult(status="timeout", backend="cpu")
+    d = decide(A, result(100), B, failed, Recorder({}))
+    assert not d.better and "status timeout" in d.reason
+    d = decide(A, result(100), B, result(96), Recorder({A: result(100), B: failed}))
+    assert not d.better and d.remeasured and "re-measure failed" in d.reason
+
+
+def test_pooled_and_drift():
+    p = pooled([result(100), result(110)])
+    assert len(p.samples_us) == 62 and p.ok
+    assert drift(result(100), result(110)) == pytest.approx(0.10)
+    assert drift(result(100), LatencyResult(status="error", backend="cpu")) is None
+
+
+def test_interleave_with_real_measurements_ranks_real_kernels(tmp_path):
+    src = (KERNELS / "work.py").read_text()
+    fast, slow = tmp_path / "fast.py", tmp_path / "slow.py"
+    fast.write_text(src.replace("WORK = 4000", "WORK = 2000"))
+    slow.write_text(src.replace("WORK = 4000", "WORK = 4000"))
+
+    def measure(p: Path) -> LatencyResult:
+        return measure_cpu(p, repeats=15, timeout_s=60)
+
+    # a stale best measurement makes the first look a close call; the re-measure must see 2x
+    stale_best = result(measure(fast).median_us * 1.06)
+    cand = measure(fast)
+    d = decide(slow, stale_best, fast, cand, measure)
+    assert d.remeasured and d.better and d.gain > 0.3
+    ra, rb = interleave(measure, slow, fast, 1)
+    assert ra[0].median_us > rb[0].median_us
