@@ -59,7 +59,7 @@ MODEL_HEADERS = ("模型", "model", "models", "模型名称")
 HARDWARE_HEADERS = ("硬件", "hardware", "硬件型号", "产品")
 REQUIRED_HEADERS = ("必选", "必填", "required", "mandatory")
 _YES = {"✅", "✔", "✓", "√", "☑", "是", "y", "yes", "支持", "true"}
-_NO = {"✖", "❌", "✗", "×", "x", "否", "n", "no", "不支持", "false", "-", "—"}
+_NO = {"✖", "✘", "❌", "✗", "×", "x", "否", "n", "no", "不支持", "false", "-", "—"}
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")

@@ -1,0 +1,133 @@
+"""bot.features.extract on modified copies of the docs: the layouts change between releases."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.features.classify import OTHER
+from bot.features.extract import build_table
+from bot.features.model import DocsError
+
+DOCS = Path(__file__).parent / "data" / "mindiesd-docs"
+
+
+@pytest.fixture
+def docs(tmp_path) -> Path:
+    target = tmp_path / "features"
+    shutil.copytree(DOCS, target)
+    return target
+
+
+def names(table) -> set[str]:
+    return {r.name for r in table.rows}
+
+
+def test_renamed_file_is_a_warning_and_its_features_stay(docs):
+    before = build_table(docs)
+    (docs / "cache.md").rename(docs / "caching.md")
+    after = build_table(docs, previous_files=before.files)
+    assert any("cache.md" in w and "missing" in w for w in after.warnings)
+    assert {"DitCache", "AttentionCache"} <= names(after)
+    assert any(s.startswith("caching.md#") for r in after.rows for s in r.sources)
+
+
+def test_missing_file_is_a_warning_not_a_crash(docs):
+    (docs / "core_layers.md").unlink()
+    table = build_table(docs)
+    assert any("sparse.md links to core_layers.md" in w for w in table.warnings)
+    assert "attention_forward" not in names(table)
+    assert {"Linear量化", "rf_v2（RainFusion2.0）"} <= names(table)
+
+
+def test_missing_support_matrix_leaves_models_undeclared(docs):
+    (docs / "supported_matrix.md").unlink()
+    table = build_table(docs)
+    assert all(r.models is None for r in table.rows)
+    assert any("support-matrix" in w for w in table.warnings)
+
+
+def test_unknown_file_lands_under_other_features(docs):
+    (docs / "magic_boost.md").write_text(
+        "# 神秘加速\n\n一种新特性。\n\n```python\n# 不是标题\nfrom mindiesd.magic import boost\n```\n\n"
+        "| 参数 | 必选 | 说明 |\n|---|---|---|\n| `level` | 是 | 力度 |\n", encoding="utf-8")
+    table = build_table(docs)
+    row = next(r for r in table.rows if r.name == "神秘加速")
+    assert row.direction == OTHER
+    assert row.api == ("from mindiesd.magic import boost",)
+    assert row.params == ("level",)
+    assert row.sources == ("magic_boost.md#神秘加速",)
+    assert "不是标题" not in names(table)
+
+
+def test_file_without_title_is_named_by_its_file(docs):
+    (docs / "notes_only.md").write_text("Some text without any heading.\n", encoding="utf-8")
+    table = build_table(docs)
+    assert any(r.name == "notes_only" and r.sources == ("notes_only.md",) for r in table.rows)
+
+
+def test_empty_or_missing_docs_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(DocsError, match="does not exist"):
+        build_table(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "README.txt").write_text("x")
+    with pytest.raises(DocsError, match=r"no \*\.md"):
+        build_table(tmp_path / "empty")
+    assert DocsError.exit_code == 2
+
+
+def test_support_table_layout_change_is_read_by_column_name(docs):
+    path = docs / "supported_matrix.md"
+    text = path.read_text(encoding="utf-8")
+    old_header = " |   模型     |  硬件  | Cache   | 并行 | 稀疏FA | 量化 | 融合算子 | 说明 |"
+    assert old_header in text
+    lines = text.split("\n")
+    out = []
+    for line in lines:
+        cells = line.strip().strip("|").split("|") if line.lstrip().startswith("|") else None
+        if cells and len(cells) == 8:  # the last table: move 稀疏FA to the end, drop the leading space
+            cells = cells[:4] + cells[5:] + [cells[4]]
+            line = "|" + "|".join(c.replace("✅️", "✔").replace("✖️", "✘") for c in cells) + "|"
+        out.append(line)
+    path.write_text("\n".join(out), encoding="utf-8")
+    table = build_table(docs)
+    sparse = next(r for r in table.rows if r.name == "sparse_attention")
+    assert sparse.models == ("HunyuanVideo-1.5", "Wan2.1", "Wan2.2")
+    assert table.matrix[-1].columns[-1] == "稀疏FA"
+
+
+def test_algorithm_table_with_changed_columns_still_yields_every_algorithm(docs):
+    path = docs / "quantization.md"
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("| 算法 | 权重精度 | 说明 |\n|------|----------|------|",
+                        " | 算法 | 说明 | 权重精度 | 备注 |\n |:--|:--|:--|:--|")
+    path.write_text(text, encoding="utf-8")
+    table = build_table(docs)
+    assert len([r for r in table.rows if r.parent == "Linear量化" and r.kind == "算法"]) == 15
+
+
+def test_hardware_spelling_variants_and_invented_limits(docs):
+    path = docs / "cpu_offload.md"
+    text = path.read_text(encoding="utf-8")
+    text += ("\n- 硬件要求：仅 Atlas 800I A3 超节点服务器支持。\n"
+             "- 在 Atlas 300I DUO 推理卡上默认算力 280T。\n")
+    path.write_text(text, encoding="utf-8")
+    (docs / "share_memory.md").write_text(
+        (docs / "share_memory.md").read_text(encoding="utf-8") + "\n本特性不支持Atlas 300I Duo推理卡。\n", encoding="utf-8")
+    table = build_table(docs)
+    offload = next(r for r in table.rows if r.name == "CPU 卸载")
+    assert [l.render() for l in offload.hardware] == ["仅 Atlas 800I A3"]  # the 280T mention is no limit
+    share = next(r for r in table.rows if r.name == "显存共享")
+    assert [l.render() for l in share.hardware] == ["不支持 Atlas 300I DUO"]
+
+
+def test_stated_docs_version_and_nested_layout(docs):
+    nested = docs / "zh" / "features"
+    nested.mkdir(parents=True)
+    (docs / "sparse.md").rename(nested / "sparse.md")
+    (docs / "cache.md").write_text("> 文档版本：3.1.0\n\n" + (docs / "cache.md").read_text(encoding="utf-8"), encoding="utf-8")
+    table = build_table(docs)
+    assert table.docs_version == "3.1.0"
+    assert any(s.startswith("zh/features/sparse.md#") for r in table.rows for s in r.sources)
