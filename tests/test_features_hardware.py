@@ -17,6 +17,9 @@ def test_only_restrictions_and_exclusions_are_limits():
     assert hw.limits_in("本特性不支持 Atlas 300I DUO 推理卡") == [hw.HardwareLimit("不支持", "Atlas 300I DUO")]
     assert hw.limits_in("Atlas 800I A2服务器默认使用的版本算力313T，内存64 GB。") == []
     assert hw.limits_in("仅昇腾 NPU 环境支持") == []  # no product named: not a per-feature limit
+    assert hw.limits_in("在 Atlas 800I A2 上仅需设置一个参数。") == []  # "only need", not "only on"
+    assert hw.limits_in("此特性仅支持在Atlas 800I A3超节点服务器上运行") == [hw.HardwareLimit("仅", "Atlas 800I A3")]
+    assert hw.limits_in("Supported on Atlas 800I A2 only.") == [hw.HardwareLimit("仅", "Atlas 800I A2")]
 
 
 def test_allows():

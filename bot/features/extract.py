@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from urllib.parse import unquote
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -426,6 +427,7 @@ def _link_warnings(docs: list[Doc], docs_dir: Path) -> list[str]:
         for section in doc.root.walk():
             for line in section.prose:
                 for target, anchor in _MD_LINK.findall(line):
+                    target, anchor = unquote(target), unquote(anchor)
                     if "://" in target:
                         continue
                     rel = (base / target).as_posix()

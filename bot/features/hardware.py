@@ -16,7 +16,13 @@ _PRODUCT = re.compile(
     r"Atlas\s*(\d{3,4}[A-Za-z]{0,2})(?:\s*(A\d|DUO|PRO|SuperPoD)(?![A-Za-z0-9]))?",
     re.I,
 )
-_ONLY = re.compile(r"仅|只有|只能|只在|仅限|限于|\bonly\b|硬件要求", re.I)
+# A restriction names the product right after "仅/只" (optionally "仅支持在 ..."), or is a
+# "硬件要求" line; "在 Atlas ... 上仅需设置" is no restriction.
+_ONLY = re.compile(
+    r"(?:仅|只|限于)\s*(?:限|在|于|支持|适用于|能在|可在|面向|可用于)?\s*(?:在|于)?\s*Atlas"
+    r"|硬件要求|支持的硬件|\bonly\b[^.;]{0,30}Atlas|Atlas[^.;,，。]{0,30}\bonly\b",
+    re.I,
+)
 _EXCLUDE = re.compile(r"不支持|暂不支持|不适用|not supported|unsupported|does not support", re.I)
 
 
