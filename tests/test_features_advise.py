@@ -163,3 +163,14 @@ def test_everything_filtered_says_why(table):
     advice = run(table, {"operator": {"dit_matmul_pct": 60}}, model="Stable Diffusion 1.5")
     assert advice.recommendations == [] and "excluded for this hardware or model" in advice.nothing_applies
     assert [s.name for s in advice.skipped] == ["Linear量化"]
+
+
+def test_thresholds_are_the_ones_the_reference_page_states():
+    from bot.features import advise as adv
+
+    page = (Path(__file__).parent.parent / "references" / "optimization-dimensions.md").read_text(encoding="utf-8")
+    for value in (adv.COMPUTE_BOUND_PCT, adv.COMM_PCT, adv.EXPOSED_COMM_PCT, adv.DIT_MATMUL_PCT, adv.FA_PCT,
+                  adv.VECTOR_PCT, adv.HOST_BOUND_PCT):
+        assert f"{value:g} %" in page
+    assert f"{adv.MEMORY_BOUND_RATIO:.0%}".replace("%", " %") in page
+    assert "MindIE-SD pattern > quantization > sparsity > communication > generic" in page
