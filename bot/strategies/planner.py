@@ -13,7 +13,9 @@ results.jsonl and plans exactly as before. The order (docs/strategies.md):
    direction that just won. Tier 1: fresh moves. Tier 2: a direction that
    lost (or that we came from) at this knob value, retried only because
    another knob has changed since. A direction that lost from the current
-   best is abandoned.
+   best is abandoned as a neighbour move. Tier 3 (exploration): only when no
+   neighbour move is left, values further away, nearest first (a default run
+   rarely gets there: the loop stops after 3 evaluations without gain).
 3. The first move whose source was never evaluated (sha256 over every
    attempt) is returned; when none is left the planner reports exhausted.
 """
@@ -32,6 +34,7 @@ from bot.strategies.source import source_hash
 DISCOVERED_BLOCK_VALUES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 PROPOSER_STRATEGIES = tuple(s.id for s in catalog.CATALOG if s.applied == "proposer")
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
+EXPLORE_TIER = 3
 STYLE_TIER = 9
 
 
@@ -56,9 +59,10 @@ class Move:
     old: object = None
     new: object = None
     spec: KnobSpec | None = None
+    distance: int = 1  # steps along the knob's space (tier 3 explores nearest first)
 
     def sort_key(self) -> tuple:
-        return (self.tier, -self.score, self.order, 0 if _direction(self.old, self.new) >= 0 else 1)
+        return (self.tier, self.distance, -self.score, self.order, 0 if _direction(self.old, self.new) >= 0 else 1)
 
     def describe(self) -> str:
         if self.spec is None:
@@ -200,6 +204,10 @@ class Planner:
                 tier = _tier(ctx.history, spec.key, current, d, best)
                 if tier is not None:
                     moves.append(Move(spec.strategy, spec.key, tier, score, spec.order, current, new, spec))
+                # Tier 3, exploration: once no neighbour move is left, jump further, nearest first.
+                for distance, far in enumerate(_beyond(spec, current, d, new), start=2):
+                    moves.append(Move(spec.strategy, spec.key, EXPLORE_TIER, score, spec.order, current, far, spec,
+                                      distance))
         for sid in PROPOSER_STRATEGIES:
             if sid not in strategies:
                 continue
@@ -255,6 +263,15 @@ def _neighbour(spec: KnobSpec, current: object, d: int) -> object | None:
         if spec.knob is None or knobs.check_constraints(spec.knob, value) is None:
             return value
     return None
+
+
+def _beyond(spec: KnobSpec, current: object, d: int, neighbour: object) -> list:
+    """Allowed values past the neighbour in direction d, nearest first (none for flags)."""
+    if spec.kind == "flag" or neighbour is None:
+        return []
+    ordered = sorted(v for v in spec.values if _direction(neighbour, v) == d)
+    ordered = ordered if d > 0 else list(reversed(ordered))
+    return [v for v in ordered if spec.knob is None or knobs.check_constraints(spec.knob, v) is None]
 
 
 def _tier(history: tuple[Attempt, ...], key: str, current: object, d: int, best: str) -> int | None:
