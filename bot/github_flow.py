@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
@@ -40,6 +41,7 @@ class FlowConfig:
     run_url: str | None = None
     remote: str = "origin"
     authorized_sha: str | None = None  # tune phase: the SHA the gate pinned
+    sleep: Callable[[float], None] = time.sleep  # back-off waits of the API retries
 
 
 @dataclass
@@ -66,7 +68,7 @@ def handle_request(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn = _d
         return Outcome("ignored", req.reason)
     settings = flow.repo_cfg.github
     forge = GithubForge(gh, flow.repo, settings=settings, pr_number=req.pr, checkout=flow.checkout,
-                        branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url)
+                        branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep)
     if req.kind == "review":
         return _review(req, forge)
     if req.kind == "scheduled" or (req.kind == "invalid" and req.pr is None):
@@ -285,7 +287,8 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
 
 def _op_forge(gh: Github, flow: FlowConfig, req: Request, op: str, sha: str) -> GithubForge:
     return GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, pr_number=req.pr, guard_sha=sha,
-                       checkout=flow.checkout, branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url)
+                       checkout=flow.checkout, branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url,
+                       sleep=flow.sleep)
 
 
 def _mark_stale(forge: GithubForge, outcome: RunOutcome, moved: str) -> None:
@@ -347,12 +350,12 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
     if checked.problems:
         return Outcome("refused", "\n".join(checked.problems), exit_code=2)
     forge = GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, checkout=flow.checkout,
-                        branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url)
+                        branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep)
     base = forge.repo.default_branch
     results, failed = [], False
     for op in checked.resolved.values():
         op_forge = GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, checkout=flow.checkout,
-                               branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url)
+                               branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep)
         request = TuneRequest(repo=flow.checkout, op=op, base_ref=f"{flow.remote}/{base}", base_branch=base, remote=flow.remote,
                               requester=req.actor)
         try:

@@ -24,6 +24,7 @@ class World:
 
     def push_branch(self, branch: str, files: dict[str, str], message: str, start: str = "main") -> str:
         """Commit `files` on `branch` (created from `start` if new) in the dev clone and push it."""
+        git(self.dev, "fetch", "-q", "origin")
         existing = git(self.dev, "branch", "--list", branch)
         git(self.dev, "checkout", "-q", branch) if existing else git(self.dev, "checkout", "-q", "-b", branch, start)
         for rel, text in files.items():

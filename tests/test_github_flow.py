@@ -1,0 +1,287 @@
+"""The GitHub flow end to end: webhook payloads -> bot -> fake GitHub, a bare repo as the remote,
+the real tuning loop on a CPU test op. Every test ends asserting the fake saw no spec violation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakegithub.harness import World, git, make_world
+
+from bot.forge.github import STALE_LABEL, make_client, reply_marker, status_marker
+from bot.github_flow import FlowConfig, handle_event
+
+OPS = Path(__file__).parent / "loop_ops"
+OP = "testproj/sleepy"
+OP_FILES = {
+    f"examples/{OP}/sleepy.py": (OPS / "sleepy.py").read_text(),
+    f"examples/{OP}/tune.yaml": (OPS / "tune.yaml").read_text(),
+    f"examples/{OP}/DESIGN.md": (OPS / "DESIGN.md").read_text(),
+}
+
+
+@pytest.fixture
+def world(tmp_path):
+    w = make_world(tmp_path, OP_FILES)
+    w.fake.set_permission("dev", "write")
+    w.fake.set_permission("lead", "maintain")
+    w.fake.set_permission("visitor", "read")
+    yield w
+    w.fake.stop()
+
+
+@pytest.fixture
+def pr(world) -> tuple[int, str]:
+    sha = world.push_branch("feature", {"notes.md": "a change to tune on\n"}, "feature work")
+    return world.fake.open_pull("feature", user="dev", title="Feature"), sha
+
+
+def flow(world: World, checkout: Path | None, **kwargs) -> tuple:
+    waits: list[float] = []
+    cfg = FlowConfig(repo=world.fake.full_name, checkout=checkout, server_url=world.fake.base_url + "/html", sleep=waits.append, **kwargs)
+    return make_client("t0ken", world.fake.base_url), cfg, waits
+
+
+def must_not_tune(*args, **kwargs):
+    raise AssertionError("the tuning loop must not run for this event")
+
+
+def remote_refs(world: World) -> dict[str, str]:
+    out = world.fake.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")
+    return dict(line.split(" ") for line in out.splitlines())
+
+
+def bot_comments(world: World, number: int) -> list:
+    return [c for c in world.fake.comments_on(number) if c.user == world.fake.token_login]
+
+
+def proposals(world: World) -> list:
+    return [p for p in world.fake.pulls.values() if p.head_ref.startswith("tunebot/")]
+
+
+def test_authorized_tune_end_to_end_and_rerun_duplicates_nothing(world, pr, tmp_path):
+    number, head = pr
+    checkout = world.clone(tmp_path / "runner")
+    gh, cfg, _ = flow(world, checkout)
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev")
+
+    (outcome,) = handle_event("issue_comment", payload, gh, cfg)
+
+    assert outcome.action == "tuned", outcome.message
+    assert outcome.outputs["head_sha"] == head
+    assert world.fake.reactions[payload["comment"]["id"]] == [(world.fake.token_login, "eyes")]
+    refs = remote_refs(world)
+    assert {"refs/heads/tunebot/sleepy/v1", "refs/heads/tunebot/sleepy/v2", "refs/heads/tunebot/sleepy/best"} <= set(refs)
+    # iteration 1 is built on the PR head the bot authorized
+    assert git(checkout, "merge-base", "--is-ancestor", head, refs["refs/heads/tunebot/sleepy/v1"]) == ""
+    (proposal,) = proposals(world)
+    assert proposal.base_ref == "feature" and proposal.head_ref == "tunebot/sleepy/best"
+    assert "/tune help" in proposal.body and "Effective config" in proposal.body and "```mermaid" in proposal.body
+    assert "tunebot" in proposal.labels
+    (status,) = bot_comments(world, number)
+    assert status.body.startswith(status_marker(OP))
+    assert "Verdict" in status.body and f"#{proposal.number}" in status.body
+    assert "| 1 |" in status.body and "| 2 |" in status.body
+    assert f"/commit/{refs['refs/heads/tunebot/sleepy/v1']}" in status.body
+    assert [s["state"] for s in world.fake.statuses[head]] == ["success"]
+    calls_before = len(world.fake.calls)
+
+    # The same event delivered again (or the same command re-run): nothing new appears.
+    (again,) = handle_event("issue_comment", payload, gh, cfg)
+    assert again.action == "tuned"
+    assert len(proposals(world)) == 1 and len(bot_comments(world, number)) == 1
+    assert len(world.fake.pulls) == 2
+    assert len(world.fake.calls_to("pulls/create")) == 1 and len(world.fake.calls_to("issues/create-comment")) == 1
+    assert remote_refs(world) == refs
+    assert len(world.fake.calls) > calls_before
+    world.fake.assert_no_violations()
+
+
+def test_unauthorized_user_gets_an_answer_and_nothing_runs(world, pr, tmp_path):
+    number, _ = pr
+    checkout = world.clone(tmp_path / "runner")
+    before = remote_refs(world)
+    gh, cfg, _ = flow(world, checkout)
+    payload = world.fake.comment_event(number, "/tune sleepy", "visitor")
+
+    (outcome,) = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
+
+    assert outcome.action == "refused" and outcome.outputs == {"authorized": "false"}
+    (reply,) = bot_comments(world, number)
+    assert reply.body.startswith(reply_marker(payload["comment"]["id"]))
+    assert "@visitor" in reply.body and "`read`" in reply.body and "`write`" in reply.body
+    assert remote_refs(world) == before and proposals(world) == [] and world.fake.statuses == {}
+    assert not (checkout / ".git" / "tunebot").exists()
+    assert not world.fake.calls_to("pulls/merge")
+    world.fake.assert_no_violations()
+
+
+def test_fork_pull_request_is_refused_with_what_a_maintainer_can_do(world, tmp_path):
+    fork_sha = world.push_branch("scratch", {"evil.py": "import os\n"}, "from a fork")
+    world.fake.git("update-ref", "-d", "refs/heads/scratch")  # the branch lives in the fork only
+    number = world.fake.open_pull("patch-1", user="mallory", fork_owner="mallory", head_sha=fork_sha)
+    before = remote_refs(world)
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "lead"), gh, cfg, tune=must_not_tune)
+
+    assert outcome.action == "refused"
+    (reply,) = bot_comments(world, number)
+    assert "fork" in reply.body and "mallory/kernels" in reply.body and f"pull/{number}/head" in reply.body
+    assert remote_refs(world) == before and proposals(world) == [] and world.fake.statuses == {}
+    world.fake.assert_no_violations()
+
+
+def test_comment_by_a_bot_is_ignored_without_any_api_call(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None)
+    payload = world.fake.comment_event(number, "/tune sleepy", "tunebot[bot]")
+    calls = len(world.fake.calls)
+    (outcome,) = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
+    assert outcome.action == "ignored" and "bot" in outcome.message
+    assert len(world.fake.calls) == calls
+    world.fake.assert_no_violations()
+
+
+def test_malformed_command_gets_the_grammar(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None)
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters many", "dev")
+    (outcome,) = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
+    assert outcome.action == "replied"
+    (reply,) = bot_comments(world, number)
+    assert "--max-iters" in reply.body and "/tune <op> [<op>...]" in reply.body
+    assert world.fake.reactions[payload["comment"]["id"]] == [(world.fake.token_login, "eyes")]
+    # help and status are answered too, each in its own reply
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune help", "visitor"), gh, cfg, tune=must_not_tune)
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune status", "visitor"), gh, cfg, tune=must_not_tune)
+    bodies = [c.body for c in bot_comments(world, number)]
+    assert len(bodies) == 3 and "tunebot commands" in bodies[1] and "No tunebot runs" in bodies[2]
+    world.fake.assert_no_violations()
+
+
+def test_unknown_op_lists_the_repository_ops(world, pr, tmp_path):
+    number, _ = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune nosuch", "dev"), gh, cfg, tune=must_not_tune)
+    assert outcome.action == "refused"
+    (reply,) = bot_comments(world, number)
+    assert "nosuch" in reply.body and OP in reply.body
+    world.fake.assert_no_violations()
+
+
+def test_gate_phase_pins_the_sha_and_tune_phase_refuses_a_moved_head(world, pr, tmp_path):
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    assert gate.action == "authorized" and gate.outputs == {"authorized": "true", "head_sha": head, "pr": str(number), "ops": "sleepy"}
+    (queued,) = bot_comments(world, number)
+    assert "queued" in queued.body.lower()
+    assert world.fake.statuses[head][0]["state"] == "pending"
+
+    world.push_branch("feature", {"notes.md": "pushed after the gate\n"}, "late push")
+    before = remote_refs(world)
+    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head)
+    (tuned,) = handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
+    assert tuned.action == "stale" and "moved" in tuned.message
+    assert remote_refs(world) == before and proposals(world) == []
+    world.fake.assert_no_violations()
+
+
+def test_head_moving_mid_run_marks_results_stale_and_blocks_merge(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    # The developer pushes while the bot is tuning (at its first status edit).
+    world.fake.before["issues/update-comment"] = lambda: world.push_branch("feature", {"notes.md": "moved\n"}, "moved on")
+
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+
+    assert outcome.action == "stale"
+    (status,) = bot_comments(world, number)
+    assert "Stale results" in status.body and head[:10] in status.body
+    (proposal,) = proposals(world)
+    assert STALE_LABEL in proposal.labels and "Stale results" in proposal.body and proposal.draft
+    assert world.fake.statuses[head][-1]["state"] == "error"
+    # Even an approval on the proposal's current head does not merge stale results.
+    approval = world.fake.review_event(proposal.number, "lead", "approved")
+    (review,) = handle_event("pull_request_review", approval, gh, cfg)
+    assert review.action == "gate-refused" and "stale" in review.message
+    assert not world.fake.calls_to("pulls/merge") and proposal.merged is False
+    world.fake.assert_no_violations()
+
+
+def test_approval_on_old_sha_refused_then_current_sha_merges_and_cleans_up(world, pr, tmp_path):
+    number, _ = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev"), gh, cfg)
+    (proposal,) = proposals(world)
+    old = world.fake.head_sha(proposal.number)
+    # A reviewer pushes a fix-up to the proposal after someone approved the old head.
+    world.fake.add_review(proposal.number, "lead", "APPROVED", commit_id=old)
+    world.push_branch("tunebot/sleepy/best", {"NOTE.md": "reviewed\n"}, "fix-up", start="origin/tunebot/sleepy/best")
+    stale_approval = world.fake.review_event(proposal.number, "dev", "approved", commit_id=old)
+
+    (refused,) = handle_event("pull_request_review", stale_approval, gh, cfg)
+
+    assert refused.action == "gate-refused" and refused.exit_code == 3
+    assert old[:10] in refused.message and "re-approve" in refused.message
+    assert not world.fake.calls_to("pulls/merge")
+    gate_comment = [c for c in bot_comments(world, proposal.number) if c.body.startswith("<!-- tunebot:gate -->")]
+    assert len(gate_comment) == 1 and "Not merged yet" in gate_comment[0].body
+
+    current = world.fake.head_sha(proposal.number)
+    world.fake.add_check_run(current, "ci", "success")
+    approval = world.fake.review_event(proposal.number, "lead", "approved")  # webhook: approved; REST: APPROVED
+    assert approval["review"]["state"] == "approved"
+    assert world.fake.reviews[approval["review"]["id"]].state == "APPROVED"
+
+    (merged,) = handle_event("pull_request_review", approval, gh, cfg)
+
+    assert merged.action == "merged", merged.message
+    (call,) = world.fake.calls_to("pulls/merge")
+    assert call.body["sha"] == current
+    refs = remote_refs(world)
+    assert not any(r.startswith("refs/heads/tunebot/sleepy/v") for r in refs)
+    assert git(world.dev, "fetch", "-q", "origin") == "" and git(world.dev, "merge-base", "--is-ancestor", current, "origin/feature") == ""
+    assert "Merged" in [c for c in bot_comments(world, proposal.number) if c.body.startswith("<!-- tunebot:gate -->")][0].body
+    world.fake.assert_no_violations()
+
+
+def test_review_that_is_not_an_approval_or_not_on_a_proposal_is_ignored(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None)
+    (outcome,) = handle_event("pull_request_review", world.fake.review_event(number, "lead", "approved"), gh, cfg)
+    assert outcome.action == "ignored" and "not a tunebot proposal" in outcome.message
+    (outcome,) = handle_event("pull_request_review", world.fake.review_event(number, "lead", "commented"), gh, cfg)
+    assert outcome.action == "ignored"
+    assert not world.fake.calls_to("pulls/merge")
+    world.fake.assert_no_violations()
+
+
+def test_api_5xx_and_rate_limit_are_retried_without_duplicates(world, pr, tmp_path):
+    number, _ = pr
+    gh, cfg, waits = flow(world, world.clone(tmp_path / "runner"))
+    world.fake.inject(429, "collaborators", headers={"Retry-After": "3"})
+    world.fake.inject(502, r"^POST .*/issues/\d+/comments$")  # the first status comment fails once
+    world.fake.inject(503, r"^POST .*/pulls$")  # so does opening the proposal
+
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+
+    assert outcome.action == "tuned", outcome.message
+    assert 3.0 in waits and len(waits) == 3
+    assert len(bot_comments(world, number)) == 1 and len(proposals(world)) == 1
+    world.fake.assert_no_violations()
+
+
+def test_cancel_marks_the_status_comment(world, pr, tmp_path):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg)
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune cancel", "dev"), gh, cfg, tune=must_not_tune)
+    assert outcome.action == "replied" and "sleepy" in outcome.message
+    status = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+    assert len(status) == 1 and "Cancel requested" in status[0].body
+    (refused,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune cancel", "visitor"), gh, cfg, tune=must_not_tune)
+    assert refused.action == "refused"
+    world.fake.assert_no_violations()
