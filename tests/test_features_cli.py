@@ -96,3 +96,28 @@ def test_script_is_a_thin_entry_point(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "refresh_features.py"), "--docs-dir",
                            str(tmp_path / "missing")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_propose_through_the_github_forge_is_one_pr_across_fresh_clones(tmp_path):
+    from fakegithub.harness import make_world
+
+    from bot.forge.github import make_client
+
+    world = make_world(tmp_path)
+    try:
+        env = {"GITHUB_TOKEN": "t0ken", "GITHUB_REPOSITORY": world.fake.full_name, "GITHUB_API_URL": world.fake.base_url}
+        results = []
+        for run in ("ci1", "ci2"):  # each scheduled run starts from a fresh clone
+            clone = world.clone(tmp_path / run)
+            result = invoke("refresh-features", "--docs-dir", str(DOCS), "--propose", "--repo", str(clone),
+                            "--base", "main", "--forge", "github", "--json", env=env)
+            assert result.exit_code == 0, result.output
+            results.append(json.loads(result.output))
+        assert [r["status"] for r in results] == ["proposed", "up-to-date"]
+        assert results[0]["commit"] == results[1]["commit"]
+        pulls = list(make_client("t0ken", world.fake.base_url).get_repo(world.fake.full_name).get_pulls(state="open"))
+        assert [(p.head.ref, p.base.ref) for p in pulls] == [("tunebot/refresh-features", "main")]
+        assert "新增" in pulls[0].body
+        world.fake.assert_no_violations()
+    finally:
+        world.fake.stop()
