@@ -146,3 +146,26 @@ def test_truncated_docs_never_crash(docs):
         table = build_table(docs)
         assert {s.split("#")[0] for r in table.rows for s in r.sources} | {"supported_matrix.md"} >= {
             p.name for p in originals if p.name != "supported_matrix.md"}
+
+
+def test_all_features_in_one_file_one_level_deeper(docs, tmp_path):
+    """An older layout kept every feature in one document under one title: same rows come out."""
+    import re
+
+    expected = build_table(docs)
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    parts = ["# MindIE SD 特性介绍\n"]
+    for path in sorted(docs.glob("*.md")):
+        if path.name == "supported_matrix.md":
+            shutil.copy(path, merged / path.name)
+            continue
+        lines, fence = [], False
+        for line in path.read_text(encoding="utf-8").split("\n"):
+            fence ^= line.strip().startswith("```")
+            lines.append("#" + line if not fence and re.match(r"^#{1,5} ", line) else line)
+        parts.append("\n".join(lines))
+    (merged / "features.md").write_text("\n\n".join(parts), encoding="utf-8")
+    table = build_table(merged)
+    assert {(r.direction, r.name, r.kind) for r in table.rows} == {(r.direction, r.name, r.kind) for r in expected.rows}
+    assert {r.name for r in table.rows if r.hardware} == {"FA量化", "FP8_DYNAMIC"}

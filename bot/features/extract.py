@@ -316,7 +316,15 @@ def _doc_rows(doc: Doc, matrix: list[MatrixTable]) -> list[FeatureRow]:
     return out
 
 
-def _variants(doc, owner, by_row, matrix, shared_imports, shared_limits) -> list[FeatureRow]:
+def _variants(
+    doc: Doc,
+    owner: dict[int, md.Section],
+    by_row: dict[int, FeatureRow],
+    matrix: list[MatrixTable],
+    shared_imports: list[str],
+    shared_limits: list[hw.HardwareLimit],
+) -> list[FeatureRow]:
+    """Rows for algorithms, parameter values and switches, attached to the feature they belong to."""
     out: list[FeatureRow] = []
     for section in doc.root.walk():
         row_section = owner.get(id(section))
@@ -329,7 +337,7 @@ def _variants(doc, owner, by_row, matrix, shared_imports, shared_limits) -> list
             # Shared section: the variant belongs to the nearest named heading above it (e.g. CacheConfig).
             named = next((s for s in [section, *section.path()] if not cls.is_generic(s.title)), doc.root)
             texts = _texts(section, doc)
-            local = _imports([named, *[s for s in named.walk()]]) or shared_imports
+            local = _imports(list(named.walk())) or shared_imports
             base = dict(direction=cls.direction_of(texts), parent=named.title or doc.stem,
                         api=tuple(local), hardware=tuple(sorted(set(shared_limits))))
         source = (_source(doc, section),)
@@ -431,7 +439,6 @@ def _link_warnings(docs: list[Doc], docs_dir: Path) -> list[str]:
                     if "://" in target:
                         continue
                     rel = (base / target).as_posix()
-                    rel = Path(rel).as_posix()
                     if rel.startswith("../") or rel.startswith("/"):
                         continue
                     if rel not in anchors:
