@@ -1,0 +1,97 @@
+""".github/workflows: zizmor finds nothing (offline, default persona) and the safety shape holds."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+NAMES = ("tune.yml", "review.yml", "refresh-features.yml", "ci.yml")
+PINNED = re.compile(r"uses:\s*[\w.-]+/[\w./-]+@[0-9a-f]{40}\s+#\s*v\d+(\.\d+)*\s*$")
+# Event fields anyone can write: they must never be expanded into a script.
+UNTRUSTED = re.compile(r"\$\{\{[^}]*github\.event\.(comment|issue|review|pull_request)\.(body|title|head\.ref|head\.label)")
+
+
+def load(name: str) -> dict:
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def test_all_workflows_exist():
+    assert sorted(p.name for p in WORKFLOWS.glob("*.yml")) == sorted(NAMES)
+
+
+@pytest.mark.skipif(shutil.which("zizmor") is None, reason="zizmor is installed by the test extra (pip install -e '.[test]')")
+def test_zizmor_reports_no_findings():
+    out = subprocess.run(["zizmor", "--offline", "--no-progress", str(WORKFLOWS)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "No findings to report" in out.stdout
+
+
+def test_every_zizmor_ignore_is_justified():
+    for name in NAMES:
+        for line in (WORKFLOWS / name).read_text().splitlines():
+            if "zizmor: ignore[" in line:
+                reason = line.split("]", 1)[1].strip()
+                assert len(reason) > 20, f"{name}: an ignore needs a reason beside it: {line.strip()}"
+
+
+def test_actions_are_pinned_by_full_sha_with_the_tag_noted():
+    for name in NAMES:
+        for line in (WORKFLOWS / name).read_text().splitlines():
+            if re.match(r"\s*(- )?uses:", line):
+                assert PINNED.search(line), f"{name}: not pinned by SHA with a tag comment: {line.strip()}"
+
+
+def test_untrusted_text_never_reaches_a_script():
+    for name in NAMES:
+        for job in load(name)["jobs"].values():
+            for step in job.get("steps", []):
+                assert not UNTRUSTED.search(step.get("run", "")), f"{name}: untrusted text in a run script"
+
+
+def test_every_job_has_a_timeout_and_workflows_start_without_permissions():
+    for name in NAMES:
+        wf = load(name)
+        for job_name, job in wf["jobs"].items():
+            assert isinstance(job.get("timeout-minutes"), int), f"{name}:{job_name} lacks timeout-minutes"
+        if name != "ci.yml":
+            assert wf["permissions"] == {}, f"{name}: top-level permissions must be empty"
+
+
+def test_tune_workflow_gates_before_the_self_hosted_job():
+    wf = load("tune.yml")
+    assert wf["on"]["issue_comment"] == {"types": ["created"]}
+    assert "workflow_dispatch" in wf["on"]
+    gate, tune = wf["jobs"]["gate"], wf["jobs"]["tune"]
+    assert gate["runs-on"] == "ubuntu-latest"
+    assert "write" not in str(gate["permissions"].get("contents", ""))
+    assert "--phase gate" in str(gate["steps"])
+    assert tune["runs-on"] == ["self-hosted", "npu"]
+    assert tune["needs"] == "gate" and "needs.gate.outputs.authorized == 'true'" in tune["if"]
+    assert "group" in tune["concurrency"] and "needs.gate.outputs.ops" in tune["concurrency"]["group"]
+    work = next(s for s in tune["steps"] if s.get("with", {}).get("path") == "work")
+    assert work["with"]["ref"].startswith("${{ needs.gate.outputs.head_sha")  # exactly the pinned SHA
+    script = next(s for s in tune["steps"] if s.get("name") == "tune")
+    assert script["env"]["HEAD_SHA"] == "${{ needs.gate.outputs.head_sha }}" and '--sha "$HEAD_SHA"' in script["run"]
+
+
+def test_review_workflow_runs_the_merge_gate_on_approvals_of_proposals():
+    wf = load("review.yml")
+    assert wf["on"]["pull_request_review"] == {"types": ["submitted"]}
+    (job,) = wf["jobs"].values()
+    assert "approved" in job["if"] and "tunebot/" in job["if"]
+    assert job["runs-on"] == "ubuntu-latest"
+
+
+def test_refresh_features_runs_on_schedule_and_dispatch():
+    wf = load("refresh-features.yml")
+    assert "schedule" in wf["on"] and "workflow_dispatch" in wf["on"]
+    assert "tunebot github propose" in str(wf["jobs"]["refresh"]["steps"])
