@@ -19,6 +19,7 @@ How a doc becomes rows:
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from urllib.parse import unquote
@@ -438,7 +439,7 @@ def _link_warnings(docs: list[Doc], docs_dir: Path) -> list[str]:
                     target, anchor = unquote(target), unquote(anchor)
                     if "://" in target:
                         continue
-                    rel = (base / target).as_posix()
+                    rel = Path(os.path.normpath(base / target)).as_posix()
                     if rel.startswith("../") or rel.startswith("/"):
                         continue
                     if rel not in anchors:
