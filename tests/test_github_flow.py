@@ -285,3 +285,50 @@ def test_cancel_marks_the_status_comment(world, pr, tmp_path):
     (refused,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune cancel", "visitor"), gh, cfg, tune=must_not_tune)
     assert refused.action == "refused"
     world.fake.assert_no_violations()
+
+
+def test_cli_handle_reads_the_actions_environment_and_writes_outputs(world, pr, tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    number, head = pr
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(world.fake.comment_event(number, "/tune sleepy", "dev")))
+    outputs = tmp_path / "outputs"
+    env = {"GITHUB_EVENT_NAME": "issue_comment", "GITHUB_EVENT_PATH": str(event), "GITHUB_OUTPUT": str(outputs),
+           "GITHUB_API_URL": world.fake.base_url, "GITHUB_REPOSITORY": world.fake.full_name, "GITHUB_TOKEN": "t0ken",
+           "GITHUB_SERVER_URL": world.fake.base_url + "/html", "GITHUB_RUN_ID": "42"}
+    result = CliRunner().invoke(main, ["github", "handle", "--phase", "gate"], env=env)
+    assert result.exit_code == 0, result.output
+    assert f"head_sha={head}" in outputs.read_text() and "authorized=true" in outputs.read_text()
+    (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+    assert "/actions/runs/42" in status.body
+
+    event.write_text("not json")
+    bad = CliRunner().invoke(main, ["github", "handle"], env=env)
+    assert bad.exit_code == 2 and "cannot read the event payload" in bad.output
+    missing = CliRunner().invoke(main, ["github", "handle"], env={**env, "GITHUB_TOKEN": ""})
+    assert missing.exit_code != 0
+    world.fake.assert_no_violations()
+
+
+def test_cli_propose_opens_one_pull_request(world, tmp_path):
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    world.push_branch("tunebot/features-refresh", {"references/mindiesd-features.md": "| a |\n"}, "refresh")
+    body = tmp_path / "body.md"
+    body.write_text("Regenerated.\n")
+    env = {"GITHUB_API_URL": world.fake.base_url, "GITHUB_REPOSITORY": world.fake.full_name, "GITHUB_TOKEN": "t0ken"}
+    args = ["github", "propose", "--head", "tunebot/features-refresh", "--title", "refresh", "--body-file", str(body)]
+    first = CliRunner().invoke(main, args, env=env)
+    second = CliRunner().invoke(main, args, env=env)
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    (proposal,) = proposals(world)
+    assert proposal.base_ref == "main" and proposal.body.startswith("Regenerated.")
+    assert first.output.split()[0] == second.output.split()[0] == f"#{proposal.number}"
+    world.fake.assert_no_violations()

@@ -361,7 +361,10 @@ class GithubForge:
                 "Nothing will be merged: comment `/tune <op>` again to tune the new head.")
 
     def footer(self) -> str:
-        lines = ["---", "Approve this pull request to merge it (tunebot merges an approved, green, mergeable head).",
+        lines = ["---"]
+        if self.pr_number is not None and self.guard_sha:
+            lines.append(f"Tuned for #{self.pr_number} at `{self.guard_sha[:10]}`.")
+        lines += ["Approve this pull request to merge it (tunebot merges an approved, green, mergeable head).",
                  "Commands on the original pull request: `/tune <op>` · `/tune status` · `/tune cancel` · `/tune help`"]
         if self.run_url:
             lines.append(f"Run: {self.run_url}")
