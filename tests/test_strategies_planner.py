@@ -167,3 +167,17 @@ def test_every_example_op_resolves_and_plans_one_parsable_change():
         assert isinstance(v, Variant), (name, v)
         cst.parse_module(v.source)
         assert len(changed_lines(src, v.source)) == 1, name
+
+
+def test_exploration_jumps_further_only_after_both_neighbours_lost():
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),))
+    p, history = Planner(op), []
+    for _ in range(2):
+        v = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+        assert isinstance(v, Variant) and v.change.new in (128, 32)  # the two neighbours first
+        history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", -0.05))
+    far = [p.next(PlanContext(best_source=DEMO, history=tuple(history)))]
+    history.append(Attempt(far[0].change, far[0].source_hash, source_hash(DEMO), "not_better", -0.05))
+    far.append(p.next(PlanContext(best_source=DEMO, history=tuple(history))))
+    assert [v.change.new for v in far] == [256, 16]  # two steps away, up first
+    assert "tier 3" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]

@@ -13,7 +13,8 @@ results.jsonl and plans exactly as before. The order (docs/strategies.md):
    direction that just won. Tier 1: fresh moves. Tier 2: a direction that
    lost (or that we came from) at this knob value, retried only because
    another knob has changed since. A direction that lost from the current
-   best is abandoned as a neighbour move. Tier 3 (exploration): only when no
+   best is abandoned as a neighbour move; one that measured faster but
+   within the noise (a plateau) is stepped over to the next value. Tier 3 (exploration): only when no
    neighbour move is left, values further away, nearest first (a default run
    rarely gets there: the loop stops after 3 evaluations without gain).
 3. The first move whose source was never evaluated (sha256 over every
@@ -201,11 +202,16 @@ class Planner:
                 new = _neighbour(spec, current, d)
                 if new is None:
                     continue
-                tier = _tier(ctx.history, spec.key, current, d, best)
+                further = _beyond(spec, current, d, new)
+                # A neighbour that measured faster, but not beyond the noise, is a plateau, not a
+                # loss: step over it in the same direction instead of abandoning the direction.
+                while further and _plateau(ctx.history, spec.key, current, new, best):
+                    new = further.pop(0)
+                tier = _tier(ctx.history, spec.key, current, d, best, new)
                 if tier is not None:
                     moves.append(Move(spec.strategy, spec.key, tier, score, spec.order, current, new, spec))
                 # Tier 3, exploration: once no neighbour move is left, jump further, nearest first.
-                for distance, far in enumerate(_beyond(spec, current, d, new), start=2):
+                for distance, far in enumerate(further, start=2):
                     moves.append(Move(spec.strategy, spec.key, EXPLORE_TIER, score, spec.order, current, far, spec,
                                       distance))
         for sid in PROPOSER_STRATEGIES:
@@ -274,7 +280,13 @@ def _beyond(spec: KnobSpec, current: object, d: int, neighbour: object) -> list:
     return [v for v in ordered if spec.knob is None or knobs.check_constraints(spec.knob, v) is None]
 
 
-def _tier(history: tuple[Attempt, ...], key: str, current: object, d: int, best: str) -> int | None:
+def _plateau(history: tuple[Attempt, ...], key: str, current: object, value: object, best: str) -> bool:
+    """`current -> value` was tried from this best and measured faster, but not significantly."""
+    return any(a.change.knob == key and a.change.old == current and a.change.new == value and a.parent_hash == best
+               and a.verdict == "not_better" and a.gain is not None and a.gain > 0 for a in history)
+
+
+def _tier(history: tuple[Attempt, ...], key: str, current: object, d: int, best: str, new: object) -> int | None:
     """0: continue a win; 1: fresh; 2: retry in a changed context; None: abandoned."""
     mine = [a for a in history if a.change.knob == key]
     tier = 1
@@ -286,6 +298,8 @@ def _tier(history: tuple[Attempt, ...], key: str, current: object, d: int, best:
             continue
         if direction == d and a.change.old == current:
             if a.parent_hash == best:
+                if _plateau((a,), key, current, a.change.new, best) and a.change.new != new:
+                    continue  # stepped over
                 return None  # lost from this very source: direction abandoned
             tier = max(tier, 2)
     wins = [a for a in history if a.verdict == "better"]
