@@ -89,6 +89,8 @@ class RunOutcome:
     results_path: Path
     drift_pct: float | None = None  # end-of-run baseline re-measure vs start
     plan: list[str] = field(default_factory=list)  # --dry-run only
+    perf_dir: str = ""  # examples/<project>/<op>/perf_opt, where the delivery keeps its files
+    iteration_prefix: str = ""  # tunebot/<op>/v
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
@@ -546,7 +548,8 @@ def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOut
                       baseline_us=state.baseline_us, best_us=state.best_us, best_iteration=state.best_iteration,
                       improvement_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
                       delivery_branch=run.delivery_branch, proposal=proposal, report=state.delivery["report"],
-                      results_path=run.log.path, drift_pct=(state.baseline_end or {}).get("drift_pct"))
+                      results_path=run.log.path, drift_pct=(state.baseline_end or {}).get("drift_pct"),
+                      perf_dir=run.op.perf_dir.as_posix(), iteration_prefix=f"{run.prefix}/v")
 
 
 def cancel(repo_path: Path, op: str) -> Path:

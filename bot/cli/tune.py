@@ -91,8 +91,8 @@ def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
                f"({outcome.improvement_pct:+.1f}%)")
     if outcome.drift_pct is not None:
         click.echo(f"baseline re-measured at the end: drift {outcome.drift_pct:+.1f}%")
-    click.echo(f"branches:  git -C {repo} branch --list '{outcome.delivery_branch}*'")
-    click.echo(f"log:       git -C {repo} show {outcome.delivery_branch}:<op dir>/perf_opt/opt_log.md")
+    click.echo(f"branches:  git -C {repo} branch --list '{outcome.iteration_prefix}*' '{outcome.delivery_branch}'")
+    click.echo(f"log:       git -C {repo} show {outcome.delivery_branch}:{outcome.perf_dir}/opt_log.md")
     click.echo(f"records:   {outcome.results_path}")
     if outcome.proposal:
         click.echo(f"proposal:  #{outcome.proposal.id} {outcome.proposal.head} -> {outcome.proposal.base}"
