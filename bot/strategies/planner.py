@@ -112,7 +112,14 @@ class Planner:
                  f"best source {source_hash(ctx.best_source)[:12]}, {len(ctx.history)} attempts so far:"]
         seen = _seen(ctx)
         n = 0
+        explore = [m for m in moves if m.tier == EXPLORE_TIER]
+        shown = set(map(id, explore[:4]))  # a few exploration moves; the rest as a count
         for move in moves:
+            if move.tier == EXPLORE_TIER and id(move) not in shown:
+                if len(shown) == 4:  # say it once, where the hidden moves would be
+                    lines.append(f"  ... and {len(explore) - 4} more exploration moves (tier 3, further values)")
+                    shown.add(-1)
+                continue
             note = ""
             if move.spec is not None or move.strategy == "vprefix":
                 result = self._apply(move, ctx.best_source)
