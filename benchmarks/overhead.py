@@ -71,8 +71,6 @@ def make_repo(path: Path, commits: int) -> Path:
         stream.append(f"committer bench <bench@example.com> {1700000000 + i} +0000\n".encode())
         msg = f"history commit {i}\n".encode()
         stream.append(b"data %d\n%s" % (len(msg), msg))
-        if i:
-            stream.append(b"from refs/heads/main^0\n")
         stream.append(f"M 100644 inline history/file_{i % 50}.txt\n".encode())
         stream.append(b"data %d\n%s\n" % (len(content), content))
     _git(path, "fast-import", "--quiet", stdin=b"".join(stream))
@@ -82,7 +80,7 @@ def make_repo(path: Path, commits: int) -> Path:
     for name in ("sleepy.py", "tune.yaml", "DESIGN.md"):
         shutil.copy2(OP_FILES / name, op / name)
     # A long patience so every run spends its whole iteration budget.
-    (path / ".tunebot.yml").write_text("patience: 10\nmax_iters: 8\n")
+    (path / ".tunebot.yml").write_text("defaults:\n  patience: 10\n  max_iters: 8\n")
     _git(path, "add", "-A")
     _git(path, "commit", "-q", "-m", "add the benchmark op")
     return path
