@@ -332,3 +332,25 @@ def test_cli_propose_opens_one_pull_request(world, tmp_path):
     assert proposal.base_ref == "main" and proposal.body.startswith("Regenerated.")
     assert first.output.split()[0] == second.output.split()[0] == f"#{proposal.number}"
     world.fake.assert_no_violations()
+
+
+def test_cancel_during_a_run_stops_it_after_the_current_iteration(world, pr, tmp_path):
+    from bot.github_flow import CANCEL_MARKER
+
+    number, _ = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+
+    def mark_cancel() -> None:  # what `/tune cancel` does to the status comment
+        (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+        status.body += f"\n{CANCEL_MARKER}"
+
+    # Once the status comment exists, the next read of the comments sees the cancel.
+    world.fake.before["issues/update-comment"] = lambda: world.fake.before.__setitem__("issues/list-comments", mark_cancel)
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 6", "dev"), gh, cfg)
+
+    assert outcome.action == "tuned", outcome.message
+    (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+    assert "已取消" in status.body and "Cancel requested" in status.body
+    iterations = [r for r in remote_refs(world) if r.startswith("refs/heads/tunebot/sleepy/v")]
+    assert len(iterations) < 6 and "| 6 |" not in status.body
+    world.fake.assert_no_violations()

@@ -333,7 +333,7 @@ class GithubForge:
             problems = []
             combined = self._api("GET", f"/commits/{sha}/status")
             for status in combined.get("statuses", []):
-                if status["context"] in ignore_contexts or status["context"].startswith("tunebot/"):
+                if status["context"] in ignore_contexts or status["context"].split("/")[0] == "tunebot":
                     continue
                 if status["state"] != "success":
                     problems.append(f"status `{status['context']}` is {status['state']}")
