@@ -38,6 +38,12 @@ def test_a_valid_proposal_becomes_a_variant_with_its_description():
     assert v.source_hash == source_hash(v.source) and "+                T.npuir_mul(x_ub, gamma_ub, x_ub)" in v.diff
 
 
+def test_without_a_description_the_change_names_the_proposer_script():
+    v = proposer("comment").propose(OP, "data_reuse", ctx(), set())
+    assert isinstance(v, Variant) and v.change.description == "data_reuse proposal by fixed.py"
+    assert ExternalProposer(("/opt/agents/coder", "--fast")).name == "coder"
+
+
 def test_the_context_file_carries_the_protocol_fields(tmp_path, monkeypatch):
     copy = tmp_path / "ctx.json"
     monkeypatch.setenv("PROPOSER_CONTEXT_COPY", str(copy))

@@ -90,6 +90,13 @@ class ExternalProposer:
             raise ValueError("proposer argv must be a non-empty list of strings")
         self.argv, self.cwd, self.timeout_s = tuple(argv), cwd, timeout_s
 
+    @property
+    def name(self) -> str:
+        """The proposer's name for descriptions: the script, not the interpreter running it."""
+        names = [Path(a).name for a in self.argv if not a.startswith("-")]
+        scripts = [n for n in names[1:] if "." in n] if names and names[0].startswith("python") else []
+        return scripts[0] if scripts else names[0] if names else self.argv[0]
+
     def context(self, op: OpConfig, strategy: str, ctx: PlanContext, best_path: Path, output_path: Path,
                 description_path: Path) -> dict:
         s = catalog.get(strategy)
@@ -142,7 +149,7 @@ class ExternalProposer:
             if problem:
                 return reject(problem, proposal)
             text = desc.read_text(errors="replace").strip().splitlines() if desc.is_file() else []
-            summary = (text[0][:200] if text else f"proposal by {Path(self.argv[0]).name}")
+            summary = text[0][:200] if text else f"{strategy} proposal by {self.name}"
             change = Change(strategy=strategy, description=summary)
             return make_variant(ctx.best_source, proposal, change, f"{op.name}.py")
         finally:
