@@ -250,6 +250,8 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
     failed = False
     for typed, op in checked.resolved.items():
         op_forge = _op_forge(gh, flow, req, op, pinned)
+        if typed != op:  # the gate posted "queued" under the name as typed: take that comment over
+            op_forge.status_aliases = (status_marker(typed),)
         reporter = StatusReporter(op_forge, op, pinned, req.actor, links, flow.checkout)
         reporter.phase = "starting"
         reporter.publish()

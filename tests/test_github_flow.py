@@ -354,3 +354,38 @@ def test_cancel_during_a_run_stops_it_after_the_current_iteration(world, pr, tmp
     iterations = [r for r in remote_refs(world) if r.startswith("refs/heads/tunebot/sleepy/v")]
     assert len(iterations) < 6 and "| 6 |" not in status.body
     world.fake.assert_no_violations()
+
+
+def test_gate_then_tune_phases_share_one_status_comment(world, pr, tmp_path):
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")
+    (gate,) = handle_event("issue_comment", payload, gh, gate_cfg)
+    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=gate.outputs["head_sha"])
+    (tuned,) = handle_event("issue_comment", payload, gh, tune_cfg)
+    assert tuned.action == "tuned", tuned.message
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert status.body.startswith(status_marker(OP)) and "Verdict" in status.body
+    assert world.fake.reactions[payload["comment"]["id"]] == [(world.fake.token_login, "eyes")]  # gate only
+    assert [s["state"] for s in world.fake.statuses[head]] == ["pending", "success"]
+    world.fake.assert_no_violations()
+
+
+def test_schedule_tunes_configured_ops_into_the_default_branch(tmp_path):
+    config = "defaults:\n  max_iters: 1\ngithub:\n  ops: [sleepy]\n  labels: [tunebot, scheduled]\n"
+    world = make_world(tmp_path, {**OP_FILES, ".tunebot.yml": config})
+    try:
+        from bot.config import load_repo_config
+
+        checkout = world.clone(tmp_path / "runner")
+        gh, cfg, _ = flow(world, checkout, repo_cfg=load_repo_config(checkout))
+        (outcome,) = handle_event("schedule", {"schedule": "23 2 * * 6"}, gh, cfg)
+        assert outcome.action == "tuned", outcome.message
+        (proposal,) = proposals(world)
+        assert proposal.base_ref == "main" and proposal.labels == ["tunebot", "scheduled"]
+        assert world.fake.calls_to("issues/create-comment") == []  # no PR to comment on
+        (bad,) = handle_event("workflow_dispatch", {"inputs": {"ops": "nosuch"}}, gh, cfg, tune=must_not_tune)
+        assert bad.action == "refused" and bad.exit_code == 2 and "nosuch" in bad.message
+        world.fake.assert_no_violations()
+    finally:
+        world.fake.stop()

@@ -119,6 +119,7 @@ class GithubForge:
         self.retry, self.sleep, self.now = retry or RetryPolicy(), sleep, now
         self.waits: list[float] = []  # every back-off taken (tests and logs)
         self.last_status: str | None = None
+        self.status_aliases: tuple[str, ...] = ()  # markers of the same op under another name
         self._repo = None
 
     # -- plumbing --------------------------------------------------------------
@@ -256,17 +257,18 @@ class GithubForge:
         self.last_status = text
         if self.pr_number is None or self.op is None:
             return
-        self.upsert_comment(self.pr_number, status_marker(self.op), text)
+        self.upsert_comment(self.pr_number, status_marker(self.op), text, aliases=self.status_aliases)
 
-    def upsert_comment(self, number: int, marker: str, text: str) -> int:
-        """The bot's comment holding `marker`, edited in place, or created once."""
+    def upsert_comment(self, number: int, marker: str, text: str, aliases: tuple[str, ...] = ()) -> int:
+        """The bot's comment holding `marker` (or an alias, e.g. the op as typed), edited in place, or created once."""
         body = f"{marker}\n{text}"
 
         def step() -> int:
             issue_pr = self.repo.get_pull(number)
             for comment in issue_pr.get_issue_comments():
-                if marker in (comment.body or "") and comment.user.type == "Bot":
-                    if comment.body != body:
+                current = comment.body or ""
+                if comment.user.type == "Bot" and any(m in current for m in (marker, *aliases)):
+                    if current != body:
                         comment.edit(body)
                     return comment.id
             return issue_pr.create_issue_comment(body).id
