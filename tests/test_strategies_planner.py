@@ -79,6 +79,7 @@ def test_never_evaluates_a_source_twice_and_reports_exhausted():
     hashes = [a.source_hash for a in history]
     assert len(hashes) == len(set(hashes)) and source_hash(DEMO) not in hashes
     assert isinstance(final, Refusal) and final.exhausted
+    assert "already evaluated" in final.reason and "vectorize: needs an external proposer" in final.reason
     assert latency(best) == 100.0  # this landscape is separable: coordinate moves reach the optimum
     assert len(history) < 5 * 5 * 4  # far fewer than the exhaustive sweep
 

@@ -92,6 +92,7 @@ class Planner:
         moves, skipped = self._moves(ctx)
         seen = _seen(ctx)
         reasons = list(skipped)
+        evaluated = 0
         for move in moves:
             if move.spec is None and move.strategy in PROPOSER_STRATEGIES:
                 assert self.proposer is not None
@@ -100,10 +101,14 @@ class Planner:
             if isinstance(result, Refusal):
                 reasons.append(f"{move.describe()}: {result.reason}")
             elif result.source_hash in seen:
-                reasons.append(f"{move.describe()}: that source was already evaluated")
+                evaluated += 1
             else:
                 return result
-        return Refusal(tuple(reasons) or ("no strategy applies to this op",), exhausted=True)
+        if evaluated:
+            reasons.append(f"{evaluated} remaining candidate change(s) were already evaluated")
+        if not moves and not skipped:
+            reasons.append("no strategy applies to this op (declare knobs in tune.yaml or configure a proposer)")
+        return Refusal(tuple(dict.fromkeys(reasons)), exhausted=True)
 
     def plan(self, ctx: PlanContext) -> list[str]:
         """What `next` would try from this best source, in order (for --dry-run)."""
