@@ -266,6 +266,12 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
             reporter.publish(f"**Failed:** {exc}")
             results.append(f"{op}: failed: {exc}")
             continue
+        except Exception:
+            # A bug, not a user error: say so where the user looks, keep the traceback for the log.
+            reporter.phase = "failed"
+            reporter.publish("**Failed:** internal error; the traceback is in the workflow log.")
+            forge.set_status(pinned, "error", f"tunebot: internal error on {op}", context="tunebot")
+            raise
         moved = op_forge.head_moved()
         if moved:
             stale = True

@@ -212,3 +212,53 @@ def test_head_moving_between_gate_and_merge_is_refused_by_sha(world):
         forge.merge(str(number))
     assert world.fake.pulls[number].merged is False
     world.fake.assert_no_violations()
+
+
+def test_the_fake_reports_requests_and_answers_that_break_the_spec(world):
+    """The checker itself can fail: bad path, query and body are all caught."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    def send(method: str, path: str, body: object = None) -> int:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(world.fake.base_url + path, data=data, method=method)
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return resp.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    repo = f"/repos/{world.fake.full_name}"
+    send("GET", f"{repo}/pulls?colour=blue")
+    send("GET", f"{repo}/pulls?per_page=lots")
+    send("POST", f"{repo}/issues/comments/1/reactions", {"content": "party"})
+    send("GET", f"{repo}/pulls/abc")
+    send("GET", f"{repo}/no/such/thing")
+    text = "\n".join(world.fake.violations)
+    assert "undeclared query parameter 'colour'" in text
+    assert "query per_page" in text
+    assert "'party' is not one of" in text
+    assert "path pull_number" in text
+    assert "no such operation" in text
+    with pytest.raises(AssertionError, match="spec violations"):
+        world.fake.assert_no_violations()
+
+
+def test_regenerate_cut_keeps_every_reference_it_needs():
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    here = Path(__file__).parent / "fakegithub"
+    spec_obj = importlib.util.spec_from_file_location("regenerate_spec", here / "regenerate_spec.py")
+    regen = importlib.util.module_from_spec(spec_obj)
+    spec_obj.loader.exec_module(regen)
+    committed = json.loads((here / "openapi.json").read_text())
+    again = regen.cut(committed, regen.OPERATIONS, list(regen.WEBHOOKS))
+    assert again["paths"] == committed["paths"] and again["components"] == committed["components"]
+    assert committed["info"]["version"] in (here / "SOURCE.md").read_text()
+    assert "MIT" in (here / "SOURCE.md").read_text()
+    ops = {(m, p) for p, item in committed["paths"].items() for m in item if m != "parameters"}
+    assert ops == set(regen.OPERATIONS)
+    assert (here / "openapi.json").stat().st_size < 2_000_000
