@@ -29,6 +29,7 @@ from bot.record.chart import latency_chart
 from bot.record.opt_log import Conclusion, LogRow, OptLog, render_opt_log
 from bot.record.report import CompletionReport, render_report
 from bot.record.results import ResultsLog
+from bot.strategies import catalog
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import EVIDENCE_PATH, Evidence
 from bot.strategies.planner import Planner
@@ -412,8 +413,8 @@ def _verdict(variant: Variant, accuracy: str, latency: LatencyResult | None, dec
         return accuracy
     if latency is None or not latency.ok:
         return "timeout" if latency is not None and latency.status == "timeout" else "error"
-    if variant.change.strategy == "vprefix":
-        return "style"  # v-ops are plain aliases upstream: a rename cannot be a speed-up
+    if catalog.is_style(variant.change.strategy):
+        return "style"  # e.g. v-ops are plain aliases upstream: a rename cannot be a speed-up
     return "better" if decision and decision.better else "not_better"
 
 
