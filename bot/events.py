@@ -84,6 +84,7 @@ class Request:
     head_ref: str | None = None  # review events: the PR's head branch
     ops: tuple[str, ...] = ()  # scheduled / dispatch: ops asked for in the inputs
     task: str = "tune"  # scheduled / dispatch: tune | refresh-features
+    index: int = 0  # which command of the comment (one comment may hold several /tune lines)
 
 
 @dataclass(frozen=True)
@@ -243,13 +244,13 @@ def _from_comment(payload: dict, repo: str) -> list[Request]:
     if not lines:
         return [Request("ignored", reason="no /tune command in the comment", **base)]
     out = []
-    for line in lines:
+    for index, line in enumerate(lines):
         try:
             cmd = parse_command(line)
         except CommandError as exc:
-            out.append(Request("invalid", reason=str(exc), **base))
+            out.append(Request("invalid", reason=str(exc), index=index, **base))
             continue
-        out.append(Request(cmd.action, command=cmd, **base))
+        out.append(Request(cmd.action, command=cmd, index=index, **base))
     return out
 
 

@@ -1,7 +1,7 @@
 """The GitHub flow: one event in, the bot's answer out (react, reply, tune, merge gate).
 
-Phases match the workflow's jobs: `gate` runs on a hosted runner with a read-only
-checkout of nothing: it reacts, authorizes, pins the head SHA and posts "queued";
+Phases match the workflow's jobs: `gate` runs on a hosted runner with only the default
+branch's code: it reacts, authorizes, pins the head SHA and posts "queued";
 `tune` runs on the self-hosted runner with the PR checked out at exactly that SHA;
 `all` does both in one process (tests, single-machine installs).
 """
@@ -73,19 +73,19 @@ def handle_request(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn = _d
         return _review(req, forge)
     if req.kind == "scheduled" or (req.kind == "invalid" and req.pr is None):
         return _scheduled(req, gh, flow, tune)
-    if req.comment_id is not None and flow.phase in ("all", "gate"):
+    if req.comment_id is not None and req.index == 0 and flow.phase in ("all", "gate"):
         forge.react(req.comment_id, "eyes")  # acknowledge within seconds
     if req.kind == "help":
-        forge.reply(req.pr, req.comment_id, HELP)
+        forge.reply(req.pr, req.comment_id, HELP, req.index)
         return Outcome("replied", "help")
     if req.kind == "invalid":
-        forge.reply(req.pr, req.comment_id, f"@{req.actor} I could not read that command: {req.reason}\n\n`/tune help` lists the commands.")
+        forge.reply(req.pr, req.comment_id, f"@{req.actor} I could not read that command: {req.reason}\n\n`/tune help` lists the commands.", req.index)
         return Outcome("replied", req.reason)
     if req.kind == "status":
         return _status(req, forge)
     auth = authorize(req, forge, settings, self_hosted=flow.self_hosted)
     if not auth.allowed:
-        forge.reply(req.pr, req.comment_id, f"@{req.actor} {auth.reason}")
+        forge.reply(req.pr, req.comment_id, f"@{req.actor} {auth.reason}", req.index)
         return Outcome("refused", auth.reason, {"authorized": "false"})
     if req.kind == "cancel":
         return _cancel(req, forge, flow)
@@ -105,7 +105,7 @@ def _status(req: Request, forge: GithubForge) -> Outcome:
             heading = next((ln for ln in body.splitlines()[1:] if ln.strip()), "")
             lines.append(f"- `{op}`: {heading.lstrip('# ').strip()}")
         text = "Runs on this pull request (details in each status comment):\n" + "\n".join(lines)
-    forge.reply(req.pr, req.comment_id, text)
+    forge.reply(req.pr, req.comment_id, text, req.index)
     return Outcome("replied", text)
 
 
@@ -116,7 +116,7 @@ def _cancel(req: Request, forge: GithubForge, flow: FlowConfig) -> Outcome:
             text = body.split("\n", 1)[1] if "\n" in body else ""
             forge.upsert_comment(req.pr, status_marker(op), f"{text}\n\n{CANCEL_MARKER}\n**Cancel requested** by @{req.actor}: the run stops after its current iteration.")
     text = f"Cancel requested for {', '.join(f'`{op}`' for op in sorted(comments)) or 'no runs'}."
-    forge.reply(req.pr, req.comment_id, text)
+    forge.reply(req.pr, req.comment_id, text, req.index)
     return Outcome("replied", text)
 
 
@@ -233,7 +233,7 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
     if head_sha != pinned:
         text = (f"The pull request moved from `{pinned[:10]}` to `{head_sha[:10]}` after `/tune` was authorized; "
                 "nothing was run. Comment `/tune` again to tune the new head.")
-        forge.reply(req.pr, req.comment_id, text)
+        forge.reply(req.pr, req.comment_id, text, req.index)
         forge.set_status(pinned, "error", "tunebot: stale, head moved before the run", context="tunebot")
         return Outcome("stale", text, outputs)
     if flow.checkout is None:
@@ -242,7 +242,7 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
     checked = check_ops(flow.checkout, cmd.ops)
     if checked.problems:
         text = "\n".join(f"- {p}" for p in checked.problems)
-        forge.reply(req.pr, req.comment_id, f"@{req.actor} I cannot tune that:\n{text}")
+        forge.reply(req.pr, req.comment_id, f"@{req.actor} I cannot tune that:\n{text}", req.index)
         forge.set_status(pinned, "error", "tunebot: unknown op", context="tunebot")
         return Outcome("refused", text, outputs, exit_code=0)
     results: list[str] = []

@@ -389,3 +389,17 @@ def test_schedule_tunes_configured_ops_into_the_default_branch(tmp_path):
         world.fake.assert_no_violations()
     finally:
         world.fake.stop()
+
+
+def test_each_command_of_a_comment_gets_its_own_reply(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None)
+    payload = world.fake.comment_event(number, "two things:\n/tune help\n/tune sleepy --bogus", "dev")
+    outcomes = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
+    assert [o.action for o in outcomes] == ["replied", "replied"]
+    bodies = [c.body for c in bot_comments(world, number)]
+    assert len(bodies) == 2 and "tunebot commands" in bodies[0] and "unknown option `--bogus`" in bodies[1]
+    assert len(world.fake.calls_to("reactions/create-for-issue-comment")) == 1
+    handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)  # re-delivered: edits, no new replies
+    assert len(bot_comments(world, number)) == 2
+    world.fake.assert_no_violations()

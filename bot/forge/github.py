@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -55,8 +55,8 @@ def status_marker(op: str) -> str:
     return f"<!-- tunebot:status:{op} -->"
 
 
-def reply_marker(comment_id: int | str) -> str:
-    return f"<!-- tunebot:reply:{comment_id} -->"
+def reply_marker(comment_id: int | str, index: int = 0) -> str:
+    return f"<!-- tunebot:reply:{comment_id} -->" if index == 0 else f"<!-- tunebot:reply:{comment_id}:{index} -->"
 
 
 def client_from_env(env: dict[str, str] | None = None) -> tuple[Github, str]:
@@ -297,9 +297,9 @@ class GithubForge:
 
         return self.call(f"read comments of #{number}", step)
 
-    def reply(self, number: int, comment_id: int | None, text: str) -> int:
+    def reply(self, number: int, comment_id: int | None, text: str, index: int = 0) -> int:
         """Answer a command once (re-delivered events edit the same reply)."""
-        return self.upsert_comment(number, reply_marker(comment_id if comment_id is not None else "none"), text)
+        return self.upsert_comment(number, reply_marker(comment_id if comment_id is not None else "none", index), text)
 
     def react(self, comment_id: int, content: str = "eyes") -> None:
         self.call("react to the comment",
