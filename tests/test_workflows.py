@@ -94,4 +94,5 @@ def test_review_workflow_runs_the_merge_gate_on_approvals_of_proposals():
 def test_refresh_features_runs_on_schedule_and_dispatch():
     wf = load("refresh-features.yml")
     assert "schedule" in wf["on"] and "workflow_dispatch" in wf["on"]
-    assert "tunebot github propose" in str(wf["jobs"]["refresh"]["steps"])
+    steps = str(wf["jobs"]["refresh"]["steps"])
+    assert "tunebot refresh-features" in steps and "--propose" in steps and "--forge github" in steps

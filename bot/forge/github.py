@@ -366,8 +366,9 @@ class GithubForge:
         lines = ["---"]
         if self.pr_number is not None and self.guard_sha:
             lines.append(f"Tuned for #{self.pr_number} at `{self.guard_sha[:10]}`.")
-        lines += ["Approve this pull request to merge it (tunebot merges an approved, green, mergeable head).",
-                 "Commands on the original pull request: `/tune <op>` · `/tune status` · `/tune cancel` · `/tune help`"]
+        lines.append("Approve this pull request to merge it (tunebot merges an approved, green, mergeable head).")
+        if self.op:
+            lines.append("Commands on the original pull request: `/tune <op>` · `/tune status` · `/tune cancel` · `/tune help`")
         if self.run_url:
             lines.append(f"Run: {self.run_url}")
         return "\n".join(lines)
