@@ -142,9 +142,6 @@ LEVELS = ("L0", "L1", "L2")
 BACKENDS = ("auto", "cpu", "cuda", "npu-msprof", "npu-torch")
 PERMISSIONS = ("write", "maintain", "admin")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
-DEFAULT_MAX_ITERS = RepoConfig.max_iters
-DEFAULT_PATIENCE = RepoConfig.patience
-DEFAULT_NOISE_FLOOR = RepoConfig.noise_floor
 
 _OP_KEYS = ("kernel_kind", "entry", "inputs", "reference", "knobs", "strategies", "accuracy", "latency",
             "target_us", "max_iters", "patience", "noise_floor", "proposer")
@@ -200,14 +197,6 @@ class _StrictLoader(yaml.SafeLoader):
                         None, None, f"duplicate key {key!r} (first defined at line {first})", key_node.start_mark)
                 seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
-
-
-def _display(root: Path, path: Path) -> str:
-    """The path as users should see it in an error: relative to the repo root when possible."""
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _read_yaml(path: Path, shown: str) -> dict:
