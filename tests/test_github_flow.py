@@ -403,3 +403,20 @@ def test_each_command_of_a_comment_gets_its_own_reply(world, pr):
     handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)  # re-delivered: edits, no new replies
     assert len(bot_comments(world, number)) == 2
     world.fake.assert_no_violations()
+
+
+def test_features_refresh_proposes_once_through_the_github_forge(world, tmp_path):
+    """The scheduled features refresh (bot.features) with this forge: one PR, re-runs add nothing."""
+    from bot.features.propose import propose_refresh
+    from bot.forge.github import GithubForge
+
+    docs = Path(__file__).parent / "data" / "mindiesd-docs"  # committed by the features tests
+    checkout = world.clone(tmp_path / "runner")
+    forge = GithubForge(make_client("t0ken", world.fake.base_url), world.fake.full_name)
+    first = propose_refresh(checkout, docs, forge, base="main", remote="origin")
+    second = propose_refresh(checkout, docs, forge, base="main", remote="origin")
+    (proposal,) = proposals(world)
+    assert first.proposal.id == second.proposal.id == str(proposal.number)
+    assert proposal.base_ref == "main" and proposal.head_ref == "tunebot/refresh-features"
+    assert "refs/heads/tunebot/refresh-features" in remote_refs(world)
+    world.fake.assert_no_violations()
