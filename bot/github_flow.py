@@ -333,7 +333,8 @@ def _review(req: Request, forge: GithubForge) -> Outcome:
     try:
         proposal = forge.merge(str(req.pr))
     except GateRefused as exc:
-        text = "**Not merged yet.** Missing:\n" + "\n".join(f"- {m}" for m in exc.missing)
+        text = ("**Not merged yet.** Missing:\n" + "\n".join(f"- {m}" for m in exc.missing)
+                + "\n\nOnce these hold, approve again (or re-run the `tunebot review` workflow) to merge.")
         forge.upsert_comment(req.pr, GATE_MARKER, text)
         return Outcome("gate-refused", text, exit_code=exc.exit_code)
     text = f"**Merged** `{proposal.head}` at `{proposal.head_sha[:10]}` after approval; iteration branches deleted."
