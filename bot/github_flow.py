@@ -253,6 +253,13 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
         if typed != op:  # the gate posted "queued" under the name as typed: take that comment over
             op_forge.status_aliases = (status_marker(typed),)
         reporter = StatusReporter(op_forge, op, pinned, req.actor, links, flow.checkout)
+        moved = op_forge.head_moved()  # checked again right before any kernel runs (and between ops)
+        if moved:
+            stale = True
+            reporter.phase = "stale"
+            reporter.publish(op_forge.stale_notice(moved) + "\n\nNothing was run.")
+            results.append(f"{op}: not run (head moved to {moved[:10]})")
+            continue
         reporter.phase = "starting"
         reporter.publish()
         request = TuneRequest(repo=flow.checkout, op=op, base_ref=pinned, base_branch=pull.head_ref,

@@ -420,3 +420,21 @@ def test_features_refresh_proposes_once_through_the_github_forge(world, tmp_path
     assert proposal.base_ref == "main" and proposal.head_ref == "tunebot/refresh-features"
     assert "refs/heads/tunebot/refresh-features" in remote_refs(world)
     world.fake.assert_no_violations()
+
+
+def test_head_moving_right_after_authorization_runs_nothing(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    # The push lands between the permission check and the start of the run.
+    world.fake.before["pulls/get"] = lambda: world.fake.before.__setitem__(
+        "pulls/get", lambda: world.push_branch("feature", {"notes.md": "raced\n"}, "race"))
+    before = {k: v for k, v in remote_refs(world).items() if k != "refs/heads/feature"}
+
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+
+    assert outcome.action == "stale"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "Nothing was run" in status.body and head[:10] in status.body
+    assert {k: v for k, v in remote_refs(world).items() if k != "refs/heads/feature"} == before
+    assert proposals(world) == [] and not world.fake.calls_to("pulls/merge")
+    world.fake.assert_no_violations()
