@@ -262,3 +262,16 @@ def test_regenerate_cut_keeps_every_reference_it_needs():
     ops = {(m, p) for p, item in committed["paths"].items() for m in item if m != "parameters"}
     assert ops == set(regen.OPERATIONS)
     assert (here / "openapi.json").stat().st_size < 2_000_000
+
+
+def test_unreachable_api_is_retried_then_explained(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    sleeps: list[float] = []
+    forge = GithubForge(make_client("t", f"http://127.0.0.1:{port}"), "o/r", retry=RetryPolicy(attempts=3), sleep=sleeps.append)
+    with pytest.raises(GithubError, match="cannot reach"):
+        forge.repo  # noqa: B018
+    assert sleeps == [1.0, 2.0]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
+import requests
 from github import Auth, Github, GithubException
 
 from bot.config import GithubSettings
@@ -132,8 +133,12 @@ class GithubForge:
                 wait = _wait_for(exc, attempt, self.retry, self.now)
                 if wait is None or attempt == self.retry.attempts - 1:
                     raise GithubError(self._explain(what, exc)) from None
-                self.waits.append(wait)
-                self.sleep(wait)
+            except requests.exceptions.RequestException as exc:  # connection reset, timeout
+                if attempt == self.retry.attempts - 1:
+                    raise GithubError(f"GitHub API: {what} failed: cannot reach {self.gh.requester.base_url} ({exc})") from None
+                wait = min(self.retry.backoff_s * 2**attempt, self.retry.max_wait_s)
+            self.waits.append(wait)
+            self.sleep(wait)
         raise AssertionError("unreachable")
 
     @staticmethod
