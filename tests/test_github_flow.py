@@ -310,8 +310,9 @@ def test_cli_handle_reads_the_actions_environment_and_writes_outputs(world, pr, 
     event.write_text("not json")
     bad = CliRunner().invoke(main, ["github", "handle"], env=env)
     assert bad.exit_code == 2 and "cannot read the event payload" in bad.output
+    event.write_text(json.dumps({"action": "created"}))
     missing = CliRunner().invoke(main, ["github", "handle"], env={**env, "GITHUB_TOKEN": ""})
-    assert missing.exit_code != 0
+    assert missing.exit_code == 2 and "GITHUB_TOKEN" in missing.output
     world.fake.assert_no_violations()
 
 

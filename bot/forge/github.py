@@ -35,6 +35,12 @@ class GithubError(TunebotError):
     """The GitHub API refused or kept failing; the message says which call and what to do."""
 
 
+class GithubSetupError(GithubError):
+    """The environment lacks what the GitHub flow needs (token, repository): bad input."""
+
+    exit_code = 2
+
+
 class GateRefused(TunebotError):
     """The merge gate is not satisfied; `missing` names each gate."""
 
@@ -66,9 +72,9 @@ def client_from_env(env: dict[str, str] | None = None) -> tuple[Github, str]:
     token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
     repo = env.get("GITHUB_REPOSITORY", "")
     if not token:
-        raise GithubError("GITHUB_TOKEN is not set: pass the workflow's token (or a GitHub App installation token) in env")
+        raise GithubSetupError("GITHUB_TOKEN is not set: pass the workflow's token (or a GitHub App installation token) in env")
     if "/" not in repo:
-        raise GithubError("GITHUB_REPOSITORY is not set to owner/name (GitHub Actions sets it)")
+        raise GithubSetupError("GITHUB_REPOSITORY is not set to owner/name (GitHub Actions sets it)")
     return make_client(token, env.get("GITHUB_API_URL") or "https://api.github.com"), repo
 
 
