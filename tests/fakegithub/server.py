@@ -265,6 +265,7 @@ class FakeGitHub:
         p = payload["pull_request"]
         p.update(number=number, url=f"{self.repo_api}/pulls/{number}", state=pr.state, title=pr.title)
         p["head"].update(ref=pr.head_ref, sha=self.head_sha(number), label=f"{pr.head_owner}:{pr.head_ref}")
+        p["head"]["repo"].update(full_name=f"{pr.head_owner}/{self.name}", fork=pr.head_owner != self.owner)
         p["base"].update(ref=pr.base_ref, sha=self.git("rev-parse", f"refs/heads/{pr.base_ref}"), label=f"{self.owner}:{pr.base_ref}")
         self._check_webhook("pull-request-review-submitted", payload)
         return payload
