@@ -25,11 +25,11 @@ from bot.measure.types import AccuracyResult, Decision, Environment, LatencyResu
 
 class Evaluator:
     def __init__(self, op: OpConfig, workdir: Path, memory_limit_mb: int | None = None,
-                 rounds: int = 3) -> None:
+                 rounds: int = 5) -> None:
         """`workdir` is the worktree root; variant paths are given relative to it or absolute.
 
         `memory_limit_mb` caps each child's address space (RLIMIT_AS); `rounds` is
-        how many times each side runs in an interleaved re-measure.
+        how many A/B pairs an interleaved re-measure runs.
         """
         self.op = op
         self.workdir = workdir

@@ -1,0 +1,26 @@
+"""benchmarks/noise.py stays runnable: a tiny run writes the table and the JSON it documents."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_tiny_noise_benchmark_run(tmp_path):
+    out = tmp_path / "noise.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "noise.py"), "--aa", "2", "--sens", "1",
+                           "--repeats", "10", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "A/A false improvements" in proc.stdout
+    result = json.loads(out.read_text())
+    assert set(result["rules"]) == {"naive", "noise-aware"}
+    for rule in result["rules"].values():
+        assert rule["aa"]["n"] + result["errors"] >= 2 and rule["fast10"]["n"] + result["errors"] >= 1
+        for kind in ("aa", "fast5", "fast10"):
+            assert rule[kind]["rate"] is None or 0.0 <= rule[kind]["rate"] <= 1.0
+    assert len(result["records"]) == 4
+    assert result["environment"]["backend"] == "cpu"
