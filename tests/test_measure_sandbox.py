@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from bot.measure.sandbox import child_env, describe_exit, run_sandboxed, tail_of
+from bot.measure.sandbox import OUTPUT_KEEP_BYTES, child_env, describe_exit, run_sandboxed, tail_of
 
 KERNELS = Path(__file__).parent / "measure_kernels"
 
@@ -99,3 +99,34 @@ def test_child_env_makes_the_bot_and_the_variant_dir_importable(tmp_path):
     parts = env["PYTHONPATH"].split(os.pathsep)
     assert parts[0] == str(tmp_path) and parts[-1] == "/already"
     assert (Path(parts[1]) / "bot" / "measure" / "sandbox.py").is_file()
+
+
+def test_background_grandchild_holding_the_output_does_not_stall_a_finished_run(tmp_path):
+    marker = tmp_path / "bg.pid"
+    code = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "print('done', flush=True)\n"
+    )
+    r = run_sandboxed(py(code), tmp_path, timeout_s=30)
+    assert r.status == "ok" and not r.timed_out and r.duration_s < 30
+    assert "done" in r.tail
+    bg = int(marker.read_text())
+    for _ in range(50):
+        try:
+            os.kill(bg, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"background process {bg} survived the evaluation")
+
+
+def test_chatty_output_is_bounded_and_keeps_the_end(tmp_path):
+    code = "for i in range(100000):\n    print('line', i)\nprint('THE END')\n"
+    r = run_sandboxed(py(code), tmp_path, timeout_s=60)
+    assert r.ok
+    assert len(r.output.encode()) <= OUTPUT_KEEP_BYTES
+    assert r.output.splitlines()[0].startswith("line ")  # no partial first line
+    assert r.tail.endswith("THE END")

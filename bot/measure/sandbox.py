@@ -15,6 +15,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ SandboxStatus = Literal["ok", "timeout", "error"]
 
 TAIL_LINES = 40
 TAIL_CHARS = 4000
-_GRACE_S = 5.0  # how long we wait for pipes to close after killing the group
+OUTPUT_KEEP_BYTES = 256 * 1024  # of a child's output; the record keeps only the tail anyway
 # what a process that ran out of memory under RLIMIT_AS prints before exiting
 _OOM_MARKERS = re.compile(r"\bMemoryError\b|std::bad_alloc|out of memory|Cannot allocate memory")
 
@@ -45,7 +46,7 @@ class SandboxResult:
     cwd: str
     status: SandboxStatus
     returncode: int | None
-    output: str  # stdout and stderr, merged
+    output: str  # stdout and stderr, merged (the last OUTPUT_KEEP_BYTES of it)
     duration_s: float
     timed_out: bool = False
     signal_name: str | None = None
@@ -87,6 +88,15 @@ def _limit_memory(limit_bytes: int | None):
     return apply
 
 
+def _read_tail(sink) -> str:
+    size = sink.seek(0, os.SEEK_END)
+    sink.seek(max(0, size - OUTPUT_KEEP_BYTES))
+    data = sink.read()
+    if size > OUTPUT_KEEP_BYTES:
+        data = data.split(b"\n", 1)[-1]  # drop the partial first line
+    return data.decode("utf-8", errors="replace")
+
+
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -121,38 +131,35 @@ def run_sandboxed(
     """
     limit = memory_limit_mb * 1024 * 1024 if memory_limit_mb else None
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_limit_memory(limit) if limit else None,
-        )
-    except OSError as exc:
-        return SandboxResult(list(argv), str(cwd), "error", None, str(exc), 0.0,
-                             reason=f"could not start {argv[0]}: {exc.strerror or exc}")
-    timed_out = False
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc.pid)
+    # output goes to a file, not a pipe: a background grandchild holding the pipe open
+    # cannot make us wait, and a chatty kernel cannot fill our memory
+    with tempfile.TemporaryFile() as sink:
         try:
-            out, _ = proc.communicate(timeout=_GRACE_S)
+            proc = subprocess.Popen(
+                argv,
+                cwd=str(cwd),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_limit_memory(limit) if limit else None,
+            )
+        except OSError as exc:
+            return SandboxResult(list(argv), str(cwd), "error", None, str(exc), 0.0,
+                                 reason=f"could not start {argv[0]}: {exc.strerror or exc}")
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            # a grandchild left the group and holds the pipe; stop waiting for it
-            proc.kill()
-            out = b""
+            timed_out = True
+            _kill_group(proc.pid)
             proc.wait()
-    finally:
-        # stray children of a finished kernel must not outlive the evaluation
-        _kill_group(proc.pid)
+        finally:
+            # stray children of a finished kernel must not outlive the evaluation
+            _kill_group(proc.pid)
+        text = _read_tail(sink)
     duration = time.monotonic() - start
-    text = (out or b"").decode("utf-8", errors="replace")
     rc = proc.returncode
     if timed_out:
         return SandboxResult(list(argv), str(cwd), "timeout", rc, text, duration, timed_out=True,
