@@ -107,10 +107,12 @@ def test_interleave_with_real_measurements_ranks_real_kernels(tmp_path):
     def measure(p: Path) -> LatencyResult:
         return measure_cpu(p, repeats=15, timeout_s=60)
 
-    # a stale best measurement makes the first look a close call; the re-measure must see 2x
-    stale_best = result(measure(fast).median_us * 1.06)
+    # a stale best measurement (10 % above the candidate's) makes the first look a close
+    # call; the interleaved re-measure of the real files must find the real 2x
     cand = measure(fast)
+    stale_best = result(cand.median_us * 1.10)
     d = decide(slow, stale_best, fast, cand, measure)
+    assert d.details["first"]["gain"] == pytest.approx(0.1 / 1.1)
     assert d.remeasured and d.better and d.gain > 0.3
     ra, rb = interleave(measure, slow, fast, 1)
     assert ra[0].median_us > rb[0].median_us
