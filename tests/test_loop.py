@@ -25,13 +25,13 @@ OP_FILES = Path(__file__).parent / "loop_ops"
 OP_DIR = "examples/testproj/sleepy"
 
 
-def add_sleepy_op(repo, **knob_overrides: int) -> str:
+def add_sleepy_op(repo, tune_yaml: str | None = None, **knob_overrides: int) -> str:
     """Commit the sleepy test op into `repo`; knob overrides change the module constants."""
     source = (OP_FILES / "sleepy.py").read_text()
     for name, value in knob_overrides.items():
         source = source.replace(f"\n{name} = ", f"\n{name} = {value}  # was ", 1)
     files = {f"{OP_DIR}/sleepy.py": source,
-             f"{OP_DIR}/tune.yaml": (OP_FILES / "tune.yaml").read_text(),
+             f"{OP_DIR}/tune.yaml": tune_yaml or (OP_FILES / "tune.yaml").read_text(),
              f"{OP_DIR}/DESIGN.md": (OP_FILES / "DESIGN.md").read_text()}
     return make_commit(repo, files, "add sleepy op")
 
@@ -108,6 +108,20 @@ def test_variant_failing_l0_is_recorded_and_never_a_parent(git_repo):
     assert all(r["latency"] is None for r in failed), "latency is only measured after L0 passed"
     failed_shas = {r["sha"] for r in failed}
     assert not any(r["parent"] in failed_shas for r in iterations)
+
+
+def test_hanging_and_crashing_variants_are_results_and_the_run_goes_on(git_repo):
+    tune_yaml = (OP_FILES / "tune.yaml").read_text().replace("timeout_s: 60", "timeout_s: 4")
+    add_sleepy_op(git_repo, tune_yaml=tune_yaml, HANG_AT=32, CRASH_AT=128)
+    outcome = tune(git_repo.path, max_iters=5, strategies=("block_size",))
+    by_block = {r["change"]["new"]: r for r in records(git_repo.path) if r["kind"] == "iteration"}
+    assert by_block[32]["verdict"] == "timeout" and by_block[32]["accuracy"]["status"] == "timeout"
+    assert by_block[128]["verdict"] == "error" and "SIGSEGV" in by_block[128]["accuracy"]["tail"] + \
+        by_block[128]["accuracy"].get("reason", "")
+    assert any(r["verdict"] == "better" for r in by_block.values()), "the run carried on and found a gain"
+    assert outcome.best_us < outcome.baseline_us
+    report = parse_report(outcome.report)
+    assert "timeout" in report.issues and "error" in report.issues
 
 
 def test_rerun_after_completion_duplicates_nothing(git_repo):

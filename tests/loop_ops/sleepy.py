@@ -3,16 +3,21 @@
 Pure Python (no torch import) so that each sandboxed run starts fast. The kernel
 sleeps for a time that is smallest at BLOCK = 64 and NUM_STAGES = 2;
 `--level L0` follows upstream's template (exit 0 = pass). BLOCK == WRONG_AT makes
-the kernel return a wrong result, to exercise rollback.
+the kernel return a wrong result, HANG_AT hang and CRASH_AT die of SIGSEGV, to
+exercise rollback and the sandbox from the loop.
 """
 
 import argparse
+import os
+import signal
 import sys
 import time
 
 BLOCK = 16
 NUM_STAGES = 1
 WRONG_AT = -1
+HANG_AT = -1
+CRASH_AT = -1
 
 
 def get_inputs(seed: int = 0):
@@ -26,6 +31,10 @@ def reference(x):
 def kernel(x):
     cost_ms = 1.0 + abs(BLOCK - 64) / 64 * 6.0 + abs(NUM_STAGES - 2) * 1.5
     time.sleep(cost_ms / 1000)
+    if BLOCK == HANG_AT:
+        time.sleep(3600)
+    if BLOCK == CRASH_AT:
+        os.kill(os.getpid(), signal.SIGSEGV)
     if BLOCK == WRONG_AT:
         return [v * 3 for v in x]
     return [v * 2 for v in x]
