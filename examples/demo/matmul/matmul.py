@@ -1,16 +1,16 @@
-"""Weight-only int8 matmul with per-group scales, tiled (CPU demo op).
+"""Causal (lower-triangular) matmul, tiled: out = tril(L) @ B (CPU demo op).
 
-out[M, N] = x[M, K] @ (w_q[K, N] * scale[K // GROUP, N]), x fp16, w_q int8, out fp16.
-The shape is a decode step: 16 tokens through a 1024 -> 4096 projection.
+The product of a causal mask with values, as in linear attention or a
+cumulative sum, and BLAS's TRMM: only the lower triangle of L counts (its upper
+part holds unrelated data, as in a matrix stored in place). fp32, L [1024, 1024],
+B [1024, 256].
 
-Tiling: the output columns are cut into tiles of BLOCK_N. For each tile the
-K dimension is walked PIPELINE_DEPTH quantization groups (GROUP rows each) at
-a time: those rows are staged (int8 -> fp32, times their scales) into one
-buffer and multiplied in one call. On an NPU, the depth would be the number of
-K-tiles in flight (num_stages). On a CPU nothing overlaps: the depth only sets
-how many groups each staging call handles, trading call overhead (small
-depth) against a staging buffer that outgrows the L2 cache (large depth).
-BLOCK_N trades the same way along N.
+Tiling: output rows are processed BLOCK_M at a time. For each row block, K is
+walked up to the diagonal in chunks of PIPELINE_DEPTH hardware-sized K-tiles
+(K_TILE = 64 columns each), and each chunk is one matmul call. Like on an
+accelerator, the chunk that crosses the diagonal is computed in full after its
+upper part is zeroed, so larger blocks and deeper chunks waste work on masked
+zeros, while smaller ones pay Python/dispatch overhead for more calls.
 """
 
 from __future__ import annotations
@@ -22,44 +22,38 @@ import torch
 
 torch.set_num_threads(1)  # one core: stable timing, no oversubscription on shared machines
 
-BLOCK_N = 2048  # output columns per tile (knob: block_size)
-PIPELINE_DEPTH = 8  # quantization groups staged per call (knob: pipeline_depth)
+BLOCK_M = 64  # output rows per block (knob: block_size)
+PIPELINE_DEPTH = 1  # K-tiles consumed per matmul call (knob: pipeline_depth)
 
-M, K, N = 16, 1024, 4096
-GROUP = 32  # rows of K sharing one scale per column
+SIZE, COLS = 1024, 256
+K_TILE = 64  # columns of L per K-tile: the unit the pipeline depth counts
 
 
-def get_inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def get_inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(M, K, generator=gen).to(torch.float16)
-    w_q = torch.randint(-127, 128, (K, N), generator=gen, dtype=torch.int8)
-    # Scales chosen so outputs are O(1): fp16 rounding then stays well inside the tolerance.
-    scale = ((0.5 + torch.rand(K // GROUP, N, generator=gen)) / (127 * K ** 0.5)).to(torch.float16)
-    return x, w_q, scale
+    lower = torch.randn(SIZE, SIZE, generator=gen) / SIZE ** 0.5  # upper triangle: data the op must ignore
+    values = torch.randn(SIZE, COLS, generator=gen)
+    return lower, values
 
 
-def _dequantize(w_q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    rows, cols = w_q.shape
-    grouped = w_q.float().view(rows // GROUP, GROUP, cols) * scale.float().unsqueeze(1)
-    return grouped.view(rows, cols)
+def reference(lower: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    return torch.tril(lower) @ values
 
 
-def reference(x: torch.Tensor, w_q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return (x.float() @ _dequantize(w_q, scale)).to(torch.float16)
-
-
-def kernel(x: torch.Tensor, w_q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    out = torch.empty(x.shape[0], w_q.shape[1], dtype=torch.float16)
-    xf = x.float()
-    step = GROUP * PIPELINE_DEPTH
-    for n0 in range(0, w_q.shape[1], BLOCK_N):
-        n1 = min(n0 + BLOCK_N, w_q.shape[1])
-        acc = torch.zeros(x.shape[0], n1 - n0)
-        for k0 in range(0, w_q.shape[0], step):
-            k1 = min(k0 + step, w_q.shape[0])
-            staged = _dequantize(w_q[k0:k1, n0:n1], scale[k0 // GROUP:k1 // GROUP, n0:n1])
-            acc += xf[:, k0:k1] @ staged
-        out[:, n0:n1] = acc
+def kernel(lower: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    rows = lower.shape[0]
+    out = torch.empty(rows, values.shape[1], dtype=values.dtype)
+    chunk = K_TILE * PIPELINE_DEPTH
+    for i0 in range(0, rows, BLOCK_M):
+        i1 = min(i0 + BLOCK_M, rows)
+        acc = torch.zeros(i1 - i0, values.shape[1], dtype=values.dtype)
+        for k0 in range(0, i1, chunk):  # whole chunks up to the diagonal
+            k1 = min(k0 + chunk, rows)
+            tile = lower[i0:i1, k0:k1]
+            if k1 > i0 + 1:  # the chunk crosses the diagonal: keep column k only for rows >= k
+                tile = tile.tril(i0 - k0)
+            acc += tile @ values[k0:k1]
+        out[i0:i1] = acc
     return out
 
 
@@ -79,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     except AssertionError as exc:
         print(f"L0 FAIL: {exc}", file=sys.stderr)
         return 1
-    print(f"L0 pass (matmul, BLOCK_N={BLOCK_N}, PIPELINE_DEPTH={PIPELINE_DEPTH})")
+    print(f"L0 pass (matmul, BLOCK_M={BLOCK_M}, PIPELINE_DEPTH={PIPELINE_DEPTH})")
     return 0
 
 
