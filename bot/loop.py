@@ -28,7 +28,7 @@ from bot.measure.types import Decision, LatencyResult
 from bot.record.chart import latency_chart
 from bot.record.opt_log import Conclusion, LogRow, OptLog, render_opt_log
 from bot.record.report import CompletionReport, render_report
-from bot.record.results import ResultsLog
+from bot.record.results import ResultsLog, iteration_key
 from bot.strategies import catalog
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import EVIDENCE_PATH, Evidence
@@ -381,7 +381,7 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
                               message)
     env = evaluator.environment(path, sha)
     run.log.append({
-        "key": rs.iteration_key(n), "kind": rs.ITERATION, "iteration": n, "parent": state.best_sha,
+        "key": iteration_key(n), "kind": rs.ITERATION, "iteration": n, "parent": state.best_sha,
         "parent_iteration": state.best_iteration, "branch": branch, "sha": sha, "path": rel,
         "change": {"strategy": variant.change.strategy, "description": variant.change.description,
                    "knob": variant.change.knob, "old": _jsonable(variant.change.old),

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.measure.types import LatencyResult
-from bot.record.results import iteration_key  # noqa: F401  (re-exported for the loop)
 from bot.strategies.base import Attempt, Change
 
 # Record kinds, in the order a run writes them.

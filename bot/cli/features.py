@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 import click
 
-from bot.errors import TunebotError
+from bot.cli.common import handle_errors
 from bot.features import advise as advise_mod
 from bot.features import analysis as analysis_mod
 from bot.features import render
@@ -20,19 +17,6 @@ from bot.features.refresh import DEFAULT_OUTPUT, refresh_file
 
 FORGES = ("local", "github")
 
-
-def _errors(func: Callable) -> Callable:
-    """User mistakes become one line on stderr and their exit code, never a traceback."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except TunebotError as exc:
-            click.secho(f"error: {exc}", fg="red", err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper
 
 
 def _warn(warnings: list[str]) -> None:
@@ -63,7 +47,7 @@ def _make_forge(kind: str, repo: Path):
 @click.option("--output", default=DEFAULT_OUTPUT, show_default=True,
               help="Features file to write (with --propose: its path inside the repo).")
 @click.option("--propose", is_flag=True,
-              help=f"Commit a changed table on branch tunebot/refresh-features and open/update one proposal; "
+              help="Commit a changed table on branch tunebot/refresh-features and open/update one proposal; "
                    "the checkout is not touched.")
 @click.option("--repo", default=".", type=click.Path(path_type=Path), show_default=True,
               help="Repository to propose in (with --propose).")
@@ -72,7 +56,7 @@ def _make_forge(kind: str, repo: Path):
               help="Where the proposal goes: local (kept in the repo) or github (needs GITHUB_REPOSITORY, GITHUB_TOKEN).")
 @click.option("--remote", default=None, help="Push the branch to this remote (default: origin with --forge github).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@_errors
+@handle_errors
 def refresh_features(docs_dir: Path, output: str, propose: bool, repo: Path, base: str | None, forge_kind: str,
                      remote: str | None, as_json: bool) -> None:
     """Regenerate references/mindiesd-features.md from the MindIE-SD feature docs."""
@@ -132,7 +116,7 @@ def _repo_relative(repo: Path, output: str) -> str:
 @click.option("--features", "features_file", default=DEFAULT_OUTPUT, show_default=True,
               type=click.Path(path_type=Path), help="The features table to cite.")
 @click.option("--json", "as_json", is_flag=True, help="Print the advice as JSON.")
-@_errors
+@handle_errors
 def advise(report: Path, hardware: str, model: str, features_file: Path, as_json: bool) -> None:
     """Rank MindIE-SD optimizations (P0-P2) for a model from a performance analysis."""
     if not hardware.strip() or not model.strip():

@@ -7,28 +7,15 @@ GITHUB_REPOSITORY, GITHUB_TOKEN) and writes step outputs to GITHUB_OUTPUT.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Callable
 
 import click
 
-from bot.errors import TunebotError
+from bot.cli.common import handle_errors
 
-
-def _errors(func: Callable) -> Callable:
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except TunebotError as exc:
-            click.secho(f"error: {exc}", fg="red", err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper
 
 
 def _write_outputs(outputs: dict[str, str]) -> None:
@@ -68,7 +55,7 @@ def github() -> None:
 @click.option("--checkout", type=click.Path(file_okay=False, path_type=Path), help="The repository checkout (tune phase).")
 @click.option("--sha", "authorized_sha", help="Tune phase: the head SHA the gate authorized.")
 @click.option("--hosted", is_flag=True, help="Running on a GitHub-hosted runner: fork heads may be handled (never on self-hosted).")
-@_errors
+@handle_errors
 def handle(event_name: str | None, event_path: str | None, phase: str, checkout: Path | None, authorized_sha: str | None, hosted: bool) -> None:
     """Handle one GitHub event: /tune comments, review approvals, schedule and dispatch."""
     from bot import config
@@ -99,7 +86,7 @@ def handle(event_name: str | None, event_path: str | None, phase: str, checkout:
 @click.option("--base", help="Branch to merge into (default: the repository's default branch).")
 @click.option("--title", required=True)
 @click.option("--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
-@_errors
+@handle_errors
 def propose(head: str, base: str | None, title: str, body_file: Path) -> None:
     """Open the pull request from HEAD, or update the open one (never a second)."""
     from bot.forge.github import GithubForge, client_from_env

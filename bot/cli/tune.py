@@ -8,41 +8,20 @@ bad flag); 3 refused by a gate (e.g. merge without approval); 130 interrupted
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
 
 import click
 
 from bot import config as cfgmod
 from bot import gitops
+from bot.cli.common import handle_errors
 from bot.errors import TunebotError
 from bot.forge.local import LocalForge
 from bot.loop import ProgressEvent, RunOutcome, TuneRequest, cancel, run_tune
 
-EXIT_INTERRUPTED = 130
-
-
-def handle_errors(func: Callable) -> Callable:
-    """Turn user-facing errors into one clear line and a documented exit code."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except TunebotError as exc:
-            click.secho(f"error: {exc}", fg="red", err=True)
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.secho("interrupted: every recorded iteration is kept; run the same command again to resume",
-                        fg="yellow", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-
-    return wrapper
 
 
 def _strategies(value: str | None) -> tuple[str, ...] | None:

@@ -1,0 +1,32 @@
+"""What every CLI area shares: turning user-facing errors into a line and an exit code."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Callable
+
+import click
+
+from bot.errors import TunebotError
+
+EXIT_INTERRUPTED = 130
+
+
+def handle_errors(func: Callable) -> Callable:
+    """A TunebotError becomes one red line on stderr and its exit code, never a traceback;
+    Ctrl-C says that nothing recorded is lost."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except TunebotError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.secho("interrupted: every recorded iteration is kept; run the same command again to resume",
+                        fg="yellow", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+    return wrapper
