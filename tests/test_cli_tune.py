@@ -1,0 +1,67 @@
+"""The tuning CLI as users run it: the quickstart demo, --json, ops, cancel, help text."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from test_loop import add_sleepy_op, git
+
+from bot.cli import main
+
+
+def test_help_explains_every_command_and_flag():
+    runner = CliRunner()
+    top = runner.invoke(main, ["--help"])
+    for command in ("tune", "ops", "proposals", "approve", "merge", "cancel", "demo",
+                    "refresh-features", "advise", "github"):
+        assert command in top.output
+    tune_help = runner.invoke(main, ["tune", "--help"]).output
+    for flag in ("--max-iters", "--target-us", "--strategies", "--restart", "--dry-run", "--json", "--into"):
+        assert flag in tune_help
+
+
+def test_json_mode_prints_one_json_object_per_line(git_repo):
+    add_sleepy_op(git_repo)
+    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines() if line.strip()]
+    kinds = [line["event"]["kind"] for line in lines if "event" in line]
+    assert kinds[:2] == ["start", "baseline"] and "iteration" in kinds and "delivered" in kinds
+    outcome = lines[-1]["outcome"]
+    assert outcome["iterations"] == 2 and outcome["delivery_branch"] == "tunebot/sleepy/best"
+    assert outcome["proposal"]["id"] == "1"
+
+
+def test_ops_lists_qualified_names_and_cancel_stops_the_next_run_early(git_repo):
+    add_sleepy_op(git_repo)
+    runner = CliRunner()
+    assert runner.invoke(main, ["ops", "--repo", str(git_repo.path)]).output.split() == ["testproj/sleepy"]
+    # A cancel left over from an earlier run must not stop a new one...
+    assert runner.invoke(main, ["cancel", "sleepy", "--repo", str(git_repo.path)]).exit_code == 0
+    result = runner.invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "1"])
+    assert result.exit_code == 0, result.output
+    assert "迭代上限" in result.output
+
+
+def test_bad_flag_value_is_a_usage_error(git_repo):
+    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "0"])
+    assert result.exit_code == 2
+    assert "--max-iters" in result.output
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the demo ops need torch")
+def test_quickstart_demo_runs_a_complete_tuning_run(tmp_path):
+    target = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "bot", "demo", "--dir", str(target), "--max-iters", "2"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"demo repository: {target}" in proc.stdout
+    assert "## Stage Result" in proc.stdout and "tunebot approve 1" in proc.stdout
+    branches = git(target, "branch", "--list", "tunebot/*", "--format=%(refname:short)").split()
+    assert branches == ["tunebot/rms_norm/best", "tunebot/rms_norm/v1", "tunebot/rms_norm/v2"]
+    assert git(target, "status", "--porcelain") == "", "the demo repository's checkout stays clean"
