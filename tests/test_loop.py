@@ -207,3 +207,37 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(git_repo, tmp_
     assert sorted(branches) == sorted(f"tunebot/sleepy/v{r['iteration']}" for r in iterations)
     for line in results.read_text().splitlines():
         json.loads(line)  # no torn line
+
+
+def test_repeated_sigkill_at_random_moments_never_loses_or_duplicates(git_repo):
+    """Kill the CLI again and again at arbitrary moments; every recorded line survives, once."""
+    import random
+
+    add_sleepy_op(git_repo)
+    results = git_repo.path / ".git/tunebot/runs/testproj/sleepy/results.jsonl"
+    cmd = [sys.executable, "-m", "bot", "tune", "sleepy", "--max-iters", "4", "--repo", str(git_repo.path)]
+    rng = random.Random(7)
+    seen: list[dict] = []
+    kills = 0
+    for _ in range(6):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            proc.wait(timeout=rng.uniform(0.3, 2.5))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        now = records(git_repo.path) if results.exists() else []
+        assert now[: len(seen)] == seen, "a recorded line changed or vanished after a kill"
+        seen = now
+    assert kills >= 3, "the test must really interrupt runs"
+    outcome = tune(git_repo.path, max_iters=4)
+    final = records(git_repo.path)
+    assert final[: len(seen)] == seen
+    keys = [r["key"] for r in final]
+    assert len(keys) == len(set(keys))
+    iterations = [r for r in final if r["kind"] == "iteration"]
+    assert [r["iteration"] for r in iterations] == list(range(1, outcome.iterations + 1))
+    for rec in iterations:
+        assert git(git_repo.path, "rev-parse", rec["branch"]) == rec["sha"]
+    assert len(LocalForge(git_repo.path).list_proposals(None)) == 1
