@@ -198,7 +198,10 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
         base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
         base_branch = (request.base_branch or repo_cfg.base_branch or gitops.current_branch(repo)
                        or _refuse_detached())
-    worktree = gitops.ensure_worktree(repo, f"{op.project}__{op.name}", base_sha)
+    if request.dry_run:  # plan from the checkout's config; create nothing, not even a worktree
+        worktree = checkout
+    else:
+        worktree = gitops.ensure_worktree(repo, f"{op.project}__{op.name}", base_sha)
     # The op's files at the base sha are authoritative, not the user's (maybe dirty) checkout.
     op = cfgmod.load_op_config(worktree, op.dir)
     settings = cfgmod.effective_settings(repo_cfg, op, max_iters=request.max_iters,

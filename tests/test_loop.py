@@ -143,6 +143,8 @@ def test_dry_run_writes_nothing(git_repo):
     assert "block_size" in result.output or "BLOCK" in result.output
     assert git(git_repo.path, "branch", "--list", "tunebot/*") == ""
     assert not (git_repo.path / ".git/tunebot/runs/testproj/sleepy/results.jsonl").exists()
+    assert not (git_repo.path / ".git/tunebot/worktrees").exists()
+    assert git(git_repo.path, "worktree", "list").count("\n") == 0, "no worktree was added"
 
 
 def test_unknown_op_and_malformed_config_exit_2(git_repo):

@@ -100,7 +100,7 @@ def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max
     """Tune OP (`<op>` or `<project>/<op>`): baseline, one change per iteration, propose the best.
 
     Each iteration is a commit on branch tunebot/<op>/v<N>; the best variant lands on
-    tunebot/<op> and is proposed on the local forge. Work happens in a git worktree:
+    tunebot/<op>/best and is proposed on the local forge. Work happens in a git worktree:
     your checkout is never switched or modified. Killed or interrupted? Run the same
     command again: it resumes after the last recorded measurement.
     """
