@@ -459,7 +459,8 @@ def _report(run: _Run, state: rs.RunState) -> CompletionReport:
     issues = _issues(state)
     summary = (f"{len(state.iterations)} iterations on {run.op.qualified}; best "
                f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'}"
-               f" at {state.best_us:.2f} us ({improvement:+.1f}% vs baseline), stopped: {state.stop['reason']}.")
+               f" at {state.best_us:.2f} us ({improvement:+.1f}% vs baseline), stopped: {state.stop['reason']}"
+               f"{_drift_clause(state)}.")
     consulted = [p for p in REFERENCES if (run.worktree / p).exists()]
     return CompletionReport(project=run.op.project, operator=run.op.name, iterations=len(state.iterations),
                             output=run.rel(f"{run.op.name}.py"),
@@ -467,6 +468,11 @@ def _report(run: _Run, state: rs.RunState) -> CompletionReport:
                             improvement=improvement, stop_reason=state.stop["reason"],
                             skills_consulted=consulted or ["none"], summary=summary,
                             issues=issues or ["none"])
+
+
+def _drift_clause(state: rs.RunState) -> str:
+    drift = (state.baseline_end or {}).get("drift_pct")
+    return f"; baseline re-measured at the end drifted {drift:+.1f}%" if drift is not None else ""
 
 
 def _issues(state: rs.RunState) -> list[str]:

@@ -86,6 +86,7 @@ def test_tune_records_one_commit_per_iteration_on_best_so_far(git_repo):
     report = parse_report(outcome.report)
     assert report.iterations == outcome.iterations and report.operator == "sleepy"
     assert report.stop_reason == outcome.stop_reason
+    assert outcome.drift_pct is not None and "drifted" in report.summary, "the end-of-run re-measure is reported"
     tree = git(git_repo.path, "ls-tree", "-r", "--name-only", delivery).splitlines()
     for name in ["sleepy.py", "baseline.py", "opt_log.md", "results.jsonl"]:
         assert f"{OP_DIR}/perf_opt/{name}" in tree
