@@ -27,6 +27,33 @@ def test_command_mode_wrong_result_fails_with_the_assertion_in_the_tail():
     assert r.reason == "exit code 1"
 
 
+def test_command_mode_import_error_is_an_error_not_a_failure():
+    r = l0_command(KERNELS / "import_error.py", KERNELS, timeout_s=60)
+    assert r.status == "error" and r.reason == "exit code 1"
+    assert "ModuleNotFoundError" in r.tail
+
+
+def test_command_mode_out_of_memory_is_an_error_not_a_failure():
+    r = l0_command(KERNELS / "oom.py", KERNELS, timeout_s=60, memory_limit_mb=512)
+    assert r.status == "error" and "out of memory" in r.reason
+    assert "MemoryError" in r.tail
+
+
+@pytest.mark.parametrize("script, status", [
+    ("assert 1 == 2, 'max abs err 0.5'", "fail"),  # the template's own assert
+    ("print('L0 FAILED: 3 elements off'); raise SystemExit(1)", "fail"),
+    ("raise SystemExit(1)", "error"),  # no reason given: not known to be a wrong result
+    ("x = (", "error"),  # SyntaxError
+    ("raise RuntimeError('tilelang compile error: unsupported op')", "error"),
+    ("raise MemoryError()", "error"),
+    ("assert False, 'CUDA out of memory'", "error"),  # out of memory wins over the assert
+])
+def test_command_mode_non_zero_exit_is_fail_only_for_a_mismatch(tmp_path, script, status):
+    op = tmp_path / "op.py"
+    op.write_text(script + "\n")
+    assert l0_command(op, tmp_path, timeout_s=60).status == status
+
+
 def test_command_mode_hang_is_a_timeout():
     r = l0_command(KERNELS / "hang.py", KERNELS, timeout_s=2)
     assert r.status == "timeout"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from bot.measure.sandbox import OUTPUT_KEEP_BYTES, child_env, describe_exit, run_sandboxed, tail_of
+from bot.measure.sandbox import OUTPUT_KEEP_BYTES, child_env, describe_exit, is_secret, run_sandboxed, tail_of
 
 KERNELS = Path(__file__).parent / "measure_kernels"
 
@@ -99,6 +100,20 @@ def test_child_env_makes_the_bot_and_the_variant_dir_importable(tmp_path):
     parts = env["PYTHONPATH"].split(os.pathsep)
     assert parts[0] == str(tmp_path) and parts[-1] == "/already"
     assert (Path(parts[1]) / "bot" / "measure" / "sandbox.py").is_file()
+
+
+def test_kernels_get_no_forge_or_ci_credentials(tmp_path, monkeypatch):
+    secrets = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_ID", "ACTIONS_RUNTIME_TOKEN",
+               "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_CACHE_URL")
+    for name in secrets:
+        monkeypatch.setenv(name, "secret")
+    monkeypatch.setenv("GITHUB_WORKSPACE", "kept")  # not a credential
+    r = run_sandboxed([sys.executable, str(KERNELS / "print_env.py"), "--level", "L0"], tmp_path, 60,
+                      env=child_env([KERNELS]))
+    assert r.ok
+    env = json.loads(next(line for line in r.output.splitlines() if line.startswith("ENV "))[4:])
+    assert not [k for k in secrets if k in env] and env["GITHUB_WORKSPACE"] == "kept"
+    assert is_secret("actions_step_debug") and not is_secret("GITHUB_SHA")
 
 
 def test_background_grandchild_holding_the_output_does_not_stall_a_finished_run(tmp_path):

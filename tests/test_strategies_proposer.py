@@ -64,7 +64,8 @@ def test_the_context_file_carries_the_protocol_fields(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("mode, reason", [
     ("invalid", "not valid Python: line"),
-    ("signature", "changes the kernel's signature: @prim_func rmsNorm"),
+    ("signature", "changes the kernel's signature: @prim_func rms_norm.rmsNorm"),
+    ("reference", "changes the accuracy check: function reference was edited"),
     ("identical", "identical to the best-so-far source"),
     ("fail", "the proposer exited 3: cannot help with this kernel"),
     ("nothing", "wrote nothing"),
@@ -123,6 +124,87 @@ def test_argv_is_never_a_shell_string():
 
 def test_signatures_cover_prim_funcs_and_the_entry():
     sigs = signatures(RMS, "kernel")
-    assert set(sigs) == {"@prim_func rmsNorm", "entry kernel"}
+    assert set(sigs) == {"@prim_func rms_norm.rmsNorm", "entry kernel"}
     changed = RMS.replace("def kernel(x, gamma):", "def kernel(x, gamma, beta=None):")
     assert "entry kernel" in (check_proposal(RMS, changed, set(), "kernel") or "")
+
+
+def test_a_proposer_that_exits_0_leaving_a_background_child_is_accepted_at_once(tmp_path, monkeypatch):
+    pid_file = tmp_path / "child.pid"
+    monkeypatch.setenv("PROPOSER_PID_FILE", str(pid_file))
+    start = time.monotonic()
+    v = proposer("background", timeout_s=20).propose(OP, "vectorize", ctx(), set())
+    assert isinstance(v, Variant), v
+    assert time.monotonic() - start < 10  # not held until `sleep 30` closes the output
+    child = int(pid_file.read_text())
+    for _ in range(50):  # the process group is killed when the proposer returns
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(child)
+
+
+def test_the_proposer_gets_no_forge_or_ci_credentials(tmp_path, monkeypatch):
+    copy = tmp_path / "env.json"
+    monkeypatch.setenv("PROPOSER_ENV_COPY", str(copy))
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_APP_PRIVATE_KEY", "ACTIONS_RUNTIME_TOKEN",
+                 "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_CACHE_URL"):
+        monkeypatch.setenv(name, "secret")
+    monkeypatch.setenv("MY_AGENT_KEY", "kept")
+    assert isinstance(proposer("env").propose(OP, "vectorize", ctx(), set()), Variant)
+    env = json.loads(copy.read_text())
+    assert "secret" not in env.values() and env["MY_AGENT_KEY"] == "kept"
+
+
+MAIN_OLD = "    torch.testing.assert_close(kernel(*inputs), reference(*inputs), rtol=1e-4, atol=1e-4)\n"
+
+
+@pytest.mark.parametrize("old, new, reason", [
+    ("def reference(x, gamma):\n", "def reference(x, gamma):\n    return kernel(x, gamma)\n",
+     "function reference was edited"),
+    ("    torch.manual_seed(seed)\n", "    torch.manual_seed(0)\n", "function get_inputs was edited"),
+    (MAIN_OLD, MAIN_OLD.replace("1e-4", "1.0"), "`if __name__ == \"__main__\":` block was edited"),
+    ("if __name__ == \"__main__\":", "if False:", "`if __name__ == \"__main__\":` block is gone"),
+    ("def get_inputs(seed: int = 0):", "def make_inputs(seed: int = 0):", "function get_inputs is gone"),
+])
+def test_a_proposal_may_not_touch_the_accuracy_check(old, new, reason):
+    assert old in RMS
+    got = check_proposal(RMS, RMS.replace(old, new, 1), set(), "kernel")
+    assert got is not None and got.startswith("changes the accuracy check: ") and reason in got
+
+
+def test_the_configured_inputs_and_reference_names_are_protected():
+    src = RMS.replace("def reference(", "def ref_program(").replace("reference(*inputs)", "ref_program(*inputs)")
+    weakened = src.replace("def ref_program(x, gamma):\n", "def ref_program(x, gamma):\n    return kernel(x, gamma)\n")
+    assert check_proposal(src, weakened, set(), "kernel") is None  # not the configured name: unprotected
+    assert "function ref_program was edited" in check_proposal(src, weakened, set(), "kernel", reference="ref_program")
+
+
+def test_kernel_bodies_may_change():
+    body = RMS.replace("return rms_norm(ROWS, HIDDEN, block_M=16)(x, gamma)", "return rms_norm(ROWS, HIDDEN, block_M=32)(x, gamma)")
+    body = body.replace("T.npuir_rsqrt(sum_ub, sum_ub)", "T.npuir_rsqrt(sum_ub, sum_ub)  # same\n                pass")
+    assert body != RMS and check_proposal(RMS, body, set(), "kernel") is None
+
+
+TWIN = """
+import tilelang.language as T
+
+def build_a(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float16")):
+        pass
+    return main
+
+def build_b(n):
+    @T.prim_func
+    def main(B: T.Tensor((n,), "float16")):
+        pass
+    return main
+"""
+
+
+def test_nested_prim_funcs_with_the_same_name_are_each_checked():
+    assert set(signatures(TWIN)) == {"@prim_func build_a.main", "@prim_func build_b.main"}
+    # renaming the first one's parameter must be seen even though the second has the same name
+    changed = TWIN.replace("def main(A:", "def main(Z:")
+    assert "@prim_func build_a.main" in (check_proposal(TWIN, changed, set()) or "")

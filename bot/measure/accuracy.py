@@ -2,7 +2,9 @@
 
 command: run the op's own script, `python <variant>.py --level L0`, in the op's
 directory; exit 0 is a pass (upstream's stage-3 template). A non-zero exit is
-"fail", a signal "error", a hang "timeout".
+"fail" only when the output shows an accuracy mismatch (see `_shows_mismatch`),
+otherwise "error" (import/compile error, out of memory, ...); a signal is
+"error", a hang "timeout".
 
 harness: a runner imports the variant, runs kernel and reference on the same
 generated inputs and reports max abs / max rel error and cosine per output; the
@@ -13,12 +15,37 @@ minimum cosine similarity.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from bot.config import AccuracySettings
 from bot.measure.backends.common import run_runner
-from bot.measure.sandbox import SandboxResult, child_env, python_argv, run_sandboxed
+from bot.measure.sandbox import OOM_MARKERS, SandboxResult, child_env, python_argv, run_sandboxed, tail_of
 from bot.measure.types import AccuracyResult, Status
+
+# torch.testing.assert_close's messages, and an explicit "L0 ... FAIL" line from the op's script
+_MISMATCH = re.compile(r"Mismatched elements|Tensor-likes are not close|Scalars are not close"
+                       r"|^\s*L0\b.*\bFAIL", re.MULTILINE | re.IGNORECASE)
+# the last line of a Python traceback: "AssertionError", "ImportError: ...", "torch.OutOfMemoryError: ..."
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b(?::|$)", re.MULTILINE)
+
+
+def _shows_mismatch(output: str) -> bool:
+    """Whether a failed L0 run's output tail says the result was wrong (vs. the run being broken).
+
+    Out of memory is never a mismatch. Otherwise torch's assert_close text or an
+    "L0 ... FAIL" line is, and so is a traceback whose final exception is AssertionError
+    (the template's `assert`). Any other final exception (ImportError, SyntaxError, a
+    compiler error) or no recognisable reason at all is not: a broken variant is an
+    error, and only a result that was computed and compared can be a failure.
+    """
+    tail = tail_of(output)
+    if OOM_MARKERS.search(tail):
+        return False
+    if _MISMATCH.search(tail):
+        return True
+    raised = _EXCEPTION_LINE.findall(tail)
+    return bool(raised) and raised[-1].rsplit(".", 1)[-1] == "AssertionError"
 
 
 def _status_of(run: SandboxResult) -> Status:
@@ -26,7 +53,9 @@ def _status_of(run: SandboxResult) -> Status:
         return "timeout"
     if run.ok:
         return "pass"
-    return "error" if run.signal_name or run.returncode is None else "fail"
+    if run.signal_name or run.returncode is None:
+        return "error"
+    return "fail" if _shows_mismatch(run.output) else "error"
 
 
 def l0_command(source: Path, cwd: Path, level: str = "L0", timeout_s: float = 120.0,

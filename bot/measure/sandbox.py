@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -27,7 +28,7 @@ TAIL_LINES = 40
 TAIL_CHARS = 4000
 OUTPUT_KEEP_BYTES = 256 * 1024  # of a child's output; the record keeps only the tail anyway
 # what a process that ran out of memory under RLIMIT_AS prints before exiting
-_OOM_MARKERS = re.compile(r"\bMemoryError\b|std::bad_alloc|out of memory|Cannot allocate memory")
+OOM_MARKERS = re.compile(r"\bMemoryError\b|std::bad_alloc|out of memory|Cannot allocate memory")
 
 _SIGNAL_HINTS = {
     signal.SIGSEGV: "segmentation fault",
@@ -104,9 +105,27 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+# Credentials a kernel or a proposer never needs: the bot's forge token and the CI
+# runner's tokens. A variant is untrusted code; it must not be able to push or call the API.
+SECRET_NAMES = frozenset({"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"})
+SECRET_PREFIXES = ("GITHUB_APP_", "ACTIONS_")
+
+
+def is_secret(name: str) -> bool:
+    """Whether `name` is a forge/CI credential stripped from every child's environment."""
+    upper = name.upper()
+    return upper in SECRET_NAMES or upper.startswith(SECRET_PREFIXES)
+
+
+def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of `env` without the credentials named by `is_secret`."""
+    return {k: v for k, v in env.items() if not is_secret(k)}
+
+
 def child_env(extra_paths: list[Path] | None = None, env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a child: ours, the bot importable, unbuffered output, `extra_paths` first."""
-    base = dict(os.environ if env is None else env)
+    """The environment of a child: ours minus credentials, the bot importable, unbuffered output,
+    `extra_paths` first."""
+    base = scrub_env(os.environ if env is None else env)
     bot_root = str(Path(__file__).resolve().parents[2])
     parts = [str(p) for p in (extra_paths or [])] + [bot_root]
     if base.get("PYTHONPATH"):
@@ -147,7 +166,8 @@ def run_sandboxed(
             )
         except OSError as exc:
             return SandboxResult(list(argv), str(cwd), "error", None, str(exc), 0.0,
-                                 reason=f"could not start {argv[0]}: {exc.strerror or exc}")
+                                 reason=f"could not start {argv[0]}: {exc.strerror or exc}",
+                                 extra={"errno": exc.errno})
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -168,7 +188,7 @@ def run_sandboxed(
     if rc == 0:
         return SandboxResult(list(argv), str(cwd), "ok", rc, text, duration, reason="exit code 0")
     sig_name, reason = describe_exit(rc)
-    if sig_name is None and _OOM_MARKERS.search(tail_of(text)):
+    if sig_name is None and OOM_MARKERS.search(tail_of(text)):
         reason += " (out of memory)"
     return SandboxResult(list(argv), str(cwd), "error", rc, text, duration, signal_name=sig_name, reason=reason)
 

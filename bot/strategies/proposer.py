@@ -16,15 +16,15 @@ that is recorded, and never evaluated.
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 from pathlib import Path
 
 from bot.config import OpConfig
+from bot.measure.sandbox import run_sandboxed, scrub_env
 from bot.strategies import catalog
 from bot.strategies.base import Attempt, Change, PlanContext, Refusal, Variant
 from bot.strategies.source import make_variant, source_hash
@@ -33,17 +33,37 @@ PROTOCOL = 1
 TAIL_CHARS = 2000
 
 
-def signatures(source: str, entry: str | None = None) -> dict[str, str]:
-    """Name -> parameter list of every @T.prim_func function and of the module-level `entry`.
+def _is_prim_func(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(ast.unparse(d).split("(")[0].endswith("prim_func") for d in node.decorator_list)
 
-    Raises SyntaxError when the source does not parse.
+
+def _walk_functions(body: list[ast.stmt], prefix: str):
+    """(qualified path, node) of every function, nested ones as `outer.inner`."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            path = f"{prefix}{node.name}"
+            if not isinstance(node, ast.ClassDef):
+                yield path, node
+            yield from _walk_functions(node.body, path + ".")
+        else:
+            # functions defined under if/with/for/try blocks keep the enclosing prefix
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    yield from _walk_functions([n for n in inner if isinstance(n, ast.AST)], prefix)
+
+
+def signatures(source: str, entry: str | None = None) -> dict[str, str]:
+    """Qualified name -> parameter list of every @T.prim_func function and of the module-level `entry`.
+
+    Prim_funcs are keyed by their qualified path (`rms_norm.rmsNorm`) so two nested
+    functions with the same name are both checked. Raises SyntaxError when the source does not parse.
     """
     tree = ast.parse(source)
     found: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(ast.unparse(d).split("(")[0].endswith("prim_func") for d in node.decorator_list):
-                found[f"@prim_func {node.name}"] = ast.unparse(node.args)
+    for path, node in _walk_functions(tree.body, ""):
+        if _is_prim_func(node):
+            found[f"@prim_func {path}"] = ast.unparse(node.args)
     if entry:
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
@@ -51,7 +71,31 @@ def signatures(source: str, entry: str | None = None) -> dict[str, str]:
     return found
 
 
-def check_proposal(parent: str, proposal: str, seen: set[str], entry: str | None = None) -> str | None:
+def _is_main_block(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    names = [ast.unparse(node.test.left)] + [ast.unparse(c) for c in node.test.comparators]
+    return "__name__" in names and any(n.strip("'\"") == "__main__" for n in names)
+
+
+def protected_parts(source: str, inputs: str = "get_inputs", reference: str = "reference") -> dict[str, str]:
+    """Part name -> ast.dump of what a proposal must leave alone: the functions the L0
+    check trusts (reference, inputs) and the `__main__` block that runs it. A proposal
+    that edits them could pass L0 by weakening the check instead of improving the kernel.
+    """
+    tree = ast.parse(source)
+    parts: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (inputs, reference):
+            parts[f"function {node.name}"] = ast.dump(node)
+        elif _is_main_block(node):
+            key = "the `if __name__ == \"__main__\":` block"
+            parts[key] = parts.get(key, "") + ast.dump(node)
+    return parts
+
+
+def check_proposal(parent: str, proposal: str, seen: set[str], entry: str | None = None,
+                   inputs: str = "get_inputs", reference: str = "reference") -> str | None:
     """Why `proposal` must be rejected, or None when it may be evaluated."""
     try:
         new_sigs = signatures(proposal, entry)
@@ -66,6 +110,14 @@ def check_proposal(parent: str, proposal: str, seen: set[str], entry: str | None
     added = sorted(set(new_sigs) - set(old_sigs))
     if added:
         return f"changes the kernel's signature: adds {', '.join(added)}"
+    old_parts, new_parts = protected_parts(parent, inputs, reference), protected_parts(proposal, inputs, reference)
+    for name in sorted(set(old_parts) | set(new_parts)):
+        if name not in new_parts:
+            return f"changes the accuracy check: {name} is gone"
+        if name not in old_parts:
+            return f"changes the accuracy check: adds {name}"
+        if old_parts[name] != new_parts[name]:
+            return f"changes the accuracy check: {name} was edited"
     digest = source_hash(proposal)
     if proposal == parent:
         return "identical to the best-so-far source"
@@ -117,6 +169,7 @@ class ExternalProposer:
                 "write the complete new source of the kernel file to output_path",
                 "make ONE logical change, of the requested strategy",
                 "keep every @T.prim_func signature and the entry function's signature",
+                "leave the reference function, the inputs function and the __main__ block unchanged",
                 "exit 0 when a proposal was written, non-zero to decline",
             ],
         }
@@ -145,7 +198,7 @@ class ExternalProposer:
             if not out.is_file():
                 return reject(f"the proposer exited 0 but wrote nothing to {out.name}")
             proposal = out.read_text(encoding="utf-8", errors="replace")
-            problem = check_proposal(ctx.best_source, proposal, seen, op.entry)
+            problem = check_proposal(ctx.best_source, proposal, seen, op.entry, op.inputs, op.reference)
             if problem:
                 return reject(problem, proposal)
             text = desc.read_text(errors="replace").strip().splitlines() if desc.is_file() else []
@@ -156,23 +209,22 @@ class ExternalProposer:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _run(self, ctx_path: Path, out: Path) -> str | None:
-        """Run the command; None on exit 0, else why it failed."""
-        env = dict(os.environ, TUNEBOT_CONTEXT=str(ctx_path), TUNEBOT_OUTPUT=str(out))
-        try:
-            proc = subprocess.Popen([*self.argv, str(ctx_path), str(out)], cwd=self.cwd, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)  # own process group: a timeout kills its children too
-        except FileNotFoundError:
-            return f"proposer command not found: {self.argv[0]} (fix 'proposer' in .tunebot.yml or tune.yaml)"
-        except PermissionError:
-            return f"proposer command is not executable: {self.argv[0]}"
-        try:
-            output, _ = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+        """Run the command; None on exit 0, else why it failed.
+
+        The sandbox writes output to a file (a background child left by the proposer
+        cannot hold us on a pipe), keeps a capped tail, and kills the process group
+        when the command returns or times out, so nothing it started outlives it.
+        """
+        env = dict(scrub_env(os.environ), TUNEBOT_CONTEXT=str(ctx_path), TUNEBOT_OUTPUT=str(out))
+        run = run_sandboxed([*self.argv, str(ctx_path), str(out)], self.cwd or Path.cwd(), self.timeout_s, env=env)
+        if run.ok:
+            return None
+        if run.timed_out:
             return f"the proposer timed out after {self.timeout_s:g} s"
-        if proc.returncode != 0:
-            tail = output.decode(errors="replace")[-TAIL_CHARS:].strip()
-            return f"the proposer exited {proc.returncode}" + (f": {tail.splitlines()[-1]}" if tail else "")
-        return None
+        if run.returncode is None:  # could not be started at all
+            if run.extra.get("errno") == errno.EACCES:
+                return f"proposer command is not executable: {self.argv[0]}"
+            return f"proposer command not found: {self.argv[0]} (fix 'proposer' in .tunebot.yml or tune.yaml)"
+        tail = run.output[-TAIL_CHARS:].strip()
+        what = f"exited {run.returncode}" if run.returncode > 0 else f"was {run.reason}"
+        return f"the proposer {what}" + (f": {tail.splitlines()[-1]}" if tail else "")

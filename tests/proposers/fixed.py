@@ -10,6 +10,10 @@ Modes:
   fail       print a message and exit 3
   nothing    exit 0 without writing anything
   sleep      start a child process, record its pid in $PROPOSER_PID_FILE, and sleep
+  background write a valid proposal, leave `sleep 30` running in the background (pid in
+             $PROPOSER_PID_FILE, stdout inherited) and exit 0 at once
+  reference  weaken the reference function so that L0 would pass anything
+  env        write a valid proposal and dump the environment as JSON to $PROPOSER_ENV_COPY
 """
 
 import json
@@ -47,6 +51,15 @@ def main() -> int:
     elif mode == "fail":
         print("cannot help with this kernel")
         return 3
+    elif mode == "background":
+        write(output_path, best + "# background proposal\n")
+        child = subprocess.Popen(["sleep", "30"])  # inherits our stdout; never waited for
+        write(os.environ["PROPOSER_PID_FILE"], str(child.pid))
+    elif mode == "reference":
+        write(output_path, best.replace("def reference(x, gamma):\n", "def reference(x, gamma):\n    return kernel(x, gamma)\n"))
+    elif mode == "env":
+        write(output_path, best + "# env proposal\n")
+        write(os.environ["PROPOSER_ENV_COPY"], json.dumps(dict(os.environ)))
     elif mode == "sleep":
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         write(os.environ["PROPOSER_PID_FILE"], str(child.pid))
