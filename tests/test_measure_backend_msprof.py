@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import stat
+import time
 from pathlib import Path
 
 import pytest
 
 from bot.errors import MeasureError
+from bot.measure.backends import msprof as msprof_backend
 from bot.measure.backends.msprof import (collect, find_csvs, kernel_name_of, measure_msprof,
                                          parse_opbasicinfo, private_dir, summarize_launches)
 
@@ -27,7 +30,8 @@ def standin(monkeypatch, tmp_path):
     log = tmp_path / "msprof-argv.jsonl"
     monkeypatch.setenv("TUNEBOT_FAKE_MSPROF_LOG", str(log))
     for var in ("TUNEBOT_FAKE_MSPROF_LAYOUT", "TUNEBOT_FAKE_MSPROF_CHIP", "TUNEBOT_FAKE_MSPROF_FREQ",
-                "TUNEBOT_FAKE_MSPROF_NA", "TUNEBOT_FAKE_KERNELS", "TUNEBOT_FAKE_MSPROF_US"):
+                "TUNEBOT_FAKE_MSPROF_NA", "TUNEBOT_FAKE_KERNELS", "TUNEBOT_FAKE_MSPROF_US",
+                "TUNEBOT_FAKE_MSPROF_EXIT0"):
         monkeypatch.delenv(var, raising=False)
     return log
 
@@ -164,6 +168,55 @@ def test_crashing_and_hanging_kernels_are_results_under_msprof(standin):
     assert r.status == "error" and "about to read address 0" in r.tail
     r = measure_msprof(KERNELS / "hang.py", "add_kernel", warmup=0, repeats=2, timeout_s=2)
     assert r.status == "timeout"
+
+
+def test_a_crash_under_an_msprof_that_exits_0_is_an_error_result(standin, monkeypatch):
+    monkeypatch.setenv("TUNEBOT_FAKE_MSPROF_EXIT0", "1")
+    r = measure_msprof(KERNELS / "segfault.py", "add_kernel", warmup=0, repeats=2, timeout_s=60)
+    assert r.status == "error"  # not a MeasureError: one bad variant must not end the run
+    assert "about to read address 0" in r.tail
+    assert any("crashed under msprof" in n for n in r.notes)
+    r = measure_msprof(KERNELS / "exit_nonzero.py", "add_kernel", warmup=0, repeats=2, timeout_s=60)
+    assert r.status == "error" and "kernel launch failed" in r.tail
+
+
+def test_an_op_contract_error_under_an_msprof_that_exits_0_is_an_error_result(standin, monkeypatch):
+    monkeypatch.setenv("TUNEBOT_FAKE_MSPROF_EXIT0", "1")
+    r = measure_msprof(KERNELS / "pure.py", "add_kernel", entry="no_such_entry", warmup=0, repeats=2,
+                       timeout_s=60)
+    assert r.status == "error"
+    assert any("the launched program failed" in n and "no_such_entry" in n for n in r.notes)
+
+
+def test_the_name_rerun_keeps_the_memory_limit(standin, monkeypatch, tmp_path):
+    log = tmp_path / "runs.log"
+    monkeypatch.setenv("TUNEBOT_RUN_LOG", str(log))
+    monkeypatch.setenv("TUNEBOT_FAKE_KERNELS", "other_kernel_0")
+    with pytest.raises(MeasureError, match="kernels seen: other_kernel_0"):
+        measure_msprof(KERNELS / "runs_twice.py", "mine", warmup=0, repeats=2, timeout_s=60,
+                       memory_limit_mb=2048)
+    limits = log.read_text().split()
+    assert len(limits) == 2 and set(limits) == {str(2048 * 1024 * 1024)}
+    assert resource.getrlimit(resource.RLIMIT_AS)[0] != 2048 * 1024 * 1024  # not inherited from us
+
+
+def test_the_name_rerun_has_a_bounded_timeout(standin, monkeypatch, tmp_path):
+    monkeypatch.setenv("TUNEBOT_RUN_LOG", str(tmp_path / "runs.log"))
+    monkeypatch.setenv("TUNEBOT_HANG_AFTER_FIRST", "1")
+    monkeypatch.setenv("TUNEBOT_FAKE_KERNELS", "other_kernel_0")
+    monkeypatch.setattr(msprof_backend, "NAMES_TIMEOUT_S", 2.0)
+    start = time.monotonic()
+    with pytest.raises(MeasureError, match="wrote no OpBasicInfo"):  # the rerun saw nothing before its cut
+        measure_msprof(KERNELS / "runs_twice.py", "mine", warmup=0, repeats=2, timeout_s=120)
+    assert time.monotonic() - start < 30  # the hanging rerun was cut at NAMES_TIMEOUT_S, not 120 s
+
+
+def test_repeats_beyond_msprofs_documented_maximum_are_clamped(standin):
+    r = measure_msprof(KERNELS / "pure.py", "add_kernel", warmup=0, repeats=150, timeout_s=60)
+    assert r.ok and len(r.samples_us) == 100
+    (argv,) = [json.loads(line) for line in standin.read_text().splitlines()]
+    assert "--launch-count=100" in argv
+    assert any("clamped" in n for n in r.notes)
 
 
 def test_missing_msprof_is_a_clear_error(monkeypatch, tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -26,7 +27,11 @@ from bot.measure.sandbox import child_env, python_argv, run_sandboxed, tail_of
 from bot.measure.types import LatencyResult
 
 NAME = "npu-msprof"
-MAX_LAUNCH_COUNT = 5000  # msprof's own limit
+# `msprof op --launch-count`: "an integer in 1~100" (CANN msProf docs, msprof op optional
+# parameters, e.g. CANNCommunityEdition 80RC3alpha003 atlasopdev_16_0082); more is refused
+MAX_LAUNCH_COUNT = 100
+# the no-filter rerun only lists kernel names: it must not cost a second full timeout
+NAMES_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -201,12 +206,16 @@ def measure_msprof(source: Path, kernel_name: str, entry: str = "kernel", inputs
         run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
         if not run.ok:
             return from_failure(NAME, run)
+        crashed = _launch_failure(result_file)
+        if crashed:  # msprof exited 0, but the program it profiled did not finish: a result, not a setup error
+            return LatencyResult(status="error", backend=NAME, command=list(argv), tail=run.tail,
+                                 notes=[crashed, f"msprof itself: {run.reason}"])
         try:
             launches, _ = collect(out, kernel_name)
         except MeasureError as exc:
             if find_csvs(out):
                 raise
-            seen = _names_without_filter(msprof, command, cwd, timeout_s, env)
+            seen = _names_without_filter(msprof, command, cwd, timeout_s, env, memory_limit_mb)
             hint = (f"kernel name '{kernel_name}' matched no launch; kernels seen: {', '.join(seen)}. "
                     f"Fix: set latency.kernel_name in tune.yaml to one of them") if seen else str(exc)
             raise MeasureError(f"{hint}\nmsprof output (tail):\n{tail_of(run.output, 15)}") from None
@@ -215,18 +224,40 @@ def measure_msprof(source: Path, kernel_name: str, entry: str = "kernel", inputs
             raise MeasureError(f"msprof collected {len(launches)} launches of '{kernel_name}' "
                                "but none had a Task Duration (all NA)")
         notes.insert(0, f"msprof op: launch-count={launch_count} warm-up={warmup}")
+        if repeats > MAX_LAUNCH_COUNT:
+            notes.insert(1, f"repeats={repeats} clamped to msprof's maximum launch-count {MAX_LAUNCH_COUNT}")
         return from_samples(NAME, durations, argv, tail=run.tail, notes=notes, extra=extra, suspect=suspect)
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
 
 
+def _launch_failure(result_file: Path) -> str | None:
+    """Why the launch runner did not finish, from its launch.json; None when it did.
+
+    msprof can exit 0 although the program it launched crashed: then the runner
+    never wrote its result (or wrote an op-contract error), and no CSV exists.
+    """
+    if not result_file.is_file():
+        return "the launched program ended without writing its result (it crashed under msprof)"
+    try:
+        payload = json.loads(result_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return "the launched program wrote an unreadable result"
+    if not isinstance(payload, dict) or payload.get("error") or "calls" not in payload:
+        return f"the launched program failed: {payload.get('error') if isinstance(payload, dict) else payload}"
+    return None
+
+
 def _names_without_filter(msprof: str, command: list[str], cwd: Path, timeout_s: float,
-                          env: dict) -> list[str]:
-    """Diagnose a prefix that matched nothing: profile once without --kernel-name, list names."""
+                          env: dict, memory_limit_mb: int | None = None) -> list[str]:
+    """Diagnose a prefix that matched nothing: profile once without --kernel-name, list names.
+
+    Same memory limit as the measurement, and a shorter timeout: it only lists names.
+    """
     out = private_dir()
     try:
         argv = msprof_argv(msprof, None, out, 20, 0, command)
-        run_sandboxed(argv, cwd, timeout_s, env=env)
+        run_sandboxed(argv, cwd, min(timeout_s, NAMES_TIMEOUT_S), env=env, memory_limit_mb=memory_limit_mb)
         names = set()
         for f in find_csvs(out):
             names |= {l.op_name for l in parse_opbasicinfo(f.read_text(errors="replace"))}
