@@ -83,6 +83,35 @@ def test_suspect_sample_is_always_remeasured():
     assert d.remeasured and d.better
 
 
+def suspect(center: float) -> LatencyResult:
+    r = result(center)
+    r.suspect = True  # down-clocked
+    return r
+
+
+@pytest.mark.parametrize("side", ["best", "candidate", "both"])
+def test_suspect_samples_in_the_remeasure_are_never_better(side):
+    remeasure = {A: suspect(100) if side in ("best", "both") else result(100),
+                 B: suspect(50) if side in ("candidate", "both") else result(50)}
+    # a suspect first look forces the re-measure; what the re-measure sees decides
+    d = decide(A, result(100), B, suspect(50), Recorder(remeasure))
+    assert d.remeasured and not d.better
+    assert "suspect (down-clocked) samples" in d.reason and f"({side})" in d.reason
+    assert d.details["suspect"]
+
+
+def test_suspect_first_look_but_clean_remeasure_decides_on_the_remeasure():
+    d = decide(A, result(100), B, suspect(90), Recorder({A: result(100), B: result(90)}))
+    assert d.remeasured and d.better and "suspect" not in d.reason
+
+
+def test_a_best_without_latency_is_never_beaten():
+    failed = LatencyResult(status="error", backend="cpu")
+    d = decide(A, failed, B, result(50), Recorder({}))
+    assert not d.better and d.gain == 0.0
+    assert "the best so far has no latency (status error)" in d.reason
+
+
 def test_failed_candidate_and_failed_remeasure():
     failed = LatencyResult(status="timeout", backend="cpu")
     d = decide(A, result(100), B, failed, Recorder({}))

@@ -18,9 +18,16 @@ def test_tiny_noise_benchmark_run(tmp_path):
     assert "A/A false improvements" in proc.stdout
     result = json.loads(out.read_text())
     assert set(result["rules"]) == {"naive", "noise-aware"}
+    assert len(result["records"]) == 4
+    # a run where every measurement errored says nothing: at least one decision must have been made
+    decided = [r for r in result["records"] if "error" not in r]
+    assert decided, result["records"]
+    assert result["errors"] == 4 - len(decided)
+    for r in decided:
+        assert r["a_us"] > 0 and r["b_us"] > 0 and isinstance(r["aware_better"], bool)
     for rule in result["rules"].values():
+        assert rule["aa"]["n"] + rule["fast5"]["n"] + rule["fast10"]["n"] == len(decided)
         assert rule["aa"]["n"] + result["errors"] >= 2 and rule["fast10"]["n"] + result["errors"] >= 1
         for kind in ("aa", "fast5", "fast10"):
             assert rule[kind]["rate"] is None or 0.0 <= rule[kind]["rate"] <= 1.0
-    assert len(result["records"]) == 4
     assert result["environment"]["backend"] == "cpu"

@@ -14,8 +14,11 @@ The rule (docs/measurement.md, figures from benchmarks/noise.py):
    gains; noise = max(CI noise of the pooled samples, twice the standard
    error of that median estimated from the pairs' MAD); better only if
    gain >= max(noise_floor, noise) AND the candidate was faster in every pair
-   but at most one (none lost with fewer than 4 pairs). The pooled medians go
-   into the Decision.
+   but at most one (none lost with fewer than 4 pairs), and no re-measured
+   run of either side was suspect (down-clocked). The pooled medians go into
+   the Decision.
+5. A best-so-far without a latency is never beaten (a guard: the loop always
+   holds a measured best).
 """
 
 from __future__ import annotations
@@ -103,8 +106,10 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     if not candidate.ok:
         return Decision(False, 0.0, floor, 0.0, False, f"candidate has no latency (status {candidate.status})",
                         best.median_us, None)
-    if not best.ok:
-        return Decision(True, 0.0, floor, 0.0, False, "the best so far has no latency; candidate measured",
+    if not best.ok or best.median_us is None:
+        # a guard: the loop always holds a measured best; nothing can be "better" than no number
+        return Decision(False, 0.0, floor, 0.0, False,
+                        f"the best so far has no latency (status {best.status}); cannot compare",
                         None, candidate.median_us)
     gain, noise, threshold = first_look(best, candidate, floor)
     first = {"gain": gain, "noise": noise, "threshold": threshold,
@@ -132,9 +137,15 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     threshold2 = max(floor, noise2)
     lost = sum(1 for g in round_gains if g <= 0)
     allowed = 1 if len(round_gains) >= 4 else 0
-    better = gain2 >= threshold2 and lost <= allowed
+    # a down-clocked core makes a sample incomparable; such runs must never produce "better"
+    down_clocked = pa.suspect or pb.suspect
+    better = gain2 >= threshold2 and lost <= allowed and not down_clocked
     pairs = f"{len(round_gains) - lost} of {len(round_gains)} pairs"
-    if better:
+    if down_clocked:
+        side = "both" if pa.suspect and pb.suspect else "best" if pa.suspect else "candidate"
+        reason = (f"interleaved re-measure: suspect (down-clocked) samples ({side}); "
+                  f"gain {_fmt(gain2)} not trusted")
+    elif better:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, faster in {pairs}"
     elif gain2 < threshold2:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (faster in {pairs})"
