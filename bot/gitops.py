@@ -3,8 +3,9 @@
 The user's repository is sacred. Nothing here switches the user's checkout or
 writes their index or files, except `merge_into` fast-forwarding a *clean*
 checkout of the base branch (so its files follow the merge). Branches tunebot
-creates are recorded in `<common git dir>/tunebot/branches.json`; only those
-are ever moved, force-pushed or deleted.
+creates are recorded in `<common git dir>/tunebot/branches.json` with the sha
+tunebot last set; only those still pointing there are ever moved, force-pushed,
+archived or deleted (a branch someone moved or re-created is theirs).
 
 Plumbing goes through `_git` (a subprocess with stdin, a scrubbed environment
 and exit-code control, which `repo.git.<cmd>` does not give cleanly); GitPython
@@ -14,7 +15,7 @@ opens repositories, reads config and writes blobs in-process.
 from __future__ import annotations
 
 import contextlib
-import errno
+import fcntl
 import json
 import os
 import re
@@ -103,6 +104,11 @@ def open_repo(path: Path | str) -> git.Repo:
         raise NotARepository(
             f"{path} is not inside a git repository. Run tunebot inside one, or create it with `git init`."
         ) from None
+    if repo.bare:  # callers need files to read and a checkout to merge into
+        raise NotARepository(
+            f"{repo.git_dir} is a bare repository: tunebot needs a repository with a working tree; "
+            f"clone it first (`git clone {repo.git_dir} <dir>`) and run tunebot in the clone."
+        )
     if not repo.head.is_valid():
         raise NotARepository(
             f"{repo.working_tree_dir or repo.git_dir} has no commits yet. "
@@ -153,6 +159,26 @@ def read_file(repo: git.Repo, rev: str, path: str, missing_ok: bool = False) -> 
     return obj.data_stream.read().decode("utf-8")
 
 
+def list_files(repo: git.Repo, rev: str, under: str = "") -> list[str]:
+    """Paths (from the repository root, '/'-separated) of the files in commit `rev` below folder `under`.
+
+    Read from the commit, not the checkout; an absent folder gives []. Submodules are not files.
+    """
+    under = under.strip("/")
+    if under in ("", "."):
+        paths: tuple[str, ...] = ()
+    else:
+        _check_path(under)
+        paths = ("--", under)
+    out = _git(repo, "ls-tree", "-r", "-z", "--full-tree", resolve(repo, rev), *paths).stdout.decode()
+    found = []
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path and meta.split(" ")[1:2] == ["blob"]:
+            found.append(path)
+    return found
+
+
 def init_repo(path: Path | str, message: str = "initial commit") -> git.Repo:
     """Make `path` a git repository (if it is not one) and commit everything in it.
 
@@ -179,52 +205,43 @@ def init_repo(path: Path | str, message: str = "initial commit") -> git.Repo:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, timeout_s: float = 30.0, stale_s: float = 600.0) -> Iterator[None]:
-    """Exclusive lock by creating `path` with O_EXCL; waits up to `timeout_s`.
+def file_lock(path: Path, timeout_s: float = 30.0) -> Iterator[None]:
+    """Exclusive lock on `path` (an flock on a file kept in place); waits up to `timeout_s`.
 
-    A lock whose holder pid is gone, or that is older than `stale_s`, is broken:
-    a SIGKILLed run must not block the next one forever.
+    The kernel releases an flock when its holder exits, even by SIGKILL, so a
+    crashed run never blocks the next one and no staleness guess is needed: a
+    lock held by a live process is never broken. The file is never unlinked
+    (unlinking would let a waiter lock an orphaned inode while a newcomer locks
+    a fresh file). It holds the last holder's pid, for people only.
     """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
-            if _lock_is_stale(path, stale_s):
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-                continue
-            if time.monotonic() > deadline:
-                raise GitError(
-                    f"{path} is held by another tunebot process. Wait for it to finish, "
-                    f"or delete {path} if no tunebot is running."
-                ) from None
-            time.sleep(0.02)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
+        _acquire(fd, path, time.monotonic() + timeout_s)
+        os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
         yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        os.close(fd)  # closing the descriptor releases the lock
 
 
-def _lock_is_stale(path: Path, stale_s: float) -> bool:
-    try:
-        text = path.read_text().strip()
-        age = time.time() - path.stat().st_mtime
-    except FileNotFoundError:
-        return True
-    if age > stale_s:
-        return True
-    if not text.isdigit():
-        return age > 5.0  # being written right now, or garbage left by a crash
-    try:
-        os.kill(int(text), 0)
-    except OSError as exc:
-        return exc.errno == errno.ESRCH
-    return False
+def _acquire(fd: int, path: Path, deadline: float) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise GitError(
+                    f"{path} is held by another tunebot process (pid {_lock_holder(path)}). "
+                    "Wait for it to finish; the lock is released as soon as that process exits."
+                ) from None
+            time.sleep(0.02)
+
+
+def _lock_holder(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        return path.read_text().strip() or "unknown"
+    return "unknown"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -440,8 +457,26 @@ def _ownership_lock(repo: git.Repo) -> Iterator[None]:
         yield
 
 
+def _owner_problem(entry: dict | None, current: str | None) -> str | None:
+    """Why tunebot may not move or delete a branch now at `current`; None when it is tunebot's.
+
+    A branch is tunebot's while it points at the sha tunebot last set (or the one
+    it is setting) or does not exist: once someone else moves or re-creates it,
+    it is theirs. Entries from before shas were recorded are trusted by name.
+    """
+    if entry is None:
+        return "not created by tunebot"
+    if current is None or "sha" not in entry or current in (entry["sha"], entry.get("pending")):
+        return None
+    return (
+        f"moved since tunebot set it (tunebot left it at {entry['sha'][:12]}, it is now at {current[:12]}), "
+        "so it is treated as yours"
+    )
+
+
 def is_owned(repo: git.Repo, name: str) -> bool:
-    return name in _read_owned(repo)
+    """Whether branch `name` is tunebot's to move, force-push or delete (see _owner_problem)."""
+    return _owner_problem(_read_owned(repo).get(name), branch_sha(repo, name)) is None
 
 
 def _check_branch_name(repo: git.Repo, name: str) -> None:
@@ -456,34 +491,63 @@ def branch_sha(repo: git.Repo, name: str) -> str | None:
 
 
 def create_branch(repo: git.Repo, name: str, sha: str) -> None:
-    """Create branch `name` at `sha` and record it as tunebot's.
+    """Create branch `name` at `sha` and record it (and the sha) as tunebot's.
 
     An existing branch of ours is moved there (compare-and-swap); one that is
-    not ours is refused. Ownership is recorded before the ref exists, so a crash
-    in between never leaves a branch of ours that tunebot would refuse to touch.
+    not ours, or that someone moved since tunebot set it, is refused.
     """
     _check_branch_name(repo, name)
     target = resolve(repo, sha)
     with _ownership_lock(repo):
         owned = _read_owned(repo)
         old = branch_sha(repo, name)
-        if old is not None and name not in owned:
+        problem = _owner_problem(owned.get(name), old) if old is not None else None
+        if problem:
             raise GitError(
-                f"branch '{name}' already exists and was not created by tunebot; "
-                "tunebot will not touch it. Rename or delete it yourself, or choose another branch prefix."
+                f"branch '{name}' already exists and was {problem}; tunebot will not touch it. "
+                "Rename or delete it yourself, or choose another branch prefix."
             )
-        if old == target:
+        if old == target:  # resume: already there; record the sha (an old entry may lack it)
+            entry = {"created": owned[name].get("created", time.time()), "sha": target}
+            if owned[name] != entry:
+                owned[name] = entry
+                _write_owned(repo, owned)
             return
-        owned[name] = {"created": owned.get(name, {}).get("created", time.time())}
-        _write_owned(repo, owned)
-    _update_ref(repo, name, target, old or ZERO_SHA)
+        _move_owned(repo, owned, name, target, old)
 
 
 def update_branch(repo: git.Repo, name: str, sha: str, expected_old: str) -> None:
-    """Move our branch `name` from `expected_old` to `sha`; fails if it moved meanwhile."""
-    if not is_owned(repo, name):
-        raise GitError(f"branch '{name}' was not created by tunebot; tunebot only moves its own branches.")
-    _update_ref(repo, name, resolve(repo, sha), expected_old)
+    """Move our branch `name` from `expected_old` to `sha`; fails if it moved meanwhile or is not ours."""
+    target = resolve(repo, sha)
+    with _ownership_lock(repo):
+        owned = _read_owned(repo)
+        problem = _owner_problem(owned.get(name), branch_sha(repo, name))
+        if problem:
+            raise GitError(f"branch '{name}' was {problem}; tunebot only moves its own branches.")
+        _move_owned(repo, owned, name, target, expected_old)
+
+
+def _move_owned(repo: git.Repo, owned: dict[str, dict], name: str, new: str, old: str | None) -> None:
+    """Point our branch `name` (at `old`, None: absent) at `new`; caller holds the ownership lock.
+
+    The entry names both shas while the ref moves, so a crash at any moment
+    leaves a branch tunebot still recognises; afterwards only `new` counts.
+    """
+    before = owned.get(name)
+    created = (before or {}).get("created", time.time())
+    owned[name] = {"created": created, "sha": old or new, "pending": new}
+    _write_owned(repo, owned)
+    try:
+        _update_ref(repo, name, new, old or ZERO_SHA)
+    except GitError:
+        if before is None:
+            del owned[name]
+        else:
+            owned[name] = before
+        _write_owned(repo, owned)
+        raise
+    owned[name] = {"created": created, "sha": new}
+    _write_owned(repo, owned)
 
 
 def _update_ref(repo: git.Repo, name: str, new: str, old: str) -> None:
@@ -507,10 +571,16 @@ def _natural_key(name: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def owned_branches(repo: git.Repo, prefix: str = "") -> list[str]:
-    """Existing branches tunebot created whose names start with `prefix` (v2 sorts before v10)."""
+def _recorded_branches(repo: git.Repo, prefix: str) -> list[str]:
+    """Existing branches named in branches.json that start with `prefix`, ours or since taken over."""
     names = [n for n in _read_owned(repo) if n.startswith(prefix) and branch_sha(repo, n) is not None]
     return sorted(names, key=_natural_key)
+
+
+def owned_branches(repo: git.Repo, prefix: str = "") -> list[str]:
+    """Existing branches that are tunebot's, named `prefix`... (v2 sorts before v10)."""
+    owned = _read_owned(repo)
+    return [n for n in _recorded_branches(repo, prefix) if _owner_problem(owned[n], branch_sha(repo, n)) is None]
 
 
 def _checked_out_branches(repo: git.Repo) -> dict[str, str]:
@@ -530,27 +600,73 @@ class DeleteResult:
 
 
 def delete_branches(repo: git.Repo, names: list[str], remote: str | None = None) -> DeleteResult:
-    """Delete tunebot's own branches among `names` (and on `remote` if given); skip others with a note."""
+    """Delete tunebot's own branches among `names` (and on `remote` if given); skip others with the reason."""
     result = DeleteResult()
     checked_out = _checked_out_branches(repo)
     with _ownership_lock(repo):
         owned = _read_owned(repo)
-        for name in names:
-            if name not in owned:
-                result.skipped[name] = "not created by tunebot"
-                continue
-            if name in checked_out:
-                result.skipped[name] = f"checked out in {checked_out[name]}"
-                continue
-            if remote:  # remote first: a failure there leaves the local branch to retry with
-                _delete_remote_branch(repo, remote, name)
-            old = branch_sha(repo, name)
-            if old is not None:
-                _git(repo, "update-ref", "-d", f"refs/heads/{name}", old)
-            del owned[name]
-            result.deleted.append(name)
-        _write_owned(repo, owned)
+        try:
+            for name in names:
+                current = branch_sha(repo, name)
+                problem = _owner_problem(owned.get(name), current)
+                if problem:
+                    result.skipped[name] = problem
+                    continue
+                if name in checked_out:
+                    result.skipped[name] = f"checked out in {checked_out[name]}"
+                    continue
+                if remote:  # remote first: a failure there leaves the local branch to retry with
+                    _delete_remote_branch(repo, remote, name)
+                if current is not None:
+                    _delete_branch_ref(repo, name, current)
+                del owned[name]
+                result.deleted.append(name)
+        finally:  # what was deleted before an error stays forgotten
+            _write_owned(repo, owned)
     return result
+
+
+def _delete_branch_ref(repo: git.Repo, name: str, old: str) -> None:
+    """Compare-and-swap delete: refuses if the branch moved after tunebot looked at it."""
+    if _git(repo, "update-ref", "-d", f"refs/heads/{name}", old, check=False).returncode != 0:
+        now = branch_sha(repo, name)
+        raise GitError(
+            f"branch '{name}' changed underneath tunebot (expected {old[:12]}, found "
+            f"{now[:12] if now else 'no branch'}); it was left as it is. Re-run to pick up the new state."
+        )
+
+
+ARCHIVE_REFS = "refs/tunebot/archive/"
+
+
+def archive_branches(repo: git.Repo, names: list[str], label: str) -> list[str]:
+    """Move tunebot's branches among `names` to `refs/tunebot/archive/<label>/<branch>`; returns those refs.
+
+    The archive ref is created before the branch is deleted (both compare-and-swap),
+    so a crash in between loses no commit, and a re-run with the same label finishes
+    the move. Branches that are not tunebot's (never created by it, or moved since),
+    are checked out somewhere, or no longer exist are left as they are.
+    """
+    if not label or _git(repo, "check-ref-format", f"{ARCHIVE_REFS}{label}/x", check=False).returncode != 0:
+        raise InvalidName(f"bad archive label '{label}': use something like '20260101T120000'.")
+    archived: list[str] = []
+    checked_out = _checked_out_branches(repo)
+    with _ownership_lock(repo):
+        owned = _read_owned(repo)
+        try:
+            for name in names:
+                current = branch_sha(repo, name)
+                if current is None or name in checked_out or _owner_problem(owned.get(name), current):
+                    continue
+                ref = f"{ARCHIVE_REFS}{label}/{name}"
+                if ref_sha(repo, ref) != current:  # equal: archived by a run that crashed before the delete
+                    set_ref(repo, ref, current, None)
+                _delete_branch_ref(repo, name, current)
+                del owned[name]
+                archived.append(ref)
+        finally:
+            _write_owned(repo, owned)
+    return archived
 
 
 def _delete_remote_branch(repo: git.Repo, remote: str, name: str) -> None:
@@ -563,9 +679,12 @@ def _delete_remote_branch(repo: git.Repo, remote: str, name: str) -> None:
 def cleanup_iteration_branches(
     repo: git.Repo, op_name: str, prefix: str = "tunebot", remote: str | None = None
 ) -> DeleteResult:
-    """Delete the iteration branches `<prefix>/<op>/v<N>` that tunebot owns."""
+    """Delete the iteration branches `<prefix>/<op>/v<N>` that are still tunebot's.
+
+    Ones tunebot made that someone moved or re-created since are skipped, with the reason.
+    """
     pattern = re.compile(rf"{re.escape(prefix)}/{re.escape(op_name)}/v\d+")
-    names = [n for n in owned_branches(repo, f"{prefix}/{op_name}/v") if pattern.fullmatch(n)]
+    names = [n for n in _recorded_branches(repo, f"{prefix}/{op_name}/v") if pattern.fullmatch(n)]
     return delete_branches(repo, names, remote=remote)
 
 

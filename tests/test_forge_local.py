@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -137,6 +138,26 @@ def test_merge_updates_clean_checkout_and_cleans_iteration_branches(git_repo: Gi
     assert repo.git.status("--porcelain") == ""
     left = repo.git.branch("--list", "tunebot/*", "--format=%(refname:short)").split()
     assert sorted(left) == [HEAD, "tunebot/op/v9"]  # delivery and the user's branch stay
+
+
+def test_merge_cleanup_keeps_iteration_branches_the_user_took_over(git_repo: GitRepo) -> None:
+    _tuned(git_repo, iterations=3)
+    repo = git_repo.repo
+    users = repo.head.commit.hexsha
+    repo.git.branch("-f", "tunebot/op/v2", users)  # moved by the user
+    repo.git.branch("-D", "tunebot/op/v3")  # deleted, then re-created by the user
+    repo.git.branch("tunebot/op/v3", users)
+    forge = _forge(git_repo)
+    forge.propose(HEAD, "main", "tune op", "body")
+    forge.approve("1", "alice")
+    forge.merge("1")
+
+    assert gitops.branch_sha(repo, "tunebot/op/v1") is None
+    assert gitops.branch_sha(repo, "tunebot/op/v2") == gitops.branch_sha(repo, "tunebot/op/v3") == users
+    record = json.loads(gitops.read_file(repo, "refs/tunebot/proposals/1", "proposal.json"))
+    assert record["deleted_branches"] == ["tunebot/op/v1"]
+    assert set(record["kept_branches"]) == {"tunebot/op/v2", "tunebot/op/v3"}
+    assert all("moved since tunebot set it" in why for why in record["kept_branches"].values())
 
 
 def test_keep_branches_keeps_iteration_branches(git_repo: GitRepo) -> None:

@@ -54,6 +54,14 @@ def test_open_repo_errors_are_bad_input(tmp_path: Path) -> None:
         gitops.open_repo(empty)
 
 
+def test_open_repo_refuses_bare_repository(git_repo: GitRepo) -> None:
+    # the fixture's origin is bare: no working tree for tunebot to read or merge into
+    for where in (git_repo.origin, git_repo.origin / "refs"):
+        with pytest.raises(gitops.NotARepository, match="bare repository.*working tree.*clone it first") as err:
+            gitops.open_repo(where)
+        assert err.value.exit_code == 2
+
+
 def test_current_branch_and_resolve(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     first = repo.head.commit.hexsha
@@ -81,6 +89,18 @@ def test_read_file_reads_commits_not_the_checkout(git_repo: GitRepo) -> None:
         gitops.read_file(repo, sha, "op/none.py")
     with pytest.raises(GitError, match="is a directory"):
         gitops.read_file(repo, sha, "op")
+
+
+def test_list_files_reads_the_commit_below_a_folder(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    sha = make_commit(git_repo, {"ops/p/o/o.py": "k\n", "ops/p/o/tune.yaml": "t\n", "ops2/x.py": "x\n"}, "ops")
+    (git_repo.path / "ops" / "p" / "o" / "uncommitted.py").write_text("u\n")
+    assert gitops.list_files(repo, sha, "ops") == ["ops/p/o/o.py", "ops/p/o/tune.yaml"]
+    assert gitops.list_files(repo, sha, "ops/") == gitops.list_files(gitops.open_repo(git_repo.path / "ops"), sha, "ops")
+    assert gitops.list_files(repo, sha, "missing") == [] and gitops.list_files(repo, sha, "op") == []
+    assert {"ops2/x.py", "ops/p/o/o.py"} <= set(gitops.list_files(repo, sha))
+    with pytest.raises(gitops.InvalidName):
+        gitops.list_files(repo, sha, "../elsewhere")
 
 
 def test_init_repo_commits_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,6 +322,128 @@ def test_delete_branches_skips_checked_out_branch(git_repo: GitRepo, tmp_path: P
     assert gitops.branch_sha(repo, "tunebot/op") is not None
 
 
+def _owned_json(repo: git.Repo) -> dict[str, dict]:
+    return json.loads((gitops.state_dir(repo) / "branches.json").read_text())["branches"]
+
+
+def test_ownership_records_the_sha_tunebot_set(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    base = repo.head.commit.hexsha
+    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
+    b = gitops.commit_files(repo, base, {"b": b"b"}, "b")
+    gitops.create_branch(repo, "tunebot/op/v1", a)
+    assert _owned_json(repo)["tunebot/op/v1"]["sha"] == a
+    gitops.update_branch(repo, "tunebot/op/v1", b, expected_old=a)
+    entry = _owned_json(repo)["tunebot/op/v1"]
+    assert entry["sha"] == b and "pending" not in entry
+    with pytest.raises(GitError, match="changed underneath"):
+        gitops.update_branch(repo, "tunebot/op/v1", a, expected_old=a)
+    assert _owned_json(repo)["tunebot/op/v1"] == entry  # a failed move records nothing
+
+
+def test_branch_moved_or_recreated_by_user_is_theirs(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    base = repo.head.commit.hexsha
+    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
+    users = make_commit(git_repo, {"mine.txt": "mine"}, "my work")
+    for name in ("tunebot/op/v1", "tunebot/op/v2"):
+        gitops.create_branch(repo, name, a)
+    repo.git.branch("-f", "tunebot/op/v1", users)  # moved by the user
+    repo.git.branch("-D", "tunebot/op/v2")  # deleted, then re-created by the user
+    repo.git.branch("tunebot/op/v2", users)
+
+    for name in ("tunebot/op/v1", "tunebot/op/v2"):
+        assert not gitops.is_owned(repo, name)
+        with pytest.raises(GitError, match="moved since tunebot set it"):
+            gitops.create_branch(repo, name, a)
+        with pytest.raises(GitError, match="moved since tunebot set it"):
+            gitops.update_branch(repo, name, a, expected_old=users)
+        with pytest.raises(GitError, match="refusing to force-push"):
+            gitops.push(repo, "origin", [f"+refs/heads/{name}:refs/heads/{name}"])
+    assert gitops.owned_branches(repo, "tunebot/") == []
+    result = gitops.delete_branches(repo, ["tunebot/op/v1", "tunebot/op/v2"])
+    assert result.deleted == [] and all("moved since tunebot set it" in why for why in result.skipped.values())
+    result = gitops.cleanup_iteration_branches(repo, "op")
+    assert result.deleted == [] and set(result.skipped) == {"tunebot/op/v1", "tunebot/op/v2"}
+    assert gitops.archive_branches(repo, ["tunebot/op/v1", "tunebot/op/v2"], "r1") == []
+    assert gitops.branch_sha(repo, "tunebot/op/v1") == gitops.branch_sha(repo, "tunebot/op/v2") == users
+
+
+def test_branch_recorded_before_a_crash_then_made_by_user_is_theirs(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    a = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "a")
+    # tunebot recorded the name and sha, then died before writing the ref
+    gitops.write_atomic(gitops.state_dir(repo) / "branches.json",
+                        json.dumps({"branches": {"tunebot/op/v1": {"created": 1.0, "sha": a, "pending": a}}}).encode())
+    repo.git.branch("tunebot/op/v1")  # the user's own branch at HEAD
+    assert not gitops.is_owned(repo, "tunebot/op/v1")
+    assert "moved since" in gitops.delete_branches(repo, ["tunebot/op/v1"]).skipped["tunebot/op/v1"]
+    assert gitops.branch_sha(repo, "tunebot/op/v1") == repo.head.commit.hexsha
+
+
+def test_crash_mid_move_leaves_branch_ours(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    base = repo.head.commit.hexsha
+    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
+    b = gitops.commit_files(repo, base, {"b": b"b"}, "b")
+    gitops.create_branch(repo, "tunebot/x", a)
+    owned = _owned_json(repo)
+    owned["tunebot/x"]["pending"] = b  # recorded the move to b, then died: ref still at a ...
+    gitops.write_atomic(gitops.state_dir(repo) / "branches.json", json.dumps({"branches": owned}).encode())
+    assert gitops.is_owned(repo, "tunebot/x")
+    repo.git.update_ref("refs/heads/tunebot/x", b, a)  # ... or died just after moving it
+    assert gitops.is_owned(repo, "tunebot/x")
+    gitops.create_branch(repo, "tunebot/x", b)  # the resume settles the record
+    assert _owned_json(repo)["tunebot/x"] == {"created": owned["tunebot/x"]["created"], "sha": b}
+
+
+def test_old_ownership_file_without_shas_still_works(git_repo: GitRepo) -> None:
+    repo = git_repo.repo
+    head = repo.head.commit.hexsha
+    a = gitops.commit_files(repo, head, {"a": b"a"}, "a")
+    repo.git.branch("tunebot/x", head)
+    gitops.write_atomic(gitops.state_dir(repo) / "branches.json",
+                        json.dumps({"branches": {"tunebot/x": {"created": 1.0}}}).encode())
+    assert gitops.is_owned(repo, "tunebot/x")  # trusted by name, as it was
+    gitops.create_branch(repo, "tunebot/x", a)
+    assert _owned_json(repo)["tunebot/x"] == {"created": 1.0, "sha": a}
+    repo.git.branch("-f", "tunebot/x", head)
+    assert not gitops.is_owned(repo, "tunebot/x")
+
+
+def test_archive_branches_keeps_commits_under_refs_tunebot(git_repo: GitRepo, tmp_path: Path) -> None:
+    repo = git_repo.repo
+    base = repo.head.commit.hexsha
+    shas = {}
+    for name in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best", "tunebot/op/v3", "tunebot/op/v4"):
+        shas[name] = gitops.commit_files(repo, base, {"f": name.encode()}, name)
+        gitops.create_branch(repo, name, shas[name])
+    repo.git.branch("-f", "tunebot/op/v3", base)  # moved by the user: theirs
+    repo.git.worktree("add", "-q", str(tmp_path / "wt"), "tunebot/op/v4")  # checked out: left alone
+    repo.git.branch("tunebot/op/v5")  # never tunebot's
+    # a run that crashed after writing an archive ref but before deleting the branch
+    repo.git.update_ref("refs/tunebot/archive/r1/tunebot/op/v2", shas["tunebot/op/v2"])
+
+    names = ["tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best", "tunebot/op/v3", "tunebot/op/v4", "tunebot/op/v5"]
+    archived = gitops.archive_branches(repo, names, "r1")
+    assert archived == [f"refs/tunebot/archive/r1/{n}" for n in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best")]
+    for name in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best"):
+        assert gitops.branch_sha(repo, name) is None
+        assert gitops.ref_sha(repo, f"refs/tunebot/archive/r1/{name}") == shas[name]
+        assert name not in _owned_json(repo)
+    assert gitops.branch_sha(repo, "tunebot/op/v3") == gitops.branch_sha(repo, "tunebot/op/v5") == base
+    assert gitops.branch_sha(repo, "tunebot/op/v4") == shas["tunebot/op/v4"]
+    gitops.create_branch(repo, "tunebot/op/v1", base)  # a new run starts the names afresh
+    assert gitops.is_owned(repo, "tunebot/op/v1")
+    # an archive ref that exists with another commit is never overwritten
+    with pytest.raises(GitError, match="changed underneath"):
+        gitops.archive_branches(repo, ["tunebot/op/v1"], "r1")
+    assert gitops.branch_sha(repo, "tunebot/op/v1") == base
+    assert gitops.ref_sha(repo, "refs/tunebot/archive/r1/tunebot/op/v1") == shas["tunebot/op/v1"]
+    with pytest.raises(gitops.InvalidName, match="archive label"):
+        gitops.archive_branches(repo, ["tunebot/op/v1"], "bad..label")
+
+
 _CREATE_MANY = """
 import sys
 from bot import gitops
@@ -321,18 +463,71 @@ def test_concurrent_processes_keep_every_ownership_record(git_repo: GitRepo) -> 
     assert len(owned) == 24
 
 
-def test_file_lock_breaks_lock_of_dead_process(tmp_path: Path) -> None:
+_HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from bot import gitops
+with gitops.file_lock(Path(sys.argv[1]), timeout_s=5):
+    print("locked", flush=True)
+    sys.stdin.read()  # hold until the test closes stdin (or kills us)
+"""
+
+
+def _lock_holder(lock: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(lock)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_file_lock_held_by_live_process_is_never_broken(tmp_path: Path) -> None:
     lock = tmp_path / "x.lock"
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    lock.write_text(str(dead.pid))
+    holder = _lock_holder(lock)
+    # an hour old and holding garbage: a staleness guess would break it; a held lock must not be
+    lock.write_text("garbage")
+    os.utime(lock, (1, 1))
+    with pytest.raises(GitError, match="held by another tunebot process"):
+        with gitops.file_lock(lock, timeout_s=0.3):
+            pass
+    holder.stdin.close()
+    assert holder.wait(timeout=30) == 0
     with gitops.file_lock(lock, timeout_s=1):
         assert lock.read_text() == str(os.getpid())
-    assert not lock.exists()
-    lock.write_text(str(os.getpid()))  # held by a live process
-    with pytest.raises(GitError, match="held by another tunebot process"):
-        with gitops.file_lock(lock, timeout_s=0.1):
-            pass
+
+
+def test_file_lock_left_by_dead_process_is_taken(tmp_path: Path) -> None:
+    lock = tmp_path / "x.lock"
+    holder = _lock_holder(lock)
+    holder.kill()  # SIGKILL: no cleanup code runs, the file stays
+    holder.wait(timeout=30)
+    assert lock.exists()
+    with gitops.file_lock(lock, timeout_s=1):
+        assert lock.read_text() == str(os.getpid())
+    holder.stdin.close()
+    holder.stdout.close()
+
+
+_COUNT_UNDER_LOCK = """
+import sys
+from pathlib import Path
+from bot import gitops
+lock, counter, inside = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+for _ in range(20):
+    with gitops.file_lock(lock, timeout_s=60):
+        inside.mkdir()  # fails if another process is inside too
+        counter.write_text(str(int(counter.read_text()) + 1))
+        inside.rmdir()
+"""
+
+
+def test_file_lock_excludes_concurrent_processes(tmp_path: Path) -> None:
+    lock, counter, inside = tmp_path / "x.lock", tmp_path / "n", tmp_path / "inside"
+    counter.write_text("0")
+    lock.write_text("999999999")  # left behind by a process long gone
+    args = [str(lock), str(counter), str(inside)]
+    procs = [subprocess.Popen([sys.executable, "-c", _COUNT_UNDER_LOCK, *args]) for _ in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    assert counter.read_text() == "80"
 
 
 # ---------------------------------------------------------------- push

@@ -227,14 +227,21 @@ class LocalForge:
         return head_sha
 
     def _cleanup(self, record: dict[str, Any], parent: str | None) -> Proposal:
-        """Delete tunebot's iteration branches of the merged op (unless configured to keep them)."""
+        """Delete tunebot's iteration branches of the merged op (unless configured to keep them).
+
+        A branch tunebot made but someone moved or re-created since is theirs: it
+        stays, and the proposal records why under `kept_branches`.
+        """
         keep, prefix = self._settings()
         head = record["head"]
-        deleted: list[str] = []
+        result = gitops.DeleteResult()
         if not keep and head.startswith(prefix + "/"):
             op_name = head[len(prefix) + 1 :].split("/")[0]
-            deleted = gitops.cleanup_iteration_branches(self.repo, op_name, prefix).deleted
+            result = gitops.cleanup_iteration_branches(self.repo, op_name, prefix)
+        deleted = result.deleted
         record.update(cleaned=True, deleted_branches=deleted)
+        if result.skipped:
+            record["kept_branches"] = dict(result.skipped)
         self._save(record, parent, f"cleaned up {len(deleted)} iteration branches")
         return self._proposal(record)
 
