@@ -38,6 +38,13 @@ def test_gain_pct_is_positive_when_faster():
     assert gain_pct(10.0, 12.5) == pytest.approx(-25.0)
 
 
+def test_gain_pct_is_none_when_a_side_is_unknown():
+    # the one gain formula (run_state folds records through it): unmeasured -> None, never a crash
+    assert gain_pct(None, 8.0) is None
+    assert gain_pct(10.0, None) is None
+    assert gain_pct(0.0, 8.0) is None
+
+
 @pytest.mark.parametrize("text,value", [("12.34", 12.34), ("12.34 us", 12.34), (" 7us ", 7.0), ("-", None), ("- us", None)])
 def test_parse_us_accepts_canonical_and_hand_written_forms(text, value):
     assert parse_us(text) == value

@@ -16,9 +16,7 @@ from bot.record.opt_log import (
     LogRow,
     OptLog,
     parse_opt_log,
-    read_opt_log,
     render_opt_log,
-    write_opt_log,
 )
 
 SEED_EXAMPLE = """\
@@ -212,20 +210,6 @@ def test_stop_reasons_match_the_loop_contract():
     literal = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                    and any(isinstance(t, ast.Name) and t.id == "StopReason" for t in node.targets))
     assert tuple(ast.literal_eval(literal.slice)) == STOP_REASONS
-
-
-def test_write_is_atomic_and_read_names_the_file(tmp_path):
-    path = tmp_path / "perf_opt" / "opt_log.md"
-    log = parse_opt_log(SEED_EXAMPLE)
-    write_opt_log(path, log)
-    assert path.read_text(encoding="utf-8") == SEED_EXAMPLE
-    assert not list(path.parent.glob("*.tmp"))
-    assert read_opt_log(path) == log
-    path.write_text(SEED_EXAMPLE.replace("| pass |", "| yes |", 1), encoding="utf-8")
-    with pytest.raises(RecordFormatError, match=str(path)):
-        read_opt_log(path)
-    with pytest.raises(RecordFormatError, match="not found"):
-        read_opt_log(tmp_path / "missing.md")
 
 
 def _doc_block(after: str) -> str:

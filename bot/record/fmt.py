@@ -14,8 +14,13 @@ MISSING = "-"
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
 
 
-def gain_pct(reference_us: float, latency_us: float) -> float:
-    """Relative speed-up in percent: positive = faster than the reference."""
+def gain_pct(reference_us: float | None, latency_us: float | None) -> float | None:
+    """Relative speed-up in percent: positive = faster than the reference.
+
+    None when either side is unknown (not measured) or the reference is 0.
+    """
+    if not reference_us or latency_us is None:
+        return None
     return (reference_us - latency_us) / reference_us * 100.0
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from bot.record.errors import RecordFormatError
@@ -241,19 +240,3 @@ def parse_opt_log(text: str, source: str = "opt_log.md") -> OptLog:
             stop_reason=reason,
         )
     return OptLog(op=op, baseline_us=baseline_us, baseline_source=base["来源"][1], rows=rows, conclusion=conclusion)
-
-
-def read_opt_log(path: Path) -> OptLog:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RecordFormatError(str(path), None, "file not found", "run 'tunebot tune' to create it") from None
-    return parse_opt_log(text, source=str(path))
-
-
-def write_opt_log(path: Path, log: OptLog) -> None:
-    """Write atomically (temp file + rename), so a crash never leaves half a log."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_opt_log(log), encoding="utf-8")
-    tmp.replace(path)

@@ -18,10 +18,6 @@ from pathlib import Path
 
 from bot.record.errors import DuplicateRecordError, RecordFormatError
 
-# Record kinds the loop writes (docs/records.md); ResultsLog itself only requires a unique "key".
-KINDS: tuple[str, ...] = ("start", "baseline", "iteration", "rejected", "baseline_end", "stop", "delivery", "proposal")
-
-
 def iteration_key(n: int) -> str:
     return f"iter:{n}"
 
