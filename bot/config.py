@@ -100,6 +100,8 @@ class GithubSettings:
     labels: tuple[str, ...] = ("tunebot",)
     reviewers: tuple[str, ...] = ()  # empty: from CODEOWNERS
     ops: tuple[str, ...] = ()  # ops tuned on schedule / workflow_dispatch
+    required_checks: tuple[str, ...] = ()  # merge gate: these statuses/check runs must be present and green
+    allow_no_checks: bool = False  # merge gate: a head with no CI at all may merge (explicit opt-in)
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ _LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name")
 _REPO_KEYS = ("ops_root", "branch_prefix", "defaults", "keep_branches", "base_branch", "proposer",
               "proposer_timeout_s", "github")
 _DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "target_us")
-_GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops")
+_GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops", "required_checks", "allow_no_checks")
 _FLOAT_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -472,6 +474,10 @@ def _github_settings(check: _Checker, data: dict) -> GithubSettings:
                 check.fail(f"github.ops[{i}]", f"{name!r} is not an op name: {problem}",
                            "write <op> or <project>/<op>")
         values["ops"] = ops
+    if "required_checks" in data:
+        values["required_checks"] = check.texts(data["required_checks"], "github.required_checks")
+    if data.get("allow_no_checks") is not None:
+        values["allow_no_checks"] = check.boolean(data["allow_no_checks"], "github.allow_no_checks")
     return GithubSettings(**values)
 
 

@@ -315,6 +315,13 @@ class OpCheck:
     resolved: dict[str, str] = field(default_factory=dict)  # as typed -> project/op
     problems: list[str] = field(default_factory=list)
 
+    def by_op(self) -> dict[str, tuple[str, ...]]:
+        """project/op -> every name it was asked by (`rms_norm demo/rms_norm` is one op, tuned once)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for typed, op in self.resolved.items():
+            out[op] = (*out.get(op, ()), typed)
+        return out
+
 
 def check_ops(repo_root: Path, ops: tuple[str, ...]) -> OpCheck:
     """Resolve op names against the repository's ops (bot.config); unknown ones list candidates."""

@@ -8,6 +8,7 @@ branch's code: it reacts, authorizes, pins the head SHA and posts "queued";
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -15,18 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
-from github import Github
+from github import Github, GithubException
 
 from bot.config import RepoConfig
 from bot.errors import TunebotError
 from bot.events import HELP, Authorization, Request, authorize, check_ops, requests_from_event
-from bot.forge.github import STALE_LABEL, GateRefused, GithubForge, status_marker
+from bot.forge.github import DEFAULT_BOT_LOGIN, STALE_LABEL, GateRefused, GithubForge, status_marker
 from bot.loop import ProgressEvent, RunOutcome, TuneRequest
 
 Phase = Literal["all", "gate", "tune"]
 CANCEL_MARKER = "<!-- tunebot:cancel -->"
 GATE_MARKER = "<!-- tunebot:gate -->"
 SHA = re.compile(r"^[0-9a-f]{40}$")
+# What the PR code the tune runs (kernels, proposers) must never see; the client keeps its own copy.
+SECRET_ENV = ("GITHUB_TOKEN", "GH_TOKEN")
+SECRET_ENV_PREFIXES = ("ACTIONS_",)
 TuneFn = Callable[..., RunOutcome]
 
 
@@ -42,6 +46,8 @@ class FlowConfig:
     remote: str = "origin"
     authorized_sha: str | None = None  # tune phase: the SHA the gate pinned
     sleep: Callable[[float], None] = time.sleep  # back-off waits of the API retries
+    bot_login: str = DEFAULT_BOT_LOGIN  # the login the token comments as; only its comments are trusted
+    own_checks: tuple[str, ...] = ("merge gate",)  # check names of our own jobs (review.yml), never waited on
 
 
 @dataclass
@@ -68,7 +74,8 @@ def handle_request(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn = _d
         return Outcome("ignored", req.reason)
     settings = flow.repo_cfg.github
     forge = GithubForge(gh, flow.repo, settings=settings, pr_number=req.pr, checkout=flow.checkout,
-                        branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep)
+                        branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep,
+                        bot_login=flow.bot_login, own_checks=flow.own_checks)
     if req.kind == "review":
         return _review(req, forge)
     if req.kind == "scheduled" or (req.kind == "invalid" and req.pr is None):
@@ -150,14 +157,22 @@ class StatusReporter:
             self.phase = "done"
         self.publish()
 
+    def cancel_requested(self) -> bool:
+        """A `/tune cancel` marked this op's status comment (also the one posted under the name as typed)."""
+        if self.cancelled:
+            return True
+        if not self.forge.pr_number:
+            return False
+        body = self.forge.find_comment_any(self.forge.pr_number, (status_marker(self.op), *self.forge.status_aliases))
+        self.cancelled = bool(body and CANCEL_MARKER in body)
+        return self.cancelled
+
     def _check_cancel(self) -> None:
         if self.cancelled or self.checkout is None:
             return
-        body = self.forge.find_comment(self.forge.pr_number, status_marker(self.op)) if self.forge.pr_number else None
-        if body and CANCEL_MARKER in body:
+        if self.cancel_requested():
             from bot.loop import cancel
 
-            self.cancelled = True
             cancel(self.checkout, self.op)
 
     def _row(self, e: ProgressEvent) -> str:
@@ -238,6 +253,54 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
         return Outcome("stale", text, outputs)
     if flow.checkout is None:
         raise TunebotError("the tune phase needs --checkout <dir> (the repository checked out at the PR head)")
+    scrub_secrets()
+    try:
+        return _tune_ops(req, forge, gh, flow, tune, pinned, pull.head_ref, outputs)
+    except (TunebotError, subprocess.CalledProcessError, GithubException) as exc:
+        # Whatever failed, the commit status and the status comments must not stay "pending/queued".
+        what = _failure_text(exc)
+        _report_failure(req, gh, flow, pinned, links, what)
+        forge.set_status(pinned, "failure", f"tunebot failed: {what}"[:140], context="tunebot")
+        return Outcome("failed", what, outputs, exit_code=1)
+
+
+def scrub_secrets() -> list[str]:
+    """Remove the GitHub token and the Actions runtime variables from this process's environment.
+
+    Kernels and proposers are PR code and inherit our environment; the forge client already holds
+    its token. Nothing is restored afterwards: the process only handles this event, and any later
+    op in it runs PR code too.
+    """
+    gone = [k for k in os.environ if k in SECRET_ENV or k.startswith(SECRET_ENV_PREFIXES)]
+    for key in gone:
+        del os.environ[key]
+    return gone
+
+
+def _failure_text(exc: BaseException) -> str:
+    if isinstance(exc, subprocess.CalledProcessError):
+        detail = (exc.stderr or b"").decode(errors="replace").strip() if isinstance(exc.stderr, bytes) else str(exc.stderr or "").strip()
+        return f"`{' '.join(map(str, exc.cmd))[:80]}` failed ({exc.returncode}): {detail[:200]}"
+    return str(exc).strip()[:500] or type(exc).__name__
+
+
+def _report_failure(req: Request, gh: Github, flow: FlowConfig, pinned: str, links: "Links", what: str) -> None:
+    """Say on each op's status comment what failed (best effort: the API may be what failed)."""
+    assert req.command is not None
+    for op in req.command.ops:
+        reporter = StatusReporter(_op_forge(gh, flow, req, op, pinned), op, pinned, req.actor, links, None)
+        reporter.phase = "failed"
+        try:
+            reporter.publish(f"**Failed:** {what}")
+        except TunebotError:
+            pass
+
+
+def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tune: TuneFn, pinned: str,
+              pull_head_ref: str, outputs: dict[str, str]) -> Outcome:
+    assert req.command is not None and flow.checkout is not None
+    cmd = req.command
+    links = Links(flow.server_url, flow.repo)
     _ensure_commit(flow.checkout, pinned, flow.remote)
     checked = check_ops(flow.checkout, cmd.ops)
     if checked.problems:
@@ -248,11 +311,15 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
     results: list[str] = []
     stale = False
     failed = False
-    for typed, op in checked.resolved.items():
+    for op, typed_names in checked.by_op().items():  # one run per op, however many ways it was named
         op_forge = _op_forge(gh, flow, req, op, pinned)
-        if typed != op:  # the gate posted "queued" under the name as typed: take that comment over
-            op_forge.status_aliases = (status_marker(typed),)
+        op_forge.status_aliases = tuple(status_marker(t) for t in typed_names if t != op)  # the gate's "queued" comments
         reporter = StatusReporter(op_forge, op, pinned, req.actor, links, flow.checkout)
+        if reporter.cancel_requested():  # cancelled while queued: the run's start would forget it
+            reporter.phase = "cancelled"
+            reporter.publish("Cancelled before it started; nothing was run.")
+            results.append(f"{op}: cancelled before it started")
+            continue
         moved = op_forge.head_moved()  # checked again right before any kernel runs (and between ops)
         if moved:
             stale = True
@@ -262,9 +329,10 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
             continue
         reporter.phase = "starting"
         reporter.publish()
-        request = TuneRequest(repo=flow.checkout, op=op, base_ref=pinned, base_branch=pull.head_ref,
+        # remote=None: the loop does not push; the forge pushes in propose() with the token (push_remote).
+        request = TuneRequest(repo=flow.checkout, op=op, base_ref=pinned, base_branch=pull_head_ref,
                               max_iters=cmd.max_iters, target_us=cmd.target_us, strategies=cmd.strategies,
-                              remote=flow.remote, requester=req.actor)
+                              remote=None, requester=req.actor)
         try:
             outcome = tune(request, forge=op_forge, progress=reporter)
         except TunebotError as exc:
@@ -303,7 +371,8 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
 def _op_forge(gh: Github, flow: FlowConfig, req: Request, op: str, sha: str) -> GithubForge:
     return GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, pr_number=req.pr, guard_sha=sha,
                        checkout=flow.checkout, branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url,
-                       sleep=flow.sleep)
+                       sleep=flow.sleep, bot_login=flow.bot_login, own_checks=flow.own_checks,
+                       push_remote=flow.remote)
 
 
 def _mark_stale(forge: GithubForge, outcome: RunOutcome, moved: str) -> None:
@@ -368,11 +437,13 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
     forge = GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, checkout=flow.checkout,
                         branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep)
     base = forge.repo.default_branch
+    scrub_secrets()
     results, failed = [], False
     for op in checked.resolved.values():
         op_forge = GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, checkout=flow.checkout,
-                               branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep)
-        request = TuneRequest(repo=flow.checkout, op=op, base_ref=f"{flow.remote}/{base}", base_branch=base, remote=flow.remote,
+                               branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep,
+                               bot_login=flow.bot_login, push_remote=flow.remote)
+        request = TuneRequest(repo=flow.checkout, op=op, base_ref=f"{flow.remote}/{base}", base_branch=base, remote=None,
                               requester=req.actor)
         try:
             outcome = tune(request, forge=op_forge, progress=None)

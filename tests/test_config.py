@@ -478,3 +478,12 @@ def test_this_repository_config_and_demo_ops_load() -> None:
         assert name in ops
         op = c.resolve_op(REPO_ROOT, cfg, name)
         assert op.knobs and op.target_us is not None, name
+
+
+def test_github_required_checks_and_allow_no_checks_are_read(tmp_path: Path) -> None:
+    write(tmp_path / ".tunebot.yml", "github: {required_checks: [ci, lint], allow_no_checks: true}\n")
+    cfg = c.load_repo_config(tmp_path)
+    assert cfg.github.required_checks == ("ci", "lint") and cfg.github.allow_no_checks is True
+    assert c.RepoConfig().github.required_checks == () and c.RepoConfig().github.allow_no_checks is False
+    assert repo_error(tmp_path, "github: {allow_no_checks: maybe}\n").key == "github.allow_no_checks"
+    assert repo_error(tmp_path, "github: {required_checks: [ci, 3]}\n").key == "github.required_checks[1]"

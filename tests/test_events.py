@@ -213,3 +213,12 @@ def test_check_ops_resolves_against_the_repository(tmp_path: Path):
     assert checked.resolved == {"rms_norm": "demo/rms_norm"}
     assert any("nope" in p and "demo/rms_norm" in p for p in checked.problems)
     assert any("../x" in p for p in checked.problems)
+
+
+def test_check_ops_groups_names_of_the_same_op(tmp_path: Path):
+    op_dir = tmp_path / "examples" / "demo" / "rms_norm"
+    op_dir.mkdir(parents=True)
+    (op_dir / "rms_norm.py").write_text("BLOCK = 4\n")
+    (op_dir / "tune.yaml").write_text(json.dumps({"knobs": []}))
+    checked = check_ops(tmp_path, ("rms_norm", "demo/rms_norm"))
+    assert checked.by_op() == {"demo/rms_norm": ("rms_norm", "demo/rms_norm")}  # tuned once

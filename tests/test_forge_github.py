@@ -168,6 +168,7 @@ def test_gate_refuses_approval_on_an_old_sha_then_merges_on_current(world):
     assert any(old[:10] in m and "re-approve" in m for m in info.value.missing)
     assert not world.fake.calls_to("pulls/merge")
     world.fake.add_review(number, "lead", "APPROVED", commit_id=new)
+    world.fake.add_check_run(new, "ci", "success")
     merged = forge.merge(str(number))
     assert merged.state == "merged"
     (call,) = world.fake.calls_to("pulls/merge")
@@ -205,6 +206,7 @@ def test_gate_names_the_missing_gate_and_never_merges(world, setup, fragment):
 def test_head_moving_between_gate_and_merge_is_refused_by_sha(world):
     number, sha = _proposal_with_iterations(world)
     world.fake.add_review(number, "lead", "APPROVED", sha)
+    world.fake.add_check_run(sha, "ci", "success")
     forge = forge_for(world)
     # The head moves after the gate read it and before the merge call arrives: `sha=` catches it.
     world.fake.before["pulls/merge"] = lambda: world.push_branch("tunebot/rms_norm/best", {"best": "late"}, "late push")
@@ -275,3 +277,67 @@ def test_unreachable_api_is_retried_then_explained(tmp_path):
     with pytest.raises(GithubError, match="cannot reach"):
         forge.repo  # noqa: B018
     assert sleeps == [1.0, 2.0]
+
+
+def test_gate_skips_its_own_in_progress_check_run_and_reads_every_page(world):
+    number, sha = _proposal_with_iterations(world)
+    world.fake.add_review(number, "lead", "APPROVED", sha)
+    for i in range(120):  # more than one page of 100
+        world.fake.add_check_run(sha, f"matrix-{i}", "success")
+    world.fake.add_check_run(sha, "merge gate", None, "in_progress", run_id=555)  # the job running this gate
+    world.fake.add_check_run(sha, "other workflow", None, "in_progress", run_id=777)
+    forge = forge_for(world, run_url=f"{world.fake.base_url}/html/{world.fake.full_name}/actions/runs/555")
+    with pytest.raises(GateRefused) as info:
+        forge.merge(str(number))
+    assert info.value.missing == ["check `other workflow` is in_progress"]  # found on page 2; ours skipped
+    assert [c.query.get("page") for c in world.fake.calls_to("checks/list-for-ref")] == [["1"], ["2"]]
+    world.fake.check_runs[sha] = [r for r in world.fake.check_runs[sha] if r["run_id"] != 777]
+    world.fake.check_runs[sha][-5]["conclusion"] = "failure"
+    with pytest.raises(GateRefused, match="matrix-116` concluded failure"):
+        forge.merge(str(number))
+    world.fake.check_runs[sha][-5]["conclusion"] = "success"
+    assert forge.merge(str(number)).state == "merged"
+    world.fake.assert_no_violations()
+
+
+def test_gate_skips_its_own_job_by_name_without_a_run_url(world):
+    number, sha = _proposal_with_iterations(world)
+    world.fake.add_review(number, "lead", "APPROVED", sha)
+    world.fake.add_check_run(sha, "ci", "success")
+    world.fake.add_check_run(sha, "merge gate", None, "in_progress")
+    assert forge_for(world).checks(sha) == ["check `merge gate` is in_progress"]
+    assert forge_for(world, own_checks=("merge gate",)).merge(str(number)).state == "merged"
+    world.fake.assert_no_violations()
+
+
+def test_no_ci_at_all_is_refused_unless_opted_in_and_required_checks_must_run(world):
+    number, sha = _proposal_with_iterations(world)
+    world.fake.add_review(number, "lead", "APPROVED", sha)
+    world.fake.set_permission("lead", "maintain")
+    world.fake.statuses[sha] = [{"state": "success", "context": "tunebot", "description": "", "target_url": None}]
+    with pytest.raises(GateRefused, match="no CI ran on the proposal head") as info:
+        forge_for(world).merge(str(number))
+    assert "github.required_checks" in str(info.value)
+    required = forge_for(world, settings=GithubSettings(required_checks=("ci", "lint")))
+    world.fake.add_check_run(sha, "ci", "success")
+    assert required.checks(sha) == [f"required check `lint` did not run on `{sha[:10]}`"]
+    world.fake.statuses[sha].append({"state": "failure", "context": "lint", "description": "", "target_url": None})
+    assert required.checks(sha) == ["status `lint` is failure"]
+    world.fake.check_runs.clear()
+    world.fake.statuses[sha] = []
+    assert forge_for(world, settings=GithubSettings(allow_no_checks=True)).merge(str(number)).state == "merged"
+    world.fake.assert_no_violations()
+
+
+def test_push_credentials_live_only_inside_the_block(monkeypatch):
+    import base64
+    import os
+
+    from bot.forge.github import push_credentials
+
+    monkeypatch.delenv("GIT_CONFIG_COUNT", raising=False)
+    with push_credentials("s3cret"):
+        assert os.environ["GIT_CONFIG_KEY_0"] == "http.extraheader"
+        header = os.environ["GIT_CONFIG_VALUE_0"]
+        assert base64.b64decode(header.split()[-1]).decode() == "x-access-token:s3cret"
+    assert "GIT_CONFIG_COUNT" not in os.environ and "GIT_CONFIG_VALUE_0" not in os.environ

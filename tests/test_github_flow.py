@@ -439,3 +439,153 @@ def test_head_moving_right_after_authorization_runs_nothing(world, pr, tmp_path)
     assert {k: v for k, v in remote_refs(world).items() if k != "refs/heads/feature"} == before
     assert proposals(world) == [] and not world.fake.calls_to("pulls/merge")
     world.fake.assert_no_violations()
+
+
+def test_cancel_sent_while_queued_stops_the_run_before_it_starts(world, pr, tmp_path):
+    from bot.github_flow import CANCEL_MARKER
+
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune cancel", "dev"), gh, gate_cfg, tune=must_not_tune)
+    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head)
+
+    (outcome,) = handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
+
+    assert outcome.action == "tuned" and "cancelled before it started" in outcome.message
+    (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+    assert CANCEL_MARKER in status.body and "nothing was run" in status.body  # the marker survives the rewrite
+    assert proposals(world) == [] and world.fake.statuses[head][-1]["state"] == "success"
+    world.fake.assert_no_violations()
+
+
+def test_results_for_an_older_head_of_the_original_pr_are_not_merged(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    (proposal,) = proposals(world)
+    assert f"<!-- tunebot:pinned:{head} -->" in proposal.body  # the full pinned SHA, hidden
+    world.push_branch("feature", {"notes.md": "moved after the run\n"}, "later work")  # the original PR moves on
+    world.fake.add_check_run(world.fake.head_sha(proposal.number), "ci", "success")
+
+    (review,) = handle_event("pull_request_review", world.fake.review_event(proposal.number, "lead", "approved"), gh, cfg)
+
+    assert review.action == "gate-refused" and "base moved" in review.message and head[:10] in review.message
+    assert not world.fake.calls_to("pulls/merge")
+    world.fake.assert_no_violations()
+
+
+def test_a_failure_in_the_tune_phase_ends_the_pending_status_and_says_what_failed(world, pr, tmp_path):
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    assert world.fake.statuses[head][-1]["state"] == "pending"
+    checkout = world.clone(tmp_path / "runner")
+    (checkout / ".tunebot.yml").write_text("max_iters: many\n")  # check_ops raises ConfigError
+    _, tune_cfg, _ = flow(world, checkout, phase="tune", authorized_sha=head)
+
+    (outcome,) = handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
+
+    assert outcome.action == "failed" and outcome.exit_code == 1 and "max_iters" in outcome.message
+    assert world.fake.statuses[head][-1]["state"] == "failure"
+    (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+    assert "failed" in status.body and "**Failed:**" in status.body and "max_iters" in status.body
+    world.fake.assert_no_violations()
+
+
+def test_a_marker_in_another_bots_comment_is_not_trusted(world, pr):
+    from bot.github_flow import CANCEL_MARKER
+
+    number, _ = pr
+    impostor = world.fake.add_comment(number, f"{status_marker('sleepy')}\n### owned\n\n{CANCEL_MARKER}", "impostor[bot]")
+    gh, cfg, _ = flow(world, None, phase="gate")
+    (status,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune status", "dev"), gh, cfg, tune=must_not_tune)
+    assert "No tunebot runs" in status.message
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+    assert world.fake.comments[impostor.id].body.endswith(CANCEL_MARKER) and "owned" in world.fake.comments[impostor.id].body
+    (queued,) = [c for c in bot_comments(world, number) if c.body.startswith(status_marker("sleepy"))]
+    assert "Queued" in queued.body  # our own comment, created beside the impostor's
+    world.fake.assert_no_violations()
+
+
+def test_an_op_named_twice_is_tuned_once(world, pr, tmp_path):
+    from bot.github_flow import _default_tune
+
+    number, _ = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    runs: list[str] = []
+
+    def counting(request, **kwargs):
+        runs.append(request.op)
+        return _default_tune(request, **kwargs)
+
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, f"/tune sleepy {OP} --max-iters 1", "dev"), gh, cfg, tune=counting)
+
+    assert outcome.action == "tuned" and runs == [OP] and len(outcome.message.splitlines()) == 1
+    assert len([c for c in bot_comments(world, number) if "tunebot:status:" in c.body]) == 1
+    world.fake.assert_no_violations()
+
+
+def test_a_fork_proposal_on_a_tunebot_branch_is_never_merged(world, pr):
+    sha = world.push_branch("scratch", {"evil.py": "import os\n"}, "from a fork")
+    world.fake.git("update-ref", "-d", "refs/heads/scratch")
+    number = world.fake.open_pull("tunebot/sleepy/best", user="mallory", fork_owner="mallory", head_sha=sha)
+    world.fake.add_check_run(sha, "ci", "success")
+    gh, cfg, _ = flow(world, None)
+
+    (review,) = handle_event("pull_request_review", world.fake.review_event(number, "lead", "approved"), gh, cfg)
+
+    assert review.action == "gate-refused" and "fork (mallory/kernels)" in review.message
+    assert not world.fake.calls_to("pulls/merge")
+    world.fake.assert_no_violations()
+
+
+def test_kernels_run_during_a_github_tune_never_see_the_token(world, tmp_path, monkeypatch):
+    leak = tmp_path / "leak.txt"
+    spy = (f"import pathlib as _p, os as _o\n"
+           f"with _p.Path({str(leak)!r}).open('a') as _f:\n"
+           f"    _f.write(repr([_o.environ.get(k) for k in ('GITHUB_TOKEN', 'GH_TOKEN', 'ACTIONS_RUNTIME_TOKEN')]) + '\\n')\n")
+    source = OP_FILES[f"examples/{OP}/sleepy.py"]
+    sha = world.push_branch("feature", {f"examples/{OP}/sleepy.py": spy + source}, "a kernel that looks around")
+    number = world.fake.open_pull("feature", user="dev")
+    for key in ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN"):
+        monkeypatch.setenv(key, "s3cret")
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+
+    assert outcome.action == "tuned", outcome.message
+    seen = leak.read_text().splitlines()
+    assert seen and all(line == "[None, None, None]" for line in seen), seen
+    assert len(proposals(world)) == 1 and "refs/heads/tunebot/sleepy/best" in remote_refs(world)  # the push still worked
+    assert world.fake.head_sha(number) == sha
+    world.fake.assert_no_violations()
+
+
+def test_no_child_started_during_a_github_tune_inherits_the_token(world, pr, tmp_path, monkeypatch):
+    """Not only the sandbox's children: any process the tune starts (a backend tool, a hook) sees no secret."""
+    import subprocess
+    import sys
+
+    from bot.github_flow import _default_tune
+
+    number, _ = pr
+    for key in ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"):
+        monkeypatch.setenv(key, "s3cret")
+    seen: list[str] = []
+
+    def tune_starting_a_plain_child(request, **kwargs):
+        probe = "import os; print([k for k in os.environ if k in ('GITHUB_TOKEN', 'GH_TOKEN') or k.startswith('ACTIONS_')])"
+        seen.append(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip())
+        return _default_tune(request, **kwargs)
+
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg,
+                              tune=tune_starting_a_plain_child)
+
+    assert outcome.action == "tuned", outcome.message
+    assert seen == ["[]"]
+    assert len(proposals(world)) == 1  # the client kept its own token: the proposal still opened
+    world.fake.assert_no_violations()

@@ -14,8 +14,27 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
 NAMES = ("tune.yml", "review.yml", "refresh-features.yml", "ci.yml")
 PINNED = re.compile(r"uses:\s*[\w.-]+/[\w./-]+@[0-9a-f]{40}\s+#\s*v\d+(\.\d+)*\s*$")
-# Event fields anyone can write: they must never be expanded into a script.
-UNTRUSTED = re.compile(r"\$\{\{[^}]*github\.event\.(comment|issue|review|pull_request)\.(body|title|head\.ref|head\.label)")
+# Event fields and inputs someone else writes: never expanded into a script (pass them through env).
+EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
+UNTRUSTED = re.compile(
+    r"\bgithub\s*\.\s*head_ref\b"
+    r"|\bgithub\s*\.\s*event\s*\.\s*(pull_request|comment|issue|review|inputs)\b"
+    r"|\bgithub\s*\[\s*'(head_ref|event)'\s*\]"
+    r"|(?<![\w.])inputs\s*[.\[]"
+)
+
+
+def untrusted_expressions(text: str) -> list[str]:
+    """The `${{ }}` expressions in `text` that read text an outsider controls."""
+    return [m.group(0) for m in EXPRESSION.finditer(text) if UNTRUSTED.search(m.group(1))]
+
+
+def scripts(step: dict) -> list[str]:
+    """What a step executes: its `run:` and, for actions/github-script, its `script:` input."""
+    found = [step.get("run") or ""]
+    if "github-script" in str(step.get("uses", "")):
+        found.append(str((step.get("with") or {}).get("script") or ""))
+    return found
 
 
 def load(name: str) -> dict:
@@ -54,7 +73,34 @@ def test_untrusted_text_never_reaches_a_script():
     for name in NAMES:
         for job in load(name)["jobs"].values():
             for step in job.get("steps", []):
-                assert not UNTRUSTED.search(step.get("run", "")), f"{name}: untrusted text in a run script"
+                for script in scripts(step):
+                    assert not untrusted_expressions(script), f"{name}: untrusted text in a script: {untrusted_expressions(script)}"
+
+
+@pytest.mark.parametrize("expr", [
+    "github.head_ref", "github.event.pull_request.head.ref", "github.event.pull_request.title",
+    "github.event.comment.body", "github.event.issue.title", "github.event.review.body", "inputs.ops",
+    "github.event.inputs.ops", "github['head_ref']", "format('{0}', github.event.comment.body)", "inputs['ops']",
+])
+def test_the_untrusted_check_catches_each_source_in_run_and_github_script(expr):
+    assert untrusted_expressions(f"echo ${{{{ {expr} }}}}")
+    step = {"uses": "actions/github-script@0000000000000000000000000000000000000000", "with": {"script": f"core.info('${{{{ {expr} }}}}')"}}
+    assert any(untrusted_expressions(s) for s in scripts(step))
+
+
+@pytest.mark.parametrize("expr", ["github.run_id", "needs.gate.outputs.head_sha", "github.event.repository.default_branch",
+                                  "github.token", "steps.gate.outputs.inputs_seen"])
+def test_the_untrusted_check_lets_trusted_values_through(expr):
+    assert not untrusted_expressions(f"echo ${{{{ {expr} }}}}")
+
+
+def test_the_tune_checkout_keeps_no_credential_and_the_step_execs():
+    tune = load("tune.yml")["jobs"]["tune"]
+    for step in tune["steps"]:
+        if "actions/checkout" in str(step.get("uses", "")):
+            assert step["with"]["persist-credentials"] is False, step
+    script = next(s for s in tune["steps"] if s.get("name") == "tune")["run"]
+    assert all(line.strip().startswith("exec ") for line in script.splitlines() if "tunebot github handle" in line)
 
 
 def test_every_job_has_a_timeout_and_workflows_start_without_permissions():

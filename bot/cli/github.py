@@ -55,8 +55,11 @@ def github() -> None:
 @click.option("--checkout", type=click.Path(file_okay=False, path_type=Path), help="The repository checkout (tune phase).")
 @click.option("--sha", "authorized_sha", help="Tune phase: the head SHA the gate authorized.")
 @click.option("--hosted", is_flag=True, help="Running on a GitHub-hosted runner: fork heads may be handled (never on self-hosted).")
+@click.option("--bot-login", envvar="TUNEBOT_BOT_LOGIN", default="github-actions[bot]", show_default=True,
+              help="The login the token comments as (a GitHub App: '<app-slug>[bot]'); only its comments are trusted.")
 @handle_errors
-def handle(event_name: str | None, event_path: str | None, phase: str, checkout: Path | None, authorized_sha: str | None, hosted: bool) -> None:
+def handle(event_name: str | None, event_path: str | None, phase: str, checkout: Path | None, authorized_sha: str | None,
+           hosted: bool, bot_login: str) -> None:
     """Handle one GitHub event: /tune comments, review approvals, schedule and dispatch."""
     from bot import config
     from bot.forge.github import client_from_env
@@ -69,7 +72,7 @@ def handle(event_name: str | None, event_path: str | None, phase: str, checkout:
     run_id = os.environ.get("GITHUB_RUN_ID")
     run_url = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
     flow = FlowConfig(repo=repo, repo_cfg=repo_cfg, checkout=checkout, self_hosted=not hosted, phase=phase,  # type: ignore[arg-type]
-                      server_url=server, run_url=run_url, authorized_sha=authorized_sha)
+                      server_url=server, run_url=run_url, authorized_sha=authorized_sha, bot_login=bot_login)
     outcomes = handle_event(name, payload, gh, flow)
     outputs: dict[str, str] = {"authorized": "false"}
     code = 0

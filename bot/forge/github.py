@@ -11,9 +11,12 @@
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import os
+import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -29,6 +32,11 @@ from bot.forge.base import Proposal
 T = TypeVar("T")
 STALE_LABEL = "tunebot-stale"
 RETRYABLE_5XX = {500, 502, 503, 504}
+DEFAULT_BOT_LOGIN = "github-actions[bot]"  # who GITHUB_TOKEN comments as; an App token: "<app-slug>[bot]"
+PINNED_MARKER = re.compile(r"<!-- tunebot:pinned:([0-9a-f]{40}) -->")
+RUN_ID = re.compile(r"/actions/runs/(\d+)(?:/|$)")
+NO_CI = ("no CI ran on the proposal head `{sha}` (pushes made with GITHUB_TOKEN start no workflows): push with a "
+         "GitHub App token or set `github.required_checks`, or opt in with `github.allow_no_checks: true`")
 
 
 class GithubError(TunebotError):
@@ -115,6 +123,9 @@ class GithubForge:
         checkout: Path | None = None,
         branch_prefix: str = "tunebot",
         run_url: str | None = None,
+        bot_login: str = DEFAULT_BOT_LOGIN,
+        own_checks: tuple[str, ...] = (),
+        push_remote: str | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], float] = time.time,
@@ -127,6 +138,9 @@ class GithubForge:
         self.waits: list[float] = []  # every back-off taken (tests and logs)
         self.last_status: str | None = None
         self.status_aliases: tuple[str, ...] = ()  # markers of the same op under another name
+        self.bot_login = bot_login  # only comments by this login are the bot's (never trust a marker alone)
+        self.own_checks = own_checks  # check names of the running job: in progress while it runs, never waited on
+        self.push_remote = push_remote  # set: propose() pushes the run's branches itself, token passed only then
         self._repo = None
 
     # -- plumbing --------------------------------------------------------------
@@ -199,6 +213,8 @@ class GithubForge:
         return self._proposal(pr) if pr is not None else None
 
     def propose(self, head: str, base: str, title: str, body: str, labels: list[str] | None = None) -> Proposal:
+        if self.push_remote and self.checkout is not None:
+            self.push_run(head)
         stale = self.head_moved()
         if stale:
             title = f"[stale] {title}"
@@ -220,6 +236,20 @@ class GithubForge:
             if reviewers:
                 self.call("request reviewers", lambda: pr.create_review_request(reviewers=reviewers))
         return self._proposal(self.call("re-read the pull request", lambda: self.repo.get_pull(pr.number)))
+
+    def push_run(self, head: str) -> None:
+        """Push `head` and its run's `<head minus /best>/v<N>` branches, the token given to this git push only."""
+        from bot import gitops
+
+        run_prefix = head.removesuffix("/best")
+        repo = gitops.git.Repo(self.checkout)
+        names = repo.git.for_each_ref("--format=%(refname:strip=2)", f"refs/heads/{run_prefix}/").split()
+        refs = [n for n in names if re.fullmatch(re.escape(run_prefix) + r"/v\d+", n)] + [head]
+        with push_credentials(self._token()):
+            gitops.push(repo, self.push_remote, [f"refs/heads/{r}:refs/heads/{r}" for r in dict.fromkeys(refs)])
+
+    def _token(self) -> str | None:
+        return getattr(self.gh.requester.auth, "token", None)
 
     def add_labels(self, number: int, labels: list[str]) -> None:
         # The object form: the spec no longer lists the bare array PyGithub's add_to_labels sends.
@@ -278,7 +308,7 @@ class GithubForge:
             issue_pr = self.repo.get_pull(number)
             for comment in issue_pr.get_issue_comments():
                 current = comment.body or ""
-                if comment.user.type == "Bot" and any(m in current for m in (marker, *aliases)):
+                if self._mine(comment) and any(m in current for m in (marker, *aliases)):
                     if current != body:
                         comment.edit(body)
                     return comment.id
@@ -289,7 +319,7 @@ class GithubForge:
     def find_comment(self, number: int, marker: str) -> str | None:
         def step() -> str | None:
             for comment in self.repo.get_pull(number).get_issue_comments():
-                if marker in (comment.body or "") and comment.user.type == "Bot":
+                if marker in (comment.body or "") and self._mine(comment):
                     return comment.body
             return None
 
@@ -302,11 +332,23 @@ class GithubForge:
             out = {}
             for comment in self.repo.get_pull(number).get_issue_comments():
                 body = comment.body or ""
-                if comment.user.type == "Bot" and body.startswith("<!-- tunebot:status:"):
+                if self._mine(comment) and body.startswith("<!-- tunebot:status:"):
                     out[body.split(":", 2)[2].split(" -->", 1)[0]] = body
             return out
 
         return self.call(f"read comments of #{number}", step)
+
+    def _mine(self, comment) -> bool:
+        # Any bot (or user) can write a marker; only the bot's own login makes a comment the bot's.
+        return comment.user is not None and comment.user.login.lower() == self.bot_login.lower()
+
+    def find_comment_any(self, number: int, markers: tuple[str, ...]) -> str | None:
+        """The body of the bot's first comment holding any of `markers`."""
+        for marker in markers:
+            body = self.find_comment(number, marker)
+            if body is not None:
+                return body
+        return None
 
     def reply(self, number: int, comment_id: int | None, text: str, index: int = 0) -> int:
         """Answer a command once (re-delivered events edit the same reply)."""
@@ -340,25 +382,55 @@ class GithubForge:
         self.call("set the commit status", lambda: self._api("POST", f"/statuses/{sha}", input=payload))
 
     def checks(self, sha: str, ignore_contexts: tuple[str, ...] = ()) -> list[str]:
-        """Problems with the checks of `sha` (empty: green). No checks at all counts as green."""
+        """Problems with the checks of `sha` (empty: green).
+
+        Skipped: tunebot's own statuses and the check run of the job running this gate (it is in
+        progress until the gate ends). No checks at all is a problem unless `allow_no_checks`.
+        """
 
         def step() -> list[str]:
-            problems = []
-            combined = self._api("GET", f"/commits/{sha}/status")
-            for status in combined.get("statuses", []):
+            results: dict[str, str | None] = {}  # name -> problem (None: green)
+            for status in self._paged(f"/commits/{sha}/status", "statuses"):
                 if status["context"] in ignore_contexts or status["context"].split("/")[0] == "tunebot":
                     continue
-                if status["state"] != "success":
-                    problems.append(f"status `{status['context']}` is {status['state']}")
-            runs = self._api("GET", f"/commits/{sha}/check-runs", parameters={"per_page": 100})
-            for run in runs.get("check_runs", []):
-                if run["status"] != "completed":
-                    problems.append(f"check `{run['name']}` is {run['status']}")
-                elif run["conclusion"] not in ("success", "neutral", "skipped"):
-                    problems.append(f"check `{run['name']}` concluded {run['conclusion']}")
-            return problems
+                results[status["context"]] = None if status["state"] == "success" else f"status `{status['context']}` is {status['state']}"
+            for run in self._paged(f"/commits/{sha}/check-runs", "check_runs"):
+                if self._is_own_run(run):
+                    continue
+                results[run["name"]] = _run_problem(run)
+            return self._check_problems(sha, results)
 
         return self.call(f"read the checks of {sha[:10]}", step)
+
+    def _check_problems(self, sha: str, results: dict[str, str | None]) -> list[str]:
+        problems = [p for p in results.values() if p]
+        required = self.settings.required_checks
+        problems += [f"required check `{name}` did not run on `{sha[:10]}`" for name in required if name not in results]
+        if not results and not required and not self.settings.allow_no_checks:
+            problems.append(NO_CI.format(sha=sha[:10]))
+        return problems
+
+    def _paged(self, path: str, key: str) -> list[dict]:
+        """Every item of a paginated list endpoint (100 per page; stops at total_count or a short page)."""
+        items: list[dict] = []
+        page = 1
+        while True:
+            data = self._api("GET", path, parameters={"per_page": 100, "page": page})
+            batch = data.get(key, [])
+            items += batch
+            if len(batch) < 100 or len(items) >= int(data.get("total_count", len(items))):
+                return items
+            page += 1
+
+    def _is_own_run(self, run: dict) -> bool:
+        """The check run of the workflow run executing this code (matched by run id, else by job name)."""
+        own_id = RUN_ID.search(self.run_url or "")
+        if own_id:
+            for url in (run.get("details_url"), run.get("html_url")):
+                found = RUN_ID.search(url or "")
+                if found and found.group(1) == own_id.group(1):
+                    return True
+        return run["name"] in self.own_checks and run["status"] != "completed"
 
     # -- stale guard -----------------------------------------------------------
     def head_moved(self) -> str | None:
@@ -377,6 +449,8 @@ class GithubForge:
         lines = ["---"]
         if self.pr_number is not None and self.guard_sha:
             lines.append(f"Tuned for #{self.pr_number} at `{self.guard_sha[:10]}`.")
+            # The merge gate compares this with the original PR's head: results of an older head never merge.
+            lines.append(f"<!-- tunebot:pinned:{self.guard_sha} -->")
         lines.append("Approve this pull request to merge it (tunebot merges an approved, green, mergeable head).")
         if self.op:
             lines.append("Commands on the original pull request: `/tune <op>` · `/tune status` · `/tune cancel` · `/tune help`")
@@ -407,7 +481,7 @@ class GithubForge:
         pr = self.call(f"read pull request #{number}", lambda: self.repo.get_pull(number))
         if pr.merged or pr.state != "open":
             return [f"#{number} is {'already merged' if pr.merged else pr.state}"], pr
-        missing: list[str] = []
+        missing: list[str] = self._origin_problems(pr)
         head = pr.head.sha
         if STALE_LABEL in [label.name for label in pr.labels]:
             missing.append(f"its results are stale (label `{STALE_LABEL}`): re-run `/tune` on the new head")
@@ -430,6 +504,26 @@ class GithubForge:
         elif mergeable is None:
             missing.append("GitHub has not computed mergeability yet; approve again or re-run the review workflow")
         return missing, pr
+
+    def _origin_problems(self, pr) -> list[str]:
+        """A proposal comes from a bot branch of this repository, tuned on the base's current head."""
+        problems = []
+        head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
+        if head_repo != pr.base.repo.full_name:
+            problems.append(f"its head is in a fork ({head_repo or 'a deleted fork'}), not a tunebot branch of {pr.base.repo.full_name}")
+        if not pr.head.ref.startswith(self.branch_prefix + "/"):
+            problems.append(f"its head branch `{pr.head.ref}` does not start with `{self.branch_prefix}/`")
+        pinned = PINNED_MARKER.search(pr.body or "")
+        if pinned:
+            current = self._branch_sha(pr.base.ref)
+            if current != pinned.group(1):
+                problems.append(f"base moved: `{pr.base.ref}` is at `{(current or 'deleted')[:10]}`, the results are for "
+                                f"`{pinned.group(1)[:10]}`; re-run `/tune` on the original pull request")
+        return problems
+
+    def _branch_sha(self, branch: str) -> str | None:
+        refs = self.call(f"read branch {branch}", lambda: self._api("GET", f"/git/matching-refs/heads/{branch}"))
+        return next((r["object"]["sha"] for r in refs if r["ref"] == f"refs/heads/{branch}"), None)
 
     def merge(self, proposal_id: str) -> Proposal:
         """Merge only if every gate holds, at exactly the head SHA checked; then delete iteration branches."""
@@ -460,6 +554,36 @@ class GithubForge:
                 self.call(f"delete {name}", lambda name=name: self._api("DELETE", f"/git/refs/heads/{name}"))
                 deleted.append(name)
         return deleted
+
+
+@contextmanager
+def push_credentials(token: str | None):
+    """Give git the token as an HTTP header through GIT_CONFIG_* for the `with` block only.
+
+    The checkout keeps no credential (persist-credentials: false), so the PR code the tune runs
+    cannot read one from .git/config; no kernel runs while this block is open.
+    """
+    keys = ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0")
+    saved = {k: os.environ.get(k) for k in keys}
+    if token:
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        os.environ.update({keys[0]: "1", keys[1]: "http.extraheader", keys[2]: f"AUTHORIZATION: basic {basic}"})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _run_problem(run: dict) -> str | None:
+    if run["status"] != "completed":
+        return f"check `{run['name']}` is {run['status']}"
+    if run["conclusion"] not in ("success", "neutral", "skipped"):
+        return f"check `{run['name']}` concluded {run['conclusion']}"
+    return None
 
 
 def codeowners_for(text: str, paths: list[str]) -> list[str]:

@@ -207,8 +207,10 @@ class FakeGitHub:
             self.reviews[rid] = review
             return review
 
-    def add_check_run(self, sha: str, name: str, conclusion: str | None = "success", status: str = "completed") -> None:
-        self.check_runs.setdefault(sha, []).append({"name": name, "status": status, "conclusion": conclusion})
+    def add_check_run(self, sha: str, name: str, conclusion: str | None = "success", status: str = "completed",
+                      run_id: int | None = None) -> None:
+        """A check run on `sha`; `run_id`: it belongs to that Actions workflow run (details_url names it)."""
+        self.check_runs.setdefault(sha, []).append({"name": name, "status": status, "conclusion": conclusion, "run_id": run_id})
 
     def add_comment(self, issue: int, body: str, user: str) -> CommentState:
         with self._lock:
@@ -610,8 +612,12 @@ class FakeGitHub:
             item = copy.deepcopy(template)
             item.update(id=self._next_id(), head_sha=sha, name=run["name"], status=run["status"], conclusion=run["conclusion"],
                         completed_at=NOW if run["status"] == "completed" else None)
+            if run.get("run_id") is not None:  # Actions jobs link to their workflow run
+                item["details_url"] = item["html_url"] = f"{self.repo_html}/actions/runs/{run['run_id']}/job/{item['id']}"
             runs.append(item)
-        out.update(total_count=len(runs), check_runs=runs)
+        per_page = int(query.get("per_page", ["30"])[0])
+        page = int(query.get("page", ["1"])[0])
+        out.update(total_count=len(runs), check_runs=runs[(page - 1) * per_page : page * per_page])
         return 200, out
 
     def op_git_list_matching_refs(self, params: dict, query: dict, body: object) -> tuple[int, object]:
