@@ -12,8 +12,13 @@ are recreated from the recorded shas.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import math
+import os
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
@@ -22,7 +27,7 @@ from bot import config as cfgmod
 from bot import gitops
 from bot import run_state as rs
 from bot.errors import TunebotError
-from bot.forge.base import Forge, Proposal
+from bot.forge.base import Forge, Proposal, ProposalNotFound
 from bot.measure.evaluator import Evaluator
 from bot.measure.types import Decision, LatencyResult
 from bot.record.chart import latency_chart
@@ -37,8 +42,7 @@ from bot.strategies.planner import Planner
 StopReason = Literal["达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"]
 TARGET_REACHED, MAX_ITERS, NO_GAIN, EXHAUSTED, CANCELLED = "达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"
 MAX_REJECTIONS = 20  # refused proposals per run before the planner counts as exhausted
-REFERENCES = ("references/strategies.md", "references/optimization-dimensions.md",
-              "references/mindiesd-features.md")
+REFERENCES = ("references/strategies.md",)
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,42 @@ def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | No
     run = _prepare(request, forge, progress or (lambda event: None))
     if request.dry_run:
         return _dry_run(run)
+    with _run_lock(run.log.path.parent, run.op.qualified):
+        return _run_locked(run, evaluator_factory)
+
+
+@contextmanager
+def _run_lock(state_dir: Path, op: str):
+    """One live run per op. flock dies with its process, so a killed run never leaves it stale."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunBusy(f"another tunebot process is tuning {op} right now; wait for it to finish, "
+                          f"or stop it with `tunebot cancel {op}`") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _lock_is_held(state_dir: Path) -> bool:
+    path = state_dir / "run.lock"
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
+    request = run.request
     state = rs.replay(run.log.read())
     if state.start is None:
         run.log.append({"key": rs.START, "kind": rs.START, "op": run.op.qualified, "base_sha": run.base_sha,
@@ -159,8 +199,12 @@ def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | No
                                    message=f"tuning {run.op.qualified} at {run.base_sha[:10]}"))
     else:
         _restore_refs(run, state)
+        note = ""
+        if request.base_ref is None and gitops.resolve(run.repo, "HEAD") != run.base_sha:
+            note = (f" (recorded at {run.base_sha[:10]}; HEAD has moved since: "
+                    "add --restart to tune the new HEAD instead)")
         run.progress(ProgressEvent("resumed", run.op.qualified, iteration=len(state.iterations),
-                                   message=f"resuming after {len(state.iterations)} recorded iterations"))
+                                   message=f"resuming after {len(state.iterations)} recorded iterations{note}"))
     evaluator = evaluator_factory(run.op, run.worktree)
     if state.baseline is None:
         _measure_baseline(run, evaluator)
@@ -179,57 +223,158 @@ def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | No
 
 
 def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> _Run:
+    """Resolve and validate everything before anything is written (so a bad flag loses nothing)."""
     repo = gitops.open_repo(request.repo)
     checkout = Path(repo.working_tree_dir)
-    repo_cfg = cfgmod.load_repo_config(checkout)
-    op = cfgmod.resolve_op(checkout, repo_cfg, request.op)
-    state_dir = gitops.state_dir(repo) / "runs" / op.project / op.name
-    log = ResultsLog(state_dir / "results.jsonl")
-    if request.restart and not request.dry_run:
-        _archive_run(repo, repo_cfg, op, log)
-    previous = rs.replay(log.read()) if log.path.exists() else rs.RunState()
-    if previous.proposal and _proposal_closed(forge, previous.proposal) and not request.dry_run:
-        # The last run was merged or closed: a new /tune starts a fresh run.
-        _archive_run(repo, repo_cfg, op, log)
+    found = _resolve_op_at(repo, gitops.resolve(repo, request.base_ref or "HEAD"), request.op)
+    runs_dir = gitops.state_dir(repo) / "runs"
+    _refuse_name_clash(runs_dir, found, forge)
+    log = ResultsLog(runs_dir / found.project / found.name / "results.jsonl")
+    previous = rs.replay(log.read())
+    fresh = request.restart or bool(previous.proposal and _proposal_closed(forge, previous.proposal))
+    if fresh:
         previous = rs.RunState()
     if previous.start:
+        _refuse_changed_request(repo, request, previous.start)
         base_sha, base_branch = previous.start["base_sha"], previous.start["base_branch"]
     else:
         base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
-        base_branch = (request.base_branch or repo_cfg.base_branch or gitops.current_branch(repo)
-                       or _refuse_detached())
-    if request.dry_run:  # plan from the checkout's config; create nothing, not even a worktree
-        worktree = checkout
-    else:
-        worktree = gitops.ensure_worktree(repo, f"{op.project}__{op.name}", base_sha)
-    # The op's files at the base sha are authoritative, not the user's (maybe dirty) checkout.
-    op = cfgmod.load_op_config(worktree, op.dir)
+        base_branch = _base_branch(repo, request, found)
+    repo_cfg, op = _config_at(repo, base_sha, found)
+    if request.target_us is not None and not math.isfinite(request.target_us):
+        raise BadRequest(f"--target-us must be a finite number of microseconds, got {request.target_us}")
     settings = cfgmod.effective_settings(repo_cfg, op, max_iters=request.max_iters,
                                          target_us=request.target_us, strategies=request.strategies)
     if previous.start:
         settings = cfgmod.RunSettings(**previous.start["settings"])
+    if request.dry_run:  # plan only: create nothing, not even a worktree
+        return _Run(request, repo, op, settings, repo_cfg, base_sha, base_branch, checkout, log, forge, progress)
+    if fresh:
+        _archive_run(repo, repo_cfg, op, log)
+    worktree = gitops.ensure_worktree(repo, f"{op.project}__{op.name}", base_sha)
     return _Run(request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress)
 
 
-def _refuse_detached() -> str:
-    raise TunebotError("HEAD is detached and no base branch is configured; "
-                       "pass --into <branch> or set base_branch in .tunebot.yml")
+class BadRequest(TunebotError):
+    """A tune request that contradicts the recorded run or makes no sense: exit 2, nothing written."""
+
+    exit_code = 2
+
+
+class RunBusy(TunebotError):
+    """Another tunebot process is running the same op."""
+
+    exit_code = 3
+
+
+def _refuse_name_clash(runs_dir: Path, op: cfgmod.OpConfig, forge: Forge) -> None:
+    """Branches are named tunebot/<op>/..., without the project: two projects' ops of the same
+    name would overwrite each other's branches and proposal, so only one may have a live run."""
+    for other in sorted(runs_dir.glob(f"*/{op.name}/results.jsonl")):
+        project = other.parent.parent.name
+        if project == op.project:
+            continue
+        state = rs.replay(ResultsLog(other).read())
+        if state.start and not (state.proposal and _proposal_closed(forge, state.proposal)):
+            raise BadRequest(f"{project}/{op.name} already has a tunebot run, and iteration branches are named "
+                             f"tunebot/{op.name}/v<N> for both; merge or close its proposal first, or rename one op")
+
+
+def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
+    """A recorded run resumes with its recorded settings; flags that say otherwise are a mistake."""
+    recorded = start["settings"]
+    asked = {"max_iters": request.max_iters, "target_us": request.target_us,
+             "strategies": list(request.strategies) if request.strategies else None}
+    differs = [f"--{k.replace('_', '-')} {v}" for k, v in asked.items()
+               if v is not None and v != recorded.get(k)]
+    if request.base_ref and gitops.resolve(repo, request.base_ref) != start["base_sha"]:
+        differs.append(f"--base {request.base_ref}")
+    if request.base_branch and request.base_branch != start["base_branch"]:
+        differs.append(f"--into {request.base_branch}")
+    if differs:
+        raise BadRequest(f"a run of {start['op']} is recorded at {start['base_sha'][:10]} with settings "
+                         f"{json.dumps(recorded, ensure_ascii=False, sort_keys=True)}; {', '.join(differs)} "
+                         "would change it. Run without those flags to resume it, or add --restart to start over")
+
+
+def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
+    if request.base_branch:
+        return request.base_branch
+    if request.base_ref and gitops.branch_sha(repo, request.base_ref) is not None:
+        return request.base_ref  # tuning a branch proposes into that branch, not the current one
+    configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
+    branch = configured or gitops.current_branch(repo)
+    if not branch:
+        raise BadRequest("HEAD is detached and no base branch is configured; "
+                         "pass --into <branch> or set base_branch in .tunebot.yml")
+    return branch
+
+
+def _resolve_op_at(repo, sha: str, name: str) -> cfgmod.OpConfig:
+    """Resolve an op name against the tree of `sha` (the code that will be tuned), not the checkout."""
+    with tempfile.TemporaryDirectory(prefix="tunebot-ops-") as tmp:
+        root = Path(tmp)
+        text = gitops.read_file(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
+        if text is not None:
+            (root / cfgmod.REPO_CONFIG_FILE).write_text(text, encoding="utf-8")
+        repo_cfg = cfgmod.load_repo_config(root)
+        for rel in gitops.list_files(repo, sha, repo_cfg.ops_root):
+            parts = Path(rel).parts[len(Path(repo_cfg.ops_root).parts):]
+            if len(parts) == 3 and parts[2] == f"{parts[1]}.py":  # <project>/<op>/<op>.py
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).touch()
+        try:
+            return cfgmod.resolve_op(root, repo_cfg, name)
+        except TunebotError:
+            _refuse_uncommitted(repo, sha, name)
+            raise
+
+
+def _refuse_uncommitted(repo, sha: str, name: str) -> None:
+    """If the op exists in the checkout only, say that it needs committing."""
+    checkout = Path(repo.working_tree_dir)
+    try:
+        op = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), name)
+    except TunebotError:
+        return
+    raise BadRequest(f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
+                     "only: commit the op (or pass --base with a commit that has it)")
+
+
+def _config_at(repo, sha: str, op: cfgmod.OpConfig) -> tuple[cfgmod.RepoConfig, cfgmod.OpConfig]:
+    """.tunebot.yml and the op's config as committed at `sha`, not as the (maybe dirty) checkout has them."""
+    source = gitops.read_file(repo, sha, op.source.as_posix(), missing_ok=True)
+    if source is None:
+        raise BadRequest(f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
+                         "only: commit the op (or pass --base with a commit that has it)")
+    with tempfile.TemporaryDirectory(prefix="tunebot-config-") as tmp:
+        root = Path(tmp)
+        for rel in (cfgmod.REPO_CONFIG_FILE, (op.dir / cfgmod.OP_CONFIG_FILE).as_posix(),
+                    (op.dir / "DESIGN.md").as_posix()):
+            text = gitops.read_file(repo, sha, rel, missing_ok=True)
+            if text is not None:
+                (root / rel).parent.mkdir(parents=True, exist_ok=True)
+                (root / rel).write_text(text, encoding="utf-8")
+        (root / op.source).parent.mkdir(parents=True, exist_ok=True)
+        (root / op.source).write_text(source, encoding="utf-8")
+        return cfgmod.load_repo_config(root), cfgmod.load_op_config(root, op.dir)
 
 
 def _proposal_closed(forge: Forge, record: dict) -> bool:
     try:
         return forge.get(str(record["id"])).state != "open"
-    except TunebotError:
+    except ProposalNotFound:  # deleted; any other error (e.g. an API outage) must not wipe the run
         return True
 
 
 def _archive_run(repo, repo_cfg: cfgmod.RepoConfig, op: cfgmod.OpConfig, log: ResultsLog) -> None:
-    """Start over: keep the old records aside and drop the branches tunebot made for them."""
+    """Start over: keep the old records and branches aside (refs/tunebot/archive/), never delete them."""
+    label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
     prefix = f"{repo_cfg.branch_prefix}/{op.name}"
     names = [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")]
-    gitops.delete_branches(repo, names)
+    gitops.archive_branches(repo, names, label)
     if log.path.exists():
-        log.path.rename(log.path.with_name(f"results.{time.strftime('%Y%m%dT%H%M%S')}.jsonl"))
+        log.path.rename(log.path.with_name(f"results.{label}.jsonl"))
 
 
 def _restore_refs(run: _Run, state: rs.RunState) -> None:
@@ -331,16 +476,9 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
 def _record_rejection(run: _Run, state: rs.RunState, refusal: Refusal) -> None:
     """A proposal refused before evaluation: kept in the records, never an iteration."""
     run.log.append({"key": f"{rs.REJECTED}:{state.rejections + 1}", "kind": rs.REJECTED,
-                    "attempt": _jsonable_attempt(refusal), "reason": refusal.reason, "time": _now()})
+                    "attempt": rs.attempt_to_dict(refusal.attempt), "reason": refusal.reason, "time": _now()})
     run.progress(ProgressEvent("iteration", run.op.qualified, strategy=refusal.strategy, verdict="rejected",
                                change=refusal.attempt.change.description, message=refusal.reason))
-
-
-def _jsonable_attempt(refusal: Refusal) -> dict:
-    data = rs.attempt_to_dict(refusal.attempt)
-    data["change"]["old"], data["change"]["new"] = (_jsonable(data["change"]["old"]),
-                                                    _jsonable(data["change"]["new"]))
-    return data
 
 
 def _profile_summary(state: rs.RunState) -> dict:
@@ -386,9 +524,7 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
     run.log.append({
         "key": iteration_key(n), "kind": rs.ITERATION, "iteration": n, "parent": state.best_sha,
         "parent_iteration": state.best_iteration, "branch": branch, "sha": sha, "path": rel,
-        "change": {"strategy": variant.change.strategy, "description": variant.change.description,
-                   "knob": variant.change.knob, "old": _jsonable(variant.change.old),
-                   "new": _jsonable(variant.change.new)},
+        "change": rs.change_to_dict(variant.change),
         "source_hash": variant.source_hash, "parent_hash": _hash(best_source), "diff": variant.diff,
         "accuracy": dataclasses.asdict(accuracy), "latency": dataclasses.asdict(latency) if latency else None,
         "decision": dataclasses.asdict(decision) if decision else None, "verdict": verdict,
@@ -456,11 +592,12 @@ def _conclusion(run: _Run, state: rs.RunState) -> Conclusion:
 
 def _report(run: _Run, state: rs.RunState) -> CompletionReport:
     improvement = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
-    issues = _issues(state)
+    issues = _issues(state, run.settings.noise_floor)
     summary = (f"{len(state.iterations)} iterations on {run.op.qualified}; best "
                f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'}"
                f" at {state.best_us:.2f} us ({improvement:+.1f}% vs baseline), stopped: {state.stop['reason']}"
                f"{_drift_clause(state)}.")
+    # The planner works from the strategy catalog, whose readable form is references/strategies.md.
     consulted = [p for p in REFERENCES if (run.worktree / p).exists()]
     return CompletionReport(project=run.op.project, operator=run.op.name, iterations=len(state.iterations),
                             output=run.rel(f"{run.op.name}.py"),
@@ -475,11 +612,11 @@ def _drift_clause(state: rs.RunState) -> str:
     return f"; baseline re-measured at the end drifted {drift:+.1f}%" if drift is not None else ""
 
 
-def _issues(state: rs.RunState) -> list[str]:
+def _issues(state: rs.RunState, noise_floor: float) -> list[str]:
     found = [f"iter {it.n} ({it.strategy}): {it.verdict}" for it in state.iterations
              if it.verdict in ("fail_l0", "timeout", "error")]
     drift = (state.baseline_end or {}).get("drift_pct")
-    if drift is not None and abs(drift) >= 3.0:
+    if drift is not None and abs(drift) >= noise_floor * 100:  # drift as large as a gain we would accept
         found.append(f"baseline drifted {drift:+.1f}% between start and end of the run; "
                      "treat small gains with care")
     return found
@@ -497,9 +634,9 @@ def _deliver(run: _Run, state: rs.RunState) -> None:
         run.rel("opt_log.md"): render_opt_log(opt_log).encode(),
         run.rel("results.jsonl"): run.log.path.read_bytes(),
     }
-    for it, attempt in zip(state.iterations, state.attempts):
+    for it in state.iterations:
         files[it.path] = gitops.read_file(run.repo, it.sha, it.path).encode()
-        evidence.record(it.strategy, run.op.kernel_kind, attempt.gain or 0.0, it.verdict == "better")
+        evidence.record(it.strategy, run.op.kernel_kind, it.gain or 0.0, it.verdict == "better")
     files[EVIDENCE_PATH] = evidence.dumps().encode()
     report = render_report(_report(run, state))
     message = (f"tunebot: {run.op.name}: best variant "
@@ -507,17 +644,20 @@ def _deliver(run: _Run, state: rs.RunState) -> None:
     sha = gitops.commit_files(run.repo, state.best_sha, files, message)
     run.log.append({"key": rs.DELIVERY, "kind": rs.DELIVERY, "branch": run.delivery_branch, "sha": sha,
                     "report": report, "time": _now()})
-    _set_branch(run, run.delivery_branch, sha)
+    _ensure_branch(run, run.delivery_branch, sha)
     run.progress(ProgressEvent("delivered", run.op.qualified, branch=run.delivery_branch, sha=sha,
                                message=report))
 
 
-def _set_branch(run: _Run, name: str, sha: str) -> None:
+def _ensure_branch(run: _Run, name: str, sha: str) -> None:
+    """Create the delivery branch if it is missing; if someone moved it on, keep their commits."""
     current = gitops.branch_sha(run.repo, name)
     if current is None:
         gitops.create_branch(run.repo, name, sha)
     elif current != sha:
-        gitops.update_branch(run.repo, name, sha, current)
+        run.progress(ProgressEvent("delivered", run.op.qualified, branch=name, sha=current,
+                                   message=f"{name} has moved on from tunebot's {sha[:10]} to {current[:10]}; "
+                                           "left as it is"))
 
 
 def proposal_body(report: str, state: rs.RunState, settings: cfgmod.RunSettings, op: str) -> str:
@@ -538,10 +678,13 @@ def proposal_body(report: str, state: rs.RunState, settings: cfgmod.RunSettings,
 def _propose(run: _Run, state: rs.RunState) -> Proposal:
     report = state.delivery["report"]
     _restore_refs(run, state)
-    _set_branch(run, run.delivery_branch, state.delivery["sha"])
+    _ensure_branch(run, run.delivery_branch, state.delivery["sha"])
     if run.request.remote:
-        refs = [it.branch for it in state.iterations] + [run.delivery_branch]
-        gitops.push(run.repo, run.request.remote, [f"refs/heads/{r}:refs/heads/{r}" for r in refs])
+        # Iteration branches are tunebot's own and immutable: force them, so a restarted run can
+        # replace its old remote copies. The delivery branch is never forced (people may push to it).
+        refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
+        refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
+        gitops.push(run.repo, run.request.remote, refspecs)
     title = (f"tunebot: {run.op.qualified} {rs.gain_pct(state.baseline_us, state.best_us) or 0.0:+.1f}% "
              f"({state.stop['reason']})")
     body = proposal_body(report, state, run.settings, run.op.qualified)
@@ -567,19 +710,21 @@ def cancel(repo_path: Path, op: str) -> Path:
     repo = gitops.open_repo(repo_path)
     checkout = Path(repo.working_tree_dir)
     resolved = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), op)
-    flag = gitops.state_dir(repo) / "runs" / resolved.project / resolved.name / "cancel"
-    flag.parent.mkdir(parents=True, exist_ok=True)
+    state_dir = gitops.state_dir(repo) / "runs" / resolved.project / resolved.name
+    if not _lock_is_held(state_dir):
+        raise NothingToCancel(f"no tunebot run of {resolved.qualified} is in progress; nothing to cancel")
+    flag = state_dir / "cancel"
     flag.write_text(_now())
     return flag
+
+
+class NothingToCancel(TunebotError):
+    exit_code = 3
 
 
 def _hash(text: str) -> str:
     import hashlib
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _jsonable(value: object) -> object:
-    return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
 
 
 def _now() -> str:

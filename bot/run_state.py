@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.measure.types import LatencyResult
+from bot.record.fmt import gain_pct
 from bot.strategies.base import Attempt, Change
 
 # Record kinds, in the order a run writes them.
@@ -34,6 +35,7 @@ class IterationView:
     parent: str
     path: str  # variant path relative to the repo root
     source_hash: str
+    gain: float | None = None  # the decision's gain vs its parent (relative), for the evidence file
 
 
 @dataclass
@@ -78,10 +80,17 @@ def latency_from_dict(data: dict) -> LatencyResult:
     return LatencyResult(**{k: v for k, v in data.items() if k in known})
 
 
+def _jsonable(value: object) -> object:
+    return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
+
+
+def change_to_dict(change: Change) -> dict:
+    return {"strategy": change.strategy, "description": change.description, "knob": change.knob,
+            "old": _jsonable(change.old), "new": _jsonable(change.new)}
+
+
 def attempt_to_dict(attempt: Attempt) -> dict:
-    change = attempt.change
-    return {"change": {"strategy": change.strategy, "description": change.description, "knob": change.knob,
-                       "old": change.old, "new": change.new},
+    return {"change": change_to_dict(attempt.change),
             "source_hash": attempt.source_hash, "parent_hash": attempt.parent_hash,
             "verdict": attempt.verdict, "gain": attempt.gain}
 
@@ -89,12 +98,6 @@ def attempt_to_dict(attempt: Attempt) -> dict:
 def attempt_from_dict(data: dict) -> Attempt:
     return Attempt(change=Change(**data["change"]), source_hash=data["source_hash"],
                    parent_hash=data["parent_hash"], verdict=data["verdict"], gain=data.get("gain"))
-
-
-def gain_pct(baseline_us: float | None, latency_us: float | None) -> float | None:
-    if not baseline_us or latency_us is None:
-        return None
-    return (baseline_us - latency_us) / baseline_us * 100.0
 
 
 def replay(records: list[dict]) -> RunState:
@@ -137,6 +140,7 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
         branch=rec["branch"], parent=rec["parent"], path=rec["path"],
         source_hash=rec["source_hash"]))
     decision = rec.get("decision") or {}
+    state.iterations[-1].gain = decision.get("gain")
     state.attempts.append(Attempt(
         change=Change(strategy=change["strategy"], description=change["description"],
                       knob=change.get("knob"), old=change.get("old"), new=change.get("new")),

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -20,6 +21,10 @@ def test_help_explains_every_command_and_flag():
     for command in ("tune", "ops", "proposals", "approve", "merge", "cancel", "demo",
                     "refresh-features", "advise", "github"):
         assert command in top.output
+        sub = runner.invoke(main, [command, "--help"])
+        assert sub.exit_code == 0 and len(sub.output.splitlines()) > 4, command
+    for command in ("ops", "proposals", "approve", "merge", "cancel"):
+        assert "The git repository" in runner.invoke(main, [command, "--help"]).output
     tune_help = runner.invoke(main, ["tune", "--help"]).output
     for flag in ("--max-iters", "--target-us", "--strategies", "--restart", "--dry-run", "--json", "--into"):
         assert flag in tune_help
@@ -37,15 +42,38 @@ def test_json_mode_prints_one_json_object_per_line(git_repo):
     assert outcome["proposal"]["id"] == "1"
 
 
-def test_ops_lists_qualified_names_and_cancel_stops_the_next_run_early(git_repo):
+def test_ops_lists_qualified_names_and_cancel_without_a_run_is_refused(git_repo):
     add_sleepy_op(git_repo)
     runner = CliRunner()
     assert runner.invoke(main, ["ops", "--repo", str(git_repo.path)]).output.split() == ["testproj/sleepy"]
-    # A cancel left over from an earlier run must not stop a new one...
-    assert runner.invoke(main, ["cancel", "sleepy", "--repo", str(git_repo.path)]).exit_code == 0
+    refused = runner.invoke(main, ["cancel", "sleepy", "--repo", str(git_repo.path)])
+    assert refused.exit_code == 3 and "no tunebot run" in refused.output
+    # ...so no stale cancel flag is left to stop the next run.
     result = runner.invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "1"])
     assert result.exit_code == 0, result.output
     assert "迭代上限" in result.output
+
+
+def test_cancel_stops_a_running_tune_after_its_iteration_and_a_second_run_is_refused(git_repo):
+    add_sleepy_op(git_repo)
+    (git_repo.path / ".tunebot.yml").write_text("defaults:\n  patience: 10\n")
+    git(git_repo.path, "add", ".tunebot.yml")
+    git(git_repo.path, "commit", "-qm", "patience 10")
+    results = git_repo.path / ".git/tunebot/runs/testproj/sleepy/results.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "bot", "tune", "sleepy", "--repo", str(git_repo.path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (results.exists() and '"iter:1"' in results.read_text()):
+        time.sleep(0.05)
+    runner = CliRunner()
+    busy = runner.invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path)])
+    assert busy.exit_code == 3 and "another tunebot process" in busy.output
+    assert runner.invoke(main, ["cancel", "sleepy", "--repo", str(git_repo.path)]).exit_code == 0
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, output
+    assert "stop: 已取消" in output
+    stop = [json.loads(line) for line in results.read_text().splitlines() if '"kind": "stop"' in line]
+    assert stop[0]["reason"] == "已取消" and stop[0]["iterations"] < 10
 
 
 def test_bad_flag_value_is_a_usage_error(git_repo):

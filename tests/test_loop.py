@@ -244,3 +244,96 @@ def test_repeated_sigkill_at_random_moments_never_loses_or_duplicates(git_repo):
     for rec in iterations:
         assert git(git_repo.path, "rev-parse", rec["branch"]) == rec["sha"]
     assert len(LocalForge(git_repo.path).list_proposals(None)) == 1
+
+
+def test_restart_with_a_bad_flag_changes_nothing_then_restart_archives_instead_of_deleting(git_repo):
+    add_sleepy_op(git_repo)
+    tune(git_repo.path, max_iters=2)
+    before = git(git_repo.path, "for-each-ref", "refs/heads/tunebot/")
+    lines = records(git_repo.path)
+    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--restart",
+                                       "--strategies", "bogus"])
+    assert result.exit_code == 2, result.output
+    assert git(git_repo.path, "for-each-ref", "refs/heads/tunebot/") == before
+    assert records(git_repo.path) == lines
+
+    outcome = tune(git_repo.path, max_iters=1, restart=True)
+    assert outcome.iterations == 1
+    archived = git(git_repo.path, "for-each-ref", "--format=%(refname)", "refs/tunebot/archive/").split()
+    assert any(ref.endswith("/tunebot/sleepy/v2") for ref in archived), "old branches are kept aside"
+    old_logs = list((git_repo.path / ".git/tunebot/runs/testproj/sleepy").glob("results.*.jsonl"))
+    assert len(old_logs) == 1 and [json.loads(x) for x in old_logs[0].read_text().splitlines()] == lines
+
+
+def test_flags_that_contradict_the_recorded_run_are_refused(git_repo):
+    add_sleepy_op(git_repo)
+    tune(git_repo.path, max_iters=2)
+    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "4"])
+    assert result.exit_code == 2
+    assert "--restart" in result.output and "--max-iters 4" in result.output
+
+
+def test_op_name_shared_by_two_projects_cannot_overwrite_the_other_run(git_repo):
+    add_sleepy_op(git_repo)
+    other = {f"examples/otherproj/sleepy/{name}": (OP_FILES / name).read_text()
+             for name in ("sleepy.py", "tune.yaml", "DESIGN.md")}
+    make_commit(git_repo, other, "a second project with an op of the same name")
+    run_tune(TuneRequest(repo=git_repo.path, op="testproj/sleepy", max_iters=1), LocalForge(git_repo.path))
+    branches = git(git_repo.path, "for-each-ref", "refs/heads/tunebot/")
+    result = CliRunner().invoke(main, ["tune", "otherproj/sleepy", "--repo", str(git_repo.path)])
+    assert result.exit_code == 2 and "testproj/sleepy already has a tunebot run" in result.output
+    assert git(git_repo.path, "for-each-ref", "refs/heads/tunebot/") == branches
+
+
+def test_uncommitted_op_is_a_clear_error(git_repo):
+    op = git_repo.path / "examples/testproj/sleepy"
+    op.mkdir(parents=True)
+    for name in ("sleepy.py", "tune.yaml"):
+        shutil.copy2(OP_FILES / name, op / name)
+    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path)])
+    assert result.exit_code == 2
+    assert "not committed" in result.output
+
+
+def test_tuning_another_branch_proposes_into_that_branch(git_repo):
+    git(git_repo.path, "checkout", "-q", "-b", "feature")
+    add_sleepy_op(git_repo)
+    git(git_repo.path, "checkout", "-q", "main")
+    outcome = tune(git_repo.path, max_iters=1, base_ref="feature")
+    assert outcome.proposal.base == "feature"
+    assert git(git_repo.path, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+
+
+def test_crash_between_record_and_ref_is_repaired_on_resume(git_repo, monkeypatch):
+    """Deterministic fault injection in the two gaps a SIGKILL only hits by chance."""
+    import bot.loop as loop
+
+    add_sleepy_op(git_repo)
+    real_create, real_propose = loop.gitops.create_branch, LocalForge.propose
+
+    def create_then_die(repo, name, sha):
+        if name.endswith("/v2"):
+            raise SystemExit("killed after the iter:2 record, before its branch")
+        return real_create(repo, name, sha)
+
+    monkeypatch.setattr(loop.gitops, "create_branch", create_then_die)
+    with pytest.raises(SystemExit):
+        tune(git_repo.path, max_iters=3)
+    assert "iter:2" in {r["key"] for r in records(git_repo.path)}
+    assert git(git_repo.path, "branch", "--list", "tunebot/sleepy/v2") == ""
+    monkeypatch.setattr(loop.gitops, "create_branch", real_create)
+
+    def propose_then_die(self, *args, **kwargs):
+        raise SystemExit("killed after delivery, before the proposal")
+
+    monkeypatch.setattr(LocalForge, "propose", propose_then_die)
+    with pytest.raises(SystemExit):
+        tune(git_repo.path, max_iters=3)
+    assert "delivery" in {r["key"] for r in records(git_repo.path)}
+    monkeypatch.setattr(LocalForge, "propose", real_propose)
+
+    outcome = tune(git_repo.path, max_iters=3)
+    recs = records(git_repo.path)
+    for rec in (r for r in recs if r["kind"] == "iteration"):
+        assert git(git_repo.path, "rev-parse", rec["branch"]) == rec["sha"]
+    assert len(LocalForge(git_repo.path).list_proposals(None)) == 1 and outcome.proposal.id == "1"

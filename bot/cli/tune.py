@@ -116,7 +116,8 @@ def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max
 
 
 @click.command("ops")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
+              help="The git repository (any directory inside it).")
 @handle_errors
 def list_ops(repo: Path) -> None:
     """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
@@ -126,7 +127,8 @@ def list_ops(repo: Path) -> None:
 
 
 @click.command()
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
+              help="The git repository (any directory inside it).")
 @click.option("--all", "show_all", is_flag=True, help="Include merged and closed proposals.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output.")
 @handle_errors
@@ -145,7 +147,8 @@ def proposals(repo: Path, show_all: bool, as_json: bool) -> None:
 
 @click.command()
 @click.argument("proposal_id")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
+              help="The git repository (any directory inside it).")
 @click.option("--reviewer", default=None, help="Who approves (default: git user.name).")
 @handle_errors
 def approve(proposal_id: str, repo: Path, reviewer: str | None) -> None:
@@ -158,7 +161,8 @@ def approve(proposal_id: str, repo: Path, reviewer: str | None) -> None:
 
 @click.command()
 @click.argument("proposal_id")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
+              help="The git repository (any directory inside it).")
 @handle_errors
 def merge(proposal_id: str, repo: Path) -> None:
     """Merge proposal PROPOSAL_ID into its base branch (only once approved on its current head)."""
@@ -168,7 +172,8 @@ def merge(proposal_id: str, repo: Path) -> None:
 
 @click.command("cancel")
 @click.argument("op")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True)
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
+              help="The git repository (any directory inside it).")
 @handle_errors
 def cancel_run(op: str, repo: Path) -> None:
     """Ask a running tune of OP to stop after its current iteration (it still delivers its best)."""
