@@ -259,7 +259,7 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
     except (TunebotError, subprocess.CalledProcessError, GithubException) as exc:
         # Whatever failed, the commit status and the status comments must not stay "pending/queued".
         what = _failure_text(exc)
-        _report_failure(req, gh, flow, pinned, links, what)
+        _report_failure(req, forge, gh, flow, pinned, links, what)
         forge.set_status(pinned, "failure", f"tunebot failed: {what}"[:140], context="tunebot")
         return Outcome("failed", what, outputs, exit_code=1)
 
@@ -284,10 +284,17 @@ def _failure_text(exc: BaseException) -> str:
     return str(exc).strip()[:500] or type(exc).__name__
 
 
-def _report_failure(req: Request, gh: Github, flow: FlowConfig, pinned: str, links: "Links", what: str) -> None:
+def _report_failure(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, pinned: str, links: "Links", what: str) -> None:
     """Say on each op's status comment what failed (best effort: the API may be what failed)."""
     assert req.command is not None
-    for op in req.command.ops:
+    try:
+        existing = forge.status_comments(req.pr)
+    except TunebotError:
+        existing = {}
+    targets = []
+    for typed in req.command.ops:  # the comment may carry the resolved name (`demo/rms_norm` for `rms_norm`)
+        targets.append(next((name for name in existing if name == typed or name.endswith("/" + typed)), typed))
+    for op in dict.fromkeys(targets):
         reporter = StatusReporter(_op_forge(gh, flow, req, op, pinned), op, pinned, req.actor, links, None)
         reporter.phase = "failed"
         try:

@@ -589,3 +589,21 @@ def test_no_child_started_during_a_github_tune_inherits_the_token(world, pr, tmp
     assert seen == ["[]"]
     assert len(proposals(world)) == 1  # the client kept its own token: the proposal still opened
     world.fake.assert_no_violations()
+
+
+def test_a_failure_after_the_run_started_is_reported_on_the_same_status_comment(world, pr, tmp_path):
+    import subprocess
+
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+
+    def failing_git(request, **kwargs):
+        raise subprocess.CalledProcessError(128, ["git", "fetch", "origin"], stderr=b"fatal: could not read from remote")
+
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=failing_git)
+
+    assert outcome.action == "failed" and "could not read from remote" in outcome.message
+    assert world.fake.statuses[head][-1]["state"] == "failure"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]  # edited, not a second one
+    assert status.body.startswith(status_marker(OP)) and "git fetch origin" in status.body and "**Failed:**" in status.body
+    world.fake.assert_no_violations()
