@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import keyword
+import math
 import re
 import shlex
 from dataclasses import dataclass, field, replace
@@ -296,6 +297,8 @@ class _Checker:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             self.fail(key, f"expected a number, got {_kind(value)}", fix or f"write e.g. `{_leaf(key)}: {example}`")
         number = float(value)
+        if not math.isfinite(number):  # .inf would reach results.jsonl, which is strict JSON
+            self.fail(key, f"must be a finite number, got {number:g}", fix or f"write e.g. `{_leaf(key)}: {example}`")
         if minimum is not None and number < minimum:
             self.fail(key, f"must be >= {minimum:g}, got {number:g}", fix or f"use a value >= {minimum:g}")
         if above is not None and number <= above:

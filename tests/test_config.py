@@ -487,3 +487,13 @@ def test_github_required_checks_and_allow_no_checks_are_read(tmp_path: Path) -> 
     assert c.RepoConfig().github.required_checks == () and c.RepoConfig().github.allow_no_checks is False
     assert repo_error(tmp_path, "github: {allow_no_checks: maybe}\n").key == "github.allow_no_checks"
     assert repo_error(tmp_path, "github: {required_checks: [ci, 3]}\n").key == "github.required_checks[1]"
+
+
+def test_infinite_numbers_are_refused_with_the_key(tmp_path):
+    op_dir = tmp_path / "examples" / "p" / "op"
+    op_dir.mkdir(parents=True)
+    (op_dir / "op.py").write_text("BLOCK = 1\n")
+    (op_dir / "tune.yaml").write_text("target_us: .inf\n")
+    with pytest.raises(ConfigError) as err:
+        c.load_op_config(tmp_path, op_dir)
+    assert err.value.key == "target_us" and "finite" in str(err.value)
