@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 EXIT_BAD_OP = 3  # the op module breaks the contract (missing entry, inputs not a tuple)
 
@@ -63,7 +63,25 @@ def write_result(path: Path, payload: dict) -> None:
     path.write_text(json.dumps(payload), encoding="utf-8")
 
 
-def fail_contract(path: Path, exc: OpContractError) -> None:
+def fail_contract(path: Path, exc: OpContractError) -> NoReturn:
     write_result(path, {"error": str(exc)})
     print(f"tunebot: {exc}", file=sys.stderr)
     sys.exit(EXIT_BAD_OP)
+
+
+def load_entry(args: argparse.Namespace, what: str) -> tuple[Callable[..., Any], tuple]:
+    """The variant's entry and its inputs; a broken op contract is reported on --result and exits."""
+    try:
+        module = load_module(args.source)
+        return attribute(module, args.entry, what), build_inputs(module, args.inputs, args.seed)
+    except OpContractError as exc:
+        fail_contract(args.result, exc)
+
+
+def to_device(value: Any, torch: ModuleType, device: str) -> Any:
+    """Move every tensor in (nested tuples/lists of) inputs to `device`."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_device(v, torch, device) for v in value)
+    return value

@@ -8,8 +8,7 @@ from __future__ import annotations
 import gc
 import time
 
-from bot.measure.runners.common import (OpContractError, attribute, base_parser, build_inputs,
-                                        fail_contract, load_module, write_result)
+from bot.measure.runners.common import base_parser, load_entry, write_result
 
 
 def time_calls(fn, inputs: tuple, warmup: int, repeats: int) -> list[float]:
@@ -34,12 +33,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
     args = p.parse_args()
-    try:
-        module = load_module(args.source)
-        fn = attribute(module, args.entry, "the timed entry")
-        inputs = build_inputs(module, args.inputs, args.seed)
-    except OpContractError as exc:
-        fail_contract(args.result, exc)
+    fn, inputs = load_entry(args, "the timed entry")
     samples = time_calls(fn, inputs, args.warmup, args.repeats)
     write_result(args.result, {"samples_us": samples})
 

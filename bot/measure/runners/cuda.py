@@ -7,16 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from bot.measure.runners.common import (EXIT_BAD_OP, OpContractError, attribute, base_parser,
-                                        build_inputs, fail_contract, load_module, write_result)
-
-
-def to_device(value, torch):
-    if isinstance(value, torch.Tensor):
-        return value.to("cuda")
-    if isinstance(value, (tuple, list)):
-        return type(value)(to_device(v, torch) for v in value)
-    return value
+from bot.measure.runners.common import EXIT_BAD_OP, base_parser, load_entry, to_device, write_result
 
 
 def time_events(fn, inputs: tuple, warmup: int, repeats: int, torch) -> list[float]:
@@ -52,12 +43,8 @@ def main() -> None:
         why = "torch was built without CUDA" if torch.version.cuda is None else "no CUDA device is visible"
         write_result(args.result, {"unavailable": f"CUDA not available ({why}; torch {torch.__version__})"})
         sys.exit(EXIT_BAD_OP)
-    try:
-        module = load_module(args.source)
-        fn = attribute(module, args.entry, "the timed entry")
-        inputs = to_device(build_inputs(module, args.inputs, args.seed), torch)
-    except OpContractError as exc:
-        fail_contract(args.result, exc)
+    fn, inputs = load_entry(args, "the timed entry")
+    inputs = to_device(inputs, torch, "cuda")
     samples = time_events(fn, inputs, args.warmup, args.repeats, torch)
     write_result(args.result, {"samples_us": samples, "device": torch.cuda.get_device_name(0)})
 

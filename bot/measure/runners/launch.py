@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from bot.measure.runners.common import (OpContractError, attribute, base_parser, build_inputs,
-                                        fail_contract, load_module, write_result)
+from bot.measure.runners.common import base_parser, load_entry, write_result
 
 
 def synchronize() -> str:
@@ -31,12 +30,7 @@ def main() -> None:
     p = base_parser(__doc__)
     p.add_argument("--calls", type=int, default=1)
     args = p.parse_args()
-    try:
-        module = load_module(args.source)
-        fn = attribute(module, args.entry, "the launched entry")
-        inputs = build_inputs(module, args.inputs, args.seed)
-    except OpContractError as exc:
-        fail_contract(args.result, exc)
+    fn, inputs = load_entry(args, "the launched entry")
     for _ in range(args.calls):
         fn(*inputs)
     device = synchronize()

@@ -9,16 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from bot.measure.runners.common import (EXIT_BAD_OP, OpContractError, attribute, base_parser,
-                                        build_inputs, fail_contract, load_module, write_result)
-
-
-def to_npu(value, torch):
-    if isinstance(value, torch.Tensor):
-        return value.to("npu")
-    if isinstance(value, (tuple, list)):
-        return type(value)(to_npu(v, torch) for v in value)
-    return value
+from bot.measure.runners.common import EXIT_BAD_OP, base_parser, load_entry, to_device, write_result
 
 
 def main() -> None:
@@ -33,12 +24,8 @@ def main() -> None:
     except Exception as exc:  # ImportError, or a CANN library that fails to load
         write_result(args.result, {"unavailable": f"torch_npu cannot be imported: {type(exc).__name__}: {exc}"})
         sys.exit(EXIT_BAD_OP)
-    try:
-        module = load_module(args.source)
-        fn = attribute(module, args.entry, "the profiled entry")
-        inputs = to_npu(build_inputs(module, args.inputs, args.seed), torch)
-    except OpContractError as exc:
-        fail_contract(args.result, exc)
+    fn, inputs = load_entry(args, "the profiled entry")
+    inputs = to_device(inputs, torch, "npu")
     prof = torch_npu.profiler
     config = prof._ExperimentalConfig(profiler_level=prof.ProfilerLevel.Level1,
                                       aic_metrics=prof.AiCMetrics.PipeUtilization, l2_cache=False)
