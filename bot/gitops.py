@@ -231,11 +231,26 @@ def _acquire(fd: int, path: Path, deadline: float) -> None:
             return
         except BlockingIOError:
             if time.monotonic() > deadline:
-                raise GitError(
+                raise LockBusy(
                     f"{path} is held by another tunebot process (pid {_lock_holder(path)}). "
                     "Wait for it to finish; the lock is released as soon as that process exits."
                 ) from None
             time.sleep(0.02)
+
+
+class LockBusy(GitError):
+    """A file_lock is held by another live process."""
+
+
+def lock_is_held(path: Path) -> bool:
+    """Whether a live process holds the file_lock on `path` right now."""
+    if not path.exists():
+        return False
+    try:
+        with file_lock(path, timeout_s=0):
+            return False
+    except LockBusy:
+        return True
 
 
 def _lock_holder(path: Path) -> str:

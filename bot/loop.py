@@ -12,13 +12,11 @@ are recreated from the recorded shas.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import math
-import os
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
@@ -38,6 +36,7 @@ from bot.strategies import catalog
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import EVIDENCE_PATH, Evidence
 from bot.strategies.planner import Planner
+from bot.strategies.source import source_hash
 
 StopReason = Literal["达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"]
 TARGET_REACHED, MAX_ITERS, NO_GAIN, EXHAUSTED, CANCELLED = "达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"
@@ -158,32 +157,15 @@ def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | No
 
 @contextmanager
 def _run_lock(state_dir: Path, op: str):
-    """One live run per op. flock dies with its process, so a killed run never leaves it stale."""
+    """One live run per op (an flock: a killed run never leaves it stale)."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    with ExitStack() as held:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            held.enter_context(gitops.file_lock(state_dir / "run.lock", timeout_s=0))
+        except gitops.LockBusy:
             raise RunBusy(f"another tunebot process is tuning {op} right now; wait for it to finish, "
                           f"or stop it with `tunebot cancel {op}`") from None
         yield
-    finally:
-        os.close(fd)
-
-
-def _lock_is_held(state_dir: Path) -> bool:
-    path = state_dir / "run.lock"
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
 
 
 def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
@@ -525,7 +507,7 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
         "key": iteration_key(n), "kind": rs.ITERATION, "iteration": n, "parent": state.best_sha,
         "parent_iteration": state.best_iteration, "branch": branch, "sha": sha, "path": rel,
         "change": rs.change_to_dict(variant.change),
-        "source_hash": variant.source_hash, "parent_hash": _hash(best_source), "diff": variant.diff,
+        "source_hash": variant.source_hash, "parent_hash": source_hash(best_source), "diff": variant.diff,
         "accuracy": dataclasses.asdict(accuracy), "latency": dataclasses.asdict(latency) if latency else None,
         "decision": dataclasses.asdict(decision) if decision else None, "verdict": verdict,
         "environment": dataclasses.asdict(env), "time": _now()})
@@ -711,7 +693,7 @@ def cancel(repo_path: Path, op: str) -> Path:
     checkout = Path(repo.working_tree_dir)
     resolved = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), op)
     state_dir = gitops.state_dir(repo) / "runs" / resolved.project / resolved.name
-    if not _lock_is_held(state_dir):
+    if not gitops.lock_is_held(state_dir / "run.lock"):
         raise NothingToCancel(f"no tunebot run of {resolved.qualified} is in progress; nothing to cancel")
     flag = state_dir / "cancel"
     flag.write_text(_now())
@@ -720,11 +702,6 @@ def cancel(repo_path: Path, op: str) -> Path:
 
 class NothingToCancel(TunebotError):
     exit_code = 3
-
-
-def _hash(text: str) -> str:
-    import hashlib
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _now() -> str:
