@@ -21,6 +21,7 @@ from bot.cli.common import handle_errors
 from bot.errors import TunebotError
 from bot.forge.local import LocalForge
 from bot.loop import ProgressEvent, RunOutcome, TuneRequest, cancel, run_tune
+from bot.model import cli as model_cli
 
 
 
@@ -108,6 +109,9 @@ def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max
                           max_iters=max_iters, target_us=target_us, strategies=_strategies(strategies),
                           restart=restart, dry_run=dry_run)
     forge = LocalForge(repo.resolve())
+    if model_cli.is_model(request):  # a model target: <project>/<model>/model.yaml (docs/model.md)
+        model_cli.tune(request, forge, as_json)
+        return
     outcome = run_tune(request, forge, _json_event if as_json else print_event)
     if as_json:
         click.echo(json.dumps({"outcome": _outcome_dict(outcome)}, ensure_ascii=False, default=str))
@@ -196,8 +200,9 @@ DEMO_PATHS = (".tunebot.yml", "examples/demo", "references")
 @click.option("--dir", "target", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to create the demo repository (default: a new temporary directory).")
 @click.option("--max-iters", type=click.IntRange(min=1), default=None, help="Override the iteration budget.")
+@click.option("--model", "model", is_flag=True, help=f"Tune the demo model {model_cli.DEMO_MODEL} instead (docs/model.md).")
 @handle_errors
-def demo(op: str, target: Path | None, max_iters: int | None) -> None:
+def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> None:
     """Create a scratch git repo with the demo ops and tune one of them on the CPU.
 
     Shows the whole loop on the embedded default: local repository, CPU backend,
@@ -218,6 +223,10 @@ def demo(op: str, target: Path | None, max_iters: int | None) -> None:
     gitops.init_repo(target, message="demo: tunebot example ops")
     click.echo(f"demo repository: {target}")
     forge = LocalForge(target)
+    if model:
+        outcome = model_cli.tune(TuneRequest(repo=target, op=model_cli.DEMO_MODEL, max_iters=max_iters), forge, False)
+        click.echo(f"next: cd {target} && tunebot proposals")
+        return
     outcome = run_tune(TuneRequest(repo=target, op=op, max_iters=max_iters), forge, print_event)
     _print_outcome(outcome, target)
     click.echo(f"next: cd {target} && tunebot proposals && tunebot approve {outcome.proposal.id if outcome.proposal else 1}"

@@ -1,0 +1,140 @@
+"""Fold a model run's results.jsonl records into its state (pure; the records are the truth).
+
+Record kinds carry a `model-` prefix so that the operator loop's fold, which shares the
+runs/ folder layout, never mistakes them for its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.record.fmt import gain_pct
+from bot.run_state import latency_from_dict
+from bot.measure.types import LatencyResult
+
+START, BASELINE, ITERATION, STOP, DELIVERY, PROPOSAL = (
+    "model-start", "model-baseline", "model-iteration", "model-stop", "model-delivery", "model-proposal")
+MEASURED = ("better", "not_better")  # verdicts with a decision (quality passed, same workload)
+
+
+def iteration_key(n: int) -> str:
+    return f"iter:{n}"
+
+
+@dataclass
+class IterationView:
+    n: int
+    key: str
+    old: object
+    new: object
+    row: str
+    citation: str
+    verdict: str
+    latency_ms: float | None
+    gain_pct: float | None  # vs the baseline
+    step_gain: float | None  # the decision's relative gain vs the parent (re-measured when close)
+    cosine: float | None
+    sha: str
+    branch: str
+    parent: str
+    reasons: list[str]
+    stale: str | None
+    analysis: dict | None
+    analysis_delta: dict | None
+    note: str
+
+    @property
+    def change(self) -> str:
+        from bot.model.rank import _show
+
+        return f"{self.key}: {_show(self.old)} -> {_show(self.new)}"
+
+
+@dataclass
+class ModelState:
+    start: dict | None = None
+    baseline: dict | None = None
+    iterations: list[IterationView] = field(default_factory=list)
+    stop: dict | None = None
+    delivery: dict | None = None
+    proposal: dict | None = None
+    best_sha: str | None = None
+    best_iteration: int | None = None
+    best_latency: LatencyResult | None = None
+    best_settings: dict = field(default_factory=dict)
+    best_analysis: dict | None = None  # layers of the best-so-far's analysis
+
+    @property
+    def baseline_ms(self) -> float | None:
+        return _ms(self.baseline["latency"]) if self.baseline else None
+
+    @property
+    def best_ms(self) -> float | None:
+        return self.best_latency.median_us / 1000.0 if self.best_latency and self.best_latency.median_us else None
+
+    @property
+    def next_iteration(self) -> int:
+        return len(self.iterations) + 1
+
+    def tried(self) -> dict[str, list[tuple[object, str]]]:
+        out: dict[str, list[tuple[object, str]]] = {}
+        for it in self.iterations:
+            out.setdefault(it.key, []).append((it.new, it.verdict))
+        return out
+
+    @property
+    def stale(self) -> list[str]:
+        notes = list((self.baseline or {}).get("stale", []))
+        notes += [f"iter {it.n}: {it.stale}" for it in self.iterations if it.stale]
+        return notes
+
+
+def _ms(latency: dict | None) -> float | None:
+    if not latency or latency.get("status") != "ok" or not latency.get("median_us"):
+        return None
+    return latency["median_us"] / 1000.0
+
+
+def replay(records: list[dict]) -> ModelState:
+    state = ModelState()
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == START:
+            state.start = rec
+        elif kind == BASELINE:
+            state.baseline = rec
+            state.best_sha = rec["sha"]
+            state.best_latency = latency_from_dict(rec["latency"])
+            state.best_settings = dict(rec["settings"])
+            state.best_analysis = (rec.get("analysis") or {}).get("layers")
+        elif kind == ITERATION:
+            _apply(state, rec)
+        elif kind == STOP:
+            state.stop = rec
+        elif kind == DELIVERY:
+            state.delivery = rec
+        elif kind == PROPOSAL:
+            state.proposal = rec
+    return state
+
+
+def _apply(state: ModelState, rec: dict) -> None:
+    s = rec["setting"]
+    median = _ms(rec.get("latency"))
+    decision = rec.get("decision") or {}
+    state.iterations.append(IterationView(
+        n=rec["iteration"], key=s["key"], old=s["old"], new=s["new"], row=s["row"], citation=s["citation"],
+        verdict=rec["verdict"], latency_ms=median, gain_pct=gain_pct(state.baseline_ms, median),
+        step_gain=decision.get("gain"), cosine=(rec.get("quality") or {}).get("cosine"), sha=rec["sha"],
+        branch=rec["branch"], parent=rec["parent"], reasons=list(s.get("reasons", [])), stale=rec.get("stale"),
+        analysis=(rec.get("analysis") or {}).get("layers"), analysis_delta=rec.get("analysis_delta"),
+        note=rec.get("note", "")))
+    if rec["verdict"] == "better":
+        state.best_sha, state.best_iteration = rec["sha"], rec["iteration"]
+        best = latency_from_dict(rec["latency"])
+        if decision.get("candidate_us"):  # re-measured interleaved: the fairer median
+            best.median_us = decision["candidate_us"]
+        state.best_latency = best
+        state.best_settings = {**state.best_settings, s["key"]: s["new"]}
+        if rec.get("analysis"):
+            state.best_analysis = rec["analysis"]["layers"]
