@@ -67,11 +67,11 @@ def after_ranking(ranking: Ranking, analysis: Analysis | None) -> Stop | None:
         fired = {f.branch: f for f in advise_mod.walk_tree(analysis) if f.fired}
         for branch, where in _EXTERNAL.items():
             if branch in fired:
-                return Stop(EXTERNAL, f"root cause outside the pipeline: {where}; analysis {analysis.source}: "
+                return Stop(EXTERNAL, f"root cause outside the pipeline: {where}; {analysis.source}: "
                                       f"{fired[branch].reason}; no untried setting addresses it")
         for branch, what in _HARDWARE.items():
             if branch in fired:
-                return Stop(HARDWARE_LIMIT, f"hardware limit: {what}; analysis {analysis.source}: "
+                return Stop(HARDWARE_LIMIT, f"hardware limit: {what}; {analysis.source}: "
                                             f"{fired[branch].reason}; no untried setting addresses it")
     if not ranking.candidates:
         why = "; ".join(ranking.excluded) or "every listed value was tried"
