@@ -197,19 +197,40 @@ def workload_diff(baseline: dict, now: dict) -> list[str]:
     return [f"{k}: {baseline.get(k)!r} -> {now.get(k)!r}" for k in WORKLOAD_KEYS if baseline.get(k) != now.get(k)]
 
 
-# An ImportError/TypeError whose message or traceback names the MindIE-SD package: the API the
-# features table describes is missing or has another signature at run time.
+# An ImportError/TypeError whose message or traceback names the MindIE-SD package, or a TypeError
+# on a call of an API the features table lists: the API is missing or has another signature at
+# run time. (A TypeError raised at the call site has no mindiesd frame: `from mindiesd import
+# attention_forward` then `attention_forward(..., fused=True)` names only the function.)
 _EXC_LINE = re.compile(r"^(ImportError|ModuleNotFoundError|TypeError)\b[^\n]*$", re.M)
+_CALLED = re.compile(r"^TypeError: (?:[\w.]+\.)?(\w+)\(\)")
+_API_IMPORT = re.compile(r"from\s+mindiesd[\w.]*\s+import\s+([\w\s,]+)")
+_API_CALL = re.compile(r"^(\w+)\(")
 
 
-def stale_api_error(output: str) -> str | None:
+def api_names(api_cells: list[tuple[str, ...]]) -> frozenset[str]:
+    """Names of the MindIE-SD APIs in the features table's API cells (imports and signatures)."""
+    out: set[str] = set()
+    for cell in api_cells:
+        for text in cell:
+            for match in _API_IMPORT.finditer(text):
+                out |= {n.strip() for n in match.group(1).split(",") if n.strip()}
+            call = _API_CALL.match(text.strip())
+            if call:
+                out.add(call.group(1))
+    return frozenset(out)
+
+
+def stale_api_error(output: str, apis: frozenset[str] = frozenset()) -> str | None:
     """The exception line when a run failed on a MindIE-SD API (the table is stale), else None."""
     lines = [m.group(0) for m in _EXC_LINE.finditer(output)]
     if not lines:
         return None
-    last = lines[-1]
+    last = lines[-1].strip()
     trace = output[max(0, output.rfind("Traceback")):]
-    return last.strip() if "mindiesd" in last.lower() or "mindiesd" in trace.lower() else None
+    if "mindiesd" in last.lower() or "mindiesd" in trace.lower():
+        return last
+    called = _CALLED.match(last)
+    return last if called and called.group(1) in apis else None
 
 
 # ---------------------------------------------------------------- quality

@@ -326,6 +326,10 @@ def _settings_text(run: _Run, sha: str) -> str | None:
     return gitops.read_file(run.repo, sha, run.spec.settings_file.as_posix(), missing_ok=True)
 
 
+def _apis(run: _Run) -> frozenset[str]:
+    return cmd.api_names([r.api for r in run.table.rows])
+
+
 def _version_stale(run: _Run, bench: cmd.Benchmark) -> str | None:
     table = run.table.meta.get("docs_version", UNDECLARED)
     if bench.mindiesd_version and table not in ("", UNDECLARED) and bench.mindiesd_version != table:
@@ -356,7 +360,7 @@ def _baseline(run: _Run) -> None:
     staging.mkdir(parents=True)
     result = cmd.run(run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run, out_dir=staging))
     if not result.ok:
-        stale = cmd.stale_api_error(result.stderr + "\n" + result.stdout)
+        stale = cmd.stale_api_error(result.stderr + "\n" + result.stdout, _apis(run))
         hint = f"\nThe features table may be stale: {stale}" if stale else ""
         raise BaselineFailed(f"the baseline benchmark of {run.target.qualified} failed ({result.reason}); fix it "
                              f"first:\n{result.tail[-1500:]}{hint}")
@@ -428,7 +432,7 @@ def _run_iteration(run: _Run, state: ms.ModelState, cand: Candidate) -> None:
         out_dir.mkdir()
         result = cmd.run(run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run, out_dir=out_dir))
         if not result.ok:
-            stale = cmd.stale_api_error(result.stderr + "\n" + result.stdout)
+            stale = cmd.stale_api_error(result.stderr + "\n" + result.stdout, _apis(run))
             rec["stale"] = f"{cand.row}: {stale}" if stale else None
             rec["verdict"] = "timeout" if result.timed_out else "stale_api" if stale else "error"
             rec["note"] = f"benchmark failed ({result.reason}): {result.tail.strip().splitlines()[-1][:300] if result.tail.strip() else ''}"

@@ -76,8 +76,8 @@ def main() -> int:
         if e.get("crash") == "import":
             from mindiesd import sparse_attention  # noqa: F401  (the fake package lacks it)
         if e.get("crash") == "type":
-            import mindiesd
-            mindiesd.attention_forward(1, 2, 3, fused=True)
+            from mindiesd import attention_forward
+            attention_forward(1, 2, 3, fused=True)  # the table's signature; the installed one lacks it
         if e.get("crash") == "exit":
             print("segfault-like failure", file=sys.stderr)
             return 3
