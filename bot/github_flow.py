@@ -60,7 +60,12 @@ class Outcome:
 
 def _default_tune(*args: object, **kwargs: object) -> RunOutcome:
     from bot.loop import run_tune
+    from bot.model.cli import is_model
+    from bot.model.loop import run_model
 
+    request = args[0] if args else kwargs.get("request")
+    if isinstance(request, TuneRequest) and is_model(request):  # a model target (docs/model.md)
+        return run_model(*args, **kwargs)  # type: ignore[arg-type]
     return run_tune(*args, **kwargs)  # type: ignore[arg-type]
 
 

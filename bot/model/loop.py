@@ -100,6 +100,18 @@ def find_model(repo_path: Path, name: str, base_ref: str | None = None) -> Model
     return matches[0] if matches else None
 
 
+def model_in_tree(root: Path, ops_root: str, name: str) -> str | None:
+    """`project/model` when the checkout at `root` has `<ops_root>/<project>/<model>/model.yaml` for
+    `name` (one match only), else None. For checks made on a working tree (the /tune gate)."""
+    base = Path(root) / ops_root
+    parts = name.split("/")
+    if len(parts) > 2 or not all(cfgmod.NAME_PART.match(p) for p in parts):
+        return None
+    pattern = f"{parts[0]}/{parts[1]}/{spec_mod.MODEL_FILE}" if len(parts) == 2 else f"*/{parts[0]}/{spec_mod.MODEL_FILE}"
+    found = sorted(p for p in base.glob(pattern) if p.is_file()) if base.is_dir() else []
+    return f"{found[0].parent.parent.name}/{found[0].parent.name}" if len(found) == 1 else None
+
+
 def is_model(repo_path: Path, name: str, base_ref: str | None = None) -> bool:
     return find_model(repo_path, name, base_ref) is not None
 
@@ -594,7 +606,9 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal:
 
 def _outcome(run: _Run, state: ms.ModelState, proposal: Proposal | None) -> RunOutcome:
     us = (lambda v: v * 1000.0 if v is not None else None)
-    return RunOutcome(op=run.target.qualified, stop_reason=state.stop["reason"], iterations=len(state.iterations),
+    # The stale flag rides on the stop reason: every front end (terminal, status comment) shows it.
+    stale = f" (features table may be stale: {'; '.join(state.stale)})" if state.stale else ""
+    return RunOutcome(op=run.target.qualified, stop_reason=state.stop["reason"] + stale, iterations=len(state.iterations),
                       baseline_us=us(state.baseline_ms), best_us=us(state.best_ms), best_iteration=state.best_iteration,
                       improvement_pct=records._gain(state) or 0.0, delivery_branch=run.delivery_branch,
                       proposal=proposal, report=state.delivery["report"], results_path=run.log.path,
