@@ -4,11 +4,18 @@ against the OpenAPI description), a bare repo as the remote, the real model loop
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from fakegithub.harness import make_world
-from test_model_loop import EFFECTS, FIX, MODEL_DIR, MODEL_YAML, ROOT, SETTINGS, ANALYSIS
+from test_model_loop import (
+    ANALYSIS,
+    EFFECTS,
+    FIX,
+    MODEL_DIR,
+    MODEL_YAML,
+    ROOT,
+    SETTINGS,
+)
 
 from bot.forge.github import make_client, status_marker
 from bot.github_flow import FlowConfig, handle_event

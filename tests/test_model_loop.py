@@ -196,8 +196,9 @@ def test_stop_reasons_are_recorded_with_evidence(git_repo, control, case):
                     "communication": {"comm_pct": 40, "exposed_comm_pct": 45},
                     "pipeline": {"redundant_steps": False}, "system": {"peak_memory_gb": 8, "memory_capacity_gb": 64}}
         yaml_text = MODEL_YAML.split("settings:\n")[0] + "settings:\n  - {key: fused, values: [true], row: Pattern 融合}\n"
-        expected, evidence = "外部根因", "HCCL (communication not hidden by compute); analysis of the baseline: " \
-                                        "exposed communication 45% of communication time > 30%"
+        expected = "外部根因"
+        evidence = ("HCCL (communication not hidden by compute); analysis of the baseline: "
+                    "exposed communication 45% of communication time > 30%")
     elif case == "hardware":
         analysis = {"compute": {"matmul_pct": 20, "attention_pct": 10, "compiled": True},
                     "system": {"peak_memory_gb": 62, "memory_capacity_gb": 64}}
@@ -258,7 +259,7 @@ def test_same_version_is_not_stale(git_repo, control):
 def _cli(repo_path: Path, control: Path, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "FAKEPIPE_CONTROL": str(control)}
     return subprocess.run([sys.executable, "-m", "bot", "tune", "fakeproj/fake", "--repo", str(repo_path), *extra],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def test_garbage_benchmark_at_baseline_is_a_clear_error_and_loses_nothing(git_repo, control):

@@ -201,7 +201,7 @@ def workload_diff(baseline: dict, now: dict) -> list[str]:
 # on a call of an API the features table lists: the API is missing or has another signature at
 # run time. (A TypeError raised at the call site has no mindiesd frame: `from mindiesd import
 # attention_forward` then `attention_forward(..., fused=True)` names only the function.)
-_EXC_LINE = re.compile(r"^(ImportError|ModuleNotFoundError|TypeError)\b[^\n]*$", re.M)
+_EXC_LINE = re.compile(r"^(ImportError|ModuleNotFoundError|TypeError)\b[^\n]*$", re.MULTILINE)
 _CALLED = re.compile(r"^TypeError: (?:[\w.]+\.)?(\w+)\(\)")
 _API_IMPORT = re.compile(r"from\s+mindiesd[\w.]*\s+import\s+([\w\s,]+)")
 _API_CALL = re.compile(r"^(\w+)\(")

@@ -28,13 +28,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import git
+
 from bot import config as cfgmod
 from bot import gitops
 from bot.errors import TunebotError
 from bot.features import render as table_render
 from bot.features.analysis import Analysis
 from bot.forge.base import Forge, Proposal, ProposalNotFound
-from bot.loop import BadRequest, BaselineFailed, ProgressCallback, ProgressEvent, RunBusy, RunOutcome, TuneRequest
+from bot.loop import (
+    BadRequest,
+    BaselineFailed,
+    ProgressCallback,
+    ProgressEvent,
+    RunBusy,
+    RunOutcome,
+    TuneRequest,
+)
 from bot.loop import delivery_branch as delivery_branch_name
 from bot.measure import decide as decide_mod
 from bot.measure.types import LatencyResult
@@ -122,7 +132,7 @@ def is_model(repo_path: Path, name: str, base_ref: str | None = None) -> bool:
 @dataclass
 class _Run:
     request: TuneRequest
-    repo: object
+    repo: git.Repo
     target: ModelTarget
     spec: spec_mod.ModelSpec
     repo_cfg: cfgmod.RepoConfig
@@ -378,7 +388,7 @@ def _baseline(run: _Run) -> None:
                              f"first:\n{result.tail[-1500:]}{hint}")
     bench = cmd.parse_benchmark(result)
     if not any(staging.rglob("*")):
-        raise BaselineFailed(f"the baseline benchmark wrote no outputs to $TUNEBOT_OUTPUT_DIR; the quality gate "
+        raise BaselineFailed("the baseline benchmark wrote no outputs to $TUNEBOT_OUTPUT_DIR; the quality gate "
                              "compares against them (docs/model.md)")
     reference = run.state_dir / "reference"
     if reference.exists():  # left by an earlier attempt that did not get recorded

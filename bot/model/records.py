@@ -72,7 +72,7 @@ def render_opt_log(model: str, state: ModelState, features_file: str) -> str:
         f"# {one_line(model)} {TITLE_SUFFIX}",
         "",
         "## 基线",
-        f"- latency: {fmt_ms(state.baseline_ms)} ms (median of {len(bench.get('samples_ms', []))} runs)",
+        f"- latency: {fmt_ms(state.baseline_ms)} ms (median of {len(bench.get('samples_ms', []))} samples)",
         f"- 工作负载: {workload_line(bench.get('workload') or {})}",
         f"- 阶段: {stages}",
         f"- 设置: {one_line(str(base.get('settings', {})))}",
@@ -150,8 +150,8 @@ def proposal_body(report: str, state: ModelState, model: str) -> str:
     if not kept:
         lines.append("- nothing: no setting beat the baseline beyond the noise rule.")
     if state.stale:
-        lines += ["", f"**Features table may be stale:** {'; '.join(state.stale)}. "
-                      "Refresh it (`tunebot refresh-features`) before trusting its rows."]
+        lines += ["", (f"**Features table may be stale:** {'; '.join(state.stale)}. "
+                       "Refresh it (`tunebot refresh-features`) before trusting its rows.")]
     points = [(it.n, it.latency_ms) for it in state.iterations]
     kept_ms, line = state.baseline_ms, [state.baseline_ms]
     for it in state.iterations:

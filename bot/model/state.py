@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bot.measure.types import LatencyResult
 from bot.record.fmt import gain_pct
 from bot.run_state import latency_from_dict
-from bot.measure.types import LatencyResult
 
 START, BASELINE, ITERATION, STOP, DELIVERY, PROPOSAL = (
     "model-start", "model-baseline", "model-iteration", "model-stop", "model-delivery", "model-proposal")
