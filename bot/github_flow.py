@@ -176,7 +176,7 @@ class StatusReporter:
         if self.cancelled or self.checkout is None:
             return
         if self.cancel_requested():
-            from bot.loop import cancel
+            from bot.model.cli import cancel  # a model or an op
 
             cancel(self.checkout, self.op)
 

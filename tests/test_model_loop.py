@@ -363,3 +363,27 @@ def test_cli_dispatches_a_model_name_and_keeps_ops_working(git_repo, control):
     assert records(git_repo.path) == []  # a dry run writes nothing
     refused = _cli(git_repo.path, control, "--strategies", "block_size")
     assert refused.returncode == 2 and "settings listed in its model.yaml" in refused.stderr
+
+
+def test_cancel_stops_a_model_run_before_its_next_iteration(git_repo, tmp_path):
+    add_model(git_repo)
+    control = tmp_path / "control.json"
+    control.write_text(json.dumps({"sleep_s": 0.3}))
+    env = {**os.environ, "FAKEPIPE_CONTROL": str(control)}
+    nothing = subprocess.run([sys.executable, "-m", "bot", "cancel", "fakeproj/fake", "--repo", str(git_repo.path)],
+                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert nothing.returncode == 3 and "nothing to cancel" in nothing.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "bot", "tune", "fakeproj/fake", "--repo", str(git_repo.path)],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = git_repo.path / ".git/tunebot/runs/fakeproj/fake/results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (log.exists() and '"key": "iter:1"' in log.read_text()):
+        time.sleep(0.05)
+    asked = subprocess.run([sys.executable, "-m", "bot", "cancel", "fakeproj/fake", "--repo", str(git_repo.path)],
+                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert asked.returncode == 0, asked.stderr
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    stop = next(r for r in records(git_repo.path) if r["kind"] == "model-stop")
+    assert stop["reason"] == "已取消" and "cancel requested at" in stop["evidence"]
+    assert 1 <= len(iterations(git_repo.path)) < 6
+    assert LocalForge(git_repo.path).list_proposals()  # the best so far is still proposed

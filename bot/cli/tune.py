@@ -181,7 +181,7 @@ def merge(proposal_id: str, repo: Path) -> None:
 @handle_errors
 def cancel_run(op: str, repo: Path) -> None:
     """Ask a running tune of OP to stop after its current iteration (it still delivers its best)."""
-    flag = cancel(repo.resolve(), op)
+    flag = model_cli.cancel(repo.resolve(), op)  # a model or an op
     click.echo(f"cancel requested ({flag})")
 
 

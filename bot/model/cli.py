@@ -22,6 +22,15 @@ def is_model(request: TuneRequest) -> bool:
     return model_loop.is_model(request.repo, request.op, request.base_ref)
 
 
+def cancel(repo: Path, name: str) -> Path:
+    """`tunebot cancel` / `/tune cancel` for a model or an op (models first, by folder)."""
+    from bot.loop import cancel as cancel_op
+
+    if model_loop.is_model(repo, name):
+        return model_loop.cancel_model(repo, name)
+    return cancel_op(repo, name)
+
+
 def _ms(us: float | None) -> str:
     return f"{us / 1000.0:.2f} ms" if us is not None else "-"
 

@@ -39,6 +39,7 @@ from bot.forge.base import Forge, Proposal, ProposalNotFound
 from bot.loop import (
     BadRequest,
     BaselineFailed,
+    NothingToCancel,
     ProgressCallback,
     ProgressEvent,
     RunBusy,
@@ -310,6 +311,7 @@ def _run_locked(run: _Run) -> RunOutcome:
                         "features_file": run.spec.features_file,
                         "table_version": run.table.meta.get("docs_version", UNDECLARED),
                         "requester": run.request.requester, "time": _now()})
+        _cancel_file(run.state_dir).unlink(missing_ok=True)  # a cancel of an earlier run must not stop this one
         run.progress(ProgressEvent("start", run.target.qualified, sha=run.base_sha,
                                    message=f"tuning model {run.target.qualified} at {run.base_sha[:10]}"))
     else:
@@ -428,6 +430,8 @@ def _iterate(run: _Run) -> None:
     while True:
         state = ms.replay(run.log.read())
         stop = stops.before_ranking(state, run.spec.stop)
+        if stop is None and _cancel_file(run.state_dir).exists():
+            stop = stops.Stop(stops.CANCELLED, f"cancel requested at {_cancel_file(run.state_dir).read_text().strip()}")
         ranking = None
         if stop is None:
             ranking = ranking_for(run, state)
@@ -637,6 +641,23 @@ def _dry_run(run: _Run) -> RunOutcome:
     return RunOutcome(op=run.target.qualified, stop_reason="", iterations=0, baseline_us=None, best_us=None,
                       best_iteration=None, improvement_pct=0.0, delivery_branch=None, proposal=None, report="",
                       results_path=run.log.path, plan=lines)
+
+
+def _cancel_file(state_dir: Path) -> Path:
+    return state_dir / "cancel"
+
+
+def cancel_model(repo_path: Path, name: str) -> Path:
+    """Ask a running tune of model `name` to stop before its next iteration (stop reason 已取消)."""
+    repo = gitops.open_repo(repo_path)
+    target = find_model(repo_path, name)
+    if target is None:
+        raise BadRequest(f"no model '{name}'")
+    state_dir = gitops.state_dir(repo) / "runs" / target.project / target.name
+    if not gitops.lock_is_held(state_dir / "run.lock"):
+        raise NothingToCancel(f"no tunebot run of {target.qualified} is in progress; nothing to cancel")
+    _cancel_file(state_dir).write_text(_now())
+    return _cancel_file(state_dir)
 
 
 def _now() -> str:

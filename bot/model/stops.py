@@ -12,6 +12,7 @@ The skill's four reasons plus the iteration limit, and two the loop needs beside
   device's capacity (the memory finding of the analysis).
 - 迭代上限 (iteration limit): stop.max_iters iterations recorded.
 - 特性耗尽 (settings exhausted): no untried setting fits.
+- 已取消 (cancelled): `tunebot cancel` / `/tune cancel` asked the run to stop.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from bot.model.rank import Ranking
 from bot.model.spec import StopSpec
 from bot.model.state import MEASURED, ModelState
 
-TARGET_MET, WITHIN_NOISE, EXTERNAL, HARDWARE_LIMIT, MAX_ITERS, EXHAUSTED = (
-    "达目标", "差距在噪声内", "外部根因", "硬件上限", "迭代上限", "特性耗尽")
-STOP_REASONS = (TARGET_MET, WITHIN_NOISE, EXTERNAL, HARDWARE_LIMIT, MAX_ITERS, EXHAUSTED)
+TARGET_MET, WITHIN_NOISE, EXTERNAL, HARDWARE_LIMIT, MAX_ITERS, EXHAUSTED, CANCELLED = (
+    "达目标", "差距在噪声内", "外部根因", "硬件上限", "迭代上限", "特性耗尽", "已取消")
+STOP_REASONS = (TARGET_MET, WITHIN_NOISE, EXTERNAL, HARDWARE_LIMIT, MAX_ITERS, EXHAUSTED, CANCELLED)
 
 # Findings of advise's decision tree that point outside the pipeline's own code.
 _EXTERNAL = {"communication": "HCCL (communication not hidden by compute)",
