@@ -150,7 +150,7 @@ def parse(text: str) -> ParsedTable:
     files: list[str] = []
     for section in root.walk():
         for line in section.prose:
-            match = re.match(r"^- ([^:]+): (.*)$", line.strip())
+            match = re.match(r"^(?:- )?([^:]+): (.*)$", line.strip())
             if match and match.group(1) in _META:
                 meta[_META[match.group(1)]] = match.group(2)
             elif match and match.group(1) == "文件":
