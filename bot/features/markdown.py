@@ -144,6 +144,12 @@ def parse(text: str, title: str = "", name: str = "document") -> Section:
     while i < len(tokens):
         tok = tokens[i]
         current = stack[-1]
+        if tok.type == "heading_open" and tok.level == 0 and tok.markup in ("-", "="):
+            # A setext heading: in these docs a paragraph (often just an image) followed by a
+            # "---" separator. Read as the paragraph it was meant to be.
+            current.prose.extend(l for l in tokens[i + 1].content.split("\n") if l.strip())
+            i += 3
+            continue
         if tok.type == "heading_open" and tok.level == 0:
             level = int(tok.tag[1])
             heading = inline_text(tokens[i + 1].content)
