@@ -89,6 +89,11 @@ def refresh_features(docs_dir: Path, output: str, propose: bool, repo: Path, bas
                               ensure_ascii=False, indent=2))
     elif proposal is None:
         click.echo(f"{rel}: unchanged against the base branch; no commit, no proposal")
+    elif result.status == "closed":
+        click.echo(f"{rel}: the docs match the base branch again; closed stale proposal {proposal.id}")
+    elif result.status == "declined":
+        click.echo(f"{rel}: proposal {proposal.id} with this same table was closed by a reviewer; not reopened "
+                   "(a changed table opens a new one)")
     else:
         where = proposal.url or f"proposal {proposal.id}"
         click.echo(f"{rel}: {result.status} on {proposal.head} ({(result.commit or '')[:12]}); {where}: {proposal.title}")
