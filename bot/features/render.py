@@ -169,7 +169,7 @@ def parse(text: str) -> ParsedTable:
         parsed.anchors[section.title] = section.anchor
         for table in section.tables:
             heads = [md.cell_text(h) for h in table.header]
-            if heads == COLUMNS:
+            if heads in (COLUMNS, COLUMNS[:-1]):  # the 9-column layout predates 文档推荐
                 start = len(parsed.rows)
                 for c in table.rows:
                     models_text = md.cell_text(c[6])
@@ -180,7 +180,7 @@ def parse(text: str) -> ParsedTable:
                         params=_codes(c[4]), hardware=_limits(c[5]),
                         models=None if models_text == UNDECLARED else (() if models_text == "无" else _list(c[6])),
                         sources=_codes(c[7]), note="" if md.cell_text(c[8]) == "—" else md.cell_text(c[8]),
-                        preference="" if md.cell_text(c[9]) == "—" else md.cell_text(c[9]),
+                        preference="" if len(c) < 10 or md.cell_text(c[9]) == "—" else md.cell_text(c[9]),
                     ))
                 apis = {r.name: r.api for r in parsed.rows[start:] if not r.parent}
                 for i in range(start, len(parsed.rows)):
