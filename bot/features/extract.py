@@ -99,7 +99,9 @@ def read_docs(docs_dir: Path) -> tuple[list[Doc], list[str]]:
     if len(paths) > MAX_DOCS:
         raise DocsError(f"docs dir {docs_dir} holds {len(paths)} *.md files (limit {MAX_DOCS}); "
                         "pass the feature docs folder, not a whole repository.")
-    docs, warnings, total = [], [], 0
+    docs: list[Doc] = []
+    warnings: list[str] = []
+    total = 0
     for path in paths:
         rel = path.relative_to(docs_dir).as_posix()
         size = path.stat().st_size
@@ -477,8 +479,11 @@ def _variants(
         parent_row = by_row.get(id(row_section)) if row_section is not None else None
         if row_section is not None and parent_row is None:
             continue  # a cross-reference stub: its target holds the facts
-        if parent_row is not None:
-            base = dict(direction=parent_row.direction, parent=parent_row.name, api=parent_row.api)
+        direction: str
+        parent: str
+        api: tuple[str, ...]
+        if parent_row is not None and row_section is not None:
+            direction, parent, api = parent_row.direction, parent_row.name, parent_row.api
             limits = parent_row.hardware
             texts = _texts(row_section, doc)
         else:
@@ -486,14 +491,15 @@ def _variants(
             named = next((s for s in [section, *section.path()] if not cls.is_generic(s.title)), doc.root)
             texts = _texts(section, doc)
             local = _imports(list(named.walk())) or shared_imports
-            base = dict(direction=cls.direction_of(texts), parent=named.title or doc.stem, api=tuple(local))
+            direction, parent, api = cls.direction_of(texts), named.title or doc.stem, tuple(local)
             limits = tuple(sorted(set(shared_limits)))
         source = (_source(doc, section),)
 
-        def add(name: str, kind: str, params: tuple[str, ...], note: str, extra: tuple = ()) -> None:
+        def add(name: str, kind: str, params: tuple[str, ...], note: str,
+                extra: tuple[hw.HardwareLimit, ...] = ()) -> None:
             out.append(FeatureRow(name=name, kind=kind, params=params, note=note, sources=source,
-                                  hardware=tuple(sorted(set(limits + tuple(extra)))),
-                                  models=_models_for([name, *texts], matrix), **base))
+                                  hardware=tuple(sorted(set(limits + extra))), direction=direction, parent=parent,
+                                  api=api, models=_models_for([name, *texts], matrix)))
 
         for table in section.tables:
             heads = [md.cell_text(h) for h in table.header]

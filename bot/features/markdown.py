@@ -259,7 +259,8 @@ def signature_params(sig: str) -> list[str]:
     """Parameter names of a one-line signature, e.g. 'f(a, b=1, **kw)' -> ['a', 'b', '**kw']."""
     inner = sig[sig.index("(") + 1 : sig.rindex(")")]
     out = []
-    depth, current = 0, []
+    depth = 0
+    current: list[str] = []
     for ch in inner + ",":
         if ch in "([{":
             depth += 1

@@ -84,7 +84,7 @@ def body(result_diff: render.TableDiff, table_meta: dict[str, str], rows: int, w
 
 def _declined(forge: Forge, mark: str) -> Proposal | None:
     """The latest proposal of this very table that a reviewer closed (not merged), if any."""
-    closed = [p for p in forge.list_proposals("closed") if p.head == BRANCH]
+    closed = [p for p in forge.list_proposals("closed") if p.head == BRANCH and p.state == "closed"]
     closed.sort(key=lambda p: int(p.id) if str(p.id).isdigit() else 0)
     for proposal in reversed(closed):
         found = _MARK.search(proposal.body or "")
