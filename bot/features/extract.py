@@ -423,6 +423,14 @@ def is_guide(doc: Doc) -> bool:
     return any(cls.has_word(t, w) for t in (doc.stem, doc.root.title) for w in cls.GUIDE_WORDS)
 
 
+def _title_limits(title: str, aliases: dict[str, str]) -> list[hw.HardwareLimit]:
+    """Hardware a feature heading names in parentheses ("W8A8 动态量化（A2/A3）"): only those."""
+    out: list[hw.HardwareLimit] = []
+    for inner in re.findall(r"[（(]([^（）()]*)[）)]", title):
+        out += [hw.HardwareLimit("仅", p) for p in hw.products(inner, aliases) if hw.HardwareLimit("仅", p) not in out]
+    return out
+
+
 def _doc_rows(doc: Doc, matrix: list[MatrixTable]) -> tuple[list[FeatureRow], list[Stub]]:
     if is_guide(doc):
         return [], []
@@ -448,7 +456,7 @@ def _doc_rows(doc: Doc, matrix: list[MatrixTable]) -> tuple[list[FeatureRow], li
         row = FeatureRow(
             direction=cls.direction_of(texts), name=name, kind=KIND_FEATURE, parent="",
             api=tuple(imports + signatures), params=tuple(params),
-            hardware=tuple(sorted(set(_limits(own, doc.aliases) + shared_limits))),
+            hardware=tuple(sorted(set(_limits(own, doc.aliases) + shared_limits + _title_limits(name, doc.aliases)))),
             models=_models_for(texts, matrix), sources=(_source(doc, section),),
             preference=f"{said[0][1]} ({doc.rel})" if said else "",
         )
