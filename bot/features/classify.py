@@ -7,6 +7,7 @@ right place, one that does not lands under OTHER.
 
 from __future__ import annotations
 
+import functools
 import re
 
 OTHER = "其他特性"
@@ -83,13 +84,18 @@ _NO = {"✖", "✘", "❌", "✗", "×", "x", "否", "n", "no", "不支持", "fa
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
+@functools.lru_cache(maxsize=4096)
+def _word_pattern(word: str) -> re.Pattern:
+    flags = 0 if word.isupper() else re.I
+    return re.compile(rf"(?<![A-Za-z]){re.escape(word)}s?(?![A-Za-z])", flags)
+
+
 def _has(text: str, word: str) -> bool:
     """Whole-word match for ASCII words ('FA' is not in 'fast'; 'DitCache' has 'cache'; 'MoE' is 'moe'),
     substring for CJK."""
     if word.isascii():
-        flags = 0 if word.isupper() else re.I
-        pattern = rf"(?<![A-Za-z]){re.escape(word)}s?(?![A-Za-z])"
-        return re.search(pattern, text, flags) is not None or re.search(pattern, _CAMEL.sub(" ", text), flags) is not None
+        pattern = _word_pattern(word)
+        return pattern.search(text) is not None or pattern.search(_CAMEL.sub(" ", text)) is not None
     return word in text
 
 
@@ -102,6 +108,7 @@ def direction_of(texts: list[str]) -> str:
     return OTHER
 
 
+@functools.lru_cache(maxsize=1024)
 def topic_of(column: str) -> str | None:
     """The topic a support-matrix column is about, e.g. '稀疏FA' -> 'sparse'.
 
