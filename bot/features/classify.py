@@ -27,7 +27,7 @@ _KEYWORDS: dict[str, list[str]] = {  # noqa: E501
     "缓存加速": ["cache", "缓存", "以存代算", "时间步", "timestep"],
     "通信掩盖 / 并行": ["并行", "parallel", "通信", "ulysses", "专家", "eplb", "moe", "负载均衡", "alltoall", "hccl"],
     "显存优化": ["显存", "内存", "offload", "卸载", "memory"],
-    "编译路径优化": ["编译", "compile", "compilation", "融合", "pattern", "graph", "aclgraph", "图模式"],
+    "编译路径优化": ["编译", "compile", "compilation", "融合", "pattern", "graph", "aclgraph", "图模式", "fused"],
     "Attention 优化": ["注意力", "attention", "FA", "稀疏", "sparse", "flash"],
     "MatMul 量化": ["量化", "quant", "quantize", "quantization", "matmul", "gemm"],
 }
@@ -157,7 +157,7 @@ def is_moe(texts: list[str]) -> bool:
 _PREFERENCE: list[tuple[int, re.Pattern]] = [
     (-2, re.compile(r"不推荐优先使用|不推荐|不建议|not recommended|avoid", re.I)),
     (2, re.compile(r"推荐优先使用|优先使用|推荐首先|首先尝试|首选|recommended as (?:a|the) first choice|first choice|"
-                   r"preferred|try first", re.I)),
+                   r"preferred|\bprefer\b|try first", re.I)),
     (-1, re.compile(r"备选|fallback|alternative", re.I)),
     (1, re.compile(r"推荐使用|推荐|建议使用|recommended", re.I)),
 ]
