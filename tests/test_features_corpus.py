@@ -110,6 +110,16 @@ def test_docs_preference_statements_are_kept(layout):
         assert cls.preference(row.preference)[0] == want, (name, row.preference)
 
 
+@pytest.mark.parametrize("layout", TUNING + HELD_OUT)
+def test_the_written_table_reads_back_row_for_row(layout):
+    from bot.features import render
+
+    table = build_table(CORPUS / layout)
+    parsed = render.parse(render.render(table, "t"))
+    assert parsed.rows == table.rows
+    assert set(parsed.models) == set(table.models())
+
+
 if __name__ == "__main__":  # figures for the report
     for group, layouts in (("tuning", TUNING), ("held out", HELD_OUT)):
         for layout in layouts:
