@@ -259,11 +259,20 @@ def _param_tables(section: md.Section) -> list[tuple[md.Table, list[_Param]]]:
     return out
 
 
-def _key_params(sections: list[md.Section], signatures: list[str]) -> list[str]:
+def _params(sections: list[md.Section]) -> list[_Param]:
+    """Parameters of the sections' parameter tables, first mention of each name."""
     params: list[_Param] = []
+    seen: set[str] = set()
     for section in sections:
         for _, found in _param_tables(section):
-            params += [p for p in found if p.name not in {q.name for q in params}]
+            for p in found:
+                if p.name not in seen:
+                    seen.add(p.name)
+                    params.append(p)
+    return params
+
+
+def _key_params(params: list[_Param], signatures: list[str]) -> list[str]:
     names = [p.name for p in params if p.required] + [
         p.name for p in params if not p.required and "预留" not in p.description and "reserved" not in p.description.lower()
     ]
@@ -440,6 +449,7 @@ def _doc_rows(doc: Doc, matrix: list[MatrixTable]) -> tuple[list[FeatureRow], li
     shared = groups.get(0, [])
     shared_imports = _imports(shared)
     shared_limits = _limits(shared, doc.aliases)
+    shared_params = _params(shared)
     statements = _preferences(doc)
     by_row: dict[int, FeatureRow] = {}
     out: list[FeatureRow] = []
@@ -449,7 +459,7 @@ def _doc_rows(doc: Doc, matrix: list[MatrixTable]) -> tuple[list[FeatureRow], li
         imports = _imports(own) or shared_imports
         names = {n for s in imports for n in md.imported_names(s)}
         signatures = _signatures(own, names) or _signatures(shared, names)
-        params = _key_params(own, signatures) or _key_params(shared, signatures)
+        params = _key_params(_params(own), signatures) or _key_params(shared_params, signatures)
         texts = _texts(section, doc)
         name = section.title or doc.stem
         said = [(score, words) for subject, score, words in statements if _about(subject, name)]
