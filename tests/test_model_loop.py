@@ -30,6 +30,7 @@ MODEL_DIR = "examples/fakeproj/fake"
 
 MODEL_YAML = """\
 features_model: Wan2.1
+hardware: Atlas 800I A2
 benchmark: [python, fakepipe.py, --benchmark]
 analysis: [python, fakepipe.py, --analysis]
 quality: {command: [python, fakepipe.py, --quality], min_cosine: 0.99}

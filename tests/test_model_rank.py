@@ -54,11 +54,20 @@ def test_on_a2_the_fa_quantization_ranks_after_the_stronger_matmul_finding(table
     assert keys[:3] == ["fused", "quant", "fa_quant"]  # MatMul finding 25 past its threshold, FA 5
 
 
-def test_model_outside_the_support_matrix_excludes_listed_rows(table):
+def test_model_outside_the_support_matrix_is_ranked_with_a_warning(table):
+    # advise: a model the matrix does not list has 未声明 support everywhere; nothing is excluded for it
     r = rank(table, Analysis("hand-made", ALL_FIRING), A3, spec("NoSuchModel"), CURRENT, {})
-    assert r.candidates == []
-    assert any("support matrix" in e for e in r.excluded)
+    assert [c.key for c in r.candidates] == ["fused", "quant", "window", "cache", "cfg"]
     assert any("not in the support matrix" in w for w in r.warnings)
+
+
+def test_hardware_the_matrix_does_not_list_for_the_model_excludes_everything(table):
+    # the matrix lists Wan2.1 on Atlas 800I A2 / A3 only: on a CPU nothing applies, not even tier 2
+    r = rank(table, Analysis("hand-made", ALL_FIRING), "cpu", spec(), CURRENT, {})
+    assert r.candidates == []
+    assert len(r.excluded) == 6
+    assert all("the support matrix lists Wan2.1 only on Atlas 800I A2, Atlas 800I A3; this run is on cpu" in e
+               for e in r.excluded)
 
 
 def test_without_analysis_every_setting_is_tier_two_in_priority_order(table):

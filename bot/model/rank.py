@@ -9,20 +9,22 @@ Tier 2: settings whose row fits the hardware and the model support but that no a
 finding points to; tried only once tier 1 is used up, in priority order. Their citation says
 that no finding points there.
 
-Excluded: rows advise skipped (hardware, model support), rows that fail those constraints,
-and values of a setting beyond one that failed the quality gate (values are listed least
-aggressive first, so a stronger one would fail too).
+Excluded: rows the docs exclude for this hardware and model (advise's own rules: hardware
+limits, model support, the support matrix's hardware per model, MoE-only rows), and values of a
+setting beyond one that failed the quality gate (values are listed least aggressive first, so a
+stronger one would fail too).
 
-Only advise's public functions are used: `advise`, `walk_tree`, `category_of`, `CATEGORIES`.
+Only advise's public functions are used: `advise`, `category_of`, `CATEGORIES`. For tier 2 the
+constraints come from advise too: it is asked once more with an analysis in which every branch of
+its decision tree fires, so every feature row is either recommended (allowed here) or skipped with
+advise's reason. No constraint rule is restated here.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from bot.features import advise as advise_mod
-from bot.features import hardware as hw
 from bot.features.analysis import Analysis
 from bot.features.model import FeatureRow
 from bot.features.render import ParsedTable
@@ -68,8 +70,22 @@ def _show(value: object) -> str:
     return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[\s_\-]", "", name).lower()
+# Every branch of advise's decision tree past its threshold: asking advise with this analysis
+# yields, for every feature row of the table, either a recommendation or the reason it is excluded.
+EVERY_BRANCH = Analysis(source="(constraints only)", layers={
+    "system": {"peak_memory_gb": 1.0, "memory_capacity_gb": 1.0},
+    "pipeline": {"redundant_steps": True},
+    "compute": {"matmul_pct": 100.0, "attention_pct": 0.0, "compiled": False},
+    "communication": {"exposed_comm_pct": 100.0},
+    "operator": {"dit_matmul_pct": 100.0, "fa_pct": 100.0, "vector_pct": 100.0, "host_bound_pct": 100.0},
+})
+
+
+def _allowed(table: ParsedTable, hardware: str, spec: ModelSpec) -> tuple[set[str], dict[str, str]]:
+    """(row names the docs allow here, row name -> why excluded), by advise's own rules."""
+    advice = advise_mod.advise(table, EVERY_BRANCH, hardware, spec.features_model, spec.features_file)
+    allowed = {n for rec in advice.recommendations for n in [rec.name, *rec.variants]}
+    return allowed, {s.name: s.reason for s in advice.skipped}
 
 
 def _row(table: ParsedTable, name: str) -> FeatureRow | None:
@@ -101,7 +117,6 @@ def rank(table: ParsedTable, analysis: Analysis | None, hardware: str, spec: Mod
     """Every untried setting in the order the loop should try them."""
     report = analysis or Analysis(source="(no analysis command)")
     advice = advise_mod.advise(table, report, hardware, spec.features_model, spec.features_file)
-    hw_name = hw.normalize(hardware)
     out = Ranking(candidates=[], findings=advice.findings, warnings=list(advice.warnings))
     if analysis is None:
         out.warnings.append("no analysis: every setting is ranked by priority only (tier 2)")
@@ -109,7 +124,7 @@ def rank(table: ParsedTable, analysis: Analysis | None, hardware: str, spec: Mod
     for rec in advice.recommendations:
         for name in [rec.name, *rec.variants]:
             recommended.setdefault(name, rec)
-    skipped = {s.name: s.reason for s in advice.skipped}
+    allowed, why_not = _allowed(table, hardware, spec)
     order: list[tuple[tuple, Candidate]] = []
     for index, setting in enumerate(spec.settings):
         row = _row(table, setting.row)
@@ -120,9 +135,9 @@ def rank(table: ParsedTable, analysis: Analysis | None, hardware: str, spec: Mod
         if value is None:
             continue
         feature = row.parent or row.name
-        why_skipped = skipped.get(row.name) or skipped.get(feature)
-        problem = why_skipped or _constraint_problem(row, hw_name, spec.features_model)
-        if problem:
+        if row.name not in allowed:
+            problem = why_not.get(row.name) or why_not.get(feature) or \
+                "the docs' constraints exclude this variant for this hardware and model"
             out.excluded.append(f"{setting.key} ({setting.row}): {problem}")
             continue
         category = advise_mod.category_of(_row(table, feature) or row)
@@ -138,11 +153,3 @@ def rank(table: ParsedTable, analysis: Analysis | None, hardware: str, spec: Mod
             order.append(((1, advise_mod.CATEGORIES.index(category), index), cand))
     out.candidates = [c for _, c in sorted(order, key=lambda item: item[0])]
     return out
-
-
-def _constraint_problem(row: FeatureRow, hw_name: str, model: str) -> str | None:
-    if not hw.allows(row.hardware, hw_name):
-        return f"hardware: the docs say {'; '.join(l.render() for l in row.hardware)}; this run is on {hw_name}"
-    if row.models is not None and _norm(model) not in {_norm(m) for m in row.models}:
-        return f"model: the support matrix does not list {model} for this row"
-    return None
