@@ -224,7 +224,7 @@ def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> No
     click.echo(f"demo repository: {target}")
     forge = LocalForge(target)
     if model:
-        outcome = model_cli.tune(TuneRequest(repo=target, op=model_cli.DEMO_MODEL, max_iters=max_iters), forge, False)
+        model_cli.tune(TuneRequest(repo=target, op=model_cli.DEMO_MODEL, max_iters=max_iters), forge, False)
         click.echo(f"next: cd {target} && tunebot proposals")
         return
     outcome = run_tune(TuneRequest(repo=target, op=op, max_iters=max_iters), forge, print_event)
