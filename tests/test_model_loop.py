@@ -156,6 +156,10 @@ def test_model_run_one_setting_per_iteration_with_citations_gate_and_refusal(git
     assert "**quant: false -> true** — references/mindiesd-features.md#matmul-量化 row 'W8A8_DYNAMIC'" in proposal.body
     assert "## Stage Result" in proposal.body and "- stop_reason: 特性耗尽" in proposal.body
     assert "- issues: iter 3 (window=128): quality_fail" in proposal.body
+    # the baseline settings re-measured at the end: the fake pipeline's machine does not drift
+    end = next(r for r in records(git_repo.path) if r["kind"] == "model-baseline-end")
+    assert end["drift_pct"] == 0.0 and outcome.drift_pct == 0.0
+    assert "baseline re-measured at the end drifted +0.0%" in proposal.body
     # append-only: unique keys, every later read starts with every earlier line
     keys = [r["key"] for r in records(git_repo.path)]
     assert len(keys) == len(set(keys))

@@ -64,6 +64,8 @@ def print_outcome(outcome: RunOutcome, repo: Path) -> None:
     click.echo("")
     click.echo(f"stop reason: {outcome.stop_reason}; iterations: {outcome.iterations}; baseline "
                f"{_ms(outcome.baseline_us)} -> best {_ms(outcome.best_us)} ({outcome.improvement_pct:+.1f}%)")
+    if outcome.drift_pct is not None:
+        click.echo(f"baseline re-measured at the end: drift {outcome.drift_pct:+.1f}%")
     click.echo(f"branches:  git -C {repo} branch --list '{outcome.iteration_prefix}*' '{outcome.delivery_branch}'")
     click.echo(f"log:       git -C {repo} show {outcome.delivery_branch}:{outcome.perf_dir}/opt_log.md")
     click.echo(f"records:   {outcome.results_path}")

@@ -557,6 +557,16 @@ def _commit_and_record(run: _Run, state: ms.ModelState, rec: dict, new_text: str
 
 
 def _finish(run: _Run, state: ms.ModelState, stop: stops.Stop) -> None:
+    """Re-measure the baseline settings (how far the machine drifted during the run), then record the stop."""
+    if state.baseline_end is None:
+        _write_settings(run, _settings_text(run, run.base_sha))
+        result = cmd.run(run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run))
+        latency = cmd.parse_benchmark(result).latency() if result.ok else None
+        start_us = (state.baseline_ms or 0) * 1000.0
+        drift = (latency.median_us - start_us) / start_us * 100.0 if latency and start_us else None
+        run.log.append({"key": "baseline_end", "kind": ms.BASELINE_END, "sha": run.base_sha,
+                        "latency": dataclasses.asdict(latency) if latency else None,
+                        "error": None if result.ok else result.reason, "drift_pct": drift, "time": _now()})
     run.log.append({"key": "stop", "kind": ms.STOP, "reason": stop.reason, "evidence": stop.evidence,
                     "iterations": len(state.iterations), "best_iteration": state.best_iteration,
                     "best_sha": state.best_sha, "time": _now()})
@@ -571,7 +581,7 @@ def _finish(run: _Run, state: ms.ModelState, stop: stops.Stop) -> None:
 
 def _deliver(run: _Run, state: ms.ModelState) -> None:
     report = records.render_report(run.target.project, run.target.name, run.spec.settings_file.as_posix(), state,
-                                   run.spec.features_file)
+                                   run.spec.features_file, run.spec.stop.noise_floor)
     files: dict[str, bytes | None] = {
         run.rel("opt_log.md"): records.render_opt_log(run.target.name, state, run.spec.features_file).encode(),
         run.rel("results.jsonl"): run.log.path.read_bytes(),
@@ -623,6 +633,7 @@ def _outcome(run: _Run, state: ms.ModelState, proposal: Proposal | None) -> RunO
     # The stale flag rides on the stop reason: every front end (terminal, status comment) shows it.
     stale = f" (features table may be stale: {'; '.join(state.stale)})" if state.stale else ""
     return RunOutcome(op=run.target.qualified, stop_reason=state.stop["reason"] + stale, iterations=len(state.iterations),
+                      drift_pct=state.drift_pct,
                       baseline_us=us(state.baseline_ms), best_us=us(state.best_ms), best_iteration=state.best_iteration,
                       improvement_pct=records._gain(state) or 0.0, delivery_branch=run.delivery_branch,
                       proposal=proposal, report=state.delivery["report"], results_path=run.log.path,

@@ -103,6 +103,8 @@ def render_opt_log(model: str, state: ModelState, features_file: str) -> str:
             f"- 中止原因: {state.stop['reason']}",
             f"- 证据: {one_line(state.stop['evidence'])}",
         ]
+        if state.drift_pct is not None:
+            lines.append(f"- 基线复测漂移: {state.drift_pct:+.1f}%")
     return "\n".join(lines) + "\n"
 
 
@@ -117,15 +119,21 @@ REPORT_KEYS = ("stage", "project", "model", "output", "verdict", "iterations", "
                "summary", "issues")
 
 
-def render_report(project: str, model: str, settings_path: str, state: ModelState, features_file: str) -> str:
+def render_report(project: str, model: str, settings_path: str, state: ModelState, features_file: str,
+                  noise_floor: float = 0.03) -> str:
     enabled = [f"{it.change} ({it.row})" for it in state.iterations if it.verdict == "better"]
     issues = [f"iter {it.n} ({it.key}={it.new}): {it.verdict}" + (f" — {it.note}" if it.note else "")
               for it in state.iterations if it.verdict not in ("better", "not_better")]
     gain = _gain(state)
     stop = state.stop or {"reason": "-", "evidence": "-"}
+    drift = state.drift_pct
+    drift_clause = f"; baseline re-measured at the end drifted {drift:+.1f}%" if drift is not None else ""
+    if drift is not None and abs(drift) >= noise_floor * 100:
+        issues.append(f"baseline drifted {drift:+.1f}% between start and end of the run (machine load); "
+                      "treat the gains vs the baseline with care")
     summary = (f"{len(state.iterations)} iterations on {project}/{model}; best "
                f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'} at "
-               f"{fmt_ms(state.best_ms)} ms ({fmt_pct(gain)} vs baseline), stopped: {stop['reason']}.")
+               f"{fmt_ms(state.best_ms)} ms ({fmt_pct(gain)} vs baseline), stopped: {stop['reason']}{drift_clause}.")
     values = {
         "stage": "model", "project": project, "model": model, "output": settings_path,
         "verdict": "TUNING_COMPLETED", "iterations": str(len(state.iterations)),

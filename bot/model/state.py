@@ -12,8 +12,9 @@ from bot.measure.types import LatencyResult
 from bot.record.fmt import gain_pct
 from bot.run_state import latency_from_dict
 
-START, BASELINE, ITERATION, STOP, DELIVERY, PROPOSAL = (
-    "model-start", "model-baseline", "model-iteration", "model-stop", "model-delivery", "model-proposal")
+START, BASELINE, ITERATION, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
+    "model-start", "model-baseline", "model-iteration", "model-baseline-end", "model-stop", "model-delivery",
+    "model-proposal")
 MEASURED = ("better", "not_better")  # verdicts with a decision (quality passed, same workload)
 
 
@@ -55,6 +56,7 @@ class ModelState:
     start: dict | None = None
     baseline: dict | None = None
     iterations: list[IterationView] = field(default_factory=list)
+    baseline_end: dict | None = None  # the baseline re-measured when the run stopped (drift)
     stop: dict | None = None
     delivery: dict | None = None
     proposal: dict | None = None
@@ -71,6 +73,10 @@ class ModelState:
     @property
     def best_ms(self) -> float | None:
         return self.best_latency.median_us / 1000.0 if self.best_latency and self.best_latency.median_us else None
+
+    @property
+    def drift_pct(self) -> float | None:
+        return (self.baseline_end or {}).get("drift_pct")
 
     @property
     def next_iteration(self) -> int:
@@ -109,6 +115,8 @@ def replay(records: list[dict]) -> ModelState:
             state.best_analysis = (rec.get("analysis") or {}).get("layers")
         elif kind == ITERATION:
             _apply(state, rec)
+        elif kind == BASELINE_END:
+            state.baseline_end = rec
         elif kind == STOP:
             state.stop = rec
         elif kind == DELIVERY:
