@@ -433,7 +433,8 @@ def _toolchain_hint(tail: str) -> str:
             "installed (an NPU runner for TileLang-NPUIR ops), or install it")
 
 
-def _phase(run: _Run, phase: str, iteration: int, state: rs.RunState | None = None) -> None:
+def _phase(run: _Run, phase: str, iteration: int | None) -> None:
+    """Progress between result lines (0: the baseline; None: after the loop)."""
     run.progress(ProgressEvent("phase", run.op.qualified, iteration=iteration, message=phase,
                                data={"max_iters": run.settings.max_iters}))
 
@@ -580,7 +581,7 @@ def _strategy_cell(strategy: str, description: str) -> str:
 def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) -> None:
     """Re-measure the baseline for drift, then record the stop."""
     if state.baseline_end is None:
-        _phase(run, "baseline re-measure", len(state.iterations))
+        _phase(run, "baseline re-measure", None)
         _materialize(run, state.baseline["path"],
                      gitops.read_file(run.repo, run.base_sha, state.baseline["path"]))
         latency = evaluator.latency(run.worktree / state.baseline["path"])
@@ -591,14 +592,14 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
     run.log.append({"key": rs.STOP, "kind": rs.STOP, "reason": reason, "iterations": len(state.iterations),
                     "best_iteration": state.best_iteration, "best_sha": state.best_sha, "time": _now()})
     run.progress(ProgressEvent("stop", run.op.qualified, iteration=len(state.iterations), message=reason,
-                               latency_us=state.best_us))
+                               latency_us=state.best_us, data=dataclasses.asdict(run.settings)))
 
 
 # ---------------------------------------------------------------- delivering
 
 
 def _deliver(run: _Run, state: rs.RunState) -> None:
-    _phase(run, "delivery commit", len(state.iterations))
+    _phase(run, "delivery commit", None)
     files = delivery.delivery_files(run.repo, run.base_sha, run.op, state, run.log.path.read_bytes())
     report = delivery.report_text(run.op, state, run.settings.noise_floor, run.worktree)
     message = (f"tunebot: {run.op.name}: best variant "

@@ -14,6 +14,7 @@ import re
 from typing import Callable
 
 from bot import run_state as rs
+from bot.measure.decide import rel_half_ci
 from bot.record.chart import latency_chart
 from bot.record.fmt import escape_cell, fmt_pct, fmt_us
 from bot.record.verdicts import stop_reason_text
@@ -59,13 +60,17 @@ def chain(state: rs.RunState) -> list[rs.IterationView]:
 
 
 def gain_interval(state: rs.RunState) -> tuple[float, float] | None:
-    """Range of the gain (percent) that the two medians' 95 % confidence intervals allow."""
+    """Range of the gain (percent) allowed by the two medians' 95 % confidence intervals.
+
+    Each interval is taken relative to its median and applied to the medians the gain is
+    computed from (the best's may be its re-measured median), so the range holds the gain."""
     base, best = state.baseline_latency, state.best_latency
-    if not base or not best or None in (base.ci_low_us, base.ci_high_us, best.ci_low_us, best.ci_high_us):
+    if not base or not best or not base.median_us or not best.median_us:
         return None
-    low = (1 - best.ci_high_us / base.ci_low_us) * 100  # type: ignore[operator]
-    high = (1 - best.ci_low_us / base.ci_high_us) * 100  # type: ignore[operator]
-    return low, high
+    ra, rb = rel_half_ci(base), rel_half_ci(best)
+    low = (1 - best.median_us * (1 + rb) / (base.median_us * (1 - ra))) * 100 if ra < 1 else None
+    high = (1 - best.median_us * (1 - rb) / (base.median_us * (1 + ra))) * 100
+    return (low, high) if low is not None else None
 
 
 def detectable_gain(state: rs.RunState, noise_floor: float) -> tuple[float, float | None]:
@@ -105,10 +110,11 @@ def iteration_rows(state: rs.RunState, branch_url: BranchUrl | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
-CHART_LEGEND = ("Bars: each version's median latency (`base` = the baseline; an empty bar = not measured: "
-                "L0 failed, timeout or error). Line: the latency of the best version kept so far; a bar "
-                "below the line is a variant that looked faster but was not confirmed beyond the noise. "
-                "The x label with `best` marks the best version. The latency axis starts at 0.")
+CHART_LEGEND = ("**Legend.** Bars: each version's first-look median latency (`base` = the baseline; an empty "
+                "bar = not measured: L0 failed, timeout or error). Line: the latency of the best version "
+                "kept so far (for a kept variant, its re-measured median, so it can sit above or below its "
+                "bar); a bar below the line that did not move it was not confirmed beyond the noise. The "
+                "x label with `best` marks the best version. The latency axis starts at 0.")
 
 
 def chart_block(state: rs.RunState, op: str) -> str:
@@ -146,9 +152,8 @@ def proposal_body(report: str, state: rs.RunState, settings, op: str, source_pat
                f" after {len(state.iterations)} iterations.")
     out += ["", "### Iterations", "", iteration_rows(state, branch_url),
             "### Latency per iteration", "", chart_block(state, op), CHART_LEGEND, "",
-            "### Completion report", "",
-            "`stage: 4` is the seed's stage number (stage 4 = performance tuning); the block follows "
-            "the seed's template.", "", report.rstrip(), ""]
+            "The completion report follows the seed's template (`stage: 4` is the seed's stage number: "
+            "stage 4 = performance tuning).", "", report.rstrip(), ""]
     config = json.dumps(dataclasses.asdict(settings), ensure_ascii=False, sort_keys=True)
     out += ["<details><summary>Effective config</summary>", "", "```json", config, "```", "</details>", ""]
     return "\n".join(out)

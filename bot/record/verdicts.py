@@ -40,9 +40,9 @@ def stop_reason_text(reason: str, *, max_iters: int | None = None, patience: int
     if english is None:
         return reason
     if reason == "连续无提升" and patience:
-        english = f"no gain {patience} iterations in a row (--patience {patience})"
+        english = f"no gain {patience} iterations in a row, patience {patience}"
     elif reason == "迭代上限" and max_iters:
-        english = f"iteration limit {max_iters} reached (--max-iters {max_iters})"
+        english = f"iteration limit {max_iters} reached"
     elif reason == "达目标" and target_us is not None:
         english = f"target {target_us:g} us reached"
     return f"{reason} ({english})"
