@@ -47,11 +47,12 @@ def test_a_second_run_starts_from_the_merged_best_and_proposes_nothing_without_a
     add_sleepy_op(git_repo, BLOCK=64)
     first = tune(git_repo.path, max_iters=4)
     assert first.proposal is not None and first.verdict == verdicts.COMPLETED
+    assert first.iterations >= 2
     approve_and_merge(git_repo.path, first.proposal.id)
     merged = (git_repo.path / OP_DIR / "perf_opt/sleepy.py").read_text()
     assert "\nNUM_STAGES = 2" in merged
 
-    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "4"])
+    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "1"])
     assert result.exit_code == 0, result.output
     recs = records(git_repo.path)
     baseline = next(r for r in recs if r["kind"] == "baseline")
@@ -67,6 +68,11 @@ def test_a_second_run_starts_from_the_merged_best_and_proposes_nothing_without_a
     assert "no proposal: none of the" in result.stdout and "TUNING_NO_GAIN" in result.stdout
     assert git(git_repo.path, "rev-parse", "--verify", "-q", "refs/heads/tunebot/sleepy/best")
     assert (git_repo.path / OP_DIR / "perf_opt/sleepy.py").read_text() == merged, "the base is untouched"
+    # the delivery holds this run's iteration files only (the first run's extra ones are gone with its log rows)
+    tree = git(git_repo.path, "ls-tree", "-r", "--name-only", "tunebot/sleepy/best").splitlines()
+    assert sorted(p for p in tree if "_opt_v" in p) == [f"{OP_DIR}/perf_opt/sleepy_opt_v1.py"]
+    base_file = git(git_repo.path, "show", f"tunebot/sleepy/best:{OP_DIR}/perf_opt/baseline.py")
+    assert base_file + "\n" == merged, "baseline.py is the source this run's baseline was measured on"
 
 
 def test_three_ops_tuned_from_one_base_merge_in_every_order(git_repo):
