@@ -112,9 +112,10 @@ class Printer:
         self.max_iters: int | None = None
 
     def __call__(self, event: ProgressEvent) -> None:
-        if event.kind == "phase":
+        if event.kind == "phase":  # progress is for people: --json prints result events only
             self.max_iters = event.data.get("max_iters") or self.max_iters
-            self.progress.phase(event)
+            if not self.as_json:
+                self.progress.phase(event)
             return
         self.progress.clear()
         if self.as_json:

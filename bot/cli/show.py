@@ -80,6 +80,11 @@ def render_body(body: str) -> str:
             out += _chart(lines[i + 1:end])
             i = end + 1
             continue
+        if line.strip().startswith("```"):  # other code: indented, without its fences
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
+            out += ["    " + text for text in lines[i + 1:end]]
+            i = end + 1
+            continue
         if line.lstrip().startswith("|"):
             end = i
             while end < len(lines) and lines[end].lstrip().startswith("|"):

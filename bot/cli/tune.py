@@ -169,7 +169,9 @@ def merge(proposal_id: str, repo: Path) -> None:
               help="The git repository (any directory inside it).")
 @handle_errors
 def cancel_run(op: str, repo: Path) -> None:
-    """Ask a running tune of OP to stop after its current iteration (it still delivers its best)."""
+    """Ask a running tune of OP to stop after its current iteration.
+
+    A cancelled run proposes nothing; its branches, records and the delivery branch stay."""
     flag = cancel(repo.resolve(), op)
     click.echo(f"cancel requested ({flag})")
 
