@@ -23,7 +23,12 @@ from bot.record import verdicts
 from bot.record.errors import RecordFormatError
 from bot.record.opt_log import Conclusion, LogRow, OptLog, parse_opt_log, render_opt_log
 from bot.record.report import CompletionReport, render_report
-from bot.strategies.evidence import EVIDENCE_DIR, EVIDENCE_PATH, Evidence, op_evidence_path
+from bot.strategies.evidence import (
+    EVIDENCE_DIR,
+    EVIDENCE_PATH,
+    Evidence,
+    op_evidence_path,
+)
 
 if TYPE_CHECKING:  # the loop's run context; imported for types only (the loop imports this module)
     from bot.config import OpConfig
@@ -163,7 +168,7 @@ _VARIANT = re.compile(r"_opt_v(\d+)\.py$")
 
 def delivery_files(repo, base_sha: str, op: OpConfig, state: rs.RunState, results: bytes) -> dict[str, bytes | None]:
     """The files of the delivery commit (on top of the best variant's commit); None removes a file."""
-    rel = lambda name: (op.perf_dir / name).as_posix()  # noqa: E731
+    rel = lambda name: (op.perf_dir / name).as_posix()
     baseline_path = state.baseline["path"]
     opt_log = OptLog(op=op.name, baseline_us=state.baseline_us, baseline_source=baseline_label(op, baseline_path),
                      rows=log_rows(state), conclusion=conclusion(op, state))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from bot import run_state as rs
 from bot.measure.decide import rel_half_ci
@@ -133,27 +133,28 @@ def proposal_body(report: str, state: rs.RunState, settings, op: str, source_pat
     """Markdown body; `source_path` is the delivered perf_opt/<op>.py, `branch_url(name)` links branches."""
     steps = chain(state)
     gain = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
-    out = [f"**What changed** in `{source_path}`, from the baseline to the best version "
-           f"(iter {state.best_iteration}), one kept step per line:", ""]
-    out += [f"{i}. `{one_line_change(it)}` (iter {it.n}, {it.strategy}: {fmt_pct(it.gain_vs_best_pct)} "
-            "vs the version before)" for i, it in enumerate(steps, start=1)] or ["(none: the baseline is kept)"]
+    out = [(f"**What changed** in `{source_path}`, from the baseline to the best version "
+            f"(iter {state.best_iteration}), one kept step per line:"), ""]
+    out += [(f"{i}. `{one_line_change(it)}` (iter {it.n}, {it.strategy}: {fmt_pct(it.gain_vs_best_pct)} "
+             "vs the version before)") for i, it in enumerate(steps, start=1)] or ["(none: the baseline is kept)"]
     interval = gain_interval(state)
     sure = (f" (95 % interval of the gain {interval[0]:+.1f}% .. {interval[1]:+.1f}%, from the two medians' "
             "confidence intervals)") if interval else ""
     detect, noise = detectable_gain(state, settings.noise_floor)
     noise_text = f", measured noise {noise:.1f}%" if noise is not None else ""
-    out += ["", f"**Gain:** {fmt_us(state.baseline_us)} us -> {fmt_us(state.best_us)} us, **{gain:+.1f}%**{sure}.",
-            f"**Smallest gain this run could detect:** {detect:.1f}% (decision threshold = max(noise floor "
-            f"{settings.noise_floor * 100:.1f}%{noise_text})); smaller real gains would read as no gain."]
+    stopped = stop_reason_text(state.stop["reason"], max_iters=settings.max_iters, patience=settings.patience,
+                               target_us=settings.target_us)
+    out += ["", f"- **Gain:** {fmt_us(state.baseline_us)} us -> {fmt_us(state.best_us)} us, **{gain:+.1f}%**{sure}.",
+            (f"- **Smallest gain this run could detect:** {detect:.1f}% (decision threshold = max(noise floor "
+             f"{settings.noise_floor * 100:.1f}%{noise_text})); smaller real gains would read as no gain.")]
     drift = (state.baseline_end or {}).get("drift_pct")
     if drift is not None:
-        out.append(f"**Baseline re-measured at the end:** drift {drift:+.1f}%.")
-    out.append(f"**Stopped:** {stop_reason_text(state.stop['reason'], max_iters=settings.max_iters, patience=settings.patience, target_us=settings.target_us)}"
-               f" after {len(state.iterations)} iterations.")
+        out.append(f"- **Baseline re-measured at the end:** drift {drift:+.1f}%.")
+    out.append(f"- **Stopped:** {stopped} after {len(state.iterations)} iterations.")
     out += ["", "### Iterations", "", iteration_rows(state, branch_url),
             "### Latency per iteration", "", chart_block(state, op), CHART_LEGEND, "",
-            "The completion report follows the seed's template (`stage: 4` is the seed's stage number: "
-            "stage 4 = performance tuning).", "", report.rstrip(), ""]
+            ("The completion report follows the seed's template (`stage: 4` is the seed's stage number: "
+             "stage 4 = performance tuning)."), "", report.rstrip(), ""]
     config = json.dumps(dataclasses.asdict(settings), ensure_ascii=False, sort_keys=True)
     out += ["<details><summary>Effective config</summary>", "", "```json", config, "```", "</details>", ""]
     return "\n".join(out)

@@ -44,7 +44,7 @@ def test_live_progress_rewrites_one_line_and_estimates_from_finished_iterations(
     stream = io.StringIO()
     now = [0.0]
     progress = Progress(stream=stream, live=True, clock=lambda: now[0])
-    event = lambda n, phase: ProgressEvent("phase", "p/op", iteration=n, message=phase, data={"max_iters": 4})  # noqa: E731
+    event = lambda n, phase: ProgressEvent("phase", "p/op", iteration=n, message=phase, data={"max_iters": 4})
     progress.phase(event(1, "L0"))
     now[0] = 10.0
     progress.finished_iteration()

@@ -79,10 +79,10 @@ def test_the_iteration_table_renders_as_a_table_with_a_reason_for_every_row(git_
     table = html[html.index("<table>"):html.index("</table>")]
     header = re.findall(r"<th>(.*?)</th>", table)
     assert header == ["iter", "change", "latency (us)", "vs baseline", "vs best", "verdict", "reason", "branch"]
-    rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
+    rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)[1:]
     assert len(rows) == len(iterations)
     for row, rec in zip(rows, iterations):
-        cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+        cells = re.findall(r"<td>(.*?)</td>", row, re.DOTALL)
         assert len(cells) == 8 and cells[0] == str(rec["iteration"])
         assert rec["verdict"] in cells[5] and cells[6].strip() not in ("", "-")
         assert rec["branch"] in cells[7]

@@ -46,14 +46,13 @@ def _chart(block: list[str]) -> list[str]:
     width = max(len(label) for label in labels)
     out = ["latency per version (us): bar = measured median, | = best kept so far, axis from 0"]
     for i, label in enumerate(labels):
-        line = [" "] * (BAR_WIDTH + 1)
-        filled = int(round(values[i] / top * BAR_WIDTH))
-        for j in range(filled):
-            line[j] = "#"
+        cells = [" "] * (BAR_WIDTH + 1)
+        for j in range(round(values[i] / top * BAR_WIDTH)):
+            cells[j] = "#"
         if i < len(best):
-            line[min(BAR_WIDTH, int(round(float(best[i]) / top * BAR_WIDTH)))] = "|"
+            cells[min(BAR_WIDTH, round(float(best[i]) / top * BAR_WIDTH))] = "|"
         kept = f"  best so far {float(best[i]):.2f}" if i < len(best) else ""
-        out.append(f"  {label:<{width}} {''.join(line)} {values[i]:.2f}{kept}")
+        out.append(f"  {label:<{width}} {''.join(cells)} {values[i]:.2f}{kept}")
     return out
 
 

@@ -48,7 +48,7 @@ class Evidence:
         self.tallies: dict[tuple[str, str], Tally] = dict(tallies or {})
 
     @classmethod
-    def combined(cls, files: dict[str, str | None]) -> "Evidence":
+    def combined(cls, files: dict[str, str | None]) -> Evidence:
         """The sum of several evidence files ({path: text}), e.g. every op's file at one commit."""
         total = cls()
         for path, text in sorted(files.items()):
@@ -60,7 +60,7 @@ class Evidence:
         return total
 
     @classmethod
-    def load(cls, text: str | None, path: str = EVIDENCE_PATH) -> "Evidence":
+    def load(cls, text: str | None, path: str = EVIDENCE_PATH) -> Evidence:
         """Parse the file's text; None or empty means no evidence yet. `path` names it in errors."""
         if text is None or not text.strip():
             return cls()
