@@ -142,6 +142,8 @@ class StatusReporter:
         self.cancelled = False
 
     def __call__(self, event: ProgressEvent) -> None:
+        if event.kind in ("phase", "note"):  # terminal progress only: no API call per phase
+            return
         self._check_cancel()
         if event.kind in ("start", "resumed"):
             self.phase = "measuring the baseline" if event.kind == "start" else "resumed"

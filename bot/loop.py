@@ -62,7 +62,7 @@ class TuneRequest:
 class ProgressEvent:
     """Emitted at every step; the CLI prints it, the GitHub handler edits the status comment."""
 
-    kind: Literal["start", "baseline", "iteration", "resumed", "stop", "delivered", "plan", "phase"]
+    kind: Literal["start", "baseline", "iteration", "resumed", "stop", "delivered", "plan", "phase", "note"]
     op: str
     iteration: int | None = None
     strategy: str | None = None
@@ -629,6 +629,7 @@ def _propose(run: _Run, state: rs.RunState) -> Proposal | None:
     _restore_refs(run, state)
     _ensure_branch(run, run.delivery_branch, state.delivery["sha"])
     if delivery.run_verdict(state)[1]:
+        _close_superseded(run)
         return None  # no gain, a cancel or nothing to try: branches and records stay, nothing is proposed
     if run.request.remote:
         # Iteration branches are tunebot's own and immutable: force them, so a restarted run can
@@ -645,6 +646,19 @@ def _propose(run: _Run, state: rs.RunState) -> Proposal | None:
         run.log.append({"key": f"{rs.PROPOSAL}:{proposal.id}", "kind": rs.PROPOSAL, "id": proposal.id,
                         "url": proposal.url, "time": _now()})
     return proposal
+
+
+def _close_superseded(run: _Run) -> None:
+    """An open proposal of an earlier (restarted) run follows the delivery branch, which now holds this
+    run's delivery: its body no longer describes its head, so it is closed rather than left to be merged."""
+    existing = run.forge.find_proposal(run.delivery_branch)
+    close = getattr(run.forge, "close", None)
+    if existing is None or close is None:
+        return
+    close(existing.id)
+    run.progress(ProgressEvent("note", run.op.qualified, message=(
+        f"closed proposal #{existing.id}: it came from an earlier run, and {run.delivery_branch} now holds "
+        "this run's delivery, which is not proposed")))
 
 
 def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOutcome:

@@ -186,3 +186,17 @@ def test_iteration_records_carry_a_reason_and_the_log_shows_verdict_and_reason(g
     refused = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--patience", "2"])
     assert refused.exit_code == 2 and "--patience 2" in refused.output
     assert json.loads(json.dumps(start))  # the records stay strict JSON
+
+
+def test_a_restarted_run_without_a_gain_closes_the_earlier_runs_open_proposal(git_repo):
+    # The earlier proposal follows tunebot/<op>/best, which the restarted run re-creates: left open,
+    # it would offer this run's (no-gain) delivery under the earlier run's body.
+    add_sleepy_op(git_repo, BLOCK=64)
+    first = tune(git_repo.path, max_iters=2, strategies=("pipeline_depth",))
+    assert first.proposal is not None, first.no_proposal_reason
+    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--restart",
+                                       "--target-us", "10000000"])
+    assert result.exit_code == 0, result.output
+    assert f"note: closed proposal #{first.proposal.id}" in result.stdout
+    assert LocalForge(git_repo.path).get(first.proposal.id).state == "closed"
+    assert "TUNING_TARGET_ALREADY_MET" in result.stdout
