@@ -31,6 +31,7 @@ from bot.measure.types import Decision, LatencyResult
 from bot.proposal_body import proposal_body, proposal_title
 from bot.record.opt_log import LogRow, OptLog, render_opt_log
 from bot.record.results import ResultsLog, iteration_key
+from bot.record.verdicts import stop_reason_text
 from bot.strategies import catalog
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.planner import Planner
@@ -96,6 +97,7 @@ class RunOutcome:
     iteration_prefix: str = ""  # tunebot/<op>/v
     verdict: str = ""  # the Stage Result verdict (bot/record/verdicts.py)
     no_proposal_reason: str = ""  # why nothing was proposed ("" when a proposal was opened)
+    stop_text: str = ""  # the stop reason with its English meaning, e.g. "连续无提升 (no gain 3 iterations in a row, patience 3)"
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
@@ -668,7 +670,9 @@ def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOut
                       delivery_branch=run.delivery_branch, proposal=proposal, report=state.delivery["report"],
                       results_path=run.log.path, drift_pct=(state.baseline_end or {}).get("drift_pct"),
                       perf_dir=run.op.perf_dir.as_posix(), iteration_prefix=f"{run.prefix}/v",
-                      verdict=delivery.run_verdict(state)[0], no_proposal_reason=delivery.run_verdict(state)[1])
+                      verdict=delivery.run_verdict(state)[0], no_proposal_reason=delivery.run_verdict(state)[1],
+                      stop_text=stop_reason_text(state.stop["reason"], max_iters=run.settings.max_iters,
+                                                 patience=run.settings.patience, target_us=run.settings.target_us))
 
 
 def cancel(repo_path: Path, op: str) -> Path:

@@ -43,7 +43,8 @@ def _outcome_dict(outcome: RunOutcome) -> dict:
 
 def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
     click.echo("")
-    click.echo(f"stop reason: {stop_reason_text(outcome.stop_reason)}; iterations: {outcome.iterations}; "
+    click.echo(f"stop reason: {outcome.stop_text or stop_reason_text(outcome.stop_reason)}; "
+               f"iterations: {outcome.iterations}; "
                f"baseline {_fmt_us(outcome.baseline_us)} -> best {_fmt_us(outcome.best_us)} "
                f"({outcome.improvement_pct:+.1f}%)")
     if outcome.drift_pct is not None:
