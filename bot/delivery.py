@@ -95,7 +95,9 @@ def run_verdict(state: rs.RunState) -> tuple[str, str]:
         return verdicts.COMPLETED, ""
     if not state.iterations:
         if reason == TARGET_REACHED:
-            return verdicts.TARGET_ALREADY_MET, (f"the baseline ({base:.2f} us) already meets the target; "
+            target = ((state.start or {}).get("settings") or {}).get("target_us")
+            aim = f" ({target:g} us)" if target is not None else ""
+            return verdicts.TARGET_ALREADY_MET, (f"the baseline ({base:.2f} us) already meets the target{aim}; "
                                                  "nothing was tried")
         tried = f" ({state.rejections} proposed changes were refused before evaluation)" if state.rejections else ""
         return verdicts.NOTHING_TO_TRY, f"no strategy had a move for this op{tried}"
