@@ -132,3 +132,19 @@ def test_an_op_needing_a_missing_toolchain_names_it(git_repo):
 def test_cancel_help_no_longer_promises_a_delivery():
     text = CliRunner().invoke(main, ["cancel", "--help"]).output
     assert "proposes nothing" in text
+
+
+def test_an_iteration_line_keeps_its_numbers_within_80_columns(monkeypatch):
+    from bot.cli.progress import Printer
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    event = ProgressEvent("iteration", "demo/rms_norm", iteration=10, strategy="block_size",
+                          change="BLOCK_ROWS: 256 -> 512 (constant at line 20)", latency_us=123456.78,
+                          accuracy="pass", verdict="not_better", gain_pct=-12.3, branch="tunebot/rms_norm/v10",
+                          message="interleaved re-measure: gain +1.2% < threshold 3.0% (faster in 3 of 5 pairs)",
+                          data={"gain_vs_best_pct": 1.2, "max_iters": 10})
+    line = Printer(progress=Progress(stream=io.StringIO(), live=False)).line(event)
+    head = line[:80]
+    for number in ("10/10", "123456.78 us", "-12.3% vs baseline", "+1.2% vs best"):
+        assert number in head, (number, head)
+    assert line.index("not_better: interleaved") < line.index("block_size: BLOCK_ROWS")

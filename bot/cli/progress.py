@@ -3,8 +3,8 @@
 Progress says the phase (baseline / L0 / timing / deciding / commit / delivery), the
 iteration N of the maximum, the time elapsed and an estimate of the time left. On a
 terminal it is one line rewritten in place; otherwise (a pipe, a log file) one line per
-phase. NO_COLOR (https://no-color.org) turns colour off. Lines are never wrapped by us:
-numbers come first on an iteration line, the reason last.
+phase. NO_COLOR (https://no-color.org) turns colour off. An iteration line starts with its
+numbers (within 80 columns), then the verdict and its reason, then the change and branch.
 """
 
 from __future__ import annotations
@@ -133,9 +133,11 @@ class Printer:
             max_iters = event.data.get("max_iters") or self.max_iters
             of = f"/{max_iters}" if max_iters else ""
             vs_best = _pct(event.data.get("gain_vs_best_pct"))
-            return (f"  iter {event.iteration}{of}  {event.strategy}: {event.change}  L0 {event.accuracy}  "
-                    f"{_us(event.latency_us)}  {_pct(event.gain_pct)} vs baseline  {vs_best} vs best  "
-                    + style(event.verdict or "", colour) + f": {event.message}  [{event.branch}]")
+            # numbers first, so an 80-column terminal never breaks one; the change and branch last
+            return (f"  iter {event.iteration}{of}  L0 {event.accuracy:<4}  {_us(event.latency_us):>11}  "
+                    f"{_pct(event.gain_pct):>6} vs baseline  {vs_best:>6} vs best  "
+                    + style(event.verdict or "", colour)
+                    + f": {event.message}  ({event.strategy}: {event.change}; {event.branch})")
         if event.kind == "plan":
             lines = [f"plan for {event.op} (nothing will be run or written):",
                      f"  settings: {json.dumps(event.data.get('settings', {}), ensure_ascii=False)}"]
