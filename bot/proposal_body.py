@@ -138,8 +138,8 @@ def proposal_body(report: str, state: rs.RunState, settings, op: str, source_pat
     out += [(f"{i}. `{one_line_change(it)}` (iter {it.n}, {it.strategy}: {fmt_pct(it.gain_vs_best_pct)} "
              "vs the version before)") for i, it in enumerate(steps, start=1)] or ["(none: the baseline is kept)"]
     interval = gain_interval(state)
-    sure = (f" (95 % interval of the gain {interval[0]:+.1f}% .. {interval[1]:+.1f}%, from the two medians' "
-            "confidence intervals)") if interval else ""
+    sure = (f" (range {interval[0]:+.1f}% .. {interval[1]:+.1f}%: what the two medians' 95 % confidence "
+            "intervals allow)") if interval else ""
     detect, noise = detectable_gain(state, settings.noise_floor)
     noise_text = f", measured noise {noise:.1f}%" if noise is not None else ""
     stopped = stop_reason_text(state.stop["reason"], max_iters=settings.max_iters, patience=settings.patience,

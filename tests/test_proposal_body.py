@@ -59,8 +59,8 @@ def test_the_body_leads_with_the_change_then_gain_then_iterations_chart_report_c
     assert proposal.title.startswith(f"tunebot: testproj/sleepy {outcome.improvement_pct:+.1f}%: ")
     assert f"{kept[-1]['change']['knob']} {kept[-1]['change']['old']} -> {kept[-1]['change']['new']}" in proposal.title
 
-    gain = re.search(r"\*\*Gain:\*\* [\d.]+ us -> [\d.]+ us, \*\*([+-][\d.]+)%\*\* \(95 % interval of the gain "
-                     r"([+-][\d.]+)% \.\. ([+-][\d.]+)%", body)
+    gain = re.search(r"\*\*Gain:\*\* [\d.]+ us -> [\d.]+ us, \*\*([+-][\d.]+)%\*\* \(range "
+                     r"([+-][\d.]+)% \.\. ([+-][\d.]+)%: what the two medians' 95 % confidence intervals allow", body)
     assert gain, body[:800]
     value, low, high = (float(g) for g in gain.groups())
     assert low <= value <= high
