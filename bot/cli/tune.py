@@ -97,7 +97,11 @@ def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max
                           max_iters=max_iters, target_us=target_us, strategies=_strategies(strategies),
                           restart=restart, dry_run=dry_run, patience=patience)
     forge = LocalForge(repo.resolve())
-    outcome = run_tune(request, forge, Printer(as_json=as_json))
+    printer = Printer(as_json=as_json)
+    try:
+        outcome = run_tune(request, forge, printer)
+    finally:
+        printer.progress.clear()  # an error or Ctrl-C then starts on a clean line
     if as_json:
         click.echo(json.dumps({"outcome": _outcome_dict(outcome)}, ensure_ascii=False, default=str))
     elif not dry_run:
@@ -225,7 +229,11 @@ def demo(op: str, target: Path | None, max_iters: int | None) -> None:
     click.echo("demo: tuning without the op's DESIGN.md target, so the loop runs until the patience "
                "or the iteration limit stops it")
     forge = LocalForge(target)
-    outcome = run_tune(TuneRequest(repo=target, op=op, max_iters=max_iters, no_target=True), forge, Printer())
+    printer = Printer()
+    try:
+        outcome = run_tune(TuneRequest(repo=target, op=op, max_iters=max_iters, no_target=True), forge, printer)
+    finally:
+        printer.progress.clear()
     _print_outcome(outcome, target)
     if outcome.proposal:
         click.echo("")
