@@ -26,7 +26,6 @@ from bot.loop import BadRequest, RunOutcome, TuneRequest, cancel, run_tune
 from bot.record.verdicts import stop_reason_text
 
 
-
 def _strategies(value: str | None) -> tuple[str, ...] | None:
     return tuple(s.strip() for s in value.split(",") if s.strip()) if value else None
 
