@@ -3,6 +3,7 @@
 - A run starts from the best already merged on the base: `perf_opt/<op>.py` when the base
   holds one (re-measured as this run's baseline), else the op's own `<op>.py`. So a second
   run never re-finds the first run's change, and its gains are against what the base holds.
+  A `<op>.py` edited after that merge is newer work than the merged best and is tuned instead.
 - The delivery commit follows the seed's product structure (tests/data/seed): `<op>.py` (the
   best), one `<op>_opt_v<N>.py` per iteration of this run (older runs' extra ones are removed),
   `opt_log.md`, `baseline.py` (the source the baseline was measured on), plus a copy of
@@ -40,12 +41,25 @@ CANCELLED, TARGET_REACHED = "已取消", "达目标"
 # ---------------------------------------------------------------- where a run starts
 
 
-def start_path(repo, base_sha: str, op: OpConfig) -> str:
-    """Repo-relative path of the source this run tunes: the merged best if the base holds one."""
+def start_source(repo, base_sha: str, op: OpConfig) -> tuple[str, str]:
+    """(repo-relative path of the source this run tunes, a note saying why when it is not the obvious one).
+
+    The merged best `perf_opt/<op>.py` when the base holds one, unless someone changed `<op>.py`
+    after that best was merged: then their newer source is what is tuned."""
     merged = (op.perf_dir / f"{op.name}.py").as_posix()
-    if gitops.read_file(repo, base_sha, merged, missing_ok=True) is not None:
-        return merged
-    return op.source.as_posix()
+    source = op.source.as_posix()
+    if gitops.read_file(repo, base_sha, merged, missing_ok=True) is None:
+        return source, ""
+    source_change, merged_change = _last_change(repo, base_sha, source), _last_change(repo, base_sha, merged)
+    if source_change and merged_change and not repo.is_ancestor(source_change, merged_change):
+        return source, (f"{source} changed after the merged best {merged} (in {source_change[:10]}), "
+                        f"so this run tunes {source}")
+    return merged, ""
+
+
+def _last_change(repo, sha: str, path: str) -> str | None:
+    """The last commit at or before `sha` that changed `path`."""
+    return repo.git.log("-1", "--format=%H", sha, "--", path).strip() or None
 
 
 def merged_latency(repo, base_sha: str, op: OpConfig) -> float | None:

@@ -399,7 +399,7 @@ def _proposer(run: _Run):
 
 def _measure_baseline(run: _Run, evaluator: Evaluator) -> None:
     # A merged best on the base is where this run starts: its gains are against what the base holds.
-    rel = delivery.start_path(run.repo, run.base_sha, run.op)
+    rel, note = delivery.start_source(run.repo, run.base_sha, run.op)
     source = run.worktree / rel
     _phase(run, "baseline L0", 0)
     accuracy = evaluator.accuracy(source)
@@ -416,7 +416,7 @@ def _measure_baseline(run: _Run, evaluator: Evaluator) -> None:
                     "path": rel, "accuracy": dataclasses.asdict(accuracy),
                     "latency": dataclasses.asdict(latency), "environment": dataclasses.asdict(env),
                     "time": _now()})
-    merged = ""
+    merged = f" ({note})" if note else ""
     if rel != run.op.source.as_posix():
         recorded = delivery.merged_latency(run.repo, run.base_sha, run.op)
         merged = (f" (starting from the merged best {rel}"

@@ -200,3 +200,19 @@ def test_a_restarted_run_without_a_gain_closes_the_earlier_runs_open_proposal(gi
     assert f"note: closed proposal #{first.proposal.id}" in result.stdout
     assert LocalForge(git_repo.path).get(first.proposal.id).state == "closed"
     assert "TUNING_TARGET_ALREADY_MET" in result.stdout
+
+
+def test_an_op_edited_after_its_merged_best_is_tuned_from_the_edit(git_repo):
+    # The developer's newer <op>.py wins over a merged best tuned from an older version of it.
+    add_sleepy_op(git_repo, BLOCK=64)
+    first = tune(git_repo.path, max_iters=2, strategies=("pipeline_depth",))
+    assert first.proposal is not None, first.no_proposal_reason
+    approve_and_merge(git_repo.path, first.proposal.id)
+    source = (git_repo.path / OP_DIR / "sleepy.py").read_text()
+    make_commit(git_repo, {f"{OP_DIR}/sleepy.py": source.replace("\nWRONG_AT = -1", "\nWRONG_AT = -2", 1)},
+                "rework the op")
+    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "1"])
+    assert result.exit_code == 0, result.output
+    baseline = next(r for r in records(git_repo.path) if r["kind"] == "baseline")
+    assert baseline["path"] == f"{OP_DIR}/sleepy.py"
+    assert f"{OP_DIR}/sleepy.py changed after the merged best" in result.stdout
