@@ -222,8 +222,13 @@ def test_stop_reasons_are_recorded_with_evidence(git_repo, control, case):
     assert evidence in next(e.message for e in events if e.kind == "stop")
     if case in ("external", "hardware"):
         assert iterations(git_repo.path) == []  # named from the figures before any tier-2 guess
-    report = LocalForge(git_repo.path).list_proposals()[0].body
-    assert f"- stop_reason: {expected}" in report and evidence in report
+    assert f"- stop_reason: {expected}" in outcome.report and evidence in outcome.report
+    kept = any(r["verdict"] == "better" for r in iterations(git_repo.path))
+    # only a run that kept a setting proposes it (as for ops); the others say why not
+    assert bool(LocalForge(git_repo.path).list_proposals()) == kept
+    assert (outcome.verdict == "TUNING_COMPLETED") == kept
+    if not kept:
+        assert outcome.no_proposal_reason and "- issues: no proposal: " in outcome.report
 
 
 @pytest.mark.parametrize("crash", ["import", "type"])
@@ -391,4 +396,6 @@ def test_cancel_stops_a_model_run_before_its_next_iteration(git_repo, tmp_path):
     stop = next(r for r in records(git_repo.path) if r["kind"] == "model-stop")
     assert stop["reason"] == "已取消" and "cancel requested at" in stop["evidence"]
     assert 1 <= len(iterations(git_repo.path)) < 6
-    assert LocalForge(git_repo.path).list_proposals()  # the best so far is still proposed
+    assert LocalForge(git_repo.path).list_proposals() == []  # a cancelled run proposes nothing
+    delivered = git(git_repo.path, "show", f"tunebot/fake/best:{MODEL_DIR}/perf_opt/report.md")
+    assert "- verdict: TUNING_CANCELLED" in delivered and "no proposal: the run was cancelled" in delivered

@@ -71,6 +71,8 @@ def print_outcome(outcome: RunOutcome, repo: Path) -> None:
     click.echo(f"records:   {outcome.results_path}")
     if outcome.proposal:
         click.echo(f"proposal:  #{outcome.proposal.id} {outcome.proposal.head} -> {outcome.proposal.base}")
+    else:
+        click.echo(f"proposal:  none ({outcome.verdict}: {outcome.no_proposal_reason})")
     click.echo("")
     click.echo(outcome.report)
 

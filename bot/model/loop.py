@@ -610,9 +610,12 @@ def _restore_refs(run: _Run, state: ms.ModelState) -> None:
             gitops.create_branch(run.repo, it.branch, it.sha)
 
 
-def _propose(run: _Run, state: ms.ModelState) -> Proposal:
+def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
+    """Open (or update) the proposal, only when a setting beat the baseline (TUNING_COMPLETED)."""
     _restore_refs(run, state)
     _ensure_branch(run, run.delivery_branch, state.delivery["sha"])
+    if records.run_verdict(state)[1]:
+        return None  # no gain, a cancel or nothing to try: branches and records stay, nothing is proposed
     if run.request.remote:
         refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
         refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
@@ -633,7 +636,8 @@ def _outcome(run: _Run, state: ms.ModelState, proposal: Proposal | None) -> RunO
     # The stale flag rides on the stop reason: every front end (terminal, status comment) shows it.
     stale = f" (features table may be stale: {'; '.join(state.stale)})" if state.stale else ""
     return RunOutcome(op=run.target.qualified, stop_reason=state.stop["reason"] + stale, iterations=len(state.iterations),
-                      drift_pct=state.drift_pct,
+                      drift_pct=state.drift_pct, verdict=records.run_verdict(state)[0],
+                      no_proposal_reason=records.run_verdict(state)[1], stop_text=state.stop["reason"] + stale,
                       baseline_us=us(state.baseline_ms), best_us=us(state.best_ms), best_iteration=state.best_iteration,
                       improvement_pct=records._gain(state) or 0.0, delivery_branch=run.delivery_branch,
                       proposal=proposal, report=state.delivery["report"], results_path=run.log.path,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bot.features.analysis import LAYERS
 from bot.model.state import ModelState
+from bot.record import verdicts
 from bot.record.chart import latency_chart
 from bot.record.fmt import escape_cell, fmt_pct, one_line
 
@@ -114,6 +115,23 @@ def _gain(state: ModelState) -> float | None:
     return None
 
 
+def run_verdict(state: ModelState) -> tuple[str, str]:
+    """(Stage Result verdict, why nothing is proposed or ""). Only TUNING_COMPLETED opens a proposal,
+    as for ops (bot/record/verdicts.py)."""
+    reason = (state.stop or {}).get("reason")
+    n = len(state.iterations)
+    if reason == "已取消":
+        return verdicts.CANCELLED, "the run was cancelled; its branches and records stay"
+    if state.best_iteration is not None:
+        return verdicts.COMPLETED, ""
+    if n == 0 and reason == "达目标":
+        return verdicts.TARGET_ALREADY_MET, "the baseline already meets the target"
+    if n == 0:
+        return verdicts.NOTHING_TO_TRY, f"no setting was tried: {(state.stop or {}).get('evidence', '')}"
+    return verdicts.NO_GAIN, (f"none of the {n} settings tried beat the baseline ({fmt_ms(state.baseline_ms)} ms) "
+                              "beyond the noise rule and the quality gate")
+
+
 REPORT_KEYS = ("stage", "project", "model", "output", "verdict", "iterations", "baseline_latency", "final_latency",
                "improvement", "stop_reason", "stop_evidence", "enabled", "features_table", "skills_consulted",
                "summary", "issues")
@@ -122,8 +140,10 @@ REPORT_KEYS = ("stage", "project", "model", "output", "verdict", "iterations", "
 def render_report(project: str, model: str, settings_path: str, state: ModelState, features_file: str,
                   noise_floor: float = 0.03) -> str:
     enabled = [f"{it.change} ({it.row})" for it in state.iterations if it.verdict == "better"]
-    issues = [f"iter {it.n} ({it.key}={it.new}): {it.verdict}" + (f" — {it.note}" if it.note else "")
-              for it in state.iterations if it.verdict not in ("better", "not_better")]
+    verdict, no_proposal = run_verdict(state)
+    issues = [f"no proposal: {no_proposal}"] if no_proposal else []
+    issues += [f"iter {it.n} ({it.key}={it.new}): {it.verdict}" + (f" — {it.note}" if it.note else "")
+               for it in state.iterations if it.verdict not in ("better", "not_better")]
     gain = _gain(state)
     stop = state.stop or {"reason": "-", "evidence": "-"}
     drift = state.drift_pct
@@ -136,7 +156,7 @@ def render_report(project: str, model: str, settings_path: str, state: ModelStat
                f"{fmt_ms(state.best_ms)} ms ({fmt_pct(gain)} vs baseline), stopped: {stop['reason']}{drift_clause}.")
     values = {
         "stage": "model", "project": project, "model": model, "output": settings_path,
-        "verdict": "TUNING_COMPLETED", "iterations": str(len(state.iterations)),
+        "verdict": verdict, "iterations": str(len(state.iterations)),
         "baseline_latency": f"{fmt_ms(state.baseline_ms)} ms", "final_latency": f"{fmt_ms(state.best_ms)} ms",
         "improvement": fmt_pct(gain), "stop_reason": stop["reason"], "stop_evidence": stop["evidence"],
         "enabled": "; ".join(enabled) or "none",
