@@ -1,0 +1,178 @@
+"""What a kernel demands of a knob's value, read from the kernel itself.
+
+For a knob read by a kernel factory (bot/strategies/binding.py) the rules are:
+
+- every `assert` of the factory that holds with the current value must still
+  hold with the new one (`assert top_k % block_I == 0`, `group_size == block_N`);
+- `X // knob`, `X % knob` with a plain shape X, and `T.ceildiv(X, knob)` when no
+  `T.min(knob, ...)` handles a tail, mean full tiles: the new value must divide X;
+- `T.ceildiv(X, knob)` with a tail handled means the block must not exceed X;
+- when X is not known in the file (a `T.symbolic` shape, a runtime size), only
+  divisors of the current value are provably safe: the current value already
+  divides every shape the op runs with.
+
+A rule the current value itself breaks is not a requirement of this kernel
+(e.g. a grid size of 20 over 16 guarded work items) and is ignored. A move
+that breaks a rule is refused with the rule, before anything is measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.binding import CEILDIV, Env, Facts, Function, Resolver, evaluate
+from bot.strategies.source import dotted
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str  # exact (must divide X) | cap (must not exceed X) | assert
+    node: cst.CSTNode  # the extent X, or the assert's test
+    chain: tuple[Function, ...]  # scope the node is evaluated in
+    line: int
+    text: str  # the source text, for messages
+
+
+class _Rules(cst.CSTVisitor):
+    def __init__(self, f: Facts, aliases: set[str], base: tuple[Function, ...]) -> None:
+        self.f, self.aliases = f, aliases
+        self.by_node = {id(fn.node): fn for fn in f.functions}
+        self.stack: list[Function] = list(base)
+        self.rules: list[Rule] = []
+        self.ceil: list[Rule] = []
+        self.tails = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        fn = self.by_node.get(id(node))
+        if fn is not None and (not self.stack or self.stack[-1] is not fn):
+            self.stack.append(fn)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self.stack and self.stack[-1].node is original_node and len(self.stack) > 1:
+            self.stack.pop()
+
+    def _is_knob(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Name) and node.value in self.aliases
+
+    def _rule(self, kind: str, node: cst.CSTNode, whole: cst.CSTNode) -> Rule:
+        text = cst.Module([]).code_for_node(whole)
+        return Rule(kind, node, tuple(self.stack), self.f.line(whole), " ".join(text.split()))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.FloorDivide, cst.Modulo)) and self._is_knob(node.right) \
+                and isinstance(node.left, (cst.Name, cst.Integer, cst.Attribute)):
+            self.rules.append(self._rule("exact", node.left, node))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = dotted(node.func)
+        short = name.rsplit(".", 1)[-1]
+        args = [a.value for a in node.args if a.keyword is None]
+        if short in CEILDIV and len(args) == 2 and self._is_knob(args[1]):
+            self.ceil.append(self._rule("ceil", args[0], node))
+        elif short == "min" and any(self._is_knob(a) for a in args):
+            self.tails = True
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        if _names(node.test) & self.aliases:
+            self.rules.append(self._rule("assert", node.test, node.test))
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+    node.visit(V())
+    return found
+
+
+def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
+    """`name` and the locals that are plain copies of it (`block_m = block_M`)."""
+    names = {name}
+    scopes = [fn for fn in f.functions if any(p is c for c in chain for p in fn.chain)]
+    changed = True
+    while changed:
+        changed = False
+        for fn in scopes:
+            for local, values in fn.assigns.items():
+                if local not in names and len(values) == 1 and isinstance(values[0], cst.Name) \
+                        and values[0].value in names:
+                    names.add(local)
+                    changed = True
+    return names
+
+
+@dataclass
+class Constraints:
+    """The rules one knob must meet, for every factory that reads it."""
+
+    name: str
+    aliases: frozenset[str]
+    rules: list[Rule]
+    resolver: Resolver
+
+    def _env(self, chain: tuple[Function, ...], value: int) -> Env:
+        return Env(self.resolver, chain, 0, {a: value for a in self.aliases})
+
+    def violation(self, value: int, current: int | None) -> str | None:
+        """Why `value` breaks the kernel, or None."""
+        if isinstance(value, bool):
+            return None
+        if value <= 0:
+            return f"{self.name}={value}: a block size must be positive"
+        for rule in self.rules:
+            problem = self._check(rule, value, current)
+            if problem:
+                return problem
+        return None
+
+    def _check(self, rule: Rule, value: int, current: int | None) -> str | None:
+        if rule.kind == "assert":
+            now = evaluate(rule.node, self._env(rule.chain, current)) if current is not None else None
+            if now is False:
+                return None  # the kernel's own assert already fails: not ours to judge
+            if evaluate(rule.node, self._env(rule.chain, value)) is False:
+                return f"{self.name}={value} breaks the kernel's assert at line {rule.line}: `{rule.text}`"
+            return None
+        extent = evaluate(rule.node, self._env(rule.chain, current if current is not None else value))
+        if isinstance(extent, bool) or (extent is not None and not isinstance(extent, int)):
+            return None
+        if rule.kind == "exact":
+            if extent is None:
+                if current and current % value != 0:
+                    return (f"{self.name}={value}: `{rule.text}` (line {rule.line}) needs full tiles and its "
+                            f"extent is not known in this file; only divisors of the current {current} are safe")
+                return None
+            if current and extent % current != 0:
+                return None  # the current value does not divide it either: not a requirement here
+            if extent % value != 0:
+                return (f"{self.name}={value} does not divide {extent} "
+                        f"(`{rule.text}` at line {rule.line} needs full tiles)")
+            return None
+        if rule.kind == "cap" and extent is not None:
+            if current and current > extent:
+                return None
+            if value > extent:
+                return f"{self.name}={value} exceeds the extent {extent} it tiles (`{rule.text}` at line {rule.line})"
+        return None
+
+
+def constraints_for(f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function]]
+                    ) -> Constraints:
+    """Rules for `name` as read by each (owner, factory): owner holds the name, factory the prim_func."""
+    rules: list[Rule] = []
+    all_aliases: set[str] = set()
+    for owner, factory in owners:
+        root = owner or factory
+        chain = root.chain
+        aliases = aliases_of(name, factory.chain, f)
+        all_aliases |= aliases
+        v = _Rules(f, aliases, chain[:-1])
+        root.node.visit(v)
+        rules.extend(v.rules)
+        rules.extend(Rule("cap" if v.tails else "exact", r.node, r.chain, r.line, r.text) for r in v.ceil)
+    return Constraints(name, frozenset(all_aliases), rules, resolver)
