@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from bot.strategies.source import bool_value, dotted, int_value, line_of, parse
 
@@ -191,6 +191,13 @@ class Facts:
 
     def line(self, node: cst.CSTNode) -> int:
         return line_of(self.wrapper, node)
+
+    def chain_at(self, line: int) -> tuple[Function, ...]:
+        """The functions enclosing source line `line`, outermost first (() at module level)."""
+        positions = self.wrapper.resolve(PositionProvider)
+        inside = [fn for fn in self.functions
+                  if positions[fn.node].start.line <= line <= positions[fn.node].end.line]
+        return max((fn.chain for fn in inside), key=len, default=())
 
 
 @lru_cache(maxsize=256)

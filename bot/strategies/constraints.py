@@ -7,6 +7,8 @@ For a knob read by a kernel factory (bot/strategies/binding.py) the rules are:
 - `X // knob`, `X % knob` with a plain shape X, and `T.ceildiv(X, knob)` when no
   `T.min(knob, ...)` handles a tail, mean full tiles: the new value must divide X;
 - `T.ceildiv(X, knob)` with a tail handled means the block must not exceed X;
+- a loop over `T.ceildiv(X, knob)` tiles whose index picks a row of a tensor
+  laid out in `T.ceildiv(X, G)` groups (per-group scales) ties the knob to G;
 - when X is not known in the file (a `T.symbolic` shape, a runtime size), only
   divisors of the current value are provably safe: the current value already
   divides every shape the op runs with.
@@ -28,7 +30,7 @@ from bot.strategies.source import dotted
 
 @dataclass(frozen=True)
 class Rule:
-    kind: str  # exact (must divide X) | cap (must not exceed X) | assert
+    kind: str  # exact (must divide X) | cap (must not exceed X) | equal (must be X) | assert
     node: cst.CSTNode  # the extent X, or the assert's test
     chain: tuple[Function, ...]  # scope the node is evaluated in
     line: int
@@ -43,6 +45,8 @@ class _Rules(cst.CSTVisitor):
         self.rules: list[Rule] = []
         self.ceil: list[Rule] = []
         self.tails = False
+        self.iterators = _iterators(f)
+
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         fn = self.by_node.get(id(node))
@@ -61,8 +65,10 @@ class _Rules(cst.CSTVisitor):
         return Rule(kind, node, tuple(self.stack), self.f.line(whole), " ".join(text.split()))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        left = node.left
         if isinstance(node.operator, (cst.FloorDivide, cst.Modulo)) and self._is_knob(node.right) \
-                and isinstance(node.left, (cst.Name, cst.Integer, cst.Attribute)):
+                and isinstance(left, (cst.Name, cst.Integer, cst.Attribute)) \
+                and not (isinstance(left, cst.Name) and left.value in self.iterators):
             self.rules.append(self._rule("exact", node.left, node))
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -77,6 +83,22 @@ class _Rules(cst.CSTVisitor):
     def visit_Assert(self, node: cst.Assert) -> None:
         if _names(node.test) & self.aliases:
             self.rules.append(self._rule("assert", node.test, node.test))
+
+
+def _iterators(f: Facts) -> set[str]:
+    """Loop and `with ... as` targets: indices (`k % slots` is a ring index), never shapes."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            found.update(_names(n.target))
+
+        def visit_WithItem(self, n: cst.WithItem) -> None:
+            if n.asname is not None:
+                found.update(_names(n.asname.name))
+
+    f.wrapper.module.visit(V())
+    return found
 
 
 def _names(node: cst.CSTNode) -> set[str]:
@@ -153,6 +175,14 @@ class Constraints:
                 return (f"{self.name}={value} does not divide {extent} "
                         f"(`{rule.text}` at line {rule.line} needs full tiles)")
             return None
+        if rule.kind == "equal":
+            target = extent if extent is not None else current
+            if target is not None and current is not None and current != target:
+                return None
+            if target is not None and value != target:
+                return (f"{self.name}={value}: the loop over {self.name}-sized tiles indexes `{rule.text}` "
+                        f"(line {rule.line}), laid out in groups of {target}")
+            return None
         if rule.kind == "cap" and extent is not None:
             if current and current > extent:
                 return None
@@ -174,5 +204,63 @@ def constraints_for(f: Facts, resolver: Resolver, name: str, owners: list[tuple[
         v = _Rules(f, aliases, chain[:-1])
         root.node.visit(v)
         rules.extend(v.rules)
+        rules.extend(_group_rules(f, factory, aliases))
         rules.extend(Rule("cap" if v.tails else "exact", r.node, r.chain, r.line, r.text) for r in v.ceil)
     return Constraints(name, frozenset(all_aliases), rules, resolver)
+
+
+def _ceildiv_args(node: cst.BaseExpression | None) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] in CEILDIV:
+        args = [a.value for a in node.args if a.keyword is None]
+        if len(args) == 2:
+            return args[0], args[1]
+    return None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module([]).code_for_node(node).split())
+
+
+def _group_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
+    """`for k in T.Pipelined(T.ceildiv(K, knob))` + `scales[.., k]` with scales' dim `T.ceildiv(K, G)`."""
+    rules: list[Rule] = []
+    by_node = {id(fn.node): fn for fn in f.functions}
+    for pf in factory.prim_funcs:
+        chain = by_node[id(pf)].chain
+        tensors: dict[str, list[cst.BaseExpression]] = {}
+        for p in pf.params.params:
+            ann = p.annotation.annotation if p.annotation else None
+            if isinstance(ann, cst.Call) and dotted(ann.func).endswith("Tensor") and ann.args \
+                    and isinstance(ann.args[0].value, (cst.Tuple, cst.List)):
+                tensors[p.name.value] = [e.value for e in ann.args[0].value.elements]
+        locals_ = by_node[id(pf)].assigns
+        loops: dict[str, cst.BaseExpression] = {}  # loop variable -> X of ceildiv(X, knob)
+
+        class Loops(cst.CSTVisitor):
+            def visit_For(self, n: cst.For) -> None:
+                if not isinstance(n.target, cst.Name) or not isinstance(n.iter, cst.Call) or not n.iter.args:
+                    return
+                extent = n.iter.args[0].value
+                if isinstance(extent, cst.Name) and len(locals_.get(extent.value, [])) == 1:
+                    extent = locals_[extent.value][0]
+                pair = _ceildiv_args(extent)
+                if pair and isinstance(pair[1], cst.Name) and pair[1].value in aliases:
+                    loops[n.target.value] = pair[0]
+
+        class Index(cst.CSTVisitor):
+            def visit_Subscript(self, n: cst.Subscript) -> None:
+                if not isinstance(n.value, cst.Name) or n.value.value not in tensors:
+                    return
+                dims = tensors[n.value.value]
+                for i, el in enumerate(n.slice):
+                    idx = el.slice.value if isinstance(el.slice, cst.Index) else None
+                    if not (isinstance(idx, cst.Name) and idx.value in loops) or i >= len(dims):
+                        continue
+                    pair = _ceildiv_args(dims[i])
+                    if pair and _code(pair[0]) == _code(loops[idx.value]) and not (
+                            isinstance(pair[1], cst.Name) and pair[1].value in aliases):
+                        rules.append(Rule("equal", pair[1], chain, f.line(n), _code(n)))
+
+        pf.visit(Loops())
+        pf.visit(Index())
+    return rules

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bot.strategies.binding import Facts, Function, Resolution, Resolver, Site, facts
+from bot.strategies.binding import Facts, Function, Resolver, Site, facts
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.source import ParseFailure
 
@@ -92,25 +92,45 @@ def _live_names(factory: Function, f: Facts) -> set[str]:
     return used
 
 
-def _owners(f: Facts) -> dict[str, list[tuple[Function | None, Function, bool]]]:
-    """name -> (owner, factory, live) for every block-like name a factory chain holds."""
+def _owners(f: Facts, wanted=BLOCK_NAME.match) -> dict[str, list[tuple[Function | None, Function, bool]]]:
+    """name -> (owner, factory, live) for every wanted name a factory chain holds."""
     out: dict[str, list[tuple[Function | None, Function, bool]]] = {}
     for factory in f.factories:
         live = _live_names(factory, f)
         for owner in factory.chain:
             names = list(dict.fromkeys([*owner.params, *owner.defaults, *owner.assigns]))
             for name in names:
-                if BLOCK_NAME.match(name):
+                if wanted(name):
                     out.setdefault(name, []).append((owner, factory, name in live))
         for name in sorted(live):
-            if BLOCK_NAME.match(name) and name in f.module_assigns and not any(
-                    name in o.params or name in o.assigns for o in factory.chain):
+            if wanted(name) and name in f.module_assigns and not any(
+                    name in o.params or name in o.defaults or name in o.assigns for o in factory.chain):
                 out.setdefault(name, []).append((None, factory, True))
     return out
 
 
-def _resolve(resolver: Resolver, owner: Function | None, name: str) -> Resolution:
-    return resolver.name(name, owner.chain if owner else ())
+def _bind(f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function, bool]]
+          ) -> KnobInfo | Dropped:
+    live = [(o, fac) for o, fac, is_live in owners if is_live]
+    if not live:
+        where = ", ".join(sorted({f"{fac.name}()" for _, fac, _ in owners}))
+        return Dropped("block_size", name, f"never read by the kernel ({where}): tuning it cannot change anything")
+    results = [(o, fac, resolver.name(name, o.chain if o else ())) for o, fac in live]
+    sites = {id(r.site.node): r for _, _, r in results if r.site is not None and r.problem is None}
+    if len(sites) > 1:
+        lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
+        return Dropped("block_size", name, f"bound at {len(sites)} different places ({lines}) for different "
+                                           f"kernels; one change cannot pick one")
+    if not sites:
+        problems = "; ".join(dict.fromkeys(r.problem or "not a literal" for _, _, r in results))
+        return Dropped("block_size", name, problems)
+    r = next(iter(sites.values()))
+    site = r.site
+    assert site is not None
+    if isinstance(site.value, bool) or not isinstance(site.value, int):
+        return Dropped("block_size", name, f"set to {site.value!r}, not an integer")
+    bound = [(o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node]
+    return KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
 
 
 @lru_cache(maxsize=256)
@@ -127,38 +147,38 @@ def inventory(source: str) -> Inventory:
     dropped: list[Dropped] = []
     taken: dict[int, str] = {}  # id(site node) -> knob name
     for name, owners in _owners(f).items():
-        live = [(o, fac) for o, fac, is_live in owners if is_live]
-        if not live:
-            where = ", ".join(sorted({f"{fac.name}()" for _, fac, _ in owners}))
-            dropped.append(Dropped("block_size", name, f"never read by the kernel ({where}): tuning it "
-                                                       f"cannot change anything"))
-            continue
-        results = [(o, fac, _resolve(resolver, o, name)) for o, fac in live]
-        sites = {id(r.site.node): r for _, _, r in results if r.site is not None and r.problem is None}
-        if len(sites) > 1:
-            lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
-            dropped.append(Dropped("block_size", name, f"bound at {len(sites)} different places ({lines}) for "
-                                                       f"different kernels; one change cannot pick one"))
-            continue
-        if not sites:
-            problems = "; ".join(dict.fromkeys(r.problem or "not a literal" for _, _, r in results))
-            dropped.append(Dropped("block_size", name, problems))
-            continue
-        r = next(iter(sites.values()))
-        site = r.site
-        assert site is not None
-        if isinstance(site.value, bool) or not isinstance(site.value, int):
-            dropped.append(Dropped("block_size", name, f"set to {site.value!r}, not an integer"))
-            continue
-        if id(site.node) in taken:
-            continue  # the same literal under another name (`block_m = block_M`, `block_I=args.block_i`)
-        taken[id(site.node)] = name
-        bound = [(o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node]
-        cons = constraints_for(f, resolver, name, bound)
-        knobs.append(KnobInfo(name, site, site.value, r.path, cons))
+        found = _bind(f, resolver, name, owners)
+        if isinstance(found, Dropped):
+            dropped.append(found)
+        elif id(found.site.node) not in taken:  # the same literal under another name is one knob
+            if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
+                found.name = found.site.name  # a module constant keeps its own name (BLOCK_M, not block_M)
+            taken[id(found.site.node)] = found.name
+            knobs.append(found)
     _unread_literals(f, taken, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
+
+
+@lru_cache(maxsize=1024)
+def resolve(source: str, name: str) -> KnobInfo | str | None:
+    """Knob `name` as the kernel factories read it; a reason when they read it but it cannot be
+    tuned; None when no factory reads it (the name-based rules apply)."""
+    inv = inventory(source)
+    if not inv.tilelang:
+        return None
+    known = inv.knob(name)
+    if known is not None:
+        return known
+    for d in inv.dropped:
+        if d.name == name:
+            return d.reason
+    f = facts(source)
+    owners = _owners(f, lambda n: n == name).get(name)
+    if not owners:
+        return None
+    found = _bind(f, Resolver(f), name, owners)
+    return found.reason if isinstance(found, Dropped) else found
 
 
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:

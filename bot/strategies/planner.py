@@ -183,9 +183,13 @@ class Planner:
                 if name in names or not isinstance(value, int) or isinstance(value, bool):
                     continue
                 values = tuple(sorted(set(DISCOVERED_BLOCK_VALUES) | {value}))
+                values, refused = knobs.legal_values(source, name, values)  # the kernel's own rules
+                skipped.extend(knobs.refusal_lines("block_size", name, refused))
                 specs.append(KnobSpec(name, "block_size", "knob", values, Knob(name, "block_size", values),
                                       order=len(specs)))
                 names.add(name)
+        if "block_size" in strategies and "block_size" not in declared:
+            skipped.extend(str(d) for d in knobs.dropped(source))
         if "pipeline_depth" in strategies and "pipeline_depth" not in declared:
             for loop in pipeline.find_loops(source):
                 key = loop.bound_to or f"num_stages#{loop.index}"
@@ -195,8 +199,11 @@ class Planner:
                                       index=loop.index, order=len(specs)))
                 names.add(key)
         if "multi_buffer" in strategies and "tilelang" in source and multibuffer.current(source) is not None:
-            if not isinstance(multibuffer.set_flag(source, not multibuffer.current(source)), Refusal):
+            flip = multibuffer.set_flag(source, not multibuffer.current(source))
+            if not isinstance(flip, Refusal):
                 specs.append(KnobSpec(multibuffer.FLAG, "multi_buffer", "flag", (False, True), order=len(specs)))
+            else:
+                skipped.append(f"multi_buffer: {multibuffer.FLAG}: {flip.reason}")
         return specs, skipped
 
     def _moves(self, ctx: PlanContext) -> tuple[list[Move], list[str]]:
