@@ -110,6 +110,12 @@ def judge_kernel(kid: str) -> Tally:
     t.unexplained += [f"{kid}: {s}" for s in skipped if not s.split(":", 2)[-1].strip()]
     expected_knobs = exp.get("block_size") or {}
     dropped = set(exp.get("dropped") or [])
+    for name in dropped:  # must be listed as not planned, with its reason
+        if not any(s.startswith(f"block_size: {name}: ") and len(s) > len(f"block_size: {name}: ") + 10
+                   for s in skipped):
+            t.unexplained.append(f"{kid}: {name} is not listed as dropped with a reason")
+    if exp["multi_buffer"]["edit_lines"] is None and not any(s.startswith("multi_buffer: ") for s in skipped):
+        t.unexplained.append(f"{kid}: the multi_buffer refusal is not listed with its reason")
 
     def judge_block(v: Variant, name: str) -> None:
         t.produced += 1

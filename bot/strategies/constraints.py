@@ -233,7 +233,9 @@ def _group_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
             if isinstance(ann, cst.Call) and dotted(ann.func).endswith("Tensor") and ann.args \
                     and isinstance(ann.args[0].value, (cst.Tuple, cst.List)):
                 tensors[p.name.value] = [e.value for e in ann.args[0].value.elements]
-        locals_ = by_node[id(pf)].assigns
+        locals_: dict[str, list[cst.BaseExpression]] = {}
+        for fn in chain:  # innermost wins
+            locals_.update(fn.assigns)
         loops: dict[str, cst.BaseExpression] = {}  # loop variable -> X of ceildiv(X, knob)
 
         class Loops(cst.CSTVisitor):
