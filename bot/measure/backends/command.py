@@ -3,7 +3,7 @@
 `latency.command` in tune.yaml is run in the sandbox, in the op's directory,
 with the same timeout as every backend. Placeholders in its arguments:
 `{source}` (absolute path of the variant file to measure), `{op_dir}`,
-`{warmup}`, `{repeats}`, `{entry}`.
+`{warmup}`, `{repeats}`, `{entry}`, `{python}` (the interpreter running tunebot).
 
 The command prints ONE JSON object on a line of its own (other output is
 allowed around it and kept in the tail):
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 from bot.measure.backends.common import from_failure, from_samples
@@ -105,7 +106,7 @@ def measure_command(source: Path, argv: tuple[str, ...] | list[str], entry: str 
     source = Path(source).resolve()
     workdir = Path(cwd or source.parent)
     command = expand(argv, {"source": str(source), "op_dir": str(workdir), "warmup": str(warmup),
-                            "repeats": str(repeats), "entry": entry})
+                            "repeats": str(repeats), "entry": entry, "python": sys.executable})
     env = child_env([source.parent, workdir])
     samples: list[float] = []
     facts: dict = {}
