@@ -9,7 +9,13 @@ import pytest
 
 from bot.config import LatencySettings, OpConfig, load_op_config
 from bot.errors import ConfigError
-from bot.measure.backends.command import MEDIAN_RUNS, OutputError, expand, measure_command, parse_output
+from bot.measure.backends.command import (
+    MEDIAN_RUNS,
+    OutputError,
+    expand,
+    measure_command,
+    parse_output,
+)
 from bot.measure.evaluator import Evaluator
 
 ROOT = Path(__file__).resolve().parents[1]

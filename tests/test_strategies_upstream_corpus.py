@@ -93,7 +93,7 @@ class Tally:
     missed_knobs: list[str] = field(default_factory=list)  # expected knobs not discovered
     unexplained: list[str] = field(default_factory=list)  # a refusal or drop without a reason
 
-    def add(self, other: "Tally") -> None:
+    def add(self, other: Tally) -> None:
         for name, value in vars(other).items():
             setattr(self, name, getattr(self, name) + value)
 

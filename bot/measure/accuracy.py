@@ -23,7 +23,14 @@ from pathlib import Path
 
 from bot.config import AccuracySettings
 from bot.measure.backends.common import run_runner
-from bot.measure.sandbox import OOM_MARKERS, SandboxResult, child_env, python_argv, run_sandboxed, tail_of
+from bot.measure.sandbox import (
+    OOM_MARKERS,
+    SandboxResult,
+    child_env,
+    python_argv,
+    run_sandboxed,
+    tail_of,
+)
 from bot.measure.types import AccuracyResult, Status
 
 # torch.testing.assert_close's messages, and an explicit "L0 ... FAIL" line from the op's script

@@ -15,7 +15,9 @@ from pathlib import Path
 from bot.config import OP_CONFIG_FILE, OpConfig
 from bot.errors import ConfigError
 from bot.measure import accuracy as acc
-from bot.measure import backends, decide as decide_mod, environment as env_mod
+from bot.measure import backends
+from bot.measure import decide as decide_mod
+from bot.measure import environment as env_mod
 from bot.measure.backends.command import measure_command
 from bot.measure.backends.cpu import measure_cpu
 from bot.measure.backends.cuda import measure_cuda

@@ -48,7 +48,7 @@ class Site:
 class Function:
     node: cst.FunctionDef
     name: str
-    parents: tuple["Function", ...]  # enclosing functions, outermost first
+    parents: tuple[Function, ...]  # enclosing functions, outermost first
     params: list[str]  # positional parameters in order
     defaults: dict[str, cst.BaseExpression]
     assigns: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)  # direct body, name -> values
@@ -58,7 +58,7 @@ class Function:
     returns: list[str] = field(default_factory=list)  # names returned (`return _func`: an inner factory)
 
     @property
-    def chain(self) -> tuple["Function", ...]:
+    def chain(self) -> tuple[Function, ...]:
         return (*self.parents, self)
 
 
@@ -162,8 +162,9 @@ class _Collector(cst.CSTVisitor):
                     dest = text[2:].replace("-", "_")
                     break
         kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-        if isinstance(kw.get("dest"), cst.SimpleString):
-            dest = kw["dest"].evaluated_value  # type: ignore[union-attr]
+        dest_node = kw.get("dest")
+        if isinstance(dest_node, cst.SimpleString):
+            dest = str(dest_node.evaluated_value)
         default = kw.get("default")
         value = _literal(default)
         if dest and default is not None and value is not None:
@@ -247,8 +248,9 @@ class Resolver:
                 return self.expr(values[0], fn.chain, depth + 1, name, "local")
             if name in fn.params or name in fn.defaults:
                 return self.param(fn, name, depth + 1)
-        values = self.f.module_assigns.get(name)
-        if values:
+        module_values = self.f.module_assigns.get(name)
+        if module_values:
+            values = module_values
             if len(values) > 1:
                 return _unresolved(f"module name '{name}' is assigned {len(values)} times")
             return self.expr(values[0], (), depth + 1, name, "constant")
@@ -268,9 +270,9 @@ class Resolver:
                 if len(sites) > 1:
                     return _unresolved(f"argparse option --{node.attr.value} is declared {len(sites)} times")
                 return Resolution(sites[0], sites[0].value, (f"{name} = {dotted(node)}", "argparse default"))
-        value = evaluate(node, Env(self, chain, depth + 1))
-        if value is not None:
-            return Resolution(None, value, (f"{name} computed",),
+        computed = evaluate(node, Env(self, chain, depth + 1))
+        if computed is not None:
+            return Resolution(None, computed, (f"{name} computed",),
                               f"'{name}' is computed at line {self.f.line(node)}, not set by a literal")
         return _unresolved(f"'{name}' is set by an expression at line {self.f.line(node)}, not by a literal")
 
@@ -338,8 +340,10 @@ class Resolver:
             if var in fn.assigns:
                 values = fn.assigns[var]
                 return values[0] if len(values) == 1 and isinstance(values[0], cst.Dict) else None
-        values = self.f.module_assigns.get(var)
-        return values[0] if values and len(values) == 1 and isinstance(values[0], cst.Dict) else None
+        module_values = self.f.module_assigns.get(var)
+        if module_values and len(module_values) == 1 and isinstance(module_values[0], cst.Dict):
+            return module_values[0]
+        return None
 
     def _dict_has(self, var: str, chain: tuple[Function, ...], key: str) -> bool:
         d = self._dict_literal(var, chain)
@@ -384,9 +388,9 @@ class Env:
                 return evaluate(values[0], Env(self.resolver, fn.chain, deeper, self.overrides))
             if name in fn.params or name in fn.defaults:
                 return self.resolver.param(fn, name, deeper).value
-        values = self.resolver.f.module_assigns.get(name)
-        if values and len(values) == 1:
-            return evaluate(values[0], Env(self.resolver, (), deeper, self.overrides))
+        module_values = self.resolver.f.module_assigns.get(name)
+        if module_values and len(module_values) == 1:
+            return evaluate(module_values[0], Env(self.resolver, (), deeper, self.overrides))
         return None
 
 

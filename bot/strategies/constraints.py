@@ -31,7 +31,7 @@ from bot.strategies.source import dotted
 @dataclass(frozen=True)
 class Rule:
     kind: str  # exact (must divide X) | cap (must not exceed X) | equal (must be X) | assert
-    node: cst.CSTNode  # the extent X, or the assert's test
+    node: cst.BaseExpression  # the extent X, or the assert's test
     chain: tuple[Function, ...]  # scope the node is evaluated in
     line: int
     text: str  # the source text, for messages
@@ -60,7 +60,7 @@ class _Rules(cst.CSTVisitor):
     def _is_knob(self, node: cst.BaseExpression) -> bool:
         return isinstance(node, cst.Name) and node.value in self.aliases
 
-    def _rule(self, kind: str, node: cst.CSTNode, whole: cst.CSTNode) -> Rule:
+    def _rule(self, kind: str, node: cst.BaseExpression, whole: cst.CSTNode) -> Rule:
         text = cst.Module([]).code_for_node(whole)
         return Rule(kind, node, tuple(self.stack), self.f.line(whole), " ".join(text.split()))
 
@@ -236,33 +236,49 @@ def _group_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
         locals_: dict[str, list[cst.BaseExpression]] = {}
         for fn in chain:  # innermost wins
             locals_.update(fn.assigns)
-        loops: dict[str, cst.BaseExpression] = {}  # loop variable -> X of ceildiv(X, knob)
-
-        class Loops(cst.CSTVisitor):
-            def visit_For(self, n: cst.For) -> None:
-                if not isinstance(n.target, cst.Name) or not isinstance(n.iter, cst.Call) or not n.iter.args:
-                    return
-                extent = n.iter.args[0].value
-                if isinstance(extent, cst.Name) and len(locals_.get(extent.value, [])) == 1:
-                    extent = locals_[extent.value][0]
-                pair = _ceildiv_args(extent)
-                if pair and isinstance(pair[1], cst.Name) and pair[1].value in aliases:
-                    loops[n.target.value] = pair[0]
-
-        class Index(cst.CSTVisitor):
-            def visit_Subscript(self, n: cst.Subscript) -> None:
-                if not isinstance(n.value, cst.Name) or n.value.value not in tensors:
-                    return
-                dims = tensors[n.value.value]
-                for i, el in enumerate(n.slice):
-                    idx = el.slice.value if isinstance(el.slice, cst.Index) else None
-                    if not (isinstance(idx, cst.Name) and idx.value in loops) or i >= len(dims):
-                        continue
-                    pair = _ceildiv_args(dims[i])
-                    if pair and _code(pair[0]) == _code(loops[idx.value]) and not (
-                            isinstance(pair[1], cst.Name) and pair[1].value in aliases):
-                        rules.append(Rule("equal", pair[1], chain, f.line(n), _code(n)))
-
-        pf.visit(Loops())
-        pf.visit(Index())
+        loops = _Loops(locals_, aliases)
+        pf.visit(loops)
+        index = _GroupIndex(f, tensors, loops.extents, aliases, chain)
+        pf.visit(index)
+        rules.extend(index.rules)
     return rules
+
+
+class _Loops(cst.CSTVisitor):
+    """Loop variable -> X for `for v in T.Pipelined(T.ceildiv(X, knob))` (directly or via a local)."""
+
+    def __init__(self, locals_: dict[str, list[cst.BaseExpression]], aliases: set[str]) -> None:
+        self.locals, self.aliases = locals_, aliases
+        self.extents: dict[str, cst.BaseExpression] = {}
+
+    def visit_For(self, n: cst.For) -> None:
+        if not isinstance(n.target, cst.Name) or not isinstance(n.iter, cst.Call) or not n.iter.args:
+            return
+        extent = n.iter.args[0].value
+        if isinstance(extent, cst.Name) and len(self.locals.get(extent.value, [])) == 1:
+            extent = self.locals[extent.value][0]
+        pair = _ceildiv_args(extent)
+        if pair and isinstance(pair[1], cst.Name) and pair[1].value in self.aliases:
+            self.extents[n.target.value] = pair[0]
+
+
+class _GroupIndex(cst.CSTVisitor):
+    """`S[.., v]` where v walks knob tiles of X and S's dimension is `T.ceildiv(X, G)`: knob must be G."""
+
+    def __init__(self, f: Facts, tensors: dict[str, list[cst.BaseExpression]],
+                 loops: dict[str, cst.BaseExpression], aliases: set[str], chain: tuple[Function, ...]) -> None:
+        self.f, self.tensors, self.loops, self.aliases, self.chain = f, tensors, loops, aliases, chain
+        self.rules: list[Rule] = []
+
+    def visit_Subscript(self, n: cst.Subscript) -> None:
+        if not isinstance(n.value, cst.Name) or n.value.value not in self.tensors:
+            return
+        dims = self.tensors[n.value.value]
+        for i, el in enumerate(n.slice):
+            idx = el.slice.value if isinstance(el.slice, cst.Index) else None
+            if not (isinstance(idx, cst.Name) and idx.value in self.loops) or i >= len(dims):
+                continue
+            pair = _ceildiv_args(dims[i])
+            if pair and _code(pair[0]) == _code(self.loops[idx.value]) and not (
+                    isinstance(pair[1], cst.Name) and pair[1].value in self.aliases):
+                self.rules.append(Rule("equal", pair[1], self.chain, self.f.line(n), _code(n)))

@@ -30,10 +30,17 @@ from libcst.metadata import MetadataWrapper
 
 from bot.config import Knob
 from bot.strategies import inventory
-from bot.strategies.binding import facts
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.source import (ParseFailure, bool_value, int_value, line_of, literal_node, make_variant,
-                                   parse, replace_node)
+from bot.strategies.binding import facts
+from bot.strategies.source import (
+    ParseFailure,
+    bool_value,
+    int_value,
+    line_of,
+    literal_node,
+    make_variant,
+    replace_node,
+)
 
 # Call sites win over constants, constants over defaults (lower = wins).
 _LEVEL = {"keyword": 0, "positional": 0, "constant": 1, "local": 1, "default": 2}
@@ -207,7 +214,7 @@ def dropped(source: str) -> list[inventory.Dropped]:
     return list(inventory.inventory(source).dropped)
 
 
-def legal_values(source: str, name: str, values: tuple) -> tuple[tuple, list[tuple[object, str]]]:
+def legal_values(source: str, name: str, values: tuple) -> tuple[tuple, list[tuple[int, str]]]:
     """`values` that meet the kernel's own rules for knob `name`, and (value, reason) for the rest."""
     info = inventory.resolve(source, name)
     if info is None or isinstance(info, str):
@@ -215,7 +222,7 @@ def legal_values(source: str, name: str, values: tuple) -> tuple[tuple, list[tup
     return info.legal(tuple(values))
 
 
-def refusal_lines(strategy: str, name: str, refused: list[tuple[object, str]]) -> list[str]:
+def refusal_lines(strategy: str, name: str, refused: list[tuple[int, str]]) -> list[str]:
     """One line per refused value of a knob, for the dry run, opt_log.md and the report."""
     return [f"{strategy}: {name}={value} refused: {reason}" for value, reason in refused]
 
@@ -250,7 +257,7 @@ def set_knob(source: str, knob: Knob, new: int | bool, strategy: str | None = No
     """Set knob `knob.name` to `new` at its one effective site."""
     strategy = strategy or knob.strategy
     try:
-        wrapper, sites, indirect = find_sites(source)
+        wrapper, _, _ = find_sites(source)
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=strategy)
     site = locate(source, knob.name)

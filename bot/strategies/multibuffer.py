@@ -30,8 +30,18 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.source import (ParseFailure, bool_value, dotted, line_of, literal_node, make_variant, parse,
-                                   replace_node, with_keyword, append_item)
+from bot.strategies.source import (
+    ParseFailure,
+    append_item,
+    bool_value,
+    dotted,
+    line_of,
+    literal_node,
+    make_variant,
+    parse,
+    replace_node,
+    with_keyword,
+)
 
 STRATEGY = "multi_buffer"
 FLAG = "npuir.enable_auto_multi_buffer"
@@ -48,7 +58,7 @@ def developer_mode(source: str) -> bool:
     """True when the module selects Developer mode (`Developer`, `Dev`, any value upstream does not read as
     Expert); unset means Expert."""
     m = _MODE.search(source)
-    return bool(m) and m.group(1).strip().lower() not in _EXPERT
+    return m is not None and m.group(1).strip().lower() not in _EXPERT
 
 
 @functools.cache

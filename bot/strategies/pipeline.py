@@ -19,8 +19,17 @@ from libcst.metadata import MetadataWrapper
 
 from bot.strategies import binding
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.source import (ParseFailure, dotted, int_value, line_of, literal_node, make_variant, parse,
-                                   replace_node, with_keyword)
+from bot.strategies.source import (
+    ParseFailure,
+    dotted,
+    int_value,
+    line_of,
+    literal_node,
+    make_variant,
+    parse,
+    replace_node,
+    with_keyword,
+)
 
 STRATEGY = "pipeline_depth"
 DEFAULT_DEPTHS: tuple[int, ...] = (0, 1, 2, 3, 4)

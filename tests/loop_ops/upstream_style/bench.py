@@ -13,7 +13,8 @@ from bot.strategies import knobs, multibuffer, pipeline
 BLOCK = {8: 3.0, 16: 2.2, 32: 1.6, 64: 1.3, 128: 1.1, 256: 1.0, 512: 1.2}
 STAGES = {0: 1.4, 1: 1.25, 2: 1.1, 3: 1.0, 4: 1.06}
 
-source = open(sys.argv[1], encoding="utf-8").read()
+with open(sys.argv[1], encoding="utf-8") as fh:
+    source = fh.read()
 block = knobs.current_value(source, "block_M")
 stages = pipeline.current_depth(source, 0)
 flag = multibuffer.current(source)

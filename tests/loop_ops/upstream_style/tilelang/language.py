@@ -5,5 +5,5 @@ def prim_func(fn):
     return fn
 
 
-def Tensor(*args, **kwargs):  # noqa: N802 - upstream's spelling
+def Tensor(*args, **kwargs):
     return None
