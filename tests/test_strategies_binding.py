@@ -285,3 +285,13 @@ def test_the_demo_ops_keep_name_based_knobs():
     text = demo.read_text()
     assert knobs.dropped(text) == []
     assert knobs.legal_values(text, "BLOCK_M", BS) == (BS, [])
+
+
+def test_not_planned_is_data_for_the_records():
+    from bot.strategies.explain import not_planned
+    op = OpConfig("p", "vec", Path("x"), kernel_kind="vector")
+    lines = not_planned(Planner(op), PlanContext(best_source=ARGPARSE))
+    assert any(line.startswith("block_size: block_unused: never read by the kernel") for line in lines)
+    assert any(line.startswith("block_size: block_M=1024 refused: block_M=1024 does not divide 512")
+               for line in lines)
+    assert any("needs an external proposer" in line for line in lines)
