@@ -295,3 +295,34 @@ def test_not_planned_is_data_for_the_records():
     assert any(line.startswith("block_size: block_M=1024 refused: block_M=1024 does not divide 512")
                for line in lines)
     assert any("needs an external proposer" in line for line in lines)
+
+
+def test_a_declared_knob_set_by_an_argparse_default_is_found():
+    # tune.yaml `knobs: [{name: h_blk, strategy: block_size, values: [...]}]` on an argparse default
+    text = src('''
+        import argparse
+        import tilelang
+        import tilelang.language as T
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--h-blk", type=int, default=1024)
+
+        @tilelang.jit(target="npuir")
+        def post(hidden, h_blk):
+            @T.prim_func
+            def main(A: T.Tensor((hidden,), "float16")):
+                with T.Kernel(T.ceildiv(hidden, h_blk), is_npu=True) as (cid, _):
+                    T.copy(A[cid * h_blk], A[0])
+            return main
+
+        args = parser.parse_args()
+        kernel = post(4096, args.h_blk)
+    ''')
+    v = knobs.set_knob(text, Knob("h_blk", "block_size", (512, 1024, 2048)), 2048)
+    assert isinstance(v, Variant), v
+    assert changed_lines(text, v.source) == [('parser.add_argument("--h-blk", type=int, default=1024)',
+                                              'parser.add_argument("--h-blk", type=int, default=2048)')]
+    # a script without a kernel factory: the option's default is still a site, by name
+    plain = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--BLOCK", type=int, default=64)\n'
+    v = knobs.set_knob(plain, Knob("BLOCK", "block_size", (32, 64, 128)), 128)
+    assert isinstance(v, Variant) and "default=128" in v.source

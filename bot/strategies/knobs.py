@@ -43,14 +43,14 @@ from bot.strategies.source import (
 )
 
 # Call sites win over constants, constants over defaults (lower = wins).
-_LEVEL = {"keyword": 0, "positional": 0, "constant": 1, "local": 1, "default": 2}
+_LEVEL = {"keyword": 0, "positional": 0, "constant": 1, "local": 1, "argparse": 1, "dict": 1, "default": 2}
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
 class KnobSite:
     name: str
-    kind: str  # constant | local | default | keyword | positional
+    kind: str  # constant | local | default | keyword | positional | argparse | dict
     line: int
     value: int | bool
     node: cst.BaseExpression  # the literal to replace
@@ -134,10 +134,14 @@ class _SiteFinder(cst.CSTVisitor):
 @lru_cache(maxsize=256)  # the planner asks about the same best source many times per step
 def find_sites(source: str) -> tuple[MetadataWrapper, list[KnobSite], list[tuple[str, str, int]]]:
     """Every literal knob site of the source (callers must not mutate the cached lists)."""
-    wrapper = facts(source).wrapper  # one parse shared with the scope-aware binding: same nodes
+    f = facts(source)
+    wrapper = f.wrapper  # one parse shared with the scope-aware binding: same nodes
     finder = _SiteFinder(wrapper)
     wrapper.visit(finder)
     finder.finish()
+    # `parser.add_argument("--block_M", default=128)`: the option's default is a site of its own
+    finder.sites.extend(KnobSite(s.name, s.kind, s.line, s.value, s.node) for sites in f.argparse.values()
+                        for s in sites)
     return wrapper, finder.sites, finder.indirect
 
 
