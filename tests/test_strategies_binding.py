@@ -326,3 +326,26 @@ def test_a_declared_knob_set_by_an_argparse_default_is_found():
     plain = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--BLOCK", type=int, default=64)\n'
     v = knobs.set_knob(plain, Knob("BLOCK", "block_size", (32, 64, 128)), 128)
     assert isinstance(v, Variant) and "default=128" in v.source
+
+
+def test_only_the_intended_line_changes_where_libcst_does_not_round_trip():
+    # a whitespace-only last line is not rendered back byte for byte by libcst
+    text = "import tilelang\n\n@tilelang.jit(target='npuir')\ndef f(block_M=64):\n    return block_M\n "
+    v = knobs.set_knob(text, bs("block_M"), 128)
+    assert isinstance(v, Variant), v
+    assert changed_lines(text, v.source) == [("def f(block_M=64):", "def f(block_M=128):")]
+
+
+def test_a_comment_after_the_last_keyword_stays_on_its_line():
+    from bot.strategies import multibuffer
+    text = ("import tilelang\n\n@tilelang.jit(\n    target='npuir',\n    out_idx=-1,  # output made at runtime\n)\n"
+            "def f():\n    pass\n")
+    v = multibuffer.set_flag(text, False)
+    assert isinstance(v, Variant), v
+    assert changed_lines(text, v.source) == [("", '    pass_configs={"npuir.enable_auto_multi_buffer": False},')]
+    text = "import tilelang\n\nk = tilelang.compile(\n    make(1, 2), target='npuir'\n)\n"
+    v = multibuffer.set_flag(text, False)
+    assert isinstance(v, Variant), v
+    assert changed_lines(text, v.source) == [
+        ("    make(1, 2), target='npuir'",
+         "    make(1, 2), target='npuir', pass_configs={\"npuir.enable_auto_multi_buffer\": False}")]
