@@ -236,8 +236,7 @@ class Resolver:
             self.by_name.setdefault(fn.name, []).append(fn)
 
     # a name read inside `chain` (outermost first)
-    def name(self, name: str, chain: tuple[Function, ...], depth: int = 0, kind_hint: str = "local"
-             ) -> Resolution:
+    def name(self, name: str, chain: tuple[Function, ...], depth: int = 0) -> Resolution:
         if depth > self.MAX_DEPTH:
             return _unresolved(f"'{name}' is bound through too many names")
         for fn in reversed(chain):
