@@ -349,3 +349,11 @@ def test_a_comment_after_the_last_keyword_stays_on_its_line():
     assert changed_lines(text, v.source) == [
         ("    make(1, 2), target='npuir'",
          "    make(1, 2), target='npuir', pass_configs={\"npuir.enable_auto_multi_buffer\": False}")]
+
+
+def test_declared_knobs_meet_the_kernels_rules_too():
+    op = OpConfig("p", "attn", Path("x"), kernel_kind="vector", strategies=("block_size",),
+                  knobs=(Knob("block_I", "block_size", (8, 16, 32)),))
+    text = "\n".join(Planner(op).plan(PlanContext(best_source=ASSERTS)))
+    assert "block_I: 8 -> 16" in text and "-> 32" not in text
+    assert "block_size: block_I=32 refused" in text

@@ -174,7 +174,9 @@ class Planner:
             if knobs.current_value(source, k.name) is None:
                 skipped.append(f"{k.strategy}: knob '{k.name}': {knobs.locate(source, k.name)}")
                 continue
-            k = Knob(k.name, k.strategy, tuple(k.values), k.divides, k.multiple_of)  # hashable, for the caches
+            legal, refused = knobs.legal_values(source, k.name, tuple(k.values))  # the kernel's own rules
+            skipped.extend(knobs.refusal_lines(k.strategy, k.name, refused))
+            k = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # hashable, for the caches
             specs.append(KnobSpec(k.name, k.strategy, "knob", k.values, k, order=len(specs)))
         names = {s.key for s in specs}
         if "block_size" in strategies and "block_size" not in declared:
