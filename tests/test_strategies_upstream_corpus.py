@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from conftest import third_party_corpus
 import yaml
 
 from bot.config import Knob, OpConfig
@@ -47,7 +48,8 @@ STRATEGIES = ["block_size", "pipeline_depth", "multi_buffer", "vprefix"]
 
 
 def source_of(kid: str) -> str:
-    path = CORPUS / "src" / f"{kid}.py"
+    shared = third_party_corpus("upstream_kernels", f"{kid}.py")
+    path = shared / f"{kid}.py" if shared is not None else CORPUS / "src" / f"{kid}.py"
     if not path.is_file():
         pytest.skip(f"corpus source {path} is not materialised: run "
                     f"`python scripts/upstream_corpus.py --git-dir <clone of {MANIFEST['source']['repo']}>`")
