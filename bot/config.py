@@ -52,6 +52,9 @@ class AccuracySettings:
     min_cosine: float = 0.999
 
 
+MAX_REPEATS = 10_000  # timed calls per measurement: more only lengthens a run, the median CI is tight long before
+
+
 @dataclass(frozen=True)
 class LatencySettings:
     backend: str = "auto"  # auto | cpu | cuda | npu-msprof | npu-torch
@@ -281,11 +284,14 @@ class _Checker:
                       f"write `{key.rsplit('.', 1)[-1]}:` followed by indented `key: value` lines")
         return value
 
-    def integer(self, value: object, key: str, minimum: int | None = None, example: int = 1) -> int:
+    def integer(self, value: object, key: str, minimum: int | None = None, example: int = 1,
+                maximum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(key, f"expected a whole number, got {_kind(value)}", f"write e.g. `{_leaf(key)}: {example}`")
         if minimum is not None and value < minimum:
             self.fail(key, f"must be at least {minimum}, got {value}", f"use a value >= {minimum}")
+        if maximum is not None and value > maximum:
+            self.fail(key, f"must be at most {maximum}, got {value}", f"use a value <= {maximum}")
         return value
 
     def number(self, value: object, key: str, minimum: float | None = None, above: float | None = None,
@@ -734,7 +740,8 @@ def _latency(check: _Checker, data: dict) -> LatencySettings:
     if data.get("warmup") is not None:
         values["warmup"] = check.integer(data["warmup"], "latency.warmup", minimum=0, example=5)
     if data.get("repeats") is not None:
-        values["repeats"] = check.integer(data["repeats"], "latency.repeats", minimum=1, example=30)
+        values["repeats"] = check.integer(data["repeats"], "latency.repeats", minimum=1, example=30,
+                                           maximum=MAX_REPEATS)
     if data.get("timeout_s") is not None:
         values["timeout_s"] = check.number(data["timeout_s"], "latency.timeout_s", above=0, example="300")
     if data.get("kernel_name") is not None:
