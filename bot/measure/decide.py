@@ -5,12 +5,18 @@ The rule (docs/measurement.md, figures from benchmarks/noise.py):
 1. gain = (best - candidate) / best on the medians; noise = the relative
    half-widths of the two medians' 95 % confidence intervals, added;
    threshold = max(noise_floor, noise).
-2. gain < threshold * close_low (0.5): not better, no re-measure.
-3. gain >= threshold * close_high (8, i.e. >= 24 % at the 3 % floor) and
-   neither result suspect (down-clocked): better. Smaller first-look gains are
-   within what load changes between two measurements produce on a shared host.
+2. gain < close_low (0.5) * max(noise_floor, min(noise, remeasure_cap)): not
+   better, no re-measure. The cap (10 %) means a first look of 5 % or more is
+   always re-measured, however wide one slow sample made the interval.
+3. gain >= max(threshold * close_high (8, i.e. >= 24 % at the 3 % floor),
+   fast_z * sqrt(2) * spread) and neither result suspect (down-clocked):
+   better. `spread` is the relative standard deviation of one measurement's
+   median between processes (and over time), learned during the run
+   (`SpreadTracker`); smaller first-look gains are within what two processes
+   measured minutes apart differ by.
 4. Otherwise re-measure both interleaved, A B, B A, A B, ... (`rounds` = 5
-   pairs), and decide on those runs alone: gain = the median of the per-pair
+   pairs; stopped early once too many pairs were lost for "better" to remain
+   possible), and decide on those runs alone: gain = the median of the per-pair
    gains; noise = max(CI noise of the pooled samples, twice the standard
    error of that median estimated from the pairs' MAD); better only if
    gain >= max(noise_floor, noise) AND the candidate was faster in every pair
@@ -18,7 +24,13 @@ The rule (docs/measurement.md, figures from benchmarks/noise.py):
    run of either side was suspect (down-clocked). The pooled medians go into
    the Decision.
 5. A best-so-far without a latency is never beaten (a guard: the loop always
-   holds a measured best).
+   holds a measured best). Two results on different clocks (cpu vs wall) are
+   never compared at first look: the re-measure decides.
+
+Every Decision carries `detectable`: the smallest gain this decision could
+have called better (the re-measure's threshold, or the one a re-measure of
+`rounds` pairs would have had at the known spread). The report warns when it
+exceeds the configured level.
 """
 
 from __future__ import annotations
@@ -35,12 +47,54 @@ from bot.measure.types import Decision, LatencyResult
 Measure = Callable[[Path], LatencyResult]
 
 
+PRIOR_SPREAD = 0.05  # between-process sd of a median before the run has measured its own (cpu, 2-core host)
+
+
 @dataclass(frozen=True)
 class Rule:
     noise_floor: float = 0.03
     close_low: float = 0.5  # re-measure when threshold*close_low <= gain < threshold*close_high
     close_high: float = 8.0
     rounds: int = 5
+    remeasure_cap: float = 0.10  # first looks >= close_low * this are always re-measured
+    fast_z: float = 3.5  # first-look acceptance needs gain >= fast_z * sqrt(2) * spread
+
+
+class SpreadTracker:
+    """Between-process spread of a measurement's median, pooled over every source measured twice or more.
+
+    `add(key, median)` after each measurement (key: the source's content hash). `spread()`
+    is the pooled standard deviation of log(median) around each source's mean, i.e. the
+    relative sd of one measurement; before `min_df` degrees of freedom it is the prior.
+    """
+
+    def __init__(self, prior: float = PRIOR_SPREAD, min_df: int = 3) -> None:
+        self.prior, self.min_df = prior, min_df
+        self._logs: dict[str, list[float]] = {}
+
+    def add(self, key: str, median_us: float | None) -> None:
+        if median_us and median_us > 0:
+            self._logs.setdefault(key, []).append(math.log(median_us))
+
+    @property
+    def df(self) -> int:
+        return sum(len(v) - 1 for v in self._logs.values() if len(v) > 1)
+
+    def spread(self) -> float:
+        if self.df < self.min_df:
+            return self.prior
+        ss = sum(sum((x - statistics.fmean(v)) ** 2 for x in v) for v in self._logs.values() if len(v) > 1)
+        return math.sqrt(ss / self.df)
+
+
+def detectable_gain(rule: Rule, spread: float) -> float:
+    """Smallest gain a re-measure of `rule.rounds` pairs can call better at this spread.
+
+    A pair's gain has sd sqrt(2) * spread; the median of n pairs 1.2533 times that over
+    sqrt(n); the re-measure asks for twice that standard error, and at least the floor.
+    """
+    se = 1.2533 * math.sqrt(2) * spread / math.sqrt(max(rule.rounds, 1))
+    return max(rule.noise_floor, 2 * se)
 
 
 def rel_half_ci(r: LatencyResult) -> float:
@@ -81,10 +135,20 @@ def pooled(results: list[LatencyResult]) -> LatencyResult:
                          notes=[f"pooled from {len(results)} interleaved runs"])
 
 
-def interleave(measure: Measure, a: Path, b: Path, rounds: int) -> tuple[list[LatencyResult], list[LatencyResult]]:
-    """A B, B A, A B, ...: alternating the order cancels a linear drift within each pair."""
+def allowed_losses(rounds: int) -> int:
+    return 1 if rounds >= 4 else 0
+
+
+def interleave(measure: Measure, a: Path, b: Path, rounds: int,
+               stop_after_losses: int | None = None) -> tuple[list[LatencyResult], list[LatencyResult]]:
+    """A B, B A, A B, ...: alternating the order cancels a linear drift within each pair.
+
+    With `stop_after_losses`, stop once more pairs than that were lost by b (b not faster):
+    "better" is then out of reach and further pairs would only cost time. A failed run stops too.
+    """
     ra: list[LatencyResult] = []
     rb: list[LatencyResult] = []
+    lost = 0
     for i in range(rounds):
         if i % 2 == 0:
             ra.append(measure(a))
@@ -92,6 +156,11 @@ def interleave(measure: Measure, a: Path, b: Path, rounds: int) -> tuple[list[La
         else:
             rb.append(measure(b))
             ra.append(measure(a))
+        if not (ra[-1].ok and rb[-1].ok):
+            break
+        lost += rb[-1].median_us >= ra[-1].median_us
+        if stop_after_losses is not None and lost > stop_after_losses:
+            break
     return ra, rb
 
 
@@ -100,35 +169,45 @@ def _fmt(x: float) -> str:
 
 
 def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candidate: LatencyResult,
-           measure: Measure, rule: Rule = Rule()) -> Decision:
-    """Apply the rule above; `measure(source)` runs one latency measurement (used to re-measure)."""
+           measure: Measure, rule: Rule = Rule(), spread: float | None = None) -> Decision:
+    """Apply the rule above; `measure(source)` runs one latency measurement (used to re-measure).
+
+    `spread` is the run's between-process spread (SpreadTracker.spread()); None: the prior.
+    """
     floor = rule.noise_floor
+    spread = PRIOR_SPREAD if spread is None else spread
+    detectable = detectable_gain(rule, spread)
     if not candidate.ok:
         return Decision(False, 0.0, floor, 0.0, False, f"candidate has no latency (status {candidate.status})",
-                        best.median_us, None)
+                        best.median_us, None, detectable=detectable)
     if not best.ok or best.median_us is None:
         # a guard: the loop always holds a measured best; nothing can be "better" than no number
         return Decision(False, 0.0, floor, 0.0, False,
                         f"the best so far has no latency (status {best.status}); cannot compare",
-                        None, candidate.median_us)
+                        None, candidate.median_us, detectable=detectable)
     gain, noise, threshold = first_look(best, candidate, floor)
-    first = {"gain": gain, "noise": noise, "threshold": threshold,
+    first = {"gain": gain, "noise": noise, "threshold": threshold, "spread": spread,
              "best_us": best.median_us, "candidate_us": candidate.median_us}
     suspect = best.suspect or candidate.suspect
-    if gain < threshold * rule.close_low:
+    comparable = _clock(best) == _clock(candidate)
+    fast = max(threshold * rule.close_high, rule.fast_z * math.sqrt(2) * spread)
+    if comparable and gain < rule.close_low * max(floor, min(noise, rule.remeasure_cap)):
         return Decision(False, gain, threshold, noise, False,
                         f"gain {_fmt(gain)} is below the threshold {threshold * 100:.1f}%",
-                        best.median_us, candidate.median_us, {"first": first})
-    if gain >= threshold * rule.close_high and not suspect:
+                        best.median_us, candidate.median_us, {"first": first},
+                        detectable=min(detectable, fast))
+    if comparable and gain >= fast and not suspect:
         return Decision(True, gain, threshold, noise, False,
                         f"gain {_fmt(gain)} is far beyond the threshold {threshold * 100:.1f}%",
-                        best.median_us, candidate.median_us, {"first": first})
-    ra, rb = interleave(measure, best_source, candidate_source, rule.rounds)
+                        best.median_us, candidate.median_us, {"first": first},
+                        detectable=min(detectable, fast))
+    allowed = allowed_losses(rule.rounds)
+    ra, rb = interleave(measure, best_source, candidate_source, rule.rounds, stop_after_losses=allowed)
     failed = [r for r in ra + rb if not r.ok]
     if failed:
         return Decision(False, gain, threshold, noise, True,
                         f"re-measure failed ({failed[0].status}: {'; '.join(failed[0].notes)})",
-                        best.median_us, candidate.median_us, {"first": first})
+                        best.median_us, candidate.median_us, {"first": first}, detectable=detectable)
     pa, pb = pooled(ra), pooled(rb)
     round_gains = [relative_change(a.median_us, b.median_us) for a, b in zip(ra, rb)]
     # the median of paired gains shrugs off one pair disturbed by a load spike
@@ -136,10 +215,10 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     noise2 = max(measured_noise(pa, pb), 2 * median_standard_error(round_gains))
     threshold2 = max(floor, noise2)
     lost = sum(1 for g in round_gains if g <= 0)
-    allowed = 1 if len(round_gains) >= 4 else 0
+    stopped = len(round_gains) < rule.rounds
     # a down-clocked core makes a sample incomparable; such runs must never produce "better"
     down_clocked = pa.suspect or pb.suspect
-    better = gain2 >= threshold2 and lost <= allowed and not down_clocked
+    better = gain2 >= threshold2 and lost <= allowed and not down_clocked and not stopped
     pairs = f"{len(round_gains) - lost} of {len(round_gains)} pairs"
     if down_clocked:
         side = "both" if pa.suspect and pb.suspect else "best" if pa.suspect else "candidate"
@@ -147,6 +226,9 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
                   f"gain {_fmt(gain2)} not trusted")
     elif better:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, faster in {pairs}"
+    elif stopped:
+        reason = (f"interleaved re-measure: stopped after {len(round_gains)} of {rule.rounds} pairs, "
+                  f"faster in only {pairs}")
     elif gain2 < threshold2:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (faster in {pairs})"
     else:
@@ -154,7 +236,12 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     details = {"first": first, "round_gains": round_gains,
                "best_rounds_us": [r.median_us for r in ra], "candidate_rounds_us": [r.median_us for r in rb],
                "suspect": suspect or pa.suspect or pb.suspect}
-    return Decision(better, gain2, threshold2, noise2, True, reason, pa.median_us, pb.median_us, details)
+    return Decision(better, gain2, threshold2, noise2, True, reason, pa.median_us, pb.median_us, details,
+                    detectable=detectable if stopped else max(threshold2, floor))
+
+
+def _clock(r: LatencyResult) -> str:
+    return str((r.extra or {}).get("clock", "wall"))
 
 
 def drift(start: LatencyResult, end: LatencyResult) -> float | None:

@@ -8,6 +8,7 @@ when the tool itself is missing (e.g. no msprof on PATH).
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +39,8 @@ class Evaluator:
         self._backend: str | None = None
         self._static_env: Environment | None = None
         self._commands: dict[Path, list[str]] = {}
+        # every source measured more than once tells how much one measurement moves between processes
+        self.spread = decide_mod.SpreadTracker()
 
     # -- paths and settings ------------------------------------------------
     def _abs(self, source: Path) -> Path:
@@ -107,14 +110,23 @@ class Evaluator:
         else:
             result = measure_msprof(path, self.kernel_name(path), **common)
         self._commands[path] = result.command
+        if result.ok:
+            try:
+                self.spread.add(hashlib.sha256(path.read_bytes()).hexdigest(), result.median_us)
+            except OSError:
+                pass
         return result
 
     def decide(self, best_source: Path, best: LatencyResult, candidate_source: Path,
                candidate: LatencyResult, noise_floor: float) -> Decision:
-        """Better only if gain >= max(noise_floor, measured noise); re-measures A/B/A/B when close."""
+        """Better only if gain >= max(noise_floor, measured noise); re-measures A/B/A/B when close.
+
+        The between-process spread learned from this evaluator's repeated measurements sets the
+        first-look acceptance and the decision's `detectable` gain.
+        """
         rule = decide_mod.Rule(noise_floor=noise_floor, rounds=self.rounds)
         return decide_mod.decide(self._abs(best_source), best, self._abs(candidate_source), candidate,
-                                 self.latency, rule)
+                                 self.latency, rule, spread=self.spread.spread())
 
     def environment(self, source: Path, git_sha: str | None) -> Environment:
         """Backend, device, CANN/torch/torch_npu/driver versions, CPU model, sha, command line."""
