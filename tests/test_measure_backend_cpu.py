@@ -107,3 +107,19 @@ def test_threads_are_pinned_and_counted(tmp_path):
     r = measure_cpu(probe, warmup=0, repeats=3, timeout_s=60)
     assert r.ok and r.extra["pinned_threads"] == 1 and r.extra["threads"] >= 1
     # the kernel's assert would have made the run an error had the variable not been set before import
+
+
+def test_pair_mode_times_two_variants_in_one_process(tmp_path):
+    from bot.measure.backends.cpu import measure_cpu_pair
+    src = (KERNELS / "work.py").read_text()
+    small, big = tmp_path / "small.py", tmp_path / "big.py"
+    small.write_text(src.replace("WORK = 4000", "WORK = 2000"))
+    big.write_text(src.replace("WORK = 4000", "WORK = 4000"))
+    a, b = measure_cpu_pair(big, small, warmup=2, repeats=15, timeout_s=60)
+    assert a.ok and b.ok and len(a.samples_us) == len(b.samples_us) == 15
+    assert 1.6 < a.median_us / b.median_us < 2.4  # twice the work
+    assert "alternately with small.py" in a.notes[-1] and "alternately with big.py" in b.notes[-1]
+    broken = tmp_path / "broken.py"
+    broken.write_text("def get_inputs(seed=0):\n    return ()\n")
+    fa, fb = measure_cpu_pair(big, broken, warmup=0, repeats=2, timeout_s=60)
+    assert fa.status == fb.status == "error" and any("no function 'kernel'" in n for n in fb.notes)

@@ -60,7 +60,7 @@ def test_close_call_is_remeasured_interleaved_and_the_new_medians_decide():
 
 def test_close_call_confirmed_by_remeasure():
     m = Recorder({A: result(100), B: result(94)})
-    d = decide(A, result(100), B, result(95), m, Rule(rounds=2))
+    d = decide(A, result(100), B, result(95), m, Rule(rounds=2), spread=0.01)
     assert d.remeasured and d.better
     assert d.gain == pytest.approx(0.06)
     assert "faster in 2 of 2 pairs" in d.reason
@@ -248,3 +248,36 @@ def test_spread_tracker_pools_repeated_sources_and_falls_back_to_the_prior():
     logs_b = [math.log(x) for x in (50, 55)]
     ss = sum((x - sum(logs_a) / 3) ** 2 for x in logs_a) + sum((x - sum(logs_b) / 2) ** 2 for x in logs_b)
     assert t.spread() == pytest.approx(math.sqrt(ss / 3))
+
+
+class Pairs:
+    """A pair-measure function: returns prepared (a, b) results and records the argument order."""
+
+    def __init__(self, gains: list[float]):
+        self.gains, self.calls = list(gains), []
+
+    def __call__(self, x: Path, y: Path) -> tuple[LatencyResult, LatencyResult]:
+        self.calls.append((x, y))
+        g = self.gains.pop(0)
+        a, b = result(100), result(100 * (1 - g))
+        return (a, b) if x == A else (b, a)
+
+
+def test_pairs_timed_in_one_process_decide_when_available():
+    pairs = Pairs([0.05, 0.05, 0.05])
+    d = decide(A, result(100), B, result(99), Recorder({}), pair=pairs, spread=0.05)
+    # -1 % at first look is no reason to reject when the best was measured in another process
+    assert d.remeasured and d.better and d.gain == pytest.approx(0.05)
+    assert pairs.calls == [(A, B), (B, A), (A, B)]  # the order alternates between rounds
+    assert d.detectable == 0.03
+
+
+def test_pairs_stop_at_the_first_lost_round_and_never_accept_it():
+    pairs = Pairs([0.05, -0.001, 0.05])
+    d = decide(A, result(100), B, result(95), Recorder({}), pair=pairs)
+    assert not d.better and len(pairs.calls) == 2 and "stopped after 2 of 3 pairs" in d.reason
+
+
+def test_with_pairs_only_a_clear_first_look_loss_skips_the_remeasure():
+    d = decide(A, result(100), B, result(130), Recorder({}), pair=Pairs([]), spread=0.05)
+    assert not d.remeasured and not d.better

@@ -45,6 +45,7 @@ from bot.measure.stats import relative_change, summarize
 from bot.measure.types import Decision, LatencyResult
 
 Measure = Callable[[Path], LatencyResult]
+MeasurePair = Callable[[Path, Path], "tuple[LatencyResult, LatencyResult]"]
 
 
 PRIOR_SPREAD = 0.05  # between-process sd of a median before the run has measured its own (cpu, 2-core host)
@@ -58,6 +59,8 @@ class Rule:
     rounds: int = 5
     remeasure_cap: float = 0.10  # first looks >= close_low * this are always re-measured
     fast_z: float = 3.5  # first-look acceptance needs gain >= fast_z * sqrt(2) * spread
+    pair_rounds: int = 3  # rounds when the backend times both variants in one process
+    reject_z: float = 2.5  # with pairs, first-look rejection allows for reject_z * sqrt(2) * spread of bad luck
 
 
 class SpreadTracker:
@@ -140,17 +143,24 @@ def allowed_losses(rounds: int) -> int:
 
 
 def interleave(measure: Measure, a: Path, b: Path, rounds: int,
-               stop_after_losses: int | None = None) -> tuple[list[LatencyResult], list[LatencyResult]]:
+               stop_after_losses: int | None = None,
+               pair: MeasurePair | None = None) -> tuple[list[LatencyResult], list[LatencyResult]]:
     """A B, B A, A B, ...: alternating the order cancels a linear drift within each pair.
 
-    With `stop_after_losses`, stop once more pairs than that were lost by b (b not faster):
-    "better" is then out of reach and further pairs would only cost time. A failed run stops too.
+    With `pair` (a backend that times two variants in one process, call by call), each
+    round is one such run, a first then b first alternately. With `stop_after_losses`,
+    stop once more pairs than that were lost by b (b not faster): "better" is then out of
+    reach and further pairs would only cost time. A failed run stops too.
     """
     ra: list[LatencyResult] = []
     rb: list[LatencyResult] = []
     lost = 0
     for i in range(rounds):
-        if i % 2 == 0:
+        if pair is not None:
+            x, y = pair(a, b) if i % 2 == 0 else pair(b, a)[::-1]
+            ra.append(x)
+            rb.append(y)
+        elif i % 2 == 0:
             ra.append(measure(a))
             rb.append(measure(b))
         else:
@@ -169,14 +179,17 @@ def _fmt(x: float) -> str:
 
 
 def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candidate: LatencyResult,
-           measure: Measure, rule: Rule = Rule(), spread: float | None = None) -> Decision:
+           measure: Measure, rule: Rule = Rule(), spread: float | None = None,
+           pair: MeasurePair | None = None) -> Decision:
     """Apply the rule above; `measure(source)` runs one latency measurement (used to re-measure).
 
     `spread` is the run's between-process spread (SpreadTracker.spread()); None: the prior.
+    `pair(a, b)`, when the backend has one, times both in one process for each re-measure
+    round; the spread between processes then cancels out of the pair's gain.
     """
     floor = rule.noise_floor
     spread = PRIOR_SPREAD if spread is None else spread
-    detectable = detectable_gain(rule, spread)
+    detectable = floor if pair is not None else detectable_gain(rule, spread)
     if not candidate.ok:
         return Decision(False, 0.0, floor, 0.0, False, f"candidate has no latency (status {candidate.status})",
                         best.median_us, None, detectable=detectable)
@@ -191,7 +204,12 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     suspect = best.suspect or candidate.suspect
     comparable = _clock(best) == _clock(candidate)
     fast = max(threshold * rule.close_high, rule.fast_z * math.sqrt(2) * spread)
-    if comparable and gain < rule.close_low * max(floor, min(noise, rule.remeasure_cap)):
+    reject_below = rule.close_low * max(floor, min(noise, rule.remeasure_cap))
+    if pair is not None:
+        # the best was measured in another process, often minutes earlier: a real gain can
+        # look like a small loss at first; the cheap in-process re-measure settles it
+        reject_below -= rule.reject_z * math.sqrt(2) * spread
+    if comparable and gain < reject_below:
         return Decision(False, gain, threshold, noise, False,
                         f"gain {_fmt(gain)} is below the threshold {threshold * 100:.1f}%",
                         best.median_us, candidate.median_us, {"first": first},
@@ -201,8 +219,9 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
                         f"gain {_fmt(gain)} is far beyond the threshold {threshold * 100:.1f}%",
                         best.median_us, candidate.median_us, {"first": first},
                         detectable=min(detectable, fast))
-    allowed = allowed_losses(rule.rounds)
-    ra, rb = interleave(measure, best_source, candidate_source, rule.rounds, stop_after_losses=allowed)
+    rounds = rule.pair_rounds if pair is not None else rule.rounds
+    allowed = allowed_losses(rounds)
+    ra, rb = interleave(measure, best_source, candidate_source, rounds, stop_after_losses=allowed, pair=pair)
     failed = [r for r in ra + rb if not r.ok]
     if failed:
         return Decision(False, gain, threshold, noise, True,
@@ -212,10 +231,16 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     round_gains = [relative_change(a.median_us, b.median_us) for a, b in zip(ra, rb)]
     # the median of paired gains shrugs off one pair disturbed by a load spike
     gain2 = statistics.median(round_gains)
-    noise2 = max(measured_noise(pa, pb), 2 * median_standard_error(round_gains))
+    # pairs of separate processes: their gains cannot be surer than the known spread allows
+    # (a few pairs can agree by chance); pairs timed in one process do not carry that spread
+    if pair is not None:  # each pair's own interval: pooling would add the offsets between processes
+        within = statistics.median(measured_noise(a, b) for a, b in zip(ra, rb))
+        noise2 = max(within, 2 * median_standard_error(round_gains))
+    else:
+        noise2 = max(measured_noise(pa, pb), 2 * median_standard_error(round_gains), detectable_gain(rule, spread))
     threshold2 = max(floor, noise2)
     lost = sum(1 for g in round_gains if g <= 0)
-    stopped = len(round_gains) < rule.rounds
+    stopped = len(round_gains) < rounds
     # a down-clocked core makes a sample incomparable; such runs must never produce "better"
     down_clocked = pa.suspect or pb.suspect
     better = gain2 >= threshold2 and lost <= allowed and not down_clocked and not stopped
@@ -227,7 +252,7 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     elif better:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, faster in {pairs}"
     elif stopped:
-        reason = (f"interleaved re-measure: stopped after {len(round_gains)} of {rule.rounds} pairs, "
+        reason = (f"interleaved re-measure: stopped after {len(round_gains)} of {rounds} pairs, "
                   f"faster in only {pairs}")
     elif gain2 < threshold2:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (faster in {pairs})"

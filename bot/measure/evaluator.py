@@ -17,7 +17,7 @@ from bot.config import OP_CONFIG_FILE, OpConfig
 from bot.errors import ConfigError
 from bot.measure import accuracy as acc
 from bot.measure import backends, decide as decide_mod, environment as env_mod
-from bot.measure.backends.cpu import measure_cpu
+from bot.measure.backends.cpu import measure_cpu, measure_cpu_pair
 from bot.measure.backends.cuda import measure_cuda
 from bot.measure.backends.msprof import kernel_name_of, measure_msprof
 from bot.measure.backends.npu_torch import measure_npu_torch
@@ -110,12 +110,31 @@ class Evaluator:
         else:
             result = measure_msprof(path, self.kernel_name(path), **common)
         self._commands[path] = result.command
+        self._track(path, result)
+        return result
+
+    def latency_pair(self, a: Path, b: Path) -> tuple[LatencyResult, LatencyResult]:
+        """Both variants timed in one process, call by call alternately (cpu backend only).
+
+        Each side gets half the op's repeats (at least 5): one pair costs the kernel time of
+        one ordinary measurement.
+        """
+        pa, pb = self._abs(a), self._abs(b)
+        lat = self.op.latency
+        ra, rb = measure_cpu_pair(pa, pb, entry=self.op.entry, inputs=self.op.inputs, warmup=lat.warmup,
+                                  repeats=max(5, lat.repeats // 2), timeout_s=lat.timeout_s, cwd=self._cwd(pa),
+                                  memory_limit_mb=self.memory_limit_mb)
+        self._commands[pa] = self._commands[pb] = ra.command
+        for path, result in ((pa, ra), (pb, rb)):
+            self._track(path, result)
+        return ra, rb
+
+    def _track(self, path: Path, result: LatencyResult) -> None:
         if result.ok:
             try:
                 self.spread.add(hashlib.sha256(path.read_bytes()).hexdigest(), result.median_us)
             except OSError:
                 pass
-        return result
 
     def decide(self, best_source: Path, best: LatencyResult, candidate_source: Path,
                candidate: LatencyResult, noise_floor: float) -> Decision:
@@ -126,7 +145,8 @@ class Evaluator:
         """
         rule = decide_mod.Rule(noise_floor=noise_floor, rounds=self.rounds)
         return decide_mod.decide(self._abs(best_source), best, self._abs(candidate_source), candidate,
-                                 self.latency, rule, spread=self.spread.spread())
+                                 self.latency, rule, spread=self.spread.spread(),
+                                 pair=self.latency_pair if self.backend == "cpu" else None)
 
     def environment(self, source: Path, git_sha: str | None) -> Environment:
         """Backend, device, CANN/torch/torch_npu/driver versions, CPU model, sha, command line."""

@@ -42,6 +42,36 @@ def measure_cpu(source: Path, entry: str = "kernel", inputs: str = "get_inputs",
         if run.ok and not message:
             message = "the cpu runner wrote no samples"
         return from_failure(NAME, run, message)
+    return _result(payload, "", clock, run, warmup, repeats)
+
+
+def measure_cpu_pair(a: Path, b: Path, entry: str = "kernel", inputs: str = "get_inputs", warmup: int = 5,
+                     repeats: int = 30, timeout_s: float = 300.0, cwd: Path | None = None,
+                     memory_limit_mb: int | None = None, seed: int = 0, clock: str = "cpu",
+                     threads: int = 1) -> tuple[LatencyResult, LatencyResult]:
+    """Time a and b in one fresh process, call by call alternately; one result per side.
+
+    A failed run gives the same failure for both sides.
+    """
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    a, b = Path(a).resolve(), Path(b).resolve()
+    args = ["--source", str(a), "--source-b", str(b), "--entry", entry, "--inputs", inputs, "--seed", str(seed),
+            "--warmup", str(warmup), "--repeats", str(repeats), "--threads", str(threads)]
+    run, payload = run_runner("cpu", args, cwd or a.parent, timeout_s, a, memory_limit_mb, extra_paths=[b.parent])
+    if not run.ok or not payload or "b_samples_us" not in payload:
+        message = (payload or {}).get("error")
+        if run.ok and not message:
+            message = "the cpu runner wrote no samples"
+        failure = from_failure(NAME, run, message)
+        return failure, failure
+    side_b = dict(payload, samples_us=payload["b_samples_us"], cpu_samples_us=payload.get("b_cpu_samples_us"))
+    note = "timed in one process alternately with {}"
+    return (_result(payload, note.format(b.name), clock, run, warmup, repeats),
+            _result(side_b, note.format(a.name), clock, run, warmup, repeats))
+
+
+def _result(payload: dict, note: str, clock: str, run, warmup: int, repeats: int) -> LatencyResult:
     wall = [float(x) for x in payload["samples_us"]]
     cpu = [float(x) for x in payload.get("cpu_samples_us") or []]
     if clock == "cpu" and (len(cpu) != len(wall) or not any(cpu)):
@@ -54,4 +84,6 @@ def measure_cpu(source: Path, entry: str = "kernel", inputs: str = "get_inputs",
     if clock == "cpu":
         extra["wall"]["samples_us"] = wall
     notes = [f"warmup={warmup} repeats={repeats} clock={clock} threads={payload.get('threads')}"]
+    if note:
+        notes.append(note)
     return from_samples(NAME, primary, run.argv, tail=run.tail, notes=notes, extra=extra)

@@ -9,6 +9,11 @@ kernel's work on one core rather than a sum over helper threads that spin while 
 wait for a descheduled peer. The OS threads the process had while timing are counted and
 reported, so a kernel that starts its own threads is visible in the record.
 
+With `--source-b`, the runner imports a second variant beside the first and alternates
+their calls (a b, b a, ...): both see the same process, core, memory layout and load, so
+their ratio is far steadier than that of two processes (benchmarks/noise.py). The decision
+rule's re-measure uses this pair mode.
+
 Prints nothing of its own on stdout (the kernel may); the samples go to --result as JSON.
 """
 
@@ -16,10 +21,12 @@ from __future__ import annotations
 
 import gc
 import os
+from pathlib import Path
 import threading
 import time
 
-from bot.measure.runners.common import base_parser, load_entry, write_result
+from bot.measure.runners.common import (OpContractError, attribute, base_parser, build_inputs, fail_contract,
+                                        load_entry, load_module, write_result)
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -67,14 +74,54 @@ def time_calls(fn, inputs: tuple, warmup: int, repeats: int) -> tuple[list[float
     return wall, cpu, os_threads()
 
 
+def _timed(fn, inputs: tuple) -> tuple[float, float]:
+    c0 = time.process_time_ns()
+    t0 = time.perf_counter_ns()
+    fn(*inputs)
+    t1 = time.perf_counter_ns()
+    c1 = time.process_time_ns()
+    return (t1 - t0) / 1000.0, (c1 - c0) / 1000.0
+
+
+def time_pair(fa, ia: tuple, fb, ib: tuple, warmup: int, repeats: int) -> dict:
+    """Alternate a and b call by call, the order swapped every round (a b, b a, ...)."""
+    for _ in range(warmup):
+        fa(*ia)
+        fb(*ib)
+    out: dict[str, list[float]] = {"a_wall": [], "a_cpu": [], "b_wall": [], "b_cpu": []}
+    gc.collect()
+    gc.disable()
+    try:
+        for i in range(repeats):
+            for side in ("ab" if i % 2 == 0 else "ba"):
+                wall, cpu = _timed(fa, ia) if side == "a" else _timed(fb, ib)
+                out[f"{side}_wall"].append(wall)
+                out[f"{side}_cpu"].append(cpu)
+    finally:
+        gc.enable()
+    return out
+
+
 def main() -> None:
     p = base_parser(__doc__)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--threads", type=int, default=1, help="math-library threads (0: library default)")
+    p.add_argument("--source-b", type=Path, help="a second variant, timed alternately with --source")
     args = p.parse_args()
     pin_threads(args.threads)
     fn, inputs = load_entry(args, "the timed entry")
+    if args.source_b is not None:
+        try:
+            module_b = load_module(args.source_b, name="tunebot_variant_b")
+            fb, ib = attribute(module_b, args.entry, "the timed entry"), build_inputs(module_b, args.inputs, args.seed)
+        except OpContractError as exc:
+            fail_contract(args.result, exc)
+        s = time_pair(fn, inputs, fb, ib, args.warmup, args.repeats)
+        write_result(args.result, {"samples_us": s["a_wall"], "cpu_samples_us": s["a_cpu"],
+                                   "b_samples_us": s["b_wall"], "b_cpu_samples_us": s["b_cpu"],
+                                   "threads": os_threads(), "pinned_threads": args.threads})
+        return
     try:  # torch may have read the variables before us in an odd setup; tell it too
         import sys
         torch = sys.modules.get("torch")
