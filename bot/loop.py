@@ -125,6 +125,7 @@ class _Run:
     log: ResultsLog
     forge: Forge
     progress: ProgressCallback
+    fold: rs.Fold | None = None  # the records folded so far (see _state)
 
     @property
     def prefix(self) -> str:
@@ -168,14 +169,21 @@ def _run_lock(state_dir: Path, op: str):
         yield
 
 
+def _state(run: _Run) -> rs.RunState:
+    """The run's state, folding only the records appended since the last call (live object)."""
+    if run.fold is None:
+        run.fold = rs.Fold(run.log)
+    return run.fold()
+
+
 def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
     request = run.request
-    state = rs.replay(run.log.read())
+    state = _state(run)
     if state.start is None:
         run.log.append({"key": rs.START, "kind": rs.START, "op": run.op.qualified, "base_sha": run.base_sha,
                         "base_branch": run.base_branch, "settings": dataclasses.asdict(run.settings),
                         "requester": request.requester, "time": _now()})
-        state = rs.replay(run.log.read())
+        state = _state(run)
         _cancel_file(run).unlink(missing_ok=True)  # a cancel of an earlier run must not stop this one
         run.progress(ProgressEvent("start", run.op.qualified, sha=run.base_sha,
                                    message=f"tuning {run.op.qualified} at {run.base_sha[:10]}"))
@@ -190,15 +198,15 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
     evaluator = evaluator_factory(run.op, run.worktree)
     if state.baseline is None:
         _measure_baseline(run, evaluator)
-        state = rs.replay(run.log.read())
+        state = _state(run)
     if state.stop is None:
         _iterate(run, evaluator, state)
-        state = rs.replay(run.log.read())
+        state = _state(run)
     if state.delivery is None:
         _deliver(run, state)
-        state = rs.replay(run.log.read())
+        state = _state(run)
     proposal = _propose(run, state)
-    return _outcome(run, rs.replay(run.log.read()), proposal)
+    return _outcome(run, _state(run), proposal)
 
 
 # ---------------------------------------------------------------- preparing
@@ -444,14 +452,14 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
             variant = planner.next(ctx)
             if isinstance(variant, Refusal) and variant.attempt is not None and not variant.exhausted:
                 _record_rejection(run, state, variant)
-                state = rs.replay(run.log.read())
+                state = _state(run)
                 continue
             if not isinstance(variant, Variant):
                 reason = EXHAUSTED
         if reason is not None:
             break
         _run_iteration(run, evaluator, state, variant, best_source)
-        state = rs.replay(run.log.read())
+        state = _state(run)
     _finish(run, evaluator, state, reason)
 
 

@@ -48,7 +48,8 @@ class RunState:
     best_path: str | None = None  # repo-relative path of the best source
     best_iteration: int | None = None
     best_latency: LatencyResult | None = None
-    no_gain_streak: int = 0
+    no_gain_streak: int = 0  # honest attempts without gain since the last win (see patience_count)
+    since_win: list[Attempt] = field(default_factory=list)  # iterations since the last win
     rejections: int = 0  # proposals refused before evaluation (not iterations)
     last_failure: str | None = None
     baseline_end: dict | None = None
@@ -73,6 +74,28 @@ class RunState:
     @property
     def next_iteration(self) -> int:
         return len(self.iterations) + 1
+
+
+def _thing(attempt: Attempt) -> tuple:
+    """What an attempt tried: the knob (or strategy) and the direction it moved."""
+    change = attempt.change
+    try:
+        direction = (change.new > change.old) - (change.new < change.old)  # type: ignore[operator]
+    except TypeError:
+        direction = 0
+    return (change.knob or change.strategy, direction)
+
+
+def patience_count(since_win: list[Attempt]) -> int:
+    """How many honest attempts at different things found no gain since the last win.
+
+    Two attempts at the same knob in the same direction are one thing: following one
+    knob along a plateau does not use up the patience meant for trying other things.
+    A backstop counts every two repeats of a thing as one more, so a run with a single
+    knob still stops.
+    """
+    things = {_thing(a) for a in since_win}
+    return max(len(things), len(since_win) // 2)
 
 
 def latency_from_dict(data: dict) -> LatencyResult:
@@ -104,28 +127,55 @@ def replay(records: list[dict]) -> RunState:
     """Fold the records of one run into its current state."""
     state = RunState()
     for rec in records:
-        kind = rec.get("kind")
-        if kind == START:
-            state.start = rec
-        elif kind == BASELINE:
-            state.baseline = rec
-            state.best_sha = rec["sha"]
-            state.best_path = rec["path"]
-            state.best_latency = state.baseline_latency
-        elif kind == ITERATION:
-            _apply_iteration(state, rec)
-        elif kind == REJECTED:
-            state.rejections += 1
-            state.attempts.append(attempt_from_dict(rec["attempt"]))
-        elif kind == BASELINE_END:
-            state.baseline_end = rec
-        elif kind == STOP:
-            state.stop = rec
-        elif kind == DELIVERY:
-            state.delivery = rec
-        elif kind == PROPOSAL:
-            state.proposal = rec
+        apply_record(state, rec)
     return state
+
+
+class Fold:
+    """The run's state kept up to date from a ResultsLog by applying only the records appended
+    since the last call (the log itself parses only new bytes). The state returned is live:
+    the next call updates it in place. Records that no longer extend what was folded (the log
+    was replaced or cut back) start the fold over."""
+
+    def __init__(self, log) -> None:  # a bot.record.results.ResultsLog
+        self.log = log
+        self.state = RunState()
+        self._keys: list[str] = []
+
+    def __call__(self) -> RunState:
+        records = self.log.read()
+        n = len(self._keys)
+        if len(records) < n or (n and records[n - 1].get("key") != self._keys[-1]):
+            self.state, self._keys, n = RunState(), [], 0
+        for rec in records[n:]:
+            apply_record(self.state, rec)
+            self._keys.append(rec.get("key"))
+        return self.state
+
+
+def apply_record(state: RunState, rec: dict) -> None:
+    """Fold one record into `state`."""
+    kind = rec.get("kind")
+    if kind == START:
+        state.start = rec
+    elif kind == BASELINE:
+        state.baseline = rec
+        state.best_sha = rec["sha"]
+        state.best_path = rec["path"]
+        state.best_latency = state.baseline_latency
+    elif kind == ITERATION:
+        _apply_iteration(state, rec)
+    elif kind == REJECTED:
+        state.rejections += 1
+        state.attempts.append(attempt_from_dict(rec["attempt"]))
+    elif kind == BASELINE_END:
+        state.baseline_end = rec
+    elif kind == STOP:
+        state.stop = rec
+    elif kind == DELIVERY:
+        state.delivery = rec
+    elif kind == PROPOSAL:
+        state.proposal = rec
 
 
 def _apply_iteration(state: RunState, rec: dict) -> None:
@@ -141,11 +191,12 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
         source_hash=rec["source_hash"]))
     decision = rec.get("decision") or {}
     state.iterations[-1].gain = decision.get("gain")
-    state.attempts.append(Attempt(
+    attempt = Attempt(
         change=Change(strategy=change["strategy"], description=change["description"],
                       knob=change.get("knob"), old=change.get("old"), new=change.get("new")),
         source_hash=rec["source_hash"], parent_hash=rec["parent_hash"], verdict=verdict,
-        gain=decision.get("gain")))
+        gain=decision.get("gain"))
+    state.attempts.append(attempt)
     if verdict == "better":
         state.best_sha, state.best_path = rec["sha"], rec["path"]
         state.best_iteration = rec["iteration"]
@@ -155,9 +206,11 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
             best.median_us = decision["candidate_us"]
         state.best_latency = best
         state.no_gain_streak = 0
+        state.since_win = []
         state.last_failure = None
     else:
-        state.no_gain_streak += 1
+        state.since_win.append(attempt)
+        state.no_gain_streak = patience_count(state.since_win)
         if verdict in ("fail_l0", "timeout", "error"):
             tail = (rec.get("accuracy") or {}).get("tail") or (rec.get("latency") or {}).get("tail") or ""
             state.last_failure = f"iter {rec['iteration']} {verdict}: {tail[-500:]}"

@@ -57,7 +57,7 @@ def test_next_is_a_pure_function_of_best_source_and_history():
     assert p.next(ctx) == again.next(ctx) and p.plan(ctx) == again.plan(ctx)
 
 
-def test_first_move_is_the_highest_priority_knob_upwards():
+def test_first_move_is_the_highest_priority_knob_towards_more_room_ties_up():
     v = Planner(demo_op()).next(PlanContext(best_source=DEMO))
     assert isinstance(v, Variant) and v.change.knob == "BLOCK_M" and (v.change.old, v.change.new) == (64, 128)
 
@@ -67,8 +67,10 @@ def test_moves_on_in_a_winning_direction_and_abandons_a_losing_one():
     best, history, _ = run(p, DEMO, 6)
     moves = [(a.change.knob, a.change.old, a.change.new, a.verdict) for a in history]
     assert moves[0] == ("BLOCK_M", 64, 128, "better")
-    assert moves[1] == ("BLOCK_M", 128, 256, "not_better")  # keeps going up after a win
-    assert moves[2][0] == "BLOCK_N"  # 128 -> 64 was where it came from: not retried, next knob
+    # every knob gets its most promising move before the winning knob is followed further
+    assert [m[0] for m in moves[:3]] == ["BLOCK_M", "BLOCK_N", "STAGES"]
+    assert moves[2] == ("STAGES", 1, 2, "better")  # more values above 1 than below: up first
+    assert moves[3] == ("STAGES", 2, 3, "not_better")  # then the last win's direction continues
     assert ("BLOCK_N", 64, 128, "not_better") in moves and ("BLOCK_N", 64, 32, "better") in moves
     assert not any(k == "BLOCK_N" and old == 32 and new == 64 for k, old, new, _ in moves)
 
@@ -86,12 +88,14 @@ def test_never_evaluates_a_source_twice_and_reports_exhausted():
 
 def test_constraints_skip_to_the_next_valid_neighbour():
     op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 48, 64, 96, 128), divides=256),))
-    v = Planner(op).next(PlanContext(best_source=DEMO))  # 96 does not divide 256: jump to 128
-    assert isinstance(v, Variant) and v.change.new == 128
+    # allowed below 64: 32 and 16 (48 does not divide 256); above: only 128 (96 does not):
+    # the side with more room is tried first
+    v = Planner(op).next(PlanContext(best_source=DEMO))
+    assert isinstance(v, Variant) and v.change.new == 32
     ctx = PlanContext(best_source=DEMO, history=(Attempt(v.change, v.source_hash, source_hash(DEMO),
                                                          "not_better", -0.1),))
-    down = Planner(op).next(ctx)
-    assert isinstance(down, Variant) and down.change.new == 32  # 48 does not divide 256 either
+    up = Planner(op).next(ctx)
+    assert isinstance(up, Variant) and up.change.new == 128
 
 
 def test_allowed_and_op_strategies_restrict_the_plan():
@@ -181,4 +185,4 @@ def test_exploration_jumps_further_only_after_both_neighbours_lost():
     history.append(Attempt(far[0].change, far[0].source_hash, source_hash(DEMO), "not_better", -0.05))
     far.append(p.next(PlanContext(best_source=DEMO, history=tuple(history))))
     assert [v.change.new for v in far] == [256, 16]  # two steps away, up first
-    assert "tier 3" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]
+    assert "tier 4" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]  # valley crossing

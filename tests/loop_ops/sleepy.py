@@ -1,7 +1,8 @@
 """A test op whose latency is set by its knobs, so the loop's decisions are predictable.
 
 Pure Python (no torch import) so that each sandboxed run starts fast. The kernel
-sleeps for a time that is smallest at BLOCK = 64 and NUM_STAGES = 2;
+burns CPU time (the cpu backend's clock) for a time that is smallest at BLOCK = 64
+and NUM_STAGES = 2;
 `--level L0` follows upstream's template (exit 0 = pass). BLOCK == WRONG_AT makes
 the kernel return a wrong result, HANG_AT hang and CRASH_AT die of SIGSEGV, to
 exercise rollback and the sandbox from the loop.
@@ -30,7 +31,9 @@ def reference(x):
 
 def kernel(x):
     cost_ms = 1.0 + abs(BLOCK - 64) / 64 * 6.0 + abs(NUM_STAGES - 2) * 1.5
-    time.sleep(cost_ms / 1000)
+    end = time.process_time() + cost_ms / 1000
+    while time.process_time() < end:  # CPU work, not a sleep: load does not change how much
+        pass
     if BLOCK == HANG_AT:
         time.sleep(3600)
     if BLOCK == CRASH_AT:
