@@ -9,11 +9,13 @@ proportional to its knob WORK. Kinds: A/A (an identical copy), 5 % and 10 % less
 (true speed-ups) and 5 % and 10 % more work (slow-downs).
 
 The trials are grouped into simulated runs of `--run-length` decisions. As in
-bot/loop.py, a run measures its best once (the baseline) and keeps that result: every
-decision of the run compares a *fresh* measurement of the candidate with the best's
-*earlier* one, through `Evaluator.decide` (the loop's own rule, with the between-process
-spread the run's Evaluator learns as it goes). Each measurement is the real cpu backend
-in a fresh process. Kinds are shuffled so every kind sees the same load.
+bot/loop.py, a run measures its best once (the baseline) and keeps that result; every
+decision calls `Evaluator.compare(best_source, best_earlier, candidate, floor)`, the
+loop's own call. On the cpu backend that times best and candidate in one fresh process
+(`decide.decide_in_pairs`); the "naive" column compares the candidate's figure with the
+best's earlier one at 3 %, which is what a rule without pairs would see. Every
+measurement is the real cpu backend in a fresh process; a pair run counts as one
+measurement (half the repeats per side). Kinds are shuffled so every kind sees the same load.
 
 Conditions: `quiet` (whatever else the host runs), `busy1` (one core kept 100 % busy by a
 busy loop pinned to CPU 0 for the whole condition: a fresh child lands on the busy or the
@@ -148,17 +150,16 @@ def run_condition(condition: str, args: argparse.Namespace, directory: Path, rng
                 best = ev.latency(base)
             assert ev is not None and best is not None
             before = CountingEvaluator.measurements
-            cand = ev.latency(variants[kind])
-            if not (best.ok and cand.ok):
+            cand, d = ev.compare(base, best, variants[kind], noise_floor=NAIVE_THRESHOLD)
+            if not (best.ok and cand.ok) or d is None:
                 records.append({"condition": condition, "kind": kind, "error": best.notes + cand.notes})
                 continue
-            d = ev.decide(base, best, variants[kind], cand, noise_floor=NAIVE_THRESHOLD)
             naive_gain = (best.median_us - cand.median_us) / best.median_us
             records.append({"condition": condition, "kind": kind, "best_us": best.median_us,
                             "cand_us": cand.median_us, "naive_gain": naive_gain,
                             "naive_better": naive_gain >= NAIVE_THRESHOLD, "better": d.better, "gain": d.gain,
                             "remeasured": d.remeasured, "detectable": d.detectable,
-                            "spread": d.details.get("first", {}).get("spread"),
+                            "first_gain": d.details.get("first", {}).get("gain"),
                             "measurements": CountingEvaluator.measurements - before,
                             "round_gains": d.details.get("round_gains")})
             if args.progress and (i + 1) % 25 == 0:
@@ -189,7 +190,6 @@ def summarize(records: list[dict], args: argparse.Namespace, wall: float, env: d
             c["remeasure_rate"] = sum(r["remeasured"] for r in ok) / len(ok)
             c["measurements_per_decision"] = statistics.fmean(r["measurements"] for r in ok)
             c["median_detectable"] = statistics.median(r["detectable"] for r in ok)
-            c["median_spread"] = statistics.median(r["spread"] for r in ok if r["spread"] is not None)
         aa, f10 = c["rules"]["loop"]["aa"], c["rules"]["loop"]["fast10"]
         slow = sum(c["rules"]["loop"][k]["positives"] for k in ("slow5", "slow10"))
         c["goals"] = {"aa_upper95_le_1pct": bool(aa["n"] and aa["upper95"] <= 0.01),
@@ -226,8 +226,8 @@ def table(result: dict) -> str:
     lines = []
     for condition, c in result["conditions"].items():
         lines.append(f"condition {condition}: {c['errors']} errors, re-measured {c.get('remeasure_rate', 0) * 100:.0f} %, "
-                     f"{c.get('measurements_per_decision', 0):.1f} measurements per decision, median spread "
-                     f"{c.get('median_spread', 0) * 100:.1f} %, median detectable {c.get('median_detectable', 0) * 100:.1f} %")
+                     f"{c.get('measurements_per_decision', 0):.1f} measurements per decision, "
+                     f"median detectable {c.get('median_detectable', 0) * 100:.1f} %")
         for rule in ("loop", "naive"):
             r = c["rules"][rule]
             lines.append(f"  {rule:<6} " + "  ".join(f"{k}: {cell(r[k])}" for k in KINDS))

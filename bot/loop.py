@@ -490,10 +490,8 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
     latency: LatencyResult | None = None
     decision: Decision | None = None
     if accuracy.passed:
-        latency = evaluator.latency(path)
-        if latency.ok:
-            decision = evaluator.decide(run.worktree / state.best_path, state.best_latency, path, latency,
-                                        run.settings.noise_floor)
+        latency, decision = evaluator.compare(run.worktree / state.best_path, state.best_latency, path,
+                                              run.settings.noise_floor)
     verdict = _verdict(variant, accuracy.status, latency, decision)
     branch = f"{run.prefix}/v{n}"
     median = latency.median_us if latency and latency.ok else None

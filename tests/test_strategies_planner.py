@@ -186,3 +186,78 @@ def test_exploration_jumps_further_only_after_both_neighbours_lost():
     far.append(p.next(PlanContext(best_source=DEMO, history=tuple(history))))
     assert [v.change.new for v in far] == [256, 16]  # two steps away, up first
     assert "tier 4" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]  # valley crossing
+
+
+def attempt(v: Variant, parent: str, verdict: str, gain: float | None) -> Attempt:
+    return Attempt(v.change, v.source_hash, source_hash(parent), verdict, gain)
+
+
+def test_a_value_that_failed_l0_is_never_planned_again_from_any_parent():
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),
+                        Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256))))
+    p = Planner(op)
+    first = p.next(PlanContext(best_source=DEMO))
+    assert isinstance(first, Variant) and (first.change.knob, first.change.new) == ("BLOCK_M", 128)
+    history = [attempt(first, DEMO, "fail_l0", None)]
+    # BLOCK_N then wins, so the best source changes: BLOCK_M = 128 from there is a new source
+    second = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+    assert isinstance(second, Variant) and second.change.knob == "BLOCK_N"
+    history.append(attempt(second, DEMO, "better", 0.2))
+    best = second.source
+    planned = []
+    for _ in range(12):
+        v = p.next(PlanContext(best_source=best, history=tuple(history)))
+        if not isinstance(v, Variant):
+            break
+        planned.append((v.change.knob, v.change.new))
+        history.append(attempt(v, best, "not_better", -0.05))
+    assert ("BLOCK_M", 128) not in planned
+    assert ("BLOCK_M", 32) in planned  # the knob itself is still tuned
+
+
+def test_valley_crossing_tries_the_log_midpoint_and_the_far_end_before_other_values():
+    values = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+    src = DEMO.replace("BLOCK_M = 64", "BLOCK_M = 8")
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", values),))
+    p = Planner(op)
+    v = p.next(PlanContext(best_source=src))
+    assert isinstance(v, Variant) and v.change.new == 16  # the only direction from the lower edge
+    history = [attempt(v, src, "not_better", -0.10)]
+    nxt = []
+    for _ in range(2):
+        w = p.next(PlanContext(best_source=src, history=tuple(history)))
+        assert isinstance(w, Variant)
+        nxt.append(w.change.new)
+        history.append(attempt(w, src, "not_better", -0.05))
+    # geometric middle of 16..4096 is 256; then the far end, 4096; not 32, 64, ... one by one
+    assert nxt == [256, 4096]
+
+
+def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first():
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),
+                        Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256))))
+    p = Planner(op)
+    up = p.next(PlanContext(best_source=DEMO))  # no evidence, equal room: up
+    assert isinstance(up, Variant) and up.change.new == 128
+    history = [attempt(up, DEMO, "not_better", -0.2)]
+    n = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+    assert isinstance(n, Variant) and n.change.knob == "BLOCK_N"  # another knob before BLOCK_M's other side
+    history.append(attempt(n, DEMO, "better", 0.1))
+    # from the new best, BLOCK_M's evidence says up lost 20 %: down is tried first
+    m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
+    assert isinstance(m, Variant) and m.change.knob == "BLOCK_N" and m.change.new == 256  # the win continues
+    history.append(attempt(m, n.source, "not_better", -0.01))
+    m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
+    assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_M", 32)
+
+
+def test_patience_counts_different_things_not_repeats_of_one():
+    from bot.run_state import patience_count
+    from bot.strategies.base import Change
+
+    def a(knob, old, new):
+        return Attempt(Change("block_size", "x", knob, old, new), "h", "p", "not_better", 0.01)
+    same = [a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 256), a("BLOCK_M", 64, 512)]
+    assert patience_count(same) == 1  # one knob, one direction: one thing (with the backstop: 3 // 2)
+    assert patience_count([a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 32), a("BLOCK_N", 8, 16)]) == 3
+    assert patience_count(same * 2) == 3  # the backstop: a single-knob run still stops

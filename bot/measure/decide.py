@@ -59,8 +59,9 @@ class Rule:
     rounds: int = 5
     remeasure_cap: float = 0.10  # first looks >= close_low * this are always re-measured
     fast_z: float = 3.5  # first-look acceptance needs gain >= fast_z * sqrt(2) * spread
-    pair_rounds: int = 3  # rounds when the backend times both variants in one process
-    reject_z: float = 2.5  # with pairs, first-look rejection allows for reject_z * sqrt(2) * spread of bad luck
+    pair_rounds: int = 2  # rounds when the backend times both variants in one process
+    pair_fast: float = 2.0  # in one process, a first pair beyond pair_fast x threshold decides alone
+    reject_z: float = 1.5  # with pairs, first-look rejection allows for reject_z * sqrt(2) * spread of bad luck
 
 
 class SpreadTracker:
@@ -267,6 +268,77 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
 
 def _clock(r: LatencyResult) -> str:
     return str((r.extra or {}).get("clock", "wall"))
+
+
+def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair,
+                    rule: Rule = Rule()) -> tuple[LatencyResult, Decision]:
+    """The cpu backend's comparison: best and candidate timed in one process from the start.
+
+    Both sides share the process, core, memory layout and load, so the first pair already
+    compares like with like (benchmarks/noise.py); returns the candidate's side of the first
+    pair (its recorded latency) and the decision:
+
+    1. gain < close_low * max(floor, noise): not better (one run);
+    2. gain >= pair_fast * max(floor, noise) and nothing suspect: better (one run);
+    3. otherwise up to `pair_rounds` pairs in all, the order swapped each round, stopped at
+       the first lost one; better only if every pair won and the median gain >= max(floor,
+       the pairs' own interval noise, twice the MAD standard error of the pair gains).
+    """
+    floor = rule.noise_floor
+    ra, rb = pair(best_source, candidate_source)
+    if not (ra.ok and rb.ok):
+        failed = rb if not rb.ok else ra
+        return failed, Decision(False, 0.0, floor, 0.0, False,
+                                f"candidate has no latency (status {failed.status})", None, None, detectable=floor)
+    gain = relative_change(ra.median_us, rb.median_us)
+    noise = measured_noise(ra, rb)
+    threshold = max(floor, noise)
+    first = {"gain": gain, "noise": noise, "threshold": threshold, "best_us": ra.median_us,
+             "candidate_us": rb.median_us, "in_one_process": True}
+    suspect = ra.suspect or rb.suspect
+    if gain < rule.close_low * threshold:
+        return rb, Decision(False, gain, threshold, noise, False,
+                            f"gain {_fmt(gain)} is below the threshold {threshold * 100:.1f}% (timed in one process)",
+                            ra.median_us, rb.median_us, {"first": first}, detectable=threshold)
+    if gain >= rule.pair_fast * threshold and not suspect:
+        return rb, Decision(True, gain, threshold, noise, False,
+                            f"gain {_fmt(gain)} is beyond {rule.pair_fast:g} x the threshold {threshold * 100:.1f}% "
+                            "(timed in one process)", ra.median_us, rb.median_us, {"first": first},
+                            detectable=threshold)
+    pa_list, pb_list = [ra], [rb]
+    for i in range(1, rule.pair_rounds):
+        if pb_list[-1].median_us >= pa_list[-1].median_us:
+            break  # a lost pair: better is out of reach
+        # the order of import swaps each round: the candidate loads first in the second pair
+        x, y = pair(candidate_source, best_source)[::-1] if i % 2 else pair(best_source, candidate_source)
+        if not (x.ok and y.ok):
+            return rb, Decision(False, gain, threshold, noise, True, f"re-measure failed ({(x if not x.ok else y).status})",
+                                ra.median_us, rb.median_us, {"first": first}, detectable=threshold)
+        pa_list.append(x)
+        pb_list.append(y)
+    round_gains = [relative_change(a.median_us, b.median_us) for a, b in zip(pa_list, pb_list)]
+    gain2 = statistics.median(round_gains)
+    within = statistics.median(measured_noise(a, b) for a, b in zip(pa_list, pb_list))
+    noise2 = max(within, 2 * median_standard_error(round_gains))
+    threshold2 = max(floor, noise2)
+    lost = sum(1 for g in round_gains if g <= 0)
+    complete = len(round_gains) == rule.pair_rounds
+    suspect2 = any(r.suspect for r in pa_list + pb_list)
+    better = complete and lost == 0 and gain2 >= threshold2 and not suspect2
+    pairs = f"{len(round_gains) - lost} of {len(round_gains)} pairs"
+    if suspect2:
+        reason = f"pairs in one process: suspect (down-clocked) samples; gain {_fmt(gain2)} not trusted"
+    elif better:
+        reason = f"pairs in one process: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, faster in {pairs}"
+    elif not complete or lost:
+        reason = f"pairs in one process: faster in only {pairs}"
+    else:
+        reason = f"pairs in one process: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (faster in {pairs})"
+    details = {"first": first, "round_gains": round_gains, "best_rounds_us": [r.median_us for r in pa_list],
+               "candidate_rounds_us": [r.median_us for r in pb_list], "suspect": suspect2}
+    return rb, Decision(better, gain2, threshold2, noise2, len(round_gains) > 1, reason,
+                        statistics.median(r.median_us for r in pa_list),
+                        statistics.median(r.median_us for r in pb_list), details, detectable=threshold2)
 
 
 def drift(start: LatencyResult, end: LatencyResult) -> float | None:

@@ -148,6 +148,24 @@ class Evaluator:
                                  self.latency, rule, spread=self.spread.spread(),
                                  pair=self.latency_pair if self.backend == "cpu" else None)
 
+    def compare(self, best_source: Path, best: LatencyResult, candidate_source: Path,
+                noise_floor: float) -> tuple[LatencyResult, Decision | None]:
+        """Measure a candidate and decide whether it beats the best: (its latency, the decision).
+
+        cpu backend: both are timed in one process from the first measurement on
+        (`decide.decide_in_pairs`); the other backends measure the candidate alone and apply
+        `decide` against the best's recorded result. No decision when the candidate has no latency.
+        """
+        if self.backend == "cpu":
+            rule = decide_mod.Rule(noise_floor=noise_floor)
+            latency, decision = decide_mod.decide_in_pairs(self._abs(best_source), self._abs(candidate_source),
+                                                           self.latency_pair, rule)
+            return latency, decision if latency.ok else None
+        latency = self.latency(candidate_source)
+        if not latency.ok:
+            return latency, None
+        return latency, self.decide(best_source, best, candidate_source, latency, noise_floor)
+
     def environment(self, source: Path, git_sha: str | None) -> Environment:
         """Backend, device, CANN/torch/torch_npu/driver versions, CPU model, sha, command line."""
         if self._static_env is None:

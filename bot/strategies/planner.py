@@ -76,8 +76,9 @@ class Move:
     tries: int = 0  # attempts on this knob so far in the run (round robin: fewer first)
 
     def sort_key(self) -> tuple:
-        return (self.tier, self.tries, self.distance, -self.score, self.order,
-                0 if _direction(self.old, self.new) >= 0 else 1)
+        # distance orders exploration (nearest first); a stride's length says nothing about promise
+        return (self.tier, self.tries, self.distance if self.tier == EXPLORE_TIER else 0, -self.score,
+                self.order, 0 if _direction(self.old, self.new) >= 0 else 1)
 
     def describe(self) -> str:
         if self.spec is None:
@@ -252,21 +253,25 @@ class Planner:
                         moves.append(Move(spec.strategy, spec.key, tier, score, spec.order, current, value, spec,
                                           ladder.index(value) + 1, len(mine)))
 
-                neighbour = ladder[0]
+                step = _stride(ladder)
                 if not lost:
                     continuing = (last_win is not None and last_win.change.knob == spec.key
                                   and _direction(last_win.change.old, last_win.change.new) == d
                                   and last_win.change.new == current)
                     if continuing:
-                        add(neighbour, 0 if every_knob_tried else 2)
+                        add(step, 0 if every_knob_tried else 2)
                     elif d == preferred:
-                        add(neighbour, 1 if not mine else 2)
+                        add(step, 1 if not mine else 2)
                     else:
-                        add(neighbour, 3)
+                        add(step, 3)
                 else:
-                    if plateau and len(ladder) > 1:
-                        add(ladder[1], 3)  # faster within the noise: look one value further
-                    for value in _valley_crossing(ladder):
+                    nearest = min((ladder.index(a.change.new) for a in lost if a.change.new in ladder),
+                                  default=len(ladder))
+                    if nearest > 0:  # a stride lost: bisect the values short of it
+                        add(ladder[(nearest - 1) // 2], 3)
+                    if plateau and nearest + 1 < len(ladder):
+                        add(ladder[nearest + 1], 3)  # faster within the noise: look one value further
+                    for value in _valley_crossing(ladder[nearest:]):
                         add(value, 4)
                 for value in ladder:
                     add(value, EXPLORE_TIER)
@@ -326,6 +331,12 @@ def _ladder(spec: KnobSpec, current: object, d: int) -> list:
     ordered = sorted(v for v in spec.values if _direction(current, v) == d)
     ordered = ordered if d > 0 else list(reversed(ordered))
     return [v for v in ordered if spec.knob is None or knobs.check_constraints(spec.knob, v) is None]
+
+
+def _stride(ladder: list) -> object:
+    """The first value to try in a direction: the neighbour, or halfway along a long ladder
+    (4 values or more), so that a wide knob is sampled coarsely before it is refined."""
+    return ladder[(len(ladder) - 1) // 2] if len(ladder) >= 4 else ladder[0]
 
 
 def _valley_crossing(ladder: list) -> list:
