@@ -115,6 +115,7 @@ class RepoConfig:
     max_iters: int = 10
     patience: int = 3
     noise_floor: float = 0.03
+    noise_warn: float = 0.10  # warn when the smallest gain a run can detect exceeds this
     target_us: float | None = None
     keep_branches: bool = False
     base_branch: str | None = None  # None: the branch checked out when the run starts
@@ -132,6 +133,7 @@ class RunSettings:
     noise_floor: float
     target_us: float | None
     strategies: tuple[str, ...] | None
+    noise_warn: float = 0.10  # the report warns when the smallest detectable gain exceeds this
 
 
 # ---------------------------------------------------------------- implementation
@@ -156,7 +158,7 @@ _ACCURACY_KEYS = ("mode", "level", "timeout_s", "rtol", "atol", "min_cosine")
 _LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name")
 _REPO_KEYS = ("ops_root", "branch_prefix", "defaults", "keep_branches", "base_branch", "proposer",
               "proposer_timeout_s", "github")
-_DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "target_us")
+_DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "noise_warn", "target_us")
 _GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops", "required_checks", "allow_no_checks")
 _FLOAT_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -435,6 +437,9 @@ def load_repo_config(root: Path) -> RepoConfig:
     defaults = check.mapping(data.get("defaults"), "defaults")
     check.known_keys(defaults, _DEFAULTS_KEYS, prefix="defaults.")
     values.update(_run_limits(check, defaults, "defaults."))
+    if defaults.get("noise_warn") is not None:
+        values["noise_warn"] = check.number(defaults["noise_warn"], "defaults.noise_warn", above=0, below=1,
+                                            fix="write a fraction of the latency: 0.10 warns above 10 %")
     if "keep_branches" in data:
         values["keep_branches"] = check.boolean(data["keep_branches"], "keep_branches")
     if data.get("base_branch") is not None:
@@ -848,4 +853,5 @@ def effective_settings(cfg: RepoConfig, op: OpConfig, max_iters: int | None = No
         noise_floor=pick(noise_floor, op.noise_floor, cfg.noise_floor),
         target_us=pick(target_us, op.target_us, cfg.target_us),
         strategies=pick(strategies, op.strategies, None),
+        noise_warn=cfg.noise_warn,
     )

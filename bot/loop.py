@@ -522,7 +522,8 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
                                change=variant.change.description, latency_us=median, accuracy=accuracy.status,
                                verdict=verdict, gain_pct=rs.gain_pct(state.baseline_us, median),
                                branch=branch, sha=sha,
-                               message=decision.reason if decision else accuracy.tail[-300:]))
+                               message=decision.reason if decision else accuracy.tail[-300:],
+                               data={"detectable": decision.detectable if decision else None}))
 
 
 def _materialize(run: _Run, rel: str, source: str) -> None:
@@ -564,8 +565,10 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
                         "latency": dataclasses.asdict(latency), "drift_pct": drift, "time": _now()})
     run.log.append({"key": rs.STOP, "kind": rs.STOP, "reason": reason, "iterations": len(state.iterations),
                     "best_iteration": state.best_iteration, "best_sha": state.best_sha, "time": _now()})
-    run.progress(ProgressEvent("stop", run.op.qualified, iteration=len(state.iterations), message=reason,
-                               latency_us=state.best_us))
+    warning = rs.noise_warning(state, run.settings.noise_warn)
+    run.progress(ProgressEvent("stop", run.op.qualified, iteration=len(state.iterations),
+                               message=reason + (f" · {warning}" if warning else ""), latency_us=state.best_us,
+                               data={"detectable": state.smallest_detectable, "noise_warning": warning}))
 
 
 # ---------------------------------------------------------------- delivering
@@ -581,10 +584,13 @@ def _conclusion(run: _Run, state: rs.RunState) -> Conclusion:
 def _report(run: _Run, state: rs.RunState) -> CompletionReport:
     improvement = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
     issues = _issues(state, run.settings.noise_floor)
+    warning = rs.noise_warning(state, run.settings.noise_warn)
+    if warning:
+        issues.append(warning)
     summary = (f"{len(state.iterations)} iterations on {run.op.qualified}; best "
                f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'}"
                f" at {state.best_us:.2f} us ({improvement:+.1f}% vs baseline), stopped: {state.stop['reason']}"
-               f"{_drift_clause(state)}.")
+               f"{_drift_clause(state)}{_detectable_clause(state)}.")
     # The planner works from the strategy catalog, whose readable form is references/strategies.md.
     consulted = [p for p in REFERENCES if (run.worktree / p).exists()]
     return CompletionReport(project=run.op.project, operator=run.op.name, iterations=len(state.iterations),
@@ -593,6 +599,11 @@ def _report(run: _Run, state: rs.RunState) -> CompletionReport:
                             improvement=improvement, stop_reason=state.stop["reason"],
                             skills_consulted=consulted or ["none"], summary=summary,
                             issues=issues or ["none"])
+
+
+def _detectable_clause(state: rs.RunState) -> str:
+    detectable = state.smallest_detectable
+    return f"; smallest detectable gain {detectable * 100:.1f}%" if detectable is not None else ""
 
 
 def _drift_clause(state: rs.RunState) -> str:

@@ -36,6 +36,7 @@ class IterationView:
     path: str  # variant path relative to the repo root
     source_hash: str
     gain: float | None = None  # the decision's gain vs its parent (relative), for the evidence file
+    detectable: float | None = None  # the smallest gain that decision could have called better
 
 
 @dataclass
@@ -74,6 +75,24 @@ class RunState:
     @property
     def next_iteration(self) -> int:
         return len(self.iterations) + 1
+
+    @property
+    def smallest_detectable(self) -> float | None:
+        """The smallest gain this run could detect: the median over its decisions (relative)."""
+        values = sorted(it.detectable for it in self.iterations if it.detectable is not None)
+        if not values:
+            return None
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def noise_warning(state: RunState, level: float) -> str | None:
+    """The report's and status comment's warning when the run could not see gains below `level`."""
+    detectable = state.smallest_detectable
+    if detectable is None or detectable <= level:
+        return None
+    return (f"this runner is too noisy to see gains below {detectable * 100:.0f} % "
+            f"(warning level {level * 100:.0f} %, `defaults.noise_warn`); quieten it or tune elsewhere")
 
 
 def _thing(attempt: Attempt) -> tuple:
@@ -191,6 +210,7 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
         source_hash=rec["source_hash"]))
     decision = rec.get("decision") or {}
     state.iterations[-1].gain = decision.get("gain")
+    state.iterations[-1].detectable = decision.get("detectable")
     attempt = Attempt(
         change=Change(strategy=change["strategy"], description=change["description"],
                       knob=change.get("knob"), old=change.get("old"), new=change.get("new")),
