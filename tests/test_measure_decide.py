@@ -265,7 +265,7 @@ class Pairs:
 
 def test_pairs_timed_in_one_process_decide_when_available():
     pairs = Pairs([0.05, 0.05, 0.05])
-    d = decide(A, result(100), B, result(99), Recorder({}), pair=pairs, spread=0.05)
+    d = decide(A, result(100), B, result(99), Recorder({}), Rule(pair_rounds=3), pair=pairs, spread=0.05)
     # -1 % at first look is no reason to reject when the best was measured in another process
     assert d.remeasured and d.better and d.gain == pytest.approx(0.05)
     assert pairs.calls == [(A, B), (B, A), (A, B)]  # the order alternates between rounds
@@ -274,10 +274,39 @@ def test_pairs_timed_in_one_process_decide_when_available():
 
 def test_pairs_stop_at_the_first_lost_round_and_never_accept_it():
     pairs = Pairs([0.05, -0.001, 0.05])
-    d = decide(A, result(100), B, result(95), Recorder({}), pair=pairs)
+    d = decide(A, result(100), B, result(95), Recorder({}), Rule(pair_rounds=3), pair=pairs)
     assert not d.better and len(pairs.calls) == 2 and "stopped after 2 of 3 pairs" in d.reason
 
 
 def test_with_pairs_only_a_clear_first_look_loss_skips_the_remeasure():
     d = decide(A, result(100), B, result(130), Recorder({}), pair=Pairs([]), spread=0.05)
     assert not d.remeasured and not d.better
+
+
+def test_in_one_process_a_clear_loss_and_a_clear_win_take_one_run():
+    from bot.measure.decide import decide_in_pairs
+    loss = Pairs([-0.05])
+    cand, d = decide_in_pairs(A, B, loss)
+    assert not d.better and not d.remeasured and len(loss.calls) == 1 and cand.median_us == pytest.approx(105)
+    win = Pairs([0.10])
+    cand, d = decide_in_pairs(A, B, win)
+    assert d.better and len(win.calls) == 1 and d.gain == pytest.approx(0.10) and "one process" in d.reason
+    assert d.details["first"]["in_one_process"]
+
+
+def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_swapped():
+    from bot.measure.decide import decide_in_pairs
+    pairs = Pairs([0.04, 0.045])
+    cand, d = decide_in_pairs(A, B, pairs)
+    assert d.better and d.remeasured and pairs.calls == [(A, B), (B, A)]
+    assert d.gain == pytest.approx(0.0425)
+    lost = Pairs([0.04, -0.002])
+    _, d = decide_in_pairs(A, B, lost)
+    assert not d.better and "faster in only 1 of 2 pairs" in d.reason
+
+
+def test_in_one_process_a_failed_candidate_has_no_decision_to_make():
+    from bot.measure.decide import decide_in_pairs
+    broken = LatencyResult(status="error", backend="cpu", notes=["exit code 1"])
+    cand, d = decide_in_pairs(A, B, lambda a, b: (broken, broken))
+    assert cand.status == "error" and not d.better
