@@ -283,15 +283,18 @@ def test_with_pairs_only_a_clear_first_look_loss_skips_the_remeasure():
     assert not d.remeasured and not d.better
 
 
-def test_in_one_process_a_clear_loss_and_a_clear_win_take_one_run():
+def test_in_one_process_a_loss_takes_one_run_and_a_win_always_two():
     from bot.measure.decide import decide_in_pairs
-    loss = Pairs([-0.05])
+    loss = Pairs([0.01])
     cand, d = decide_in_pairs(A, B, loss)
-    assert not d.better and not d.remeasured and len(loss.calls) == 1 and cand.median_us == pytest.approx(105)
-    win = Pairs([0.10])
+    assert not d.better and not d.remeasured and len(loss.calls) == 1 and cand.median_us == pytest.approx(99)
+    win = Pairs([0.30, 0.29])
     cand, d = decide_in_pairs(A, B, win)
-    assert d.better and len(win.calls) == 1 and d.gain == pytest.approx(0.10) and "one process" in d.reason
+    assert d.better and len(win.calls) == 2 and d.gain == pytest.approx(0.295) and "one process" in d.reason
     assert d.details["first"]["in_one_process"]
+    fluke = Pairs([0.07, 0.001])  # one pair alone can be off by several percent
+    _, d = decide_in_pairs(A, B, fluke)
+    assert not d.better and "beyond the 3.0% floor in only 1 of 2 pairs" in d.reason
 
 
 def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_swapped():
@@ -302,7 +305,10 @@ def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_s
     assert d.gain == pytest.approx(0.0425)
     lost = Pairs([0.04, -0.002])
     _, d = decide_in_pairs(A, B, lost)
-    assert not d.better and "faster in only 1 of 2 pairs" in d.reason
+    assert not d.better and "in only 1 of 2 pairs" in d.reason
+    disagree = Pairs([0.04, 0.30])  # both beyond the floor, but too far apart to trust the median
+    _, d = decide_in_pairs(A, B, disagree)
+    assert not d.better and "disagree" in d.reason and d.detectable > 0.17
 
 
 def test_in_one_process_a_failed_candidate_has_no_decision_to_make():
