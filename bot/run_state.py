@@ -95,21 +95,17 @@ def noise_warning(state: RunState, level: float) -> str | None:
             f"(warning level {level * 100:.0f} %, `defaults.noise_warn`); quieten it or tune elsewhere")
 
 
-def _thing(attempt: Attempt) -> tuple:
-    """What an attempt tried: the knob (or strategy) and the direction it moved."""
-    change = attempt.change
-    try:
-        direction = (change.new > change.old) - (change.new < change.old)  # type: ignore[operator]
-    except TypeError:
-        direction = 0
-    return (change.knob or change.strategy, direction)
+def _thing(attempt: Attempt) -> str:
+    """What an attempt tried: the knob, or the strategy for changes that are not knob moves."""
+    return attempt.change.knob or attempt.change.strategy
 
 
 def patience_count(since_win: list[Attempt]) -> int:
     """How many honest attempts at different things found no gain since the last win.
 
-    Two attempts at the same knob in the same direction are one thing: following one
-    knob along a plateau does not use up the patience meant for trying other things.
+    Attempts at the same knob (either direction, any distance) are one thing: following
+    one knob along a plateau or across a valley does not use up the patience meant for
+    trying other things.
     A backstop counts every two repeats of a thing as one more, so a run with a single
     knob still stops.
     """

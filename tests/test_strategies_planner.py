@@ -258,6 +258,7 @@ def test_patience_counts_different_things_not_repeats_of_one():
     def a(knob, old, new):
         return Attempt(Change("block_size", "x", knob, old, new), "h", "p", "not_better", 0.01)
     same = [a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 256), a("BLOCK_M", 64, 512)]
-    assert patience_count(same) == 1  # one knob, one direction: one thing (with the backstop: 3 // 2)
-    assert patience_count([a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 32), a("BLOCK_N", 8, 16)]) == 3
+    assert patience_count(same) == 1  # one knob: one thing (with the backstop: 3 // 2)
+    assert patience_count([a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 32), a("BLOCK_N", 8, 16)]) == 2
+    assert patience_count([a("BLOCK_M", 64, 128), a("STAGES", 1, 2), a("BLOCK_N", 8, 16)]) == 3
     assert patience_count(same * 2) == 3  # the backstop: a single-knob run still stops
