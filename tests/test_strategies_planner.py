@@ -215,22 +215,21 @@ def test_a_value_that_failed_l0_is_never_planned_again_from_any_parent():
     assert ("BLOCK_M", 32) in planned  # the knob itself is still tuned
 
 
-def test_valley_crossing_tries_the_log_midpoint_and_the_far_end_before_other_values():
+def test_long_knobs_stride_then_bisect_then_cross_the_valley():
     values = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
     src = DEMO.replace("BLOCK_M = 64", "BLOCK_M = 8")
     op = demo_op(knobs=(Knob("BLOCK_M", "block_size", values),))
     p = Planner(op)
-    v = p.next(PlanContext(best_source=src))
-    assert isinstance(v, Variant) and v.change.new == 16  # the only direction from the lower edge
-    history = [attempt(v, src, "not_better", -0.10)]
-    nxt = []
-    for _ in range(2):
+    tried = []
+    history: list[Attempt] = []
+    for _ in range(5):
         w = p.next(PlanContext(best_source=src, history=tuple(history)))
         assert isinstance(w, Variant)
-        nxt.append(w.change.new)
+        tried.append(w.change.new)
         history.append(attempt(w, src, "not_better", -0.05))
-    # geometric middle of 16..4096 is 256; then the far end, 4096; not 32, 64, ... one by one
-    assert nxt == [256, 4096]
+    # halfway along the nine values above 8 (256); it lost: bisect the values short of it (32, then 16);
+    # then past the farthest loss, the log-midpoint of 256..4096 (1024); when that lost too, of 1024..4096
+    assert tried == [256, 32, 16, 1024, 2048]
 
 
 def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first():

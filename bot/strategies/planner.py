@@ -271,7 +271,9 @@ class Planner:
                         add(ladder[(nearest - 1) // 2], 3)
                     if plateau and nearest + 1 < len(ladder):
                         add(ladder[nearest + 1], 3)  # faster within the noise: look one value further
-                    for value in _valley_crossing(ladder[nearest:]):
+                    farthest = max((ladder.index(a.change.new) for a in lost if a.change.new in ladder),
+                                   default=len(ladder))
+                    for value in _valley_crossing(ladder[farthest:]):  # past the farthest loss
                         add(value, 4)
                 for value in ladder:
                     add(value, EXPLORE_TIER)
