@@ -126,6 +126,7 @@ class _Run:
     forge: Forge
     progress: ProgressCallback
     fold: rs.Fold | None = None  # the records folded so far (see _state)
+    sources: dict = field(default_factory=dict)  # (sha, path) -> text of committed best sources
 
     @property
     def prefix(self) -> str:
@@ -174,6 +175,15 @@ def _state(run: _Run) -> rs.RunState:
     if run.fold is None:
         run.fold = rs.Fold(run.log)
     return run.fold()
+
+
+def _best_source(run: _Run, state: rs.RunState) -> str:
+    """The best-so-far source as committed (read from git once per best, not once per iteration)."""
+    key = (state.best_sha, state.best_path)
+    if key not in run.sources:
+        run.sources.clear()
+        run.sources[key] = gitops.read_file(run.repo, state.best_sha, state.best_path)
+    return run.sources[key]
 
 
 def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
@@ -445,7 +455,7 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
         if reason is None and state.rejections >= MAX_REJECTIONS:
             reason = EXHAUSTED
         if reason is None:
-            best_source = gitops.read_file(run.repo, state.best_sha, state.best_path)
+            best_source = _best_source(run, state)
             ctx = PlanContext(best_source=best_source, history=tuple(state.attempts),
                               allowed=run.settings.strategies,
                               profile_summary=_profile_summary(state), last_failure=state.last_failure)
