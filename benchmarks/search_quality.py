@@ -333,7 +333,7 @@ def run_tpe(land: Landscape, budget: int, seed: int) -> float:
     study.enqueue_trial(dict(zip(land.names, land.start)))
     seen: dict[tuple[int, ...], float] = {}
 
-    def objective(trial: "optuna.Trial") -> float:
+    def objective(trial: optuna.Trial) -> float:
         point = tuple(trial.suggest_categorical(n, land.values[i]) for i, n in enumerate(land.names))
         if land.true[point] == FAILED:
             sim.used += 1

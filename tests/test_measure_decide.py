@@ -8,7 +8,15 @@ import pytest
 
 from bot.measure.backends.common import from_samples
 from bot.measure.backends.cpu import measure_cpu
-from bot.measure.decide import Rule, decide, drift, first_look, interleave, measured_noise, pooled
+from bot.measure.decide import (
+    Rule,
+    decide,
+    drift,
+    first_look,
+    interleave,
+    measured_noise,
+    pooled,
+)
 from bot.measure.types import LatencyResult
 
 KERNELS = Path(__file__).parent / "measure_kernels"
@@ -235,6 +243,7 @@ def test_every_decision_states_its_smallest_detectable_gain():
 
 def test_spread_tracker_pools_repeated_sources_and_falls_back_to_the_prior():
     import math
+
     from bot.measure.decide import PRIOR_SPREAD, SpreadTracker
     t = SpreadTracker(min_df=3)
     t.add("a", 100.0)

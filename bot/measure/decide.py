@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from bot.measure.stats import relative_change, summarize
 from bot.measure.types import Decision, LatencyResult
@@ -124,7 +124,7 @@ def median_standard_error(xs: list[float]) -> float:
 
 def first_look(best: LatencyResult, candidate: LatencyResult, noise_floor: float) -> tuple[float, float, float]:
     """(gain, noise, threshold) from the two results as measured."""
-    gain = relative_change(best.median_us, candidate.median_us)
+    gain = _gain(best, candidate)
     noise = measured_noise(best, candidate)
     return gain, noise, max(noise_floor, noise)
 
@@ -169,7 +169,7 @@ def interleave(measure: Measure, a: Path, b: Path, rounds: int,
             ra.append(measure(a))
         if not (ra[-1].ok and rb[-1].ok):
             break
-        lost += rb[-1].median_us >= ra[-1].median_us
+        lost += _median(rb[-1]) >= _median(ra[-1])
         if stop_after_losses is not None and lost > stop_after_losses:
             break
     return ra, rb
@@ -229,7 +229,7 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
                         f"re-measure failed ({failed[0].status}: {'; '.join(failed[0].notes)})",
                         best.median_us, candidate.median_us, {"first": first}, detectable=detectable)
     pa, pb = pooled(ra), pooled(rb)
-    round_gains = [relative_change(a.median_us, b.median_us) for a, b in zip(ra, rb)]
+    round_gains = [_gain(a, b) for a, b in zip(ra, rb)]
     # the median of paired gains shrugs off one pair disturbed by a load spike
     gain2 = statistics.median(round_gains)
     # pairs of separate processes: their gains cannot be surer than the known spread allows
@@ -266,6 +266,16 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
                     detectable=detectable if stopped else max(threshold2, floor))
 
 
+def _median(r: LatencyResult) -> float:
+    """The median of a result known to be ok."""
+    assert r.median_us is not None, "only results with status ok are compared"
+    return r.median_us
+
+
+def _gain(before: LatencyResult, after: LatencyResult) -> float:
+    return relative_change(_median(before), _median(after))
+
+
 def _clock(r: LatencyResult) -> str:
     return str((r.extra or {}).get("clock", "wall"))
 
@@ -294,7 +304,7 @@ def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair
         failed = rb if not rb.ok else ra
         return failed, Decision(False, 0.0, floor, 0.0, False,
                                 f"candidate has no latency (status {failed.status})", None, None, detectable=floor)
-    gain = relative_change(ra.median_us, rb.median_us)
+    gain = _gain(ra, rb)
     noise = measured_noise(ra, rb)
     first = {"gain": gain, "noise": noise, "threshold": floor, "best_us": ra.median_us,
              "candidate_us": rb.median_us, "in_one_process": True}
@@ -307,7 +317,7 @@ def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair
     i = 0
     while len(pa_list) < rounds or (len(pa_list) < rule.pair_rounds_close and _close(pa_list, pb_list, floor)):
         i += 1
-        if relative_change(pa_list[-1].median_us, pb_list[-1].median_us) < floor:
+        if _gain(pa_list[-1], pb_list[-1]) < floor:
             break  # a pair not beyond the floor: better is out of reach
         # the order of import swaps each round: the candidate loads first in the second pair
         x, y = pair(candidate_source, best_source)[::-1] if i % 2 else pair(best_source, candidate_source)
@@ -317,7 +327,7 @@ def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair
                                 ra.median_us, rb.median_us, {"first": first}, detectable=floor)
         pa_list.append(x)
         pb_list.append(y)
-    round_gains = [relative_change(a.median_us, b.median_us) for a, b in zip(pa_list, pb_list)]
+    round_gains = [_gain(a, b) for a, b in zip(pa_list, pb_list)]
     gain2 = statistics.median(round_gains)
     noise2 = 2 * median_standard_error(round_gains)
     threshold2 = max(floor, noise2)
@@ -339,13 +349,13 @@ def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair
     details = {"first": first, "round_gains": round_gains, "best_rounds_us": [r.median_us for r in pa_list],
                "candidate_rounds_us": [r.median_us for r in pb_list], "suspect": suspect}
     return rb, Decision(better, gain2, threshold2, noise2, len(round_gains) > 1, reason,
-                        statistics.median(r.median_us for r in pa_list),
-                        statistics.median(r.median_us for r in pb_list), details, detectable=threshold2)
+                        statistics.median(_median(r) for r in pa_list),
+                        statistics.median(_median(r) for r in pb_list), details, detectable=threshold2)
 
 
 def _close(pa: list[LatencyResult], pb: list[LatencyResult], floor: float) -> bool:
     """The pairs so far put the gain under twice the floor: one more pair must confirm it."""
-    gains = [relative_change(a.median_us, b.median_us) for a, b in zip(pa, pb)]
+    gains = [_gain(a, b) for a, b in zip(pa, pb)]
     return statistics.median(gains) < 2 * floor
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from bot.record.errors import DuplicateRecordError, RecordFormatError
 
+
 def iteration_key(n: int) -> str:
     return f"iter:{n}"
 

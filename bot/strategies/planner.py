@@ -245,13 +245,15 @@ class Planner:
                 plateau = [a for a in lost if a.verdict == "not_better" and a.gain is not None and a.gain > 0]
                 planned: dict[object, int] = {}
 
-                def add(value: object, tier: int) -> None:
+                def add(value: object, tier: int, planned: dict = planned, ladder: list = ladder,
+                        spec: KnobSpec = spec, score: float = score, current: object = current,
+                        tries: int = len(mine)) -> None:
                     key = _value_key(value)
                     if key not in planned or planned[key] > tier:
                         planned[key] = tier
                         moves[:] = [m for m in moves if not (m.key == spec.key and _value_key(m.new) == key)]
                         moves.append(Move(spec.strategy, spec.key, tier, score, spec.order, current, value, spec,
-                                          ladder.index(value) + 1, len(mine)))
+                                          ladder.index(value) + 1, tries))
 
                 step = _stride(ladder)
                 if not lost:

@@ -78,11 +78,12 @@ def _result(payload: dict, note: str, clock: str, run, warmup: int, repeats: int
         clock, cpu = "wall", []  # a platform without a process CPU clock: say so, decide on wall time
     primary = cpu if clock == "cpu" else wall
     w = summarize(wall)
-    extra = {"clock": clock, "threads": payload.get("threads"), "pinned_threads": payload.get("pinned_threads"),
-             "wall": {"median_us": w.median, "min_us": w.min, "q1_us": w.q1, "q3_us": w.q3,
-                      "ci_low_us": w.ci_low, "ci_high_us": w.ci_high}}
+    wall_summary: dict = {"median_us": w.median, "min_us": w.min, "q1_us": w.q1, "q3_us": w.q3,
+                          "ci_low_us": w.ci_low, "ci_high_us": w.ci_high}
     if clock == "cpu":
-        extra["wall"]["samples_us"] = wall
+        wall_summary["samples_us"] = wall
+    extra = {"clock": clock, "threads": payload.get("threads"), "pinned_threads": payload.get("pinned_threads"),
+             "wall": wall_summary}
     notes = [f"warmup={warmup} repeats={repeats} clock={clock} threads={payload.get('threads')}"]
     if note:
         notes.append(note)

@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import gc
 import os
-from pathlib import Path
 import threading
 import time
+from pathlib import Path
 
-from bot.measure.runners.common import (OpContractError, attribute, base_parser, build_inputs, fail_contract,
-                                        load_entry, load_module, write_result)
+from bot.measure.runners.common import (
+    OpContractError,
+    attribute,
+    base_parser,
+    build_inputs,
+    fail_contract,
+    load_entry,
+    load_module,
+    write_result,
+)
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
