@@ -1,14 +1,15 @@
 """A test op whose latency is set by its knobs, so the loop's decisions are predictable.
 
 Pure Python (no torch import) so that each sandboxed run starts fast. The kernel
-burns CPU time (the cpu backend's clock) for a time that is smallest at BLOCK = 64
-and NUM_STAGES = 2;
+burns CPU time (the cpu backend's clock) for a time that is smallest (1 ms) at BLOCK = 64 and
+NUM_STAGES = 2 and doubles per step away;
 `--level L0` follows upstream's template (exit 0 = pass). BLOCK == WRONG_AT makes
 the kernel return a wrong result, HANG_AT hang and CRASH_AT die of SIGSEGV, to
 exercise rollback and the sandbox from the loop.
 """
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -30,7 +31,9 @@ def reference(x):
 
 
 def kernel(x):
-    cost_ms = 1.0 + abs(BLOCK - 64) / 64 * 6.0 + abs(NUM_STAGES - 2) * 1.5
+    # every step away from the optimum doubles the time: one good step is a 50 % gain, clear of
+    # the noise of a busy shared machine
+    cost_ms = 1.0 * 2.0 ** abs(math.log2(BLOCK / 64)) * 2.0 ** abs(NUM_STAGES - 2)
     end = time.process_time() + cost_ms / 1000
     while time.process_time() < end:  # CPU work, not a sleep: load does not change how much
         pass
