@@ -55,7 +55,7 @@ class TuneRequest:
     dry_run: bool = False
     remote: str | None = None  # push branches to this remote (GitHub flow); None: local only
     requester: str | None = None
-    patience: int | None = None  # iterations in a row without a gain before stopping
+    patience: int | None = None  # different things tried without a gain before stopping (run_state.patience_count)
     no_target: bool = False  # ignore any configured target (the demo, to show the loop)
 
 
@@ -97,7 +97,7 @@ class RunOutcome:
     iteration_prefix: str = ""  # tunebot/<op>/v
     verdict: str = ""  # the Stage Result verdict (bot/record/verdicts.py)
     no_proposal_reason: str = ""  # why nothing was proposed ("" when a proposal was opened)
-    stop_text: str = ""  # the stop reason with its English meaning, e.g. "连续无提升 (no gain 3 iterations in a row, patience 3)"
+    stop_text: str = ""  # the stop reason with its English meaning, e.g. "连续无提升 (no gain from 3 different things tried, patience 3)"
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
