@@ -59,3 +59,12 @@ def test_noise_warning_only_above_the_level():
     assert rs.noise_warning(state, 0.10).startswith("this runner is too noisy to see gains below 24 %")
     assert rs.noise_warning(state, 0.30) is None
     assert rs.noise_warning(rs.replay([BASELINE]), 0.10) is None  # no decision yet: nothing to say
+
+
+def test_a_win_timed_in_one_process_is_chained_onto_the_best_figure():
+    win = iteration(1, "better", gain=0.2)
+    win["decision"].update({"best_us": 50.0, "candidate_us": 40.0, "details": {"first": {"in_one_process": True}}})
+    state = rs.replay([BASELINE, win])
+    assert state.best_us == 120.0 * 40.0 / 50.0  # the baseline's 120 us, 20 % faster as measured side by side
+    solo = iteration(1, "better", gain=0.2)  # a decision against the best's earlier result: its own median
+    assert rs.replay([BASELINE, solo]).best_us == 98.0
