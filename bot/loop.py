@@ -529,7 +529,7 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
     latency: LatencyResult | None = None
     decision: Decision | None = None
     if accuracy.passed:
-        _phase(run, "timing and deciding (pairs in one process on the cpu backend)", n)
+        _phase(run, "timing", n)  # and deciding: on the cpu backend both run as pairs in one process
         latency, decision = evaluator.compare(run.worktree / state.best_path, state.best_latency, path,
                                               run.settings.noise_floor)
     verdict = _verdict(variant, accuracy.status, latency, decision)

@@ -1,8 +1,7 @@
 """A test op whose latency is set by its knobs, so the loop's decisions are predictable.
 
 Pure Python (no torch import) so that each sandboxed run starts fast. The kernel
-burns CPU time (the cpu backend's clock) for a time that is smallest (1 ms) at BLOCK = 64 and
-NUM_STAGES = 2 and doubles per step away;
+burns CPU time (the cpu backend's clock): least (1 ms) at BLOCK = 64 and NUM_STAGES = 2, doubling per step away;
 `--level L0` follows upstream's template (exit 0 = pass). BLOCK == WRONG_AT makes
 the kernel return a wrong result, HANG_AT hang and CRASH_AT die of SIGSEGV, to
 exercise rollback and the sandbox from the loop.
