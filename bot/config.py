@@ -52,6 +52,9 @@ class AccuracySettings:
     min_cosine: float = 0.999
 
 
+MAX_REPEATS = 10_000  # timed calls per measurement: more only lengthens a run, the median CI is tight long before
+
+
 @dataclass(frozen=True)
 class LatencySettings:
     backend: str = "auto"  # auto | cpu | cuda | npu-msprof | npu-torch | command
@@ -113,6 +116,7 @@ class RepoConfig:
     max_iters: int = 10
     patience: int = 3
     noise_floor: float = 0.03
+    noise_warn: float = 0.10  # warn when the smallest gain a run can detect exceeds this
     target_us: float | None = None
     keep_branches: bool = False
     base_branch: str | None = None  # None: the branch checked out when the run starts
@@ -130,6 +134,7 @@ class RunSettings:
     noise_floor: float
     target_us: float | None
     strategies: tuple[str, ...] | None
+    noise_warn: float = 0.10  # the report warns when the smallest detectable gain exceeds this
 
 
 # ---------------------------------------------------------------- implementation
@@ -154,7 +159,7 @@ _ACCURACY_KEYS = ("mode", "level", "timeout_s", "rtol", "atol", "min_cosine")
 _LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name", "command")
 _REPO_KEYS = ("ops_root", "branch_prefix", "defaults", "keep_branches", "base_branch", "proposer",
               "proposer_timeout_s", "github")
-_DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "target_us")
+_DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "noise_warn", "target_us")
 _GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops", "required_checks", "allow_no_checks")
 _FLOAT_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -282,11 +287,14 @@ class _Checker:
                       f"write `{key.rsplit('.', 1)[-1]}:` followed by indented `key: value` lines")
         return value
 
-    def integer(self, value: object, key: str, minimum: int | None = None, example: int = 1) -> int:
+    def integer(self, value: object, key: str, minimum: int | None = None, example: int = 1,
+                maximum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(key, f"expected a whole number, got {_kind(value)}", f"write e.g. `{_leaf(key)}: {example}`")
         if minimum is not None and value < minimum:
             self.fail(key, f"must be at least {minimum}, got {value}", f"use a value >= {minimum}")
+        if maximum is not None and value > maximum:
+            self.fail(key, f"must be at most {maximum}, got {value}", f"use a value <= {maximum}")
         return value
 
     def number(self, value: object, key: str, minimum: float | None = None, above: float | None = None,
@@ -430,6 +438,9 @@ def load_repo_config(root: Path) -> RepoConfig:
     defaults = check.mapping(data.get("defaults"), "defaults")
     check.known_keys(defaults, _DEFAULTS_KEYS, prefix="defaults.")
     values.update(_run_limits(check, defaults, "defaults."))
+    if defaults.get("noise_warn") is not None:
+        values["noise_warn"] = check.number(defaults["noise_warn"], "defaults.noise_warn", above=0, below=1,
+                                            fix="write a fraction of the latency: 0.10 warns above 10 %")
     if "keep_branches" in data:
         values["keep_branches"] = check.boolean(data["keep_branches"], "keep_branches")
     if data.get("base_branch") is not None:
@@ -735,7 +746,8 @@ def _latency(check: _Checker, data: dict) -> LatencySettings:
     if data.get("warmup") is not None:
         values["warmup"] = check.integer(data["warmup"], "latency.warmup", minimum=0, example=5)
     if data.get("repeats") is not None:
-        values["repeats"] = check.integer(data["repeats"], "latency.repeats", minimum=1, example=30)
+        values["repeats"] = check.integer(data["repeats"], "latency.repeats", minimum=1, example=30,
+                                           maximum=MAX_REPEATS)
     if data.get("timeout_s") is not None:
         values["timeout_s"] = check.number(data["timeout_s"], "latency.timeout_s", above=0, example="300")
     if data.get("kernel_name") is not None:
@@ -847,4 +859,5 @@ def effective_settings(cfg: RepoConfig, op: OpConfig, max_iters: int | None = No
         noise_floor=pick(noise_floor, op.noise_floor, cfg.noise_floor),
         target_us=pick(target_us, op.target_us, cfg.target_us),
         strategies=pick(strategies, op.strategies, None),
+        noise_warn=cfg.noise_warn,
     )

@@ -29,12 +29,13 @@ def from_failure(backend: str, run: SandboxResult, message: str | None = None) -
 
 
 def run_runner(runner: str, args: list[str], cwd: Path, timeout_s: float, source: Path,
-               memory_limit_mb: int | None = None) -> tuple[SandboxResult, dict | None]:
+               memory_limit_mb: int | None = None,
+               extra_paths: list[Path] | None = None) -> tuple[SandboxResult, dict | None]:
     """Run `python -m bot.measure.runners.<runner> ... --result <tmp>`; return the run and its JSON."""
     with tempfile.TemporaryDirectory(prefix="tunebot-") as tmp:
         result_path = Path(tmp) / "result.json"
         argv = python_argv("-m", f"bot.measure.runners.{runner}", *args, "--result", str(result_path))
-        env = child_env([source.resolve().parent])
+        env = child_env([source.resolve().parent, *(extra_paths or [])])
         run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
         payload = None
         if result_path.is_file():
