@@ -175,7 +175,9 @@ def test_gate_phase_pins_the_sha_and_tune_phase_refuses_a_moved_head(world, pr, 
     gh, gate_cfg, _ = flow(world, None, phase="gate")
     payload = world.fake.comment_event(number, "/tune sleepy", "dev")
     (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
-    assert gate.action == "authorized" and gate.outputs == {"authorized": "true", "head_sha": head, "pr": str(number), "ops": "sleepy"}
+    assert gate.action == "authorized" and gate.outputs == {
+        "authorized": "true", "head_sha": head, "pr": str(number), "ops": "sleepy", "max_parallel": "1",
+        "matrix": '{"include":[{"op":"sleepy","runs_on":["self-hosted","npu"]}]}'}
     (queued,) = bot_comments(world, number)
     assert "queued" in queued.body.lower()
     assert world.fake.statuses[head][0]["state"] == "pending"
@@ -392,17 +394,22 @@ def test_schedule_tunes_configured_ops_into_the_default_branch(tmp_path):
         world.fake.stop()
 
 
-def test_each_command_of_a_comment_gets_its_own_reply(world, pr):
+def test_a_comment_with_several_commands_gets_one_reply(world, pr):
     number, _ = pr
     gh, cfg, _ = flow(world, None)
-    payload = world.fake.comment_event(number, "two things:\n/tune help\n/tune sleepy --bogus", "dev")
+    payload = world.fake.comment_event(number, "two things:\n/tune help\n/tune status", "dev")
     outcomes = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
     assert [o.action for o in outcomes] == ["replied", "replied"]
-    bodies = [c.body for c in bot_comments(world, number)]
-    assert len(bodies) == 2 and "tunebot commands" in bodies[0] and "unknown option `--bogus`" in bodies[1]
+    (reply,) = bot_comments(world, number)
+    assert "tunebot commands" in reply.body and "No tunebot runs" in reply.body
     assert len(world.fake.calls_to("reactions/create-for-issue-comment")) == 1
     handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)  # re-delivered: edits, no new replies
-    assert len(bot_comments(world, number)) == 2
+    assert len(bot_comments(world, number)) == 1
+    # One bad line: nothing of the comment runs, one reply names the line.
+    bad = world.fake.comment_event(number, "/tune help\n/tune sleepy --bogus", "dev")
+    outcomes = handle_event("issue_comment", bad, gh, cfg, tune=must_not_tune)
+    replies = [c for c in bot_comments(world, number) if reply_marker(bad["comment"]["id"]) in c.body]
+    assert len(replies) == 1 and "command 2: unknown option `--bogus`" in replies[0].body
     world.fake.assert_no_violations()
 
 
@@ -456,7 +463,9 @@ def test_cancel_sent_while_queued_stops_the_run_before_it_starts(world, pr, tmp_
     assert outcome.action == "tuned" and "cancelled before it started" in outcome.message
     (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
     assert CANCEL_MARKER in status.body and "nothing was run" in status.body  # the marker survives the rewrite
-    assert proposals(world) == [] and world.fake.statuses[head][-1]["state"] == "success"
+    # A cancel is not a success: the commit status says it ended without a result.
+    assert proposals(world) == [] and world.fake.statuses[head][-1]["state"] == "error"
+    assert "cancelled" in world.fake.statuses[head][-1]["description"]
     world.fake.assert_no_violations()
 
 
