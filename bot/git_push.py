@@ -225,7 +225,8 @@ class IsolatedGit:
         return self.run(*args).stdout.decode().strip()
 
     def export_to(self, git_dir: Path, refs: dict[str, str]) -> None:
-        """Copy `refs` ({ref in the checkout: sha}) with their commits into the checkout's repository.
+        """Copy the commits of `refs` ({ref: sha}) into the checkout's repository, under
+        `refs/tunebot/import/<ref>` (the caller creates the branches itself).
 
         Only before any PR code ran in this job (the checkout's config is still the one actions/checkout
         wrote); hooks stay off and no credential is in this process's environment.
@@ -237,7 +238,7 @@ class IsolatedGit:
             self.run("update-ref", ref, sha)
         env = self.env()
         env["GIT_DIR"] = str(git_dir)
-        specs = [f"+{tmp_ref}:{ref}" for tmp_ref, ref in zip(tmp, refs)]
+        specs = [f"+{tmp_ref}:refs/tunebot/import/{ref.removeprefix('refs/')}" for tmp_ref, ref in zip(tmp, refs)]
         proc = subprocess.run([GIT, *self._options(), "-c", "protocol.file.allow=always", "fetch", "--quiet", "--no-tags",
                                "--no-write-fetch-head", f"file://{self.dir}", *specs],
                               cwd=str(git_dir), env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=600)

@@ -53,6 +53,7 @@ class FlowConfig:
     bot_login: str = DEFAULT_BOT_LOGIN  # the login the token comments as; only its comments are trusted
     own_checks: tuple[str, ...] = ("merge gate",)  # check names of our own jobs (review.yml), never waited on
     guard: JobGuard | None = None  # the CLI's: kills PR code's leftovers before git gets the token
+    repo_cache: dict = field(default_factory=dict)  # the repository object, read once per event
     only_op: str | None = None  # a matrix job: tune this one op of the command (as typed or resolved)
 
     @property
@@ -88,9 +89,17 @@ def handle_event(event_name: str, payload: dict, gh: Github, flow: FlowConfig, t
 
 
 def _forge(gh: Github, flow: FlowConfig, pr: int | None) -> GithubForge:
-    return GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, pr_number=pr, checkout=flow.checkout,
-                       branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep,
-                       bot_login=flow.bot_login, own_checks=flow.own_checks)
+    return _shared(flow, GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, pr_number=pr, checkout=flow.checkout,
+                                     branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep,
+                                     bot_login=flow.bot_login, own_checks=flow.own_checks))
+
+
+def _shared(flow: FlowConfig, forge: GithubForge) -> GithubForge:
+    """Every forge of one event shares one read of the repository (one API call, not one per op)."""
+    if "repo" not in flow.repo_cache:
+        flow.repo_cache["repo"] = forge.repo
+    forge._repo = flow.repo_cache["repo"]
+    return forge
 
 
 class Replies:
@@ -571,10 +580,10 @@ def _retry_hint(exc: BaseException) -> str:
 
 
 def _op_forge(gh: Github, flow: FlowConfig, req: Request, op: str, sha: str, remote: RemoteRuns | None = None) -> GithubForge:
-    return GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, pr_number=req.pr, guard_sha=sha,
-                       checkout=flow.checkout, branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url,
-                       sleep=flow.sleep, bot_login=flow.bot_login, own_checks=flow.own_checks,
-                       remote_runs=remote)
+    return _shared(flow, GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, pr_number=req.pr, guard_sha=sha,
+                                     checkout=flow.checkout, branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url,
+                                     sleep=flow.sleep, bot_login=flow.bot_login, own_checks=flow.own_checks,
+                                     remote_runs=remote))
 
 
 def _mark_stale(forge: GithubForge, outcome: RunOutcome, moved: str) -> None:

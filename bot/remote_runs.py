@@ -86,6 +86,19 @@ def _delivery_sha(records_text: str) -> str | None:
     return None
 
 
+def _recorded_shas(records_text: str) -> set[str]:
+    """Every commit the records say tunebot made (iterations and the delivery)."""
+    shas = set()
+    for line in records_text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("kind") in (rs.ITERATION, rs.DELIVERY) and isinstance(rec.get("sha"), str):
+            shas.add(rec["sha"])
+    return shas
+
+
 class RemoteRuns:
     """Records and branches of runs on the repository's remote (see the module docstring)."""
 
@@ -124,13 +137,30 @@ class RemoteRuns:
                 path = local_records(self.checkout, op)
                 if path.exists() or not text.strip():
                     continue
-                branches = {r: s for r, s in wanted.items() if r.startswith(f"refs/heads/{self._prefix(op)}/")}
+                # Only branches still at a commit the records name are tunebot's; one a person moved
+                # stays theirs (the push later refuses to overwrite it and says so).
+                ours = _recorded_shas(text)
+                branches = {r: s for r, s in wanted.items()
+                            if r.startswith(f"refs/heads/{self._prefix(op)}/") and s in ours}
                 local = read_refs(self.git_dir, f"refs/heads/{self._prefix(op)}/")
-                g.export_to(self.git_dir, {r: s for r, s in branches.items() if r not in local})
+                imported = {r: s for r, s in branches.items() if r not in local}
+                g.export_to(self.git_dir, imported)
+                self._register(imported)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
                 restored.append(op)
         return restored
+
+    def _register(self, refs: dict[str, str]) -> None:
+        """Record imported branches as tunebot's (gitops' ownership), so the loop may resume on them."""
+        if not refs:
+            return
+        from bot import gitops
+
+        repo = gitops.open_repo(self.checkout)
+        for ref, sha in refs.items():
+            name = ref.removeprefix("refs/heads/")
+            gitops.create_branch(repo, name, sha)
 
     def save(self, op: str) -> bool:
         """Push the local records of `op` to `refs/tunebot/runs/<op>`; False when there are none."""

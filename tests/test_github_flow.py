@@ -616,3 +616,251 @@ def test_a_failure_after_the_run_started_is_reported_on_the_same_status_comment(
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]  # edited, not a second one
     assert status.body.startswith(status_marker(OP)) and "git fetch origin" in status.body and "**Failed:**" in status.body
     world.fake.assert_no_violations()
+
+
+# ---------------------------------------------------------------- bounded answers (API budget)
+
+GATE_CALLS_FIXED = 5  # react, permission, read PR, read repo (once per client), commit status
+GATE_CALLS_PER_OP = 3  # status comment: read PR, list comments (one page of 30), create or edit
+REPLY_CALLS = 3  # the one reply: read PR, list comments (one page), create or edit
+
+
+def test_fifty_bad_lines_from_a_read_only_user_get_one_reply_and_few_calls(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    before = len(world.fake.calls)
+    body = "\n".join(f"/tune sleepy --max-iters x{i}" for i in range(50))
+    handle_event("issue_comment", world.fake.comment_event(number, body, "visitor"), gh, cfg, tune=must_not_tune)
+    (reply,) = bot_comments(world, number)
+    assert "at most 3" in reply.body
+    assert len(world.fake.calls) - before <= 1 + 1 + REPLY_CALLS  # react, repo, reply
+    world.fake.assert_no_violations()
+
+
+def test_fifty_valid_lines_cost_a_bounded_number_of_calls(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    before = len(world.fake.calls)
+    body = "\n".join("/tune sleepy" for _ in range(50))
+    outcomes = handle_event("issue_comment", world.fake.comment_event(number, body, "dev"), gh, cfg, tune=must_not_tune)
+    assert [o.action for o in outcomes] == ["replied"]
+    assert len(bot_comments(world, number)) == 1 and not world.fake.statuses
+    assert len(world.fake.calls) - before <= 1 + 1 + REPLY_CALLS
+    world.fake.assert_no_violations()
+
+
+def test_invalid_lines_mixed_with_valid_ones_from_anyone_get_one_reply(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    for login in ("visitor", "dev"):
+        body = "/tune sleepy\n/tune sleepy --max-iters ３\n/tune\u00a0sleepy"
+        payload = world.fake.comment_event(number, body, login)
+        handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
+        (reply,) = [c for c in bot_comments(world, number) if reply_marker(payload["comment"]["id"]) in c.body]
+        assert "U+FF13" in reply.body and "U+00A0" in reply.body and "ASCII" in reply.body
+    assert len(bot_comments(world, number)) == 2 and not world.fake.statuses  # nothing queued
+    world.fake.assert_no_violations()
+
+
+@pytest.mark.parametrize("ops", [["sleepy"], ["sleepy", "a", "b", "c", "d", "e", "f", "g"]])
+def test_gate_calls_per_event_stay_within_the_stated_budget(world, pr, ops):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    before = len(world.fake.calls)
+    (gate,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune " + " ".join(ops), "dev"), gh, cfg,
+                           tune=must_not_tune)
+    assert gate.action == "authorized"
+    used = len(world.fake.calls) - before
+    assert used <= GATE_CALLS_FIXED + GATE_CALLS_PER_OP * len(ops), used
+    world.fake.assert_no_violations()
+
+
+# ---------------------------------------------------------------- fresh runners (ephemeral)
+
+
+def _records(world, op: str = OP) -> list[dict]:
+    import json
+
+    text = world.fake.git("show", f"refs/tunebot/runs/{op}:results.jsonl")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_a_rerun_on_a_fresh_runner_after_delivery_is_a_no_op_that_says_so(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev")
+    (first,) = handle_event("issue_comment", payload, gh, cfg)
+    assert first.action == "tuned", first.message
+    refs, records = remote_refs(world), _records(world)
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    done_body = status.body
+
+    # The same event on a runner that has never seen this repository (an ephemeral runner).
+    for name in ("runner2", "runner3"):
+        _, fresh, _ = flow(world, world.clone(tmp_path / name))
+        (again,) = handle_event("issue_comment", payload, gh, fresh, tune=must_not_tune)
+        assert again.action == "tuned" and again.exit_code == 0
+        assert "already delivered" in again.message and "nothing was run" in again.message
+    assert remote_refs(world) == refs and _records(world) == records
+    assert len(proposals(world)) == 1 and world.fake.comments[status.id].body == done_body
+    assert [s["state"] for s in world.fake.statuses[head]] == ["success"] * 3
+    world.fake.assert_no_violations()
+
+
+def test_a_500_at_pr_creation_is_recovered_by_a_rerun_on_a_fresh_runner(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    world.fake.inject(500, r"^POST /repos/[^/]+/[^/]+/pulls$", times=4)  # every retry fails
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")
+    (failed,) = handle_event("issue_comment", payload, gh, cfg)
+    assert failed.action == "failed" and failed.exit_code == 1 and proposals(world) == []
+    assert world.fake.statuses[head][-1]["state"] == "failure"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "refs/tunebot/runs" in status.body and "re-run" in status.body  # says how to recover
+    measured = [r for r in _records(world) if r["kind"] == "iteration"]
+
+    _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
+    (again,) = handle_event("issue_comment", payload, gh, fresh, tune=_no_kernel_runs)
+    assert again.action == "tuned" and again.exit_code == 0, again.message
+    (proposal,) = proposals(world)
+    assert [r for r in _records(world) if r["kind"] == "iteration"] == measured  # nothing measured twice
+    assert world.fake.statuses[head][-1]["state"] == "success"
+    assert f"#{proposal.number}" in world.fake.comments[status.id].body and "done" in world.fake.comments[status.id].body
+    world.fake.assert_no_violations()
+
+
+def _no_kernel_runs(request, **kwargs):
+    """The real loop, but any sandboxed kernel run fails the test (a resumed delivery measures nothing)."""
+    from unittest import mock
+
+    from bot.github_flow import _default_tune
+
+    def refuse(*args, **kw):
+        raise AssertionError("a kernel ran during a resumed delivery")
+
+    with mock.patch("bot.measure.sandbox.run_sandboxed", refuse), mock.patch("bot.measure.accuracy.run_sandboxed", refuse):
+        return _default_tune(request, **kwargs)
+
+
+def test_a_scheduled_rerun_on_a_fresh_runner_does_nothing_twice(tmp_path):
+    config = "defaults:\n  max_iters: 1\ngithub:\n  ops: [sleepy]\n"
+    world = make_world(tmp_path, {**OP_FILES, ".tunebot.yml": config})
+    try:
+        from bot.config import load_repo_config
+
+        checkout = world.clone(tmp_path / "runner1")
+        gh, cfg, _ = flow(world, checkout, repo_cfg=load_repo_config(checkout))
+        (first,) = handle_event("schedule", {"schedule": "23 2 * * 6"}, gh, cfg)
+        assert first.action == "tuned", first.message
+        refs = remote_refs(world)
+        checkout2 = world.clone(tmp_path / "runner2")
+        _, cfg2, _ = flow(world, checkout2, repo_cfg=load_repo_config(checkout2))
+        (again,) = handle_event("schedule", {"schedule": "23 2 * * 6"}, gh, cfg2, tune=must_not_tune)
+        assert again.action == "tuned" and again.exit_code == 0 and "already delivered" in again.message
+        assert remote_refs(world) == refs and len(proposals(world)) == 1
+        world.fake.assert_no_violations()
+    finally:
+        world.fake.stop()
+
+
+def test_a_new_head_restarts_and_replaces_the_delivery_branch_tunebot_made(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    old_best = remote_refs(world)["refs/heads/tunebot/sleepy/best"]
+    new_head = world.push_branch("feature", {"notes.md": "second version\n"}, "more work")
+    _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
+    (again,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, fresh)
+    assert again.action == "tuned" and again.exit_code == 0, again.message
+    new_best = remote_refs(world)["refs/heads/tunebot/sleepy/best"]
+    assert new_best != old_best
+    world.fake.git("merge-base", "--is-ancestor", new_head, new_best)  # raises unless built on the new head
+    assert world.fake.statuses[new_head][-1]["state"] == "success"
+    world.fake.assert_no_violations()
+
+
+def test_a_delivery_branch_someone_else_moved_is_never_overwritten(world, pr, tmp_path):
+    number, _ = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    theirs = world.push_branch("tunebot/sleepy/best", {"notes.md": "a human fix on the proposal\n"}, "human", start="origin/tunebot/sleepy/best")
+    world.push_branch("feature", {"notes.md": "second version\n"}, "more work")
+    _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
+    (again,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, fresh)
+    assert again.action == "failed" and "never overwrites" in again.message
+    assert remote_refs(world)["refs/heads/tunebot/sleepy/best"] == theirs
+    world.fake.assert_no_violations()
+
+
+# ---------------------------------------------------------------- half-applied states end truthfully
+
+
+def test_a_422_on_request_reviewers_keeps_the_delivery_and_says_so(world, pr, tmp_path):
+    from bot.config import GithubSettings, RepoConfig
+
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"), repo_cfg=RepoConfig(github=GithubSettings(reviewers=("alice",))))
+    world.fake.inject(422, r"requested_reviewers", message="Reviews may only be requested from collaborators.")
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    assert outcome.action == "tuned" and outcome.exit_code == 0, outcome.message
+    assert len(proposals(world)) == 1 and world.fake.statuses[head][-1]["state"] == "success"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "done" in status.body and "not requested" in status.body and "@alice" in status.body
+    world.fake.assert_no_violations()
+
+
+def test_a_failed_status_edit_does_not_abort_the_tune(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    world.fake.inject(502, r"^PATCH /repos/[^/]+/[^/]+/issues/comments/", times=4)  # one edit fails for good
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev"), gh, cfg)
+    assert outcome.action == "tuned" and outcome.exit_code == 0, outcome.message
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "Verdict" in status.body and len(proposals(world)) == 1
+    assert world.fake.statuses[head][-1]["state"] == "success"
+    world.fake.assert_no_violations()
+
+
+def test_a_stale_refusal_ends_the_queued_status_comment(world, pr, tmp_path):
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    world.push_branch("feature", {"notes.md": "pushed after the gate\n"}, "late push")
+    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head)
+    handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "queued" not in status.body.splitlines()[1] and "stale" in status.body.splitlines()[1]
+    assert world.fake.statuses[head][-1]["state"] == "error"
+    world.fake.assert_no_violations()
+
+
+def test_a_gate_failure_leaves_no_queued_comment_behind(world, pr):
+    number, head = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    world.fake.inject(500, r"^POST /repos/[^/]+/[^/]+/statuses/", times=8)
+    (gate,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+    assert gate.action == "failed" and gate.exit_code == 1 and gate.outputs["authorized"] == "false"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "failed" in status.body.splitlines()[1] and "Nothing was run" in status.body
+    world.fake.assert_no_violations()
+
+
+def test_a_merge_api_failure_is_posted_on_the_proposal(world, pr, tmp_path):
+    number, _ = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"), repo_cfg=_no_checks_cfg())
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    (proposal,) = proposals(world)
+    world.fake.inject(502, r"^PUT /repos/[^/]+/[^/]+/pulls/\d+/merge", times=4)
+    (review,) = handle_event("pull_request_review", world.fake.review_event(proposal.number, "lead", "approved"), gh, cfg)
+    assert review.action == "failed" and review.exit_code == 1
+    (answer,) = [c for c in bot_comments(world, proposal.number) if "tunebot:gate" in c.body]
+    assert "Not merged" in answer.body and "502" in answer.body
+    assert world.fake.pulls[proposal.number].state == "open"
+    world.fake.assert_no_violations()
+
+
+def _no_checks_cfg():
+    from bot.config import GithubSettings, RepoConfig
+
+    return RepoConfig(github=GithubSettings(allow_no_checks=True))
