@@ -115,8 +115,10 @@ class RefUpdate:
 class IsolatedGit:
     """A private bare git dir talking to `url` with `token`; use as a context manager."""
 
-    def __init__(self, url: str, token: str | None, objects_from: Path | None = None) -> None:
+    def __init__(self, url: str, token: str | None, objects_from: Path | None = None,
+                 allowed: tuple[str, ...] = ("refs/heads/tunebot/", "refs/tunebot/")) -> None:
         self.url, self._token, self.objects_from = url, token, objects_from
+        self.allowed = allowed  # the only ref namespaces a push may write: tunebot's own
         self.dir: Path | None = None
         self.scheme = urlsplit(url).scheme
 
@@ -184,7 +186,8 @@ class IsolatedGit:
         if not updates:
             return
         for update in updates:
-            if not SHA.match(update.sha) or not REF.match(update.ref) or ".." in update.ref:
+            if (not SHA.match(update.sha) or not REF.match(update.ref) or ".." in update.ref
+                    or not update.ref.startswith(self.allowed)):
                 raise PushError(f"refusing to push {update.sha[:40]!r} to {update.ref[:120]!r}: not a tunebot ref and SHA")
         leases = [f"--force-with-lease={u.ref}:{u.lease}" for u in updates if u.lease is not None]
         specs = [u.refspec() if u.lease is None else f"+{u.sha}:{u.ref}" for u in updates]

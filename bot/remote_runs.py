@@ -111,7 +111,8 @@ class RemoteRuns:
 
     def _git(self) -> IsolatedGit:
         self.before_credential()
-        return IsolatedGit(self.url, self._token, objects_from=self.git_dir)
+        return IsolatedGit(self.url, self._token, objects_from=self.git_dir,
+                           allowed=(f"refs/heads/{self.branch_prefix}/", "refs/tunebot/runs/"))
 
     def restore(self, ops: list[str]) -> list[str]:
         """Fetch the records and branches of `ops` that this checkout lacks; returns the ops restored.
