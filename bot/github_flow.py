@@ -28,7 +28,7 @@ from bot.job_guard import JobGuard
 from bot.loop import CANCELLED, ProgressEvent, RunOutcome, TuneRequest
 from bot.remote_runs import RemoteRuns, finished, recorded_base
 
-Phase = Literal["all", "gate", "tune"]
+Phase = Literal["all", "gate", "tune", "report"]
 CANCEL_MARKER = "<!-- tunebot:cancel -->"
 GATE_MARKER = "<!-- tunebot:gate -->"
 SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -329,6 +329,8 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
     links = Links(flow.server_url, flow.repo)
     if flow.phase == "gate":
         return _gate(req, forge, gh, flow, head_sha, links, outputs)
+    if flow.phase == "report":
+        return _report(req, forge, gh, flow, flow.authorized_sha or head_sha, links, outputs)
     # tune phase: the SHA the gate pinned is the one we work on; refuse if the PR moved since.
     pinned = flow.authorized_sha or head_sha
     if not SHA.match(pinned):
@@ -352,6 +354,22 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
         _final_status_comments(req, gh, flow, pinned, links, ops, "failed", f"**Failed:** {what}")
         _set_status(forge, pinned, "failure", f"tunebot failed: {what}")
         return Outcome("failed", what, outputs, exit_code=1)
+
+
+def _report(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, sha: str, links: "Links",
+            outputs: dict[str, str]) -> Outcome:
+    """The matrix's final job: finish ops whose job died, one summary comment, the combined status."""
+    from bot.github_report import lost_notice, report
+
+    assert req.command is not None and req.pr is not None
+
+    def mark_lost(op: str, phase: str) -> None:
+        reporter = StatusReporter(_op_forge(gh, flow, req, op, sha), op, sha, req.actor, links, None)
+        reporter.phase = "failed"
+        reporter.publish(lost_notice(op, phase))
+
+    state, states, text = report(forge, req.pr, req.comment_id, req.command.ops, sha, mark_lost)
+    return Outcome("reported", text, outputs, exit_code=0 if state != "failure" else 1)
 
 
 def _job_ops(ops: tuple[str, ...], flow: FlowConfig) -> tuple[str, ...]:
@@ -403,10 +421,10 @@ def runner_labels(op: str, settings: GithubSettings) -> list[str]:
     return list(table.get("default", ["self-hosted", "npu"]))
 
 
-def _set_status(forge: GithubForge, sha: str, state: str, description: str) -> None:
+def _set_status(forge: GithubForge, sha: str, state: str, description: str, context: str = "tunebot") -> None:
     """The final commit status; if even that fails, the log says so (there is nothing else to tell)."""
     try:
-        forge.set_status(sha, state, description[:140], context="tunebot")
+        forge.set_status(sha, state, description[:140], context=context)
     except TunebotError as exc:
         print(f"tunebot: could not set the commit status to {state}: {exc}", file=sys.stderr)
 
@@ -555,7 +573,9 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
         state, action = "error", "cancelled"
     else:
         state, action = "success", "tuned"
-    _set_status(forge, pinned, state, f"tunebot {action}: " + "; ".join(results)[:120])
+    # A matrix job reports its own op; the report job sets the combined `tunebot` status.
+    _set_status(forge, pinned, state, f"tunebot {action}: " + "; ".join(results)[:120],
+                context="tunebot" if flow.only_op is None else f"tunebot/{ops[0]}")
     return Outcome("tuned" if action == "cancelled" else action, "\n".join(results), outputs, exit_code=1 if failed else 0)
 
 
@@ -659,6 +679,13 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
     if flow.phase == "gate":  # the schedule's gate job only plans the matrix
         return Outcome("authorized", f"scheduled: {' '.join(ops)}", {"authorized": "true", "ops": " ".join(ops),
                                                                       **matrix_outputs(ops, flow)})
+    if flow.phase == "report":  # no pull request to comment on: the log lists each op's open proposal
+        forge = _forge(gh, flow, None)
+        lines = []
+        for op in ops:
+            found = forge.find_proposal(f"{flow.repo_cfg.branch_prefix}/{op.rsplit('/', 1)[-1]}/best")
+            lines.append(f"{op}: " + (f"proposal #{found.id} {found.url}" if found else "no open proposal"))
+        return Outcome("reported", "\n".join(lines))
     ops = _job_ops(ops, flow)
     checked = check_ops(flow.checkout, ops)
     if checked.problems:

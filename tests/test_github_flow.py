@@ -864,3 +864,69 @@ def _no_checks_cfg():
     from bot.config import GithubSettings, RepoConfig
 
     return RepoConfig(github=GithubSettings(allow_no_checks=True))
+
+
+# ---------------------------------------------------------------- matrix: one job per op
+
+
+def _three_ops() -> dict[str, str]:
+    files = dict(OP_FILES)
+    for name in ("nap", "doze"):
+        files[f"examples/testproj/{name}/{name}.py"] = OP_FILES[f"examples/{OP}/sleepy.py"]
+        files[f"examples/testproj/{name}/tune.yaml"] = OP_FILES[f"examples/{OP}/tune.yaml"]
+        files[f"examples/testproj/{name}/DESIGN.md"] = OP_FILES[f"examples/{OP}/DESIGN.md"]
+    return files
+
+
+def test_a_matrix_run_gives_one_pr_per_op_and_one_summary(tmp_path):
+    import json
+
+    from bot.config import load_repo_config
+
+    config = "github:\n  max_parallel: 2\n  runners:\n    default: [self-hosted, npu]\n    doze: [self-hosted, 310P]\n"
+    world = make_world(tmp_path, {**_three_ops(), ".tunebot.yml": config})
+    try:
+        world.fake.set_permission("dev", "write")
+        head = world.push_branch("feature", {"notes.md": "x\n"}, "feature")
+        number = world.fake.open_pull("feature", user="dev")
+        payload = world.fake.comment_event(number, "/tune sleepy nap doze --max-iters 1", "dev")
+        default = world.clone(tmp_path / "default")
+        gh, gate_cfg, _ = flow(world, None, phase="gate", repo_cfg=load_repo_config(default))
+        (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+        matrix = json.loads(gate.outputs["matrix"])["include"]
+        assert gate.outputs["max_parallel"] == "2"
+        assert [(m["op"], m["runs_on"]) for m in matrix] == [
+            ("sleepy", ["self-hosted", "npu"]), ("nap", ["self-hosted", "npu"]), ("doze", ["self-hosted", "310P"])]
+        for i, job in enumerate(matrix):  # each job on its own fresh runner
+            runner = world.clone(tmp_path / f"runner{i}")
+            _, cfg, _ = flow(world, runner, phase="tune", authorized_sha=head, only_op=job["op"])
+            (out,) = handle_event("issue_comment", payload, gh, cfg)
+            assert out.action == "tuned" and out.exit_code == 0, out.message
+        _, report_cfg, _ = flow(world, None, phase="report", authorized_sha=head)
+        (rep,) = handle_event("issue_comment", payload, gh, report_cfg, tune=must_not_tune)
+
+        assert rep.action == "reported" and rep.exit_code == 0, rep.message
+        assert sorted(p.head_ref for p in proposals(world)) == ["tunebot/doze/best", "tunebot/nap/best", "tunebot/sleepy/best"]
+        (summary,) = [c for c in bot_comments(world, number) if "tunebot:summary:" in c.body]
+        assert "all done" in summary.body and summary.body.count("| done |") == 3
+        assert all(f"#{p.number}" in summary.body for p in proposals(world))
+        latest = {s["context"]: s["state"] for s in world.fake.statuses[head]}
+        assert latest == {"tunebot": "success", "tunebot/sleepy": "success", "tunebot/nap": "success", "tunebot/doze": "success"}
+        world.fake.assert_no_violations()
+    finally:
+        world.fake.stop()
+
+
+def test_the_report_job_finishes_an_op_whose_job_died(world, pr, tmp_path):
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    # The tune job's runner vanished: nothing ran, the comment still says queued.
+    _, report_cfg, _ = flow(world, None, phase="report", authorized_sha=head)
+    (rep,) = handle_event("issue_comment", payload, gh, report_cfg, tune=must_not_tune)
+    assert rep.action == "reported" and rep.exit_code == 1
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "· failed" in status.body and "ended while it was `queued`" in status.body
+    assert world.fake.statuses[head][-1] == {**world.fake.statuses[head][-1], "state": "failure", "context": "tunebot"}
+    world.fake.assert_no_violations()

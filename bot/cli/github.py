@@ -49,8 +49,9 @@ def github() -> None:
 @github.command("handle")
 @click.option("--event-name", help="Event name (default: $GITHUB_EVENT_NAME).")
 @click.option("--event-path", type=click.Path(dir_okay=False), help="Event payload JSON (default: $GITHUB_EVENT_PATH).")
-@click.option("--phase", type=click.Choice(["all", "gate", "tune"]), default="all", show_default=True,
-              help="gate: react, authorize, pin the SHA (hosted runner); tune: run on the pinned SHA (self-hosted runner).")
+@click.option("--phase", type=click.Choice(["all", "gate", "tune", "report"]), default="all", show_default=True,
+              help="gate: react, authorize, pin the SHA, plan the matrix (hosted runner); tune: run on the pinned SHA "
+                   "(self-hosted runner, one job per op with --op); report: one summary and the combined status.")
 @click.option("--checkout", type=click.Path(file_okay=False, path_type=Path), help="The repository checkout (tune phase).")
 @click.option("--sha", "authorized_sha", help="Tune phase: the head SHA the gate authorized.")
 @click.option("--hosted", is_flag=True, help="Running on a GitHub-hosted runner: fork heads may be handled (never on self-hosted).")
@@ -69,7 +70,7 @@ def handle(event_name: str | None, event_path: str | None, phase: str, checkout:
     # First of all: secrets and the step's file commands leave the environment (the process
     # re-executes itself so that not even /proc/<pid>/environ keeps them); PR code never sees them.
     sealed = seal()
-    guard = JobGuard(sealed, reap=phase != "gate").start()
+    guard = JobGuard(sealed, reap=phase in ("all", "tune")).start()
     name, payload = _load_event(event_name, event_path)
     gh, repo = client_from_env({**os.environ, **sealed.values})
     repo_cfg = config.load_repo_config(checkout) if checkout else config.RepoConfig()
