@@ -347,8 +347,8 @@ def test_cancel_during_a_run_stops_it_after_the_current_iteration(world, pr, tmp
         (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
         status.body += f"\n{CANCEL_MARKER}"
 
-    # Once the status comment exists, the next read of the comments sees the cancel.
-    world.fake.before["issues/update-comment"] = lambda: world.fake.before.__setitem__("issues/list-comments", mark_cancel)
+    # Once the status comment exists, the next read of it sees the cancel.
+    world.fake.before["issues/update-comment"] = lambda: world.fake.before.__setitem__("issues/get-comment", mark_cancel)
     (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 6", "dev"), gh, cfg)
 
     assert outcome.action == "tuned", outcome.message

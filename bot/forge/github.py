@@ -145,6 +145,8 @@ class GithubForge:
         self.remote_runs = remote_runs  # set: propose() pushes the run's branches through it (isolated git)
         self.base_sha = base_sha or guard_sha  # what every pushed commit must descend from
         self.warnings: list[str] = []  # what went wrong after delivery (reviewers, labels): said, never fatal
+        self._comment_ids: dict[str, int] = {}  # marker -> id of the bot's comment holding it
+        self._comment_bodies: dict[int, str] = {}  # id -> the body as last written or read
         self._repo = None
 
     # -- plumbing --------------------------------------------------------------
@@ -299,8 +301,21 @@ class GithubForge:
         self.upsert_comment(self.pr_number, status_marker(self.op), text, aliases=self.status_aliases)
 
     def upsert_comment(self, number: int, marker: str, text: str, aliases: tuple[str, ...] = ()) -> int:
-        """The bot's comment holding `marker` (or an alias, e.g. the op as typed), edited in place, or created once."""
+        """The bot's comment holding `marker` (or an alias, e.g. the op as typed), edited in place, or created once.
+
+        Once found, the comment's id is kept: later edits are one API call, not a search of the thread.
+        """
         body = f"{marker}\n{text}"
+        known = self._comment_ids.get(marker)
+        if known is not None:
+            if self._comment_bodies.get(known) == body:
+                return known  # unchanged: no call
+            try:
+                self.call(f"update comment {known}", lambda: self._api("PATCH", f"/issues/comments/{known}", input={"body": body}))
+                self._comment_bodies[known] = body
+                return known
+            except GithubError:
+                self._comment_ids.pop(marker, None)  # deleted or unreachable: search again
 
         def step() -> int:
             issue_pr = self.repo.get_pull(number)
@@ -312,9 +327,22 @@ class GithubForge:
                     return comment.id
             return issue_pr.create_issue_comment(body).id
 
-        return self.call(f"update the comment on #{number}", step)
+        found = self.call(f"update the comment on #{number}", step)
+        self._comment_ids[marker], self._comment_bodies[found] = found, body
+        return found
 
     def find_comment(self, number: int, marker: str) -> str | None:
+        known = self._comment_ids.get(marker)
+        if known is not None:
+            try:
+                data = self.call(f"read comment {known}", lambda: self._api("GET", f"/issues/comments/{known}"))
+            except GithubError:
+                data = None
+            login = ((data or {}).get("user") or {}).get("login", "") if isinstance(data, dict) else ""
+            if data and login.lower() == self.bot_login.lower() and marker in (data.get("body") or ""):
+                self._comment_bodies[known] = data["body"]
+                return data["body"]
+
         def step() -> str | None:
             for comment in self.repo.get_pull(number).get_issue_comments():
                 if marker in (comment.body or "") and self._mine(comment):
