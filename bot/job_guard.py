@@ -55,7 +55,7 @@ class Sealed:
         return {k: v for k, v in self.values.items() if k in FILE_COMMANDS and v}
 
 
-def _is_real_cli() -> bool:
+def is_real_cli() -> bool:
     """True for the `tunebot` executable or `python -m bot`, never for an in-process test runner."""
     argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
     return argv0.name == "tunebot" or argv0.as_posix().endswith("bot/__main__.py")
@@ -71,7 +71,7 @@ def seal(reexec: bool | None = None) -> Sealed:
             values.setdefault(name, os.environ.pop(name))
         return Sealed(values, reexecuted=True)
     values = {k: os.environ[k] for k in os.environ if withheld(k)}
-    if values and (_is_real_cli() if reexec is None else reexec):
+    if values and (is_real_cli() if reexec is None else reexec):
         read_end, write_end = os.pipe()
         payload = json.dumps(values).encode()
         os.write(write_end, payload)  # far below a pipe's capacity: never blocks

@@ -65,12 +65,14 @@ def handle(event_name: str | None, event_path: str | None, phase: str, checkout:
     from bot import config
     from bot.forge.github import client_from_env
     from bot.github_flow import FlowConfig, handle_event
-    from bot.job_guard import JobGuard, seal
+    from bot.job_guard import JobGuard, is_real_cli, seal
 
     # First of all: secrets and the step's file commands leave the environment (the process
     # re-executes itself so that not even /proc/<pid>/environ keeps them); PR code never sees them.
     sealed = seal()
-    guard = JobGuard(sealed, reap=phase in ("all", "tune")).start()
+    # Killing leftovers (and becoming their subreaper) only in a real tunebot process, never in a
+    # test runner that imported the CLI.
+    guard = JobGuard(sealed, reap=phase in ("all", "tune") and (sealed.reexecuted or is_real_cli())).start()
     name, payload = _load_event(event_name, event_path)
     gh, repo = client_from_env({**os.environ, **sealed.values})
     repo_cfg = config.load_repo_config(checkout) if checkout else config.RepoConfig()
