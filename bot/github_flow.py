@@ -144,6 +144,11 @@ def _comment_commands(requests: list[Request], forge: GithubForge, replies: Repl
                 f"nothing was run.\n{problems}\n\nUsage (ASCII only):\n```\n{GRAMMAR}\n```\n`/tune help` explains each option.")
         replies.add(text)
         return [Outcome("replied", r.reason) for r in requests]
+    if sum(r.kind == "tune" for r in requests) > 1:
+        text = (f"@{first.actor} one comment may start one tuning run; nothing was run. "
+                "Name all the ops in one command: `/tune op1 op2 ...` (up to 8).")
+        replies.add(text)
+        return [Outcome("replied", text)]
     outcomes: list[Outcome] = []
     auth: Authorization | None = None
     for req in requests:

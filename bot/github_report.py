@@ -28,17 +28,22 @@ SUMMARY_MARKER = "<!-- tunebot:summary:{id} -->"
 @dataclass(frozen=True)
 class OpState:
     op: str
-    phase: str
-    proposal: str = ""  # "#12" link markdown, or ""
-    lost: bool = False  # the job ended while the comment still said it was working
-
-    @property
-    def state(self) -> str:
-        return "failure" if self.lost else FINAL.get(self.phase, "failure")
+    phase: str  # as the status comment (or, where it lags, the job's status) tells it
+    proposal: str = ""  # "[#12](url)", or ""
+    state: str = "failure"  # success | failure | error
+    lost: bool = False  # the job ended without a result: no status of its own, comment not final
 
 
-def op_states(comments: dict[str, str], ops: tuple[str, ...]) -> list[OpState]:
-    """The state of each op of the command, from the bot's status comments."""
+JOB_PHASE = {"success": "done", "failure": "failed", "error": "stale or cancelled"}
+
+
+def op_states(comments: dict[str, str], ops: tuple[str, ...], job_statuses: dict[str, str] | None = None) -> list[OpState]:
+    """The state of each op of the command.
+
+    The job's own commit status `tunebot/<op>` (set once, at its end, one context per job: no
+    lost update between jobs) decides; the status comment gives the detail, and decides only
+    when the job set no final status at all (it died first).
+    """
     out = []
     for typed in ops:
         name = next((n for n in comments if n == typed or n.endswith("/" + typed)), None)
@@ -47,7 +52,14 @@ def op_states(comments: dict[str, str], ops: tuple[str, ...]) -> list[OpState]:
         phase = heading.group("phase").strip() if heading else "no status"
         found = PROPOSAL.search(body)
         link = f"[#{found.group(1)}]({found.group(2)})" if found else ""
-        out.append(OpState(name or typed, phase, link, lost=phase not in FINAL))
+        job = (job_statuses or {}).get(f"tunebot/{typed}")
+        if job in JOB_PHASE:
+            shown = phase if FINAL.get(phase) == job else JOB_PHASE[job]
+            out.append(OpState(name or typed, shown, link, job))
+        elif phase in FINAL:
+            out.append(OpState(name or typed, phase, link, FINAL[phase]))
+        else:
+            out.append(OpState(name or typed, phase, link, "failure", lost=True))
     return out
 
 
@@ -61,7 +73,7 @@ def report(forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, 
            mark_lost: Callable[[str, str], None]) -> tuple[str, list[OpState], str]:
     """Finish every op, post the summary, set the combined status; returns (state, states, text)."""
     comments = forge.status_comments(pr)
-    states = op_states(comments, ops)
+    states = op_states(comments, ops, forge.commit_statuses(sha))
     for s in states:
         if s.lost:
             mark_lost(s.op, s.phase)

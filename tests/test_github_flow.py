@@ -662,6 +662,17 @@ def test_invalid_lines_mixed_with_valid_ones_from_anyone_get_one_reply(world, pr
     world.fake.assert_no_violations()
 
 
+def test_two_tune_commands_in_one_comment_run_nothing_and_get_one_reply(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    (out,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy\n/tune sleepy --max-iters 2", "dev"),
+                          gh, cfg, tune=must_not_tune)
+    assert out.action == "replied" and "one tuning run" in out.message and not out.outputs
+    (reply,) = bot_comments(world, number)
+    assert "op1 op2" in reply.body and not world.fake.statuses
+    world.fake.assert_no_violations()
+
+
 @pytest.mark.parametrize("ops", [["sleepy"], ["sleepy", "a", "b", "c", "d", "e", "f", "g"]])
 def test_gate_calls_per_event_stay_within_the_stated_budget(world, pr, ops):
     number, _ = pr
@@ -929,4 +940,22 @@ def test_the_report_job_finishes_an_op_whose_job_died(world, pr, tmp_path):
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
     assert "· failed" in status.body and "ended while it was `queued`" in status.body
     assert world.fake.statuses[head][-1] == {**world.fake.statuses[head][-1], "state": "failure", "context": "tunebot"}
+    world.fake.assert_no_violations()
+
+
+def test_the_report_trusts_the_jobs_own_status_over_a_lagging_comment(world, pr):
+    from bot.forge.github import GithubForge
+
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    # The job finished and set its status, but its last comment edit never got through.
+    GithubForge(gh, world.fake.full_name).set_status(head, "success", "tunebot tuned", context="tunebot/sleepy")
+    _, report_cfg, _ = flow(world, None, phase="report", authorized_sha=head)
+    (rep,) = handle_event("issue_comment", payload, gh, report_cfg, tune=must_not_tune)
+    assert rep.action == "reported" and rep.exit_code == 0
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "· failed" not in status.body  # not called lost
+    assert world.fake.statuses[head][-1]["state"] == "success" and world.fake.statuses[head][-1]["context"] == "tunebot"
     world.fake.assert_no_violations()

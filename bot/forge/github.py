@@ -407,6 +407,11 @@ class GithubForge:
             payload["target_url"] = self.run_url
         self.call("set the commit status", lambda: self._api("POST", f"/statuses/{sha}", input=payload))
 
+    def commit_statuses(self, sha: str) -> dict[str, str]:
+        """context -> latest state of the commit statuses on `sha`."""
+        return self.call(f"read the statuses of {sha[:10]}",
+                         lambda: {st["context"]: st["state"] for st in self._paged(f"/commits/{sha}/status", "statuses")})
+
     def checks(self, sha: str, ignore_contexts: tuple[str, ...] = ()) -> list[str]:
         """Problems with the checks of `sha` (empty: green).
 
