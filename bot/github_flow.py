@@ -120,12 +120,21 @@ def _comment(requests: list[Request], gh: Github, flow: FlowConfig, tune: TuneFn
     first = requests[0]
     forge = _forge(gh, flow, first.pr)
     replies = Replies(forge, first)
-    if first.comment_id is not None and flow.phase in ("all", "gate"):
-        forge.react(first.comment_id, "eyes")  # acknowledge within seconds
     try:
+        if first.comment_id is not None and flow.phase in ("all", "gate"):
+            forge.react(first.comment_id, "eyes")  # acknowledge within seconds
         outcomes = _comment_commands(requests, forge, replies, gh, flow, tune)
-    finally:
+    except TunebotError as exc:
+        # An API failure before anything ran (reaction, permission, the PR's head): say so where
+        # the user looks, if GitHub lets us, and end with a failure the workflow shows.
+        what = _failure_text(exc)
+        replies.add(f"@{first.actor} tunebot could not handle this comment: {what}\n\nNothing was run; "
+                    "re-run the workflow or comment again.")
+        outcomes = [Outcome("failed", what, {"authorized": "false"}, exit_code=getattr(exc, "exit_code", 1) or 1)]
+    try:
         replies.post()
+    except TunebotError as exc:
+        print(f"tunebot: could not post the reply: {exc}", file=sys.stderr)
     return outcomes
 
 

@@ -959,3 +959,14 @@ def test_the_report_trusts_the_jobs_own_status_over_a_lagging_comment(world, pr)
     assert "· failed" not in status.body  # not called lost
     assert world.fake.statuses[head][-1]["state"] == "success" and world.fake.statuses[head][-1]["context"] == "tunebot"
     world.fake.assert_no_violations()
+
+
+def test_an_api_failure_during_authorization_is_answered_and_fails_the_job(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    world.fake.inject(502, r"/collaborators/dev/permission", times=4)
+    (out,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+    assert out.action == "failed" and out.exit_code == 1 and out.outputs == {"authorized": "false"}
+    (reply,) = bot_comments(world, number)
+    assert "could not handle" in reply.body and "502" in reply.body and not world.fake.statuses
+    world.fake.assert_no_violations()
