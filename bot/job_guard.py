@@ -12,6 +12,8 @@ What it could otherwise reach, and what this module does about it:
 - The file-command files themselves (their paths are guessable): `FileCommands` snapshots them
   before any PR code runs and puts the snapshot back at the end, after every process PR code
   left behind is dead, so nothing PR code appended feeds a later step or a post step.
+- tunebot's own memory (the API client holds the token): the process makes itself non-dumpable,
+  so a same-user process can neither ptrace it nor read /proc/<pid>/mem or environ.
 - Processes PR code leaves behind (double-forked daemons waiting for a push): tunebot becomes a
   child subreaper (orphans re-parent to it) and `kill_descendants()` ends every one of them
   before a credential is handed to git and before the step ends.
@@ -33,6 +35,7 @@ SECRET_PREFIXES = ("ACTIONS_", "INPUT_", "GITHUB_APP_")
 FILE_COMMANDS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_STATE")
 SEALED_FD = "TUNEBOT_SEALED_FD"
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 
 
 def withheld(name: str) -> bool:
@@ -122,6 +125,22 @@ def become_subreaper() -> bool:
         return False
 
 
+def make_undumpable() -> bool:
+    """Other processes of the same user can no longer read this one's memory or environ (Linux).
+
+    A non-dumpable process's /proc entries belong to root and ptrace needs CAP_SYS_PTRACE, so a
+    kernel running as the runner user cannot read the token from tunebot's memory, with or
+    without Yama. (Root can; run runners as an unprivileged user.) Children are unaffected.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 and libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def descendants(root: int | None = None) -> list[int]:
     """Pids of every live descendant of `root` (default: this process), from /proc."""
     root = os.getpid() if root is None else root
@@ -187,6 +206,7 @@ class JobGuard:
     def start(self) -> "JobGuard":
         if self.reap:
             become_subreaper()
+            make_undumpable()
         self.files = FileCommands(self.sealed.file_commands())
         return self
 

@@ -77,3 +77,18 @@ def test_leftover_daemons_are_killed_by_the_subreaper(tmp_path):
 
 def test_sealed_lists_only_set_file_commands():
     assert Sealed({"GITHUB_ENV": "", "GITHUB_PATH": "/p", "GITHUB_TOKEN": "t"}).file_commands() == {"GITHUB_PATH": "/p"}
+
+
+def test_the_guarded_process_is_not_dumpable_but_its_children_are():
+    code = textwrap.dedent("""
+        import ctypes, subprocess, sys
+        from bot.job_guard import make_undumpable
+        assert make_undumpable()
+        libc = ctypes.CDLL(None)
+        child = subprocess.run([sys.executable, "-c", "import ctypes; print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"],
+                               capture_output=True, text=True).stdout.strip()
+        print(libc.prctl(3, 0, 0, 0, 0), child)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "1"]
