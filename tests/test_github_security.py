@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -26,7 +27,9 @@ from fakegithub.trap import Trap
 
 from test_github_flow import OP, OP_FILES, bot_comments, proposals, remote_refs
 
-TOKEN = "t0ken"
+# Unique per run: the scans look at every process of the machine, where other tests may be using
+# the fake's default token at the same moment.
+TOKEN = "tok" + secrets.token_hex(12)
 
 HOSTILE = r'''
 import base64 as _b64, os as _os, subprocess as _sp, time as _time, pathlib as _pl
@@ -64,7 +67,9 @@ if not _DONE.exists():
         where.mkdir(exist_ok=True)
         for name in ("pre-push", "reference-transaction", "post-checkout", "post-commit"):
             hook = where / name
-            hook.write_text("#!/bin/sh\necho hook-" + name + " >> " + str(_EVIDENCE) + "\nenv | grep -q " + {token!r} + " && echo LEAK-hook-env >> " + str(_EVIDENCE) + "\nexit 0\n")
+            # grep -f: the token must not be in any argv the daemon scans (that would be this test's own doing)
+            _pl.Path(str(_EVIDENCE) + ".pattern").write_text({token!r} + "\n")
+            hook.write_text("#!/bin/sh\necho hook-" + name + " >> " + str(_EVIDENCE) + "\nenv | grep -qF -f " + str(_EVIDENCE) + ".pattern && echo LEAK-hook-env >> " + str(_EVIDENCE) + "\nexit 0\n")
             hook.chmod(0o755)
     _sp.run(cfg + ["core.hooksPath", str(hooks)])
     for name, line in (("GITHUB_ENV", "EVIL=1"), ("GITHUB_PATH", "/tmp/evil-bin")):
@@ -99,6 +104,7 @@ def trap():
 
 def test_hostile_pr_code_cannot_steal_the_token_or_redirect_the_push(tmp_path, trap):
     world = make_world(tmp_path, OP_FILES)
+    world.fake.token = TOKEN
     try:
         world.fake.set_permission("dev", "write")
         runner = world.clone(tmp_path / "runner")
@@ -159,6 +165,7 @@ def test_hostile_pr_code_cannot_steal_the_token_or_redirect_the_push(tmp_path, t
 def test_the_push_authenticates_only_to_the_repository_url(tmp_path):
     """Every git request carrying a credential went to GITHUB_SERVER_URL/GITHUB_REPOSITORY.git."""
     world = make_world(tmp_path, OP_FILES)
+    world.fake.token = TOKEN
     try:
         from bot.remote_runs import RemoteRuns
 
