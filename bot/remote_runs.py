@@ -115,7 +115,7 @@ class RemoteRuns:
                            allowed=(f"refs/heads/{self.branch_prefix}/", "refs/tunebot/runs/"))
 
     def restore(self, ops: list[str]) -> list[str]:
-        """Fetch the records and branches of `ops` that this checkout lacks; returns the ops restored.
+        """Fetch the records and branches of `ops` that this checkout lacks or has older; returns the ops restored.
 
         Call before any PR code ran in this job: it writes into the checkout's repository.
         """
@@ -136,7 +136,10 @@ class RemoteRuns:
                 if delivery:
                     self.owned[f"refs/heads/{self._prefix(op)}/best"] = delivery
                 path = local_records(self.checkout, op)
-                if path.exists() or not text.strip():
+                local_text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+                # Records only grow: take the remote's when the local ones are an older prefix of them
+                # (a persistent runner whose run another runner carried on); otherwise keep the local.
+                if not text.strip() or (local_text and (len(text) <= len(local_text) or not text.startswith(local_text))):
                     continue
                 # Only branches still at a commit the records name are tunebot's; one a person moved
                 # stays theirs (the push later refuses to overwrite it and says so).

@@ -970,3 +970,25 @@ def test_an_api_failure_during_authorization_is_answered_and_fails_the_job(world
     (reply,) = bot_comments(world, number)
     assert "could not handle" in reply.body and "502" in reply.body and not world.fake.statuses
     world.fake.assert_no_violations()
+
+
+def test_a_persistent_runner_with_older_records_takes_the_newer_ones_from_the_remote(world, pr, tmp_path):
+    from bot.remote_runs import local_records
+
+    number, head = pr
+    persistent = world.clone(tmp_path / "persistent")
+    gh, cfg, _ = flow(world, persistent)
+    world.fake.inject(500, r"^POST /repos/[^/]+/[^/]+/pulls$", times=4)
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")
+    (failed,) = handle_event("issue_comment", payload, gh, cfg)
+    assert failed.action == "failed"
+    older = local_records(persistent, OP).read_text()
+    _, other, _ = flow(world, world.clone(tmp_path / "other"))
+    (done,) = handle_event("issue_comment", payload, gh, other, tune=_no_kernel_runs)  # delivered elsewhere
+    assert done.action == "tuned" and len(proposals(world)) == 1
+
+    (again,) = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
+    assert again.action == "tuned" and "already delivered" in again.message
+    newer = local_records(persistent, OP).read_text()
+    assert newer.startswith(older) and len(newer) > len(older) and len(proposals(world)) == 1
+    world.fake.assert_no_violations()
