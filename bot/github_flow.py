@@ -404,6 +404,10 @@ def _gate(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, head_s
             op_forge = _op_forge(gh, flow, req, op, head_sha)
             op_forge.post_status(StatusReporter(op_forge, op, head_sha, req.actor, links, None)
                                  .render("Queued: waiting for a free accelerator runner."))
+        if len(req.command.ops) > 1 and req.pr is not None:  # one place that aggregates the jobs
+            from bot.github_report import post_queued_summary
+
+            post_queued_summary(forge, req.pr, req.comment_id, req.command.ops, head_sha)
         forge.set_status(head_sha, "pending", f"tunebot queued: {' '.join(req.command.ops)}"[:140], context="tunebot")
     except TunebotError as exc:
         what = _failure_text(exc)

@@ -77,13 +77,8 @@ def report(forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, 
     for s in states:
         if s.lost:
             mark_lost(s.op, s.phase)
-    rows = "\n".join(f"| `{s.op}` | {'job ended early (was: ' + s.phase + ')' if s.lost else s.phase} | "
-                     f"{s.proposal or '-'} |" for s in states)
     state = combined(states)
-    text = (f"### tunebot · {len(states)} op{'s' if len(states) != 1 else ''} · "
-            f"{'all done' if state == 'success' else 'finished with problems'}\n\nPR head `{sha[:10]}`"
-            + (f" · [workflow run]({forge.run_url})" if forge.run_url else "")
-            + f"\n\n| op | state | proposal |\n|---|---|---|\n{rows}\n\nDetails in each op's status comment.")
+    text = summary_text(states, sha, forge.run_url, "all done" if state == "success" else "finished with problems")
     marker = SUMMARY_MARKER.format(id=comment_id if comment_id is not None else "run")
     try:
         forge.upsert_comment(pr, marker, text)
@@ -92,6 +87,21 @@ def report(forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, 
     done = sum(s.state == "success" for s in states)
     forge.set_status(sha, state, f"tunebot: {done}/{len(states)} ops done", context="tunebot")
     return state, states, text
+
+
+def summary_text(states: list[OpState], sha: str, run_url: str | None, heading: str) -> str:
+    rows = "\n".join(f"| `{s.op}` | {'job ended early (was: ' + s.phase + ')' if s.lost else s.phase} | "
+                     f"{s.proposal or '-'} |" for s in states)
+    return (f"### tunebot · {len(states)} op{'s' if len(states) != 1 else ''} · {heading}\n\nPR head `{sha[:10]}`"
+            + (f" · [workflow run]({run_url})" if run_url else "")
+            + f"\n\n| op | state | proposal |\n|---|---|---|\n{rows}\n\nDetails in each op's status comment.")
+
+
+def post_queued_summary(forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, ...], sha: str) -> None:
+    """The gate's summary of a multi-op command: one row per op, each queued for its own job."""
+    states = [OpState(op, "queued", "", "pending") for op in ops]
+    text = summary_text(states, sha, forge.run_url, f"queued as {len(ops)} jobs")
+    forge.upsert_comment(pr, SUMMARY_MARKER.format(id=comment_id if comment_id is not None else "run"), text)
 
 
 def lost_notice(op: str, phase: str) -> str:
