@@ -400,7 +400,10 @@ def _gate(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, head_s
     """Post "queued" per op and the pending status; if that fails, leave nothing saying "queued"."""
     assert req.command is not None
     try:
+        finished_here = _done_at(forge, req.pr, head_sha)
         for op in req.command.ops:
+            if any(name == op or name.endswith("/" + op) for name in finished_here):
+                continue  # delivered at this very head: the tune job will say so; "done" stays
             op_forge = _op_forge(gh, flow, req, op, head_sha)
             op_forge.post_status(StatusReporter(op_forge, op, head_sha, req.actor, links, None)
                                  .render("Queued: waiting for a free accelerator runner."))
@@ -417,6 +420,18 @@ def _gate(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, head_s
         return Outcome("failed", what, {**outputs, "authorized": "false"}, exit_code=1)
     outputs = {**outputs, **matrix_outputs(req.command.ops, flow)}
     return Outcome("authorized", f"authorized at {head_sha}", outputs)
+
+
+def _done_at(forge: GithubForge, pr: int | None, head_sha: str) -> list[str]:
+    """Ops whose status comment says "done" for exactly this head (a re-delivered or repeated /tune)."""
+    if pr is None:
+        return []
+    out = []
+    for name, body in forge.status_comments(pr).items():
+        lines = body.splitlines()
+        if len(lines) > 2 and lines[1].endswith(" · done") and f"PR head `{head_sha[:10]}`" in lines[2]:
+            out.append(name)
+    return out
 
 
 def matrix_outputs(ops: tuple[str, ...], flow: FlowConfig) -> dict[str, str]:

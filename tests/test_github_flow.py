@@ -620,7 +620,7 @@ def test_a_failure_after_the_run_started_is_reported_on_the_same_status_comment(
 
 # ---------------------------------------------------------------- bounded answers (API budget)
 
-GATE_CALLS_FIXED = 5  # react, permission, read PR, read repo (once per client), commit status
+GATE_CALLS_FIXED = 7  # react, permission, read PR, read repo (once per client), status comments (2), commit status
 GATE_CALLS_PER_OP = 3  # status comment: read PR, list comments (one page of 30), create or edit
 REPLY_CALLS = 3  # the one reply: read PR, list comments (one page), create or edit
 
@@ -994,4 +994,23 @@ def test_a_persistent_runner_with_older_records_takes_the_newer_ones_from_the_re
     assert again.action == "tuned" and "already delivered" in again.message
     newer = local_records(persistent, OP).read_text()
     assert newer.startswith(older) and len(newer) > len(older) and len(proposals(world)) == 1
+    world.fake.assert_no_violations()
+
+
+def test_a_redelivered_comment_through_gate_and_tune_keeps_the_done_comment(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")
+    (first,) = handle_event("issue_comment", payload, gh, cfg)
+    assert first.action == "tuned"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    done = status.body
+    _, gate_cfg, _ = flow(world, None, phase="gate")
+    (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    assert gate.action == "authorized" and world.fake.comments[status.id].body == done  # not back to "queued"
+    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner2"), phase="tune", authorized_sha=head)
+    (again,) = handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
+    assert again.action == "tuned" and again.exit_code == 0 and "already delivered" in again.message
+    assert world.fake.comments[status.id].body == done and world.fake.statuses[head][-1]["state"] == "success"
+    assert len(proposals(world)) == 1
     world.fake.assert_no_violations()
