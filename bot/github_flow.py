@@ -1,9 +1,14 @@
 """The GitHub flow: one event in, the bot's answer out (react, reply, tune, merge gate).
 
 Phases match the workflow's jobs: `gate` runs on a hosted runner with only the default
-branch's code: it reacts, authorizes, pins the head SHA and posts "queued";
-`tune` runs on the self-hosted runner with the PR checked out at exactly that SHA;
-`all` does both in one process (tests, single-machine installs).
+branch's code: it reacts, authorizes, pins the head SHA, posts "queued" and plans the matrix
+(one job per op); `tune` runs on a self-hosted runner with the PR checked out at exactly that
+SHA (`only_op`: the matrix job's op); `report` runs after all tune jobs and aggregates them;
+`all` does gate and tune in one process (tests, single-machine installs).
+
+A comment gets at most one reply; a run's records and branches live on the remote
+(bot.remote_runs), so a re-run on another runner resumes or recognises a delivered run; every
+push goes through bot.git_push (explicit URL, private git dir), never the PR checkout's git.
 """
 
 from __future__ import annotations
