@@ -545,10 +545,12 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
         op_forge = _op_forge(gh, flow, req, op, pinned, remote)
         op_forge.status_aliases = tuple(status_marker(t) for t in typed_names if t != op)  # the gate's "queued" comments
         reporter = StatusReporter(op_forge, op, pinned, req.actor, links, flow.checkout)
+        trigger = f"comment:{req.comment_id}"
         done = finished(flow.checkout, op, pinned)
-        if done is not None and _still_open(op_forge, done.proposal_id):
+        noop = _finished_text(op_forge, done, remote.triggers.get(op) == trigger, pinned)
+        if noop:
             # A re-delivered event, a second /tune or a re-run on a fresh runner: the run is complete.
-            results.append(f"{op}: already delivered as #{done.proposal_id} at {pinned[:10]}; nothing was run")
+            results.append(f"{op}: {noop}")
             continue
         if reporter.cancel_requested():  # cancelled while queued: the run's start would forget it
             cancelled = True
@@ -565,7 +567,8 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
             continue
         reporter.phase = "starting"
         reporter.publish()
-        restart = recorded_base(flow.checkout, op) not in (None, pinned)  # an older head's run: start over
+        # An older head's run, or a run cancelled by an earlier command: start over.
+        restart = recorded_base(flow.checkout, op) not in (None, pinned) or bool(done and done.cancelled)
         # remote=None: the loop does not push; the forge pushes in propose() through RemoteRuns.
         request = TuneRequest(repo=flow.checkout, op=op, base_ref=pinned, base_branch=pull_head_ref,
                               max_iters=cmd.max_iters, target_us=cmd.target_us, strategies=cmd.strategies,
@@ -585,7 +588,7 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
             _set_status(forge, pinned, "error", f"tunebot: internal error on {op}")
             raise
         finally:
-            _save_records(remote, op)
+            _save_records(remote, op, trigger)
         moved = op_forge.head_moved()
         if moved:
             stale = True
@@ -627,10 +630,27 @@ def _still_open(forge: GithubForge, proposal_id: str) -> bool:
         return False
 
 
-def _save_records(remote: RemoteRuns, op: str) -> None:
+def _finished_text(forge: GithubForge, done, same_trigger: bool, sha: str) -> str:
+    """What to say when the recorded run at `sha` is complete and nothing should run ("" otherwise).
+
+    Delivered with an open proposal: done. Nothing to propose (no gain, nothing to try): done.
+    Cancelled: done for the command that was cancelled (a re-delivery); a new command starts over.
+    """
+    if done is None:
+        return ""
+    if done.proposal_id:
+        if _still_open(forge, done.proposal_id):
+            return f"already delivered as #{done.proposal_id} at {sha[:10]}; nothing was run"
+        return ""  # closed or merged: the loop starts a fresh run
+    if done.cancelled and not same_trigger:
+        return ""
+    return f"already finished at {sha[:10]} with nothing to propose ({done.no_proposal}); nothing was run"
+
+
+def _save_records(remote: RemoteRuns, op: str, trigger: str = "") -> None:
     """Push the op's records for the next runner; a failure is logged (the branches, if pushed, remain)."""
     try:
-        remote.save(op)
+        remote.save(op, trigger)
     except TunebotError as exc:
         print(f"tunebot: could not save the records of {op} on the remote: {exc}", file=sys.stderr)
 
@@ -744,11 +764,13 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
         op_forge = GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, checkout=flow.checkout,
                                branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep,
                                bot_login=flow.bot_login, remote_runs=remote, base_sha=base_sha)
+        trigger = f"run:{flow.run_url or req.event}"
         done = finished(flow.checkout, op, base_sha)
-        if done is not None and _still_open(op_forge, done.proposal_id):
-            results.append(f"{op}: already delivered as #{done.proposal_id} at {base_sha[:10]}; nothing was run")
+        noop = _finished_text(op_forge, done, remote.triggers.get(op) == trigger, base_sha)
+        if noop:
+            results.append(f"{op}: {noop}")
             continue
-        restart = recorded_base(flow.checkout, op) not in (None, base_sha)
+        restart = recorded_base(flow.checkout, op) not in (None, base_sha) or bool(done and done.cancelled)
         request = TuneRequest(repo=flow.checkout, op=op, base_ref=base_sha, base_branch=base, remote=None,
                               requester=req.actor, restart=restart)
         try:
@@ -758,6 +780,6 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
             results.append(f"{op}: failed: {exc}")
             continue
         finally:
-            _save_records(remote, op)
+            _save_records(remote, op, trigger)
         results.append(f"{op}: {outcome.improvement_pct:+.1f}%" + (f" -> #{outcome.proposal.id}" if outcome.proposal else ""))
     return Outcome("failed" if failed else "tuned", "\n".join(results), exit_code=1 if failed else 0)

@@ -25,6 +25,7 @@ from bot import run_state as rs
 from bot.git_push import IsolatedGit, PushError, RefUpdate, common_git_dir, read_refs
 
 RESULTS = "results.jsonl"
+TRIGGER = "trigger"  # what started the run that wrote the records: a comment, a workflow run
 ITERATION = re.compile(r"/v\d+$")
 
 
@@ -39,13 +40,15 @@ def local_records(checkout: Path, op: str) -> Path:
 
 @dataclass(frozen=True)
 class Finished:
-    proposal_id: str
+    proposal_id: str  # "" when the run proposes nothing (no gain, nothing to try, cancelled)
     proposal_url: str
     base_sha: str
+    no_proposal: str = ""  # why nothing is proposed
+    cancelled: bool = False
 
 
 def finished(checkout: Path, op: str, base_sha: str) -> Finished | None:
-    """The recorded run of `op` at `base_sha` was delivered and its proposal recorded."""
+    """The recorded run of `op` at `base_sha` is complete: delivered, and proposed or deliberately not."""
     path = local_records(checkout, op)
     if not path.is_file():
         return None
@@ -56,9 +59,17 @@ def finished(checkout: Path, op: str, base_sha: str) -> Finished | None:
         except ValueError:
             continue
     state = rs.replay(records)
-    if not state.start or state.start.get("base_sha") != base_sha or not state.delivery or not state.proposal:
+    if not state.start or state.start.get("base_sha") != base_sha or not state.delivery:
         return None
-    return Finished(str(state.proposal.get("id")), str(state.proposal.get("url") or ""), base_sha)
+    if state.proposal:
+        return Finished(str(state.proposal.get("id")), str(state.proposal.get("url") or ""), base_sha)
+    from bot import delivery
+    from bot.loop import CANCELLED
+
+    why = delivery.run_verdict(state)[1]
+    if not why:
+        return None  # delivered, proposal not yet opened: the loop resumes and opens it
+    return Finished("", "", base_sha, no_proposal=why, cancelled=(state.stop or {}).get("reason") == CANCELLED)
 
 
 def recorded_base(checkout: Path, op: str) -> str | None:
@@ -108,6 +119,7 @@ class RemoteRuns:
         self.before_credential = before_credential
         self.git_dir = common_git_dir(checkout)
         self.owned: dict[str, str] = {}  # delivery branch -> the SHA tunebot's remote records say it pushed there
+        self.triggers: dict[str, str] = {}  # op -> the trigger saved with its remote records
 
     def _git(self) -> IsolatedGit:
         self.before_credential()
@@ -132,6 +144,7 @@ class RemoteRuns:
                 if ref not in wanted:
                     continue
                 text = (g.read_blob(wanted[ref], RESULTS) or b"").decode("utf-8", errors="replace")
+                self.triggers[op] = (g.read_blob(wanted[ref], TRIGGER) or b"").decode("utf-8", errors="replace").strip()
                 delivery = _delivery_sha(text)
                 if delivery:
                     self.owned[f"refs/heads/{self._prefix(op)}/best"] = delivery
@@ -166,14 +179,15 @@ class RemoteRuns:
             name = ref.removeprefix("refs/heads/")
             gitops.create_branch(repo, name, sha)
 
-    def save(self, op: str) -> bool:
-        """Push the local records of `op` to `refs/tunebot/runs/<op>`; False when there are none."""
+    def save(self, op: str, trigger: str = "") -> bool:
+        """Push the local records of `op` (and what triggered the run) to `refs/tunebot/runs/<op>`;
+        False when there are none."""
         path = local_records(self.checkout, op)
         if not path.is_file():
             return False
         data = path.read_bytes()
         with self._git() as g:
-            commit = g.commit_files({RESULTS: data}, f"tunebot: records of {op}")
+            commit = g.commit_files({RESULTS: data, TRIGGER: (trigger + "\n").encode()}, f"tunebot: records of {op}")
             g.push([RefUpdate(record_ref(op), commit, force=True)])
         return True
 

@@ -1014,3 +1014,27 @@ def test_a_redelivered_comment_through_gate_and_tune_keeps_the_done_comment(worl
     assert world.fake.comments[status.id].body == done and world.fake.statuses[head][-1]["state"] == "success"
     assert len(proposals(world)) == 1
     world.fake.assert_no_violations()
+
+
+def test_a_run_with_nothing_to_propose_rerun_on_a_fresh_runner_is_a_no_op(tmp_path):
+    # the op starts at its optimum: every move is slower, so the run ends without a proposal
+    source = OP_FILES[f"examples/{OP}/sleepy.py"].replace("\nBLOCK = 16", "\nBLOCK = 64", 1).replace(
+        "\nNUM_STAGES = 1", "\nNUM_STAGES = 2", 1)
+    world = make_world(tmp_path, {**OP_FILES, f"examples/{OP}/sleepy.py": source})
+    try:
+        world.fake.set_permission("dev", "write")
+        head = world.push_branch("feature", {"notes.md": "x\n"}, "feature")
+        number = world.fake.open_pull("feature", user="dev")
+        payload = world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev")
+        gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+        (first,) = handle_event("issue_comment", payload, gh, cfg)
+        assert first.action == "tuned" and proposals(world) == []
+        records = _records(world)
+        _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
+        (again,) = handle_event("issue_comment", payload, gh, fresh, tune=must_not_tune)
+        assert again.action == "tuned" and again.exit_code == 0
+        assert "nothing to propose" in again.message and "nothing was run" in again.message
+        assert _records(world) == records and world.fake.statuses[head][-1]["state"] == "success"
+        world.fake.assert_no_violations()
+    finally:
+        world.fake.stop()
