@@ -107,6 +107,8 @@ class GithubSettings:
     ops: tuple[str, ...] = ()  # ops tuned on schedule / workflow_dispatch
     required_checks: tuple[str, ...] = ()  # merge gate: these statuses/check runs must be present and green
     allow_no_checks: bool = False  # merge gate: a head with no CI at all may merge (explicit opt-in)
+    max_parallel: int = 0  # tune matrix: jobs at once (0: one per op)
+    runners: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (op | project | "default", runner labels)
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,9 @@ _LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name", "co
 _REPO_KEYS = ("ops_root", "branch_prefix", "defaults", "keep_branches", "base_branch", "proposer",
               "proposer_timeout_s", "github")
 _DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "noise_warn", "target_us")
-_GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops", "required_checks", "allow_no_checks")
+_GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops", "required_checks", "allow_no_checks", "max_parallel",
+                "runners")
+RUNNER_LABEL = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _FLOAT_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -493,6 +497,27 @@ def _github_settings(check: _Checker, data: dict) -> GithubSettings:
         values["required_checks"] = check.texts(data["required_checks"], "github.required_checks")
     if data.get("allow_no_checks") is not None:
         values["allow_no_checks"] = check.boolean(data["allow_no_checks"], "github.allow_no_checks")
+    if data.get("max_parallel") is not None:
+        n = data["max_parallel"]
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 256:
+            check.fail("github.max_parallel", f"{n!r} is not a whole number from 1 to 256",
+                       "write how many tune jobs may run at once, e.g. `max_parallel: 8` (one per accelerator runner)")
+        values["max_parallel"] = n
+    if data.get("runners") is not None:
+        table = data["runners"]
+        if not isinstance(table, dict):
+            check.fail("github.runners", "is not a mapping", "write `runners: {default: [self-hosted, npu], mindiesd: [self-hosted, 910B]}`")
+        rows = []
+        for key, labels in table.items():
+            if not isinstance(key, str) or (key != "default" and _op_name_problem(key)):
+                check.fail(f"github.runners.{key}", "is not an op, a project or `default`", "key the labels by op, project or default")
+            texts = check.texts(labels, f"github.runners.{key}")
+            bad = [t for t in texts if not RUNNER_LABEL.match(t)]
+            if not texts or bad:
+                check.fail(f"github.runners.{key}", f"{(bad or ['(empty)'])[0]!r} is not a runner label",
+                           "write runner labels such as self-hosted, npu, 910B (letters, digits, . _ -)")
+            rows.append((key, texts))
+        values["runners"] = tuple(rows)
     return GithubSettings(**values)
 
 
