@@ -77,6 +77,8 @@ def test_authorized_tune_end_to_end_and_rerun_duplicates_nothing(world, pr, tmp_
     (proposal,) = proposals(world)
     assert proposal.base_ref == "feature" and proposal.head_ref == "tunebot/sleepy/best"
     assert "/tune help" in proposal.body and "Effective config" in proposal.body and "```mermaid" in proposal.body
+    # every iteration row links its branch on the repository's web pages
+    assert f"](<{world.fake.repo_html}/tree/tunebot/sleepy/v1>)" in proposal.body
     assert "tunebot" in proposal.labels
     (status,) = bot_comments(world, number)
     assert status.body.startswith(status_marker(OP))

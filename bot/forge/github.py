@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
+from urllib.parse import quote
 
 import requests
 from github import Auth, Github, GithubException
@@ -183,6 +184,11 @@ class GithubForge:
         if self._repo is None:
             self._repo = self.call("read the repository", lambda: self.gh.get_repo(self.repo_name))
         return self._repo
+
+    def branch_url(self, name: str) -> str | None:
+        """Web link to a branch, for the proposal body's iteration table (the repository's own html_url)."""
+        base = getattr(self.repo, "html_url", None)
+        return f"{base}/tree/{quote(name, safe='/')}" if base else None
 
     @property
     def owner(self) -> str:
