@@ -148,10 +148,10 @@ def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | No
     `evaluator_factory` exists for the overhead benchmark, which wraps the real
     Evaluator to subtract kernel time from the bot's own time.
     """
-    run = _prepare(request, forge, progress or (lambda event: None))
-    if request.dry_run:
-        return _dry_run(run)
-    with _run_lock(run.log.path.parent, run.op.qualified):
+    with ExitStack() as held:  # the run lock is taken inside _prepare, before anything is moved or written
+        run = _prepare(request, forge, progress or (lambda event: None), held)
+        if request.dry_run:
+            return _dry_run(run)
         return _run_locked(run, evaluator_factory)
 
 
@@ -204,14 +204,19 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
 # ---------------------------------------------------------------- preparing
 
 
-def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> _Run:
-    """Resolve and validate everything before anything is written (so a bad flag loses nothing)."""
+def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback, held: ExitStack) -> _Run:
+    """Resolve and validate everything before anything is written (so a bad flag loses nothing).
+
+    The run lock is entered on `held` before the records are read for writing: a second
+    process for the same op is refused before it can archive, clean or reset anything."""
     repo = gitops.open_repo(request.repo)
     checkout = Path(repo.working_tree_dir)
     found = _resolve_op_at(repo, gitops.resolve(repo, request.base_ref or "HEAD"), request.op)
     runs_dir = gitops.state_dir(repo) / "runs"
     _refuse_name_clash(runs_dir, found, forge)
     log = ResultsLog(runs_dir / found.project / found.name / "results.jsonl")
+    if not request.dry_run:
+        held.enter_context(_run_lock(log.path.parent, found.qualified))
     previous = rs.replay(log.read())
     fresh = request.restart or bool(previous.proposal and _proposal_closed(forge, previous.proposal))
     if fresh:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.measure.backends.common import from_failure, from_samples, run_runner
+from bot.measure.backends.common import from_failure, from_samples, implausible_samples, phase_seconds, run_runner
 from bot.measure.types import LatencyResult
 
 NAME = "cpu"
@@ -33,5 +33,9 @@ def measure_cpu(source: Path, entry: str = "kernel", inputs: str = "get_inputs",
         if run.ok and not message:
             message = "the cpu runner wrote no samples"
         return from_failure(NAME, run, message)
+    forged = implausible_samples(payload["samples_us"], repeats, phase_seconds(run, "timing"), exact=True)
+    if forged:
+        run.reason = f"the runner's result is not credible: {forged}"
+        return from_failure(NAME, run)
     notes = [f"warmup={warmup} repeats={repeats}"]
     return from_samples(NAME, payload["samples_us"], run.argv, tail=run.tail, notes=notes)
