@@ -250,6 +250,7 @@ def run_sandboxed(
     memory_limit_mb: int | None = None,
     limits: Limits | None = None,
     channel: bool = False,
+    extra_writable: tuple[Path, ...] = (),
 ) -> SandboxResult:
     """Run `argv` in its own process group; never raises for what the child does.
 
@@ -258,7 +259,8 @@ def run_sandboxed(
     that cannot be started at all (missing executable) is "error" too.
 
     `limits` (default: those of the enclosing `kernel_limits` block) cap memory, CPU time,
-    file size and the folders the child may write; `memory_limit_mb` overrides the memory cap.
+    file size and the folders the child may write (plus `extra_writable`, e.g. a profiler's
+    output folder); `memory_limit_mb` overrides the memory cap.
     With `channel`, the child gets the write end of a pipe (fd number in TUNEBOT_RESULT_FD) and
     a one-time nonce on stdin; the lines it sends come back in `messages` (see runners/common.py).
     """
@@ -270,7 +272,7 @@ def run_sandboxed(
     with contextlib.ExitStack() as stack:
         private_tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("kernel"))))
         if limits is not None and limits.writable is not None:
-            limits = replace(limits, writable=writable_for(private_tmp, limits.writable))
+            limits = replace(limits, writable=writable_for(private_tmp, (*limits.writable, *extra_writable)))
         child = dict(os.environ if env is None else env)
         child.update({"TMPDIR": str(private_tmp), "TMP": str(private_tmp), "TEMP": str(private_tmp),
                       reaper.KERNEL_TAG_ENV: kernel_tag()})

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bot.errors import MeasureError
+from bot.measure import reaper
 from bot.measure.backends.common import from_failure, from_samples
 from bot.measure.sandbox import child_env, python_argv, run_sandboxed, tail_of
 from bot.measure.types import LatencyResult
@@ -165,7 +166,7 @@ def msprof_argv(msprof: str, kernel_name: str | None, output: Path, launch_count
 
 def private_dir(parent: Path | None = None) -> Path:
     """A fresh mode-700 directory whose parent is not group/other writable (msprof checks)."""
-    base = Path(tempfile.mkdtemp(prefix="tunebot-msprof-", dir=parent))  # mkdtemp: mode 700
+    base = Path(tempfile.mkdtemp(prefix=reaper.temp_prefix("msprof"), dir=parent))  # mkdtemp: mode 700
     out = base / "out"
     out.mkdir(mode=0o700)
     os.chmod(out, 0o700)  # umask may have masked bits of mkdir's mode
@@ -203,7 +204,8 @@ def measure_msprof(source: Path, kernel_name: str, entry: str = "kernel", inputs
                               "--result", str(result_file))
         argv = msprof_argv(msprof, kernel_name, out, launch_count, warmup, command)
         env = child_env([source.parent])
-        run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
+        run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb,
+                            extra_writable=(out.parent,))
         if not run.ok:
             return from_failure(NAME, run)
         crashed = _launch_failure(result_file)
@@ -257,7 +259,8 @@ def _names_without_filter(msprof: str, command: list[str], cwd: Path, timeout_s:
     out = private_dir()
     try:
         argv = msprof_argv(msprof, None, out, 20, 0, command)
-        run_sandboxed(argv, cwd, min(timeout_s, NAMES_TIMEOUT_S), env=env, memory_limit_mb=memory_limit_mb)
+        run_sandboxed(argv, cwd, min(timeout_s, NAMES_TIMEOUT_S), env=env, memory_limit_mb=memory_limit_mb,
+                      extra_writable=(out.parent,))
         names = set()
         for f in find_csvs(out):
             names |= {l.op_name for l in parse_opbasicinfo(f.read_text(errors="replace"))}
