@@ -72,6 +72,11 @@ def kernel_limits(limits: Limits | None, tag: str | None = None) -> Iterator[Non
         _tag.reset(tag_token)
 
 
+def use_kernel_tag(tag: str) -> None:
+    """Tag the kernel processes started from here on (this thread) with `tag`."""
+    _tag.set(tag)
+
+
 def kernel_tag() -> str:
     """The tag every kernel process of this run carries in its environment (reaper.KERNEL_TAG_ENV)."""
     return _tag.get() or f"pid-{os.getpid()}"
