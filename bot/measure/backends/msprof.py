@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -57,22 +58,42 @@ class Launch:
 
 
 def _num(value: str | None, kind=float):
-    """'NA', '' and absent cells are None."""
+    """'NA', '' and absent cells are None; so is anything that is not a finite number
+    (inf, nan, 1e999, a cell cut short) or does not fit the kind."""
     if value is None:
         return None
     value = value.strip()
-    if not value or value.upper() in ("NA", "N/A"):
+    if not value or value.upper() in ("NA", "N/A") or len(value) > 64:
         return None
     try:
-        return kind(float(value)) if kind is int else kind(value)
+        number = float(value)
     except ValueError:
         return None
+    if not math.isfinite(number):
+        return None
+    if kind is int:
+        return int(number) if number.is_integer() else None
+    return number
+
+
+def _duration(value: str | None) -> float | None:
+    """A Task Duration: a finite, positive number of microseconds, else None."""
+    number = _num(value)
+    return number if number is not None and number > 0 else None
+
+
+# OpBasicInfo cells are short; a longer one means a damaged file, read anyway (csv's own limit is 128 KiB)
+_FIELD_LIMIT = 16 * 1024 * 1024
 
 
 def parse_opbasicinfo(text: str, file: str = "") -> list[Launch]:
     """Rows of an OpBasicInfo*.csv, by column name (910B/A5 and 310P headers; trailing commas)."""
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
-    rows = [r for r in reader if any(cell.strip() for cell in r)]
+    if csv.field_size_limit() < _FIELD_LIMIT:
+        csv.field_size_limit(_FIELD_LIMIT)
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text.lstrip("\ufeff").replace("\0", ""))) if any(c.strip() for c in r)]
+    except csv.Error as exc:
+        raise MeasureError(f"{file or 'OpBasicInfo.csv'}: not a readable CSV file ({exc})") from None
     if not rows:
         return []
     header = [h.strip() for h in rows[0]]
@@ -80,12 +101,15 @@ def parse_opbasicinfo(text: str, file: str = "") -> list[Launch]:
         raise MeasureError(f"{file or 'OpBasicInfo.csv'}: not an msprof OpBasicInfo file "
                            f"(header: {','.join(h for h in header if h)})")
     launches = []
+    named = max(i for i, h in enumerate(header) if h) + 1
     for row in rows[1:]:
+        if len(row) < named:  # a row cut short (a truncated file): its last cell may be cut too
+            row = row[:-1]
         cell = {h: (row[i] if i < len(row) else None) for i, h in enumerate(header) if h}
         launches.append(Launch(
             op_name=(cell.get("Op Name") or "").strip(),
             op_type=(cell.get("Op Type") or "").strip() or None,
-            duration_us=_num(cell.get("Task Duration(us)")),
+            duration_us=_duration(cell.get("Task Duration(us)")),
             block_dim=_num(cell.get("Block Dim"), int),
             mix_block_dim=_num(cell.get("Mix Block Dim"), int),  # absent on 310P
             device_id=_num(cell.get("Device Id"), int),
@@ -136,7 +160,8 @@ def summarize_launches(launches: list[Launch]) -> tuple[list[float], dict, list[
     down = [l for l in launches if l.down_clocked]
     notes = []
     if missing:
-        notes.append(f"{missing} launch(es) without a Task Duration (NA) were skipped")
+        notes.append(f"{missing} launch(es) without a Task Duration (NA, empty, negative, zero or not "
+                     "a finite number) were skipped")
     if down:
         worst = min(down, key=lambda l: l.current_freq or 0)
         notes.append(f"{len(down)} of {len(launches)} launches ran down-clocked "
