@@ -280,7 +280,9 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-_TEMP_INDEX = re.compile(r"^index\.(\d+)\.\d+$|^\..+\.(\d+)\.tmp$")
+# temporary index files of commit_files (and git's .lock beside them), write_atomic's temp files;
+# run.lock / branches.lock are flock files, kept on purpose (an flock never goes stale)
+_TEMP_INDEX = re.compile(r"^index\.(\d+)\.\d+(?:\.lock)?$|^\..+\.(\d+)\.tmp$")
 
 
 def housekeeping(repo, state_dir: Path, branch_prefix: str, worktree: Path) -> list[str]:

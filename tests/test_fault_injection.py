@@ -213,13 +213,15 @@ def test_leftovers_of_a_sigkill_are_cleaned_on_the_next_run(git_repo, tmp_path):
     index = state / "index.999999999.12345"
     state.mkdir(parents=True, exist_ok=True)
     index.write_text("x")
+    index_lock = state / "index.999999999.12345.lock"  # git's lock beside a temporary index
+    index_lock.write_text("")
     temp = Path(os.environ.get("TMPDIR", "/tmp")) / f"tunebot-999999999-kernel-{uuid.uuid4().hex[:6]}"
     temp.mkdir()
     old = time.time() - 60
     os.utime(stale_ref_lock, (old, old))
     outcome = tune(git_repo.path, "sleepy", max_iters=1)
     assert outcome.iterations == 1 and git(git_repo.path, "rev-parse", "tunebot/sleepy/v1")
-    assert not stale_ref_lock.exists() and not index.exists() and not temp.exists()
+    assert not stale_ref_lock.exists() and not index.exists() and not index_lock.exists() and not temp.exists()
 
 
 # ---------------------------------------------------------------- item 4: state moved by hand

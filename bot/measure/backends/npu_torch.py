@@ -85,7 +85,7 @@ def measure_npu_torch(source: Path, entry: str = "kernel", inputs: str = "get_in
         files = sorted(trace.rglob("kernel_details.csv"))
         if not files:
             raise MeasureError(f"the torch_npu profiler wrote no kernel_details.csv under {trace}")
-        rows = [r for f in files for r in parse_kernel_details(f.read_text(encoding="utf-8"), kernel_name)]
+        rows = [r for f in files for r in parse_kernel_details(f.read_text(encoding="utf-8", errors="replace"), kernel_name)]
         if not rows:
             raise MeasureError(f"no kernel in kernel_details.csv matched '{kernel_name}'")
         samples = per_step_us(rows)
