@@ -244,7 +244,7 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback, hel
     if request.dry_run:  # plan only: create nothing, not even a worktree
         return _Run(request, repo, op, settings, repo_cfg, base_sha, base_branch, checkout, log, forge, progress)
     prefix = f"{repo_cfg.branch_prefix}/{op.name}"
-    warn = lambda message: progress(ProgressEvent("warning", op.qualified, message=message))  # noqa: E731
+    warn = lambda message: progress(ProgressEvent("warning", op.qualified, message=message))
     orphans = None if fresh else run_guard.orphan_branches(repo, log, previous, prefix, f"tunebot tune {op.qualified}")
     if orphans:
         fresh = True

@@ -28,8 +28,7 @@ from pathlib import Path
 
 from bot import gitops
 from bot.errors import TunebotError
-from bot.measure import confine, reaper
-from bot.measure import sandbox
+from bot.measure import confine, reaper, sandbox
 from bot.measure.types import AccuracyResult, Decision, LatencyResult
 from bot.record.results import ResultsLog
 

@@ -38,7 +38,7 @@ def decode(data: bytes, shown: str, python: bool = False) -> str:
         declared = "UTF-8" if encoding == "utf-8" else f"{encoding} (its coding line)"
         raise UndecodableFile(
             f"{shown} is not valid {declared} text ({exc.reason} at byte {exc.start}). Fix: save it as UTF-8"
-            + ("" if python else "") + (", or declare its encoding in a coding line (PEP 263)" if python else ""))
+            + (", or declare its encoding in a coding line (PEP 263)" if python else ""))
     return text.removeprefix("\ufeff") if encoding == "utf-8-sig" else text
 
 

@@ -183,7 +183,7 @@ def _alive(pid: int) -> bool:
 def sweep_temp(root: Path | None = None) -> list[str]:
     """Remove temporary folders and files of tunebot processes that no longer exist."""
     root = Path(root or tempfile.gettempdir())
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(root.iterdir())
     except OSError:

@@ -314,10 +314,12 @@ def run_sandboxed(
         if channel:
             os.close(write_fd)
             reader = _ChannelReader(read_fd, nonce, start)
+            stdin = proc.stdin
+            assert stdin is not None  # stdin=PIPE
             with contextlib.suppress(OSError):
-                proc.stdin.write(nonce.encode() + b"\n")
+                stdin.write(nonce.encode() + b"\n")
             with contextlib.suppress(OSError):
-                proc.stdin.close()
+                stdin.close()
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -335,19 +337,20 @@ def run_sandboxed(
         text = _read_tail(sink)
     duration = time.monotonic() - start
     rc = proc.returncode
-    channel_info = dict(messages=reader.messages, channel_problems=reader.problems) if reader else {}
+    messages = reader.messages if reader else []
+    problems = reader.problems if reader else []
     if timed_out:
         return SandboxResult(list(argv), str(cwd), "timeout", rc, text, duration, timed_out=True,
-                             signal_name="SIGKILL", swept=swept, **channel_info,
+                             signal_name="SIGKILL", swept=swept, messages=messages, channel_problems=problems,
                              reason=f"timed out after {timeout_s:g} s; process group killed")
     if rc == 0:
         return SandboxResult(list(argv), str(cwd), "ok", rc, text, duration, reason="exit code 0", swept=swept,
-                             **channel_info)
+                             messages=messages, channel_problems=problems)
     sig_name, reason = describe_exit(rc)
     if sig_name is None and OOM_MARKERS.search(tail_of(text)):
         reason += " (out of memory)"
     return SandboxResult(list(argv), str(cwd), "error", rc, text, duration, signal_name=sig_name, reason=reason,
-                         swept=swept, **channel_info)
+                         swept=swept, messages=messages, channel_problems=problems)
 
 
 def python_argv(*args: str) -> list[str]:

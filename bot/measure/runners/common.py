@@ -14,9 +14,10 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 EXIT_BAD_OP = 3  # the op module breaks the contract (missing entry, inputs not a tuple)
 
