@@ -90,3 +90,18 @@ def test_guarded_log_puts_back_what_was_deleted_or_edited(tmp_path):
     log.append({"key": "iter:1", "kind": "iteration"})
     assert [r["key"] for r in log.read()] == ["start", "baseline", "iter:1"] and "changed" in notes[-1]
     assert log.verify() is None
+
+
+# Coding-line forms as they appear in public Python files (seen with the code search: an upper-case
+# name, a shebang first, Emacs and vim styles); the bodies here are ours.
+@pytest.mark.parametrize("head", ["# -*- coding: GBK -*-\n", "#!/usr/bin/env python\n# -*- coding: gbk -*-\n",
+                                  "# coding=gb2312\n", "# vim: set fileencoding=gbk :\n"])
+def test_coding_line_forms_round_trip(head):
+    body = "# 计算\nNAME = '算子'\n"
+    encoding = "gb2312" if "gb2312" in head else "gbk"
+    data = (head + body).encode(encoding)
+    text = source_text.decode(data, "op.py", python=True)
+    assert text == head + body and source_text.encode(text) == data
+    ns: dict = {}
+    exec(compile(data, "op.py", "exec"), ns)  # Python reads the same bytes the same way
+    assert ns["NAME"] == "算子"
