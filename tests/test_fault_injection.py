@@ -356,3 +356,71 @@ def test_a_new_commit_of_an_op_whose_baseline_failed_is_noticed(git_repo):
     assert any("never passed L0" in w for w in warnings)
     start = records(git_repo.path, "sleepy")[0]
     assert start["base_sha"] == fixed and outcome.baseline_us
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 48 MiB file system (tmpfs) for the repository; skipped where mounting is not allowed."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("needs permission to mount a tmpfs (a real small disk)")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file until the disk is full (a real ENOSPC); returns it so the test can free the space."""
+    filler = disk / "filler.bin"
+    with open(filler, "wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+        try:
+            while True:
+                fh.write(b"\0" * 512)
+        except OSError:
+            pass
+    return filler
+
+
+@pytest.mark.parametrize("when, marker", [("before the run", None), ("after iteration 1", '"iter:1"'),
+                                          ("before the delivery", '"kind": "stop"')])
+def test_a_full_disk_loses_nothing_and_the_run_resumes_once_space_is_freed(small_disk, when, marker):
+    from conftest import init_repo
+
+    repo = init_repo(small_disk)
+    add_op(repo, "sleepy")
+    path = results_path(repo.path, "sleepy")
+    cmd = [sys.executable, "-m", "bot", "tune", "sleepy", "--max-iters", "3", "--repo", str(repo.path)]
+    if when == "before the run":
+        filler = fill(small_disk)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    else:
+        live = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and marker not in (path.read_text() if path.exists() else ""):
+            time.sleep(0.01)
+        filler = fill(small_disk)
+        out, err = live.communicate(timeout=300)
+        proc = subprocess.CompletedProcess(cmd, live.returncode, out, err)
+    before = records(repo.path, "sleepy") if path.exists() else []
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the disk filled")  # a race with a fast run, not a failure
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the disk is full" in proc.stderr and "Nothing recorded was lost" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    filler.unlink()
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = records(repo.path, "sleepy")
+    assert after[: len(before)] == before, "recorded lines were kept as they were"
+    keys = [r["key"] for r in after]
+    assert len(keys) == len(set(keys)) and "delivery" in keys
+    iterations = [r["iteration"] for r in after if r["kind"] == "iteration"]
+    assert iterations == list(range(1, len(iterations) + 1))
