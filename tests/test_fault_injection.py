@@ -121,7 +121,7 @@ def test_a_second_tune_of_a_live_op_changes_nothing_of_the_live_run(git_repo):
 
 
 @pytest.mark.parametrize("name, verdict", [("forge_clock", "error"), ("forge_channel", "error"),
-                                           ("flaky", "fail_l0")])
+                                           ("forge_file", "not_better"), ("flaky", "fail_l0")])
 def test_forged_results_and_flaky_l0_are_never_adopted(git_repo, name, verdict):
     add_op(git_repo, name)
     outcome = tune(git_repo.path, name, max_iters=2)
