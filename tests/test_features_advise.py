@@ -106,7 +106,9 @@ def test_compile_not_used(table):
 def test_redundant_steps_go_to_caching(table):
     advice = run(table, {"pipeline": {"redundant_steps": True}})
     assert fired(advice)["cache"] is True
-    assert names(advice) == ["AttentionCache", "DitCache", "时间步优化"]
+    # cache.md: "DiTCache 优先 … 推荐首先尝试", "AttentionCache 备选": the docs' order, not the alphabet
+    assert names(advice) == ["DitCache", "时间步优化", "AttentionCache"]
+    assert advice.recommendations[0].ranked_by.startswith("docs: 推荐首先")
     assert fired(run(table, {"pipeline": {"step_similarity": 0.95}}))["cache"] is True
 
 
@@ -153,10 +155,31 @@ def test_model_support_filters_sparse_attention(table):
     assert "attention_forward" in names(flux)  # no model list declared: kept
 
 
-def test_unknown_model_and_hardware_are_warned_and_only_undeclared_rows_kept(table):
+def test_unknown_model_gets_features_with_a_warning_and_unknown_hardware_loses_limited_ones(table):
     advice = run(table, {"compute": {"matmul_pct": 20, "attention_pct": 45}}, hardware="910B", model="MyDiT")
-    assert any("MyDiT" in w for w in advice.warnings) and any("910B" in w for w in advice.warnings)
-    assert set(names(advice)) == {"attention_forward", "attention_forward_varlen"}
+    assert any("MyDiT" in w and "未声明" in w for w in advice.warnings) and any("910B" in w for w in advice.warnings)
+    assert {"sparse_attention", "attention_forward"} <= set(names(advice))
+    assert "FA量化" not in names(advice) and "FA量化" in [s.name for s in advice.skipped]  # 仅 Atlas 800I A2
+
+
+def test_parallel_strategies_follow_the_docs_preference(table):
+    advice = run(table, {"communication": {"exposed_comm_pct": 45}})
+    got = names(advice)
+    assert got.index("Ulysses Sequence Parallel") < got.index("Tensor Parallel")
+    ulysses = advice.recommendations[got.index("Ulysses Sequence Parallel")]
+    assert ulysses.ranked_by == "docs: 推荐优先使用 (parallelism.md)"
+    assert advice.recommendations[got.index("Tensor Parallel")].ranked_by.startswith("docs: 不推荐优先使用")
+    # the expert load balancer is for MoE models only
+    assert "动态专家负载均衡" not in got and "MoE" in next(s.reason for s in advice.skipped if s.name == "动态专家负载均衡")
+    moe = advise(table, analysis(communication={"exposed_comm_pct": 45}), A2, "Wan2.1", "f.md", moe=True)
+    assert "动态专家负载均衡" in names(moe)
+
+
+def test_matrix_hardware_of_the_model_is_used(table):
+    # FLUX.1-dev is listed on A2 and A3 only: nothing on 300I DUO, with the reason
+    advice = run(table, {"compute": {"matmul_pct": 50, "attention_pct": 20}}, hardware="300I Duo", model="FLUX.1-dev")
+    assert advice.recommendations == []
+    assert all("only on" in s.reason for s in advice.skipped) and any("FLUX.1-dev" in w for w in advice.warnings)
 
 
 def test_everything_filtered_says_why(table):

@@ -27,3 +27,14 @@ def test_allows():
     assert hw.allows(only_a2, "Atlas 800I A2") and not hw.allows(only_a2, "Atlas 800I A3")
     assert hw.allows((), "anything")
     assert not hw.allows((hw.HardwareLimit("不支持", "Atlas 300I DUO"),), "Atlas 300I DUO")
+
+
+def test_short_forms_legends_and_what_is_no_limit():
+    assert hw.products("A2 A3 DUO") == ["Atlas 800I A2", "Atlas 800I A3", "Atlas 300I DUO"]
+    assert hw.products("A2A 模式：标准 all-to-all；W8A8、W4A4") == []  # all-to-all and algorithm names
+    assert hw.legend("A2代表Atlas 800I A2，默认算力313T。DUO代表300I DUO，默认") == \
+        {"A2": "Atlas 800I A2", "DUO": "Atlas 300I DUO"}
+    assert hw.limits_in("W8A8 MXFP8 quantization，支持 A5。") == [hw.HardwareLimit("仅", "A5")]
+    assert hw.limits_in("EP 场景下 A3/A5 硬件使用 dynamic dispatcher") == []  # a mention, no limit
+    assert [hw.normalize(n) for n in ("A2", "300I Duo", "Atlas 800I A3 超节点服务器", "A5")] == \
+        ["Atlas 800I A2", "Atlas 300I DUO", "Atlas 800I A3", "A5"]

@@ -169,3 +169,22 @@ def test_all_features_in_one_file_one_level_deeper(docs, tmp_path):
     table = build_table(merged)
     assert {(r.direction, r.name, r.kind) for r in table.rows} == {(r.direction, r.name, r.kind) for r in expected.rows}
     assert {r.name for r in table.rows if r.hardware} == {"FA量化", "FP8_DYNAMIC"}
+
+
+def test_cross_reference_stub_merges_into_its_target_and_heading_hardware_limits(docs):
+    (docs / "memory.md").write_text(
+        "# 显存优化\n\n## 量化\n\n参考轻量化算法章节：[FA量化](./quantization.md#fa量化)\n\n"
+        "## 显存压缩（A2/A3）\n\n一种压缩。\n", encoding="utf-8")
+    table = build_table(docs)
+    assert "量化" not in names(table)
+    fa = next(r for r in table.rows if r.name == "FA量化")
+    assert "memory.md#量化" in fa.sources and [l.render() for l in fa.hardware] == ["仅 Atlas 800I A2"]
+    squeeze = next(r for r in table.rows if r.name == "显存压缩（A2/A3）")
+    assert sorted(l.render() for l in squeeze.hardware) == ["仅 Atlas 800I A2", "仅 Atlas 800I A3"]
+
+
+def test_stub_to_a_missing_target_stays_a_row_with_a_warning(docs):
+    (docs / "memory.md").write_text("# 显存优化\n\n## 量化\n\n参考：[X](./gone.md#x)\n\n## 压缩\n\n压缩。\n",
+                                    encoding="utf-8")
+    table = build_table(docs)
+    assert "量化" in names(table) and any("memory.md#量化 points to gone.md#x" in w for w in table.warnings)

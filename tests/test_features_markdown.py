@@ -18,7 +18,7 @@ from mindiesd import quantize
  | 接口名 | 说明 |
  |:---|:---:|
  | [Wan2.1](https://x/y) | <ul><li>Atlas 800I A2 服务器</li><li>Atlas 300I DUO 推理卡</li></ul> |
- | `a|b` | ✅️ |
+ | `a\\|b` | ✅️ |
 
 ### 技术特点
 

@@ -94,3 +94,42 @@ def test_refuses_a_branch_of_the_same_name_it_did_not_create(git_repo, docs):
     subprocess.run(["git", "branch", BRANCH], cwd=git_repo.path, check=True)
     with pytest.raises(GitError, match="not created by tunebot"):
         propose_refresh(git_repo.path, docs, LocalForge(git_repo.path), base="main", output=OUT)
+
+
+def _commit_table(git_repo, text: str) -> None:
+    path = git_repo.path / OUT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "add", OUT], cwd=git_repo.path, check=True)
+    subprocess.run(["git", "commit", "-qm", "table"], cwd=git_repo.path, check=True)
+
+
+def test_proposal_closes_itself_when_the_docs_match_the_base_again(git_repo, docs):
+    forge = LocalForge(git_repo.path)
+    base_run = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t0")
+    base_text = _show(git_repo.path, f"{base_run.commit}:{OUT}")
+    forge.close(base_run.proposal.id)
+    _commit_table(git_repo, base_text)  # the base now holds the table of these docs
+    original = (docs / "cache.md").read_text(encoding="utf-8")
+    (docs / "cache.md").write_text(original + "\n## 新缓存\n\n一种新缓存。\n", encoding="utf-8")
+    changed = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t1")
+    assert changed.status == "proposed" and changed.proposal.state == "open"
+    (docs / "cache.md").write_text(original, encoding="utf-8")  # the docs revert
+    reverted = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t2")
+    assert reverted.status == "closed" and reverted.proposal.id == changed.proposal.id
+    assert forge.get(changed.proposal.id).state == "closed" and forge.list_proposals("open") == []
+    assert propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t3").status == "unchanged"
+
+
+def test_a_closed_proposal_is_not_reopened_with_the_same_table_but_a_changed_one_is(git_repo, docs):
+    forge = LocalForge(git_repo.path)
+    first = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t1")
+    forge.close(first.proposal.id)  # a reviewer declines it
+    again = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t2")
+    assert again.status == "declined" and again.proposal.id == first.proposal.id
+    assert forge.list_proposals("open") == [] and len(forge.list_proposals(None)) == 1
+    (docs / "cache.md").write_text((docs / "cache.md").read_text(encoding="utf-8") + "\n## 新缓存\n\n新。\n",
+                                   encoding="utf-8")
+    changed = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t3")
+    assert changed.status == "proposed" and changed.proposal.id != first.proposal.id
+    assert changed.proposal.state == "open"

@@ -89,6 +89,11 @@ def refresh_features(docs_dir: Path, output: str, propose: bool, repo: Path, bas
                               ensure_ascii=False, indent=2))
     elif proposal is None:
         click.echo(f"{rel}: unchanged against the base branch; no commit, no proposal")
+    elif result.status == "closed":
+        click.echo(f"{rel}: the docs match the base branch again; closed stale proposal {proposal.id}")
+    elif result.status == "declined":
+        click.echo(f"{rel}: proposal {proposal.id} with this same table was closed by a reviewer; not reopened "
+                   "(a changed table opens a new one)")
     else:
         where = proposal.url or f"proposal {proposal.id}"
         click.echo(f"{rel}: {result.status} on {proposal.head} ({(result.commit or '')[:12]}); {where}: {proposal.title}")
@@ -115,9 +120,10 @@ def _repo_relative(repo: Path, output: str) -> str:
 @click.option("--model", required=True, help='Model name as in the support matrix, e.g. "Wan2.1".')
 @click.option("--features", "features_file", default=DEFAULT_OUTPUT, show_default=True,
               type=click.Path(path_type=Path), help="The features table to cite.")
+@click.option("--moe", is_flag=True, help="The model has mixture-of-experts layers (MoE features are offered only then).")
 @click.option("--json", "as_json", is_flag=True, help="Print the advice as JSON.")
 @handle_errors
-def advise(report: Path, hardware: str, model: str, features_file: Path, as_json: bool) -> None:
+def advise(report: Path, hardware: str, model: str, features_file: Path, moe: bool, as_json: bool) -> None:
     """Rank MindIE-SD optimizations (P0-P2) for a model from a performance analysis."""
     if not hardware.strip() or not model.strip():
         raise click.BadParameter("must not be empty", param_hint="--hardware/--model")
@@ -126,11 +132,16 @@ def advise(report: Path, hardware: str, model: str, features_file: Path, as_json
             f"features table {features_file} not found. Generate it with "
             "`tunebot refresh-features --docs-dir <MindIE-SD>/docs/zh/features`, or pass --features."
         )
-    table = render.parse(features_file.read_text(encoding="utf-8"))
+    try:
+        table = render.parse(features_file.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise analysis_mod.AnalysisError(
+            f"features table {features_file} is not UTF-8 text, so it is not a table tunebot wrote. Regenerate it with "
+            "`tunebot refresh-features`, or pass the right --features.") from None
     if not table.rows:
         raise analysis_mod.AnalysisError(f"{features_file} has no feature rows; regenerate it with tunebot refresh-features.")
     analysis = analysis_mod.load(report)
-    advice = advise_mod.advise(table, analysis, hardware, model, features_file.as_posix())
+    advice = advise_mod.advise(table, analysis, hardware, model, features_file.as_posix(), moe=moe)
     if as_json:
         click.echo(json.dumps(advice.to_dict(), ensure_ascii=False, indent=2))
         return
@@ -153,6 +164,7 @@ def _print_advice(advice: advise_mod.Advice) -> None:
             click.echo(f"      why: {'; '.join(r.reasons)}")
             if r.variants:
                 click.echo(f"      options: {', '.join(r.variants)}")
+            click.echo(f"      order: {r.ranked_by}")
             click.echo(f"      cite: {r.citation.file}#{r.citation.anchor} row '{r.citation.row}' "
                        f"(docs: {', '.join(r.citation.sources)})")
     for s in advice.skipped:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from bot.features import classify as cls
 from bot.features import hardware as hw
 from bot.features.analysis import Analysis
 from bot.features.classify import has_word as _has
@@ -61,6 +62,7 @@ class Recommendation:
     reasons: list[str]
     citation: Citation
     variants: list[str]
+    ranked_by: str = ""  # the docs' preference statement used for the order, or the tie-break
 
 
 @dataclass
@@ -200,14 +202,40 @@ def _matches(row: FeatureRow, only: str | None) -> bool:
     return True
 
 
-def advise(table: ParsedTable, analysis: Analysis, hardware: str, model: str, features_file: str) -> Advice:
-    """Recommendations for `model` on `hardware`, ranked by the priority rule."""
+def is_moe_row(row: FeatureRow) -> bool:
+    return cls.is_moe([row.name, row.parent, *row.api])
+
+
+def _preference(row: FeatureRow) -> int:
+    return cls.preference(row.preference)[0]
+
+
+def _exclusion(row: FeatureRow, hw_name: str, model: str, model_name: str | None, moe: bool) -> str | None:
+    """Why the docs exclude `row` for this hardware and model; None when they do not."""
+    if not hw.allows(row.hardware, hw_name):
+        limits = "; ".join(l.render() for l in row.hardware)
+        return f"hardware: the docs say {limits}; this run is on {hw_name}"
+    if model_name is not None and row.models is not None and model_name not in row.models:
+        listed = ", ".join(row.models) or "none"
+        return f"model: the support matrix lists {listed}; not {model}"
+    if is_moe_row(row) and not moe:
+        return (f"MoE: a feature for mixture-of-experts layers; the docs do not mark {model} as a MoE model "
+                "(pass --moe if it has MoE layers)")
+    return None
+
+
+def advise(table: ParsedTable, analysis: Analysis, hardware: str, model: str, features_file: str,
+           moe: bool = False) -> Advice:
+    """Recommendations for `model` on `hardware`, ranked by the priority rule, then by the docs' own
+    preference statements, then by how far the decision tree's numbers are past their thresholds."""
     hw_name = hw.normalize(hardware)
     known_models = {_norm_model(m): m for m in table.models}
     warnings: list[str] = []
     model_name = known_models.get(_norm_model(model))
     if model_name is None:
-        warnings.append(f"model '{model}' is not in the support matrix: features with a declared model list are skipped.")
+        warnings.append(f"model '{model}' is not in the support matrix: its support is 未声明 for every feature; "
+                        "the features below follow from the analysis alone, check them on this model.")
+    model_hardware = table.models.get(model_name, []) if model_name else []
     known_hw = {h for hws in table.models.values() for h in hws} | {l.product for r in table.rows for l in r.hardware}
     if hw_name not in known_hw:
         warnings.append(f"hardware '{hardware}' is not named in the docs: features limited to named hardware are skipped.")
@@ -220,26 +248,39 @@ def advise(table: ParsedTable, analysis: Analysis, hardware: str, model: str, fe
                 candidates.setdefault(row.key, (row, []))[1].append(finding)
     kept, skipped = [], []
     for row, hits in candidates.values():
-        if not hw.allows(row.hardware, hw_name):
-            limits = "; ".join(l.render() for l in row.hardware)
-            skipped.append(Skipped(row.name, row.direction, f"hardware: the docs say {limits}; this run is on {hw_name}"))
-        elif row.models is not None and (model_name is None or model_name not in row.models):
-            listed = ", ".join(row.models) or "none"
-            skipped.append(Skipped(row.name, row.direction, f"model: the support matrix lists {listed}; not {model}"))
+        if model_hardware and hw_name not in model_hardware:
+            skipped.append(Skipped(row.name, row.direction, f"model: the support matrix lists {model_name} only on "
+                                   f"{', '.join(model_hardware)}; this run is on {hw_name}"))
+            continue
+        why = _exclusion(row, hw_name, model, model_name, moe)
+        if why:
+            skipped.append(Skipped(row.name, row.direction, why))
         else:
             kept.append((row, hits))
-    kept.sort(key=lambda item: (CATEGORIES.index(category_of(item[0])), -max(f.strength for f in item[1]), item[0].name))
+    if model_hardware and hw_name not in model_hardware:
+        warnings.append(f"the support matrix lists {model_name} only on {', '.join(model_hardware)}, not on {hw_name}: "
+                        "nothing is recommended for this combination.")
+    kept.sort(key=lambda item: (CATEGORIES.index(category_of(item[0])), -_preference(item[0]),
+                                -max(f.strength for f in item[1]), item[0].name))
     present = sorted({CATEGORIES.index(category_of(r)) for r, _ in kept})
     recommendations = []
     for rank, (row, hits) in enumerate(kept, start=1):
         level = min(present.index(CATEGORIES.index(category_of(row))), len(PRIORITIES) - 1)
-        variants = [r.name for r in table.rows if r.parent == row.name and r.direction == row.direction]
+        variants = [r.name for r in table.rows if r.parent == row.name and r.direction == row.direction
+                    and _exclusion(r, hw_name, model, model_name, moe) is None]
+        peers = [r for r, _ in kept if category_of(r) == category_of(row) and r is not row]
+        if row.preference:
+            ranked_by = f"docs: {row.preference}"
+        elif any(_preference(p) for p in peers):
+            ranked_by = "docs: no preference stated for this feature (ranked after those the docs recommend)"
+        else:
+            ranked_by = "tie-break: how far the analysis is past the threshold, then name (the docs state no preference)"
         recommendations.append(Recommendation(
             priority=PRIORITIES[level], rank=rank, name=row.name, direction=row.direction, category=category_of(row),
             reasons=[f.reason for f in hits],
             citation=Citation(file=features_file, anchor=table.anchors.get(row.direction, ""), row=row.name,
                               sources=list(row.sources)),
-            variants=variants,
+            variants=variants, ranked_by=ranked_by,
         ))
     advice = Advice(model=model, hardware=hw_name, report=analysis.source, findings=findings,
                     recommendations=recommendations, skipped=skipped, warnings=warnings + analysis.notes)

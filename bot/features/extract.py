@@ -23,7 +23,7 @@ import os
 import re
 import subprocess
 from urllib.parse import unquote
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bot.features import classify as cls
@@ -44,7 +44,6 @@ MAX_PARAMS = 8
 _VERSION = re.compile(
     r"(?:版本号?|[Vv]ersion|MindIE[ -]?SD)\s*[:：]?\s*[vV]?(\d+\.\d+(?:\.\d+)*(?:[-.]?(?:rc|RC|alpha|beta)\d*)?)"
 )
-_PROSE_ALGO = re.compile(r"`([A-Za-z][A-Za-z0-9_]*)`\s*(?:算法|algorithm)", re.I)
 _SWITCH = re.compile(r"^(\w+)\.(enable_\w+)$")
 _MD_LINK = re.compile(r"\]\(([^)#\s]*\.md)(#[^)\s]*)?\)")
 
@@ -54,6 +53,7 @@ class Doc:
     rel: str  # path relative to the docs dir, posix
     root: md.Section  # the title section (H1) or the synthetic root
     stem: str
+    aliases: dict[str, str] = field(default_factory=dict)  # hardware abbreviations its legend defines
 
 
 @dataclass
@@ -63,30 +63,63 @@ class _Param:
     description: str
 
 
+MAX_DOCS = 500  # files under one docs dir
+MAX_TOTAL_BYTES = 32 * 1024 * 1024
+
+
+def _decode(raw: bytes, rel: str) -> str:
+    """UTF-8 text of a doc; binary or other encodings are refused (never decoded lossily)."""
+    if b"\x00" in raw[:65536]:
+        raise DocsError(f"{rel} is a binary file, not Markdown text. Remove it from the docs dir "
+                        "(only the MindIE-SD feature *.md files belong there).")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        where = f"byte {exc.start}"
+    try:
+        raw.decode("gb18030")
+        guess = " It decodes as GBK/GB18030: convert it with `iconv -f GB18030 -t UTF-8`."
+    except UnicodeDecodeError:
+        guess = " Convert it to UTF-8."
+    raise DocsError(f"{rel} is not valid UTF-8 ({where}); tunebot reads the docs as UTF-8 and does not guess.{guess}")
+
+
 def read_docs(docs_dir: Path) -> tuple[list[Doc], list[str]]:
-    """Every *.md under `docs_dir` (sorted), parsed; warnings for files that could not be read."""
+    """Every *.md under `docs_dir` (sorted), parsed; DocsError for any file that cannot be read faithfully."""
     if not docs_dir.exists():
         raise DocsError(f"docs dir {docs_dir} does not exist. Pass --docs-dir <MindIE-SD>/docs/zh/features.")
     if not docs_dir.is_dir():
         raise DocsError(f"{docs_dir} is not a directory. Pass the folder that holds the feature *.md files.")
-    paths = sorted(docs_dir.rglob("*.md"), key=lambda p: p.relative_to(docs_dir).as_posix())
+    paths = sorted((p for p in docs_dir.rglob("*.md") if p.is_file()), key=lambda p: p.relative_to(docs_dir).as_posix())
     if not paths:
         raise DocsError(
             f"docs dir {docs_dir} holds no *.md files. Pass the MindIE-SD feature docs folder "
             "(docs/zh/features in the MindIE-SD repository)."
         )
-    docs, warnings = [], []
+    if len(paths) > MAX_DOCS:
+        raise DocsError(f"docs dir {docs_dir} holds {len(paths)} *.md files (limit {MAX_DOCS}); "
+                        "pass the feature docs folder, not a whole repository.")
+    docs: list[Doc] = []
+    warnings: list[str] = []
+    total = 0
     for path in paths:
         rel = path.relative_to(docs_dir).as_posix()
-        raw = path.read_bytes()
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            text = raw.decode("utf-8", errors="replace")
-            warnings.append(f"{rel}: not valid UTF-8; undecodable bytes replaced.")
+        size = path.stat().st_size
+        total += size
+        if size > md.MAX_DOC_BYTES:
+            raise DocsError(f"{rel}: {size} bytes is over the {md.MAX_DOC_BYTES} byte limit for one feature doc "
+                            "(real ones are < 100 KB). Remove or split it.")
+        if total > MAX_TOTAL_BYTES:
+            raise DocsError(f"docs dir {docs_dir} holds over {MAX_TOTAL_BYTES} bytes of Markdown; "
+                            "pass the feature docs folder only.")
+        text = _decode(path.read_bytes(), rel)
         text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
-        tree = md.parse(text, title=path.stem)
-        docs.append(Doc(rel=rel, root=_title_section(tree, path.stem), stem=path.stem))
+        try:
+            tree = md.parse(text, title=path.stem, name=rel)
+        except md.MarkdownError as exc:
+            raise DocsError(str(exc)) from None
+        docs.append(Doc(rel=rel, root=_title_section(tree, path.stem), stem=path.stem,
+                        aliases=hw.legend(text)))
     return docs, warnings
 
 
@@ -100,9 +133,26 @@ def _title_section(tree: md.Section, stem: str) -> md.Section:
 # ---------------------------------------------------------------- structure
 
 
+def _first_sentence(section: md.Section) -> str:
+    found = hw.sentences([md.inline_text(section.prose[0])]) if section.prose else []
+    return found[0] if found else ""
+
+
+def is_excluded(section: md.Section) -> bool:
+    """A section that is no feature and lends none of its facts: a reserved or unsupported path."""
+    return cls.is_unsupported(section.title, _first_sentence(section))
+
+
+def is_tutorial(root: md.Section) -> bool:
+    """A doc written as numbered steps ("第一步", "Step 1"): one feature, however many headings."""
+    return sum(1 for s in root.walk() if cls.is_step(s.title)) >= 2
+
+
 def _candidates(node: md.Section, under_generic: bool) -> list[md.Section]:
     out = []
     for child in node.children:
+        if is_excluded(child) or cls.is_example(child.title):
+            continue  # a reserved path, a usage example or a tutorial step: never a feature
         if cls.is_generic(child.title):
             out += _candidates(child, True)
         elif under_generic and cls.is_identifier(child.title):
@@ -113,23 +163,36 @@ def _candidates(node: md.Section, under_generic: bool) -> list[md.Section]:
 
 
 def row_sections(node: md.Section, is_root: bool = True) -> list[md.Section]:
-    """The sections of a doc that are rows of the table (see module doc)."""
+    """The sections of a doc that are rows of the table (see module doc).
+
+    A titled doc (H1) is one feature unless it holds two or more feature headings;
+    a doc without a title lists its features directly under the synthetic root.
+    """
+    if is_root and is_tutorial(node):
+        return [node]
     kids = _candidates(node, False)
-    if (is_root and kids) or len(kids) >= 2:
+    if (is_root and node.level == 0 and kids) or len(kids) >= 2:
         return [s for k in kids for s in row_sections(k, False)]
     return [node]
 
 
+_EXCLUDED = md.Section(level=-1, title="", anchor="")  # owner of reserved / unsupported sections
+
+
 def _owners(root: md.Section, rows: list[md.Section]) -> dict[int, md.Section]:
-    """id(section) -> the row that owns it. Unowned sections are shared by the doc."""
+    """id(section) -> the row that owns it (or _EXCLUDED). Unowned sections are shared by the doc."""
     row_ids = {id(r) for r in rows}
     owner: dict[int, md.Section] = {}
-
-    def visit(node: md.Section, current: md.Section | None) -> None:
+    stack: list[tuple[md.Section, md.Section | None]] = [(root, None)]
+    while stack:
+        node, current = stack.pop()
         if id(node) in row_ids:
             current = node
+        elif node is not root and current is None and is_excluded(node):
+            current = _EXCLUDED
         if current is not None:
             owner[id(node)] = current
+        pending = []
         previous = None
         for child in node.children:
             inherited = current
@@ -138,17 +201,19 @@ def _owners(root: md.Section, rows: list[md.Section]) -> dict[int, md.Section]:
             if current is None and previous is not None and id(previous) in row_ids and not previous.children \
                     and cls.is_generic(child.title):
                 inherited = previous
-            visit(child, inherited)
+            pending.append((child, inherited))
             previous = child
-
-    visit(root, None)
+        stack.extend(reversed(pending))
     return owner
 
 
-def _sections_of(root: md.Section, owner: dict[int, md.Section], row: md.Section | None) -> list[md.Section]:
-    if row is None:
-        return [s for s in root.walk() if id(s) not in owner]
-    return [s for s in root.walk() if owner.get(id(s)) is row]
+def _group(root: md.Section, owner: dict[int, md.Section]) -> dict[int, list[md.Section]]:
+    """id(row) -> its sections in document order; key 0 -> the doc's shared sections."""
+    out: dict[int, list[md.Section]] = {}
+    for s in root.walk():
+        row = owner.get(id(s))
+        out.setdefault(0 if row is None else id(row), []).append(s)
+    return out
 
 
 # ---------------------------------------------------------------- facts of sections
@@ -194,11 +259,20 @@ def _param_tables(section: md.Section) -> list[tuple[md.Table, list[_Param]]]:
     return out
 
 
-def _key_params(sections: list[md.Section], signatures: list[str]) -> list[str]:
+def _params(sections: list[md.Section]) -> list[_Param]:
+    """Parameters of the sections' parameter tables, first mention of each name."""
     params: list[_Param] = []
+    seen: set[str] = set()
     for section in sections:
         for _, found in _param_tables(section):
-            params += [p for p in found if p.name not in {q.name for q in params}]
+            for p in found:
+                if p.name not in seen:
+                    seen.add(p.name)
+                    params.append(p)
+    return params
+
+
+def _key_params(params: list[_Param], signatures: list[str]) -> list[str]:
     names = [p.name for p in params if p.required] + [
         p.name for p in params if not p.required and "预留" not in p.description and "reserved" not in p.description.lower()
     ]
@@ -210,12 +284,14 @@ def _key_params(sections: list[md.Section], signatures: list[str]) -> list[str]:
     return names
 
 
-def _limits(sections: list[md.Section]) -> list[hw.HardwareLimit]:
+def _limits(sections: list[md.Section], aliases: dict[str, str] | None = None) -> list[hw.HardwareLimit]:
+    """Limits stated in the sections' prose; a line that defines a variant ("`…W8A8_MXFP8)`：支持 A5")
+    limits that variant only."""
     out: list[hw.HardwareLimit] = []
     for section in sections:
-        prose = [l for l in section.prose if not l.lstrip().startswith("|")]
-        for sentence in hw.sentences([md.inline_text(l) for l in prose]):
-            out += [l for l in hw.limits_in(sentence) if l not in out]
+        lines = [l for l in section.prose if not (_ALGO_CONST.search(l) or _PROSE_ALGOS.search(l))]
+        for sentence in hw.sentences([md.inline_text(l) for l in lines]):
+            out += [l for l in hw.limits_in(sentence, aliases) if l not in out]
     return out
 
 
@@ -251,7 +327,7 @@ def read_matrix(doc: Doc) -> list[MatrixTable]:
             products = {}
             if hw_col is not None:
                 for r in table.rows:
-                    names = [p for item in md.cell_items(r[hw_col]) for p in hw.products(item)]
+                    names = [p for item in md.cell_items(r[hw_col]) for p in hw.products(item, doc.aliases)]
                     products[md.cell_text(r[0])] = list(dict.fromkeys(names))
             anchor = section.anchor
             out.append(MatrixTable(
@@ -262,13 +338,15 @@ def read_matrix(doc: Doc) -> list[MatrixTable]:
 
 
 def _models_for(texts: list[str], matrix: list[MatrixTable]) -> tuple[str, ...] | None:
-    """Models the matrix marks for the first topic column these texts are about; None if none applies."""
-    for topic, _ in cls.MATRIX_TOPICS:
-        columns = [(t, c) for t in matrix for c in t.columns if cls.topic_of(c) == topic]
-        if columns and cls.has_topic(texts, topic):
-            marked = {m for table, column in columns for m in table.flags[column]}
-            universe = list(dict.fromkeys(m for t in matrix for m in t.models))
-            return tuple(m for m in universe if m in marked)
+    """Models the matrix marks for the topic the most specific text names (the row's own name
+    first, then its headings, then the file name); None when no matrix column is about it."""
+    for text in texts:
+        for topic, _ in cls.MATRIX_TOPICS:
+            columns = [(t, c) for t in matrix for c in t.columns if cls.topic_of(c) == topic]
+            if columns and cls.has_topic([text], topic):
+                marked = {m for table, column in columns for m in table.flags[column]}
+                universe = list(dict.fromkeys(m for t in matrix for m in t.models))
+                return tuple(m for m in universe if m in marked)
     return None
 
 
@@ -290,31 +368,116 @@ def _source(doc: Doc, section: md.Section) -> str:
     return f"{doc.rel}#{section.anchor}" if section.anchor else doc.rel
 
 
-def _doc_rows(doc: Doc, matrix: list[MatrixTable]) -> list[FeatureRow]:
+_STUB_WORDS = re.compile(r"参考|参见|请见|详见|\bsee\b|\brefer", re.I)
+_ALGO_CONST = re.compile(r"`[^`]*?\b[A-Za-z]*Algo[A-Za-z]*\.([A-Z][A-Z0-9_]+)\b[^`]*`")
+_PROSE_ALGOS = re.compile(
+    r"((?:`[A-Za-z][A-Za-z0-9_]*`\s*(?:和|与|及|、|,|，|and|or)\s*)*`[A-Za-z][A-Za-z0-9_]*`)\s*(?:算法|algorithms?)",
+    re.I)
+_BOLD_SUBJECT = re.compile(r"^\s*\*\*(.+?)\*\*")
+
+
+@dataclass
+class Stub:
+    """A row section that only points at another doc's section ("参考…：[Linear量化](x.md#linear量化)")."""
+
+    row: FeatureRow
+    target: tuple[str, str]  # (doc rel path, anchor or "")
+
+
+def _stub_target(doc: Doc, section: md.Section, own: list[md.Section]) -> tuple[str, str] | None:
+    if len(own) != 1 or section.code or section.tables or len(section.prose) > 3:
+        return None
+    text = " ".join(section.prose)
+    links = [(t, a) for t, a in _MD_LINK.findall(text) if "://" not in t]
+    if len(links) != 1 or not _STUB_WORDS.search(md.inline_text(text)):
+        return None
+    target, anchor = (unquote(x) for x in links[0])
+    rel = Path(os.path.normpath(Path(doc.rel).parent / target)).as_posix()
+    return rel, md.slugify(anchor[1:]) if anchor else ""
+
+
+def _preferences(doc: Doc) -> list[tuple[str, int, str]]:
+    """(subject, score, words) of each statement of preference in the doc ("**Ulysses（USP）**：…推荐优先使用")."""
+    out = []
+    for section in doc.root.walk():
+        for line in section.prose:
+            m = _BOLD_SUBJECT.match(line)
+            subject = md.inline_text(m.group(1)) if m else ""
+            if not subject:
+                continue
+            score, words = cls.preference(md.inline_text(line))
+            if score:
+                out.append((subject, score, words))
+    return out
+
+
+_NAME_STOP = {"parallel", "parallelism", "sequence", "并行", "序列并行", "模式", "mode", "优先", "优先使用", "备选"}
+
+
+def _initials(name: str) -> str:
+    return "".join(w[0] for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*", name)).upper()
+
+
+def _about(subject: str, name: str) -> bool:
+    """Whether a preference statement's subject names this row (shared word or its abbreviation)."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_.]*", subject)} - _NAME_STOP
+    mine = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_.]*", name)} - _NAME_STOP
+    abbrevs = {a.upper() for a in re.findall(r"[（(]([A-Za-z]{2,6})[）)]", subject)}
+    return bool(words & mine) or (len(_initials(name)) >= 2 and _initials(name) in abbrevs) \
+        or (len(name) >= 2 and name in subject)
+
+
+def is_guide(doc: Doc) -> bool:
+    """A tuning guide or index page (调优指南.md, README): it points at features, it documents none."""
+    return any(cls.has_word(t, w) for t in (doc.stem, doc.root.title) for w in cls.GUIDE_WORDS)
+
+
+def _title_limits(title: str, aliases: dict[str, str]) -> list[hw.HardwareLimit]:
+    """Hardware a feature heading names in parentheses ("W8A8 动态量化（A2/A3）"): only those."""
+    out: list[hw.HardwareLimit] = []
+    for inner in re.findall(r"[（(]([^（）()]*)[）)]", title):
+        out += [hw.HardwareLimit("仅", p) for p in hw.products(inner, aliases) if hw.HardwareLimit("仅", p) not in out]
+    return out
+
+
+def _doc_rows(doc: Doc, matrix: list[MatrixTable]) -> tuple[list[FeatureRow], list[Stub]]:
+    if is_guide(doc):
+        return [], []
     rows = row_sections(doc.root)
     owner = _owners(doc.root, rows)
-    shared = _sections_of(doc.root, owner, None)
+    groups = _group(doc.root, owner)
+    shared = groups.get(0, [])
     shared_imports = _imports(shared)
-    shared_limits = _limits(shared)
+    shared_limits = _limits(shared, doc.aliases)
+    shared_params = _params(shared)
+    statements = _preferences(doc)
     by_row: dict[int, FeatureRow] = {}
     out: list[FeatureRow] = []
+    stubs: list[Stub] = []
     for section in rows:
-        own = _sections_of(doc.root, owner, section)
+        own = groups.get(id(section), [])
         imports = _imports(own) or shared_imports
         names = {n for s in imports for n in md.imported_names(s)}
         signatures = _signatures(own, names) or _signatures(shared, names)
-        params = _key_params(own, signatures) or _key_params(shared, signatures)
+        params = _key_params(_params(own), signatures) or _key_params(shared_params, signatures)
         texts = _texts(section, doc)
+        name = section.title or doc.stem
+        said = [(score, words) for subject, score, words in statements if _about(subject, name)]
         row = FeatureRow(
-            direction=cls.direction_of(texts), name=section.title or doc.stem, kind=KIND_FEATURE, parent="",
+            direction=cls.direction_of(texts), name=name, kind=KIND_FEATURE, parent="",
             api=tuple(imports + signatures), params=tuple(params),
-            hardware=tuple(sorted(set(_limits(own) + shared_limits))),
+            hardware=tuple(sorted(set(_limits(own, doc.aliases) + shared_limits + _title_limits(name, doc.aliases)))),
             models=_models_for(texts, matrix), sources=(_source(doc, section),),
+            preference=f"{said[0][1]} ({doc.rel})" if said else "",
         )
+        target = _stub_target(doc, section, own)
+        if target is not None:
+            stubs.append(Stub(row, target))
+            continue
         by_row[id(section)] = row
         out.append(row)
     out += _variants(doc, owner, by_row, matrix, shared_imports, shared_limits)
-    return out
+    return out, stubs
 
 
 def _variants(
@@ -329,23 +492,32 @@ def _variants(
     out: list[FeatureRow] = []
     for section in doc.root.walk():
         row_section = owner.get(id(section))
+        if row_section is _EXCLUDED:
+            continue
         parent_row = by_row.get(id(row_section)) if row_section is not None else None
-        if parent_row is not None:
-            base = dict(direction=parent_row.direction, parent=parent_row.name, api=parent_row.api,
-                        hardware=parent_row.hardware)
+        if row_section is not None and parent_row is None:
+            continue  # a cross-reference stub: its target holds the facts
+        direction: str
+        parent: str
+        api: tuple[str, ...]
+        if parent_row is not None and row_section is not None:
+            direction, parent, api = parent_row.direction, parent_row.name, parent_row.api
+            limits = parent_row.hardware
             texts = _texts(row_section, doc)
         else:
             # Shared section: the variant belongs to the nearest named heading above it (e.g. CacheConfig).
             named = next((s for s in [section, *section.path()] if not cls.is_generic(s.title)), doc.root)
             texts = _texts(section, doc)
             local = _imports(list(named.walk())) or shared_imports
-            base = dict(direction=cls.direction_of(texts), parent=named.title or doc.stem,
-                        api=tuple(local), hardware=tuple(sorted(set(shared_limits))))
+            direction, parent, api = cls.direction_of(texts), named.title or doc.stem, tuple(local)
+            limits = tuple(sorted(set(shared_limits)))
         source = (_source(doc, section),)
 
-        def add(name: str, kind: str, params: tuple[str, ...], note: str) -> None:
+        def add(name: str, kind: str, params: tuple[str, ...], note: str,
+                extra: tuple[hw.HardwareLimit, ...] = ()) -> None:
             out.append(FeatureRow(name=name, kind=kind, params=params, note=note, sources=source,
-                                  models=_models_for([name, *texts], matrix), **base))
+                                  hardware=tuple(sorted(set(limits + extra))), direction=direction, parent=parent,
+                                  api=api, models=_models_for([name, *texts], matrix)))
 
         for table in section.tables:
             heads = [md.cell_text(h) for h in table.header]
@@ -372,8 +544,14 @@ def _variants(
                     )
                     add(setting, KIND_VALUE, (setting, *related), "")
         for line in section.prose:
-            for name in _PROSE_ALGO.findall(line):
-                add(name, KIND_ALGORITHM, parent_row.params if parent_row else (), "")
+            own_limits = tuple(l for sentence in hw.sentences([md.inline_text(line)])
+                               for l in hw.limits_in(sentence, doc.aliases))
+            for group in _PROSE_ALGOS.findall(line):
+                for name in md.code_names(group):
+                    add(name, KIND_ALGORITHM, parent_row.params if parent_row else (), "")
+            for name in _ALGO_CONST.findall(line):
+                note = md.inline_text(line.split("`")[-1]).lstrip("：:，, ")
+                add(name, KIND_ALGORITHM, parent_row.params if parent_row else (), note, own_limits)
     return out
 
 
@@ -390,8 +568,32 @@ def _merge(rows: list[FeatureRow]) -> list[FeatureRow]:
             sources=tuple(dict.fromkeys(first.sources + row.sources)),
             hardware=tuple(sorted(set(first.hardware + row.hardware))),
             params=tuple(dict.fromkeys(first.params + row.params)),
+            preference=first.preference or row.preference,
         )
     return list(merged.values())
+
+
+def _resolve_stubs(rows: list[FeatureRow], stubs: list[Stub]) -> tuple[list[FeatureRow], list[str]]:
+    """Merge each stub into the row it points at (the target keeps its own facts and cites the stub);
+    a stub whose target is not a row stays a row of its own, with a warning."""
+    warnings = []
+    for stub in stubs:
+        rel, anchor = stub.target
+        candidates = [i for i, r in enumerate(rows) if r.kind == KIND_FEATURE and r.sources[0].split("#")[0] == rel]
+        exact = [i for i in candidates if r_anchor(rows[i]) == anchor] if anchor else []
+        index = exact[0] if exact else (candidates[0] if not anchor and len(candidates) == 1 else None)
+        if index is None:
+            warnings.append(f"{stub.row.sources[0]} points to {rel}{'#' + anchor if anchor else ''}, "
+                            "which is not a feature row; kept as its own row.")
+            rows.append(stub.row)
+            continue
+        target = rows[index]
+        rows[index] = replace(target, sources=tuple(dict.fromkeys(target.sources + stub.row.sources)))
+    return rows, warnings
+
+
+def r_anchor(row: FeatureRow) -> str:
+    return row.sources[0].split("#", 1)[1] if "#" in row.sources[0] else ""
 
 
 # ---------------------------------------------------------------- provenance
@@ -458,9 +660,14 @@ def build_table(docs_dir: Path, previous_files: list[str] | None = None) -> Feat
     if not matrix:
         warnings.append("no support-matrix doc found (a doc of model tables): supported models are 未声明 everywhere.")
     rows: list[FeatureRow] = []
+    stubs: list[Stub] = []
     for doc in docs:
         if doc not in matrix_docs:
-            rows += _doc_rows(doc, matrix)
+            found, doc_stubs = _doc_rows(doc, matrix)
+            rows += found
+            stubs += doc_stubs
+    rows, stub_warnings = _resolve_stubs(rows, stubs)
+    warnings += stub_warnings
     files = [d.rel for d in docs]
     for gone in previous_files or []:
         if gone not in files:

@@ -1,9 +1,10 @@
-"""A small Markdown reader for feature docs: heading tree, pipe tables, code, imports.
+"""Feature docs as a heading tree (prose, code, tables per section), read with markdown-it-py.
 
-Only what the feature table needs, written to survive the layouts the
-MindIE-SD docs used over time: tables indented by a space, links and
-`<ul><li>` lists in cells, U+FE0F after flag emoji, `#` comments inside fenced
-code (never headings), heading levels that skip a step.
+The parser is markdown-it-py (CommonMark with the GFM table rule), so code
+fences, tables inside list items, escaped pipes and HTML in cells follow the
+same rules GitHub and Gitee use; a `#` inside fenced code is never a heading.
+Parsing is linear in the input; `MAX_DOC_BYTES` and `MAX_TABLE_ROWS` bound the
+work per file and fail with a clear error instead of running for minutes.
 """
 
 from __future__ import annotations
@@ -12,20 +13,32 @@ import html
 import re
 from dataclasses import dataclass, field
 
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
-_SEPARATOR_CELL = re.compile(r"^\s*:?-{1,}:?\s*$")
+from markdown_it import MarkdownIt
+
+from bot.errors import TunebotError
+
+MAX_DOC_BYTES = 4 * 1024 * 1024  # real feature docs are < 100 KB
+MAX_TABLE_ROWS = 5000  # the largest real table (support matrix) has < 100 rows
+
 _LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]*)(?:\s+\"[^\"]*\")?\)")
 _TAG = re.compile(r"<[^>]+>")
-_IMPORT = re.compile(r"^\s*from\s+(mindiesd(?:\.[A-Za-z_]\w*)*)\s+import\s+\(?([A-Za-z_][\w\s,]*?)\)?\s*(?:#.*)?$")
+_IMPORT = re.compile(r"^\s*from\s+(mindiesd(?:\.[A-Za-z_]\w*)*)\s+import\s+\(?([A-Za-z_][\w, ]*)\)?\s*(?:#.*)?$")
 _SIGNATURE = re.compile(r"^([A-Za-z_][\w.]*)\s*\((.*)\)\s*(->\s*[^\n]+)?$", re.S)
+_PIPE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 VARIATION_SELECTOR = "\ufe0f"
+
+
+class MarkdownError(TunebotError):
+    """A document cannot be read as Markdown within the limits: names the problem and the fix."""
+
+    exit_code = 2
 
 
 @dataclass
 class Table:
-    header: list[str]  # raw cell text
+    header: list[str]  # raw cell text (Markdown inline source)
     rows: list[list[str]]  # raw cell text, padded/truncated to len(header)
+    line: int = 0  # 1-based line of the header row
 
 
 @dataclass
@@ -39,17 +52,19 @@ class Section:
     level: int  # 0: the synthetic document root
     title: str  # heading text with inline markup removed
     anchor: str  # GitHub-style slug, unique within the document ("" for the root)
-    prose: list[str] = field(default_factory=list)  # text lines outside code and tables
+    prose: list[str] = field(default_factory=list)  # paragraphs / list items / quotes, one entry per source line
     code: list[CodeBlock] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     children: list["Section"] = field(default_factory=list)
     parent: "Section | None" = field(default=None, repr=False, compare=False)
 
     def walk(self):
-        """This section and every descendant, in document order."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
+        """This section and every descendant, in document order (iterative: deep trees are fine)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
 
     def path(self) -> list["Section"]:
         """Ancestors from the nearest up to the root (self excluded)."""
@@ -61,9 +76,10 @@ class Section:
 
 
 def inline_text(text: str) -> str:
-    """Markdown inline text as a reader sees it: no links, tags, emphasis or code ticks."""
+    """Markdown inline text as a reader sees it: no links, tags, emphasis, escapes or code ticks."""
     text = _LINK.sub(lambda m: m.group(1), text)
     text = _TAG.sub("", text)
+    text = text.replace("\\|", "|").replace("\\_", "_").replace("\\*", "*")
     text = text.replace("`", "").replace("**", "").replace("__", "")
     text = html.unescape(text).replace(VARIATION_SELECTOR, "")
     return re.sub(r"\s+", " ", text).strip()
@@ -88,40 +104,6 @@ def _unique(slug: str, seen: dict[str, int]) -> str:
             return candidate
 
 
-def split_row(line: str) -> list[str]:
-    """Cells of one pipe-table line; `|` inside code spans or escaped as `\\|` stays in the cell."""
-    text = line.strip()
-    if text.startswith("|"):
-        text = text[1:]
-    if text.endswith("|") and not text.endswith("\\|"):
-        text = text[:-1]
-    cells, current, in_code = [], [], False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text) and text[i + 1] == "|":
-            current.append("|")
-            i += 2
-            continue
-        if ch == "`":
-            in_code = not in_code
-        if ch == "|" and not in_code:
-            cells.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    cells.append("".join(current).strip())
-    return cells
-
-
-def _is_separator(line: str) -> bool:
-    if "-" not in line:
-        return False
-    cells = split_row(line)
-    return bool(cells) and all(_SEPARATOR_CELL.match(c) for c in cells)
-
-
 def cell_text(cell: str) -> str:
     """A cell as plain text; list items and line breaks become '; '."""
     text = re.sub(r"</li>\s*<li>|<br\s*/?>", "; ", cell, flags=re.I)
@@ -141,54 +123,92 @@ def code_names(text: str) -> list[str]:
     return re.findall(r"`([^`]+)`", text)
 
 
-def parse(text: str, title: str = "") -> Section:
-    """Parse a document into a heading tree under a level-0 root titled `title`."""
+_PARSER = MarkdownIt("commonmark", {"html": True}).enable("table")
+
+
+def parse(text: str, title: str = "", name: str = "document") -> Section:
+    """Parse a document into a heading tree under a level-0 root titled `title`.
+
+    `name` is used in errors. Raises MarkdownError for a document over MAX_DOC_BYTES,
+    a table over MAX_TABLE_ROWS rows, or pipe-table lines that do not form a table.
+    """
+    size = len(text.encode("utf-8"))
+    if size > MAX_DOC_BYTES:
+        raise MarkdownError(f"{name}: {size} bytes is over the {MAX_DOC_BYTES} byte limit for one feature doc. "
+                            "Pass the MindIE-SD feature docs folder; split or remove this file.")
     root = Section(level=0, title=title, anchor="")
     stack = [root]
     seen: dict[str, int] = {}
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    tokens = _PARSER.parse(text.replace("\r\n", "\n").replace("\r", "\n"))
     i = 0
-    while i < len(lines):
-        line = lines[i]
+    while i < len(tokens):
+        tok = tokens[i]
         current = stack[-1]
-        fence = _FENCE.match(line)
-        if fence:
-            mark = fence.group(1)
-            lang = line.strip()[len(mark):].strip()
-            body = []
-            i += 1
-            while i < len(lines) and not re.match(rf"^\s*{re.escape(mark[0])}{{{len(mark)},}}\s*$", lines[i]):
-                body.append(lines[i])
-                i += 1
-            current.code.append(CodeBlock(lang=lang, text=_dedent("\n".join(body))))
-            i += 1
+        if tok.type == "heading_open" and tok.level == 0 and tok.markup in ("-", "="):
+            # A setext heading: in these docs a paragraph (often just an image) followed by a
+            # "---" separator. Read as the paragraph it was meant to be.
+            current.prose.extend(l for l in tokens[i + 1].content.split("\n") if l.strip())
+            i += 3
             continue
-        heading = _HEADING.match(line)
-        if heading:
-            level = len(heading.group(1))
-            name = inline_text(heading.group(2))
+        if tok.type == "heading_open" and tok.level == 0:
+            level = int(tok.tag[1])
+            heading = inline_text(tokens[i + 1].content)
             while stack[-1].level >= level:
                 stack.pop()
-            section = Section(level=level, title=name, anchor=_unique(slugify(name), seen), parent=stack[-1])
+            section = Section(level=level, title=heading, anchor=_unique(slugify(heading), seen), parent=stack[-1])
             stack[-1].children.append(section)
             stack.append(section)
-            i += 1
+            i += 3
             continue
-        if "|" in line and i + 1 < len(lines) and _is_separator(lines[i + 1]):
-            header = split_row(line)
-            rows = []
-            i += 2
-            while i < len(lines) and "|" in lines[i] and lines[i].strip():
-                cells = split_row(lines[i])
-                cells = (cells + [""] * len(header))[: len(header)]
-                rows.append(cells)
-                i += 1
-            current.tables.append(Table(header=header, rows=rows))
+        if tok.type in ("fence", "code_block"):
+            current.code.append(CodeBlock(lang=(tok.info or "").strip(), text=_dedent(tok.content.rstrip("\n"))))
+        elif tok.type == "table_open":
+            i = _table(tokens, i, current, name)
             continue
-        if line.strip():
-            current.prose.append(line)
+        elif tok.type == "inline":
+            line = (tok.map[0] + 1) if tok.map else 0
+            lines = tok.content.split("\n")
+            if len(lines) >= 2 and all(_PIPE_ROW.match(l) for l in lines):
+                raise MarkdownError(f"{name}:{line}: these lines look like a pipe table but do not form one "
+                                    "(a missing or malformed '|---|' separator row, or a column count that "
+                                    "differs from the header). Fix the table in the doc.")
+            current.prose.extend(l for l in lines if l.strip())
+        elif tok.type == "html_block":
+            current.prose.extend(l for l in tok.content.split("\n") if l.strip())
         i += 1
     return root
+
+
+def _table(tokens: list, i: int, section: Section, name: str) -> int:
+    """Read the table starting at tokens[i] (table_open) into `section`; returns the index after it."""
+    line = (tokens[i].map[0] + 1) if tokens[i].map else 0
+    header: list[str] = []
+    rows: list[list[str]] = []
+    row: list[str] | None = None
+    in_head = False
+    i += 1
+    while i < len(tokens) and tokens[i].type != "table_close":
+        t = tokens[i]
+        if t.type == "thead_open":
+            in_head = True
+        elif t.type == "thead_close":
+            in_head = False
+        elif t.type == "tr_open":
+            row = []
+        elif t.type == "inline" and row is not None:
+            row.append(t.content.strip())
+        elif t.type == "tr_close" and row is not None:
+            if in_head:
+                header = row
+            else:
+                rows.append((row + [""] * len(header))[: len(header)])
+                if len(rows) > MAX_TABLE_ROWS:
+                    raise MarkdownError(f"{name}:{line}: a table of more than {MAX_TABLE_ROWS} rows; a feature doc "
+                                        "table this large is not documentation. Remove or split it.")
+            row = None
+        i += 1
+    section.tables.append(Table(header=header, rows=rows, line=line))
+    return i + 1
 
 
 def _dedent(text: str) -> str:
@@ -239,7 +259,8 @@ def signature_params(sig: str) -> list[str]:
     """Parameter names of a one-line signature, e.g. 'f(a, b=1, **kw)' -> ['a', 'b', '**kw']."""
     inner = sig[sig.index("(") + 1 : sig.rindex(")")]
     out = []
-    depth, current = 0, []
+    depth = 0
+    current: list[str] = []
     for ch in inner + ",":
         if ch in "([{":
             depth += 1

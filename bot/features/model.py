@@ -29,6 +29,7 @@ class FeatureRow:
     models: tuple[str, ...] | None  # None = the support matrix says nothing for this feature
     sources: tuple[str, ...]  # "file.md#anchor", first = where the row was found
     note: str = ""
+    preference: str = ""  # the docs' own words of preference and where, e.g. "推荐优先使用 (parallelism.md)"
 
     @property
     def key(self) -> tuple[str, str]:

@@ -8,6 +8,8 @@ branch is tunebot's own. Running it twice changes nothing the second time.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,10 @@ LABELS = ["tunebot", "references"]
 
 @dataclass
 class ProposeResult:
-    status: str  # "unchanged" (no commit, no proposal) | "proposed" (new commit) | "up-to-date" (branch already had it)
+    # "unchanged" (no commit, no proposal) | "proposed" (new commit) | "up-to-date" (branch already had it)
+    # | "closed" (docs match the base again: the open proposal was closed)
+    # | "declined" (a reviewer closed a proposal of this very table: not reopened)
+    status: str
     commit: str | None
     proposal: Proposal | None
     diff: render.TableDiff
@@ -48,7 +53,16 @@ def _parent(repo, sha: str) -> str | None:
     return parents[0].hexsha if parents else None
 
 
-def body(result_diff: render.TableDiff, table_meta: dict[str, str], rows: int, warnings: list[str]) -> str:
+_MARK = re.compile(r"<!-- tunebot-features-table: ([0-9a-f]{64}) -->")
+
+
+def fingerprint(text: str) -> str:
+    """The table's identity in a proposal body: its content without the sync-time line."""
+    return hashlib.sha256(render.same_content_key(text).encode("utf-8")).hexdigest()
+
+
+def body(result_diff: render.TableDiff, table_meta: dict[str, str], rows: int, warnings: list[str],
+         mark: str = "") -> str:
     lines = [
         "tunebot regenerated `references/mindiesd-features.md` from the MindIE-SD feature docs.",
         "",
@@ -63,7 +77,20 @@ def body(result_diff: render.TableDiff, table_meta: dict[str, str], rows: int, w
     if warnings:
         lines += ["", "## 警告", ""] + [f"- {w}" for w in warnings]
     lines += ["", "Review the rows against the docs; merge to make the table the new reference for `tunebot advise`."]
+    if mark:
+        lines += ["", f"<!-- tunebot-features-table: {mark} -->"]
     return "\n".join(lines) + "\n"
+
+
+def _declined(forge: Forge, mark: str) -> Proposal | None:
+    """The latest proposal of this very table that a reviewer closed (not merged), if any."""
+    closed = [p for p in forge.list_proposals("closed") if p.head == BRANCH and p.state == "closed"]
+    closed.sort(key=lambda p: int(p.id) if str(p.id).isdigit() else 0)
+    for proposal in reversed(closed):
+        found = _MARK.search(proposal.body or "")
+        if found:
+            return proposal if found.group(1) == mark else None
+    return None
 
 
 def propose_refresh(
@@ -84,7 +111,15 @@ def propose_refresh(
     previous = gitops.read_file(repo, base_sha, output, missing_ok=True)
     result = regenerate(Path(docs_dir), previous, now)
     if not result.changed:
+        stale = forge.find_proposal(BRANCH)
+        if stale is not None:  # the docs match the base again: the open proposal is out of date
+            return ProposeResult("closed", None, forge.close(stale.id), result.diff, result.table.warnings)
         return ProposeResult("unchanged", None, None, result.diff, result.table.warnings)
+    mark = fingerprint(result.text)
+    if forge.find_proposal(BRANCH) is None:
+        declined = _declined(forge, mark)
+        if declined is not None:
+            return ProposeResult("declined", None, declined, result.diff, result.table.warnings)
     tip = gitops.branch_sha(repo, BRANCH)
     if remote:
         tip = _fetch_remote_branch(Path(repo.working_tree_dir or repo.git_dir), remote) or tip
@@ -100,6 +135,6 @@ def propose_refresh(
     if remote:
         gitops.push(repo, remote, [f"+refs/heads/{BRANCH}:refs/heads/{BRANCH}"])
     meta = {"source_commit": result.table.source_commit or "", "docs_version": result.table.docs_version or ""}
-    text = body(result.diff, meta, len(result.table.rows), result.table.warnings)
+    text = body(result.diff, meta, len(result.table.rows), result.table.warnings, mark)
     proposal = forge.propose(head=BRANCH, base=base, title=TITLE, body=text, labels=list(LABELS))
     return ProposeResult(status, commit, proposal, result.diff, result.table.warnings)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.features import render
 from bot.features.extract import build_table
-from bot.features.model import FeatureTable
+from bot.features.model import DocsError, FeatureTable
 
 DEFAULT_OUTPUT = "references/mindiesd-features.md"
 
@@ -37,10 +37,27 @@ def regenerate(docs_dir: Path, previous: str | None, now: str | None = None) -> 
     return Refreshed(text=text, table=table, changed=changed, diff=render.diff(old.rows if old else [], table.rows))
 
 
+def read_previous(output: Path) -> str | None:
+    """The existing features file, or None; DocsError when `output` is no readable UTF-8 file."""
+    if output.is_dir():
+        raise DocsError(f"--output {output} is a directory. Pass the features file path, e.g. {DEFAULT_OUTPUT}.")
+    if not output.exists():
+        if output.parent.exists() and not output.parent.is_dir():
+            raise DocsError(f"--output {output}: {output.parent} is not a directory. Pass a path in a folder.")
+        return None
+    try:
+        return output.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise DocsError(f"--output {output} exists and is not UTF-8 text, so it is no features file tunebot wrote. "
+                        "Move it away or pass another --output.") from None
+    except OSError as exc:
+        raise DocsError(f"--output {output} cannot be read ({exc.strerror}). Pass a readable path.") from None
+
+
 def refresh_file(docs_dir: Path, output: Path, now: str | None = None) -> Refreshed:
     """Regenerate `output` in place; the file is only rewritten when its content changed."""
     output = Path(output)
-    previous = output.read_text(encoding="utf-8") if output.exists() else None
+    previous = read_previous(output)
     result = regenerate(docs_dir, previous, now)
     if result.changed:
         output.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from bot.features.model import UNDECLARED, FeatureRow, FeatureTable
 
 TITLE = "# MindIE-SD 特性映射表"
 SYNC_PREFIX = "- 同步时间: "
-COLUMNS = ["特性 / 算法", "类型", "所属特性", "API", "关键参数", "硬件约束", "支持模型", "来源", "说明"]
+COLUMNS = ["特性 / 算法", "类型", "所属特性", "API", "关键参数", "硬件约束", "支持模型", "来源", "说明", "文档推荐"]
 MATRIX_SECTION = "支持矩阵"
 WARNINGS_SECTION = "生成警告"
 _META = {"来源提交": "source_commit", "文档版本": "docs_version", "文档目录": "docs_label"}
@@ -50,6 +50,7 @@ def _row_cells(row: FeatureRow, parent_api: tuple[str, ...] | None = None) -> li
         UNDECLARED if row.models is None else (", ".join(_cell(m) for m in row.models) or "无"),
         "<br>".join(_code(s) for s in row.sources),
         _cell(row.note) or "—",
+        _cell(row.preference) or "—",
     ]
 
 
@@ -73,7 +74,8 @@ def render(table: FeatureTable, sync_time: str, previous: str | None = None) -> 
         f"- 文件: {', '.join(table.files)}",
         "",
         "硬件约束只写文档明确声明的限制，未声明即文档未限制；支持模型取自支持矩阵中与特性同名的列"
-        "（任一表格标记支持即列出），未声明即支持矩阵未覆盖该特性。",
+        "（任一表格标记支持即列出），未声明即支持矩阵未覆盖该特性。文档推荐是文档自己的推荐用语（如“推荐优先使用”），"
+        "advise 在同一优先级内先按它排序。",
     ]
     directions = [d for d in cls.DIRECTION_ORDER if any(r.direction == d for r in table.rows)]
     for direction in directions:
@@ -103,6 +105,11 @@ def render(table: FeatureTable, sync_time: str, previous: str | None = None) -> 
 
 def _without_sync(text: str) -> str:
     return re.sub(rf"^{re.escape(SYNC_PREFIX)}.*$", SYNC_PREFIX, text, count=1, flags=re.M)
+
+
+def same_content_key(text: str) -> str:
+    """The text with its sync-time line blanked: equal keys mean equal tables."""
+    return _without_sync(text)
 
 
 def same_content(a: str, b: str) -> bool:
@@ -150,7 +157,7 @@ def parse(text: str) -> ParsedTable:
     files: list[str] = []
     for section in root.walk():
         for line in section.prose:
-            match = re.match(r"^- ([^:]+): (.*)$", line.strip())
+            match = re.match(r"^(?:- )?([^:]+): (.*)$", line.strip())
             if match and match.group(1) in _META:
                 meta[_META[match.group(1)]] = match.group(2)
             elif match and match.group(1) == "文件":
@@ -162,7 +169,7 @@ def parse(text: str) -> ParsedTable:
         parsed.anchors[section.title] = section.anchor
         for table in section.tables:
             heads = [md.cell_text(h) for h in table.header]
-            if heads == COLUMNS:
+            if heads in (COLUMNS, COLUMNS[:-1]):  # the 9-column layout predates 文档推荐
                 start = len(parsed.rows)
                 for c in table.rows:
                     models_text = md.cell_text(c[6])
@@ -173,6 +180,7 @@ def parse(text: str) -> ParsedTable:
                         params=_codes(c[4]), hardware=_limits(c[5]),
                         models=None if models_text == UNDECLARED else (() if models_text == "无" else _list(c[6])),
                         sources=_codes(c[7]), note="" if md.cell_text(c[8]) == "—" else md.cell_text(c[8]),
+                        preference="" if len(c) < 10 or md.cell_text(c[9]) == "—" else md.cell_text(c[9]),
                     ))
                 apis = {r.name: r.api for r in parsed.rows[start:] if not r.parent}
                 for i in range(start, len(parsed.rows)):

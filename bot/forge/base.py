@@ -45,6 +45,9 @@ class Forge(Protocol):
     def post_status(self, text: str) -> None:
         """Create or edit the one status message of this run (GitHub: the sticky comment)."""
 
+    def close(self, proposal_id: str) -> Proposal:
+        """Close an open proposal without merging (its branch stays)."""
+
 
 # Errors every forge raises the same way (additive to the contract above).
 

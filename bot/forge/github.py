@@ -262,6 +262,15 @@ class GithubForge:
         out = [self._proposal(pr) for pr in prs if pr.head.ref.startswith(self.branch_prefix + "/")]
         return [p for p in out if wanted in ("all", "open", "closed") or p.state == wanted]
 
+    def close(self, proposal_id: str) -> Proposal:
+        """Close an open pull request without merging (its branch stays)."""
+
+        def step():
+            self.repo.get_pull(int(proposal_id)).edit(state="closed")
+            return self.repo.get_pull(int(proposal_id))
+
+        return self._proposal(self.call(f"close pull request #{proposal_id}", step))
+
     def get(self, proposal_id: str) -> Proposal:
         return self._proposal(self.call(f"read pull request #{proposal_id}", lambda: self.repo.get_pull(int(proposal_id))))
 
