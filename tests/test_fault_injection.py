@@ -174,7 +174,7 @@ def test_an_unconfined_vandal_is_caught_and_the_records_restored(git_repo, tmp_p
 # ---------------------------------------------------------------- item 3: process leaks
 
 
-def test_killing_tunebot_takes_its_kernel_along_and_the_next_run_sweeps_the_rest(git_repo, monkeypatch):
+def test_killing_tunebot_takes_its_kernel_and_the_kernels_children_along(git_repo, monkeypatch):
     mark = uuid.uuid4().hex
     monkeypatch.setenv("HOSTILE_MARK", mark)
     yaml = TUNE_YAML.replace("timeout_s: 60", "timeout_s: 4")
@@ -194,12 +194,24 @@ def test_killing_tunebot_takes_its_kernel_along_and_the_next_run_sweeps_the_rest
     time.sleep(1.0)
     alive = set(marked(mark))
     assert not alive & set(hanging), "the hanging kernel died with tunebot (parent-death signal)"
-    assert alive & set(sleepers), "its setsid sleeper is left for the next run to sweep"
-    warnings: list[str] = []
-    tune(git_repo.path, "hang_orphan", lambda e: warnings.append(e.message) if e.kind == "warning" else None,
-         max_iters=1)
+    assert not alive & set(sleepers), "so did its setsid child (the watchdog)"
+    tune(git_repo.path, "hang_orphan", max_iters=1)  # the resumed run: its hanging variant times out
     time.sleep(0.3)
-    assert [p for p in marked(mark) if not cmdline(p).startswith(b"git")] == []  # GitPython's own git helpers
+    assert [p for p in marked(mark) if b"time.sleep(120)" in cmdline(p) or b"hang_orphan" in cmdline(p)] == []
+
+
+def test_the_next_run_stops_kernel_processes_a_killed_run_left(git_repo):
+    from bot.run_guard import kernel_tag
+
+    add_op(git_repo, "sleepy")
+    state = git_repo.path / ".git/tunebot/runs/testproj/sleepy"
+    state.mkdir(parents=True)
+    env = {**os.environ, "TUNEBOT_KERNEL_TAG": kernel_tag(state)}  # as a kernel of that op carries it
+    leftover = subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(120)"], env=env)
+    warnings: list[str] = []
+    tune(git_repo.path, "sleepy", lambda e: warnings.append(e.message) if e.kind == "warning" else None,
+         max_iters=1)
+    assert leftover.wait(timeout=5) == -signal.SIGKILL
     assert any("kernel process(es) an earlier, killed run left running" in w for w in warnings)
 
 

@@ -10,6 +10,10 @@ Three mechanisms, each for a way a kernel's processes could survive:
 - `KERNEL_TAG_ENV`: every kernel process carries the tag of the run that started it in its
   environment; `sweep_tagged` kills processes with a given tag that a killed run left behind
   (their parent died, so only the tag still says whose they are). Called on the next run.
+- `guard_tag`: a watchdog process (its own session, so a signal to tunebot's process group does
+  not reach it) holds a pipe from tunebot; when tunebot ends in any way, even SIGKILL, the pipe
+  closes and the watchdog kills every process carrying a tag it was given: the kernel's own
+  children and those that called `setsid` die with the run, not only its main process.
 
 Linux only (prctl, /proc); elsewhere every function is a no-op that says so.
 """
@@ -70,6 +74,65 @@ def prepare_child_hook():
                 os._exit(137)
 
     return die_with_parent
+
+
+# ---------------------------------------------------------------- the watchdog
+
+_WATCHDOG = r"""
+import os, signal, sys, time
+tags = set()
+for line in sys.stdin:  # ends at EOF: tunebot, the only writer, is gone
+    tags.add(line.strip())
+wanted = {("TUNEBOT_KERNEL_TAG=" + t).encode() for t in tags if t}
+me = os.getpid()
+for _ in range(5):
+    found = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open("/proc/" + name + "/environ", "rb") as fh:
+                env = set(fh.read().split(b"\0"))
+        except OSError:
+            continue
+        if wanted & env:
+            found += 1
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+    if not found:
+        break
+    time.sleep(0.05)
+"""
+
+_watchdog = None
+_guarded: set[str] = set()
+
+
+def guard_tag(tag: str) -> None:
+    """Make sure the watchdog kills processes tagged `tag` once this process ends."""
+    global _watchdog
+    if tag in _guarded or not _PROC.is_dir():
+        return
+    import subprocess
+    import sys
+
+    if _watchdog is None or _watchdog.poll() is not None:
+        env = {k: v for k, v in os.environ.items() if k != KERNEL_TAG_ENV}
+        try:
+            _watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                         start_new_session=True)
+        except OSError:
+            return
+        _guarded.clear()
+    try:
+        _watchdog.stdin.write(tag.encode() + b"\n")
+        _watchdog.stdin.flush()
+    except (OSError, ValueError):
+        return
+    _guarded.add(tag)
 
 
 # ---------------------------------------------------------------- process table

@@ -273,6 +273,7 @@ def run_sandboxed(
     if memory_limit_mb:
         limits = replace(limits or Limits(), memory_mb=memory_limit_mb)
     reaper.become_subreaper()
+    reaper.guard_tag(kernel_tag())  # before the child list below: the watchdog is not the kernel's
     start = time.monotonic()
     with contextlib.ExitStack() as stack:
         private_tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("kernel"))))
