@@ -436,3 +436,12 @@ def test_a_full_disk_loses_nothing_and_the_run_resumes_once_space_is_freed(small
     assert len(keys) == len(set(keys)) and "delivery" in keys
     iterations = [r["iteration"] for r in after if r["kind"] == "iteration"]
     assert iterations == list(range(1, len(iterations) + 1))
+
+
+def test_an_op_file_that_is_not_utf8_and_declares_nothing_is_a_clear_error(git_repo):
+    source = "# 中文注释\n" + (LOOP_OPS / "sleepy.py").read_text()
+    add_op(git_repo, "sleepy", source=source.encode("gbk"))
+    result = cli("tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "1")
+    assert result.exit_code == 2, result.output
+    assert "sleepy.py" in result.output and "not valid UTF-8" in result.output and "coding line" in result.output
+    assert "Traceback" not in result.output
