@@ -130,8 +130,12 @@ def _diff(before: dict | None, after: dict | None) -> list[str]:
     return sorted(changed)
 
 
+# what interpreters and toolchains write next to the sources they run; never a source itself
+TOOL_OUTPUTS = frozenset({"__pycache__", "kernel_meta", "fusion_result.json"})
+
+
 def _skip_cache(rel: str) -> bool:
-    return "__pycache__" in rel.split(os.sep)
+    return not TOOL_OUTPUTS.isdisjoint(rel.split(os.sep))
 
 
 def _git_meta(common: Path) -> dict[str, str]:

@@ -56,6 +56,9 @@ RESULT_FD_ENV = "TUNEBOT_RESULT_FD"
 CHANNEL_MAX_BYTES = 64 * 1024 * 1024  # more than any runner's honest result
 # folders below the home directory where toolchains keep caches and logs; a confined kernel may write there
 TOOL_CACHE_DIRS = (".cache", ".triton", ".nv", "ascend", ".tilelang")
+# where Ascend CANN puts kernel_meta/ and other build output (set to the kernel's TMPDIR unless the
+# user set them; a user-set folder is writable to the kernel)
+TOOL_WORK_ENV = ("ASCEND_WORK_PATH", "ASCEND_CACHE_PATH")
 
 _limits: contextvars.ContextVar[Limits | None] = contextvars.ContextVar("tunebot_kernel_limits", default=None)
 _tag: contextvars.ContextVar[str | None] = contextvars.ContextVar("tunebot_kernel_tag", default=None)
@@ -277,11 +280,16 @@ def run_sandboxed(
     start = time.monotonic()
     with contextlib.ExitStack() as stack:
         private_tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("kernel"))))
-        if limits is not None and limits.writable is not None:
-            limits = replace(limits, writable=writable_for(private_tmp, (*limits.writable, *extra_writable)))
         child = dict(os.environ if env is None else env)
         child.update({"TMPDIR": str(private_tmp), "TMP": str(private_tmp), "TEMP": str(private_tmp),
                       reaper.KERNEL_TAG_ENV: kernel_tag()})
+        # CANN writes kernel_meta/ and fusion_result.json into the working directory unless told
+        # otherwise; a confined kernel may not write there, so point it at its own folder
+        for name in TOOL_WORK_ENV:
+            child.setdefault(name, str(private_tmp))
+        if limits is not None and limits.writable is not None:
+            extra_writable = (*extra_writable, *(Path(child[n]) for n in TOOL_WORK_ENV))
+            limits = replace(limits, writable=writable_for(private_tmp, (*limits.writable, *extra_writable)))
         # output goes to a file, not a pipe: a background grandchild holding the pipe open
         # cannot make us wait, and a chatty kernel cannot fill our memory
         sink = stack.enter_context(tempfile.TemporaryFile())
