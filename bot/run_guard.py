@@ -269,7 +269,8 @@ class GuardedEvaluator:
 
 
 def kernel_tag(state_dir: Path) -> str:
-    """The tag of this op's kernel processes (same for every run of the op, so the next run finds them)."""
+    """The op part of its kernels' tag (`<this>.<tunebot pid>`): the same for every run of the op, so
+    the next run finds what a killed one left."""
     return hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:16]
 
 
@@ -292,8 +293,8 @@ def housekeeping(repo, state_dir: Path, branch_prefix: str, worktree: Path) -> l
     """Clean what a killed run of this op left behind (the caller holds the op's run lock)."""
     done: list[str] = []
     tag = kernel_tag(state_dir)
-    sandbox.use_kernel_tag(tag)
-    killed = reaper.sweep_tagged(tag)
+    killed = reaper.sweep_tagged(tag + ".")
+    sandbox.use_kernel_tag(f"{tag}.{os.getpid()}")  # per process: this run's watchdog spares a later run
     if killed:
         done.append(f"stopped {killed} kernel process(es) an earlier, killed run left running")
     root = gitops.state_dir(repo)

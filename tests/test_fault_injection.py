@@ -206,7 +206,7 @@ def test_the_next_run_stops_kernel_processes_a_killed_run_left(git_repo):
     add_op(git_repo, "sleepy")
     state = git_repo.path / ".git/tunebot/runs/testproj/sleepy"
     state.mkdir(parents=True)
-    env = {**os.environ, "TUNEBOT_KERNEL_TAG": kernel_tag(state)}  # as a kernel of that op carries it
+    env = {**os.environ, "TUNEBOT_KERNEL_TAG": f"{kernel_tag(state)}.4242"}  # as a kernel of that op carries it
     leftover = subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(120)"], env=env)
     warnings: list[str] = []
     tune(git_repo.path, "sleepy", lambda e: warnings.append(e.message) if e.kind == "warning" else None,

@@ -211,18 +211,19 @@ def sweep_new_children(before: set[int], rounds: int = 50) -> int:
     return len(killed)
 
 
-def _environ_has(pid: int, entry: bytes) -> bool:
+def _environ_starts(pid: int, prefix: bytes) -> bool:
     try:
-        return entry in (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
+        return any(e.startswith(prefix) for e in (_PROC / str(pid) / "environ").read_bytes().split(b"\0"))
     except OSError:
         return False
 
 
-def sweep_tagged(tag: str) -> int:
-    """Kill the processes (of this user) that carry kernel tag `tag`: left by a run that was killed."""
-    entry = f"{KERNEL_TAG_ENV}={tag}".encode()
+def sweep_tagged(prefix: str) -> int:
+    """Kill the processes (of this user) whose kernel tag starts with `prefix`: left by a run that
+    was killed (tags are `<op tag>.<pid of the tunebot process>`)."""
+    entry = f"{KERNEL_TAG_ENV}={prefix}".encode()
     me = os.getpid()
-    found = {p for p in _pids() if p != me and _environ_has(p, entry)}
+    found = {p for p in _pids() if p != me and _environ_starts(p, entry)}
     if found:
         _kill(_descendants(found))
     return len(found)
