@@ -142,6 +142,8 @@ class StatusReporter:
         self.cancelled = False
 
     def __call__(self, event: ProgressEvent) -> None:
+        if event.kind in ("phase", "note"):  # terminal progress only: no API call per phase
+            return
         self._check_cancel()
         if event.kind in ("start", "resumed"):
             self.phase = "measuring the baseline" if event.kind == "start" else "resumed"
@@ -364,7 +366,8 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
             results.append(f"{op}: stale (head moved to {moved[:10]})")
             continue
         reporter.phase = "done"
-        link = f"[#{outcome.proposal.id}]({outcome.proposal.url})" if outcome.proposal else "(no proposal)"
+        link = (f"[#{outcome.proposal.id}]({outcome.proposal.url})" if outcome.proposal
+                else f"none ({outcome.verdict}: {outcome.no_proposal_reason})")
         reporter.verdict = (f"**Verdict:** {outcome.stop_reason}; best {_us(outcome.best_us)} vs baseline "
                             f"{_us(outcome.baseline_us)} ({outcome.improvement_pct:+.1f}%) after {outcome.iterations} iterations. "
                             f"Proposal: {link}")

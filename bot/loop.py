@@ -22,27 +22,25 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from bot import config as cfgmod
-from bot import gitops, run_guard, source_text
+from bot import delivery, gitops, run_guard, source_text
 from bot import run_state as rs
 from bot.errors import TunebotError
 from bot.forge.base import Forge, Proposal, ProposalNotFound
 from bot.measure import reaper
 from bot.measure.evaluator import Evaluator
 from bot.measure.types import Decision, LatencyResult
-from bot.record.chart import latency_chart
-from bot.record.opt_log import Conclusion, LogRow, OptLog, render_opt_log
-from bot.record.report import CompletionReport, render_report
+from bot.proposal_body import proposal_body, proposal_title
+from bot.record.opt_log import LogRow, OptLog, render_opt_log
 from bot.record.results import ResultsLog, iteration_key
+from bot.record.verdicts import stop_reason_text
 from bot.strategies import catalog
 from bot.strategies.base import PlanContext, Refusal, Variant
-from bot.strategies.evidence import EVIDENCE_PATH, Evidence
 from bot.strategies.planner import Planner
 from bot.strategies.source import source_hash
 
 StopReason = Literal["达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"]
 TARGET_REACHED, MAX_ITERS, NO_GAIN, EXHAUSTED, CANCELLED = "达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"
 MAX_REJECTIONS = 20  # refused proposals per run before the planner counts as exhausted
-REFERENCES = ("references/strategies.md",)
 
 
 @dataclass(frozen=True)
@@ -58,13 +56,16 @@ class TuneRequest:
     dry_run: bool = False
     remote: str | None = None  # push branches to this remote (GitHub flow); None: local only
     requester: str | None = None
+    patience: int | None = None  # iterations in a row without a gain before stopping
+    no_target: bool = False  # ignore any configured target (the demo, to show the loop)
 
 
 @dataclass
 class ProgressEvent:
     """Emitted at every step; the CLI prints it, the GitHub handler edits the status comment."""
 
-    kind: Literal["start", "baseline", "iteration", "resumed", "stop", "delivered", "plan", "warning"]
+    kind: Literal["start", "baseline", "iteration", "resumed", "stop", "delivered", "plan", "phase", "note",
+                  "warning"]
     op: str
     iteration: int | None = None
     strategy: str | None = None
@@ -96,6 +97,9 @@ class RunOutcome:
     plan: list[str] = field(default_factory=list)  # --dry-run only
     perf_dir: str = ""  # examples/<project>/<op>/perf_opt, where the delivery keeps its files
     iteration_prefix: str = ""  # tunebot/<op>/v
+    verdict: str = ""  # the Stage Result verdict (bot/record/verdicts.py)
+    no_proposal_reason: str = ""  # why nothing was proposed ("" when a proposal was opened)
+    stop_text: str = ""  # the stop reason with its English meaning, e.g. "连续无提升 (no gain 3 iterations in a row, patience 3)"
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
@@ -237,8 +241,10 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback, hel
     repo_cfg, op = _config_at(repo, base_sha, found)
     if request.target_us is not None and not math.isfinite(request.target_us):
         raise BadRequest(f"--target-us must be a finite number of microseconds, got {request.target_us}")
-    settings = cfgmod.effective_settings(repo_cfg, op, max_iters=request.max_iters,
+    settings = cfgmod.effective_settings(repo_cfg, op, max_iters=request.max_iters, patience=request.patience,
                                          target_us=request.target_us, strategies=request.strategies)
+    if request.no_target:
+        settings = dataclasses.replace(settings, target_us=None)
     if previous.start:
         settings = cfgmod.RunSettings(**previous.start["settings"])
     if request.dry_run:  # plan only: create nothing, not even a worktree
@@ -288,7 +294,7 @@ def _refuse_name_clash(runs_dir: Path, op: cfgmod.OpConfig, forge: Forge) -> Non
 def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
     """A recorded run resumes with its recorded settings; flags that say otherwise are a mistake."""
     recorded = start["settings"]
-    asked = {"max_iters": request.max_iters, "target_us": request.target_us,
+    asked = {"max_iters": request.max_iters, "target_us": request.target_us, "patience": request.patience,
              "strategies": list(request.strategies) if request.strategies else None}
     differs = [f"--{k.replace('_', '-')} {v}" for k, v in asked.items()
                if v is not None and v != recorded.get(k)]
@@ -401,8 +407,7 @@ def _dry_run(run: _Run) -> RunOutcome:
 
 
 def _planner(run: _Run) -> Planner:
-    evidence_text = gitops.read_file(run.repo, run.base_sha, EVIDENCE_PATH, missing_ok=True)
-    return Planner(run.op, evidence=Evidence.load(evidence_text), proposer=_proposer(run))
+    return Planner(run.op, evidence=delivery.evidence_at(run.repo, run.base_sha), proposer=_proposer(run))
 
 
 def _proposer(run: _Run):
@@ -417,23 +422,47 @@ def _proposer(run: _Run):
 
 
 def _measure_baseline(run: _Run, evaluator: Evaluator) -> None:
-    source = run.worktree / run.op.source
+    # A merged best on the base is where this run starts: its gains are against what the base holds.
+    rel, note = delivery.start_source(run.repo, run.base_sha, run.op)
+    source = run.worktree / rel
+    _phase(run, "baseline L0", 0)
     accuracy = evaluator.accuracy(source)
     if not accuracy.passed:
-        raise BaselineFailed(f"the baseline {run.op.source} fails L0 ({accuracy.status}); fix it first:\n"
+        raise BaselineFailed(f"the baseline {rel} fails L0 ({accuracy.status}){_toolchain_hint(accuracy.tail)}:\n"
                              f"{accuracy.tail[-1500:]}")
+    _phase(run, "baseline timing", 0)
     latency = evaluator.latency(source)
     if not latency.ok:
-        raise BaselineFailed(f"the baseline {run.op.source} could not be timed ({latency.status}):\n"
-                             f"{latency.tail[-1500:]}")
+        raise BaselineFailed(f"the baseline {rel} could not be timed ({latency.status})"
+                             f"{_toolchain_hint(latency.tail)}:\n{latency.tail[-1500:]}")
     env = evaluator.environment(source, run.base_sha)
     run.log.append({"key": rs.BASELINE, "kind": rs.BASELINE, "iteration": 0, "sha": run.base_sha,
-                    "path": run.op.source.as_posix(), "accuracy": dataclasses.asdict(accuracy),
+                    "path": rel, "accuracy": dataclasses.asdict(accuracy),
                     "latency": dataclasses.asdict(latency), "environment": dataclasses.asdict(env),
                     "time": _now()})
+    merged = f" ({note})" if note else ""
+    if rel != run.op.source.as_posix():
+        recorded = delivery.merged_latency(run.repo, run.base_sha, run.op)
+        merged = (f" (starting from the merged best {rel}"
+                  + (f", recorded at {recorded:.2f} us, re-measured now" if recorded is not None else "") + ")")
     run.progress(ProgressEvent("baseline", run.op.qualified, iteration=0, latency_us=latency.median_us,
                                accuracy=accuracy.status, sha=run.base_sha,
-                               message=f"baseline {latency.median_us:.2f} us"))
+                               message=f"baseline {latency.median_us:.2f} us{merged}"))
+
+
+def _toolchain_hint(tail: str) -> str:
+    """Name a missing toolchain module instead of asking to fix the op."""
+    missing = delivery.missing_module(tail)
+    if missing is None:
+        return "; fix it first"
+    return (f": this machine lacks the `{missing}` module the op needs; run it where that toolchain is "
+            "installed (an NPU runner for TileLang-NPUIR ops), or install it")
+
+
+def _phase(run: _Run, phase: str, iteration: int | None) -> None:
+    """Progress between result lines (0: the baseline; None: after the loop)."""
+    run.progress(ProgressEvent("phase", run.op.qualified, iteration=iteration, message=phase,
+                               data={"max_iters": run.settings.max_iters}))
 
 
 def _stop_reason(run: _Run, state: rs.RunState) -> str | None:
@@ -501,23 +530,31 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
     path = run.worktree / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(source_text.encode(variant.source))
+    _phase(run, "L0", n)
     accuracy = evaluator.accuracy(path)
     latency: LatencyResult | None = None
     decision: Decision | None = None
     if accuracy.passed:
+        _phase(run, "timing", n)
         latency = evaluator.latency(path)
         if latency.ok:
+            _phase(run, "deciding (re-measures a close call)", n)
             decision = evaluator.decide(run.worktree / state.best_path, state.best_latency, path, latency,
                                         run.settings.noise_floor)
     verdict = _verdict(variant, accuracy.status, latency, decision)
     branch = f"{run.prefix}/v{n}"
     median = latency.median_us if latency and latency.ok else None
-    rows = _log_rows(state) + [LogRow(iter=n, strategy=_strategy_cell(variant.change.strategy,
-                                                                      variant.change.description),
-                                      latency_us=median, gain_pct=rs.gain_pct(state.baseline_us, median),
-                                      accuracy=accuracy.status)]
+    reason = rs.iteration_reason(verdict, {"decision": dataclasses.asdict(decision) if decision else None,
+                                           "accuracy": dataclasses.asdict(accuracy),
+                                           "latency": dataclasses.asdict(latency) if latency else None})
+    _phase(run, "commit", n)
+    rows = delivery.log_rows(state) + [LogRow(iter=n, strategy=_strategy_cell(variant.change.strategy,
+                                                                              variant.change.description),
+                                              latency_us=median, gain_pct=rs.gain_pct(state.baseline_us, median),
+                                              accuracy=accuracy.status, verdict=verdict, reason=reason)]
     opt_log = OptLog(op=run.op.name, baseline_us=state.baseline_us,
-                     baseline_source=f"{run.op.name}.py", rows=rows, conclusion=None)
+                     baseline_source=delivery.baseline_label(run.op, state.baseline["path"]), rows=rows,
+                     conclusion=None)
     message = (f"tunebot: {run.op.name} v{n}: {variant.change.strategy}: {variant.change.description}\n\n"
                f"Parent: best-so-far {'iter ' + str(state.best_iteration) if state.best_iteration else 'baseline'}"
                f" ({state.best_sha[:12]}).\nL0: {accuracy.status}; latency: "
@@ -532,14 +569,15 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
         "change": rs.change_to_dict(variant.change),
         "source_hash": variant.source_hash, "parent_hash": source_hash(best_source), "diff": variant.diff,
         "accuracy": dataclasses.asdict(accuracy), "latency": dataclasses.asdict(latency) if latency else None,
-        "decision": dataclasses.asdict(decision) if decision else None, "verdict": verdict,
+        "decision": dataclasses.asdict(decision) if decision else None, "verdict": verdict, "reason": reason,
         "environment": dataclasses.asdict(env), "time": _now()})
     gitops.create_branch(run.repo, branch, sha)
     run.progress(ProgressEvent("iteration", run.op.qualified, iteration=n, strategy=variant.change.strategy,
                                change=variant.change.description, latency_us=median, accuracy=accuracy.status,
                                verdict=verdict, gain_pct=rs.gain_pct(state.baseline_us, median),
-                               branch=branch, sha=sha,
-                               message=decision.reason if decision else accuracy.tail[-300:]))
+                               branch=branch, sha=sha, message=reason,
+                               data={"gain_vs_best_pct": decision.gain * 100 if decision else None,
+                                     "max_iters": run.settings.max_iters}))
 
 
 def _materialize(run: _Run, rel: str, source: str) -> None:
@@ -567,15 +605,13 @@ def _strategy_cell(strategy: str, description: str) -> str:
     return f"{strategy} {description}"
 
 
-def _log_rows(state: rs.RunState) -> list[LogRow]:
-    return [LogRow(iter=it.n, strategy=_strategy_cell(it.strategy, it.change), latency_us=it.latency_us,
-                   gain_pct=it.gain_pct, accuracy=it.accuracy) for it in state.iterations]
-
-
 def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) -> None:
     """Re-measure the baseline for drift, then record the stop."""
     if state.baseline_end is None:
-        latency = evaluator.latency(run.worktree / run.op.source)
+        _phase(run, "baseline re-measure", None)
+        _materialize(run, state.baseline["path"],
+                     gitops.read_file(run.repo, run.base_sha, state.baseline["path"]))
+        latency = evaluator.latency(run.worktree / state.baseline["path"])
         start = state.baseline_us
         drift = ((latency.median_us - start) / start * 100.0) if latency.ok and start else None
         run.log.append({"key": rs.BASELINE_END, "kind": rs.BASELINE_END, "sha": run.base_sha,
@@ -583,68 +619,16 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
     run.log.append({"key": rs.STOP, "kind": rs.STOP, "reason": reason, "iterations": len(state.iterations),
                     "best_iteration": state.best_iteration, "best_sha": state.best_sha, "time": _now()})
     run.progress(ProgressEvent("stop", run.op.qualified, iteration=len(state.iterations), message=reason,
-                               latency_us=state.best_us))
+                               latency_us=state.best_us, data=dataclasses.asdict(run.settings)))
 
 
 # ---------------------------------------------------------------- delivering
 
 
-def _conclusion(run: _Run, state: rs.RunState) -> Conclusion:
-    best_name = f"{run.op.name}.py" if state.best_iteration is None else f"{run.op.name}_opt_v{state.best_iteration}.py"
-    return Conclusion(best_source=best_name, best_iter=state.best_iteration, final_us=state.best_us,
-                      total_gain_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
-                      stop_reason=state.stop["reason"])
-
-
-def _report(run: _Run, state: rs.RunState) -> CompletionReport:
-    improvement = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
-    issues = _issues(state, run.settings.noise_floor)
-    summary = (f"{len(state.iterations)} iterations on {run.op.qualified}; best "
-               f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'}"
-               f" at {state.best_us:.2f} us ({improvement:+.1f}% vs baseline), stopped: {state.stop['reason']}"
-               f"{_drift_clause(state)}.")
-    # The planner works from the strategy catalog, whose readable form is references/strategies.md.
-    consulted = [p for p in REFERENCES if (run.worktree / p).exists()]
-    return CompletionReport(project=run.op.project, operator=run.op.name, iterations=len(state.iterations),
-                            output=run.rel(f"{run.op.name}.py"),
-                            baseline_latency=state.baseline_us, final_latency=state.best_us,
-                            improvement=improvement, stop_reason=state.stop["reason"],
-                            skills_consulted=consulted or ["none"], summary=summary,
-                            issues=issues or ["none"])
-
-
-def _drift_clause(state: rs.RunState) -> str:
-    drift = (state.baseline_end or {}).get("drift_pct")
-    return f"; baseline re-measured at the end drifted {drift:+.1f}%" if drift is not None else ""
-
-
-def _issues(state: rs.RunState, noise_floor: float) -> list[str]:
-    found = [f"iter {it.n} ({it.strategy}): {it.verdict}" for it in state.iterations
-             if it.verdict in ("fail_l0", "timeout", "error")]
-    drift = (state.baseline_end or {}).get("drift_pct")
-    if drift is not None and abs(drift) >= noise_floor * 100:  # drift as large as a gain we would accept
-        found.append(f"baseline drifted {drift:+.1f}% between start and end of the run; "
-                     "treat small gains with care")
-    return found
-
-
 def _deliver(run: _Run, state: rs.RunState) -> None:
-    baseline_source = gitops.read_file(run.repo, run.base_sha, run.op.source.as_posix())
-    best_source = gitops.read_file(run.repo, state.best_sha, state.best_path)
-    opt_log = OptLog(op=run.op.name, baseline_us=state.baseline_us, baseline_source=f"{run.op.name}.py",
-                     rows=_log_rows(state), conclusion=_conclusion(run, state))
-    evidence = Evidence.load(gitops.read_file(run.repo, run.base_sha, EVIDENCE_PATH, missing_ok=True))
-    files: dict[str, bytes | None] = {
-        run.rel(f"{run.op.name}.py"): source_text.encode(best_source),
-        run.rel("baseline.py"): source_text.encode(baseline_source),
-        run.rel("opt_log.md"): render_opt_log(opt_log).encode(),
-        run.rel("results.jsonl"): run.log.path.read_bytes(),
-    }
-    for it in state.iterations:
-        files[it.path] = gitops.read_bytes(run.repo, it.sha, it.path)
-        evidence.record(it.strategy, run.op.kernel_kind, it.gain or 0.0, it.verdict == "better")
-    files[EVIDENCE_PATH] = evidence.dumps().encode()
-    report = render_report(_report(run, state))
+    _phase(run, "delivery commit", None)
+    files = delivery.delivery_files(run.repo, run.base_sha, run.op, state, run.log.path.read_bytes())
+    report = delivery.report_text(run.op, state, run.settings.noise_floor, run.worktree)
     message = (f"tunebot: {run.op.name}: best variant "
                f"{'iter ' + str(state.best_iteration) if state.best_iteration else '(baseline kept)'}\n\n{report}")
     sha = gitops.commit_files(run.repo, state.best_sha, files, message)
@@ -666,34 +650,23 @@ def _ensure_branch(run: _Run, name: str, sha: str) -> None:
                                            "left as it is"))
 
 
-def proposal_body(report: str, state: rs.RunState, settings: cfgmod.RunSettings, op: str) -> str:
-    points = [(it.n, it.latency_us) for it in state.iterations]
-    kept, best_so_far = state.baseline_us, [state.baseline_us]
-    for it in state.iterations:  # the line follows the variants actually kept, not the running minimum
-        kept = it.latency_us if it.verdict == "better" else kept
-        best_so_far.append(kept)
-    chart = latency_chart(state.baseline_us, points, state.best_us, title=f"{op} latency per iteration (us)",
-                          best_so_far=best_so_far)
-    drift = (state.baseline_end or {}).get("drift_pct")
-    drift_line = f"\nBaseline re-measured at the end: drift {drift:+.1f}%.\n" if drift is not None else ""
-    config = json.dumps(dataclasses.asdict(settings), ensure_ascii=False, sort_keys=True)
-    return (f"{report.rstrip()}\n\n### Latency per iteration\n\n{chart}\n{drift_line}\n"
-            f"<details><summary>Effective config</summary>\n\n```json\n{config}\n```\n</details>\n")
-
-
-def _propose(run: _Run, state: rs.RunState) -> Proposal:
+def _propose(run: _Run, state: rs.RunState) -> Proposal | None:
+    """Open (or update) the proposal, only when the run beat what the base holds (TUNING_COMPLETED)."""
     report = state.delivery["report"]
     _restore_refs(run, state)
     _ensure_branch(run, run.delivery_branch, state.delivery["sha"])
+    if delivery.run_verdict(state)[1]:
+        _close_superseded(run)
+        return None  # no gain, a cancel or nothing to try: branches and records stay, nothing is proposed
     if run.request.remote:
         # Iteration branches are tunebot's own and immutable: force them, so a restarted run can
         # replace its old remote copies. The delivery branch is never forced (people may push to it).
         refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
         refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
         gitops.push(run.repo, run.request.remote, refspecs)
-    title = (f"tunebot: {run.op.qualified} {rs.gain_pct(state.baseline_us, state.best_us) or 0.0:+.1f}% "
-             f"({state.stop['reason']})")
-    body = proposal_body(report, state, run.settings, run.op.qualified)
+    title = proposal_title(run.op.qualified, state)
+    body = proposal_body(report, state, run.settings, run.op.qualified, run.rel(f"{run.op.name}.py"),
+                         branch_url=getattr(run.forge, "branch_url", None))
     proposal = run.forge.propose(run.delivery_branch, run.base_branch, title, body,
                                  labels=list(run.repo_cfg.github.labels))
     if state.proposal is None or str(state.proposal.get("id")) != str(proposal.id):
@@ -702,13 +675,29 @@ def _propose(run: _Run, state: rs.RunState) -> Proposal:
     return proposal
 
 
+def _close_superseded(run: _Run) -> None:
+    """An open proposal of an earlier (restarted) run follows the delivery branch, which now holds this
+    run's delivery: its body no longer describes its head, so it is closed rather than left to be merged."""
+    existing = run.forge.find_proposal(run.delivery_branch)
+    close = getattr(run.forge, "close", None)
+    if existing is None or close is None:
+        return
+    close(existing.id)
+    run.progress(ProgressEvent("note", run.op.qualified, message=(
+        f"closed proposal #{existing.id}: it came from an earlier run, and {run.delivery_branch} now holds "
+        "this run's delivery, which is not proposed")))
+
+
 def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOutcome:
     return RunOutcome(op=run.op.qualified, stop_reason=state.stop["reason"], iterations=len(state.iterations),
                       baseline_us=state.baseline_us, best_us=state.best_us, best_iteration=state.best_iteration,
                       improvement_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
                       delivery_branch=run.delivery_branch, proposal=proposal, report=state.delivery["report"],
                       results_path=run.log.path, drift_pct=(state.baseline_end or {}).get("drift_pct"),
-                      perf_dir=run.op.perf_dir.as_posix(), iteration_prefix=f"{run.prefix}/v")
+                      perf_dir=run.op.perf_dir.as_posix(), iteration_prefix=f"{run.prefix}/v",
+                      verdict=delivery.run_verdict(state)[0], no_proposal_reason=delivery.run_verdict(state)[1],
+                      stop_text=stop_reason_text(state.stop["reason"], max_iters=run.settings.max_iters,
+                                                 patience=run.settings.patience, target_us=run.settings.target_us))
 
 
 def cancel(repo_path: Path, op: str) -> Path:

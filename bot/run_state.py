@@ -36,6 +36,17 @@ class IterationView:
     path: str  # variant path relative to the repo root
     source_hash: str
     gain: float | None = None  # the decision's gain vs its parent (relative), for the evidence file
+    reason: str = ""  # one line: why this verdict (the decision's reason, or why it was not measured)
+    knob: str | None = None  # the change as data, when the strategy set one knob
+    old: object = None
+    new: object = None
+    diff: str = ""  # unified diff of the variant against its parent
+    decision: dict | None = None  # the recorded Decision (None when not measured)
+
+    @property
+    def gain_vs_best_pct(self) -> float | None:
+        """Gain against the best-so-far it was compared with (the decision's), in percent."""
+        return self.gain * 100.0 if self.gain is not None and self.decision else None
 
 
 @dataclass
@@ -100,6 +111,24 @@ def attempt_from_dict(data: dict) -> Attempt:
                    parent_hash=data["parent_hash"], verdict=data["verdict"], gain=data.get("gain"))
 
 
+def iteration_reason(verdict: str, rec: dict) -> str:
+    """One line saying why an iteration got its verdict (also for records written before `reason`)."""
+    decision = rec.get("decision") or {}
+    accuracy = rec.get("accuracy") or {}
+    latency = rec.get("latency") or {}
+    if verdict == "style":
+        return "a rename with no effect on speed (the ops are aliases); never adopted"
+    if decision.get("reason"):
+        return str(decision["reason"])
+    if verdict in ("fail_l0", "timeout", "error") and accuracy.get("status") != "pass":
+        why = accuracy.get("reason") or accuracy.get("status") or verdict
+        return f"L0 {accuracy.get('status', verdict)}: {why}"
+    if latency and latency.get("status") != "ok":
+        notes = "; ".join(latency.get("notes") or [])
+        return f"latency {latency.get('status')}" + (f": {notes}" if notes else "")
+    return verdict
+
+
 def replay(records: list[dict]) -> RunState:
     """Fold the records of one run into its current state."""
     state = RunState()
@@ -140,7 +169,12 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
         branch=rec["branch"], parent=rec["parent"], path=rec["path"],
         source_hash=rec["source_hash"]))
     decision = rec.get("decision") or {}
-    state.iterations[-1].gain = decision.get("gain")
+    view = state.iterations[-1]
+    view.gain = decision.get("gain")
+    view.reason = rec.get("reason") or iteration_reason(verdict, rec)
+    view.knob, view.old, view.new = change.get("knob"), change.get("old"), change.get("new")
+    view.diff = rec.get("diff") or ""
+    view.decision = rec.get("decision")
     state.attempts.append(Attempt(
         change=Change(strategy=change["strategy"], description=change["description"],
                       knob=change.get("knob"), old=change.get("old"), new=change.get("new")),

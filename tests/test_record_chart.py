@@ -38,7 +38,15 @@ def test_one_bar_per_iteration_and_a_best_so_far_line():
     assert chart["labels"] == ["base", "1", "2", "3", "4"]
     assert chart["bar"] == [25.4, 21.12, chart["lo"], 26.0, 20.5]  # unmeasured: an empty bar at the axis minimum
     assert chart["line"] == [25.4, 21.12, 21.12, 21.12, 20.5]
-    assert chart["lo"] < 20.5 and chart["hi"] > 26.0
+    assert chart["lo"] == 0 and chart["hi"] > 26.0, "the latency axis starts at 0 unless asked otherwise"
+
+
+def test_the_best_is_marked_in_its_label_and_a_zoomed_axis_is_opt_in():
+    chart = _parse(latency_chart(25.4, [(1, 21.12), (2, 26.0)], 21.12, "t", best_iteration=1, from_zero=False))
+    assert chart["labels"] == ["base", "1 best", "2"]
+    assert 0 < chart["lo"] < 21.12
+    kept = _parse(latency_chart(25.4, [(1, 26.0)], 25.4, "t", best_iteration=0))
+    assert kept["labels"] == ["base best", "1"] and kept["lo"] == 0
 
 
 def test_an_explicit_best_so_far_line_follows_the_loops_decisions():
@@ -52,7 +60,7 @@ def test_an_explicit_best_so_far_line_follows_the_loops_decisions():
 def test_baseline_only_chart():
     chart = _parse(latency_chart(5.0, [], 5.0, "nothing tried"))
     assert chart["labels"] == ["base"] and chart["bar"] == [5.0] and chart["line"] == [5.0]
-    assert chart["lo"] < 5.0 < chart["hi"]
+    assert chart["lo"] == 0 < 5.0 < chart["hi"]
 
 
 def test_titles_cannot_break_the_block():

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bot.errors import ConfigError
-from bot.strategies.evidence import EVIDENCE_PATH, Evidence
+from bot.strategies.evidence import EVIDENCE_PATH, Evidence, Tally
 
 
 def test_no_evidence_means_weight_one():
@@ -62,3 +62,20 @@ def test_malformed_file_is_a_clear_config_error(text, key):
         Evidence.load(text)
     assert err.value.file == EVIDENCE_PATH and err.value.key == key and err.value.exit_code == 2
     assert "Fix:" in str(err.value)
+
+
+def test_per_op_files_sum_for_planning_and_each_op_writes_only_its_own():
+    from bot.strategies.evidence import op_evidence_path
+
+    a, b = Evidence(), Evidence()
+    a.record("block_size", "vector", 0.2, True)
+    b.record("block_size", "vector", 0.0, False)
+    b.record("pipeline_depth", "cube", 0.1, True)
+    paths = [op_evidence_path("demo", "rms_norm"), op_evidence_path("demo", "matmul")]
+    assert paths == [".tunebot/evidence/demo/rms_norm.json", ".tunebot/evidence/demo/matmul.json"]
+    total = Evidence.combined({paths[0]: a.dumps(), paths[1]: b.dumps(), EVIDENCE_PATH: None})
+    assert total.tally("block_size", "vector") == Tally(2, 1, 0.2)
+    assert total.tally("pipeline_depth", "cube") == Tally(1, 1, 0.1)
+    with pytest.raises(ConfigError) as err:
+        Evidence.combined({paths[1]: "{not json"})
+    assert err.value.file == paths[1], "a broken file is named"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from bot import __version__
-from bot.cli import features, github, tune
+from bot.cli import features, github, show, tune
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,6 +23,6 @@ def main() -> None:
     """
 
 
-for _module in (tune, features, github):
+for _module in (tune, show, features, github):
     for _command in _module.COMMANDS:
         main.add_command(_command)

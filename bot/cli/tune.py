@@ -18,10 +18,12 @@ import click
 from bot import config as cfgmod
 from bot import gitops
 from bot.cli.common import handle_errors
+from bot.cli.progress import Printer
+from bot.cli.show import render_proposal
 from bot.errors import TunebotError
 from bot.forge.local import LocalForge
-from bot.loop import ProgressEvent, RunOutcome, TuneRequest, cancel, run_tune
-
+from bot.loop import BadRequest, RunOutcome, TuneRequest, cancel, run_tune
+from bot.record.verdicts import stop_reason_text
 
 
 def _strategies(value: str | None) -> tuple[str, ...] | None:
@@ -32,31 +34,6 @@ def _fmt_us(value: float | None) -> str:
     return f"{value:.2f} us" if value is not None else "-"
 
 
-def print_event(event: ProgressEvent) -> None:
-    """Live progress on the terminal, one line per step."""
-    if event.kind == "iteration" and event.verdict == "rejected":
-        click.echo(f"  rejected     {event.strategy or '-':<15} {event.change or '':<28} {event.message}")
-    elif event.kind == "iteration":
-        colour = {"better": "green", "not_better": None, "style": None}.get(event.verdict or "", "red")
-        gain = f"{event.gain_pct:+.1f}%" if event.gain_pct is not None else "-"
-        click.echo(f"  iter {event.iteration:>2}  {event.strategy:<15} {event.change:<28} "
-                   f"L0 {event.accuracy:<7} {_fmt_us(event.latency_us):>12} {gain:>7}  "
-                   + click.style(event.verdict or "", fg=colour) + f"  [{event.branch}]")
-    elif event.kind == "plan":
-        click.echo(f"plan for {event.op} (nothing will be run or written):")
-        click.echo(f"  settings: {json.dumps(event.data.get('settings', {}), ensure_ascii=False)}")
-        for line in event.message.splitlines():
-            click.echo(f"  - {line}")
-    elif event.kind == "delivered":
-        click.echo(f"delivered: branch {event.branch} ({(event.sha or '')[:10]})")
-    else:
-        click.echo(f"{event.kind}: {event.message}")
-
-
-def _json_event(event: ProgressEvent) -> None:
-    click.echo(json.dumps({"event": dataclasses.asdict(event)}, ensure_ascii=False))
-
-
 def _outcome_dict(outcome: RunOutcome) -> dict:
     data = dataclasses.asdict(outcome)
     data["results_path"] = str(outcome.results_path)
@@ -65,7 +42,8 @@ def _outcome_dict(outcome: RunOutcome) -> dict:
 
 def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
     click.echo("")
-    click.echo(f"stop reason: {outcome.stop_reason}; iterations: {outcome.iterations}; "
+    click.echo(f"stop reason: {outcome.stop_text or stop_reason_text(outcome.stop_reason)}; "
+               f"iterations: {outcome.iterations}; "
                f"baseline {_fmt_us(outcome.baseline_us)} -> best {_fmt_us(outcome.best_us)} "
                f"({outcome.improvement_pct:+.1f}%)")
     if outcome.drift_pct is not None:
@@ -73,9 +51,14 @@ def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
     click.echo(f"branches:  git -C {repo} branch --list '{outcome.iteration_prefix}*' '{outcome.delivery_branch}'")
     click.echo(f"log:       git -C {repo} show {outcome.delivery_branch}:{outcome.perf_dir}/opt_log.md")
     click.echo(f"records:   {outcome.results_path}")
+    click.echo(f"verdict:   {outcome.verdict}")
     if outcome.proposal:
         click.echo(f"proposal:  #{outcome.proposal.id} {outcome.proposal.head} -> {outcome.proposal.base}"
-                   f"   (tunebot proposals; tunebot approve {outcome.proposal.id}; tunebot merge {outcome.proposal.id})")
+                   f"   (tunebot show {outcome.proposal.id}; tunebot approve {outcome.proposal.id}; "
+                   f"tunebot merge {outcome.proposal.id})")
+    else:
+        click.echo(f"no proposal: {outcome.no_proposal_reason}. The branches and records stay; "
+                   "`tunebot tune --restart` tunes again.")
     click.echo("")
     click.echo(outcome.report)
 
@@ -88,6 +71,8 @@ def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
 @click.option("--into", "base_branch", metavar="BRANCH",
               help="Branch the proposal merges into (default: base_branch in .tunebot.yml, else the current branch).")
 @click.option("--max-iters", type=click.IntRange(min=1), help="Stop after N iterations (default 10).")
+@click.option("--patience", type=click.IntRange(min=1),
+              help="Stop after N iterations in a row without a gain (default 3).")
 @click.option("--target-us", type=click.FloatRange(min=0, min_open=True),
               help="Stop once the best latency is at or under this many microseconds.")
 @click.option("--strategies", metavar="A,B", help="Only use these strategies (ids from references/strategies.md).")
@@ -96,19 +81,26 @@ def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine output: one JSON object per line.")
 @handle_errors
 def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max_iters: int | None,
-         target_us: float | None, strategies: str | None, restart: bool, dry_run: bool, as_json: bool) -> None:
+         patience: int | None, target_us: float | None, strategies: str | None, restart: bool, dry_run: bool,
+         as_json: bool) -> None:
     """Tune OP (`<op>` or `<project>/<op>`): baseline, one change per iteration, propose the best.
 
     Each iteration is a commit on branch tunebot/<op>/v<N>; the best variant lands on
-    tunebot/<op>/best and is proposed on the local forge. Work happens in a git worktree:
+    tunebot/<op>/best and is proposed on the local forge only if it beats what the base
+    holds (a merged perf_opt/<op>.py is where a run starts). Results go to stdout,
+    progress to stderr. Work happens in a git worktree:
     your checkout is never switched or modified. Killed or interrupted? Run the same
     command again: it resumes after the last recorded measurement.
     """
     request = TuneRequest(repo=repo.resolve(), op=op, base_ref=base_ref, base_branch=base_branch,
                           max_iters=max_iters, target_us=target_us, strategies=_strategies(strategies),
-                          restart=restart, dry_run=dry_run)
+                          restart=restart, dry_run=dry_run, patience=patience)
     forge = LocalForge(repo.resolve())
-    outcome = run_tune(request, forge, _json_event if as_json else print_event)
+    printer = Printer(as_json=as_json)
+    try:
+        outcome = run_tune(request, forge, printer)
+    finally:
+        printer.progress.clear()  # an error or Ctrl-C then starts on a clean line
     if as_json:
         click.echo(json.dumps({"outcome": _outcome_dict(outcome)}, ensure_ascii=False, default=str))
     elif not dry_run:
@@ -122,7 +114,12 @@ def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max
 def list_ops(repo: Path) -> None:
     """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
     root = Path(gitops.open_repo(repo).working_tree_dir)
-    for name in cfgmod.list_ops(root, cfgmod.load_repo_config(root)):
+    cfg = cfgmod.load_repo_config(root)
+    names = cfgmod.list_ops(root, cfg)
+    if not names:
+        click.echo(f"no ops found under {cfg.ops_root}/ (an op is {cfg.ops_root}/<project>/<op>/<op>.py; "
+                   "ops_root is set in .tunebot.yml)")
+    for name in names:
         click.echo(name)
 
 
@@ -176,7 +173,9 @@ def merge(proposal_id: str, repo: Path) -> None:
               help="The git repository (any directory inside it).")
 @handle_errors
 def cancel_run(op: str, repo: Path) -> None:
-    """Ask a running tune of OP to stop after its current iteration (it still delivers its best)."""
+    """Ask a running tune of OP to stop after its current iteration.
+
+    A cancelled run proposes nothing; its branches, records and the delivery branch stay."""
     flag = cancel(repo.resolve(), op)
     click.echo(f"cancel requested ({flag})")
 
@@ -201,27 +200,45 @@ def demo(op: str, target: Path | None, max_iters: int | None) -> None:
     """Create a scratch git repo with the demo ops and tune one of them on the CPU.
 
     Shows the whole loop on the embedded default: local repository, CPU backend,
-    local forge. Your own repositories are not touched.
+    local forge: several iterations (kept and rejected changes), the stop reason,
+    then the proposal. The op's DESIGN.md target is ignored, since a fast machine
+    meets it at once. Your own repositories are not touched.
     """
     source = _project_root()
+    cfgmod.resolve_op(source, cfgmod.load_repo_config(source), op)  # an unknown op: exit 2, nothing created
+    if target is not None and target.exists() and any(target.iterdir()):
+        raise BadRequest(f"{target} is not empty; pass --dir with a new or empty directory")
+    made = target is None or not target.exists()
     target = target or Path(tempfile.mkdtemp(prefix="tunebot-demo-"))
-    if target.exists() and any(target.iterdir()):
-        raise TunebotError(f"{target} is not empty; pass --dir with a new or empty directory")
-    target.mkdir(parents=True, exist_ok=True)
-    for rel in DEMO_PATHS:
-        src = source / rel
-        if src.is_dir():
-            shutil.copytree(src, target / rel, ignore=shutil.ignore_patterns("__pycache__", "perf_opt"))
-        elif src.exists():
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target / rel)
-    gitops.init_repo(target, message="demo: tunebot example ops")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for rel in DEMO_PATHS:
+            src = source / rel
+            if src.is_dir():
+                shutil.copytree(src, target / rel, ignore=shutil.ignore_patterns("__pycache__", "perf_opt"))
+            elif src.exists():
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, target / rel)
+        gitops.init_repo(target, message="demo: tunebot example ops")
+    except BaseException:
+        if made:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
     click.echo(f"demo repository: {target}")
+    click.echo("demo: tuning without the op's DESIGN.md target, so the loop runs until the patience "
+               "or the iteration limit stops it")
     forge = LocalForge(target)
-    outcome = run_tune(TuneRequest(repo=target, op=op, max_iters=max_iters), forge, print_event)
+    printer = Printer()
+    try:
+        outcome = run_tune(TuneRequest(repo=target, op=op, max_iters=max_iters, no_target=True), forge, printer)
+    finally:
+        printer.progress.clear()
     _print_outcome(outcome, target)
-    click.echo(f"next: cd {target} && tunebot proposals && tunebot approve {outcome.proposal.id if outcome.proposal else 1}"
-               f" && tunebot merge {outcome.proposal.id if outcome.proposal else 1}")
+    if outcome.proposal:
+        click.echo("")
+        click.echo(f"---- proposal #{outcome.proposal.id} (tunebot show {outcome.proposal.id}) ----")
+        click.echo(render_proposal(forge.get(outcome.proposal.id)))
+        click.echo(f"next: cd {target} && tunebot approve {outcome.proposal.id} && tunebot merge {outcome.proposal.id}")
 
 
 def _project_root() -> Path:

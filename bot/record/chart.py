@@ -1,7 +1,8 @@
 """Latency-per-iteration chart as a Mermaid `xychart-beta` block (GitHub renders it).
 
-x-axis: "base", "1", "2", ...; y-axis "latency (us)" from a rounded value below
-the fastest measured latency to one above the slowest, so 3 % steps stay visible.
+x-axis: "base", "1", "2", ... (the best one labelled "<n> best"); y-axis "latency (us)"
+from 0 (`from_zero=False`: from a rounded value below the fastest, which the caller
+must then say) to a round value above the slowest.
 One bar per point: the measured latency, or the axis minimum (an empty bar) when
 the iteration was not measured (L0 failed, timeout, error). One line: the
 best-so-far latency, stepping down only where the loop kept a variant when
@@ -42,11 +43,14 @@ def latency_chart(
     best_us: float | None,
     title: str,
     best_so_far: list[float] | None = None,
+    best_iteration: int | None = None,
+    from_zero: bool = True,
 ) -> str:
     """A fenced ```mermaid block; `points` are (iteration, latency or None) in order.
 
     `best_so_far`, if given, holds one value per x position (baseline first); `best_us`
-    (the final best) is kept inside the y range.
+    (the final best) is kept inside the y range. `best_iteration` (0: the baseline; None: no
+    marker) gets "best" in its x label, since Mermaid xychart has no markers or legend.
     """
     measured = [baseline_us] + [v for _, v in points if v is not None]
     if best_so_far is None:
@@ -60,7 +64,10 @@ def latency_chart(
                          f"got {len(best_so_far)}")
     values = measured + list(best_so_far) + ([best_us] if best_us is not None else [])
     lo, hi = nice_range(min(values), max(values))
-    labels = ['"base"'] + [f'"{n}"' for n, _ in points]
+    if from_zero:
+        lo = 0.0
+    labels = ['"base best"' if best_iteration == 0 else '"base"']
+    labels += [f'"{n} best"' if n == best_iteration else f'"{n}"' for n, _ in points]
     bars = [baseline_us] + [lo if v is None else v for _, v in points]
     return "\n".join([
         "```mermaid",

@@ -32,8 +32,10 @@ STOP_REASONS: tuple[str, ...] = ("达目标", "迭代上限", "连续无提升",
 
 TITLE_SUFFIX = "性能调优日志"
 SEC_BASELINE, SEC_ITERS, SEC_CONCLUSION = "基线", "迭代记录", "结论"
-TABLE_HEADER = ("iter", "策略", "latency(us)", "提升", "精度")
+TABLE_HEADER = ("iter", "策略", "latency(us)", "提升", "精度")  # the seed's columns, unchanged
+EXTRA_HEADER = ("verdict", "reason")  # tunebot's trailing columns (a seed-only table still parses)
 _SEPARATOR = "|------|------|-------------|------|------|"
+_EXTRA_SEPARATOR = "---------|--------|"
 BASELINE_ITER_LABEL = "baseline"
 
 
@@ -44,11 +46,13 @@ class LogRow:
     latency_us: float | None  # None: not measured (L0 failed, timeout, error)
     gain_pct: float | None  # vs the baseline, positive = faster; None when not measured
     accuracy: Accuracy
+    verdict: str | None = None  # the loop's verdict (better, not_better, fail_l0, ...); None: not given
+    reason: str | None = None  # one line: why that verdict
 
 
 @dataclass
 class Conclusion:
-    best_source: str  # file name of the best version, e.g. "rms_norm.py"
+    best_source: str  # the seed's file name of the best version: always "<op>.py" (perf_opt/<op>.py)
     best_iter: int | None  # None: the baseline stayed best
     final_us: float | None
     total_gain_pct: float | None
@@ -65,6 +69,8 @@ class OptLog:
 
 
 def render_opt_log(log: OptLog) -> str:
+    """The seed's layout; the verdict and reason columns follow the seed's five when any row has them."""
+    extra = any(row.verdict is not None or row.reason is not None for row in log.rows)
     lines = [
         f"# {one_line(log.op)} {TITLE_SUFFIX}",
         "",
@@ -73,13 +79,15 @@ def render_opt_log(log: OptLog) -> str:
         f"- 来源: {one_line(log.baseline_source)}",
         "",
         f"## {SEC_ITERS}",
-        "| " + " | ".join(TABLE_HEADER) + " |",
-        _SEPARATOR,
+        "| " + " | ".join(TABLE_HEADER + (EXTRA_HEADER if extra else ())) + " |",
+        _SEPARATOR + (_EXTRA_SEPARATOR if extra else ""),
     ]
     for row in log.rows:
         if row.accuracy not in ACCURACY_VALUES:
             raise ValueError(f"iter {row.iter}: accuracy must be one of {ACCURACY_VALUES}, got {row.accuracy!r}")
         cells = [str(row.iter), escape_cell(row.strategy), fmt_us(row.latency_us), fmt_pct(row.gain_pct), row.accuracy]
+        if extra:
+            cells += [escape_cell(one_line(row.verdict or "-")), escape_cell(one_line(row.reason or "-"))]
         lines.append("| " + " | ".join(cells) + " |")
     c = log.conclusion
     if c is not None:
@@ -203,18 +211,23 @@ def _rows(r: _Reader, lines: list[tuple[int, str]]) -> list[LogRow]:
         raise r.error(None, "the 迭代记录 table header is missing", "add '| " + " | ".join(TABLE_HEADER) + " |'")
     number, text = lines[0]
     header = _cells(text)
-    if header is None or tuple(header) != TABLE_HEADER:
-        raise r.error(number, f"table header is {text!r}", "use '| " + " | ".join(TABLE_HEADER) + " |'")
+    if header is None or tuple(header) not in (TABLE_HEADER, TABLE_HEADER + EXTRA_HEADER):
+        raise r.error(number, f"table header is {_short(text)!r}",
+                      "use '| " + " | ".join(TABLE_HEADER + EXTRA_HEADER) + " |' (or the seed's first five columns)")
+    width = len(header)
     if len(lines) < 2 or not is_separator_row(_cells(lines[1][1]) or []):
         raise r.error(lines[1][0] if len(lines) > 1 else number, "the table separator row is missing",
                       f"put '{_SEPARATOR}' under the header")
     rows: list[LogRow] = []
     for number, text in lines[2:]:
         cells = _cells(text)
-        if cells is None or len(cells) != len(TABLE_HEADER):
-            raise r.error(number, f"table row needs {len(TABLE_HEADER)} cells, got {text!r}",
-                          "write '| <iter> | <策略> | <latency> | <提升> | <精度> |' and escape '|' in text as '\\|'")
-        it, strategy, latency, gain, accuracy = cells
+        if cells is None or len(cells) != width:
+            raise r.error(number, f"table row needs {width} cells, got {_short(text, 80)!r}",
+                          "write '| <iter> | <策略> | <latency> | <提升> | <精度> |"
+                          + (" <verdict> | <reason> |" if width > len(TABLE_HEADER) else "")
+                          + "' and escape '|' in text as '\\|'")
+        it, strategy, latency, gain, accuracy = cells[:len(TABLE_HEADER)]
+        verdict, reason = (cells[len(TABLE_HEADER):] + ["-", "-"])[:2]
         if not _ITER.fullmatch(it):
             raise r.error(number, f"iter {it[:20]!r} is not a whole number (up to 9 digits)",
                           "write the iteration number, e.g. '3'")
@@ -223,7 +236,8 @@ def _rows(r: _Reader, lines: list[tuple[int, str]]) -> list[LogRow]:
         if accuracy not in ACCURACY_VALUES:
             raise r.error(number, f"精度 {accuracy!r} is not valid", f"use one of: {', '.join(ACCURACY_VALUES)}")
         rows.append(LogRow(int(it), strategy, _us(r, number, latency, "latency(us)"),
-                           _pct(r, number, gain, "提升"), accuracy))  # type: ignore[arg-type]
+                           _pct(r, number, gain, "提升"), accuracy,  # type: ignore[arg-type]
+                           None if verdict == "-" else verdict, None if reason == "-" else reason))
     return rows
 
 

@@ -1,9 +1,11 @@
 """Per-repository evidence: how each strategy has fared on each kernel kind.
 
-Stored as `.tunebot/evidence.json` in the user's repository. The loop loads
-it from the base commit, records every evaluated iteration, and commits the
-updated file on the delivery branch, so it merges into the user's history
-like any other change and later runs (and other people) plan with it.
+Stored per op as `.tunebot/evidence/<project>/<op>.json` in the user's
+repository. The loop plans with the sum of every such file at the base commit
+(plus the older single `.tunebot/evidence.json`, read but no longer written),
+records every evaluated iteration in its own op's file, and commits that file
+on the delivery branch. One file per op means proposals for different ops never
+touch the same file, so they merge in any order.
 
 Weight (see docs/strategies.md): a smoothed win rate relative to the prior,
 times a smoothed mean-gain factor, clamped to [0.25, 2]. With no data the
@@ -17,7 +19,13 @@ from dataclasses import dataclass
 
 from bot.errors import ConfigError
 
-EVIDENCE_PATH = ".tunebot/evidence.json"
+EVIDENCE_PATH = ".tunebot/evidence.json"  # the older shared file: read for planning, never written
+EVIDENCE_DIR = ".tunebot/evidence"
+
+
+def op_evidence_path(project: str, op: str) -> str:
+    """The file one op's runs write: `.tunebot/evidence/<project>/<op>.json`."""
+    return f"{EVIDENCE_DIR}/{project}/{op}.json"
 VERSION = 1
 PRIOR_TRIES = 2.0  # pseudo-observations: 1 win in 2 tries (a 50 % prior)
 PRIOR_WINS = 1.0
@@ -40,32 +48,44 @@ class Evidence:
         self.tallies: dict[tuple[str, str], Tally] = dict(tallies or {})
 
     @classmethod
-    def load(cls, text: str | None) -> "Evidence":
-        """Parse the file's text; None or empty means no evidence yet."""
+    def combined(cls, files: dict[str, str | None]) -> Evidence:
+        """The sum of several evidence files ({path: text}), e.g. every op's file at one commit."""
+        total = cls()
+        for path, text in sorted(files.items()):
+            for key, t in cls.load(text, path).tallies.items():
+                mine = total.tallies.setdefault(key, Tally())
+                mine.tries += t.tries
+                mine.wins += t.wins
+                mine.gain_sum = round(mine.gain_sum + t.gain_sum, 6)
+        return total
+
+    @classmethod
+    def load(cls, text: str | None, path: str = EVIDENCE_PATH) -> Evidence:
+        """Parse the file's text; None or empty means no evidence yet. `path` names it in errors."""
         if text is None or not text.strip():
             return cls()
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(EVIDENCE_PATH, "(file)", f"not valid JSON ({exc.msg} at line {exc.lineno})",
+            raise ConfigError(path, "(file)", f"not valid JSON ({exc.msg} at line {exc.lineno})",
                               "fix the JSON or delete the file to start the evidence afresh") from None
         if not isinstance(data, dict) or not isinstance(data.get("strategies", {}), dict):
-            raise ConfigError(EVIDENCE_PATH, "strategies", "must be a mapping strategy -> kind -> tally",
+            raise ConfigError(path, "strategies", "must be a mapping strategy -> kind -> tally",
                               "delete the file to start the evidence afresh")
         tallies: dict[tuple[str, str], Tally] = {}
         for strategy, kinds in data.get("strategies", {}).items():
             if not isinstance(kinds, dict):
-                raise ConfigError(EVIDENCE_PATH, f"strategies.{strategy}", "must map kernel kinds to tallies",
+                raise ConfigError(path, f"strategies.{strategy}", "must map kernel kinds to tallies",
                                   "delete the file to start the evidence afresh")
             for kind, t in kinds.items():
                 try:
                     tally = Tally(int(t["tries"]), int(t["wins"]), float(t.get("gain_sum", 0.0)))
                 except (KeyError, TypeError, ValueError):
-                    raise ConfigError(EVIDENCE_PATH, f"strategies.{strategy}.{kind}",
+                    raise ConfigError(path, f"strategies.{strategy}.{kind}",
                                       "needs integer 'tries' and 'wins' and a number 'gain_sum'",
                                       "fix the entry or delete the file") from None
                 if tally.tries < 0 or not 0 <= tally.wins <= tally.tries:
-                    raise ConfigError(EVIDENCE_PATH, f"strategies.{strategy}.{kind}",
+                    raise ConfigError(path, f"strategies.{strategy}.{kind}",
                                       "needs 0 <= wins <= tries", "fix the entry or delete the file")
                 tallies[(strategy, kind)] = tally
         return cls(tallies)

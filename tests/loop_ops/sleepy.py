@@ -1,13 +1,14 @@
 """A test op whose latency is set by its knobs, so the loop's decisions are predictable.
 
 Pure Python (no torch import) so that each sandboxed run starts fast. The kernel
-sleeps for a time that is smallest at BLOCK = 64 and NUM_STAGES = 2;
+sleeps for a time that is smallest (1 ms) at BLOCK = 64 and NUM_STAGES = 2 and doubles per step away;
 `--level L0` follows upstream's template (exit 0 = pass). BLOCK == WRONG_AT makes
 the kernel return a wrong result, HANG_AT hang and CRASH_AT die of SIGSEGV, to
 exercise rollback and the sandbox from the loop.
 """
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -29,7 +30,9 @@ def reference(x):
 
 
 def kernel(x):
-    cost_ms = 1.0 + abs(BLOCK - 64) / 64 * 6.0 + abs(NUM_STAGES - 2) * 1.5
+    # every step away from the optimum doubles the time: one good step is a 50 % gain, clear of
+    # the noise of a busy shared machine
+    cost_ms = 1.0 * 2.0 ** abs(math.log2(BLOCK / 64)) * 2.0 ** abs(NUM_STAGES - 2)
     time.sleep(cost_ms / 1000)
     if BLOCK == HANG_AT:
         time.sleep(3600)
