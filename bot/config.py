@@ -65,11 +65,12 @@ class KernelLimits:
 
 @dataclass(frozen=True)
 class LatencySettings:
-    backend: str = "auto"  # auto | cpu | cuda | npu-msprof | npu-torch
+    backend: str = "auto"  # auto | cpu | cuda | npu-msprof | npu-torch | command
     warmup: int = 5
     repeats: int = 30
     timeout_s: float = 300.0
     kernel_name: str | None = None  # msprof --kernel-name prefix; default: the @T.prim_func name
+    command: tuple[str, ...] | None = None  # backend "command": the team's benchmark (docs/measurement.md)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ NAME_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
 KERNEL_KINDS = ("vector", "cube", "mix")
 ACCURACY_MODES = ("command", "harness")
 LEVELS = ("L0", "L1", "L2")
-BACKENDS = ("auto", "cpu", "cuda", "npu-msprof", "npu-torch")
+BACKENDS = ("auto", "cpu", "cuda", "npu-msprof", "npu-torch", "command")
 PERMISSIONS = ("write", "maintain", "admin")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -163,7 +164,7 @@ _OP_KEYS = ("kernel_kind", "entry", "inputs", "reference", "knobs", "strategies"
 _KNOB_KEYS = ("name", "strategy", "values", "divides", "multiple_of")
 _ACCURACY_KEYS = ("mode", "level", "timeout_s", "rtol", "atol", "min_cosine", "repeats")
 _LIMIT_KEYS = ("memory_mb", "cpu_s", "file_size_mb", "filesystem")
-_LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name")
+_LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name", "command")
 _REPO_KEYS = ("ops_root", "branch_prefix", "defaults", "keep_branches", "base_branch", "proposer",
               "proposer_timeout_s", "github")
 _DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "target_us")
@@ -779,6 +780,11 @@ def _latency(check: _Checker, data: dict) -> LatencySettings:
         values["timeout_s"] = check.number(data["timeout_s"], "latency.timeout_s", above=0, example="300")
     if data.get("kernel_name") is not None:
         values["kernel_name"] = check.text(data["kernel_name"], "latency.kernel_name")
+    if data.get("command") is not None:
+        values["command"] = check.argv(data["command"], "latency.command")
+    if values.get("backend") == "command" and not values.get("command"):
+        check.fail("latency.command", "backend 'command' needs the benchmark command to run",
+                   "add e.g. `command: [python, bench.py, \"{source}\"]` under latency (docs/measurement.md)")
     return LatencySettings(**values)
 
 

@@ -131,3 +131,16 @@ def make_commit_fixture():
 @pytest.fixture(name="snapshot_checkout")
 def snapshot_checkout_fixture():
     return snapshot_checkout
+
+
+def third_party_corpus(name: str, probe: str) -> Path | None:
+    """Where a third-party test corpus (kept out of git) was materialised, or None.
+
+    Looked for in tests/data/<name> (filled by the scripts/ that materialise it) and then in the
+    steering repository's shared/fixtures/<name>; `probe` is a path inside it that must exist.
+    """
+    here = Path(__file__).resolve().parent
+    for root in (here / "data" / name, here.parent.parent / "shared" / "fixtures" / name):
+        if (root / probe).exists():
+            return root
+    return None

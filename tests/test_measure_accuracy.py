@@ -137,3 +137,32 @@ def test_judge_rules():
     assert status == "fail" and "cosine 0.500000 < 0.999" in why
     status, why = judge([{**good, "mismatched": 3}], 0.999)
     assert status == "fail" and "3 of 10 elements" in why
+
+
+STRICT_UPSTREAM = '''import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--M", type=int, default=64)
+args = parser.parse_args()  # strict: an unknown --level would exit 2
+assert args.M == 64
+print("All check passed.")
+'''
+
+
+def test_command_mode_does_not_pass_level_to_a_script_without_that_option(tmp_path):
+    op = tmp_path / "upstream.py"
+    op.write_text(STRICT_UPSTREAM)
+    r = l0_command(op, tmp_path, timeout_s=60)
+    assert r.passed, r.tail
+    assert "--level" not in r.command and r.command[-1] == str(op.resolve())
+    assert "no --level option" in r.details["flags"]
+    # the same strict script, had the flag been passed, fails: the check above is not vacuous
+    op.write_text(STRICT_UPSTREAM.replace("parse_args()", "parse_args(['--level', 'L0'])"))
+    assert l0_command(op, tmp_path, timeout_s=60).status == "error"
+
+
+def test_command_mode_still_passes_level_to_the_template(tmp_path):
+    op = tmp_path / "tpl.py"
+    op.write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--level', default='L1')\n"
+                  "a = p.parse_args()\nassert a.level == 'L0', a.level\n")
+    r = l0_command(op, tmp_path, timeout_s=60)
+    assert r.passed and r.command[-2:] == ["--level", "L0"] and r.details == {}

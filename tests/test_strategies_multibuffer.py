@@ -3,9 +3,10 @@
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from bot.strategies.base import Refusal, Variant
-from bot.strategies.multibuffer import FLAG, current, developer_mode, set_flag
+from bot.strategies.multibuffer import FLAG, current, default_enabled, developer_mode, set_flag
 from bot.strategies.source import changed_lines
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tilelang"
@@ -26,9 +27,68 @@ def test_existing_attribute_key_is_toggled():
     assert current(v.source) is True
 
 
-def test_absent_flag_follows_the_mode():
+def test_absent_flag_is_on_in_both_modes():
+    # upstream jit_npu.py: pass_configs.get("npuir.enable_auto_multi_buffer", True), whatever the mode
+    assert default_enabled()[0] is True
     assert developer_mode(kernel("layer_norm")) and current(kernel("layer_norm")) is True
-    assert not developer_mode(kernel("vec_add")) and current(kernel("vec_add")) is False
+    assert not developer_mode(kernel("vec_add")) and current(kernel("vec_add")) is True
+
+
+@pytest.mark.parametrize("value, developer", [("Developer", True), ("Dev", True), ("dev", True),
+                                              ("Expert", False), ("exp", False), ("E", False)])
+def test_mode_spellings(value, developer):
+    assert developer_mode(f'import os\nos.environ["TILELANG_ASCEND_MODE"] = "{value}"\n') is developer
+    assert developer_mode("import os\n") is False  # unset = Expert
+
+
+def test_installed_tilelang_default_is_read_not_imported(tmp_path, monkeypatch):
+    pkg = tmp_path / "tilelang"
+    (pkg / "jit").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    (pkg / "jit" / "jit_npu.py").write_text('x = cfg.get(\n    "npuir.enable_auto_multi_buffer",\n    False,\n)\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    default_enabled.cache_clear()
+    try:
+        value, origin = default_enabled()
+        assert value is False and "installed TileLang" in origin
+        src = "import tilelang\n@tilelang.jit(target='npuir')\ndef f():\n    pass\n"
+        assert current(src) is False
+        assert isinstance(set_flag(src, True), Variant)
+    finally:
+        default_enabled.cache_clear()
+        set_flag.cache_clear()
+
+
+def test_both_directions_where_the_flag_is_absent():
+    src = kernel("vec_add")  # Expert mode, flag absent: on by default, so the move is "off"
+    assert isinstance(set_flag(src, True), Refusal)
+    v = set_flag(src, False)
+    assert isinstance(v, Variant) and v.change.old is True and v.change.new is False
+    back = set_flag(v.source, True)
+    assert isinstance(back, Variant)
+
+
+def test_tl_alias_is_a_jit_call():
+    src = "import tilelang as tl\n\n@tl.jit(target='npuir')\ndef f():\n    pass\n"
+    v = set_flag(src, False)
+    assert isinstance(v, Variant), v
+    assert changed_lines(src, v.source) == [("@tl.jit(target='npuir')",
+                                             f"@tl.jit(target='npuir', pass_configs={{\"{FLAG}\": False}})")]
+
+
+def test_double_star_options_are_not_given_a_second_pass_configs():
+    src = "import tilelang\n\n@tilelang.jit(**_jit_options())\ndef f():\n    pass\n"
+    r = set_flag(src, False)
+    assert isinstance(r, Refusal) and "**options" in r.reason and "twice" in r.reason
+
+
+def test_manual_sync_kernels_do_not_get_automatic_multi_buffering():
+    src = ("import tilelang as tl\n\n@tl.jit(pass_configs={\n"
+           "    tl.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n"
+           "    tl.PassConfigKey.NPUIR_DISABLE_HIVM_AUTO_INJECT_SYNC: True,\n})\ndef f():\n    pass\n")
+    assert current(src) is False
+    r = set_flag(src, True)
+    assert isinstance(r, Refusal) and "sync" in r.reason
 
 
 def test_absent_flag_is_added_to_the_pass_configs_dict():
@@ -41,11 +101,11 @@ def test_absent_flag_is_added_to_the_pass_configs_dict():
 
 def test_absent_flag_without_dict_adds_pass_configs_to_the_jit_call():
     src = kernel("vec_add")
-    v = set_flag(src, True)
+    v = set_flag(src, False)
     assert isinstance(v, Variant), v
     assert changed_lines(src, v.source) == [
         ('@tilelang.jit(out_idx=[-1], target="npuir")',
-         f'@tilelang.jit(out_idx=[-1], target="npuir", pass_configs={{"{FLAG}": True}})')]
+         f'@tilelang.jit(out_idx=[-1], target="npuir", pass_configs={{"{FLAG}": False}})')]
     cst.parse_module(v.source)
 
 
@@ -60,8 +120,8 @@ def test_refusals_say_why():
     r = set_flag(kernel("gemm_expert"), False)
     assert isinstance(r, Refusal) and "already False" in r.reason
     r = set_flag(kernel("layer_norm"), True)
-    assert isinstance(r, Refusal) and "Developer mode already means True" in r.reason
-    r = set_flag("import torch\nx = 1\n", True)
+    assert isinstance(r, Refusal) and "absent, which already means True" in r.reason
+    r = set_flag("import torch\nx = 1\n", False)
     assert isinstance(r, Refusal) and "no single pass_configs" in r.reason
     two = f'a = {{"{FLAG}": True}}\nb = {{"{FLAG}": False}}\n'
     r = set_flag(two, True)

@@ -1,7 +1,10 @@
 """L0 accuracy gate, two modes.
 
 command: run the op's own script, `python <variant>.py --level L0`, in the op's
-directory; exit 0 is a pass (upstream's stage-3 template). A non-zero exit is
+directory; exit 0 is a pass (upstream's stage-3 template). A script that does
+not declare a `--level` option (upstream's example files, whose `__main__`
+runs their own assert_close check, often with a strict `parse_args()`) is run
+as it is, with no flags it would reject. A non-zero exit is
 "fail" only when the output shows an accuracy mismatch (see `_shows_mismatch`),
 otherwise "error" (import/compile error, out of memory, ...); a signal is
 "error", a hang "timeout".
@@ -20,7 +23,14 @@ from pathlib import Path
 
 from bot.config import AccuracySettings
 from bot.measure.backends.common import run_runner
-from bot.measure.sandbox import OOM_MARKERS, SandboxResult, child_env, python_argv, run_sandboxed, tail_of
+from bot.measure.sandbox import (
+    OOM_MARKERS,
+    SandboxResult,
+    child_env,
+    python_argv,
+    run_sandboxed,
+    tail_of,
+)
 from bot.measure.types import AccuracyResult, Status
 
 # torch.testing.assert_close's messages, and an explicit "L0 ... FAIL" line from the op's script
@@ -59,20 +69,32 @@ def _status_of(run: SandboxResult) -> Status:
 
 
 SEED_ENV = "TUNEBOT_SEED"  # command mode: the seed an op's own L0 script should pass to get_inputs
+_LEVEL_OPTION = re.compile(r"""["']--level["']""")
+
+
+def accepts_level(text: str) -> bool:
+    """Whether a script declares a `--level` option (the stage-3 template) rather than running its own check."""
+    return bool(_LEVEL_OPTION.search(text))
 
 
 def l0_command(source: Path, cwd: Path, level: str = "L0", timeout_s: float = 120.0,
                memory_limit_mb: int | None = None, seed: int = 0) -> AccuracyResult:
-    """`python <source> --level <level>` in `cwd` with TUNEBOT_SEED=<seed>; exit 0 = pass."""
+    """`python <source> --level <level>` in `cwd` (no flag for a script without `--level`) with
+    TUNEBOT_SEED=<seed>; exit 0 = pass."""
     source = Path(source).resolve()
-    argv = python_argv(str(source), "--level", level)
+    try:
+        flags = ["--level", level] if accepts_level(source.read_text(encoding="utf-8")) else []
+    except (OSError, UnicodeDecodeError):
+        flags = ["--level", level]
+    argv = python_argv(str(source), *flags)
     env = child_env([source.parent, cwd])
     env[SEED_ENV] = str(seed)
     run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
     status = _status_of(run)
+    details = {} if flags else {"flags": "none: the script declares no --level option; its own check ran"}
     return AccuracyResult(status=status, mode="command", command=argv, duration_s=round(run.duration_s, 3),
                           tail=run.tail, reason="" if status == "pass" else run.reason,
-                          details={"seed": seed} if seed else {})
+                          details={**details, **({"seed": seed} if seed else {})})
 
 
 def judge(outputs: list[dict], min_cosine: float) -> tuple[Status, str]:

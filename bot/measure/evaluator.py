@@ -11,13 +11,16 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from bot.config import OP_CONFIG_FILE, OpConfig
 from bot.errors import ConfigError
 from bot.measure import accuracy as acc
-from bot.measure import backends, decide as decide_mod, environment as env_mod
+from bot.measure import backends
+from bot.measure import decide as decide_mod
+from bot.measure import environment as env_mod
+from bot.measure.backends.command import measure_command
 from bot.measure.backends.cpu import measure_cpu
 from bot.measure.backends.cuda import measure_cuda
 from bot.measure.backends.msprof import kernel_name_of, measure_msprof
@@ -60,6 +63,7 @@ class Evaluator:
         self._backend: str | None = None
         self._static_env: Environment | None = None
         self._commands: dict[Path, list[str]] = {}
+        self._facts: dict = {}  # environment facts a `command` benchmark reported
 
     # -- paths and settings ------------------------------------------------
     def _abs(self, source: Path) -> Path:
@@ -174,9 +178,15 @@ class Evaluator:
             result = measure_cuda(path, **common)
         elif backend == "npu-torch":
             result = measure_npu_torch(path, kernel_name=lat.kernel_name, **common)
+        elif backend == "command":
+            if not lat.command:
+                raise ConfigError(self._config_file(), "latency.command", "backend 'command' has no command",
+                                  "add `command: [python, bench.py, \"{source}\"]` under latency")
+            result = measure_command(path, lat.command, **common)
         else:
             result = measure_msprof(path, self.kernel_name(path), **common)
         self._commands[path] = result.command
+        self._facts.update(result.extra.get("environment") or {})
         return result
 
     def decide(self, best_source: Path, best: LatencyResult, candidate_source: Path,
@@ -192,7 +202,10 @@ class Evaluator:
             self._static_env = env_mod.capture(self.backend)
         path = self._abs(source)
         command = self._commands.get(path) or [sys.executable, str(path)]  # not measured yet
-        return replace(self._static_env, git_sha=git_sha, command=list(command))
+        # facts a benchmark command reported about its own machine win over what we probed here
+        known = {f.name for f in fields(Environment)} - {"backend", "git_sha", "command"}
+        reported = {k: str(v) for k, v in self._facts.items() if k in known}
+        return replace(self._static_env, git_sha=git_sha, command=list(command), **reported)
 
     @staticmethod
     def drift(start: LatencyResult, end: LatencyResult) -> float | None:

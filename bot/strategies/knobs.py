@@ -1,5 +1,10 @@
 """Knob transforms: change the value of ONE named integer (or bool) knob.
 
+In a TileLang source (one with a `@T.prim_func` factory) a knob the kernel
+factories read is bound scope-correctly and checked against the kernel's own
+rules (bot/strategies/inventory.py, binding.py, constraints.py); the
+name-based rules below apply to everything else (the CPU demo ops).
+
 A knob lives at one of these sites, found by name:
 
 - a module constant              `BLOCK_M = 64`        (also `BLOCK_M: int = 64`)
@@ -24,19 +29,28 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.config import Knob
+from bot.strategies import inventory
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.source import (ParseFailure, bool_value, int_value, line_of, literal_node, make_variant,
-                                   parse, replace_node)
+from bot.strategies.binding import facts
+from bot.strategies.source import (
+    ParseFailure,
+    bool_value,
+    int_value,
+    line_of,
+    literal_node,
+    make_variant,
+    replace_node,
+)
 
 # Call sites win over constants, constants over defaults (lower = wins).
-_LEVEL = {"keyword": 0, "positional": 0, "constant": 1, "local": 1, "default": 2}
+_LEVEL = {"keyword": 0, "positional": 0, "constant": 1, "local": 1, "argparse": 1, "dict": 1, "default": 2}
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
 class KnobSite:
     name: str
-    kind: str  # constant | local | default | keyword | positional
+    kind: str  # constant | local | default | keyword | positional | argparse | dict
     line: int
     value: int | bool
     node: cst.BaseExpression  # the literal to replace
@@ -120,10 +134,14 @@ class _SiteFinder(cst.CSTVisitor):
 @lru_cache(maxsize=256)  # the planner asks about the same best source many times per step
 def find_sites(source: str) -> tuple[MetadataWrapper, list[KnobSite], list[tuple[str, str, int]]]:
     """Every literal knob site of the source (callers must not mutate the cached lists)."""
-    wrapper = parse(source)
+    f = facts(source)
+    wrapper = f.wrapper  # one parse shared with the scope-aware binding: same nodes
     finder = _SiteFinder(wrapper)
     wrapper.visit(finder)
     finder.finish()
+    # `parser.add_argument("--block_M", default=128)`: the option's default is a site of its own
+    finder.sites.extend(KnobSite(s.name, s.kind, s.line, s.value, s.node) for sites in f.argparse.values()
+                        for s in sites)
     return wrapper, finder.sites, finder.indirect
 
 
@@ -133,7 +151,19 @@ def locate(source: str, name: str) -> KnobSite | str:
         _, sites, indirect = find_sites(source)
     except ParseFailure as exc:
         return str(exc)
+    bound = _bound(source, name)
+    if bound is not None:
+        return bound
     return _choose(name, sites, indirect)
+
+
+def _bound(source: str, name: str) -> KnobSite | str | None:
+    """The scope-correct site of a name the kernel factories read; None when none reads it."""
+    found = inventory.resolve(source, name)
+    if found is None or isinstance(found, str):
+        return found
+    s = found.site
+    return KnobSite(s.name, s.kind, s.line, s.value, s.node)
 
 
 def _choose(name: str, sites: list[KnobSite], indirect: list[tuple[str, str, int]], seen: frozenset = frozenset()
@@ -164,7 +194,14 @@ def _choose(name: str, sites: list[KnobSite], indirect: list[tuple[str, str, int
 
 
 def discover(source: str) -> list[str]:
-    """Block-size-like names (block_*/BLOCK_*) set by a literal, in source order."""
+    """Block-size-like names (block_*/BLOCK_*) set by a literal, in source order.
+
+    In a TileLang source: only the names a kernel reads that are bound to one
+    literal (`dropped(source)` lists the others, with reasons).
+    """
+    inv = inventory.inventory(source)
+    if inv.tilelang:
+        return [k.name for k in inv.knobs]
     try:
         _, sites, _ = find_sites(source)
     except ParseFailure:
@@ -174,6 +211,24 @@ def discover(source: str) -> list[str]:
         if BLOCK_NAME.match(s.name) and not isinstance(s.value, bool) and s.name not in names:
             names.append(s.name)
     return names
+
+
+def dropped(source: str) -> list[inventory.Dropped]:
+    """Block-like names of a TileLang source that are not tuned, each with its reason."""
+    return list(inventory.inventory(source).dropped)
+
+
+def legal_values(source: str, name: str, values: tuple) -> tuple[tuple, list[tuple[int, str]]]:
+    """`values` that meet the kernel's own rules for knob `name`, and (value, reason) for the rest."""
+    info = inventory.resolve(source, name)
+    if info is None or isinstance(info, str):
+        return tuple(values), []
+    return info.legal(tuple(values))
+
+
+def refusal_lines(strategy: str, name: str, refused: list[tuple[int, str]]) -> list[str]:
+    """One line per refused value of a knob, for the dry run, opt_log.md and the report."""
+    return [f"{strategy}: {name}={value} refused: {reason}" for value, reason in refused]
 
 
 def current_value(source: str, name: str) -> int | bool | None:
@@ -192,20 +247,28 @@ def check_constraints(knob: Knob, value: int) -> str | None:
     return None
 
 
+def kernel_violation(source: str, name: str, value: int) -> str | None:
+    """Why `value` breaks the kernel's own rules for knob `name` (asserts, full tiles, extents), or None."""
+    info = inventory.resolve(source, name)
+    if info is None or isinstance(info, str) or value == info.value:
+        return None
+    return info.constraints.violation(value, info.value)
+
+
 @lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
 def set_knob(source: str, knob: Knob, new: int | bool, strategy: str | None = None, name: str = "kernel.py"
              ) -> Variant | Refusal:
     """Set knob `knob.name` to `new` at its one effective site."""
     strategy = strategy or knob.strategy
     try:
-        wrapper, sites, indirect = find_sites(source)
+        wrapper, _, _ = find_sites(source)
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=strategy)
-    site = _choose(knob.name, sites, indirect)
+    site = locate(source, knob.name)
     if isinstance(site, str):
         return Refusal((site,), strategy=strategy)
     if not isinstance(new, bool):
-        problem = check_constraints(knob, new)
+        problem = check_constraints(knob, new) or kernel_violation(source, knob.name, new)
         if problem:
             return Refusal((problem,), strategy=strategy)
     if site.value == new and type(site.value) is type(new):

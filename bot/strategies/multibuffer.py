@@ -4,35 +4,98 @@
 multi_buffer` in tune.yaml, goes through the knob transform instead.)
 
 The flag is found as a dict entry keyed by the string
-"npuir.enable_auto_multi_buffer" or by `tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER`.
-When absent, its effective value is the mode's default: Developer mode
-turns automatic multi-buffering on, Expert mode (upstream's default) leaves
-it off. Setting an absent flag adds the entry to the one `pass_configs`
-dict, or adds `pass_configs={...}` to the one `tilelang.jit(...)` /
-`tilelang.compile(...)` call.
+"npuir.enable_auto_multi_buffer" or by `<tilelang>.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER`
+(any alias: `import tilelang as tl` is the same module).
+When absent, its effective value is TileLang's own default: read from the
+installed TileLang's `jit/jit_npu.py` when there is one (never imported, only
+read), else upstream's documented default, which is ON in both Expert and
+Developer mode (`pass_configs.get("npuir.enable_auto_multi_buffer", True)`).
+Both directions are planned. Setting an absent flag adds the entry to the one
+`pass_configs` dict, or adds `pass_configs={...}` to the one `jit(...)` /
+`compile(...)` call. Refused, with the reason: a call that also passes
+`**options` (the keyword could be passed twice), several candidate calls, and
+turning it on where the kernel disables automatic sync injection (its manual
+flags cannot cover buffers the compiler adds).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import re
 from functools import lru_cache
+from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.source import (ParseFailure, bool_value, dotted, line_of, literal_node, make_variant, parse,
-                                   replace_node, with_keyword, append_item)
+from bot.strategies.source import (
+    ParseFailure,
+    append_item,
+    bool_value,
+    dotted,
+    line_of,
+    literal_node,
+    make_variant,
+    parse,
+    replace_node,
+    with_keyword,
+)
 
 STRATEGY = "multi_buffer"
 FLAG = "npuir.enable_auto_multi_buffer"
 FLAG_ATTR = "NPUIR_ENABLE_AUTO_MULTI_BUFFER"
-_DEVELOPER = re.compile(r"""TILELANG_ASCEND_MODE['"]\s*\]?\s*[,=]\s*['"]Developer['"]""")
+MANUAL_SYNC_ATTR = "NPUIR_DISABLE_HIVM_AUTO_INJECT_SYNC"
+MANUAL_SYNC = "npuir.disable_hivm_auto_inject_sync"
+UPSTREAM_DEFAULT = True  # tile-ai/tilelang-ascend npuir, tilelang/jit/jit_npu.py, both modes
+_MODE = re.compile(r"""TILELANG_ASCEND_MODE['"]\s*\]?\s*[,=]\s*['"]([^'"]*)['"]""")
+_EXPERT = ("expert", "exp", "e")  # upstream's spellings of Expert; anything else is Developer ("Dev", ...)
+_DEFAULT_IN_SOURCE = re.compile(r"""["']npuir\.enable_auto_multi_buffer["']\s*,\s*(True|False)""")
 
 
 def developer_mode(source: str) -> bool:
-    """True when the module selects TileLang-Ascend's Developer mode."""
-    return bool(_DEVELOPER.search(source))
+    """True when the module selects Developer mode (`Developer`, `Dev`, any value upstream does not read as
+    Expert); unset means Expert."""
+    m = _MODE.search(source)
+    return m is not None and m.group(1).strip().lower() not in _EXPERT
+
+
+@functools.cache
+def default_enabled() -> tuple[bool, str]:
+    """The flag's value when absent, and where that comes from (installed TileLang, else upstream's default)."""
+    try:
+        spec = importlib.util.find_spec("tilelang")
+    except (ImportError, ValueError):
+        spec = None
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(base) / "jit" / "jit_npu.py"
+        try:
+            m = _DEFAULT_IN_SOURCE.search(path.read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        if m:
+            return m.group(1) == "True", f"installed TileLang ({path})"
+    return UPSTREAM_DEFAULT, "upstream TileLang-Ascend default (jit_npu.py: on in Expert and Developer mode)"
+
+
+def _tilelang_names(module: cst.Module) -> tuple[set[str], set[str]]:
+    """Names bound to the tilelang module, and names imported from it (`from tilelang import jit`)."""
+    modules, members = {"tilelang"}, set()
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if dotted(alias.name) == "tilelang" and alias.asname is not None:
+                        modules.add(alias.asname.name.value)  # type: ignore[union-attr]
+            elif isinstance(small, cst.ImportFrom) and small.module is not None \
+                    and dotted(small.module) == "tilelang" and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    if isinstance(alias.name, cst.Name):
+                        members.add(alias.asname.name.value if alias.asname else alias.name.value)  # type: ignore
+    return modules, members
 
 
 def _is_flag_key(key: cst.BaseExpression | None) -> bool:
@@ -44,6 +107,8 @@ def _is_flag_key(key: cst.BaseExpression | None) -> bool:
 class _Finder(cst.CSTVisitor):
     def __init__(self, wrapper: MetadataWrapper) -> None:
         self.wrapper = wrapper
+        self.modules, self.members = _tilelang_names(wrapper.module)
+        self.manual_sync = False  # a pass_configs entry disables automatic sync injection
         self.entries: list[cst.DictElement] = []
         self.config_dicts: list[cst.Dict] = []  # `pass_configs = {...}` / `pass_configs={...}`
         self.compile_calls: list[cst.Call] = []  # tilelang.jit(...) / tilelang.compile(...) without pass_configs
@@ -51,6 +116,17 @@ class _Finder(cst.CSTVisitor):
     def visit_DictElement(self, node: cst.DictElement) -> None:
         if _is_flag_key(node.key):
             self.entries.append(node)
+        key = node.key
+        if ((isinstance(key, cst.SimpleString) and key.evaluated_value == MANUAL_SYNC)
+                or (key is not None and dotted(key).endswith(MANUAL_SYNC_ATTR))) and bool_value(node.value):
+            self.manual_sync = True
+
+    def _is_compile(self, name: str) -> bool:
+        base, _, attr = name.rpartition(".")
+        if attr not in ("jit", "compile"):
+            return False
+        return base in self.modules or base.endswith(".jit") and base.split(".")[0] in self.modules \
+            or (not base and attr in self.members)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Dict) and any(
@@ -62,7 +138,7 @@ class _Finder(cst.CSTVisitor):
         kw = next((a for a in node.args if a.keyword is not None and a.keyword.value == "pass_configs"), None)
         if kw is not None and isinstance(kw.value, cst.Dict):
             self.config_dicts.append(kw.value)
-        elif kw is None and name in ("tilelang.jit", "tilelang.compile", "jit", "compile"):
+        elif kw is None and self._is_compile(name):
             self.compile_calls.append(node)
 
 
@@ -84,7 +160,7 @@ def current(source: str) -> bool | None:
         return None
     if f.entries:
         return bool_value(f.entries[0].value)
-    return developer_mode(source)
+    return default_enabled()[0]
 
 
 @lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
@@ -95,6 +171,10 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=STRATEGY)
     module = wrapper.module
+    if enabled and f.manual_sync:
+        return Refusal((f"the kernel disables automatic sync injection ({MANUAL_SYNC_ATTR}: True) and "
+                        f"synchronises by hand; automatic multi-buffering would add buffers its manual flags "
+                        f"do not cover",), strategy=STRATEGY)
     if len(f.entries) > 1:
         lines = ", ".join(str(line_of(wrapper, e)) for e in f.entries)
         return Refusal((f"{FLAG} is set {len(f.entries)} times (lines {lines}); one change cannot pick one",),
@@ -110,10 +190,9 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
         new_source = replace_node(module, entry.value, literal_node(enabled))
         where = f"line {line_of(wrapper, entry)}"
     else:
-        old = developer_mode(source)
+        old, origin = default_enabled()
         if old == enabled:
-            mode = "Developer" if old else "Expert"
-            return Refusal((f"{FLAG} is absent and {mode} mode already means {enabled}",), strategy=STRATEGY)
+            return Refusal((f"{FLAG} is absent, which already means {enabled} ({origin})",), strategy=STRATEGY)
         element = cst.DictElement(key=cst.SimpleString(f'"{FLAG}"'), value=literal_node(enabled))
         if len(f.config_dicts) == 1:
             d = f.config_dicts[0]
@@ -121,12 +200,17 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
             where = f"pass_configs at line {line_of(wrapper, d)}"
         elif not f.config_dicts and len(f.compile_calls) == 1:
             call = f.compile_calls[0]
+            if any(a.star == "**" for a in call.args):
+                return Refusal((f"{dotted(call.func)}(...) at line {line_of(wrapper, call)} takes **options that "
+                                f"may already hold pass_configs; adding the keyword could pass it twice "
+                                f"(set {FLAG} where those options are built)",), strategy=STRATEGY)
             new_call = with_keyword(call, "pass_configs", cst.Dict([element]))
             new_source = replace_node(module, call, new_call)
             where = f"{dotted(call.func)}(...) at line {line_of(wrapper, call)}"
         else:
-            return Refusal((f"{FLAG} is absent and there is no single pass_configs dict or tilelang.jit/compile "
-                            f"call to add it to ({len(f.config_dicts)} dicts, {len(f.compile_calls)} calls)",),
+            return Refusal((f"{FLAG} is absent and there is no single pass_configs dict or tilelang jit/compile "
+                            f"call to add it to ({len(f.config_dicts)} dicts, {len(f.compile_calls)} calls); "
+                            f"one change cannot pick one",),
                            strategy=STRATEGY)
     change = Change(strategy=STRATEGY, description=f"{FLAG}: {old} -> {enabled} ({where})",
                     knob=FLAG, old=old, new=enabled)

@@ -2,8 +2,9 @@
 
 Where `num_stages` is a literal it is changed in place; where it is absent
 (upstream's default, 0) the keyword is added; where it is a name (a factory
-parameter, a constant) the change goes to the one site that sets that name
-(bot/strategies/knobs.py). CPU demo ops have no T.Pipelined: they declare a
+parameter, a constant) the change goes to the one literal that name is bound
+to where the loop reads it (scope-correct: bot/strategies/binding.py; a
+same-named variable in another function is never touched). CPU demo ops have no T.Pipelined: they declare a
 module constant knob with `strategy: pipeline_depth` in tune.yaml instead,
 which the planner sends to the knob transform directly.
 """
@@ -16,11 +17,19 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from bot.config import Knob
+from bot.strategies import binding
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.knobs import set_knob
-from bot.strategies.source import (ParseFailure, dotted, int_value, line_of, literal_node, make_variant, parse,
-                                   with_keyword)
+from bot.strategies.source import (
+    ParseFailure,
+    dotted,
+    int_value,
+    line_of,
+    literal_node,
+    make_variant,
+    parse,
+    replace_node,
+    with_keyword,
+)
 
 STRATEGY = "pipeline_depth"
 DEFAULT_DEPTHS: tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -100,8 +109,8 @@ def set_depth(source: str, depth: int, index: int = 0, name: str = "kernel.py") 
         return Refusal((f"there are only {len(loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY)
     loop = loops[index]
     if loop.bound_to is not None:
-        # num_stages=<name>: change whatever sets that name (one site), as a knob.
-        return set_knob(source, Knob(loop.bound_to, STRATEGY, DEFAULT_DEPTHS), depth, STRATEGY, name)
+        # num_stages=<name>: change the one literal that name is bound to where the loop reads it.
+        return _set_bound(source, loop, depth, name)
     if loop.stages is None:
         return Refusal((f"T.Pipelined at line {loop.line}: num_stages is an expression, not a literal",),
                        strategy=STRATEGY)
@@ -114,6 +123,27 @@ def set_depth(source: str, depth: int, index: int = 0, name: str = "kernel.py") 
     return make_variant(source, new_source, change, name)
 
 
+def _bound_site(source: str, loop: PipelinedLoop) -> binding.Resolution:
+    f = binding.facts(source)
+    assert loop.bound_to is not None
+    return binding.Resolver(f).name(loop.bound_to, f.chain_at(loop.line))
+
+
+def _set_bound(source: str, loop: PipelinedLoop, depth: int, name: str) -> Variant | Refusal:
+    r = _bound_site(source, loop)
+    site = r.site
+    if site is None or r.problem or isinstance(site.value, bool):
+        why = r.problem or f"'{loop.bound_to}' is not an integer literal"
+        return Refusal((f"T.Pipelined at line {loop.line}: num_stages={loop.bound_to}: {why}",), strategy=STRATEGY)
+    if site.value == depth:
+        return Refusal((f"{loop.bound_to} is already {depth}",), strategy=STRATEGY)
+    new_source = replace_node(binding.facts(source).wrapper.module, site.node, literal_node(depth))
+    label = loop.bound_to if site.name == loop.bound_to else f"{loop.bound_to} (via {site.name})"
+    change = Change(strategy=STRATEGY, description=f"{label}: {site.value} -> {depth} ({site.where()})",
+                    knob=loop.bound_to, old=site.value, new=depth)
+    return make_variant(source, new_source, change, name)
+
+
 def current_depth(source: str, index: int = 0) -> int | None:
     """The effective num_stages of loop `index` (following a bound name), or None."""
     loops = find_loops(source)
@@ -121,7 +151,7 @@ def current_depth(source: str, index: int = 0) -> int | None:
         return None
     loop = loops[index]
     if loop.bound_to is not None:
-        from bot.strategies.knobs import current_value
-        value = current_value(source, loop.bound_to)
+        r = _bound_site(source, loop)
+        value = r.site.value if r.site is not None and not r.problem else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
     return loop.stages

@@ -174,7 +174,9 @@ class Planner:
             if knobs.current_value(source, k.name) is None:
                 skipped.append(f"{k.strategy}: knob '{k.name}': {knobs.locate(source, k.name)}")
                 continue
-            k = Knob(k.name, k.strategy, tuple(k.values), k.divides, k.multiple_of)  # hashable, for the caches
+            legal, refused = knobs.legal_values(source, k.name, tuple(k.values))  # the kernel's own rules
+            skipped.extend(knobs.refusal_lines(k.strategy, k.name, refused))
+            k = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # hashable, for the caches
             specs.append(KnobSpec(k.name, k.strategy, "knob", k.values, k, order=len(specs)))
         names = {s.key for s in specs}
         if "block_size" in strategies and "block_size" not in declared:
@@ -183,9 +185,13 @@ class Planner:
                 if name in names or not isinstance(value, int) or isinstance(value, bool):
                     continue
                 values = tuple(sorted(set(DISCOVERED_BLOCK_VALUES) | {value}))
+                values, refused = knobs.legal_values(source, name, values)  # the kernel's own rules
+                skipped.extend(knobs.refusal_lines("block_size", name, refused))
                 specs.append(KnobSpec(name, "block_size", "knob", values, Knob(name, "block_size", values),
                                       order=len(specs)))
                 names.add(name)
+        if "block_size" in strategies and "block_size" not in declared:
+            skipped.extend(str(d) for d in knobs.dropped(source))
         if "pipeline_depth" in strategies and "pipeline_depth" not in declared:
             for loop in pipeline.find_loops(source):
                 key = loop.bound_to or f"num_stages#{loop.index}"
@@ -195,8 +201,11 @@ class Planner:
                                       index=loop.index, order=len(specs)))
                 names.add(key)
         if "multi_buffer" in strategies and "tilelang" in source and multibuffer.current(source) is not None:
-            if not isinstance(multibuffer.set_flag(source, not multibuffer.current(source)), Refusal):
+            flip = multibuffer.set_flag(source, not multibuffer.current(source))
+            if not isinstance(flip, Refusal):
                 specs.append(KnobSpec(multibuffer.FLAG, "multi_buffer", "flag", (False, True), order=len(specs)))
+            else:
+                skipped.append(f"multi_buffer: {multibuffer.FLAG}: {flip.reason}")
         return specs, skipped
 
     def _moves(self, ctx: PlanContext) -> tuple[list[Move], list[str]]:

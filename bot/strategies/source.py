@@ -30,8 +30,48 @@ def unified_diff(parent: str, variant: str, name: str = "kernel.py") -> str:
     return "".join(out)
 
 
+def keep_untouched_lines(parent: str, rendered_parent: str, new_source: str) -> str:
+    """`new_source` with every line the transform did not change taken verbatim from `parent`.
+
+    libcst renders a few inputs not byte for byte (a whitespace-only last line);
+    the edit (rendered parent -> new source) is applied to the real parent text
+    instead, so nothing but the intended lines ever changes. Falls back to
+    `new_source` when an edited line cannot be placed in the parent.
+    """
+    if rendered_parent == parent:
+        return new_source
+    a, b, p = (t.splitlines(keepends=True) for t in (rendered_parent, new_source, parent))
+    to_parent: dict[int, int] = {}
+    for block in difflib.SequenceMatcher(a=a, b=p, autojunk=False).get_matching_blocks():
+        for k in range(block.size):
+            to_parent[block.a + k] = block.b + k
+    out = list(p)
+    edits = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    for _, i1, i2, j1, j2 in reversed(edits):
+        if i1 < i2:
+            if any(i not in to_parent for i in range(i1, i2)) or to_parent[i2 - 1] - to_parent[i1] != i2 - 1 - i1:
+                return new_source
+            start, end = to_parent[i1], to_parent[i2 - 1] + 1
+        else:  # pure insertion before rendered line i1
+            if i1 in to_parent:
+                start = end = to_parent[i1]
+            elif i1 - 1 in to_parent:
+                start = end = to_parent[i1 - 1] + 1
+            else:
+                return new_source
+        out[start:end] = b[j1:j2]
+    return "".join(out)
+
+
 def make_variant(parent: str, new_source: str, change: Change, name: str = "kernel.py") -> Variant | Refusal:
     """A Variant from parent -> new_source, or a Refusal when nothing changed."""
+    from bot.strategies.binding import facts  # the parent's parse is cached there
+
+    try:
+        rendered = facts(parent).wrapper.module.code
+    except ParseFailure:
+        rendered = parent
+    new_source = keep_untouched_lines(parent, rendered, new_source)
     if new_source == parent:
         return Refusal((f"{change.strategy}: the change leaves the source identical",), strategy=change.strategy)
     return Variant(change=change, source=new_source, diff=unified_diff(parent, new_source, name),
@@ -126,12 +166,19 @@ def append_item(items: list, item, opener_ws: cst.BaseParenthesizableWhitespace)
     if isinstance(last.comma, cst.Comma):
         prev = items[-2].comma if len(items) > 1 else None
         sep = prev.whitespace_after if isinstance(prev, cst.Comma) else opener_ws
-        items[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep))
-        items.append(item.with_changes(comma=last.comma))
+        after = last.comma.whitespace_after
+        if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(sep, cst.ParenthesizedWhitespace):
+            # a comment after the last item stays on its line; the new item's line gets none
+            sep = sep.with_changes(first_line=after.first_line)
+            after = after.with_changes(first_line=cst.TrailingWhitespace())
+        items[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=sep))
+        items.append(item.with_changes(comma=last.comma.with_changes(whitespace_after=after)))
     else:
-        items[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         if isinstance(item, cst.Arg):
+            # `f(\n    a, b\n)`: the break before `)` follows the new item
             item = item.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+            last = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+        items[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         items.append(item)
     return items
 

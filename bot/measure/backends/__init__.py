@@ -1,4 +1,5 @@
-"""Latency backends: cpu, cuda, npu-msprof, npu-torch. Each times the kernel only.
+"""Latency backends: cpu, cuda, npu-msprof, npu-torch, command. Each times the kernel only
+(command: whatever the team's own benchmark measures).
 
 `detect()` picks one for `latency.backend: auto` without importing torch in
 the bot's process: probes run in a child, and only when a cheap check says the
@@ -14,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-BACKENDS = ("cpu", "cuda", "npu-msprof", "npu-torch")
+BACKENDS = ("cpu", "cuda", "npu-msprof", "npu-torch", "command")
 
 
 def _imports_in_child(code: str, timeout_s: float = 120.0) -> bool:

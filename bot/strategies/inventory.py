@@ -1,0 +1,189 @@
+"""The block-size knobs of a TileLang source, and every name left out with its reason.
+
+A knob is a block-size-like name (block_*/BLOCK_*) that a kernel factory (a
+function holding a `@T.prim_func`) reads: one of its parameters or locals, or
+of the factories around it. Each is bound to the one literal that sets its
+effective value (bot/strategies/binding.py) and carries the kernel's rules
+for new values (bot/strategies/constraints.py). Left out, with a reason:
+
+- a name the kernel never reads (a dead parameter): tuning it is a no-op;
+- a name bound at several places (two call sites, two kernels sharing it);
+- a name set by an expression rather than a literal;
+- a block-like literal (an argparse option, a dict entry, a default) that no
+  kernel factory reads.
+
+Sources without a `@T.prim_func` (the CPU demo ops) keep the name-based
+discovery of bot/strategies/knobs.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from bot.strategies.binding import Facts, Function, Resolver, Site, facts
+from bot.strategies.constraints import Constraints, constraints_for
+from bot.strategies.source import ParseFailure
+
+BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A knob, loop or flag that is not planned, and why."""
+
+    strategy: str
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.strategy}: {self.name}: {self.reason}"
+
+
+@dataclass
+class KnobInfo:
+    name: str
+    site: Site
+    value: int
+    path: tuple[str, ...]
+    constraints: Constraints
+
+    def legal(self, values: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[int, str]]]:
+        """The values that meet the kernel's rules, and (value, reason) for the others."""
+        ok, refused = [], []
+        for v in values:
+            problem = None if v == self.value else self.constraints.violation(v, self.value)
+            if problem:
+                refused.append((v, problem))
+            else:
+                ok.append(v)
+        return tuple(ok), refused
+
+
+@dataclass
+class Inventory:
+    tilelang: bool  # False: no @T.prim_func, the name-based rules apply
+    knobs: list[KnobInfo]
+    dropped: list[Dropped]
+
+    def knob(self, name: str) -> KnobInfo | None:
+        return next((k for k in self.knobs if k.name == name), None)
+
+
+def _live_names(factory: Function, f: Facts) -> set[str]:
+    """Names whose value reaches a prim_func body of `factory` (through local assignments)."""
+    used: set[str] = set()
+    from bot.strategies.binding import _names_in
+    for pf in factory.prim_funcs:
+        used |= _names_in(pf)
+    scopes = [fn for fn in f.functions if any(p is c for c in factory.chain for p in fn.chain)]
+    changed = True
+    while changed:
+        changed = False
+        for fn in scopes:
+            for local, values in fn.assigns.items():
+                if local in used:
+                    for v in values:
+                        new = _names_in(v) - used
+                        if new:
+                            used |= new
+                            changed = True
+    return used
+
+
+def _owners(f: Facts, wanted=BLOCK_NAME.match) -> dict[str, list[tuple[Function | None, Function, bool]]]:
+    """name -> (owner, factory, live) for every wanted name a factory chain holds."""
+    out: dict[str, list[tuple[Function | None, Function, bool]]] = {}
+    for factory in f.factories:
+        live = _live_names(factory, f)
+        for owner in factory.chain:
+            names = list(dict.fromkeys([*owner.params, *owner.defaults, *owner.assigns]))
+            for name in names:
+                if wanted(name):
+                    out.setdefault(name, []).append((owner, factory, name in live))
+        for name in sorted(live):
+            if wanted(name) and name in f.module_assigns and not any(
+                    name in o.params or name in o.defaults or name in o.assigns for o in factory.chain):
+                out.setdefault(name, []).append((None, factory, True))
+    return out
+
+
+def _bind(f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function, bool]]
+          ) -> KnobInfo | Dropped:
+    live = [(o, fac) for o, fac, is_live in owners if is_live]
+    if not live:
+        where = ", ".join(sorted({f"{fac.name}()" for _, fac, _ in owners}))
+        return Dropped("block_size", name, f"never read by the kernel ({where}): tuning it cannot change anything")
+    results = [(o, fac, resolver.name(name, o.chain if o else ())) for o, fac in live]
+    sites = {id(r.site.node): r for _, _, r in results if r.site is not None and r.problem is None}
+    if len(sites) > 1:
+        lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
+        return Dropped("block_size", name, f"bound at {len(sites)} different places ({lines}) for different "
+                                           f"kernels; one change cannot pick one")
+    if not sites:
+        problems = "; ".join(dict.fromkeys(r.problem or "not a literal" for _, _, r in results))
+        return Dropped("block_size", name, problems)
+    r = next(iter(sites.values()))
+    site = r.site
+    assert site is not None
+    if isinstance(site.value, bool) or not isinstance(site.value, int):
+        return Dropped("block_size", name, f"set to {site.value!r}, not an integer")
+    bound = [(o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node]
+    return KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
+
+
+@lru_cache(maxsize=256)
+def inventory(source: str) -> Inventory:
+    """Knobs and dropped names of `source` (cached; callers must not mutate)."""
+    try:
+        f = facts(source)
+    except ParseFailure as exc:
+        return Inventory(False, [], [Dropped("block_size", "*", str(exc))])
+    if not f.factories:
+        return Inventory(False, [], [])
+    resolver = Resolver(f)
+    knobs: list[KnobInfo] = []
+    dropped: list[Dropped] = []
+    taken: dict[int, str] = {}  # id(site node) -> knob name
+    for name, owners in _owners(f).items():
+        found = _bind(f, resolver, name, owners)
+        if isinstance(found, Dropped):
+            dropped.append(found)
+        elif id(found.site.node) not in taken:  # the same literal under another name is one knob
+            if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
+                found.name = found.site.name  # a module constant keeps its own name (BLOCK_M, not block_M)
+            taken[id(found.site.node)] = found.name
+            knobs.append(found)
+    _unread_literals(f, taken, dropped)
+    knobs.sort(key=lambda k: (k.site.line, k.name))
+    return Inventory(True, knobs, dropped)
+
+
+@lru_cache(maxsize=1024)
+def resolve(source: str, name: str) -> KnobInfo | str | None:
+    """Knob `name` as the kernel factories read it; a reason when they read it but it cannot be
+    tuned; None when no factory reads it (the name-based rules apply)."""
+    inv = inventory(source)
+    if not inv.tilelang:
+        return None
+    known = inv.knob(name)
+    if known is not None:
+        return known
+    for d in inv.dropped:
+        if d.name == name:
+            return d.reason
+    f = facts(source)
+    owners = _owners(f, lambda n: n == name).get(name)
+    if not owners:
+        return None
+    found = _bind(f, Resolver(f), name, owners)
+    return found.reason if isinstance(found, Dropped) else found
+
+
+def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
+    """Block-like argparse options and module constants no kernel factory reads."""
+    for dest, sites in f.argparse.items():
+        if BLOCK_NAME.match(dest) and not any(id(s.node) in taken for s in sites):
+            dropped.append(Dropped("block_size", dest, f"argparse option at line {sites[0].line} is not passed "
+                                                       f"to any kernel factory"))
