@@ -105,3 +105,13 @@ def test_coding_line_forms_round_trip(head):
     ns: dict = {}
     exec(compile(data, "op.py", "exec"), ns)  # Python reads the same bytes the same way
     assert ns["NAME"] == "算子"
+
+
+@pytest.mark.parametrize("text", ["git read-tree failed: fatal: sha1 file 'x.lock' write error. Out of diskspace",
+                                  "error: unable to write file: No space left on device",
+                                  "fatal: Disk quota exceeded"])
+def test_git_words_for_a_full_disk_are_recognised(text):
+    from bot import diskfull
+    from bot.errors import GitError
+
+    assert diskfull.is_disk_full(GitError(text)) and not diskfull.is_disk_full(GitError("fatal: bad object"))
