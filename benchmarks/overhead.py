@@ -1,11 +1,15 @@
 """The bot's own per-iteration overhead: planning, git, records (kernel time excluded).
 
-Runs real tuning runs of a small test op on two real repositories side by side,
-one with a single commit of history and one with >= 1000 commits, and subtracts
-the time spent inside the Evaluator's kernel-running calls (accuracy, latency,
-decide) from the wall time of each iteration.
+Runs real tuning runs of a small test op on real repositories side by side, one with
+a single commit of history and ones with 1,000 and 20,000 commits, and subtracts the
+time spent inside the Evaluator's kernel-running calls (accuracy, latency, latency
+pairs, decide, compare) from the wall time of each iteration. Beside it, the floor: a
+plain `git add` + `git commit` of the same two files (the variant and opt_log.md) in
+the same repository. Then the record keeping alone (append one iteration record, fold
+the state) with 10 and with 10,000 records already in results.jsonl.
 
-    python benchmarks/overhead.py [--commits 1000] [--runs 3]
+    python benchmarks/overhead.py                          # 1,000 and 20,000 commits, 2 runs each
+    python benchmarks/overhead.py --commits 1000 --runs 1  # a quick look
 
 Prints a table and writes benchmarks/results/overhead.json.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -37,13 +42,17 @@ class TimedEvaluator(Evaluator):
     """The real Evaluator, also counting the seconds spent running kernels."""
 
     kernel_s = 0.0
+    depth = 0  # compare() calls latency_pair(): only the outermost call is counted
 
     def _timed(self, method, *args):
         start = time.perf_counter()
+        TimedEvaluator.depth += 1
         try:
             return method(*args)
         finally:
-            TimedEvaluator.kernel_s += time.perf_counter() - start
+            TimedEvaluator.depth -= 1
+            if TimedEvaluator.depth == 0:
+                TimedEvaluator.kernel_s += time.perf_counter() - start
 
     def accuracy(self, source):
         return self._timed(super().accuracy, source)
@@ -53,6 +62,12 @@ class TimedEvaluator(Evaluator):
 
     def decide(self, *args):
         return self._timed(super().decide, *args)
+
+    def latency_pair(self, a, b):
+        return self._timed(super().latency_pair, a, b)
+
+    def compare(self, *args):
+        return self._timed(super().compare, *args)
 
 
 def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
@@ -99,32 +114,90 @@ def overheads(repo: Path) -> list[float]:
     return [((t1 - t0) - (k1 - k0)) * 1000 for (t0, k0), (t1, k1) in zip(marks, marks[1:])]
 
 
+def git_commit_floor(repo: Path, samples: int) -> list[float]:
+    """ms of `git add` + `git commit` of a variant and opt_log.md, as a person would commit them."""
+    work = repo / OP_DIR / "perf_opt_floor"
+    work.mkdir(parents=True, exist_ok=True)
+    source = (OP_FILES / "sleepy.py").read_text()
+    times = []
+    for i in range(samples):
+        start = time.perf_counter()
+        (work / f"sleepy_opt_v{i}.py").write_text(source.replace("BLOCK = 16", f"BLOCK = {i}"))
+        (work / "opt_log.md").write_text(f"| {i} | block_size | {i} us |\n" * (i + 1))
+        _git(repo, "add", str(work))
+        _git(repo, "commit", "-q", "-m", f"floor {i}")
+        times.append((time.perf_counter() - start) * 1000)
+    _git(repo, "reset", "-q", "--hard", f"HEAD~{samples}")
+    return times
+
+
+def record_step(existing: int, steps: int = 20) -> list[float]:
+    """ms to append one iteration-sized record and fold the state, with `existing` records before it."""
+    from bot import run_state as rs
+    from bot.record.results import ResultsLog
+
+    with tempfile.TemporaryDirectory(prefix="tunebot-records-") as tmp:
+        path = Path(tmp) / "results.jsonl"
+        filler = {"kind": rs.REJECTED, "attempt": {"change": {"strategy": "block_size", "description": "x" * 200,
+                                                              "knob": "BLOCK", "old": 16, "new": 32},
+                                                   "source_hash": "0" * 64, "parent_hash": "1" * 64,
+                                                   "verdict": "rejected", "gain": None},
+                  "reason": "y" * 300}
+        with open(path, "w", encoding="utf-8") as f:
+            for i in range(existing):
+                f.write(json.dumps({**filler, "key": f"filler:{i}"}, sort_keys=True) + "\n")
+        log = ResultsLog(path)
+        fold = rs.Fold(log)
+        fold()  # the run's first read parses everything once
+        times = []
+        for i in range(steps):
+            start = time.perf_counter()
+            log.append({**filler, "key": f"step:{i}"})
+            fold()
+            times.append((time.perf_counter() - start) * 1000)
+        return times
+
+
+def summary(values: list[float]) -> dict:
+    return {"n": len(values), "median_ms": statistics.median(values),
+            "p90_ms": sorted(values)[int(0.9 * (len(values) - 1))], "max_ms": max(values)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commits", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--commits", default="1000,20000", help="history sizes besides a 1-commit repo")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "overhead.json")
     args = parser.parse_args()
+    sizes = [1] + [int(c) for c in args.commits.split(",")]
+    result: dict = {"command": " ".join(["python", "benchmarks/overhead.py", *sys.argv[1:]]),
+                    "load_average_start": os.getloadavg(), "repos": {}, "records": {}}
     with tempfile.TemporaryDirectory(prefix="tunebot-overhead-") as tmp:
-        small = make_repo(Path(tmp) / "small", 1)
-        large = make_repo(Path(tmp) / "large", args.commits)
-        samples: dict[str, list[float]] = {"small": [], "large": []}
-        for _ in range(args.runs):  # interleaved, so machine noise hits both alike
-            samples["small"] += overheads(small)
-            samples["large"] += overheads(large)
-        history = int(_git(large, "rev-list", "--count", "HEAD").strip())
-    result = {name: {"iterations": len(values), "median_ms": statistics.median(values),
-                     "p90_ms": sorted(values)[int(0.9 * (len(values) - 1))], "max_ms": max(values)}
-              for name, values in samples.items()}
-    result["large"]["commits"] = history
-    result["ratio_large_vs_small"] = result["large"]["median_ms"] / result["small"]["median_ms"]
-    print(f"{'repo':<8}{'commits':>9}{'iters':>7}{'median ms':>11}{'p90 ms':>9}{'max ms':>9}")
-    for name, commits in (("small", 2), ("large", history)):
-        r = result[name]
-        print(f"{name:<8}{commits:>9}{r['iterations']:>7}{r['median_ms']:>11.1f}{r['p90_ms']:>9.1f}{r['max_ms']:>9.1f}")
-    print(f"median ratio large/small: {result['ratio_large_vs_small']:.2f}")
-    out = ROOT / "benchmarks" / "results" / "overhead.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+        repos = {n: make_repo(Path(tmp) / f"h{n}", n) for n in sizes}
+        bot: dict[int, list[float]] = {n: [] for n in sizes}
+        floor: dict[int, list[float]] = {n: [] for n in sizes}
+        for _ in range(args.runs):  # interleaved, so machine noise hits every size alike
+            for n, repo in repos.items():
+                bot[n] += overheads(repo)
+                floor[n] += git_commit_floor(repo, 8)
+        for n, repo in repos.items():
+            commits = int(_git(repo, "rev-list", "--count", "HEAD").strip())
+            b, f = summary(bot[n]), summary(floor[n])
+            result["repos"][str(n)] = {"commits": commits, "bot": b, "git_commit_floor": f,
+                                       "ratio": b["median_ms"] / f["median_ms"]}
+    for existing in (10, 10_000):
+        result["records"][str(existing)] = summary(record_step(existing))
+    result["load_average_end"] = os.getloadavg()
+    print(f"{'repo':<10}{'commits':>9}{'iters':>7}{'bot ms':>9}{'p90':>8}{'git commit ms':>15}{'ratio':>8}")
+    for n, r in result["repos"].items():
+        print(f"{'h' + n:<10}{r['commits']:>9}{r['bot']['n']:>7}{r['bot']['median_ms']:>9.1f}{r['bot']['p90_ms']:>8.1f}"
+              f"{r['git_commit_floor']['median_ms']:>15.1f}{r['ratio']:>8.2f}")
+    for existing, r in result["records"].items():
+        print(f"record keeping (append + fold) with {existing:>6} records: median {r['median_ms']:.2f} ms, "
+              f"p90 {r['p90_ms']:.2f} ms")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

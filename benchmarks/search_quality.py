@@ -1,30 +1,43 @@
-"""Search quality: the tunebot planner vs random search vs Optuna TPE, replayed on measured sweeps.
+"""Search quality: the tunebot loop vs random search vs Optuna TPE, at equal measurement cost.
 
-Reads the exhaustive sweep tables of the demo ops (benchmarks/data/sweep_<project>_<op>.json,
-written by benchmarks/sweep.py: the median and IQR of every knob point, measured on
-this project's CPU backend) and replays each search method on them at equal budgets:
+    python benchmarks/search_quality.py                          # demo sweeps + 40 generated landscapes
+    python benchmarks/search_quality.py --generated 60 --seeds 40 --tpe-seeds 20 --json out.json
+    python benchmarks/search_quality.py --generated 8 --seeds 6 --tpe-seeds 3   # a quick look
 
-- every method starts from the op's baseline point, which counts as one evaluation;
-- an evaluation returns the point's measured median times (1 + e), e ~ Normal(0, sigma):
-  the noise of a *median of `repeats` samples* (what a run measures; the op's
-  latency.repeats, 30 by default), sigma = 1.2533 * sd / sqrt(repeats), where the
-  per-sample sd is that point's measured relative IQR / 1.349. `--noise-scale` multiplies
-  sigma (e.g. --noise-scale 5.5 is roughly one raw sample per evaluation);
-- each method keeps the point it *measured* best; it is scored by that point's *true*
-  (tabled) median: fraction = optimum_median / found_median (1.0 = found the optimum).
+Landscapes:
 
-tunebot runs the real Planner on the op's real source, with the loop's decision rule
-(better only if the measured gain >= the 3 % noise floor). "tunebot" stops only at the
-budget or when the planner is exhausted; "tunebot (patience 3)" also stops after three
-evaluations in a row without gain, as a default run does (it then spends fewer than
-the budget). Random search draws distinct points uniformly and keeps the one it measured
-fastest; "random, same decision rule" visits points in random order but adopts one only
-when the loop's decision rule says it beats the current best (the same acceptance as
-tunebot, so the two columns compare search order alone). TPE is Optuna's TPESampler
-(optional: skipped if optuna is missing), keeping its fastest measured point.
+- the demo ops' exhaustive sweeps (benchmarks/data/sweep_<project>_<op>.json, written by
+  benchmarks/sweep.py): every knob point's measured median, its per-round (per-process)
+  medians and IQR; the planner transforms the op's real source;
+- a seeded family of generated landscapes (`generate(seed)`, fixed before any tuning on
+  the demo ops): 2-4 knobs of 4-10 values, optima at either edge or inside, optima below
+  the baseline value, valleys between the baseline and the optimum, plateaus, coupled
+  knobs and a few points that fail L0. Their source is a module of knob constants.
 
-    python benchmarks/search_quality.py                  # all cached sweeps, budgets 10 and 20
-    python benchmarks/search_quality.py --seeds 300 --tpe-seeds 40 --json out.json
+Noise: every latency measurement is simulated as a real LatencyResult of `repeats` samples,
+true median x (1 + e_process) x (1 + e_sample). e_process ~ Normal(0, s) with s the
+*between-process* spread the sweep files record (the sd of a point's per-round medians;
+for generated landscapes the median of that over every swept point, `--spread` to change
+it); e_sample from the point's IQR. A pair run (the cpu backend's re-measure: both
+variants in one process, half the repeats each) shares one e_process between its sides
+plus a 0.2 % ratio noise (benchmarks/noise.py measured 0.16 %).
+
+Methods, each with the same budget of latency measurements (`--budgets`, default 10 and
+20); every measurement counts, re-measures included, and the baseline's is the first:
+
+- tunebot: the real Planner and the loop's own `bot.measure.decide.decide()` (first look
+  against the best's earlier measurement, in-process pair re-measures, the spread learned
+  as the Evaluator learns it); L0 failures cost no latency measurement; it stops at the
+  budget (a decision cut short by the budget adopts nothing), when the planner is
+  exhausted, or, in "patience 3" (the default run), after `bot.run_state.patience_count`
+  reaches 3;
+- random: distinct random points, one measurement each, keeps the fastest measured;
+- TPE: Optuna's TPESampler (skipped if optuna is missing), keeps the fastest measured.
+
+Each run is scored by the *true* median of the point it kept: optimum / found (1.0 = the
+optimum). Per landscape and budget: the median run, p10 and mean of each method.
+Goals (budget 10): median run >= 95 % of the optimum; tunebot's median >= random's and
+TPE's on >= 90 % of the landscapes.
 """
 
 from __future__ import annotations
@@ -33,11 +46,12 @@ import argparse
 import itertools
 import json
 import logging
+import math
 import random
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,228 +59,362 @@ sys.path.insert(0, str(ROOT))
 
 from bot.config import Knob, OpConfig, load_repo_config, resolve_op  # noqa: E402
 from bot.errors import TunebotError  # noqa: E402
+from bot.measure.backends.common import from_samples  # noqa: E402
+from bot.measure.decide import Rule, SpreadTracker, decide, decide_in_pairs  # noqa: E402
+from bot.measure.types import LatencyResult  # noqa: E402
+from bot.run_state import patience_count  # noqa: E402
 from bot.strategies import knobs as knobmod  # noqa: E402
 from bot.strategies.base import Attempt, PlanContext, Refusal  # noqa: E402
 from bot.strategies.planner import Planner  # noqa: E402
 from bot.strategies.source import source_hash  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
-NOISE_FLOOR = 0.03
 PATIENCE = 3
 IQR_TO_SD = 1.349
-MEDIAN_SE = 1.2533  # standard error of a median = 1.2533 * sd / sqrt(n) for normal samples
+PAIR_RATIO_SD = 0.002
+SAMPLE_SD = 0.02  # per-call sd within one process on the cpu clock (generated landscapes)
+REPEATS = 30
+FAILED = math.inf
 
 
 @dataclass
-class Table:
-    op: str
+class Landscape:
+    name: str
     names: list[str]
-    space: list[tuple[int, ...]]  # every point with a median (failed points are scored as failures)
-    median: dict[tuple[int, ...], float]
-    sigma: dict[tuple[int, ...], float]
+    values: list[list[int]]
+    true: dict[tuple[int, ...], float]  # inf: fails L0
+    spread: dict[tuple[int, ...], float]  # between-process sd of one measurement's median
+    sample_sd: dict[tuple[int, ...], float]  # per-sample relative sd within a process
     start: tuple[int, ...]
     source: str
-    op_config: OpConfig
-    notes: list[str]
+    op: OpConfig
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def space(self) -> list[tuple[int, ...]]:
+        return list(itertools.product(*self.values))
 
     @property
     def optimum(self) -> float:
-        return min(self.median.values())
+        return min(v for v in self.true.values() if v != FAILED)
 
-    def measure(self, point: tuple[int, ...], rng: random.Random) -> float:
-        if point not in self.median:
-            return float("inf")  # a failed point: never chosen as best
-        return self.median[point] * (1.0 + rng.gauss(0.0, self.sigma[point]))
+    def samples(self, point: tuple[int, ...], offset: float, n: int, rng: random.Random) -> list[float]:
+        center = self.true[point] * (1.0 + offset)
+        sd = self.sample_sd[point]
+        return [max(center * 0.05, center * (1.0 + rng.gauss(0.0, sd))) for _ in range(n)]
 
 
-def load_table(path: Path, noise_scale: float = 1.0) -> Table:
+class Budget(Exception):
+    """The measurement budget is spent."""
+
+
+class Simulator:
+    """Latency measurements of landscape points, as the Evaluator makes them, counted."""
+
+    def __init__(self, land: Landscape, budget: int, rng: random.Random) -> None:
+        self.land, self.budget, self.rng = land, budget, rng
+        self.used = 0
+        self.tracker = SpreadTracker()
+        self.points: dict[Path, tuple[int, ...]] = {}
+
+    def _charge(self) -> None:
+        if self.used >= self.budget:
+            raise Budget()
+        self.used += 1
+
+    def measure_point(self, point: tuple[int, ...]) -> LatencyResult:
+        self._charge()
+        offset = self.rng.gauss(0.0, self.land.spread[point])
+        r = from_samples("cpu", self.land.samples(point, offset, REPEATS, self.rng), ["sim"], extra={"clock": "cpu"})
+        self.tracker.add(repr(point), r.median_us)
+        return r
+
+    def measure(self, path: Path) -> LatencyResult:
+        return self.measure_point(self.points[path])
+
+    def pair(self, a: Path, b: Path) -> tuple[LatencyResult, LatencyResult]:
+        self._charge()
+        pa, pb = self.points[a], self.points[b]
+        offset = self.rng.gauss(0.0, self.land.spread[pa])
+        ratio = self.rng.gauss(0.0, PAIR_RATIO_SD)
+        n = max(5, REPEATS // 2)
+        ra = from_samples("cpu", self.land.samples(pa, offset, n, self.rng), ["sim"], extra={"clock": "cpu"})
+        rb = from_samples("cpu", self.land.samples(pb, offset + ratio, n, self.rng), ["sim"], extra={"clock": "cpu"})
+        self.tracker.add(repr(pa), ra.median_us)
+        self.tracker.add(repr(pb), rb.median_us)
+        return ra, rb
+
+
+# ---------------------------------------------------------------- landscapes
+
+
+def load_sweep(path: Path) -> Landscape:
     data = json.loads(path.read_text())
     names = [k["name"] for k in data["knobs"]]
-    notes: list[str] = []
-    # The op's real source and tune.yaml: the planner transforms the very file a run would.
     cfg = load_repo_config(ROOT)
     op = resolve_op(ROOT, cfg, data["op"])
-    per_median = MEDIAN_SE / op.latency.repeats ** 0.5 * noise_scale
-    median, sigma = {}, {}
+    true: dict = {}
+    spread: dict = {}
+    sample_sd: dict = {}
+    pooled = []
     for p in data["points"]:
         key = tuple(p["knobs"][n] for n in names)
         if p["status"] == "ok" and p["median_us"]:
-            median[key] = float(p["median_us"])
-            sigma[key] = max(0.0, (p.get("rel_iqr") or 0.0) / IQR_TO_SD) * per_median
-    space = list(itertools.product(*[k["values"] for k in data["knobs"]]))
+            true[key] = float(p["median_us"])
+            rounds = p.get("round_medians_us") or []
+            if len(rounds) >= 3:
+                spread[key] = statistics.stdev(rounds) / statistics.median(rounds)
+                pooled.append(spread[key])
+            sample_sd[key] = max(0.0, (p.get("rel_iqr") or 0.0) / IQR_TO_SD)
+    fallback = statistics.median(pooled) if pooled else 0.05
+    values = [list(k["values"]) for k in data["knobs"]]
+    for key in itertools.product(*values):
+        true.setdefault(key, FAILED)
+        spread.setdefault(key, fallback)
+        sample_sd.setdefault(key, 0.05)
     source = (ROOT / op.source).read_text(encoding="utf-8")
     declared = {k.name: k for k in op.knobs}
     table_knobs = tuple(Knob(k["name"], k["strategy"], tuple(k["values"]),
                              declared[k["name"]].divides if k["name"] in declared else None,
                              declared[k["name"]].multiple_of if k["name"] in declared else None)
                         for k in data["knobs"])
-    if any(tuple(declared[k.name].values) != k.values for k in table_knobs if k.name in declared):
-        notes.append("tune.yaml values differ from the swept values: the replay plans over the swept values")
     op = OpConfig(project=op.project, name=op.name, dir=op.dir, kernel_kind=op.kernel_kind, knobs=table_knobs)
     current = tuple(knobmod.current_value(source, n) for n in names)
-    start = current if current in median else tuple(k["default"] for k in data["knobs"])
-    if start != current:
-        notes.append(f"the source's values {current} were not swept: the replay starts at the sweep's default {start}")
+    start = current if true.get(current, FAILED) != FAILED else tuple(k["default"] for k in data["knobs"])
     for name, value in zip(names, start):
         if knobmod.current_value(source, name) != value:
             variant = knobmod.set_knob(source, Knob(name, "block_size", (value,)), value)
             if isinstance(variant, Refusal):
                 raise SystemExit(f"{data['op']}: cannot set {name}={value}: {variant.reason}")
             source = variant.source
-    return Table(data["op"], names, space, median, sigma, start, source, op, notes)
+    return Landscape(data["op"], names, values, true, spread, sample_sd, start, source, op)
 
 
-def point_of(table: Table, source: str) -> tuple[int, ...]:
-    return tuple(knobmod.current_value(source, n) for n in table.names)  # type: ignore[misc]
+def sweep_spread(paths: list[Path]) -> float:
+    """Median between-process sd of one measurement over every swept point (for generated landscapes)."""
+    sds = []
+    for path in paths:
+        for p in json.loads(path.read_text())["points"]:
+            rounds = p.get("round_medians_us") or []
+            if p["status"] == "ok" and len(rounds) >= 3:
+                sds.append(statistics.stdev(rounds) / statistics.median(rounds))
+    return statistics.median(sds) if sds else 0.05
 
 
-def run_tunebot(table: Table, budget: int, rng: random.Random, patience: int | None) -> tuple[float, int]:
-    """(true median of the point kept, evaluations spent)."""
-    planner = Planner(table.op_config)
-    best_src, best_measured = table.source, table.measure(table.start, rng)
+VALUE_SETS = ([8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], [16, 32, 64, 128, 256, 512],
+              [1, 2, 3, 4], [1, 2, 4, 8, 16], [32, 64, 128, 256, 512, 1024, 2048], [0, 1, 2, 3, 4, 5])
+
+
+def generate(seed: int, spread: float) -> Landscape:
+    """One landscape of the seeded family (see the module doc). Deterministic in `seed`."""
+    rng = random.Random(seed * 7919 + 17)
+    k = rng.randint(2, 4)
+    names = [f"KNOB_{chr(65 + i)}" for i in range(k)]
+    values = [list(rng.choice(VALUE_SETS)) for _ in range(k)]
+    profiles = []
+    start = []
+    for vals in values:
+        n = len(vals)
+        optimum = rng.choice([0, n - 1, rng.randrange(n)])  # edges as often as the inside
+        if rng.random() < 0.3 and optimum > 0:  # an optimum below the baseline value
+            base = rng.randrange(optimum + 1, n) if optimum < n - 1 else rng.randrange(0, optimum)
+        else:
+            base = rng.choice([i for i in range(n) if i != optimum] or [optimum])
+        amplitude = rng.uniform(0.15, 0.8)  # the far end of a knob costs 15-80 % more than its optimum
+        power = rng.choice([0.5, 1.0, 2.0])
+        prof = [1.0 + amplitude * (abs(i - optimum) / (n - 1)) ** power for i in range(n)]
+        if rng.random() < 0.4 and abs(base - optimum) >= 2:  # a valley: a hump between baseline and optimum
+            lo, hi = sorted((base, optimum))
+            hump = rng.randrange(lo + 1, hi)
+            prof[hump] *= 1.0 + rng.uniform(0.1, 0.4)
+        if rng.random() < 0.3:  # a plateau around the optimum
+            for i in range(max(0, optimum - 2), min(n, optimum + 3)):
+                prof[i] = min(prof[i], 1.0 + 0.01 * abs(i - optimum))
+        profiles.append(prof)
+        start.append(base)
+    coupling = []
+    if k >= 2 and rng.random() < 0.5:
+        i, j = rng.sample(range(k), 2)
+        coupling.append((i, j, rng.uniform(0.05, 0.3), rng.uniform(-0.3, 0.3)))
+    fail_rate = rng.choice([0.0, 0.0, 0.03, 0.08])
+    true: dict = {}
+    for idx in itertools.product(*[range(len(v)) for v in values]):
+        lat = 100.0
+        for i, prof in enumerate(profiles):
+            lat *= prof[idx[i]]
+        for i, j, c, shift in coupling:
+            zi, zj = idx[i] / max(1, len(values[i]) - 1), idx[j] / max(1, len(values[j]) - 1)
+            lat *= 1.0 + c * (zi - zj - shift) ** 2
+        point = tuple(values[i][x] for i, x in enumerate(idx))
+        true[point] = lat
+    start_point = tuple(values[i][x] for i, x in enumerate(start))
+    for point in true:
+        if point != start_point and rng.random() < fail_rate:
+            true[point] = FAILED
+    if all(v == FAILED for p, v in true.items() if p != start_point):
+        true = {p: (v if v != FAILED else 150.0) for p, v in true.items()}
+    src = "".join(f"{n} = {v}\n" for n, v in zip(names, start_point)) + "\n\ndef kernel(x):\n    return x\n"
+    op = OpConfig(project="gen", name=f"g{seed}", dir=Path(f"examples/gen/g{seed}"), kernel_kind="vector",
+                  knobs=tuple(Knob(n, "block_size", tuple(v)) for n, v in zip(names, values)))
+    sd = {p: spread for p in true}
+    return Landscape(f"generated/{seed}", names, values, true, sd, {p: SAMPLE_SD for p in true}, start_point, src, op)
+
+
+# ---------------------------------------------------------------- methods
+
+
+def point_of(land: Landscape, source: str) -> tuple[int, ...]:
+    return tuple(knobmod.current_value(source, n) for n in land.names)  # type: ignore[misc]
+
+
+def run_tunebot(land: Landscape, budget: int, rng: random.Random, patience: int | None,
+                planner: Planner, pairs: bool = True) -> tuple[float, int]:
+    """(true median of the point kept, measurements spent)."""
+    sim = Simulator(land, budget, rng)
+    best_src, best_path = land.source, Path("p0.py")
+    sim.points[best_path] = land.start
+    best = sim.measure(best_path)
     history: list[Attempt] = []
-    evals, streak = 1, 0
-    while evals < budget and (patience is None or streak < patience):
+    since_win: list[Attempt] = []
+    rule = Rule()
+    n = 0
+    while patience is None or patience_count(since_win) < patience:
         v = planner.next(PlanContext(best_source=best_src, history=tuple(history)))
         if isinstance(v, Refusal):
             if v.attempt is not None and not v.exhausted:
                 history.append(v.attempt)
                 continue
             break
-        point = point_of(table, v.source)
-        measured = table.measure(point, rng)
-        evals += 1
-        if measured == float("inf"):
-            gain, better = -1.0, False
+        point = point_of(land, v.source)
+        n += 1
+        path = Path(f"p{n}.py")
+        sim.points[path] = point
+        if land.true[point] == FAILED:  # L0 fails: no latency is measured
+            attempt = Attempt(v.change, v.source_hash, source_hash(best_src), "fail_l0", None)
         else:
-            gain, better = decide(table, point_of(table, best_src), best_measured, point, measured, rng)
-        history.append(Attempt(v.change, v.source_hash, source_hash(best_src),
-                               "better" if better else ("not_better" if measured != float("inf") else "error"),
-                               gain))
-        if better:
-            best_src, best_measured, streak = v.source, measured, 0
-        else:
-            streak += 1
-    return table.median[point_of(table, best_src)], evals
+            try:
+                if pairs:  # the cpu backend: Evaluator.compare -> decide_in_pairs
+                    cand, d = decide_in_pairs(best_path, path, sim.pair, rule)
+                else:  # a backend without pairs: the candidate alone vs the best's earlier result
+                    cand = sim.measure(path)
+                    d = decide(best_path, best, path, cand, sim.measure, rule, spread=sim.tracker.spread())
+            except Budget:
+                break
+            attempt = Attempt(v.change, v.source_hash, source_hash(best_src),
+                              "better" if d.better else "not_better", d.gain)
+            if d.better:
+                best_src, best_path = v.source, path
+                best = cand
+                best.median_us = d.candidate_us  # as the loop keeps it
+        history.append(attempt)
+        since_win = [] if attempt.verdict == "better" else since_win + [attempt]
+    return land.true[point_of(land, best_src)], sim.used
 
 
-def decide(table: Table, best: tuple[int, ...], best_us: float, cand: tuple[int, ...], cand_us: float,
-           rng: random.Random, rounds: int = 3) -> tuple[float, bool]:
-    """bot.measure.decide's rule on simulated medians: threshold = max(floor, CI noise);
-    close calls are re-measured `rounds` times interleaved, and must win every round."""
-    ci = 1.96 * (table.sigma[best] + table.sigma[cand])  # 95 % CI half-widths of the two medians, added
-    threshold = max(NOISE_FLOOR, ci)
-    gain = (best_us - cand_us) / best_us
-    if gain < threshold * 0.5:
-        return gain, False
-    if gain >= threshold * 4.0:
-        return gain, True
-    pairs = [(table.measure(best, rng), table.measure(cand, rng)) for _ in range(rounds)]
-    round_gains = [(b - c) / b for b, c in pairs]
-    pb, pc = statistics.median(b for b, _ in pairs), statistics.median(c for _, c in pairs)
-    gain2 = (pb - pc) / pb
-    noise2 = max(ci / rounds ** 0.5, (max(round_gains) - min(round_gains)) / 2)
-    return gain2, gain2 >= max(NOISE_FLOOR, noise2) and min(round_gains) > 0
+def run_random(land: Landscape, budget: int, rng: random.Random) -> float:
+    sim = Simulator(land, budget, rng)
+    others = [p for p in land.space if p != land.start]
+    picks = [land.start] + rng.sample(others, min(len(others), budget - 1))
+    measured = []
+    for p in picks:
+        if land.true[p] == FAILED:
+            sim.used += 1  # a random point that fails L0 still costs its slot
+            continue
+        measured.append((sim.measure_point(p).median_us, p))
+    return land.true[min(measured)[1]]
 
 
-def run_random(table: Table, budget: int, rng: random.Random) -> float:
-    others = [p for p in table.space if p != table.start]
-    picks = [table.start] + rng.sample(others, min(len(others), budget - 1))
-    measured = [(table.measure(p, rng), p) for p in picks]
-    return table.median[min(measured)[1]]
-
-
-def run_random_decided(table: Table, budget: int, rng: random.Random) -> float:
-    """Random order, but a point is adopted only as a tuning run would: by `decide` against the best."""
-    others = [p for p in table.space if p != table.start]
-    best, best_us = table.start, table.measure(table.start, rng)
-    for p in rng.sample(others, min(len(others), budget - 1)):
-        measured = table.measure(p, rng)
-        if measured != float("inf") and decide(table, best, best_us, p, measured, rng)[1]:
-            best, best_us = p, measured
-    return table.median[best]
-
-
-def run_tpe(table: Table, budget: int, seed: int) -> float:
+def run_tpe(land: Landscape, budget: int, seed: int) -> float:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    rng = random.Random(seed + 7919)
-    values = {n: sorted({p[i] for p in table.space}) for i, n in enumerate(table.names)}
+    sim = Simulator(land, budget, random.Random(seed + 7919))
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed), direction="minimize")
-    study.enqueue_trial(dict(zip(table.names, table.start)))
+    study.enqueue_trial(dict(zip(land.names, land.start)))
     seen: dict[tuple[int, ...], float] = {}
 
-    def objective(trial: "optuna.Trial") -> float:
-        point = tuple(trial.suggest_categorical(n, values[n]) for n in table.names)
-        value = table.measure(point, rng)
-        seen[point] = min(seen.get(point, float("inf")), value)
-        return value if value != float("inf") else 1e12
+    def objective(trial: optuna.Trial) -> float:
+        point = tuple(trial.suggest_categorical(n, land.values[i]) for i, n in enumerate(land.names))
+        if land.true[point] == FAILED:
+            sim.used += 1
+            return 1e12
+        value = sim.measure_point(point).median_us
+        seen[point] = min(seen.get(point, math.inf), value)
+        return value
 
     study.optimize(objective, n_trials=budget)
-    best = min(seen, key=seen.get)  # type: ignore[arg-type]
-    return table.median[best]
+    return land.true[min(seen, key=seen.get)]  # type: ignore[arg-type]
 
 
-def summarize(fractions: list[float]) -> dict:
-    ordered = sorted(fractions)
-    return {"mean": statistics.fmean(ordered), "p05": ordered[max(0, int(0.05 * len(ordered)) - 1)] if len(
-        ordered) >= 20 else ordered[0], "hit95": sum(f >= 0.95 for f in ordered) / len(ordered), "n": len(ordered)}
+# ---------------------------------------------------------------- figures
 
 
-def evaluate(table: Table, budgets: list[int], seeds: int, tpe_seeds: int) -> dict:
-    out: dict = {"op": table.op, "points": len(table.space), "measured_points": len(table.median),
-                 "optimum_us": table.optimum, "start": dict(zip(table.names, table.start)),
-                 "start_fraction": table.optimum / table.median[table.start], "notes": table.notes,
-                 "budgets": {}}
-    try:
-        import optuna  # noqa: F401
-        have_tpe = True
-    except ImportError:
-        have_tpe = False
-        out["notes"].append("optuna not installed: TPE skipped")
+def stats(fractions: list[float]) -> dict:
+    xs = sorted(fractions)
+    return {"median": statistics.median(xs), "p10": xs[int(0.1 * (len(xs) - 1))], "mean": statistics.fmean(xs),
+            "n": len(xs)}
+
+
+def evaluate(land: Landscape, budgets: list[int], seeds: int, tpe_seeds: int, have_tpe: bool) -> dict:
+    out: dict = {"landscape": land.name, "points": len(land.space), "knobs": len(land.names),
+                 "start_fraction": land.optimum / land.true[land.start], "notes": land.notes, "budgets": {}}
+    planner = Planner(land.op)
     for budget in budgets:
         row: dict = {}
-        fr, spent = [], []
-        for s in range(seeds):
-            found, n = run_tunebot(table, budget, random.Random(s), None)
-            fr.append(table.optimum / found)
-            spent.append(n)
-        row["tunebot"] = {**summarize(fr), "mean_evals": statistics.fmean(spent)}
-        fr, spent = [], []
-        for s in range(seeds):
-            found, n = run_tunebot(table, budget, random.Random(s), PATIENCE)
-            fr.append(table.optimum / found)
-            spent.append(n)
-        row["tunebot_patience3"] = {**summarize(fr), "mean_evals": statistics.fmean(spent)}
-        row["random"] = summarize([table.optimum / run_random(table, budget, random.Random(10_000 + s))
-                                   for s in range(seeds)])
-        row["random_decided"] = summarize([table.optimum / run_random_decided(table, budget, random.Random(20_000 + s))
-                                           for s in range(seeds)])
+        for label, patience, pairs in (("tunebot", PATIENCE, True), ("tunebot_no_patience", None, True),
+                                       ("tunebot_solo", PATIENCE, False)):
+            fr, spent = [], []
+            for s in range(seeds):
+                found, used = run_tunebot(land, budget, random.Random(s), patience, planner, pairs)
+                fr.append(land.optimum / found)
+                spent.append(used)
+            row[label] = {**stats(fr), "mean_measurements": statistics.fmean(spent)}
+        row["random"] = stats([land.optimum / run_random(land, budget, random.Random(10_000 + s))
+                               for s in range(seeds)])
         if have_tpe:
-            row["tpe"] = summarize([table.optimum / run_tpe(table, budget, s) for s in range(tpe_seeds)])
-        out["budgets"][budget] = row
+            row["tpe"] = stats([land.optimum / run_tpe(land, budget, s) for s in range(tpe_seeds)])
+        out["budgets"][str(budget)] = row
     return out
 
 
-def render(results: list[dict], budgets: list[int], seeds: int, tpe_seeds: int, noise_scale: float) -> str:
-    lines = [f"Fraction of the exhaustive optimum reached (optimum / found; mean over seeds, p05 = 5th percentile, "
-             f"hit95 = share of runs >= 95 %). {seeds} seeds (TPE: {tpe_seeds}), noise scale {noise_scale:g}.", "",
-             "| op | points | baseline | budget | tunebot (evals) | tunebot, patience 3 (evals) | random | random, same decision rule | Optuna TPE |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def verdicts(results: list[dict], budget: int, method: str = "tunebot") -> dict:
+    rows = [r["budgets"][str(budget)] for r in results]
+    medians = [r[method]["median"] for r in rows]
+    vs_random = [r[method]["median"] + 1e-9 >= r["random"]["median"] for r in rows]
+    vs_tpe = [("tpe" not in r) or r[method]["median"] + 1e-9 >= r["tpe"]["median"] for r in rows]
+    both = [a and b for a, b in zip(vs_random, vs_tpe)]
+    return {"budget": budget, "method": method, "landscapes": len(rows),
+            "median_of_medians": statistics.median(medians),
+            "landscapes_median_ge_95pct": sum(m >= 0.95 for m in medians),
+            "at_least_random": sum(vs_random), "at_least_tpe": sum(vs_tpe), "at_least_both": sum(both),
+            "goal_median_95": statistics.median(medians) >= 0.95,
+            "goal_beats_both_on_90pct": sum(both) >= 0.9 * len(rows)}
+
+
+def render(results: list[dict], budgets: list[int], args: argparse.Namespace) -> str:
+    lines = [f"Fraction of the optimum reached (optimum / found): median run (p10); {args.seeds} seeds "
+             f"(TPE {args.tpe_seeds}); budget = latency measurements, re-measures included.", "",
+             "| landscape | knobs | points | baseline | budget | tunebot, patience 3 (meas.) | tunebot, budget only "
+             "| tunebot, no pairs (other backends) | random | Optuna TPE |", "|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(r: dict | None) -> str:
-        return "—" if r is None else f"{r['mean']:.1%} (p05 {r['p05']:.1%}, hit95 {r['hit95']:.0%})"
+        return "-" if r is None else f"{r['median']:.1%} ({r['p10']:.1%})"
 
     for res in results:
         for b in budgets:
-            row = res["budgets"][b]
-            pat = row["tunebot_patience3"]
-            tb = row["tunebot"]
-            lines.append(f"| {res['op']} | {res['points']} | {res['start_fraction']:.1%} | {b} | {cell(tb)} "
-                         f"({tb['mean_evals']:.1f}) "
-                         f"| {cell(pat)} ({pat['mean_evals']:.1f}) | {cell(row['random'])} | {cell(row['random_decided'])} "
-                         f"| {cell(row.get('tpe'))} |")
+            row = res["budgets"][str(b)]
+            t = row["tunebot"]
+            lines.append(f"| {res['landscape']} | {res['knobs']} | {res['points']} | {res['start_fraction']:.1%} | {b} "
+                         f"| {cell(t)} ({t['mean_measurements']:.1f}) | {cell(row['tunebot_no_patience'])} "
+                         f"| {cell(row['tunebot_solo'])} "
+                         f"| {cell(row['random'])} | {cell(row.get('tpe'))} |")
+    lines.append("")
+    for b, method in itertools.product(budgets, ("tunebot", "tunebot_no_patience")):
+        v = verdicts(results, b, method)
+        lines.append(f"budget {b}, {method}: median of the per-landscape median runs {v['median_of_medians']:.1%}; "
+                     f"{v['landscapes_median_ge_95pct']}/{v['landscapes']} landscapes with a median run >= 95 %; "
+                     f"tunebot >= random on {v['at_least_random']}, >= TPE on {v['at_least_tpe']}, "
+                     f">= both on {v['at_least_both']} of {v['landscapes']}")
     return "\n".join(lines)
 
 
@@ -274,39 +422,41 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("tables", nargs="*", help="sweep JSON files (default: benchmarks/data/sweep_*.json)")
     parser.add_argument("--budgets", default="10,20")
-    parser.add_argument("--seeds", type=int, default=200)
-    parser.add_argument("--tpe-seeds", type=int, default=30)
-    parser.add_argument("--noise-scale", type=float, default=1.0,
-                        help="multiply the per-evaluation noise (1 = a median of the op's repeats)")
+    parser.add_argument("--generated", type=int, default=40, help="generated landscapes (seeds 0..N-1)")
+    parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--tpe-seeds", type=int, default=10)
+    parser.add_argument("--spread", type=float, help="between-process sd for generated landscapes "
+                        "(default: the sweeps' median)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     logging.getLogger("optuna").setLevel(logging.WARNING)
     paths = [Path(p) for p in args.tables] or sorted(DATA.glob("sweep_*.json"))
-    if not paths:
-        print("no sweep tables: run `python benchmarks/sweep.py` first", file=sys.stderr)
-        return 2
     budgets = [int(b) for b in args.budgets.split(",")]
-    results = []
-    started = time.perf_counter()
+    try:
+        import optuna  # noqa: F401
+        have_tpe = True
+    except ImportError:
+        have_tpe = False
+        print("optuna not installed: TPE skipped", file=sys.stderr)
+    spread = args.spread if args.spread is not None else sweep_spread(paths)
+    lands: list[Landscape] = []
     for path in paths:
         try:
-            table = load_table(path, args.noise_scale)
+            lands.append(load_sweep(path))
         except (TunebotError, KeyError, ValueError) as exc:
             print(f"{path.name}: skipped: {exc}", file=sys.stderr)
-            continue
-        results.append(evaluate(table, budgets, args.seeds, args.tpe_seeds))
-        for note in table.notes:
-            print(f"{table.op}: {note}", file=sys.stderr)
-    print(render(results, budgets, args.seeds, args.tpe_seeds, args.noise_scale))
-    print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    lands += [generate(seed, spread) for seed in range(args.generated)]
+    started = time.perf_counter()
+    results = [evaluate(land, budgets, args.seeds, args.tpe_seeds, have_tpe) for land in lands]
+    print(render(results, budgets, args))
+    wall = time.perf_counter() - started
+    print(f"\n(generated landscapes' between-process spread {spread:.1%}; {wall:.0f} s)", file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    worst = [(r["op"], b, r["budgets"][b]) for r in results for b in budgets]
-    for op, b, row in worst:
-        for rival in ("random", "random_decided"):
-            if row["tunebot"]["mean"] + 1e-9 < row[rival]["mean"]:
-                print(f"note: {op} budget {b}: tunebot {row['tunebot']['mean']:.1%} < {rival} "
-                      f"{row[rival]['mean']:.1%}", file=sys.stderr)
+        args.json.write_text(json.dumps({"command": " ".join(["python", "benchmarks/search_quality.py",
+                                                               *(argv if argv is not None else sys.argv[1:])]),
+                                         "spread": spread, "verdicts": [verdicts(results, b, m) for b in budgets
+                                                                         for m in ("tunebot", "tunebot_no_patience")],
+                                         "landscapes": results}, indent=1, sort_keys=True) + "\n")
     return 0
 
 

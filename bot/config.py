@@ -63,6 +63,9 @@ class KernelLimits:
     filesystem: str = "restricted"  # restricted: writes only to its temporary folder and caches; open
 
 
+MAX_REPEATS = 10_000  # timed calls per measurement: more only lengthens a run, the median CI is tight long before
+
+
 @dataclass(frozen=True)
 class LatencySettings:
     backend: str = "auto"  # auto | cpu | cuda | npu-msprof | npu-torch | command
@@ -116,6 +119,8 @@ class GithubSettings:
     ops: tuple[str, ...] = ()  # ops tuned on schedule / workflow_dispatch
     required_checks: tuple[str, ...] = ()  # merge gate: these statuses/check runs must be present and green
     allow_no_checks: bool = False  # merge gate: a head with no CI at all may merge (explicit opt-in)
+    max_parallel: int = 0  # tune matrix: jobs at once (0: one per op)
+    runners: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (op | project | "default", runner labels)
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,7 @@ class RepoConfig:
     max_iters: int = 10
     patience: int = 3
     noise_floor: float = 0.03
+    noise_warn: float = 0.10  # warn when the smallest gain a run can detect exceeds this
     target_us: float | None = None
     keep_branches: bool = False
     base_branch: str | None = None  # None: the branch checked out when the run starts
@@ -142,6 +148,7 @@ class RunSettings:
     noise_floor: float
     target_us: float | None
     strategies: tuple[str, ...] | None
+    noise_warn: float = 0.10  # the report warns when the smallest detectable gain exceeds this
 
 
 # ---------------------------------------------------------------- implementation
@@ -167,8 +174,10 @@ _LIMIT_KEYS = ("memory_mb", "cpu_s", "file_size_mb", "filesystem")
 _LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name", "command")
 _REPO_KEYS = ("ops_root", "branch_prefix", "defaults", "keep_branches", "base_branch", "proposer",
               "proposer_timeout_s", "github")
-_DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "target_us")
-_GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops", "required_checks", "allow_no_checks")
+_DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "noise_warn", "target_us")
+_GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops", "required_checks", "allow_no_checks", "max_parallel",
+                "runners")
+RUNNER_LABEL = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _FLOAT_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -295,11 +304,14 @@ class _Checker:
                       f"write `{key.rsplit('.', 1)[-1]}:` followed by indented `key: value` lines")
         return value
 
-    def integer(self, value: object, key: str, minimum: int | None = None, example: int = 1) -> int:
+    def integer(self, value: object, key: str, minimum: int | None = None, example: int = 1,
+                maximum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(key, f"expected a whole number, got {_kind(value)}", f"write e.g. `{_leaf(key)}: {example}`")
         if minimum is not None and value < minimum:
             self.fail(key, f"must be at least {minimum}, got {value}", f"use a value >= {minimum}")
+        if maximum is not None and value > maximum:
+            self.fail(key, f"must be at most {maximum}, got {value}", f"use a value <= {maximum}")
         return value
 
     def number(self, value: object, key: str, minimum: float | None = None, above: float | None = None,
@@ -443,6 +455,9 @@ def load_repo_config(root: Path) -> RepoConfig:
     defaults = check.mapping(data.get("defaults"), "defaults")
     check.known_keys(defaults, _DEFAULTS_KEYS, prefix="defaults.")
     values.update(_run_limits(check, defaults, "defaults."))
+    if defaults.get("noise_warn") is not None:
+        values["noise_warn"] = check.number(defaults["noise_warn"], "defaults.noise_warn", above=0, below=1,
+                                            fix="write a fraction of the latency: 0.10 warns above 10 %")
     if "keep_branches" in data:
         values["keep_branches"] = check.boolean(data["keep_branches"], "keep_branches")
     if data.get("base_branch") is not None:
@@ -495,6 +510,27 @@ def _github_settings(check: _Checker, data: dict) -> GithubSettings:
         values["required_checks"] = check.texts(data["required_checks"], "github.required_checks")
     if data.get("allow_no_checks") is not None:
         values["allow_no_checks"] = check.boolean(data["allow_no_checks"], "github.allow_no_checks")
+    if data.get("max_parallel") is not None:
+        n = data["max_parallel"]
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 256:
+            check.fail("github.max_parallel", f"{n!r} is not a whole number from 1 to 256",
+                       "write how many tune jobs may run at once, e.g. `max_parallel: 8` (one per accelerator runner)")
+        values["max_parallel"] = n
+    if data.get("runners") is not None:
+        table = data["runners"]
+        if not isinstance(table, dict):
+            check.fail("github.runners", "is not a mapping", "write `runners: {default: [self-hosted, npu], mindiesd: [self-hosted, 910B]}`")
+        rows = []
+        for key, labels in table.items():
+            if not isinstance(key, str) or (key != "default" and _op_name_problem(key)):
+                check.fail(f"github.runners.{key}", "is not an op, a project or `default`", "key the labels by op, project or default")
+            texts = check.texts(labels, f"github.runners.{key}")
+            bad = [t for t in texts if not RUNNER_LABEL.match(t)]
+            if not texts or bad:
+                check.fail(f"github.runners.{key}", f"{(bad or ['(empty)'])[0]!r} is not a runner label",
+                           "write runner labels such as self-hosted, npu, 910B (letters, digits, . _ -)")
+            rows.append((key, texts))
+        values["runners"] = tuple(rows)
     return GithubSettings(**values)
 
 
@@ -775,7 +811,8 @@ def _latency(check: _Checker, data: dict) -> LatencySettings:
     if data.get("warmup") is not None:
         values["warmup"] = check.integer(data["warmup"], "latency.warmup", minimum=0, example=5)
     if data.get("repeats") is not None:
-        values["repeats"] = check.integer(data["repeats"], "latency.repeats", minimum=1, example=30)
+        values["repeats"] = check.integer(data["repeats"], "latency.repeats", minimum=1, example=30,
+                                           maximum=MAX_REPEATS)
     if data.get("timeout_s") is not None:
         values["timeout_s"] = check.number(data["timeout_s"], "latency.timeout_s", above=0, example="300")
     if data.get("kernel_name") is not None:
@@ -887,4 +924,5 @@ def effective_settings(cfg: RepoConfig, op: OpConfig, max_iters: int | None = No
         noise_floor=pick(noise_floor, op.noise_floor, cfg.noise_floor),
         target_us=pick(target_us, op.target_us, cfg.target_us),
         strategies=pick(strategies, op.strategies, None),
+        noise_warn=cfg.noise_warn,
     )

@@ -148,20 +148,29 @@ def conclusion(op: OpConfig, state: rs.RunState) -> Conclusion:
                       stop_reason=state.stop["reason"])
 
 
-def completion_report(op: OpConfig, state: rs.RunState, noise_floor: float, consulted: list[str]) -> CompletionReport:
+def completion_report(op: OpConfig, state: rs.RunState, noise_floor: float, consulted: list[str],
+                      noise_warn: float = 0.10) -> CompletionReport:
     verdict, why = run_verdict(state)
     improvement = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
     issues = ([f"no proposal: {why}"] if why else []) + _issues(state, noise_floor)
+    warning = rs.noise_warning(state, noise_warn)  # "this runner is too noisy to see gains below ..."
+    if warning:
+        issues.append(warning)
     best = f"iter {state.best_iteration}" if state.best_iteration else "the baseline"
     summary = (f"{len(state.iterations)} iterations on {op.qualified}; best is {best} at {state.best_us:.2f} us "
                f"({improvement:+.1f}% vs baseline), stopped: {verdicts.stop_reason_text(state.stop['reason'])}"
-               f"{_drift_clause(state)}.")
+               f"{_drift_clause(state)}{_detectable_clause(state)}.")
     return CompletionReport(project=op.project, operator=op.name, iterations=len(state.iterations),
                             output=(op.perf_dir / f"{op.name}.py").as_posix(),
                             baseline_latency=state.baseline_us, final_latency=state.best_us,
                             improvement=improvement, stop_reason=state.stop["reason"],
                             skills_consulted=consulted or ["none"], summary=summary,
                             issues=issues or ["none"], verdict=verdict)
+
+
+def _detectable_clause(state: rs.RunState) -> str:
+    detectable = state.smallest_detectable
+    return f"; smallest detectable gain {detectable * 100:.1f}%" if detectable is not None else ""
 
 
 def _drift_clause(state: rs.RunState) -> str:
@@ -207,10 +216,10 @@ def delivery_files(repo, base_sha: str, op: OpConfig, state: rs.RunState, result
     return files
 
 
-def report_text(op: OpConfig, state: rs.RunState, noise_floor: float, worktree) -> str:
+def report_text(op: OpConfig, state: rs.RunState, noise_floor: float, worktree, noise_warn: float = 0.10) -> str:
     # The planner works from the strategy catalog, whose readable form is references/strategies.md.
     consulted = [p for p in REFERENCES if (worktree / p).exists()]
-    return render_report(completion_report(op, state, noise_floor, consulted))
+    return render_report(completion_report(op, state, noise_floor, consulted, noise_warn))
 
 
 _MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")

@@ -11,6 +11,7 @@ and pins the pull request's head SHA at that moment: the tune works on exactly t
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -22,7 +23,8 @@ GRAMMAR = """\
 /tune <op> [<op>...] [--max-iters N] [--target-us X] [--strategies a,b]
 /tune status
 /tune cancel
-/tune help"""
+/tune help
+(ASCII only: plain spaces, digits 0-9; at most 3 commands per comment)"""
 
 HELP = f"""\
 **tunebot commands** (comment on a pull request; needs write permission or higher):
@@ -35,13 +37,17 @@ HELP = f"""\
 - `--max-iters N`: stop after N iterations (1-100). `--target-us X`: stop once latency <= X us.
 - `--strategies a,b`: only try these strategies (catalog names).
 - `status`: where the runs of this pull request are. `cancel`: stop them after the current iteration.
+- Commands are read as ASCII: separate words with plain spaces, write numbers with the digits 0-9.
+  At most 3 commands per comment; the bot answers each comment once.
 """
 
 # Op names: `op` or `project/op`; each part starts with a letter, digit or underscore, so
 # `.`/`..` segments, absolute paths and shell metacharacters can never pass.
-OP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$")
-STRATEGY_NAME = re.compile(r"^[a-z0-9_][a-z0-9_-]{0,63}$")
+OP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$", re.ASCII)
+STRATEGY_NAME = re.compile(r"^[a-z0-9_][a-z0-9_-]{0,63}$", re.ASCII)
 MAX_OPS = 8
+MAX_COMMANDS = 3  # per comment: bounds the API calls one comment can cause
+ASCII_BLANK = re.compile(r"[ \t]+")
 ROLE_RANK = {"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
 
 Action = Literal["tune", "status", "cancel", "help"]
@@ -136,8 +142,13 @@ def _option_value(name: str, tokens: list[str], i: int) -> tuple[str, int]:
 
 
 def parse_command(line: str) -> TuneCommand:
-    """Parse one `/tune ...` line; raises CommandError with a helpful message."""
-    tokens = line.split()
+    """Parse one `/tune ...` line (ASCII only); raises CommandError with a helpful message."""
+    for column, char in enumerate(line, 1):
+        if not (char.isascii() and (char.isprintable() or char == "\t")):
+            name = unicodedata.name(char, "a control character")
+            raise CommandError(f"only ASCII is read: column {column} holds U+{ord(char):04X} ({name}); "
+                               "type plain spaces and the digits 0-9")
+    tokens = [t for t in ASCII_BLANK.split(line.strip(" \t")) if t]
     if not tokens or tokens[0] != "/tune":
         raise CommandError("a command starts with `/tune`")
     args = tokens[1:]
@@ -157,12 +168,12 @@ def parse_command(line: str) -> TuneCommand:
         name = token.split("=", 1)[0]
         if name == "--max-iters":
             value, i = _option_value(name, args, i)
-            if not re.fullmatch(r"\d{1,3}", value) or not 1 <= int(value) <= 100:
+            if not re.fullmatch(r"[0-9]{1,3}", value) or not 1 <= int(value) <= 100:
                 raise CommandError(f"`--max-iters` must be a whole number from 1 to 100 (got `{value[:20]}`)")
             max_iters = int(value)
         elif name == "--target-us":
             value, i = _option_value(name, args, i)
-            if not re.fullmatch(r"\d{1,9}(\.\d{1,6})?", value) or float(value) <= 0:
+            if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,6})?", value) or float(value) <= 0:
                 raise CommandError(f"`--target-us` must be a positive number of microseconds (got `{value[:20]}`)")
             target_us = float(value)
         elif name == "--strategies":
@@ -188,14 +199,18 @@ def parse_command(line: str) -> TuneCommand:
 
 
 def command_lines(body: str) -> list[str]:
-    """The lines of a comment that are commands (start with `/tune`, outside code blocks)."""
+    """The lines of a comment that are commands (start with `/tune`, outside code blocks).
+
+    `/tune` followed by anything but a letter, digit, `_` or `-` starts a command, so `/tune`
+    followed by a no-break space is a command (answered: ASCII only), never silently skipped.
+    """
     lines, fenced = [], False
     for raw in body.splitlines():
         line = raw.strip()
         if line.startswith("```"):
             fenced = not fenced
             continue
-        if not fenced and (line == "/tune" or line.startswith("/tune ") or line.startswith("/tune\t")):
+        if not fenced and line.startswith("/tune") and not re.match(r"[A-Za-z0-9_-]", line[5:6]):
             lines.append(line)
     return lines
 

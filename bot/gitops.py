@@ -29,6 +29,7 @@ from typing import Iterator
 
 import git
 from gitdb.base import IStream
+from gitdb.db import LooseObjectDB
 
 from bot import source_text
 from bot.errors import GitError
@@ -137,13 +138,22 @@ def resolve(repo: git.Repo, rev: str) -> str:
     """Full sha of the commit `rev` names (branch, tag, sha, HEAD~1, ...)."""
     if not rev or rev.startswith("-"):
         raise UnknownRevision(f"'{rev}' is not a revision. Pass a branch, tag or commit sha.")
+    key = (repo.git_dir, rev)
+    if key in _KNOWN_COMMITS:  # a full sha once verified as a commit names that commit for good
+        return rev
     proc = _git(repo, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False)
     if proc.returncode != 0:
         raise UnknownRevision(
             f"unknown revision '{rev}': no branch, tag or commit of that name in "
             f"{_workdir(repo)}. Check `git branch -a` or `git log`."
         )
-    return proc.stdout.decode().strip()
+    sha = proc.stdout.decode().strip()
+    if rev == sha:
+        _KNOWN_COMMITS.add(key)
+    return sha
+
+
+_KNOWN_COMMITS: set[tuple[str, str]] = set()
 
 
 def read_file(repo: git.Repo, rev: str, path: str, missing_ok: bool = False) -> str | None:
@@ -425,7 +435,8 @@ def commit_files(
         if data is None:
             index_info.append(f"0 {ZERO_SHA}\t{path}")
             continue
-        blob = repo.odb.store(IStream("blob", len(data), BytesIO(data))).hexsha.decode()
+        # a loose object written in-process: no `git hash-object` child per file
+        blob = _loose_objects(repo).store(IStream("blob", len(data), BytesIO(data))).hexsha.decode()
         index_info.append(f"{_blob_mode(repo, parent_sha, path)} {blob}\t{path}")
     index = state_dir(repo) / f"index.{os.getpid()}.{time.monotonic_ns()}"
     env = {"GIT_INDEX_FILE": str(index)}
@@ -438,6 +449,10 @@ def commit_files(
         with contextlib.suppress(FileNotFoundError):
             index.unlink()
     return _commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
+
+
+def _loose_objects(repo: git.Repo) -> LooseObjectDB:
+    return LooseObjectDB(os.path.join(repo.common_dir, "objects"))
 
 
 def _commit_tree(repo: git.Repo, tree: str, parents: list[str], message: str, author: str | None = None) -> str:

@@ -56,7 +56,7 @@ class TuneRequest:
     dry_run: bool = False
     remote: str | None = None  # push branches to this remote (GitHub flow); None: local only
     requester: str | None = None
-    patience: int | None = None  # iterations in a row without a gain before stopping
+    patience: int | None = None  # different things tried without a gain before stopping (run_state.patience_count)
     no_target: bool = False  # ignore any configured target (the demo, to show the loop)
 
 
@@ -99,7 +99,7 @@ class RunOutcome:
     iteration_prefix: str = ""  # tunebot/<op>/v
     verdict: str = ""  # the Stage Result verdict (bot/record/verdicts.py)
     no_proposal_reason: str = ""  # why nothing was proposed ("" when a proposal was opened)
-    stop_text: str = ""  # the stop reason with its English meaning, e.g. "连续无提升 (no gain 3 iterations in a row, patience 3)"
+    stop_text: str = ""  # the stop reason with its English meaning, e.g. "连续无提升 (no gain from 3 different things tried, patience 3)"
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
@@ -130,6 +130,8 @@ class _Run:
     log: ResultsLog
     forge: Forge
     progress: ProgressCallback
+    fold: rs.Fold | None = None  # the records folded so far (see _state)
+    sources: dict = field(default_factory=dict)  # (sha, path) -> text of committed best sources
 
     @property
     def prefix(self) -> str:
@@ -173,14 +175,30 @@ def _run_lock(state_dir: Path, op: str):
         yield
 
 
+def _state(run: _Run) -> rs.RunState:
+    """The run's state, folding only the records appended since the last call (live object)."""
+    if run.fold is None:
+        run.fold = rs.Fold(run.log)
+    return run.fold()
+
+
+def _best_source(run: _Run, state: rs.RunState) -> str:
+    """The best-so-far source as committed (read from git once per best, not once per iteration)."""
+    key = (state.best_sha, state.best_path)
+    if key not in run.sources:
+        run.sources.clear()
+        run.sources[key] = gitops.read_file(run.repo, state.best_sha, state.best_path)
+    return run.sources[key]
+
+
 def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
     request = run.request
-    state = rs.replay(run.log.read())
+    state = _state(run)
     if state.start is None:
         run.log.append({"key": rs.START, "kind": rs.START, "op": run.op.qualified, "base_sha": run.base_sha,
                         "base_branch": run.base_branch, "settings": dataclasses.asdict(run.settings),
                         "requester": request.requester, "time": _now()})
-        state = rs.replay(run.log.read())
+        state = _state(run)
         _cancel_file(run).unlink(missing_ok=True)  # a cancel of an earlier run must not stop this one
         run.progress(ProgressEvent("start", run.op.qualified, sha=run.base_sha,
                                    message=f"tuning {run.op.qualified} at {run.base_sha[:10]}"))
@@ -196,15 +214,15 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
         ProgressEvent("warning", run.op.qualified, message=message)))
     if state.baseline is None:
         _measure_baseline(run, evaluator)
-        state = rs.replay(run.log.read())
+        state = _state(run)
     if state.stop is None:
         _iterate(run, evaluator, state)
-        state = rs.replay(run.log.read())
+        state = _state(run)
     if state.delivery is None:
         _deliver(run, state)
-        state = rs.replay(run.log.read())
+        state = _state(run)
     proposal = _propose(run, state)
-    return _outcome(run, rs.replay(run.log.read()), proposal)
+    return _outcome(run, _state(run), proposal)
 
 
 # ---------------------------------------------------------------- preparing
@@ -489,21 +507,21 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
         if reason is None and state.rejections >= MAX_REJECTIONS:
             reason = EXHAUSTED
         if reason is None:
-            best_source = gitops.read_file(run.repo, state.best_sha, state.best_path)
+            best_source = _best_source(run, state)
             ctx = PlanContext(best_source=best_source, history=tuple(state.attempts),
                               allowed=run.settings.strategies,
                               profile_summary=_profile_summary(state), last_failure=state.last_failure)
             variant = planner.next(ctx)
             if isinstance(variant, Refusal) and variant.attempt is not None and not variant.exhausted:
                 _record_rejection(run, state, variant)
-                state = rs.replay(run.log.read())
+                state = _state(run)
                 continue
             if not isinstance(variant, Variant):
                 reason = EXHAUSTED
         if reason is not None:
             break
         _run_iteration(run, evaluator, state, variant, best_source)
-        state = rs.replay(run.log.read())
+        state = _state(run)
     _finish(run, evaluator, state, reason)
 
 
@@ -535,12 +553,9 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
     latency: LatencyResult | None = None
     decision: Decision | None = None
     if accuracy.passed:
-        _phase(run, "timing", n)
-        latency = evaluator.latency(path)
-        if latency.ok:
-            _phase(run, "deciding (re-measures a close call)", n)
-            decision = evaluator.decide(run.worktree / state.best_path, state.best_latency, path, latency,
-                                        run.settings.noise_floor)
+        _phase(run, "timing", n)  # and deciding: on the cpu backend both run as pairs in one process
+        latency, decision = evaluator.compare(run.worktree / state.best_path, state.best_latency, path,
+                                              run.settings.noise_floor)
     verdict = _verdict(variant, accuracy.status, latency, decision)
     branch = f"{run.prefix}/v{n}"
     median = latency.median_us if latency and latency.ok else None
@@ -577,7 +592,8 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
                                verdict=verdict, gain_pct=rs.gain_pct(state.baseline_us, median),
                                branch=branch, sha=sha, message=reason,
                                data={"gain_vs_best_pct": decision.gain * 100 if decision else None,
-                                     "max_iters": run.settings.max_iters}))
+                                     "max_iters": run.settings.max_iters,
+                                     "detectable": decision.detectable if decision else None}))
 
 
 def _materialize(run: _Run, rel: str, source: str) -> None:
@@ -618,8 +634,11 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
                         "latency": dataclasses.asdict(latency), "drift_pct": drift, "time": _now()})
     run.log.append({"key": rs.STOP, "kind": rs.STOP, "reason": reason, "iterations": len(state.iterations),
                     "best_iteration": state.best_iteration, "best_sha": state.best_sha, "time": _now()})
-    run.progress(ProgressEvent("stop", run.op.qualified, iteration=len(state.iterations), message=reason,
-                               latency_us=state.best_us, data=dataclasses.asdict(run.settings)))
+    warning = rs.noise_warning(state, run.settings.noise_warn)
+    run.progress(ProgressEvent("stop", run.op.qualified, iteration=len(state.iterations),
+                               message=reason + (f" · {warning}" if warning else ""), latency_us=state.best_us,
+                               data={**dataclasses.asdict(run.settings), "detectable": state.smallest_detectable,
+                                     "noise_warning": warning}))
 
 
 # ---------------------------------------------------------------- delivering
@@ -628,7 +647,7 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
 def _deliver(run: _Run, state: rs.RunState) -> None:
     _phase(run, "delivery commit", None)
     files = delivery.delivery_files(run.repo, run.base_sha, run.op, state, run.log.path.read_bytes())
-    report = delivery.report_text(run.op, state, run.settings.noise_floor, run.worktree)
+    report = delivery.report_text(run.op, state, run.settings.noise_floor, run.worktree, run.settings.noise_warn)
     message = (f"tunebot: {run.op.name}: best variant "
                f"{'iter ' + str(state.best_iteration) if state.best_iteration else '(baseline kept)'}\n\n{report}")
     sha = gitops.commit_files(run.repo, state.best_sha, files, message)

@@ -199,6 +199,15 @@ class GuardedEvaluator:
                                        details={**result.details, "tampered": True})
         return result
 
+    def compare(self, best_source: Path, best, candidate_source: Path, noise_floor: float):
+        (latency, decision), problem = self._guarded([best_source, candidate_source], lambda: self.inner.compare(
+            best_source, best, candidate_source, noise_floor))
+        if problem:
+            latency = LatencyResult(status="error", backend=latency.backend, command=latency.command,
+                                    tail=latency.tail, notes=[problem], extra={"tampered": True})
+            return latency, None
+        return latency, decision
+
     # -- the bracket --------------------------------------------------------
     def _abs(self, source: Path) -> Path:
         source = Path(source)

@@ -36,6 +36,7 @@ class IterationView:
     path: str  # variant path relative to the repo root
     source_hash: str
     gain: float | None = None  # the decision's gain vs its parent (relative), for the evidence file
+    detectable: float | None = None  # the smallest gain that decision could have called better
     reason: str = ""  # one line: why this verdict (the decision's reason, or why it was not measured)
     knob: str | None = None  # the change as data, when the strategy set one knob
     old: object = None
@@ -59,7 +60,8 @@ class RunState:
     best_path: str | None = None  # repo-relative path of the best source
     best_iteration: int | None = None
     best_latency: LatencyResult | None = None
-    no_gain_streak: int = 0
+    no_gain_streak: int = 0  # honest attempts without gain since the last win (see patience_count)
+    since_win: list[Attempt] = field(default_factory=list)  # iterations since the last win
     rejections: int = 0  # proposals refused before evaluation (not iterations)
     last_failure: str | None = None
     baseline_end: dict | None = None
@@ -84,6 +86,42 @@ class RunState:
     @property
     def next_iteration(self) -> int:
         return len(self.iterations) + 1
+
+    @property
+    def smallest_detectable(self) -> float | None:
+        """The smallest gain this run could detect: the median over its decisions (relative)."""
+        values = sorted(it.detectable for it in self.iterations if it.detectable is not None)
+        if not values:
+            return None
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def noise_warning(state: RunState, level: float) -> str | None:
+    """The report's and status comment's warning when the run could not see gains below `level`."""
+    detectable = state.smallest_detectable
+    if detectable is None or detectable <= level:
+        return None
+    return (f"this runner is too noisy to see gains below {detectable * 100:.0f} % "
+            f"(warning level {level * 100:.0f} %, `defaults.noise_warn`); quieten it or tune elsewhere")
+
+
+def _thing(attempt: Attempt) -> str:
+    """What an attempt tried: the knob, or the strategy for changes that are not knob moves."""
+    return attempt.change.knob or attempt.change.strategy
+
+
+def patience_count(since_win: list[Attempt]) -> int:
+    """How many honest attempts at different things found no gain since the last win.
+
+    Attempts at the same knob (either direction, any distance) are one thing: following
+    one knob along a plateau or across a valley does not use up the patience meant for
+    trying other things.
+    A backstop counts every two repeats of a thing as one more, so a run with a single
+    knob still stops.
+    """
+    things = {_thing(a) for a in since_win}
+    return max(len(things), len(since_win) // 2)
 
 
 def latency_from_dict(data: dict) -> LatencyResult:
@@ -133,28 +171,55 @@ def replay(records: list[dict]) -> RunState:
     """Fold the records of one run into its current state."""
     state = RunState()
     for rec in records:
-        kind = rec.get("kind")
-        if kind == START:
-            state.start = rec
-        elif kind == BASELINE:
-            state.baseline = rec
-            state.best_sha = rec["sha"]
-            state.best_path = rec["path"]
-            state.best_latency = state.baseline_latency
-        elif kind == ITERATION:
-            _apply_iteration(state, rec)
-        elif kind == REJECTED:
-            state.rejections += 1
-            state.attempts.append(attempt_from_dict(rec["attempt"]))
-        elif kind == BASELINE_END:
-            state.baseline_end = rec
-        elif kind == STOP:
-            state.stop = rec
-        elif kind == DELIVERY:
-            state.delivery = rec
-        elif kind == PROPOSAL:
-            state.proposal = rec
+        apply_record(state, rec)
     return state
+
+
+class Fold:
+    """The run's state kept up to date from a ResultsLog by applying only the records appended
+    since the last call (the log itself parses only new bytes). The state returned is live:
+    the next call updates it in place. Records that no longer extend what was folded (the log
+    was replaced or cut back) start the fold over."""
+
+    def __init__(self, log) -> None:  # a bot.record.results.ResultsLog
+        self.log = log
+        self.state = RunState()
+        self._keys: list[str] = []
+
+    def __call__(self) -> RunState:
+        records = self.log.read()
+        n = len(self._keys)
+        if len(records) < n or (n and records[n - 1].get("key") != self._keys[-1]):
+            self.state, self._keys, n = RunState(), [], 0
+        for rec in records[n:]:
+            apply_record(self.state, rec)
+            self._keys.append(rec.get("key"))
+        return self.state
+
+
+def apply_record(state: RunState, rec: dict) -> None:
+    """Fold one record into `state`."""
+    kind = rec.get("kind")
+    if kind == START:
+        state.start = rec
+    elif kind == BASELINE:
+        state.baseline = rec
+        state.best_sha = rec["sha"]
+        state.best_path = rec["path"]
+        state.best_latency = state.baseline_latency
+    elif kind == ITERATION:
+        _apply_iteration(state, rec)
+    elif kind == REJECTED:
+        state.rejections += 1
+        state.attempts.append(attempt_from_dict(rec["attempt"]))
+    elif kind == BASELINE_END:
+        state.baseline_end = rec
+    elif kind == STOP:
+        state.stop = rec
+    elif kind == DELIVERY:
+        state.delivery = rec
+    elif kind == PROPOSAL:
+        state.proposal = rec
 
 
 def _apply_iteration(state: RunState, rec: dict) -> None:
@@ -171,27 +236,37 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
     decision = rec.get("decision") or {}
     view = state.iterations[-1]
     view.gain = decision.get("gain")
+    view.detectable = decision.get("detectable")
     view.reason = rec.get("reason") or iteration_reason(verdict, rec)
     view.knob, view.old, view.new = change.get("knob"), change.get("old"), change.get("new")
     view.diff = rec.get("diff") or ""
     view.decision = rec.get("decision")
-    state.attempts.append(Attempt(
+    attempt = Attempt(
         change=Change(strategy=change["strategy"], description=change["description"],
                       knob=change.get("knob"), old=change.get("old"), new=change.get("new")),
         source_hash=rec["source_hash"], parent_hash=rec["parent_hash"], verdict=verdict,
-        gain=decision.get("gain")))
+        gain=decision.get("gain"))
+    state.attempts.append(attempt)
     if verdict == "better":
         state.best_sha, state.best_path = rec["sha"], rec["path"]
         state.best_iteration = rec["iteration"]
         # The decision may have re-measured both sides; its candidate median is the fairer one.
         best = latency_from_dict(latency)
-        if decision.get("candidate_us"):
+        previous = state.best_us
+        in_one_process = ((decision.get("details") or {}).get("first") or {}).get("in_one_process")
+        if in_one_process and previous and decision.get("best_us") and decision.get("candidate_us"):
+            # timed beside the best in one process: the ratio is what was measured; chaining it onto the
+            # best's figure keeps the run's figures on one scale (two processes differ by 5-10 %)
+            best.median_us = previous * decision["candidate_us"] / decision["best_us"]
+        elif decision.get("candidate_us"):
             best.median_us = decision["candidate_us"]
         state.best_latency = best
         state.no_gain_streak = 0
+        state.since_win = []
         state.last_failure = None
     else:
-        state.no_gain_streak += 1
+        state.since_win.append(attempt)
+        state.no_gain_streak = patience_count(state.since_win)
         if verdict in ("fail_l0", "timeout", "error"):
             tail = (rec.get("accuracy") or {}).get("tail") or (rec.get("latency") or {}).get("tail") or ""
             state.last_failure = f"iter {rec['iteration']} {verdict}: {tail[-500:]}"

@@ -365,6 +365,7 @@ KNOB = "knobs:\n  - name: BLOCK_M\n    strategy: block_size\n"
     ("latency: {backend: npu_msprof}\n", "latency.backend", "unknown value", "did you mean 'npu-msprof'"),
     ("latency: {warmup: -1}\n", "latency.warmup", "at least 0", ">= 0"),
     ("latency: {repeats: 0}\n", "latency.repeats", "at least 1", ">= 1"),
+    ("latency: {repeats: 20001}\n", "latency.repeats", "at most 10000", "<= 10000"),
     ("latency: {repeat: 10}\n", "latency.repeat", "unknown key", "did you mean 'latency.repeats'"),
     ("latency: {kernel_name: ''}\n", "latency.kernel_name", "non-empty text", "kernel_name"),
     ("latency: fast\n", "latency", "expected a mapping", "latency:"),

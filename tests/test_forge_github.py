@@ -327,17 +327,3 @@ def test_no_ci_at_all_is_refused_unless_opted_in_and_required_checks_must_run(wo
     world.fake.statuses[sha] = []
     assert forge_for(world, settings=GithubSettings(allow_no_checks=True)).merge(str(number)).state == "merged"
     world.fake.assert_no_violations()
-
-
-def test_push_credentials_live_only_inside_the_block(monkeypatch):
-    import base64
-    import os
-
-    from bot.forge.github import push_credentials
-
-    monkeypatch.delenv("GIT_CONFIG_COUNT", raising=False)
-    with push_credentials("s3cret"):
-        assert os.environ["GIT_CONFIG_KEY_0"] == "http.extraheader"
-        header = os.environ["GIT_CONFIG_VALUE_0"]
-        assert base64.b64decode(header.split()[-1]).decode() == "x-access-token:s3cret"
-    assert "GIT_CONFIG_COUNT" not in os.environ and "GIT_CONFIG_VALUE_0" not in os.environ

@@ -176,7 +176,9 @@ def test_gate_phase_pins_the_sha_and_tune_phase_refuses_a_moved_head(world, pr, 
     gh, gate_cfg, _ = flow(world, None, phase="gate")
     payload = world.fake.comment_event(number, "/tune sleepy", "dev")
     (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
-    assert gate.action == "authorized" and gate.outputs == {"authorized": "true", "head_sha": head, "pr": str(number), "ops": "sleepy"}
+    assert gate.action == "authorized" and gate.outputs == {
+        "authorized": "true", "head_sha": head, "pr": str(number), "ops": "sleepy", "max_parallel": "1",
+        "matrix": '{"include":[{"op":"sleepy","runs_on":["self-hosted","npu"]}]}'}
     (queued,) = bot_comments(world, number)
     assert "queued" in queued.body.lower()
     assert world.fake.statuses[head][0]["state"] == "pending"
@@ -346,8 +348,8 @@ def test_cancel_during_a_run_stops_it_after_the_current_iteration(world, pr, tmp
         (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
         status.body += f"\n{CANCEL_MARKER}"
 
-    # Once the status comment exists, the next read of the comments sees the cancel.
-    world.fake.before["issues/update-comment"] = lambda: world.fake.before.__setitem__("issues/list-comments", mark_cancel)
+    # Once the status comment exists, the next read of it sees the cancel.
+    world.fake.before["issues/update-comment"] = lambda: world.fake.before.__setitem__("issues/get-comment", mark_cancel)
     (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 6", "dev"), gh, cfg)
 
     assert outcome.action == "tuned", outcome.message
@@ -393,17 +395,22 @@ def test_schedule_tunes_configured_ops_into_the_default_branch(tmp_path):
         world.fake.stop()
 
 
-def test_each_command_of_a_comment_gets_its_own_reply(world, pr):
+def test_a_comment_with_several_commands_gets_one_reply(world, pr):
     number, _ = pr
     gh, cfg, _ = flow(world, None)
-    payload = world.fake.comment_event(number, "two things:\n/tune help\n/tune sleepy --bogus", "dev")
+    payload = world.fake.comment_event(number, "two things:\n/tune help\n/tune status", "dev")
     outcomes = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
     assert [o.action for o in outcomes] == ["replied", "replied"]
-    bodies = [c.body for c in bot_comments(world, number)]
-    assert len(bodies) == 2 and "tunebot commands" in bodies[0] and "unknown option `--bogus`" in bodies[1]
+    (reply,) = bot_comments(world, number)
+    assert "tunebot commands" in reply.body and "No tunebot runs" in reply.body
     assert len(world.fake.calls_to("reactions/create-for-issue-comment")) == 1
     handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)  # re-delivered: edits, no new replies
-    assert len(bot_comments(world, number)) == 2
+    assert len(bot_comments(world, number)) == 1
+    # One bad line: nothing of the comment runs, one reply names the line.
+    bad = world.fake.comment_event(number, "/tune help\n/tune sleepy --bogus", "dev")
+    outcomes = handle_event("issue_comment", bad, gh, cfg, tune=must_not_tune)
+    replies = [c for c in bot_comments(world, number) if reply_marker(bad["comment"]["id"]) in c.body]
+    assert len(replies) == 1 and "command 2: unknown option `--bogus`" in replies[0].body
     world.fake.assert_no_violations()
 
 
@@ -457,7 +464,9 @@ def test_cancel_sent_while_queued_stops_the_run_before_it_starts(world, pr, tmp_
     assert outcome.action == "tuned" and "cancelled before it started" in outcome.message
     (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
     assert CANCEL_MARKER in status.body and "nothing was run" in status.body  # the marker survives the rewrite
-    assert proposals(world) == [] and world.fake.statuses[head][-1]["state"] == "success"
+    # A cancel is not a success: the commit status says it ended without a result.
+    assert proposals(world) == [] and world.fake.statuses[head][-1]["state"] == "error"
+    assert "cancelled" in world.fake.statuses[head][-1]["description"]
     world.fake.assert_no_violations()
 
 
@@ -612,3 +621,425 @@ def test_a_failure_after_the_run_started_is_reported_on_the_same_status_comment(
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]  # edited, not a second one
     assert status.body.startswith(status_marker(OP)) and "git fetch origin" in status.body and "**Failed:**" in status.body
     world.fake.assert_no_violations()
+
+
+# ---------------------------------------------------------------- bounded answers (API budget)
+
+GATE_CALLS_FIXED = 7  # react, permission, read PR, read repo (once per client), status comments (2), commit status
+GATE_CALLS_PER_OP = 3  # status comment: read PR, list comments (one page of 30), create or edit
+REPLY_CALLS = 3  # the one reply: read PR, list comments (one page), create or edit
+
+
+def test_fifty_bad_lines_from_a_read_only_user_get_one_reply_and_few_calls(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    before = len(world.fake.calls)
+    body = "\n".join(f"/tune sleepy --max-iters x{i}" for i in range(50))
+    handle_event("issue_comment", world.fake.comment_event(number, body, "visitor"), gh, cfg, tune=must_not_tune)
+    (reply,) = bot_comments(world, number)
+    assert "at most 3" in reply.body
+    assert len(world.fake.calls) - before <= 1 + 1 + REPLY_CALLS  # react, repo, reply
+    world.fake.assert_no_violations()
+
+
+def test_fifty_valid_lines_cost_a_bounded_number_of_calls(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    before = len(world.fake.calls)
+    body = "\n".join("/tune sleepy" for _ in range(50))
+    outcomes = handle_event("issue_comment", world.fake.comment_event(number, body, "dev"), gh, cfg, tune=must_not_tune)
+    assert [o.action for o in outcomes] == ["replied"]
+    assert len(bot_comments(world, number)) == 1 and not world.fake.statuses
+    assert len(world.fake.calls) - before <= 1 + 1 + REPLY_CALLS
+    world.fake.assert_no_violations()
+
+
+def test_invalid_lines_mixed_with_valid_ones_from_anyone_get_one_reply(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    for login in ("visitor", "dev"):
+        body = "/tune sleepy\n/tune sleepy --max-iters ３\n/tune\u00a0sleepy"
+        payload = world.fake.comment_event(number, body, login)
+        handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
+        (reply,) = [c for c in bot_comments(world, number) if reply_marker(payload["comment"]["id"]) in c.body]
+        assert "U+FF13" in reply.body and "U+00A0" in reply.body and "ASCII" in reply.body
+    assert len(bot_comments(world, number)) == 2 and not world.fake.statuses  # nothing queued
+    world.fake.assert_no_violations()
+
+
+def test_two_tune_commands_in_one_comment_run_nothing_and_get_one_reply(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    (out,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy\n/tune sleepy --max-iters 2", "dev"),
+                          gh, cfg, tune=must_not_tune)
+    assert out.action == "replied" and "one tuning run" in out.message and not out.outputs
+    (reply,) = bot_comments(world, number)
+    assert "op1 op2" in reply.body and not world.fake.statuses
+    world.fake.assert_no_violations()
+
+
+@pytest.mark.parametrize("ops", [["sleepy"], ["sleepy", "a", "b", "c", "d", "e", "f", "g"]])
+def test_gate_calls_per_event_stay_within_the_stated_budget(world, pr, ops):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    before = len(world.fake.calls)
+    (gate,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune " + " ".join(ops), "dev"), gh, cfg,
+                           tune=must_not_tune)
+    assert gate.action == "authorized"
+    used = len(world.fake.calls) - before
+    summary = REPLY_CALLS if len(ops) > 1 else 0  # a multi-op command also gets its summary comment
+    assert used <= GATE_CALLS_FIXED + GATE_CALLS_PER_OP * len(ops) + summary, used
+    world.fake.assert_no_violations()
+
+
+# ---------------------------------------------------------------- fresh runners (ephemeral)
+
+
+def _records(world, op: str = OP) -> list[dict]:
+    import json
+
+    text = world.fake.git("show", f"refs/tunebot/runs/{op}:results.jsonl")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_a_rerun_on_a_fresh_runner_after_delivery_is_a_no_op_that_says_so(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev")
+    (first,) = handle_event("issue_comment", payload, gh, cfg)
+    assert first.action == "tuned", first.message
+    refs, records = remote_refs(world), _records(world)
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    done_body = status.body
+
+    # The same event on a runner that has never seen this repository (an ephemeral runner).
+    for name in ("runner2", "runner3"):
+        _, fresh, _ = flow(world, world.clone(tmp_path / name))
+        (again,) = handle_event("issue_comment", payload, gh, fresh, tune=must_not_tune)
+        assert again.action == "tuned" and again.exit_code == 0
+        assert "already delivered" in again.message and "nothing was run" in again.message
+    assert remote_refs(world) == refs and _records(world) == records
+    assert len(proposals(world)) == 1 and world.fake.comments[status.id].body == done_body
+    assert [s["state"] for s in world.fake.statuses[head]] == ["success"] * 3
+    world.fake.assert_no_violations()
+
+
+def test_a_500_at_pr_creation_is_recovered_by_a_rerun_on_a_fresh_runner(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    world.fake.inject(500, r"^POST /repos/[^/]+/[^/]+/pulls$", times=4)  # every retry fails
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")
+    (failed,) = handle_event("issue_comment", payload, gh, cfg)
+    assert failed.action == "failed" and failed.exit_code == 1 and proposals(world) == []
+    assert world.fake.statuses[head][-1]["state"] == "failure"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "refs/tunebot/runs" in status.body and "re-run" in status.body  # says how to recover
+    measured = [r for r in _records(world) if r["kind"] == "iteration"]
+
+    _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
+    (again,) = handle_event("issue_comment", payload, gh, fresh, tune=_no_kernel_runs)
+    assert again.action == "tuned" and again.exit_code == 0, again.message
+    (proposal,) = proposals(world)
+    assert [r for r in _records(world) if r["kind"] == "iteration"] == measured  # nothing measured twice
+    assert world.fake.statuses[head][-1]["state"] == "success"
+    assert f"#{proposal.number}" in world.fake.comments[status.id].body and "done" in world.fake.comments[status.id].body
+    world.fake.assert_no_violations()
+
+
+def _no_kernel_runs(request, **kwargs):
+    """The real loop, but any sandboxed kernel run fails the test (a resumed delivery measures nothing)."""
+    from unittest import mock
+
+    from bot.github_flow import _default_tune
+
+    def refuse(*args, **kw):
+        raise AssertionError("a kernel ran during a resumed delivery")
+
+    with mock.patch("bot.measure.sandbox.run_sandboxed", refuse), mock.patch("bot.measure.accuracy.run_sandboxed", refuse):
+        return _default_tune(request, **kwargs)
+
+
+def test_a_scheduled_rerun_on_a_fresh_runner_does_nothing_twice(tmp_path):
+    config = "defaults:\n  max_iters: 1\ngithub:\n  ops: [sleepy]\n"
+    world = make_world(tmp_path, {**OP_FILES, ".tunebot.yml": config})
+    try:
+        from bot.config import load_repo_config
+
+        checkout = world.clone(tmp_path / "runner1")
+        gh, cfg, _ = flow(world, checkout, repo_cfg=load_repo_config(checkout))
+        (first,) = handle_event("schedule", {"schedule": "23 2 * * 6"}, gh, cfg)
+        assert first.action == "tuned", first.message
+        refs = remote_refs(world)
+        checkout2 = world.clone(tmp_path / "runner2")
+        _, cfg2, _ = flow(world, checkout2, repo_cfg=load_repo_config(checkout2))
+        (again,) = handle_event("schedule", {"schedule": "23 2 * * 6"}, gh, cfg2, tune=must_not_tune)
+        assert again.action == "tuned" and again.exit_code == 0 and "already delivered" in again.message
+        assert remote_refs(world) == refs and len(proposals(world)) == 1
+        world.fake.assert_no_violations()
+    finally:
+        world.fake.stop()
+
+
+def test_a_new_head_restarts_and_replaces_the_delivery_branch_tunebot_made(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    old_best = remote_refs(world)["refs/heads/tunebot/sleepy/best"]
+    new_head = world.push_branch("feature", {"notes.md": "second version\n"}, "more work")
+    _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
+    (again,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, fresh)
+    assert again.action == "tuned" and again.exit_code == 0, again.message
+    new_best = remote_refs(world)["refs/heads/tunebot/sleepy/best"]
+    assert new_best != old_best
+    world.fake.git("merge-base", "--is-ancestor", new_head, new_best)  # raises unless built on the new head
+    assert world.fake.statuses[new_head][-1]["state"] == "success"
+    world.fake.assert_no_violations()
+
+
+def test_a_delivery_branch_someone_else_moved_is_never_overwritten(world, pr, tmp_path):
+    number, _ = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    theirs = world.push_branch("tunebot/sleepy/best", {"notes.md": "a human fix on the proposal\n"}, "human", start="origin/tunebot/sleepy/best")
+    world.push_branch("feature", {"notes.md": "second version\n"}, "more work")
+    _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
+    (again,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, fresh)
+    assert again.action == "failed" and "never overwrites" in again.message
+    assert remote_refs(world)["refs/heads/tunebot/sleepy/best"] == theirs
+    world.fake.assert_no_violations()
+
+
+# ---------------------------------------------------------------- half-applied states end truthfully
+
+
+def test_a_422_on_request_reviewers_keeps_the_delivery_and_says_so(world, pr, tmp_path):
+    from bot.config import GithubSettings, RepoConfig
+
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"), repo_cfg=RepoConfig(github=GithubSettings(reviewers=("alice",))))
+    world.fake.inject(422, r"requested_reviewers", message="Reviews may only be requested from collaborators.")
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    assert outcome.action == "tuned" and outcome.exit_code == 0, outcome.message
+    assert len(proposals(world)) == 1 and world.fake.statuses[head][-1]["state"] == "success"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "done" in status.body and "not requested" in status.body and "@alice" in status.body
+    world.fake.assert_no_violations()
+
+
+def test_a_failed_status_edit_does_not_abort_the_tune(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    world.fake.inject(502, r"^PATCH /repos/[^/]+/[^/]+/issues/comments/", times=4)  # one edit fails for good
+    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev"), gh, cfg)
+    assert outcome.action == "tuned" and outcome.exit_code == 0, outcome.message
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "Verdict" in status.body and len(proposals(world)) == 1
+    assert world.fake.statuses[head][-1]["state"] == "success"
+    world.fake.assert_no_violations()
+
+
+def test_a_stale_refusal_ends_the_queued_status_comment(world, pr, tmp_path):
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    world.push_branch("feature", {"notes.md": "pushed after the gate\n"}, "late push")
+    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head)
+    handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "queued" not in status.body.splitlines()[1] and "stale" in status.body.splitlines()[1]
+    assert world.fake.statuses[head][-1]["state"] == "error"
+    world.fake.assert_no_violations()
+
+
+def test_a_gate_failure_leaves_no_queued_comment_behind(world, pr):
+    number, head = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    world.fake.inject(500, r"^POST /repos/[^/]+/[^/]+/statuses/", times=8)
+    (gate,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+    assert gate.action == "failed" and gate.exit_code == 1 and gate.outputs["authorized"] == "false"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "failed" in status.body.splitlines()[1] and "Nothing was run" in status.body
+    world.fake.assert_no_violations()
+
+
+def test_a_merge_api_failure_is_posted_on_the_proposal(world, pr, tmp_path):
+    number, _ = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"), repo_cfg=_no_checks_cfg())
+    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    (proposal,) = proposals(world)
+    world.fake.inject(502, r"^PUT /repos/[^/]+/[^/]+/pulls/\d+/merge", times=4)
+    (review,) = handle_event("pull_request_review", world.fake.review_event(proposal.number, "lead", "approved"), gh, cfg)
+    assert review.action == "failed" and review.exit_code == 1
+    (answer,) = [c for c in bot_comments(world, proposal.number) if "tunebot:gate" in c.body]
+    assert "Not merged" in answer.body and "502" in answer.body
+    assert world.fake.pulls[proposal.number].state == "open"
+    world.fake.assert_no_violations()
+
+
+def _no_checks_cfg():
+    from bot.config import GithubSettings, RepoConfig
+
+    return RepoConfig(github=GithubSettings(allow_no_checks=True))
+
+
+# ---------------------------------------------------------------- matrix: one job per op
+
+
+def _three_ops() -> dict[str, str]:
+    files = dict(OP_FILES)
+    for name in ("nap", "doze"):
+        files[f"examples/testproj/{name}/{name}.py"] = OP_FILES[f"examples/{OP}/sleepy.py"]
+        files[f"examples/testproj/{name}/tune.yaml"] = OP_FILES[f"examples/{OP}/tune.yaml"]
+        files[f"examples/testproj/{name}/DESIGN.md"] = OP_FILES[f"examples/{OP}/DESIGN.md"]
+    return files
+
+
+def test_a_matrix_run_gives_one_pr_per_op_and_one_summary(tmp_path):
+    import json
+
+    from bot.config import load_repo_config
+
+    config = "github:\n  max_parallel: 2\n  runners:\n    default: [self-hosted, npu]\n    doze: [self-hosted, 310P]\n"
+    world = make_world(tmp_path, {**_three_ops(), ".tunebot.yml": config})
+    try:
+        world.fake.set_permission("dev", "write")
+        head = world.push_branch("feature", {"notes.md": "x\n"}, "feature")
+        number = world.fake.open_pull("feature", user="dev")
+        payload = world.fake.comment_event(number, "/tune sleepy nap doze --max-iters 1", "dev")
+        default = world.clone(tmp_path / "default")
+        gh, gate_cfg, _ = flow(world, None, phase="gate", repo_cfg=load_repo_config(default))
+        (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+        (queued,) = [c for c in bot_comments(world, number) if "tunebot:summary:" in c.body]
+        assert "queued as 3 jobs" in queued.body and queued.body.count("| queued |") == 3
+        matrix = json.loads(gate.outputs["matrix"])["include"]
+        assert gate.outputs["max_parallel"] == "2"
+        assert [(m["op"], m["runs_on"]) for m in matrix] == [
+            ("sleepy", ["self-hosted", "npu"]), ("nap", ["self-hosted", "npu"]), ("doze", ["self-hosted", "310P"])]
+        for i, job in enumerate(matrix):  # each job on its own fresh runner
+            runner = world.clone(tmp_path / f"runner{i}")
+            _, cfg, _ = flow(world, runner, phase="tune", authorized_sha=head, only_op=job["op"])
+            (out,) = handle_event("issue_comment", payload, gh, cfg)
+            assert out.action == "tuned" and out.exit_code == 0, out.message
+        _, report_cfg, _ = flow(world, None, phase="report", authorized_sha=head)
+        (rep,) = handle_event("issue_comment", payload, gh, report_cfg, tune=must_not_tune)
+
+        assert rep.action == "reported" and rep.exit_code == 0, rep.message
+        assert sorted(p.head_ref for p in proposals(world)) == ["tunebot/doze/best", "tunebot/nap/best", "tunebot/sleepy/best"]
+        (summary,) = [c for c in bot_comments(world, number) if "tunebot:summary:" in c.body]  # the gate's, finished
+        assert "all done" in summary.body and summary.body.count("| done |") == 3
+        assert all(f"#{p.number}" in summary.body for p in proposals(world))
+        latest = {s["context"]: s["state"] for s in world.fake.statuses[head]}
+        assert latest == {"tunebot": "success", "tunebot/sleepy": "success", "tunebot/nap": "success", "tunebot/doze": "success"}
+        world.fake.assert_no_violations()
+    finally:
+        world.fake.stop()
+
+
+def test_the_report_job_finishes_an_op_whose_job_died(world, pr, tmp_path):
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    # The tune job's runner vanished: nothing ran, the comment still says queued.
+    _, report_cfg, _ = flow(world, None, phase="report", authorized_sha=head)
+    (rep,) = handle_event("issue_comment", payload, gh, report_cfg, tune=must_not_tune)
+    assert rep.action == "reported" and rep.exit_code == 1
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "· failed" in status.body and "ended while it was `queued`" in status.body
+    assert world.fake.statuses[head][-1] == {**world.fake.statuses[head][-1], "state": "failure", "context": "tunebot"}
+    world.fake.assert_no_violations()
+
+
+def test_the_report_trusts_the_jobs_own_status_over_a_lagging_comment(world, pr):
+    from bot.forge.github import GithubForge
+
+    number, head = pr
+    gh, gate_cfg, _ = flow(world, None, phase="gate")
+    payload = world.fake.comment_event(number, "/tune sleepy", "dev")
+    handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    # The job finished and set its status, but its last comment edit never got through.
+    GithubForge(gh, world.fake.full_name).set_status(head, "success", "tunebot tuned", context="tunebot/sleepy")
+    _, report_cfg, _ = flow(world, None, phase="report", authorized_sha=head)
+    (rep,) = handle_event("issue_comment", payload, gh, report_cfg, tune=must_not_tune)
+    assert rep.action == "reported" and rep.exit_code == 0
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    assert "· failed" not in status.body  # not called lost
+    assert world.fake.statuses[head][-1]["state"] == "success" and world.fake.statuses[head][-1]["context"] == "tunebot"
+    world.fake.assert_no_violations()
+
+
+def test_an_api_failure_during_authorization_is_answered_and_fails_the_job(world, pr):
+    number, _ = pr
+    gh, cfg, _ = flow(world, None, phase="gate")
+    world.fake.inject(502, r"/collaborators/dev/permission", times=4)
+    (out,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+    assert out.action == "failed" and out.exit_code == 1 and out.outputs == {"authorized": "false"}
+    (reply,) = bot_comments(world, number)
+    assert "could not handle" in reply.body and "502" in reply.body and not world.fake.statuses
+    world.fake.assert_no_violations()
+
+
+def test_a_persistent_runner_with_older_records_takes_the_newer_ones_from_the_remote(world, pr, tmp_path):
+    from bot.remote_runs import local_records
+
+    number, head = pr
+    persistent = world.clone(tmp_path / "persistent")
+    gh, cfg, _ = flow(world, persistent)
+    world.fake.inject(500, r"^POST /repos/[^/]+/[^/]+/pulls$", times=4)
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")
+    (failed,) = handle_event("issue_comment", payload, gh, cfg)
+    assert failed.action == "failed"
+    older = local_records(persistent, OP).read_text()
+    _, other, _ = flow(world, world.clone(tmp_path / "other"))
+    (done,) = handle_event("issue_comment", payload, gh, other, tune=_no_kernel_runs)  # delivered elsewhere
+    assert done.action == "tuned" and len(proposals(world)) == 1
+
+    (again,) = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
+    assert again.action == "tuned" and "already delivered" in again.message
+    newer = local_records(persistent, OP).read_text()
+    assert newer.startswith(older) and len(newer) > len(older) and len(proposals(world)) == 1
+    world.fake.assert_no_violations()
+
+
+def test_a_redelivered_comment_through_gate_and_tune_keeps_the_done_comment(world, pr, tmp_path):
+    number, head = pr
+    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+    payload = world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")
+    (first,) = handle_event("issue_comment", payload, gh, cfg)
+    assert first.action == "tuned"
+    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
+    done = status.body
+    _, gate_cfg, _ = flow(world, None, phase="gate")
+    (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
+    assert gate.action == "authorized" and world.fake.comments[status.id].body == done  # not back to "queued"
+    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner2"), phase="tune", authorized_sha=head)
+    (again,) = handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
+    assert again.action == "tuned" and again.exit_code == 0 and "already delivered" in again.message
+    assert world.fake.comments[status.id].body == done and world.fake.statuses[head][-1]["state"] == "success"
+    assert len(proposals(world)) == 1
+    world.fake.assert_no_violations()
+
+
+def test_a_run_with_nothing_to_propose_rerun_on_a_fresh_runner_is_a_no_op(tmp_path):
+    # the op starts at its optimum: every move is slower, so the run ends without a proposal
+    source = OP_FILES[f"examples/{OP}/sleepy.py"].replace("\nBLOCK = 16", "\nBLOCK = 64", 1).replace(
+        "\nNUM_STAGES = 1", "\nNUM_STAGES = 2", 1)
+    world = make_world(tmp_path, {**OP_FILES, f"examples/{OP}/sleepy.py": source})
+    try:
+        world.fake.set_permission("dev", "write")
+        head = world.push_branch("feature", {"notes.md": "x\n"}, "feature")
+        number = world.fake.open_pull("feature", user="dev")
+        payload = world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev")
+        gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
+        (first,) = handle_event("issue_comment", payload, gh, cfg)
+        assert first.action == "tuned" and proposals(world) == []
+        records = _records(world)
+        _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
+        (again,) = handle_event("issue_comment", payload, gh, fresh, tune=must_not_tune)
+        assert again.action == "tuned" and again.exit_code == 0
+        assert "nothing to propose" in again.message and "nothing was run" in again.message
+        assert _records(world) == records and world.fake.statuses[head][-1]["state"] == "success"
+        world.fake.assert_no_violations()
+    finally:
+        world.fake.stop()

@@ -82,3 +82,44 @@ def test_seedless_input_generator_and_single_input(tmp_path):
     op.write_text("def get_inputs():\n    return 5\ndef kernel(x):\n    assert x == 5\n    return x\n")
     r = measure_cpu(op, warmup=0, repeats=2, timeout_s=60)
     assert r.ok, r.tail
+
+
+def test_cpu_time_is_the_primary_figure_and_wall_time_is_kept(tmp_path):
+    # a kernel that sleeps 2 ms per call: wall time sees the sleep, CPU time does not
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text("import time\ndef get_inputs(seed=0):\n    return (0.002,)\n"
+                       "def kernel(s):\n    time.sleep(s)\n")
+    r = measure_cpu(sleeper, warmup=1, repeats=5, timeout_s=60)
+    assert r.ok and r.extra["clock"] == "cpu"
+    assert r.extra["wall"]["median_us"] >= 2000
+    assert r.median_us < 1000  # the process was off the CPU while sleeping
+    assert len(r.extra["wall"]["samples_us"]) == 5
+    w = measure_cpu(sleeper, warmup=1, repeats=5, timeout_s=60, clock="wall")
+    assert w.extra["clock"] == "wall" and w.median_us >= 2000
+
+
+def test_threads_are_pinned_and_counted(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os, threading\nSEEN = os.environ.get('OMP_NUM_THREADS')\n"
+                     "def get_inputs(seed=0):\n    return ()\n"
+                     "def kernel():\n    t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+                     "    assert SEEN == '1'\n")
+    r = measure_cpu(probe, warmup=0, repeats=3, timeout_s=60)
+    assert r.ok and r.extra["pinned_threads"] == 1 and r.extra["threads"] >= 1
+    # the kernel's assert would have made the run an error had the variable not been set before import
+
+
+def test_pair_mode_times_two_variants_in_one_process(tmp_path):
+    from bot.measure.backends.cpu import measure_cpu_pair
+    src = (KERNELS / "work.py").read_text()
+    small, big = tmp_path / "small.py", tmp_path / "big.py"
+    small.write_text(src.replace("WORK = 4000", "WORK = 2000"))
+    big.write_text(src.replace("WORK = 4000", "WORK = 4000"))
+    a, b = measure_cpu_pair(big, small, warmup=2, repeats=15, timeout_s=60)
+    assert a.ok and b.ok and len(a.samples_us) == len(b.samples_us) == 15
+    assert 1.6 < a.median_us / b.median_us < 2.4  # twice the work
+    assert "alternately with small.py" in a.notes[-1] and "alternately with big.py" in b.notes[-1]
+    broken = tmp_path / "broken.py"
+    broken.write_text("def get_inputs(seed=0):\n    return ()\n")
+    fa, fb = measure_cpu_pair(big, broken, warmup=0, repeats=2, timeout_s=60)
+    assert fa.status == fb.status == "error" and any("no function 'kernel'" in n for n in fb.notes)

@@ -113,3 +113,24 @@ def test_decide_and_drift(worktree):
     d = ev.decide(base, a, slow, b, 0.03)
     assert not d.better and d.gain < -0.5 and d.threshold >= 0.03
     assert ev.drift(a, a) == 0.0
+
+
+def test_compare_on_the_cpu_backend_times_both_in_one_process(worktree):
+    ev = Evaluator(op_config(latency=LatencySettings(backend="cpu", warmup=2, repeats=20, timeout_s=60)), worktree)
+    base = Path("examples/demo/work/work.py")
+    perf = worktree / "examples/demo/work/perf_opt"
+    fast = perf / "fast.py"
+    fast.write_text((KERNELS / "work.py").read_text().replace("WORK = 4000", "WORK = 2000"))
+    same = perf / "same.py"
+    same.write_text((KERNELS / "work.py").read_text())
+    best = ev.latency(base)
+    latency, d = ev.compare(base, best, fast, 0.03)
+    assert latency.ok and d is not None and d.better and 0.3 < d.gain < 0.7  # half the work
+    assert d.details["first"]["in_one_process"] and "one process" in d.reason
+    assert "alternately with work.py" in latency.notes[-1]
+    latency, d = ev.compare(base, best, same, 0.03)
+    assert d is not None and not d.better and d.detectable is not None
+    broken = perf / "broken.py"
+    broken.write_text("def get_inputs(seed=0):\n    return ()\n")
+    latency, d = ev.compare(base, best, broken, 0.03)
+    assert latency.status == "error" and d is None

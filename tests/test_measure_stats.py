@@ -61,3 +61,21 @@ def test_summarize_rejects_no_samples():
 def test_relative_change_sign():
     assert relative_change(100.0, 90.0) == pytest.approx(0.10)
     assert relative_change(100.0, 110.0) == pytest.approx(-0.10)
+
+
+@pytest.mark.parametrize("n", [500, 1001, 4000])
+def test_log_space_ranks_equal_the_exact_integer_sum(n):
+    # the exact rule with big integers: the largest k with P(X <= k) <= 2.5 %
+    total, cdf, k = 2 ** n, 0, -1
+    for i in range(n + 1):
+        cdf += math.comb(n, i)
+        if cdf * 40 > total:
+            break
+        k = i
+    assert median_ci_ranks(n) == (max(k, 0), n - 1 - max(k, 0))
+
+
+def test_median_ci_of_20000_samples_matches_the_normal_approximation():
+    lo, hi = median_ci_ranks(20_000)
+    # normal approximation of the 95 % ranks: n/2 -+ 1.96 sqrt(n)/2
+    assert abs(lo - (10_000 - 1.96 * math.sqrt(20_000) / 2)) < 3

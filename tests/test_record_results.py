@@ -174,3 +174,46 @@ def test_sigkill_during_appends_leaves_only_whole_records(tmp_path):
     assert [r["i"] for r in records] == list(range(len(records)))  # nothing lost in between, no duplicate
     log.append({"key": f"k:{len(records)}", "i": len(records)})  # and the run can go on
     assert len(log.read()) == len(records) + 1
+
+
+def test_a_long_lived_log_sees_other_writers_replacements_and_truncation(tmp_path):
+    path = tmp_path / "results.jsonl"
+    mine, other = ResultsLog(path), ResultsLog(path)
+    mine.append({"key": "a"})
+    other.append({"key": "b"})  # another writer: `mine` parsed only "a" so far
+    assert [r["key"] for r in mine.read()] == ["a", "b"]
+    with pytest.raises(DuplicateRecordError):
+        mine.append({"key": "b"})
+    # the file replaced by another one (e.g. archived and started over)
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_text('{"key": "x"}\n')
+    os.replace(replacement, path)
+    assert [r["key"] for r in mine.read()] == ["x"]
+    mine.append({"key": "a"})  # "a" belonged to the old file
+    # cut back by hand to its first line
+    data = path.read_bytes()
+    path.write_bytes(data[:data.index(b"\n") + 1])
+    assert [r["key"] for r in mine.read()] == ["x"]
+
+
+def test_a_line_rewritten_in_place_at_the_same_size_is_parsed_again(tmp_path):
+    path = tmp_path / "results.jsonl"
+    log = ResultsLog(path)
+    log.append({"key": "a", "v": 1})
+    assert log.read()[0]["v"] == 1
+    time.sleep(0.01)
+    path.write_text(path.read_text().replace('"v": 1', '"v": 2'))
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))  # a coarse clock would hide the edit
+    assert log.read()[0]["v"] == 2
+
+
+def test_a_corrupt_appended_line_names_its_line_number_after_incremental_reads(tmp_path):
+    path = tmp_path / "results.jsonl"
+    log = ResultsLog(path)
+    log.append({"key": "a"})
+    log.append({"key": "b"})
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("not json\n")
+    with pytest.raises(RecordFormatError) as err:
+        log.read()
+    assert err.value.line == 3

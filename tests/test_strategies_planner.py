@@ -57,7 +57,7 @@ def test_next_is_a_pure_function_of_best_source_and_history():
     assert p.next(ctx) == again.next(ctx) and p.plan(ctx) == again.plan(ctx)
 
 
-def test_first_move_is_the_highest_priority_knob_upwards():
+def test_first_move_is_the_highest_priority_knob_towards_more_room_ties_up():
     v = Planner(demo_op()).next(PlanContext(best_source=DEMO))
     assert isinstance(v, Variant) and v.change.knob == "BLOCK_M" and (v.change.old, v.change.new) == (64, 128)
 
@@ -67,8 +67,10 @@ def test_moves_on_in_a_winning_direction_and_abandons_a_losing_one():
     best, history, _ = run(p, DEMO, 6)
     moves = [(a.change.knob, a.change.old, a.change.new, a.verdict) for a in history]
     assert moves[0] == ("BLOCK_M", 64, 128, "better")
-    assert moves[1] == ("BLOCK_M", 128, 256, "not_better")  # keeps going up after a win
-    assert moves[2][0] == "BLOCK_N"  # 128 -> 64 was where it came from: not retried, next knob
+    # every knob gets its most promising move before the winning knob is followed further
+    assert [m[0] for m in moves[:3]] == ["BLOCK_M", "BLOCK_N", "STAGES"]
+    assert moves[2] == ("STAGES", 1, 2, "better")  # more values above 1 than below: up first
+    assert moves[3] == ("STAGES", 2, 3, "not_better")  # then the last win's direction continues
     assert ("BLOCK_N", 64, 128, "not_better") in moves and ("BLOCK_N", 64, 32, "better") in moves
     assert not any(k == "BLOCK_N" and old == 32 and new == 64 for k, old, new, _ in moves)
 
@@ -86,12 +88,14 @@ def test_never_evaluates_a_source_twice_and_reports_exhausted():
 
 def test_constraints_skip_to_the_next_valid_neighbour():
     op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 48, 64, 96, 128), divides=256),))
-    v = Planner(op).next(PlanContext(best_source=DEMO))  # 96 does not divide 256: jump to 128
-    assert isinstance(v, Variant) and v.change.new == 128
+    # allowed below 64: 32 and 16 (48 does not divide 256); above: only 128 (96 does not):
+    # the side with more room is tried first
+    v = Planner(op).next(PlanContext(best_source=DEMO))
+    assert isinstance(v, Variant) and v.change.new == 32
     ctx = PlanContext(best_source=DEMO, history=(Attempt(v.change, v.source_hash, source_hash(DEMO),
                                                          "not_better", -0.1),))
-    down = Planner(op).next(ctx)
-    assert isinstance(down, Variant) and down.change.new == 32  # 48 does not divide 256 either
+    up = Planner(op).next(ctx)
+    assert isinstance(up, Variant) and up.change.new == 128
 
 
 def test_allowed_and_op_strategies_restrict_the_plan():
@@ -181,4 +185,79 @@ def test_exploration_jumps_further_only_after_both_neighbours_lost():
     history.append(Attempt(far[0].change, far[0].source_hash, source_hash(DEMO), "not_better", -0.05))
     far.append(p.next(PlanContext(best_source=DEMO, history=tuple(history))))
     assert [v.change.new for v in far] == [256, 16]  # two steps away, up first
-    assert "tier 3" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]
+    assert "tier 4" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]  # valley crossing
+
+
+def attempt(v: Variant, parent: str, verdict: str, gain: float | None) -> Attempt:
+    return Attempt(v.change, v.source_hash, source_hash(parent), verdict, gain)
+
+
+def test_a_value_that_failed_l0_is_never_planned_again_from_any_parent():
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),
+                        Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256))))
+    p = Planner(op)
+    first = p.next(PlanContext(best_source=DEMO))
+    assert isinstance(first, Variant) and (first.change.knob, first.change.new) == ("BLOCK_M", 128)
+    history = [attempt(first, DEMO, "fail_l0", None)]
+    # BLOCK_N then wins, so the best source changes: BLOCK_M = 128 from there is a new source
+    second = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+    assert isinstance(second, Variant) and second.change.knob == "BLOCK_N"
+    history.append(attempt(second, DEMO, "better", 0.2))
+    best = second.source
+    planned = []
+    for _ in range(12):
+        v = p.next(PlanContext(best_source=best, history=tuple(history)))
+        if not isinstance(v, Variant):
+            break
+        planned.append((v.change.knob, v.change.new))
+        history.append(attempt(v, best, "not_better", -0.05))
+    assert ("BLOCK_M", 128) not in planned
+    assert ("BLOCK_M", 32) in planned  # the knob itself is still tuned
+
+
+def test_long_knobs_stride_then_bisect_then_cross_the_valley():
+    values = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+    src = DEMO.replace("BLOCK_M = 64", "BLOCK_M = 8")
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", values),))
+    p = Planner(op)
+    tried = []
+    history: list[Attempt] = []
+    for _ in range(5):
+        w = p.next(PlanContext(best_source=src, history=tuple(history)))
+        assert isinstance(w, Variant)
+        tried.append(w.change.new)
+        history.append(attempt(w, src, "not_better", -0.05))
+    # halfway along the nine values above 8 (256); it lost: bisect the values short of it (32, then 16);
+    # then past the farthest loss, the log-midpoint of 256..4096 (1024); when that lost too, of 1024..4096
+    assert tried == [256, 32, 16, 1024, 2048]
+
+
+def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first():
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),
+                        Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256))))
+    p = Planner(op)
+    up = p.next(PlanContext(best_source=DEMO))  # no evidence, equal room: up
+    assert isinstance(up, Variant) and up.change.new == 128
+    history = [attempt(up, DEMO, "not_better", -0.2)]
+    n = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+    assert isinstance(n, Variant) and n.change.knob == "BLOCK_N"  # another knob before BLOCK_M's other side
+    history.append(attempt(n, DEMO, "better", 0.1))
+    # from the new best, BLOCK_M's evidence says up lost 20 %: down is tried first
+    m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
+    assert isinstance(m, Variant) and m.change.knob == "BLOCK_N" and m.change.new == 256  # the win continues
+    history.append(attempt(m, n.source, "not_better", -0.01))
+    m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
+    assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_M", 32)
+
+
+def test_patience_counts_different_things_not_repeats_of_one():
+    from bot.run_state import patience_count
+    from bot.strategies.base import Change
+
+    def a(knob, old, new):
+        return Attempt(Change("block_size", "x", knob, old, new), "h", "p", "not_better", 0.01)
+    same = [a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 256), a("BLOCK_M", 64, 512)]
+    assert patience_count(same) == 1  # one knob: one thing (with the backstop: 3 // 2)
+    assert patience_count([a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 32), a("BLOCK_N", 8, 16)]) == 2
+    assert patience_count([a("BLOCK_M", 64, 128), a("STAGES", 1, 2), a("BLOCK_N", 8, 16)]) == 3
+    assert patience_count(same * 2) == 3  # the backstop: a single-knob run still stops

@@ -72,7 +72,7 @@ def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
               help="Branch the proposal merges into (default: base_branch in .tunebot.yml, else the current branch).")
 @click.option("--max-iters", type=click.IntRange(min=1), help="Stop after N iterations (default 10).")
 @click.option("--patience", type=click.IntRange(min=1),
-              help="Stop after N iterations in a row without a gain (default 3).")
+              help="Stop after N different things (knobs, strategies) were tried without a gain (default 3).")
 @click.option("--target-us", type=click.FloatRange(min=0, min_open=True),
               help="Stop once the best latency is at or under this many microseconds.")
 @click.option("--strategies", metavar="A,B", help="Only use these strategies (ids from references/strategies.md).")

@@ -11,15 +11,13 @@
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import os
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import requests
 from github import Auth, Github, GithubException
@@ -28,6 +26,9 @@ from bot.config import GithubSettings
 from bot.errors import TunebotError
 from bot.events import ROLE_RANK, PullInfo, role_allows
 from bot.forge.base import Proposal
+
+if TYPE_CHECKING:
+    from bot.remote_runs import RemoteRuns
 
 T = TypeVar("T")
 STALE_LABEL = "tunebot-stale"
@@ -125,7 +126,8 @@ class GithubForge:
         run_url: str | None = None,
         bot_login: str = DEFAULT_BOT_LOGIN,
         own_checks: tuple[str, ...] = (),
-        push_remote: str | None = None,
+        remote_runs: "RemoteRuns | None" = None,
+        base_sha: str | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], float] = time.time,
@@ -140,7 +142,11 @@ class GithubForge:
         self.status_aliases: tuple[str, ...] = ()  # markers of the same op under another name
         self.bot_login = bot_login  # only comments by this login are the bot's (never trust a marker alone)
         self.own_checks = own_checks  # check names of the running job: in progress while it runs, never waited on
-        self.push_remote = push_remote  # set: propose() pushes the run's branches itself, token passed only then
+        self.remote_runs = remote_runs  # set: propose() pushes the run's branches through it (isolated git)
+        self.base_sha = base_sha or guard_sha  # what every pushed commit must descend from
+        self.warnings: list[str] = []  # what went wrong after delivery (reviewers, labels): said, never fatal
+        self._comment_ids: dict[str, int] = {}  # marker -> id of the bot's comment holding it
+        self._comment_bodies: dict[int, str] = {}  # id -> the body as last written or read
         self._repo = None
 
     # -- plumbing --------------------------------------------------------------
@@ -213,8 +219,8 @@ class GithubForge:
         return self._proposal(pr) if pr is not None else None
 
     def propose(self, head: str, base: str, title: str, body: str, labels: list[str] | None = None) -> Proposal:
-        if self.push_remote and self.checkout is not None:
-            self.push_run(head)
+        if self.remote_runs is not None:
+            self.remote_runs.push_branches(head, self.base_sha)
         stale = self.head_moved()
         if stale:
             title = f"[stale] {title}"
@@ -229,27 +235,21 @@ class GithubForge:
 
         pr, created = self.call(f"open the pull request from {head}", step)
         wanted = list(dict.fromkeys([*self.settings.labels, *(labels or []), *([STALE_LABEL] if stale else [])]))
+        # The pull request exists from here on: labels and reviewers are extras whose failure is
+        # reported with the delivery, never turned into a failed run.
         if wanted:
-            self.add_labels(pr.number, wanted)
+            try:
+                self.add_labels(pr.number, wanted)
+            except GithubError as exc:
+                self.warnings.append(f"labels not set: {exc}")
         if created:
             reviewers = [r for r in self.reviewers(head) if r.lower() != pr.user.login.lower()]
             if reviewers:
-                self.call("request reviewers", lambda: pr.create_review_request(reviewers=reviewers))
+                try:
+                    self.call("request reviewers", lambda: pr.create_review_request(reviewers=reviewers))
+                except GithubError as exc:
+                    self.warnings.append(f"reviewers {', '.join('@' + r for r in reviewers)} not requested: {exc}")
         return self._proposal(self.call("re-read the pull request", lambda: self.repo.get_pull(pr.number)))
-
-    def push_run(self, head: str) -> None:
-        """Push `head` and its run's `<head minus /best>/v<N>` branches, the token given to this git push only."""
-        from bot import gitops
-
-        run_prefix = head.removesuffix("/best")
-        repo = gitops.git.Repo(self.checkout)
-        names = repo.git.for_each_ref("--format=%(refname:strip=2)", f"refs/heads/{run_prefix}/").split()
-        refs = [n for n in names if re.fullmatch(re.escape(run_prefix) + r"/v\d+", n)] + [head]
-        with push_credentials(self._token()):
-            gitops.push(repo, self.push_remote, [f"refs/heads/{r}:refs/heads/{r}" for r in dict.fromkeys(refs)])
-
-    def _token(self) -> str | None:
-        return getattr(self.gh.requester.auth, "token", None)
 
     def add_labels(self, number: int, labels: list[str]) -> None:
         # The object form: the spec no longer lists the bare array PyGithub's add_to_labels sends.
@@ -310,8 +310,21 @@ class GithubForge:
         self.upsert_comment(self.pr_number, status_marker(self.op), text, aliases=self.status_aliases)
 
     def upsert_comment(self, number: int, marker: str, text: str, aliases: tuple[str, ...] = ()) -> int:
-        """The bot's comment holding `marker` (or an alias, e.g. the op as typed), edited in place, or created once."""
+        """The bot's comment holding `marker` (or an alias, e.g. the op as typed), edited in place, or created once.
+
+        Once found, the comment's id is kept: later edits are one API call, not a search of the thread.
+        """
         body = f"{marker}\n{text}"
+        known = self._comment_ids.get(marker)
+        if known is not None:
+            if self._comment_bodies.get(known) == body:
+                return known  # unchanged: no call
+            try:
+                self.call(f"update comment {known}", lambda: self._api("PATCH", f"/issues/comments/{known}", input={"body": body}))
+                self._comment_bodies[known] = body
+                return known
+            except GithubError:
+                self._comment_ids.pop(marker, None)  # deleted or unreachable: search again
 
         def step() -> int:
             issue_pr = self.repo.get_pull(number)
@@ -323,9 +336,22 @@ class GithubForge:
                     return comment.id
             return issue_pr.create_issue_comment(body).id
 
-        return self.call(f"update the comment on #{number}", step)
+        found = self.call(f"update the comment on #{number}", step)
+        self._comment_ids[marker], self._comment_bodies[found] = found, body
+        return found
 
     def find_comment(self, number: int, marker: str) -> str | None:
+        known = self._comment_ids.get(marker)
+        if known is not None:
+            try:
+                data = self.call(f"read comment {known}", lambda: self._api("GET", f"/issues/comments/{known}"))
+            except GithubError:
+                data = None
+            login = ((data or {}).get("user") or {}).get("login", "") if isinstance(data, dict) else ""
+            if data and login.lower() == self.bot_login.lower() and marker in (data.get("body") or ""):
+                self._comment_bodies[known] = data["body"]
+                return data["body"]
+
         def step() -> str | None:
             for comment in self.repo.get_pull(number).get_issue_comments():
                 if marker in (comment.body or "") and self._mine(comment):
@@ -389,6 +415,11 @@ class GithubForge:
         if self.run_url:
             payload["target_url"] = self.run_url
         self.call("set the commit status", lambda: self._api("POST", f"/statuses/{sha}", input=payload))
+
+    def commit_statuses(self, sha: str) -> dict[str, str]:
+        """context -> latest state of the commit statuses on `sha`."""
+        return self.call(f"read the statuses of {sha[:10]}",
+                         lambda: {st["context"]: st["state"] for st in self._paged(f"/commits/{sha}/status", "statuses")})
 
     def checks(self, sha: str, ignore_contexts: tuple[str, ...] = ()) -> list[str]:
         """Problems with the checks of `sha` (empty: green).
@@ -563,28 +594,6 @@ class GithubForge:
                 self.call(f"delete {name}", lambda name=name: self._api("DELETE", f"/git/refs/heads/{name}"))
                 deleted.append(name)
         return deleted
-
-
-@contextmanager
-def push_credentials(token: str | None):
-    """Give git the token as an HTTP header through GIT_CONFIG_* for the `with` block only.
-
-    The checkout keeps no credential (persist-credentials: false), so the PR code the tune runs
-    cannot read one from .git/config; no kernel runs while this block is open.
-    """
-    keys = ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0")
-    saved = {k: os.environ.get(k) for k in keys}
-    if token:
-        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-        os.environ.update({keys[0]: "1", keys[1]: "http.extraheader", keys[2]: f"AUTHORIZATION: basic {basic}"})
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _run_problem(run: dict) -> str | None:

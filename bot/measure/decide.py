@@ -5,12 +5,18 @@ The rule (docs/measurement.md, figures from benchmarks/noise.py):
 1. gain = (best - candidate) / best on the medians; noise = the relative
    half-widths of the two medians' 95 % confidence intervals, added;
    threshold = max(noise_floor, noise).
-2. gain < threshold * close_low (0.5): not better, no re-measure.
-3. gain >= threshold * close_high (8, i.e. >= 24 % at the 3 % floor) and
-   neither result suspect (down-clocked): better. Smaller first-look gains are
-   within what load changes between two measurements produce on a shared host.
+2. gain < close_low (0.5) * max(noise_floor, min(noise, remeasure_cap)): not
+   better, no re-measure. The cap (10 %) means a first look of 5 % or more is
+   always re-measured, however wide one slow sample made the interval.
+3. gain >= max(threshold * close_high (8, i.e. >= 24 % at the 3 % floor),
+   fast_z * sqrt(2) * spread) and neither result suspect (down-clocked):
+   better. `spread` is the relative standard deviation of one measurement's
+   median between processes (and over time), learned during the run
+   (`SpreadTracker`); smaller first-look gains are within what two processes
+   measured minutes apart differ by.
 4. Otherwise re-measure both interleaved, A B, B A, A B, ... (`rounds` = 5
-   pairs), and decide on those runs alone: gain = the median of the per-pair
+   pairs; stopped early once too many pairs were lost for "better" to remain
+   possible), and decide on those runs alone: gain = the median of the per-pair
    gains; noise = max(CI noise of the pooled samples, twice the standard
    error of that median estimated from the pairs' MAD); better only if
    gain >= max(noise_floor, noise) AND the candidate was faster in every pair
@@ -18,21 +24,31 @@ The rule (docs/measurement.md, figures from benchmarks/noise.py):
    run of either side was suspect (down-clocked). The pooled medians go into
    the Decision.
 5. A best-so-far without a latency is never beaten (a guard: the loop always
-   holds a measured best).
+   holds a measured best). Two results on different clocks (cpu vs wall) are
+   never compared at first look: the re-measure decides.
+
+Every Decision carries `detectable`: the smallest gain this decision could
+have called better (the re-measure's threshold, or the one a re-measure of
+`rounds` pairs would have had at the known spread). The report warns when it
+exceeds the configured level.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from bot.measure.stats import relative_change, summarize
 from bot.measure.types import Decision, LatencyResult
 
 Measure = Callable[[Path], LatencyResult]
+MeasurePair = Callable[[Path, Path], "tuple[LatencyResult, LatencyResult]"]
+
+
+PRIOR_SPREAD = 0.05  # between-process sd of a median before the run has measured its own (cpu, 2-core host)
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,48 @@ class Rule:
     close_low: float = 0.5  # re-measure when threshold*close_low <= gain < threshold*close_high
     close_high: float = 8.0
     rounds: int = 5
+    remeasure_cap: float = 0.10  # first looks >= close_low * this are always re-measured
+    fast_z: float = 3.5  # first-look acceptance needs gain >= fast_z * sqrt(2) * spread
+    pair_rounds: int = 2  # rounds when the backend times both variants in one process
+    pair_rounds_close: int = 3  # ... when their median gain is under twice the floor
+    reject_z: float = 1.5  # with pairs, first-look rejection allows for reject_z * sqrt(2) * spread of bad luck
+
+
+class SpreadTracker:
+    """Between-process spread of a measurement's median, pooled over every source measured twice or more.
+
+    `add(key, median)` after each measurement (key: the source's content hash). `spread()`
+    is the pooled standard deviation of log(median) around each source's mean, i.e. the
+    relative sd of one measurement; before `min_df` degrees of freedom it is the prior.
+    """
+
+    def __init__(self, prior: float = PRIOR_SPREAD, min_df: int = 3) -> None:
+        self.prior, self.min_df = prior, min_df
+        self._logs: dict[str, list[float]] = {}
+
+    def add(self, key: str, median_us: float | None) -> None:
+        if median_us and median_us > 0:
+            self._logs.setdefault(key, []).append(math.log(median_us))
+
+    @property
+    def df(self) -> int:
+        return sum(len(v) - 1 for v in self._logs.values() if len(v) > 1)
+
+    def spread(self) -> float:
+        if self.df < self.min_df:
+            return self.prior
+        ss = sum(sum((x - statistics.fmean(v)) ** 2 for x in v) for v in self._logs.values() if len(v) > 1)
+        return math.sqrt(ss / self.df)
+
+
+def detectable_gain(rule: Rule, spread: float) -> float:
+    """Smallest gain a re-measure of `rule.rounds` pairs can call better at this spread.
+
+    A pair's gain has sd sqrt(2) * spread; the median of n pairs 1.2533 times that over
+    sqrt(n); the re-measure asks for twice that standard error, and at least the floor.
+    """
+    se = 1.2533 * math.sqrt(2) * spread / math.sqrt(max(rule.rounds, 1))
+    return max(rule.noise_floor, 2 * se)
 
 
 def rel_half_ci(r: LatencyResult) -> float:
@@ -66,7 +124,7 @@ def median_standard_error(xs: list[float]) -> float:
 
 def first_look(best: LatencyResult, candidate: LatencyResult, noise_floor: float) -> tuple[float, float, float]:
     """(gain, noise, threshold) from the two results as measured."""
-    gain = relative_change(best.median_us, candidate.median_us)
+    gain = _gain(best, candidate)
     noise = measured_noise(best, candidate)
     return gain, noise, max(noise_floor, noise)
 
@@ -81,17 +139,39 @@ def pooled(results: list[LatencyResult]) -> LatencyResult:
                          notes=[f"pooled from {len(results)} interleaved runs"])
 
 
-def interleave(measure: Measure, a: Path, b: Path, rounds: int) -> tuple[list[LatencyResult], list[LatencyResult]]:
-    """A B, B A, A B, ...: alternating the order cancels a linear drift within each pair."""
+def allowed_losses(rounds: int) -> int:
+    return 1 if rounds >= 4 else 0
+
+
+def interleave(measure: Measure, a: Path, b: Path, rounds: int,
+               stop_after_losses: int | None = None,
+               pair: MeasurePair | None = None) -> tuple[list[LatencyResult], list[LatencyResult]]:
+    """A B, B A, A B, ...: alternating the order cancels a linear drift within each pair.
+
+    With `pair` (a backend that times two variants in one process, call by call), each
+    round is one such run, a first then b first alternately. With `stop_after_losses`,
+    stop once more pairs than that were lost by b (b not faster): "better" is then out of
+    reach and further pairs would only cost time. A failed run stops too.
+    """
     ra: list[LatencyResult] = []
     rb: list[LatencyResult] = []
+    lost = 0
     for i in range(rounds):
-        if i % 2 == 0:
+        if pair is not None:
+            x, y = pair(a, b) if i % 2 == 0 else pair(b, a)[::-1]
+            ra.append(x)
+            rb.append(y)
+        elif i % 2 == 0:
             ra.append(measure(a))
             rb.append(measure(b))
         else:
             rb.append(measure(b))
             ra.append(measure(a))
+        if not (ra[-1].ok and rb[-1].ok):
+            break
+        lost += _median(rb[-1]) >= _median(ra[-1])
+        if stop_after_losses is not None and lost > stop_after_losses:
+            break
     return ra, rb
 
 
@@ -100,46 +180,71 @@ def _fmt(x: float) -> str:
 
 
 def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candidate: LatencyResult,
-           measure: Measure, rule: Rule = Rule()) -> Decision:
-    """Apply the rule above; `measure(source)` runs one latency measurement (used to re-measure)."""
+           measure: Measure, rule: Rule = Rule(), spread: float | None = None,
+           pair: MeasurePair | None = None) -> Decision:
+    """Apply the rule above; `measure(source)` runs one latency measurement (used to re-measure).
+
+    `spread` is the run's between-process spread (SpreadTracker.spread()); None: the prior.
+    `pair(a, b)`, when the backend has one, times both in one process for each re-measure
+    round; the spread between processes then cancels out of the pair's gain.
+    """
     floor = rule.noise_floor
+    spread = PRIOR_SPREAD if spread is None else spread
+    detectable = floor if pair is not None else detectable_gain(rule, spread)
     if not candidate.ok:
         return Decision(False, 0.0, floor, 0.0, False, f"candidate has no latency (status {candidate.status})",
-                        best.median_us, None)
+                        best.median_us, None, detectable=detectable)
     if not best.ok or best.median_us is None:
         # a guard: the loop always holds a measured best; nothing can be "better" than no number
         return Decision(False, 0.0, floor, 0.0, False,
                         f"the best so far has no latency (status {best.status}); cannot compare",
-                        None, candidate.median_us)
+                        None, candidate.median_us, detectable=detectable)
     gain, noise, threshold = first_look(best, candidate, floor)
-    first = {"gain": gain, "noise": noise, "threshold": threshold,
+    first = {"gain": gain, "noise": noise, "threshold": threshold, "spread": spread,
              "best_us": best.median_us, "candidate_us": candidate.median_us}
     suspect = best.suspect or candidate.suspect
-    if gain < threshold * rule.close_low:
+    comparable = _clock(best) == _clock(candidate)
+    fast = max(threshold * rule.close_high, rule.fast_z * math.sqrt(2) * spread)
+    reject_below = rule.close_low * max(floor, min(noise, rule.remeasure_cap))
+    if pair is not None:
+        # the best was measured in another process, often minutes earlier: a real gain can
+        # look like a small loss at first; the cheap in-process re-measure settles it
+        reject_below -= rule.reject_z * math.sqrt(2) * spread
+    if comparable and gain < reject_below:
         return Decision(False, gain, threshold, noise, False,
                         f"gain {_fmt(gain)} is below the threshold {threshold * 100:.1f}%",
-                        best.median_us, candidate.median_us, {"first": first})
-    if gain >= threshold * rule.close_high and not suspect:
+                        best.median_us, candidate.median_us, {"first": first},
+                        detectable=min(detectable, fast))
+    if comparable and gain >= fast and not suspect:
         return Decision(True, gain, threshold, noise, False,
                         f"gain {_fmt(gain)} is far beyond the threshold {threshold * 100:.1f}%",
-                        best.median_us, candidate.median_us, {"first": first})
-    ra, rb = interleave(measure, best_source, candidate_source, rule.rounds)
+                        best.median_us, candidate.median_us, {"first": first},
+                        detectable=min(detectable, fast))
+    rounds = rule.pair_rounds if pair is not None else rule.rounds
+    allowed = allowed_losses(rounds)
+    ra, rb = interleave(measure, best_source, candidate_source, rounds, stop_after_losses=allowed, pair=pair)
     failed = [r for r in ra + rb if not r.ok]
     if failed:
         return Decision(False, gain, threshold, noise, True,
                         f"re-measure failed ({failed[0].status}: {'; '.join(failed[0].notes)})",
-                        best.median_us, candidate.median_us, {"first": first})
+                        best.median_us, candidate.median_us, {"first": first}, detectable=detectable)
     pa, pb = pooled(ra), pooled(rb)
-    round_gains = [relative_change(a.median_us, b.median_us) for a, b in zip(ra, rb)]
+    round_gains = [_gain(a, b) for a, b in zip(ra, rb)]
     # the median of paired gains shrugs off one pair disturbed by a load spike
     gain2 = statistics.median(round_gains)
-    noise2 = max(measured_noise(pa, pb), 2 * median_standard_error(round_gains))
+    # pairs of separate processes: their gains cannot be surer than the known spread allows
+    # (a few pairs can agree by chance); pairs timed in one process do not carry that spread
+    if pair is not None:  # each pair's own interval: pooling would add the offsets between processes
+        within = statistics.median(measured_noise(a, b) for a, b in zip(ra, rb))
+        noise2 = max(within, 2 * median_standard_error(round_gains))
+    else:
+        noise2 = max(measured_noise(pa, pb), 2 * median_standard_error(round_gains), detectable_gain(rule, spread))
     threshold2 = max(floor, noise2)
     lost = sum(1 for g in round_gains if g <= 0)
-    allowed = 1 if len(round_gains) >= 4 else 0
+    stopped = len(round_gains) < rounds
     # a down-clocked core makes a sample incomparable; such runs must never produce "better"
     down_clocked = pa.suspect or pb.suspect
-    better = gain2 >= threshold2 and lost <= allowed and not down_clocked
+    better = gain2 >= threshold2 and lost <= allowed and not down_clocked and not stopped
     pairs = f"{len(round_gains) - lost} of {len(round_gains)} pairs"
     if down_clocked:
         side = "both" if pa.suspect and pb.suspect else "best" if pa.suspect else "candidate"
@@ -147,6 +252,9 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
                   f"gain {_fmt(gain2)} not trusted")
     elif better:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, faster in {pairs}"
+    elif stopped:
+        reason = (f"interleaved re-measure: stopped after {len(round_gains)} of {rounds} pairs, "
+                  f"faster in only {pairs}")
     elif gain2 < threshold2:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (faster in {pairs})"
     else:
@@ -154,7 +262,101 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     details = {"first": first, "round_gains": round_gains,
                "best_rounds_us": [r.median_us for r in ra], "candidate_rounds_us": [r.median_us for r in rb],
                "suspect": suspect or pa.suspect or pb.suspect}
-    return Decision(better, gain2, threshold2, noise2, True, reason, pa.median_us, pb.median_us, details)
+    return Decision(better, gain2, threshold2, noise2, True, reason, pa.median_us, pb.median_us, details,
+                    detectable=detectable if stopped else max(threshold2, floor))
+
+
+def _median(r: LatencyResult) -> float:
+    """The median of a result known to be ok."""
+    assert r.median_us is not None, "only results with status ok are compared"
+    return r.median_us
+
+
+def _gain(before: LatencyResult, after: LatencyResult) -> float:
+    return relative_change(_median(before), _median(after))
+
+
+def _clock(r: LatencyResult) -> str:
+    return str((r.extra or {}).get("clock", "wall"))
+
+
+def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair,
+                    rule: Rule = Rule()) -> tuple[LatencyResult, Decision]:
+    """The cpu backend's comparison: best and candidate timed in one process from the start.
+
+    Both sides share the process, core, memory layout and load, so a pair compares like with
+    like (benchmarks/noise.py: the gain of one such pair of identical kernels stays within
+    +-2 % in 98 % of runs, where two separate processes differ by 5-10 %). Returns the
+    candidate's side of the first pair (its recorded latency) and the decision:
+
+    1. first pair's gain < close_low * floor (1.5 %): not better (one run);
+    2. otherwise `pair_rounds` (2) pairs in all, 3 (`pair_rounds_close`) while their median
+       gain is under twice the floor, the import order swapped each round, stopped at the
+       first pair that is not beyond the floor; better only if every pair's gain >= floor,
+       the median gain >= max(floor, twice the standard error estimated from the pairs'
+       spread), and no sample is suspect. One pair never decides "better": an identical
+       copy measured >= 3 % faster in one pair in 2 % of the runs, and once in 600 runs in
+       two pairs in a row (3.5 % and 4.6 %).
+    """
+    floor = rule.noise_floor
+    ra, rb = pair(best_source, candidate_source)
+    if not (ra.ok and rb.ok):
+        failed = rb if not rb.ok else ra
+        return failed, Decision(False, 0.0, floor, 0.0, False,
+                                f"candidate has no latency (status {failed.status})", None, None, detectable=floor)
+    gain = _gain(ra, rb)
+    noise = measured_noise(ra, rb)
+    first = {"gain": gain, "noise": noise, "threshold": floor, "best_us": ra.median_us,
+             "candidate_us": rb.median_us, "in_one_process": True}
+    if gain < rule.close_low * floor:
+        return rb, Decision(False, gain, floor, noise, False,
+                            f"gain {_fmt(gain)} is below the threshold {floor * 100:.1f}% (timed in one process)",
+                            ra.median_us, rb.median_us, {"first": first}, detectable=floor)
+    pa_list, pb_list = [ra], [rb]
+    rounds = rule.pair_rounds
+    i = 0
+    while len(pa_list) < rounds or (len(pa_list) < rule.pair_rounds_close and _close(pa_list, pb_list, floor)):
+        i += 1
+        if _gain(pa_list[-1], pb_list[-1]) < floor:
+            break  # a pair not beyond the floor: better is out of reach
+        # the order of import swaps each round: the candidate loads first in the second pair
+        x, y = pair(candidate_source, best_source)[::-1] if i % 2 else pair(best_source, candidate_source)
+        if not (x.ok and y.ok):
+            return rb, Decision(False, gain, floor, noise, True,
+                                f"re-measure failed ({(x if not x.ok else y).status})",
+                                ra.median_us, rb.median_us, {"first": first}, detectable=floor)
+        pa_list.append(x)
+        pb_list.append(y)
+    round_gains = [_gain(a, b) for a, b in zip(pa_list, pb_list)]
+    gain2 = statistics.median(round_gains)
+    noise2 = 2 * median_standard_error(round_gains)
+    threshold2 = max(floor, noise2)
+    short = sum(1 for g in round_gains if g < floor)
+    complete = len(round_gains) >= rule.pair_rounds and (len(round_gains) >= rule.pair_rounds_close
+                                                          or not _close(pa_list, pb_list, floor))
+    suspect = any(r.suspect for r in pa_list + pb_list)
+    better = complete and short == 0 and gain2 >= threshold2 and not suspect
+    pairs = f"{len(round_gains) - short} of {len(round_gains)} pairs"
+    if suspect:
+        reason = f"pairs in one process: suspect (down-clocked) samples; gain {_fmt(gain2)} not trusted"
+    elif better:
+        reason = (f"pairs in one process: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, "
+                  f"beyond the floor in {pairs}")
+    elif short or not complete:
+        reason = f"pairs in one process: gain {_fmt(gain2)}, beyond the {floor * 100:.1f}% floor in only {pairs}"
+    else:
+        reason = f"pairs in one process: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (the pairs disagree)"
+    details = {"first": first, "round_gains": round_gains, "best_rounds_us": [r.median_us for r in pa_list],
+               "candidate_rounds_us": [r.median_us for r in pb_list], "suspect": suspect}
+    return rb, Decision(better, gain2, threshold2, noise2, len(round_gains) > 1, reason,
+                        statistics.median(_median(r) for r in pa_list),
+                        statistics.median(_median(r) for r in pb_list), details, detectable=threshold2)
+
+
+def _close(pa: list[LatencyResult], pb: list[LatencyResult], floor: float) -> bool:
+    """The pairs so far put the gain under twice the floor: one more pair must confirm it."""
+    gains = [_gain(a, b) for a, b in zip(pa, pb)]
+    return statistics.median(gains) < 2 * floor
 
 
 def drift(start: LatencyResult, end: LatencyResult) -> float | None:

@@ -21,7 +21,7 @@ from bot.measure import backends
 from bot.measure import decide as decide_mod
 from bot.measure import environment as env_mod
 from bot.measure.backends.command import measure_command
-from bot.measure.backends.cpu import measure_cpu
+from bot.measure.backends.cpu import measure_cpu, measure_cpu_pair
 from bot.measure.backends.cuda import measure_cuda
 from bot.measure.backends.msprof import kernel_name_of, measure_msprof
 from bot.measure.backends.npu_torch import measure_npu_torch
@@ -63,6 +63,8 @@ class Evaluator:
         self._backend: str | None = None
         self._static_env: Environment | None = None
         self._commands: dict[Path, list[str]] = {}
+        # every source measured more than once tells how much one measurement moves between processes
+        self.spread = decide_mod.SpreadTracker()
         self._facts: dict = {}  # environment facts a `command` benchmark reported
 
     # -- paths and settings ------------------------------------------------
@@ -186,15 +188,66 @@ class Evaluator:
         else:
             result = measure_msprof(path, self.kernel_name(path), **common)
         self._commands[path] = result.command
+        self._track(path, result)
         self._facts.update(result.extra.get("environment") or {})
         return result
 
+    def latency_pair(self, a: Path, b: Path) -> tuple[LatencyResult, LatencyResult]:
+        """Both variants timed in one process, call by call alternately (cpu backend only).
+
+        Each side gets half the op's repeats (at least 5): one pair costs the kernel time of
+        one ordinary measurement.
+        """
+        pa, pb = self._abs(a), self._abs(b)
+        lat = self.op.latency
+        with kernel_limits(self.limits(lat.timeout_s)):
+            ra, rb = self._pair(pa, pb, lat)
+        self._commands[pa] = self._commands[pb] = ra.command
+        for path, result in ((pa, ra), (pb, rb)):
+            self._track(path, result)
+        return ra, rb
+
+    def _pair(self, pa: Path, pb: Path, lat) -> tuple[LatencyResult, LatencyResult]:
+        return measure_cpu_pair(pa, pb, entry=self.op.entry, inputs=self.op.inputs, warmup=lat.warmup,
+                                  repeats=max(5, lat.repeats // 2), timeout_s=lat.timeout_s, cwd=self._cwd(pa),
+                                  memory_limit_mb=self.memory_limit_mb)
+
+    def _track(self, path: Path, result: LatencyResult) -> None:
+        if result.ok:
+            try:
+                self.spread.add(hashlib.sha256(path.read_bytes()).hexdigest(), result.median_us)
+            except OSError:
+                pass
+
     def decide(self, best_source: Path, best: LatencyResult, candidate_source: Path,
                candidate: LatencyResult, noise_floor: float) -> Decision:
-        """Better only if gain >= max(noise_floor, measured noise); re-measures A/B/A/B when close."""
+        """Better only if gain >= max(noise_floor, measured noise); re-measures A/B/A/B when close.
+
+        The between-process spread learned from this evaluator's repeated measurements sets the
+        first-look acceptance and the decision's `detectable` gain.
+        """
         rule = decide_mod.Rule(noise_floor=noise_floor, rounds=self.rounds)
         return decide_mod.decide(self._abs(best_source), best, self._abs(candidate_source), candidate,
-                                 self.latency, rule)
+                                 self.latency, rule, spread=self.spread.spread(),
+                                 pair=self.latency_pair if self.backend == "cpu" else None)
+
+    def compare(self, best_source: Path, best: LatencyResult, candidate_source: Path,
+                noise_floor: float) -> tuple[LatencyResult, Decision | None]:
+        """Measure a candidate and decide whether it beats the best: (its latency, the decision).
+
+        cpu backend: both are timed in one process from the first measurement on
+        (`decide.decide_in_pairs`); the other backends measure the candidate alone and apply
+        `decide` against the best's recorded result. No decision when the candidate has no latency.
+        """
+        if self.backend == "cpu":
+            rule = decide_mod.Rule(noise_floor=noise_floor)
+            latency, decision = decide_mod.decide_in_pairs(self._abs(best_source), self._abs(candidate_source),
+                                                           self.latency_pair, rule)
+            return latency, decision if latency.ok else None
+        latency = self.latency(candidate_source)
+        if not latency.ok:
+            return latency, None
+        return latency, self.decide(best_source, best, candidate_source, latency, noise_floor)
 
     def environment(self, source: Path, git_sha: str | None) -> Environment:
         """Backend, device, CANN/torch/torch_npu/driver versions, CPU model, sha, command line."""

@@ -86,3 +86,4 @@ class Decision:
     best_us: float | None = None  # medians the decision used (after any re-measurement)
     candidate_us: float | None = None
     details: dict = field(default_factory=dict)  # first-pass figures, per-round medians of a re-measure
+    detectable: float | None = None  # the smallest gain this decision could have called better (relative)

@@ -7,6 +7,11 @@ line torn (no final newline). read() repairs that: it cuts the file back to the
 last newline and keeps the torn bytes in '<path>.torn' for inspection. Every
 record carries a unique 'key' ("baseline", "iter:3", ...) so nothing is recorded
 twice. The line schema is documented in docs/records.md.
+
+A ResultsLog object remembers what it has parsed (records, keys, byte offset) and, on
+the next read or append, parses only the bytes appended since: a step of a long run
+costs the same as a step of a short one. The file is parsed again from the start when
+it is a different file (inode), shorter than what was parsed, or changed in place.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 
 from bot.record.errors import DuplicateRecordError, RecordFormatError
 
+
 def iteration_key(n: int) -> str:
     return f"iter:{n}"
 
@@ -26,6 +32,14 @@ class ResultsLog:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.torn_path = self.path.with_name(self.path.name + ".torn")
+        self._forget()
+
+    def _forget(self) -> None:
+        self._records: list[dict] = []
+        self._keys: set[str] = set()
+        self._offset = 0  # bytes parsed (always just after a newline)
+        self._lines = 0  # lines parsed, for error messages
+        self._ident: tuple[int, int, int] | None = None  # (dev, inode, mtime_ns) when parsed
 
     # -- public API ---------------------------------------------------------
 
@@ -45,13 +59,21 @@ class ResultsLog:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            records = self._load_locked()
-            if any(r.get("key") == key for r in records):
+            self._load_locked()
+            if key in self._keys:
                 raise DuplicateRecordError(str(self.path), key)
             written = os.write(fd, data)
             while written < len(data):  # a short write is rare on files; finish it under the lock
                 written += os.write(fd, data[written:])
             os.fsync(fd)
+            # what we just wrote is parsed already: the next read starts after it
+            st = os.fstat(fd)
+            if st.st_size == self._offset + len(data):
+                self._records.append(json.loads(line))
+                self._keys.add(key)
+                self._offset += len(data)
+                self._lines += 1
+                self._ident = (st.st_dev, st.st_ino, st.st_mtime_ns)
         finally:
             os.close(fd)  # also releases the lock
         if created:
@@ -72,7 +94,8 @@ class ResultsLog:
             os.close(fd)
 
     def has(self, key: str) -> bool:
-        return any(r.get("key") == key for r in self.read())
+        self.read()
+        return key in self._keys
 
     def get(self, key: str) -> dict | None:
         return next((r for r in self.read() if r.get("key") == key), None)
@@ -80,35 +103,53 @@ class ResultsLog:
     # -- internals ----------------------------------------------------------
 
     def _load_locked(self, repair: bool = True) -> list[dict]:
-        """Parse the file (caller holds the flock), cutting off (and repairing) a torn tail first."""
-        data = self.path.read_bytes()
+        """Parse what was appended since the last call (caller holds the flock), cutting off (and
+        repairing) a torn tail first; everything again if the file was replaced or rewritten."""
+        st = os.stat(self.path)
+        same_file = self._ident is not None and self._ident[:2] == (st.st_dev, st.st_ino)
+        if not same_file or st.st_size < self._offset or (
+                st.st_size == self._offset and st.st_mtime_ns != self._ident[2]):  # type: ignore[index]
+            self._forget()
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
         end = data.rfind(b"\n") + 1  # 0 when there is no newline at all
         if end < len(data):
             if repair:
-                self._repair(data, end)
+                self._repair(data, end, self._offset)
             data = data[:end]
         records: list[dict] = []
-        for number, raw in enumerate(data.split(b"\n")[:-1], start=1):
+        keys: list[str] = []
+        for number, raw in enumerate(data.split(b"\n")[:-1], start=self._lines + 1):
             if not raw.strip():
                 continue
             try:
                 record = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                self._forget()
                 raise RecordFormatError(str(self.path), number, f"line is not valid JSON ({exc})",
                                         "remove or fix that line, or start over with --restart") from None
             if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+                self._forget()
                 raise RecordFormatError(str(self.path), number, "line is not a record with a string 'key'",
                                         "remove or fix that line, or start over with --restart")
             records.append(record)
-        return records
+            keys.append(record["key"])
+        self._records.extend(records)
+        self._keys.update(keys)
+        self._offset += end
+        self._lines += data.count(b"\n")
+        st = os.stat(self.path)
+        self._ident = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        return list(self._records)
 
-    def _repair(self, data: bytes, end: int) -> None:
+    def _repair(self, data: bytes, end: int, base: int = 0) -> None:
         # Save the torn bytes before cutting them, so a repair never loses evidence.
         with open(self.torn_path, "ab") as torn:
             torn.write(data[end:] + b"\n")
             torn.flush()
             os.fsync(torn.fileno())
-        os.truncate(self.path, end)
+        os.truncate(self.path, base + end)
         fd = os.open(self.path, os.O_RDONLY)
         try:
             os.fsync(fd)

@@ -27,7 +27,7 @@ VERDICTS: dict[str, str] = {
 STOP_REASON_EN: dict[str, str] = {
     "达目标": "target reached",
     "迭代上限": "iteration limit reached",
-    "连续无提升": "no gain several iterations in a row",
+    "连续无提升": "no gain from several different things tried",
     "策略耗尽": "nothing left to try",
     "已取消": "cancelled",
 }
@@ -35,12 +35,12 @@ STOP_REASON_EN: dict[str, str] = {
 
 def stop_reason_text(reason: str, *, max_iters: int | None = None, patience: int | None = None,
                      target_us: float | None = None) -> str:
-    """'连续无提升 (no gain 3 iterations in a row)': the seed's term with its English meaning."""
+    """'连续无提升 (no gain from 3 different things tried)': the seed's term with its English meaning."""
     english = STOP_REASON_EN.get(reason)
     if english is None:
         return reason
     if reason == "连续无提升" and patience:
-        english = f"no gain {patience} iterations in a row, patience {patience}"
+        english = f"no gain from {patience} different things tried, patience {patience}"
     elif reason == "迭代上限" and max_iters:
         english = f"iteration limit {max_iters} reached"
     elif reason == "达目标" and target_us is not None:

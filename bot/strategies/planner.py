@@ -1,28 +1,39 @@
 """The planner: which ONE change to try next, as a pure function of (best source, history).
 
 Nothing is kept between calls: a resumed run rebuilds the history from
-results.jsonl and plans exactly as before. The order (docs/strategies.md):
+results.jsonl and plans exactly as before. Every move is one change from the
+best source. The order (docs/strategies.md):
 
-1. Candidate moves are built from the best source: each knob (declared in
-   tune.yaml, or discovered block_*/BLOCK_* names, each T.Pipelined loop,
-   the auto multi-buffer pass config) may step to its neighbouring value up
-   or down; each proposer strategy may be asked once per best source; the
-   style-only v-prefix rename comes last.
-2. Moves are ranked by tier, then by score = expected gain (catalog) x
-   evidence weight (this repository's history). Tier 0: keep going in the
-   direction that just won. Tier 1: fresh moves. Tier 2: a direction that
-   lost (or that we came from) at this knob value, retried only because
-   another knob has changed since. A direction that lost from the current
-   best is abandoned as a neighbour move; one that measured faster but
-   within the noise (a plateau) is stepped over to the next value. Tier 3 (exploration): only when no
-   neighbour move is left, values further away, nearest first (a default run
-   rarely gets there: the loop stops after 3 evaluations without gain).
-3. The first move whose source was never evaluated (sha256 over every
-   attempt) is returned; when none is left the planner reports exhausted.
+1. Candidate moves per knob (declared in tune.yaml, or discovered
+   block_*/BLOCK_* names, each T.Pipelined loop, the auto multi-buffer flag):
+   the neighbouring value up and down, and, to cross a valley, the far end
+   and the log-midpoint in each direction; each proposer strategy is asked
+   once per best source; the style-only v-prefix rename comes last.
+2. Tiers (lower first):
+   0 continue the direction that just won, once every knob has had a try;
+   1 the most promising move of each knob (and each proposer strategy) never
+     tried in this run: its preferred neighbour;
+   2 the preferred neighbour of a knob tried before from another best (the
+     context changed), and a win's continuation before every knob was tried;
+   3 the other neighbour; one value past a neighbour that measured faster
+     but within the noise (a plateau);
+   4 valley crossing, once a direction lost from this best: its far end and
+     the log-midpoint between here and there;
+   5 exploration: every other value, nearest first.
+   A knob's preferred direction: the one that won last (if we stand on that
+   win), else the one whose attempts in this run gained most, else the side
+   with more values left (never a fixed "up first": optima lie on both sides).
+   Within a tier, knobs tried less often come first (round robin), then
+   score = expected gain (catalog) x evidence weight (this repository's history).
+3. A move to a value that failed L0, timed out or errored is never planned
+   again, from any parent. The first move whose source was never evaluated
+   (sha256 over every attempt) is returned; when none is left the planner
+   reports exhausted.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from bot.config import Knob, OpConfig
@@ -35,8 +46,9 @@ from bot.strategies.source import source_hash
 DISCOVERED_BLOCK_VALUES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 PROPOSER_STRATEGIES = tuple(s.id for s in catalog.CATALOG if s.applied == "proposer")
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
-EXPLORE_TIER = 3
+EXPLORE_TIER = 5
 STYLE_TIER = 9
+FAILED_VERDICTS = ("fail_l0", "timeout", "error")
 
 
 @dataclass(frozen=True)
@@ -60,10 +72,13 @@ class Move:
     old: object = None
     new: object = None
     spec: KnobSpec | None = None
-    distance: int = 1  # steps along the knob's space (tier 3 explores nearest first)
+    distance: int = 1  # steps along the knob's space (exploration goes nearest first)
+    tries: int = 0  # attempts on this knob so far in the run (round robin: fewer first)
 
     def sort_key(self) -> tuple:
-        return (self.tier, self.distance, -self.score, self.order, 0 if _direction(self.old, self.new) >= 0 else 1)
+        # distance orders exploration (nearest first); a stride's length says nothing about promise
+        return (self.tier, self.tries, self.distance if self.tier == EXPLORE_TIER else 0, -self.score,
+                self.order, 0 if _direction(self.old, self.new) >= 0 else 1)
 
     def describe(self) -> str:
         if self.spec is None:
@@ -122,7 +137,8 @@ class Planner:
         for move in moves:
             if move.tier == EXPLORE_TIER and id(move) not in shown:
                 if len(shown) == 4:  # say it once, where the hidden moves would be
-                    lines.append(f"  ... and {len(explore) - 4} more exploration moves (tier 3, further values)")
+                    lines.append(f"  ... and {len(explore) - 4} more exploration moves (tier {EXPLORE_TIER}, "
+                                 "further values)")
                     shown.add(-1)
                 continue
             note = ""
@@ -216,33 +232,70 @@ class Planner:
         best = source_hash(source)
         moves: list[Move] = []
         kind = self.op.kernel_kind
+        history = ctx.history
+        tried_keys = {a.change.knob for a in history if a.change.knob is not None}
+        every_knob_tried = all(spec.key in tried_keys for spec in specs)
+        wins = [a for a in history if a.verdict == "better"]
+        last_win = wins[-1] if wins else None
         for spec in specs:
             score = catalog.get(spec.strategy).expected_gain * self.evidence.weight(spec.strategy, kind)
             current = self._current(spec, source)
-            for d in (+1, -1):
-                new = _neighbour(spec, current, d)
-                if new is None:
+            mine = [a for a in history if a.change.knob == spec.key]
+            failed = {_value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
+            from_here = [a for a in mine if a.parent_hash == best and a.change.old == current]
+            preferred = _preferred_direction(spec, current, mine, last_win)
+            for d in (preferred, -preferred):
+                ladder = [v for v in _ladder(spec, current, d) if _value_key(v) not in failed]
+                if not ladder:
                     continue
-                further = _beyond(spec, current, d, new)
-                # A neighbour that measured faster, but not beyond the noise, is a plateau, not a
-                # loss: step over it in the same direction instead of abandoning the direction.
-                while further and _plateau(ctx.history, spec.key, current, new, best):
-                    new = further.pop(0)
-                tier = _tier(ctx.history, spec.key, current, d, best, new)
-                if tier is not None:
-                    moves.append(Move(spec.strategy, spec.key, tier, score, spec.order, current, new, spec))
-                # Tier 3, exploration: once no neighbour move is left, jump further, nearest first.
-                for distance, far in enumerate(further, start=2):
-                    moves.append(Move(spec.strategy, spec.key, EXPLORE_TIER, score, spec.order, current, far, spec,
-                                      distance))
+                # a move that failed L0 or errored says nothing about speed: it is only never retried
+                lost = [a for a in from_here if _direction(a.change.old, a.change.new) == d
+                        and a.verdict not in FAILED_VERDICTS and a.verdict != "better"]
+                plateau = [a for a in lost if a.verdict == "not_better" and a.gain is not None and a.gain > 0]
+                planned: dict[object, int] = {}
+
+                def add(value: object, tier: int, planned: dict = planned, ladder: list = ladder,
+                        spec: KnobSpec = spec, score: float = score, current: object = current,
+                        tries: int = len(mine)) -> None:
+                    key = _value_key(value)
+                    if key not in planned or planned[key] > tier:
+                        planned[key] = tier
+                        moves[:] = [m for m in moves if not (m.key == spec.key and _value_key(m.new) == key)]
+                        moves.append(Move(spec.strategy, spec.key, tier, score, spec.order, current, value, spec,
+                                          ladder.index(value) + 1, tries))
+
+                step = _stride(ladder)
+                if not lost:
+                    continuing = (last_win is not None and last_win.change.knob == spec.key
+                                  and _direction(last_win.change.old, last_win.change.new) == d
+                                  and last_win.change.new == current)
+                    if continuing:
+                        add(step, 0 if every_knob_tried else 2)
+                    elif d == preferred:
+                        add(step, 1 if not mine else 2)
+                    else:
+                        add(step, 3)
+                else:
+                    nearest = min((ladder.index(a.change.new) for a in lost if a.change.new in ladder),
+                                  default=len(ladder))
+                    if nearest > 0:  # a stride lost: bisect the values short of it
+                        add(ladder[(nearest - 1) // 2], 3)
+                    if plateau and nearest + 1 < len(ladder):
+                        add(ladder[nearest + 1], 3)  # faster within the noise: look one value further
+                    farthest = max((ladder.index(a.change.new) for a in lost if a.change.new in ladder),
+                                   default=len(ladder))
+                    for value in _valley_crossing(ladder[farthest:]):  # past the farthest loss
+                        add(value, 4)
+                for value in ladder:
+                    add(value, EXPLORE_TIER)
         for sid in PROPOSER_STRATEGIES:
             if sid not in strategies:
                 continue
-            mine = [a for a in ctx.history if a.change.strategy == sid and a.change.knob is None]
-            if len(mine) >= MAX_PROPOSALS_PER_STRATEGY or any(a.parent_hash == best for a in mine):
+            mine_p = [a for a in history if a.change.strategy == sid and a.change.knob is None]
+            if len(mine_p) >= MAX_PROPOSALS_PER_STRATEGY or any(a.parent_hash == best for a in mine_p):
                 continue
             score = catalog.get(sid).expected_gain * self.evidence.weight(sid, kind)
-            moves.append(Move(sid, sid, 1, score, len(specs) + catalog.get(sid).priority))
+            moves.append(Move(sid, sid, 1, score, len(specs) + catalog.get(sid).priority, tries=len(mine_p)))
         if "vprefix" in strategies and vprefix.applicable(source):
             moves.append(Move("vprefix", "vprefix", STYLE_TIER, 0.0, 999))
         moves.sort(key=Move.sort_key)
@@ -279,52 +332,62 @@ def _seen(ctx: PlanContext) -> set[str]:
     return seen
 
 
-def _neighbour(spec: KnobSpec, current: object, d: int) -> object | None:
-    """The next allowed value above (d=+1) or below (d=-1) `current` in the knob's space."""
+def _value_key(value: object) -> str:
+    return repr(value)
+
+
+def _ladder(spec: KnobSpec, current: object, d: int) -> list:
+    """Allowed values strictly beyond `current` in direction d (+1 up, -1 down), nearest first."""
     if spec.kind == "flag":
         other = not current
-        return other if _direction(current, other) == d else None
+        return [other] if _direction(current, other) == d else []
     ordered = sorted(v for v in spec.values if _direction(current, v) == d)
-    candidates = ordered if d > 0 else list(reversed(ordered))
-    for value in candidates:
-        if spec.knob is None or knobs.check_constraints(spec.knob, value) is None:
-            return value
-    return None
-
-
-def _beyond(spec: KnobSpec, current: object, d: int, neighbour: object) -> list:
-    """Allowed values past the neighbour in direction d, nearest first (none for flags)."""
-    if spec.kind == "flag" or neighbour is None:
-        return []
-    ordered = sorted(v for v in spec.values if _direction(neighbour, v) == d)
     ordered = ordered if d > 0 else list(reversed(ordered))
     return [v for v in ordered if spec.knob is None or knobs.check_constraints(spec.knob, v) is None]
 
 
-def _plateau(history: tuple[Attempt, ...], key: str, current: object, value: object, best: str) -> bool:
-    """`current -> value` was tried from this best and measured faster, but not significantly."""
-    return any(a.change.knob == key and a.change.old == current and a.change.new == value and a.parent_hash == best
-               and a.verdict == "not_better" and a.gain is not None and a.gain > 0 for a in history)
+def _stride(ladder: list) -> object:
+    """The first value to try in a direction: the neighbour, or halfway along a long ladder
+    (4 values or more), so that a wide knob is sampled coarsely before it is refined."""
+    return ladder[(len(ladder) - 1) // 2] if len(ladder) >= 4 else ladder[0]
 
 
-def _tier(history: tuple[Attempt, ...], key: str, current: object, d: int, best: str, new: object) -> int | None:
-    """0: continue a win; 1: fresh; 2: retry in a changed context; None: abandoned."""
-    mine = [a for a in history if a.change.knob == key]
-    tier = 1
+def _valley_crossing(ladder: list) -> list:
+    """Past a losing neighbour: the far end, and the log-midpoint between here and there."""
+    if len(ladder) < 2:
+        return []
+    far = ladder[-1]
+    out = [far]
+    if len(ladder) >= 3:
+        inner = ladder[1:-1]
+        try:
+            target = math.sqrt(float(ladder[0]) * float(far)) if float(ladder[0]) > 0 and float(far) > 0 \
+                else (float(ladder[0]) + float(far)) / 2
+            mid = min(inner, key=lambda v: abs(math.log(float(v) / target)) if float(v) > 0 and target > 0
+                      else abs(float(v) - target))
+        except (TypeError, ValueError):
+            mid = inner[len(inner) // 2]
+        out.insert(0, mid)
+    return out
+
+
+def _preferred_direction(spec: KnobSpec, current: object, mine: list[Attempt], last_win: Attempt | None) -> int:
+    """The direction to try first for this knob (see the module doc)."""
+    if last_win is not None and last_win.change.knob == spec.key and last_win.change.new == current:
+        d = _direction(last_win.change.old, last_win.change.new)
+        if d:
+            return d
+    evidence = {+1: 0.0, -1: 0.0}
+    seen = {+1: False, -1: False}
     for a in mine:
-        direction = _direction(a.change.old, a.change.new)
-        if a.verdict == "better":
-            if direction == -d and a.change.new == current:
-                tier = max(tier, 2)  # we came from there
-            continue
-        if direction == d and a.change.old == current:
-            if a.parent_hash == best:
-                if _plateau((a,), key, current, a.change.new, best) and a.change.new != new:
-                    continue  # stepped over
-                return None  # lost from this very source: direction abandoned
-            tier = max(tier, 2)
-    wins = [a for a in history if a.verdict == "better"]
-    if tier == 1 and wins and wins[-1].change.knob == key and _direction(wins[-1].change.old, wins[-1].change.new) == d \
-            and wins[-1].change.new == current:
-        return 0
-    return tier
+        d = _direction(a.change.old, a.change.new)
+        if d and a.gain is not None and a.verdict not in FAILED_VERDICTS:
+            evidence[d] += a.gain
+            seen[d] = True
+    if seen[+1] or seen[-1]:
+        if evidence[+1] != evidence[-1]:
+            return +1 if evidence[+1] > evidence[-1] else -1
+    up, down = len(_ladder(spec, current, +1)), len(_ladder(spec, current, -1))
+    if up != down:
+        return +1 if up > down else -1
+    return +1

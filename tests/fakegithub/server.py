@@ -13,8 +13,10 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import os
 import re
 import subprocess
 import threading
@@ -41,6 +43,29 @@ class Call:
     body: object
     status: int = 0
     injected: bool = False
+
+
+@dataclass
+class GitRequest:
+    method: str
+    path: str  # after the repository's .git: /info/refs, /git-receive-pack, ...
+    query: str
+    authorization: str | None
+
+
+def _read_body(h: BaseHTTPRequestHandler) -> bytes:
+    """The request body, Content-Length or chunked (git sends large packs chunked)."""
+    if h.headers.get("Transfer-Encoding", "").lower() == "chunked":
+        chunks = []
+        while True:
+            size = int(h.rfile.readline().strip().split(b";")[0], 16)
+            if size == 0:
+                h.rfile.readline()
+                return b"".join(chunks)
+            chunks.append(h.rfile.read(size))
+            h.rfile.readline()
+    length = int(h.headers.get("Content-Length") or 0)
+    return h.rfile.read(length) if length else b""
 
 
 @dataclass
@@ -118,6 +143,8 @@ class FakeGitHub:
         self.injections: list[Injection] = []
         self.before: dict[str, Callable[[], None]] = {}  # op_id -> run just before handling it (races)
         self.token_login = "github-actions[bot]"  # whom the token authenticates
+        self.token = "t0ken"  # the only credential git over HTTP accepts
+        self.git_requests: list[GitRequest] = []  # every smart-HTTP git request, with its Authorization
         self._ids = 1000
         self._lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
@@ -295,9 +322,16 @@ class FakeGitHub:
         self._ids += 1
         return self._ids
 
+    @property
+    def git_url(self) -> str:
+        """The repository's git URL, as `GITHUB_SERVER_URL/GITHUB_REPOSITORY.git` names it."""
+        return f"{self.repo_html}.git"
+
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         parts = urlsplit(h.path)
         path = unquote(parts.path)
+        if path.startswith(f"/html/{self.full_name}.git/"):
+            return self._git_http(h, path.removeprefix(f"/html/{self.full_name}.git"), parts.query)
         query = parse_qs(parts.query, keep_blank_values=True)
         length = int(h.headers.get("Content-Length") or 0)
         raw = h.rfile.read(length) if length else b""
@@ -331,6 +365,43 @@ class FakeGitHub:
                 return self._send(h, call, 500, {"message": repr(exc)})
             self.violations += spec.check_response(op, status, answer)
             self._send(h, call, status, answer)
+
+    def _git_http(self, h: BaseHTTPRequestHandler, rest: str, query: str) -> None:
+        """Smart-HTTP git on the bare repository through `git http-backend` (a real git server)."""
+        auth = h.headers.get("Authorization")
+        raw = _read_body(h)
+        self.git_requests.append(GitRequest(h.command, rest, query, auth))
+        expected = "Basic " + base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
+        if auth is None or auth.lower() != expected.lower():
+            h.send_response(401)
+            h.send_header("WWW-Authenticate", 'Basic realm="GitHub"')
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_PROJECT_ROOT": str(self.bare.parent),
+               "GIT_HTTP_EXPORT_ALL": "1", "REMOTE_USER": "x-access-token", "REQUEST_METHOD": h.command,
+               "PATH_INFO": f"/{self.bare.name}{rest}", "QUERY_STRING": query,
+               "CONTENT_TYPE": h.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(raw)),
+               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+        for header in ("Content-Encoding", "Git-Protocol"):
+            if h.headers.get(header):
+                env["HTTP_" + header.upper().replace("-", "_")] = h.headers[header]
+        # No lock: git itself keeps concurrent pushes to different refs of one repository safe.
+        out = subprocess.run(["git", "http-backend"], input=raw, env=env, capture_output=True).stdout
+        head, _, body = out.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.decode("latin-1").split("\r\n"):
+            key, _, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.split()[0])
+            elif key:
+                headers.append((key, value.strip()))
+        h.send_response(status)
+        for key, value in headers:
+            h.send_header(key, value)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
 
     def _injection(self, line: str) -> Injection | None:
         for inj in self.injections:

@@ -1,7 +1,7 @@
 """A test op whose latency is set by its knobs, so the loop's decisions are predictable.
 
 Pure Python (no torch import) so that each sandboxed run starts fast. The kernel
-sleeps for a time that is smallest (1 ms) at BLOCK = 64 and NUM_STAGES = 2 and doubles per step away;
+burns CPU time (the cpu backend's clock): least (1 ms) at BLOCK = 64 and NUM_STAGES = 2, doubling per step away;
 `--level L0` follows upstream's template (exit 0 = pass). BLOCK == WRONG_AT makes
 the kernel return a wrong result, HANG_AT hang and CRASH_AT die of SIGSEGV, to
 exercise rollback and the sandbox from the loop.
@@ -33,7 +33,9 @@ def kernel(x):
     # every step away from the optimum doubles the time: one good step is a 50 % gain, clear of
     # the noise of a busy shared machine
     cost_ms = 1.0 * 2.0 ** abs(math.log2(BLOCK / 64)) * 2.0 ** abs(NUM_STAGES - 2)
-    time.sleep(cost_ms / 1000)
+    end = time.process_time() + cost_ms / 1000
+    while time.process_time() < end:  # CPU work, not a sleep: load does not change how much
+        pass
     if BLOCK == HANG_AT:
         time.sleep(3600)
     if BLOCK == CRASH_AT:

@@ -29,12 +29,13 @@ def from_failure(backend: str, run: SandboxResult, message: str | None = None) -
 
 def run_runner(runner: str, args: list[str], cwd: Path, timeout_s: float, source: Path,
                memory_limit_mb: int | None = None,
-               extra_writable: tuple[Path, ...] = ()) -> tuple[SandboxResult, dict | None]:
+               extra_writable: tuple[Path, ...] = (),
+               extra_paths: list[Path] | None = None) -> tuple[SandboxResult, dict | None]:
     """Run `python -m bot.measure.runners.<runner> ...` with a result channel; return the run and
     the runner's result. A result that did not arrive exactly once, or a channel that carried
     anything else, gives no payload and turns the run into an error (the kernel meddled)."""
     argv = python_argv("-m", f"bot.measure.runners.{runner}", *args)
-    env = child_env([source.resolve().parent])
+    env = child_env([source.resolve().parent, *(extra_paths or [])])
     run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb, channel=True,
                         extra_writable=extra_writable)
     results = [data for _, kind, data in run.messages if kind == "result"]

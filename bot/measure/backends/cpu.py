@@ -1,7 +1,10 @@
-"""cpu backend: wall time of the entry call in a fresh interpreter.
+"""cpu backend: CPU time (and wall time) of the entry call in a fresh interpreter.
 
 Process start, imports and input generation happen before the clock starts;
-only `entry(*inputs)` is timed, `repeats` times after `warmup` calls.
+only `entry(*inputs)` is timed, `repeats` times after `warmup` calls. The result's
+samples are the per-call CPU time of the process (clock "cpu", what the decision rule
+uses: load does not inflate it); the wall-time samples and their summary are kept in
+`extra["wall"]`. `clock="wall"` makes wall time the primary figure instead.
 """
 
 from __future__ import annotations
@@ -9,24 +12,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.measure.backends.common import from_failure, from_samples, implausible_samples, phase_seconds, run_runner
+from bot.measure.stats import summarize
 from bot.measure.types import LatencyResult
 
 NAME = "cpu"
+CLOCKS = ("cpu", "wall")
 
 
 def measure_cpu(source: Path, entry: str = "kernel", inputs: str = "get_inputs", warmup: int = 5,
                 repeats: int = 30, timeout_s: float = 300.0, cwd: Path | None = None,
-                memory_limit_mb: int | None = None, seed: int = 0) -> LatencyResult:
+                memory_limit_mb: int | None = None, seed: int = 0, clock: str = "cpu",
+                threads: int = 1) -> LatencyResult:
     """Time `entry(*inputs(seed))` from `source` in a sandboxed subprocess.
 
     Returns status "ok" with samples and their summary, or "timeout"/"error"
-    with the output tail and the reason (signal, exit code).
+    with the output tail and the reason (signal, exit code). `threads` pins the
+    math libraries' thread count in the child (0 leaves their default).
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
     source = Path(source).resolve()
     args = ["--source", str(source), "--entry", entry, "--inputs", inputs, "--seed", str(seed),
-            "--warmup", str(warmup), "--repeats", str(repeats)]
+            "--warmup", str(warmup), "--repeats", str(repeats), "--threads", str(threads)]
     run, payload = run_runner("cpu", args, cwd or source.parent, timeout_s, source, memory_limit_mb)
     if not run.ok or not payload or "samples_us" not in payload:
         message = (payload or {}).get("error")
@@ -37,5 +46,55 @@ def measure_cpu(source: Path, entry: str = "kernel", inputs: str = "get_inputs",
     if forged:
         run.reason = f"the runner's result is not credible: {forged}"
         return from_failure(NAME, run)
-    notes = [f"warmup={warmup} repeats={repeats}"]
-    return from_samples(NAME, payload["samples_us"], run.argv, tail=run.tail, notes=notes)
+    return _result(payload, "", clock, run, warmup, repeats)
+
+
+def measure_cpu_pair(a: Path, b: Path, entry: str = "kernel", inputs: str = "get_inputs", warmup: int = 5,
+                     repeats: int = 30, timeout_s: float = 300.0, cwd: Path | None = None,
+                     memory_limit_mb: int | None = None, seed: int = 0, clock: str = "cpu",
+                     threads: int = 1) -> tuple[LatencyResult, LatencyResult]:
+    """Time a and b in one fresh process, call by call alternately; one result per side.
+
+    A failed run gives the same failure for both sides.
+    """
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    a, b = Path(a).resolve(), Path(b).resolve()
+    args = ["--source", str(a), "--source-b", str(b), "--entry", entry, "--inputs", inputs, "--seed", str(seed),
+            "--warmup", str(warmup), "--repeats", str(repeats), "--threads", str(threads)]
+    run, payload = run_runner("cpu", args, cwd or a.parent, timeout_s, a, memory_limit_mb, extra_paths=[b.parent])
+    if not run.ok or not payload or "b_samples_us" not in payload:
+        message = (payload or {}).get("error")
+        if run.ok and not message:
+            message = "the cpu runner wrote no samples"
+        failure = from_failure(NAME, run, message)
+        return failure, failure
+    both = list(payload.get("samples_us") or []) + list(payload.get("b_samples_us") or [])
+    forged = implausible_samples(both, 2 * repeats, phase_seconds(run, "timing"), exact=True)
+    if forged:
+        run.reason = f"the runner's result is not credible: {forged}"
+        failure = from_failure(NAME, run)
+        return failure, failure
+    side_b = dict(payload, samples_us=payload["b_samples_us"], cpu_samples_us=payload.get("b_cpu_samples_us"))
+    note = "timed in one process alternately with {}"
+    return (_result(payload, note.format(b.name), clock, run, warmup, repeats),
+            _result(side_b, note.format(a.name), clock, run, warmup, repeats))
+
+
+def _result(payload: dict, note: str, clock: str, run, warmup: int, repeats: int) -> LatencyResult:
+    wall = [float(x) for x in payload["samples_us"]]
+    cpu = [float(x) for x in payload.get("cpu_samples_us") or []]
+    if clock == "cpu" and (len(cpu) != len(wall) or not any(cpu)):
+        clock, cpu = "wall", []  # a platform without a process CPU clock: say so, decide on wall time
+    primary = cpu if clock == "cpu" else wall
+    w = summarize(wall)
+    wall_summary: dict = {"median_us": w.median, "min_us": w.min, "q1_us": w.q1, "q3_us": w.q3,
+                          "ci_low_us": w.ci_low, "ci_high_us": w.ci_high}
+    if clock == "cpu":
+        wall_summary["samples_us"] = wall
+    extra = {"clock": clock, "threads": payload.get("threads"), "pinned_threads": payload.get("pinned_threads"),
+             "wall": wall_summary}
+    notes = [f"warmup={warmup} repeats={repeats} clock={clock} threads={payload.get('threads')}"]
+    if note:
+        notes.append(note)
+    return from_samples(NAME, primary, run.argv, tail=run.tail, notes=notes, extra=extra)

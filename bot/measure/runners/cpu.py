@@ -1,47 +1,159 @@
 """CPU latency runner: import the variant, build inputs once, warm up, time the entry only.
 
-Prints nothing of its own on stdout (the kernel may); the samples go to --result as JSON.
+Each timed call is measured twice: wall time (`perf_counter_ns`) and the process's CPU time
+(`process_time_ns`, every thread counted). On a loaded host wall time grows with the time
+other tenants hold the core; CPU time counts only the time the kernel ran, so the decision
+rule uses it (docs/measurement.md). The kernel's math libraries are pinned to
+`--threads` threads (1 by default) before the variant is imported: then CPU time is the
+kernel's work on one core rather than a sum over helper threads that spin while they
+wait for a descheduled peer. The OS threads the process had while timing are counted and
+reported, so a kernel that starts its own threads is visible in the record.
+
+With `--source-b`, the runner imports a second variant beside the first and alternates
+their calls (a b, b a, ...): both see the same process, core, memory layout and load, so
+their ratio is far steadier than that of two processes (benchmarks/noise.py). The decision
+rule's re-measure uses this pair mode.
+
+Prints nothing of its own on stdout (the kernel may); the samples go to the parent's result
+channel (runners/common.py). The clocks are bound before the variant is imported, so a variant
+that patches `time.*` does not reach them, and the parent stamps the start of the timed loop
+("timing") with its own clock to check the samples against it.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import threading
 import time
-from typing import Callable
+from collections.abc import Callable
+from pathlib import Path
 
-from bot.measure.runners.common import base_parser, load_entry, mark, parse_args, write_result
+from bot.measure.runners.common import (
+    OpContractError,
+    attribute,
+    base_parser,
+    build_inputs,
+    fail_contract,
+    load_entry,
+    load_module,
+    mark,
+    parse_args,
+    write_result,
+)
 
-_clock = time.perf_counter_ns  # bound before the variant is imported: patching time.* does not reach it
+_clock = time.perf_counter_ns  # bound before the variant is imported: patching time.* does not reach them
+_cpu_clock = time.process_time_ns
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def pin_threads(threads: int) -> None:
+    """Must run before the variant (and so torch / numpy) is imported: the libraries read these once."""
+    if threads <= 0:
+        return  # 0: leave the libraries' defaults
+    for name in THREAD_VARS:
+        os.environ[name] = str(threads)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle workers sleep instead of spinning
+
+
+def os_threads() -> int:
+    """Threads of this process right now (Linux /proc; Python's own count elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return threading.active_count()
 
 
 def time_calls(fn, inputs: tuple, warmup: int, repeats: int,
-               started: Callable[[], None] = lambda: None) -> list[float]:
-    """Per-call wall time in microseconds; gc is off while timing, as timeit does.
+               started: Callable[[], None] = lambda: None) -> tuple[list[float], list[float], int]:
+    """Per-call (wall, cpu) time in microseconds and the most OS threads seen; gc is off while timing.
     `started` is called right before the timed loop (the parent stamps it)."""
     for _ in range(warmup):
         fn(*inputs)
-    samples: list[float] = []
+    wall: list[float] = []
+    cpu: list[float] = []
     gc.collect()
     gc.disable()
     try:
         started()
         for _ in range(repeats):
+            c0 = _cpu_clock()
             t0 = _clock()
             fn(*inputs)
-            samples.append((_clock() - t0) / 1000.0)
+            t1 = _clock()
+            c1 = _cpu_clock()
+            wall.append((t1 - t0) / 1000.0)
+            cpu.append((c1 - c0) / 1000.0)
     finally:
         gc.enable()
-    return samples
+    return wall, cpu, os_threads()
+
+
+def _timed(fn, inputs: tuple) -> tuple[float, float]:
+    c0 = _cpu_clock()
+    t0 = _clock()
+    fn(*inputs)
+    t1 = _clock()
+    c1 = _cpu_clock()
+    return (t1 - t0) / 1000.0, (c1 - c0) / 1000.0
+
+
+def time_pair(fa, ia: tuple, fb, ib: tuple, warmup: int, repeats: int,
+              started: Callable[[], None] = lambda: None) -> dict:
+    """Alternate a and b call by call, the order swapped every round (a b, b a, ...)."""
+    for _ in range(warmup):
+        fa(*ia)
+        fb(*ib)
+    out: dict[str, list[float]] = {"a_wall": [], "a_cpu": [], "b_wall": [], "b_cpu": []}
+    gc.collect()
+    gc.disable()
+    try:
+        started()
+        for i in range(repeats):
+            for side in ("ab" if i % 2 == 0 else "ba"):
+                wall, cpu = _timed(fa, ia) if side == "a" else _timed(fb, ib)
+                out[f"{side}_wall"].append(wall)
+                out[f"{side}_cpu"].append(cpu)
+    finally:
+        gc.enable()
+    return out
 
 
 def main() -> None:
     p = base_parser(__doc__)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--threads", type=int, default=1, help="math-library threads (0: library default)")
+    p.add_argument("--source-b", type=Path, help="a second variant, timed alternately with --source")
     args = parse_args(p)
+    pin_threads(args.threads)
     fn, inputs = load_entry(args, "the timed entry")
-    samples = time_calls(fn, inputs, args.warmup, args.repeats, lambda: mark(args.result, "timing"))
-    write_result(args.result, {"samples_us": samples})
+    if args.source_b is not None:
+        try:
+            module_b = load_module(args.source_b, name="tunebot_variant_b")
+            fb, ib = attribute(module_b, args.entry, "the timed entry"), build_inputs(module_b, args.inputs, args.seed)
+        except OpContractError as exc:
+            fail_contract(args.result, exc)
+        s = time_pair(fn, inputs, fb, ib, args.warmup, args.repeats, lambda: mark(args.result, "timing"))
+        write_result(args.result, {"samples_us": s["a_wall"], "cpu_samples_us": s["a_cpu"],
+                                   "b_samples_us": s["b_wall"], "b_cpu_samples_us": s["b_cpu"],
+                                   "threads": os_threads(), "pinned_threads": args.threads})
+        return
+    try:  # torch may have read the variables before us in an odd setup; tell it too
+        import sys
+        torch = sys.modules.get("torch")
+        if torch is not None and args.threads > 0:
+            torch.set_num_threads(args.threads)
+    except Exception:  # noqa: BLE001 - a torch without threading controls keeps its default
+        pass
+    wall, cpu, threads = time_calls(fn, inputs, args.warmup, args.repeats, lambda: mark(args.result, "timing"))
+    write_result(args.result, {"samples_us": wall, "cpu_samples_us": cpu, "threads": threads,
+                               "pinned_threads": args.threads})
 
 
 if __name__ == "__main__":

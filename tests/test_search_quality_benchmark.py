@@ -1,0 +1,62 @@
+"""benchmarks/search_quality.py: the generated family is fixed by its seed and covers the shapes it
+promises; every method stays within its measurement budget; a tiny run prints its verdicts."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import search_quality as sq  # noqa: E402
+
+from bot.strategies.planner import Planner  # noqa: E402
+
+
+def test_generated_landscapes_are_fixed_by_their_seed_and_varied():
+    a, b = sq.generate(3, 0.05), sq.generate(3, 0.05)
+    assert a.true == b.true and a.start == b.start and a.source == b.source
+    family = [sq.generate(seed, 0.05) for seed in range(40)]
+    assert {len(land.names) for land in family} == {2, 3, 4}
+    edge = inside = below = 0
+    for land in family:
+        best = min((v, p) for p, v in land.true.items())[1]
+        for i, values in enumerate(land.values):
+            at = values.index(best[i])
+            edge += at in (0, len(values) - 1)
+            inside += 0 < at < len(values) - 1
+            below += best[i] < land.start[i]
+        assert land.true[land.start] != sq.FAILED
+    assert edge and inside and below  # optima at the edges, inside, and below the baseline value
+    assert any(v == sq.FAILED for land in family for v in land.true.values())  # some points fail L0
+
+
+def test_every_method_spends_at_most_its_budget_of_measurements():
+    land = sq.generate(5, 0.05)
+    planner = Planner(land.op)
+    for budget in (3, 10):
+        for seed in range(3):
+            found, used = sq.run_tunebot(land, budget, random.Random(seed), None, planner)
+            assert used <= budget and found in land.true.values()
+            found, used = sq.run_tunebot(land, budget, random.Random(seed), None, planner, pairs=False)
+            assert used <= budget
+    sim = sq.Simulator(land, 2, random.Random(0))
+    sim.measure_point(land.start)
+    sim.measure_point(land.start)
+    try:
+        sim.measure_point(land.start)
+    except sq.Budget:
+        pass
+    else:
+        raise AssertionError("a third measurement on a budget of 2 must be refused")
+
+
+def test_a_tiny_run_prints_the_verdicts():
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_quality.py"), "--generated", "2",
+                           "--seeds", "2", "--tpe-seeds", "1", "--budgets", "6"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "| generated/1 |" in proc.stdout and "budget 6, tunebot:" in proc.stdout
