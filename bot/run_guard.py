@@ -164,6 +164,7 @@ class GuardedEvaluator:
         self.repo = run.repo
         self.worktree = Path(run.worktree)
         self.worktree_name = self.worktree.name
+        self.perf_dir = self.worktree / run.op.perf_dir  # the variants tunebot wrote there
         self.base_sha = run.base_sha
         self.log = run.log
         self.checkout = Path(run.repo.working_tree_dir)
@@ -265,8 +266,10 @@ class GuardedEvaluator:
     def _ensure_worktree(self, saved: dict[Path, bytes]) -> None:
         if self._worktree_ok():
             return
+        # what tunebot wrote (variants) may still be on disk in a plain folder: keep it
+        kept = {p: p.read_bytes() for p in self.perf_dir.glob("*.py") if p.is_file()} if self.perf_dir.is_dir() else {}
         gitops.ensure_worktree(self.repo, self.worktree_name, self.base_sha)
-        self._restore(saved)
+        self._restore({**kept, **saved})
 
     def _restore(self, saved: dict[Path, bytes]) -> None:
         for path, data in saved.items():
