@@ -109,7 +109,9 @@ class Evaluator:
         if memory is None:
             total = machine_memory_mb()
             memory = int(total * MEMORY_SHARE) if total else None
-        cpu_s = cfg.cpu_s if cfg.cpu_s is not None else timeout_s * max(1, os.cpu_count() or 1)
+        # no CPU-time cap unless asked: with RLIMIT_CPU set, Linux's per-call process CPU clock (which
+        # the cpu backend decides on) reads 0 for short calls; the wall-clock timeout bounds a run anyway
+        cpu_s = cfg.cpu_s
         size = cfg.file_size_mb if cfg.file_size_mb is not None else DEFAULT_FILE_SIZE_MB
         # GPU drivers reserve huge address ranges: cap what is allocated instead (confine.py)
         kind = "as" if self._backend_for_limits() == "cpu" else "data"
