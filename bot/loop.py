@@ -255,7 +255,8 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback, hel
     else:
         base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
         base_branch = _base_branch(repo, request, found)
-        run_guard.check_base_branch(repo, base_branch, "--into" if request.base_branch else "the base branch")
+        if not request.remote and request.requester is None:  # a forge's base lives there; it refuses a wrong one
+            run_guard.check_base_branch(repo, base_branch, "--into" if request.base_branch else "the base branch")
     repo_cfg, op = _config_at(repo, base_sha, found)
     if request.target_us is not None and not math.isfinite(request.target_us):
         raise BadRequest(f"--target-us must be a finite number of microseconds, got {request.target_us}")

@@ -235,7 +235,8 @@ class GuardedEvaluator:
         changed = _diff(before["worktree"], after["worktree"])
         if changed:
             problems.append(f"changed tunebot's worktree: {', '.join(changed[:10])}")
-        if not self.confined:
+        fatal = bool(problems)  # tunebot's own state: the run is an error
+        if not self.confined:  # outside it: reported; a person may have done it (nothing confines them)
             outside = _diff(before.get("checkout"), after.get("checkout"))
             if outside:
                 problems.append(f"changed your checkout {self.checkout}: {', '.join(outside[:10])}")
@@ -248,9 +249,9 @@ class GuardedEvaluator:
         if changed:
             gitops.ensure_worktree(self.repo, self.worktree_name, self.base_sha)
             self._restore(saved)
-        message = "the kernel run " + "; ".join(problems)
+        message = ("the kernel run " if fatal else "during a kernel run, something ") + "; ".join(problems)
         self.notify(message)
-        return result, message[:2000]
+        return result, (message[:2000] if fatal else None)
 
     def _fingerprint(self) -> dict:
         print_ = {"worktree": _walk(self.worktree, lambda rel: _skip_cache(rel) or rel == ".git")}
