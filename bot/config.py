@@ -50,6 +50,17 @@ class AccuracySettings:
     rtol: dict[str, float] = field(default_factory=lambda: {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4})
     atol: dict[str, float] = field(default_factory=lambda: {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4})
     min_cosine: float = 0.999
+    repeats: int = 3  # extra L0 runs with fresh seeds once the first passes; a flip is recorded as flaky
+
+
+@dataclass(frozen=True)
+class KernelLimits:
+    """Caps on every kernel process (docs/measurement.md). None: tunebot's default; 0: no cap."""
+
+    memory_mb: int | None = None  # default: 3/4 of the machine's memory
+    cpu_s: float | None = None  # default: the run's timeout times the number of CPUs
+    file_size_mb: int | None = None  # default: 4096
+    filesystem: str = "restricted"  # restricted: writes only to its temporary folder and caches; open
 
 
 MAX_REPEATS = 10_000  # timed calls per measurement: more only lengthens a run, the median CI is tight long before
@@ -80,6 +91,7 @@ class OpConfig:
     strategies: tuple[str, ...] | None = None  # None: every applicable catalog entry
     accuracy: AccuracySettings = field(default_factory=AccuracySettings)
     latency: LatencySettings = field(default_factory=LatencySettings)
+    limits: KernelLimits = field(default_factory=KernelLimits)
     target_us: float | None = None  # from tune.yaml, else DESIGN.md's performance target
     max_iters: int | None = None  # overrides of the repo defaults
     patience: int | None = None
@@ -155,9 +167,10 @@ PERMISSIONS = ("write", "maintain", "admin")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 _OP_KEYS = ("kernel_kind", "entry", "inputs", "reference", "knobs", "strategies", "accuracy", "latency",
-            "target_us", "max_iters", "patience", "noise_floor", "proposer")
+            "limits", "target_us", "max_iters", "patience", "noise_floor", "proposer")
 _KNOB_KEYS = ("name", "strategy", "values", "divides", "multiple_of")
-_ACCURACY_KEYS = ("mode", "level", "timeout_s", "rtol", "atol", "min_cosine")
+_ACCURACY_KEYS = ("mode", "level", "timeout_s", "rtol", "atol", "min_cosine", "repeats")
+_LIMIT_KEYS = ("memory_mb", "cpu_s", "file_size_mb", "filesystem")
 _LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name", "command")
 _REPO_KEYS = ("ops_root", "branch_prefix", "defaults", "keep_branches", "base_branch", "proposer",
               "proposer_timeout_s", "github")
@@ -630,7 +643,13 @@ def load_op_config(root: Path, op_dir: Path) -> OpConfig:
     if op.target_us is None:
         design = absolute / "DESIGN.md"
         if design.is_file():
-            target = design_target_us(design.read_text(encoding="utf-8", errors="replace"))
+            try:
+                text = design.read_bytes().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError((relative / "DESIGN.md").as_posix(), "(file)",
+                                  f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                  "save DESIGN.md as UTF-8 (e.g. `iconv -f gbk -t utf-8`)") from None
+            target = design_target_us(text)
             if target is not None:
                 op = replace(op, target_us=target)
     return op
@@ -653,6 +672,7 @@ def _op_from_data(check: _Checker, data: dict, project: str, name: str, relative
                        "remove the key to allow every applicable strategy, or list some")
     values["accuracy"] = _accuracy(check, check.mapping(data.get("accuracy"), "accuracy"))
     values["latency"] = _latency(check, check.mapping(data.get("latency"), "latency"))
+    values["limits"] = _kernel_limits(check, check.mapping(data.get("limits"), "limits"))
     values.update(_run_limits(check, data, ""))
     if "proposer" in data:
         values["proposer"] = check.argv(data["proposer"], "proposer")
@@ -760,7 +780,27 @@ def _accuracy(check: _Checker, data: dict) -> AccuracySettings:
     if data.get("min_cosine") is not None:
         values["min_cosine"] = check.number(data["min_cosine"], "accuracy.min_cosine", above=0, at_most=1,
                                             example="0.999")
+    if data.get("repeats") is not None:
+        values["repeats"] = check.integer(data["repeats"], "accuracy.repeats", minimum=0, example=3)
+        if values["repeats"] > 20:
+            check.fail("accuracy.repeats", f"at most 20 extra L0 runs, got {values['repeats']}", "use 0 to 20")
     return replace(base, **values)
+
+
+def _kernel_limits(check: _Checker, data: dict) -> KernelLimits:
+    check.known_keys(data, _LIMIT_KEYS, prefix="limits.")
+    values: dict = {}
+    for key, example in (("memory_mb", 16384), ("file_size_mb", 4096)):
+        if data.get(key) is not None:
+            values[key] = check.integer(data[key], f"limits.{key}", minimum=0, example=example)
+            if 0 < values[key] < 64:
+                check.fail(f"limits.{key}", f"{values[key]} MiB is too small for a Python process",
+                           "use at least 64, or 0 for no cap")
+    if data.get("cpu_s") is not None:
+        values["cpu_s"] = check.number(data["cpu_s"], "limits.cpu_s", minimum=0, example="600")
+    if data.get("filesystem") is not None:
+        values["filesystem"] = check.text(data["filesystem"], "limits.filesystem", ("restricted", "open"))
+    return KernelLimits(**values)
 
 
 def _latency(check: _Checker, data: dict) -> LatencySettings:

@@ -198,14 +198,15 @@ def delivery_files(repo, base_sha: str, op: OpConfig, state: rs.RunState, result
     opt_log = OptLog(op=op.name, baseline_us=state.baseline_us, baseline_source=baseline_label(op, baseline_path),
                      rows=log_rows(state), conclusion=conclusion(op, state))
     files: dict[str, bytes | None] = {
-        rel(f"{op.name}.py"): gitops.read_file(repo, state.best_sha, state.best_path).encode(),
-        rel("baseline.py"): gitops.read_file(repo, base_sha, baseline_path).encode(),
+        # bytes as committed: a source with a PEP 263 coding line keeps its encoding
+        rel(f"{op.name}.py"): gitops.read_bytes(repo, state.best_sha, state.best_path),
+        rel("baseline.py"): gitops.read_bytes(repo, base_sha, baseline_path),
         rel("opt_log.md"): render_opt_log(opt_log).encode(),
         rel("results.jsonl"): results,
     }
     ours = {it.path for it in state.iterations}
     for it in state.iterations:
-        files[it.path] = gitops.read_file(repo, it.sha, it.path).encode()
+        files[it.path] = gitops.read_bytes(repo, it.sha, it.path)
     prefix = rel(f"{op.name}_opt_v")
     for path in gitops.list_files(repo, state.best_sha, op.perf_dir.as_posix()):
         if path.startswith(prefix) and _VARIANT.search(path) and path not in ours:

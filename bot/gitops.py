@@ -31,6 +31,7 @@ import git
 from gitdb.base import IStream
 from gitdb.db import LooseObjectDB
 
+from bot import source_text
 from bot.errors import GitError
 
 DEFAULT_NAME = "tunebot"
@@ -156,7 +157,18 @@ _KNOWN_COMMITS: set[tuple[str, str]] = set()
 
 
 def read_file(repo: git.Repo, rev: str, path: str, missing_ok: bool = False) -> str | None:
-    """Text of `path` in commit `rev` (not the user's working copy); None if absent and `missing_ok`."""
+    """Text of `path` in commit `rev` (not the user's working copy); None if absent and `missing_ok`.
+
+    Python files are decoded as Python reads them (a PEP 263 coding line); other files as UTF-8.
+    """
+    data = read_bytes(repo, rev, path, missing_ok)
+    if data is None:
+        return None
+    return source_text.decode(data, f"{path} in commit {rev[:10]}", python=path.endswith(".py"))
+
+
+def read_bytes(repo: git.Repo, rev: str, path: str, missing_ok: bool = False) -> bytes | None:
+    """Bytes of `path` in commit `rev`; None if absent and `missing_ok`."""
     _check_path(path)
     try:
         obj = repo.commit(resolve(repo, rev)).tree / path
@@ -166,7 +178,7 @@ def read_file(repo: git.Repo, rev: str, path: str, missing_ok: bool = False) -> 
         raise GitError(f"'{path}' does not exist in commit {rev}. Commit the file first, then run tunebot again.") from None
     if obj.type != "blob":
         raise GitError(f"'{path}' in commit {rev} is a directory, not a file.")
-    return obj.data_stream.read().decode("utf-8")
+    return obj.data_stream.read()
 
 
 def list_files(repo: git.Repo, rev: str, under: str = "") -> list[str]:
@@ -313,7 +325,7 @@ def ensure_worktree(repo: git.Repo, name: str, sha: str) -> Path:
     _check_worktree_name(name)
     path = _worktree_root(repo) / name
     commit = resolve(repo, sha)
-    if path.exists() and _is_registered(repo, path):
+    if path.exists() and (path / ".git").is_file() and _is_registered(repo, path):
         checkout_worktree(path, commit)
         _git(path, "clean", "-ffdqx")
         return path
@@ -329,7 +341,7 @@ def remove_worktree(repo: git.Repo, name: str) -> None:
     """Remove tunebot's worktree `name` (files and registration); no-op if absent."""
     _check_worktree_name(name)
     path = _worktree_root(repo) / name
-    if path.exists() and _is_registered(repo, path):
+    if path.exists() and (path / ".git").is_file() and _is_registered(repo, path):
         _git(repo, "worktree", "remove", "--force", "--force", str(path))
     elif path.exists():
         shutil.rmtree(path)

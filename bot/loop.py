@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from bot import config as cfgmod
-from bot import delivery, gitops
+from bot import delivery, gitops, run_guard, source_text
 from bot import run_state as rs
 from bot.errors import TunebotError
 from bot.forge.base import Forge, Proposal, ProposalNotFound
+from bot.measure import reaper
 from bot.measure.evaluator import Evaluator
 from bot.measure.types import Decision, LatencyResult
 from bot.proposal_body import proposal_body, proposal_title
@@ -63,7 +64,8 @@ class TuneRequest:
 class ProgressEvent:
     """Emitted at every step; the CLI prints it, the GitHub handler edits the status comment."""
 
-    kind: Literal["start", "baseline", "iteration", "resumed", "stop", "delivered", "plan", "phase", "note"]
+    kind: Literal["start", "baseline", "iteration", "resumed", "stop", "delivered", "plan", "phase", "note",
+                  "warning"]
     op: str
     iteration: int | None = None
     strategy: str | None = None
@@ -153,10 +155,10 @@ def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | No
     `evaluator_factory` exists for the overhead benchmark, which wraps the real
     Evaluator to subtract kernel time from the bot's own time.
     """
-    run = _prepare(request, forge, progress or (lambda event: None))
-    if request.dry_run:
-        return _dry_run(run)
-    with _run_lock(run.log.path.parent, run.op.qualified):
+    with ExitStack() as held:  # the run lock is taken inside _prepare, before anything is moved or written
+        run = _prepare(request, forge, progress or (lambda event: None), held)
+        if request.dry_run:
+            return _dry_run(run)
         return _run_locked(run, evaluator_factory)
 
 
@@ -208,7 +210,8 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
                     "add --restart to tune the new HEAD instead)")
         run.progress(ProgressEvent("resumed", run.op.qualified, iteration=len(state.iterations),
                                    message=f"resuming after {len(state.iterations)} recorded iterations{note}"))
-    evaluator = evaluator_factory(run.op, run.worktree)
+    evaluator = run_guard.GuardedEvaluator(evaluator_factory(run.op, run.worktree), run, lambda message: run.progress(
+        ProgressEvent("warning", run.op.qualified, message=message)))
     if state.baseline is None:
         _measure_baseline(run, evaluator)
         state = _state(run)
@@ -225,16 +228,25 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
 # ---------------------------------------------------------------- preparing
 
 
-def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> _Run:
-    """Resolve and validate everything before anything is written (so a bad flag loses nothing)."""
+def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback, held: ExitStack) -> _Run:
+    """Resolve and validate everything before anything is written (so a bad flag loses nothing).
+
+    The run lock is entered on `held` before the records are read for writing: a second
+    process for the same op is refused before it can archive, clean or reset anything."""
     repo = gitops.open_repo(request.repo)
     checkout = Path(repo.working_tree_dir)
     found = _resolve_op_at(repo, gitops.resolve(repo, request.base_ref or "HEAD"), request.op)
     runs_dir = gitops.state_dir(repo) / "runs"
     _refuse_name_clash(runs_dir, found, forge)
     log = ResultsLog(runs_dir / found.project / found.name / "results.jsonl")
+    if not request.dry_run:
+        held.enter_context(_run_lock(log.path.parent, found.qualified))
     previous = rs.replay(log.read())
     fresh = request.restart or bool(previous.proposal and _proposal_closed(forge, previous.proposal))
+    superseded = None if fresh or request.dry_run else run_guard.superseded_baseline(repo, previous, found, request)
+    if superseded:
+        fresh = True
+        progress(ProgressEvent("warning", found.qualified, message=superseded))
     if fresh:
         previous = rs.RunState()
     if previous.start:
@@ -243,6 +255,8 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
     else:
         base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
         base_branch = _base_branch(repo, request, found)
+        if not request.remote and request.requester is None:  # a forge's base lives there; it refuses a wrong one
+            run_guard.check_base_branch(repo, base_branch, "--into" if request.base_branch else "the base branch")
     repo_cfg, op = _config_at(repo, base_sha, found)
     if request.target_us is not None and not math.isfinite(request.target_us):
         raise BadRequest(f"--target-us must be a finite number of microseconds, got {request.target_us}")
@@ -254,9 +268,20 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
         settings = cfgmod.RunSettings(**previous.start["settings"])
     if request.dry_run:  # plan only: create nothing, not even a worktree
         return _Run(request, repo, op, settings, repo_cfg, base_sha, base_branch, checkout, log, forge, progress)
+    prefix = f"{repo_cfg.branch_prefix}/{op.name}"
+    warn = lambda message: progress(ProgressEvent("warning", op.qualified, message=message))
+    orphans = None if fresh else run_guard.orphan_branches(repo, log, previous, prefix, f"tunebot tune {op.qualified}")
+    if orphans:
+        fresh = True
+        warn(orphans)
     if fresh:
         _archive_run(repo, repo_cfg, op, log)
-    worktree = gitops.ensure_worktree(repo, f"{op.project}__{op.name}", base_sha)
+    name = f"{op.project}__{op.name}"
+    for note in run_guard.housekeeping(repo, log.path.parent, prefix, gitops.state_dir(repo) / "worktrees" / name):
+        warn(note)
+    run_guard.check_branches(repo, prefix, rs.replay(log.read()))
+    worktree = gitops.ensure_worktree(repo, name, base_sha)
+    log = run_guard.GuardedLog(log.path, warn)
     return _Run(request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress)
 
 
@@ -317,11 +342,11 @@ def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
 
 def _resolve_op_at(repo, sha: str, name: str) -> cfgmod.OpConfig:
     """Resolve an op name against the tree of `sha` (the code that will be tuned), not the checkout."""
-    with tempfile.TemporaryDirectory(prefix="tunebot-ops-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("ops")) as tmp:
         root = Path(tmp)
-        text = gitops.read_file(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
-        if text is not None:
-            (root / cfgmod.REPO_CONFIG_FILE).write_text(text, encoding="utf-8")
+        data = gitops.read_bytes(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
+        if data is not None:  # as bytes: the config loader names a file that is not UTF-8
+            (root / cfgmod.REPO_CONFIG_FILE).write_bytes(data)
         repo_cfg = cfgmod.load_repo_config(root)
         for rel in gitops.list_files(repo, sha, repo_cfg.ops_root):
             parts = Path(rel).parts[len(Path(repo_cfg.ops_root).parts):]
@@ -352,16 +377,16 @@ def _config_at(repo, sha: str, op: cfgmod.OpConfig) -> tuple[cfgmod.RepoConfig, 
     if source is None:
         raise BadRequest(f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
                          "only: commit the op (or pass --base with a commit that has it)")
-    with tempfile.TemporaryDirectory(prefix="tunebot-config-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("config")) as tmp:
         root = Path(tmp)
         for rel in (cfgmod.REPO_CONFIG_FILE, (op.dir / cfgmod.OP_CONFIG_FILE).as_posix(),
                     (op.dir / "DESIGN.md").as_posix()):
-            text = gitops.read_file(repo, sha, rel, missing_ok=True)
-            if text is not None:
+            data = gitops.read_bytes(repo, sha, rel, missing_ok=True)
+            if data is not None:
                 (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_text(text, encoding="utf-8")
+                (root / rel).write_bytes(data)
         (root / op.source).parent.mkdir(parents=True, exist_ok=True)
-        (root / op.source).write_text(source, encoding="utf-8")
+        (root / op.source).write_bytes(source_text.encode(source))
         return cfgmod.load_repo_config(root), cfgmod.load_op_config(root, op.dir)
 
 
@@ -523,7 +548,7 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
     rel = run.rel(f"{run.op.name}_opt_v{n}.py")
     path = run.worktree / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(variant.source, encoding="utf-8")
+    path.write_bytes(source_text.encode(variant.source))
     _phase(run, "L0", n)
     accuracy = evaluator.accuracy(path)
     latency: LatencyResult | None = None
@@ -550,7 +575,7 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
                f"Parent: best-so-far {'iter ' + str(state.best_iteration) if state.best_iteration else 'baseline'}"
                f" ({state.best_sha[:12]}).\nL0: {accuracy.status}; latency: "
                f"{f'{median:.2f} us' if median is not None else '-'}; verdict: {verdict}.")
-    sha = gitops.commit_files(run.repo, state.best_sha, {rel: variant.source.encode(),
+    sha = gitops.commit_files(run.repo, state.best_sha, {rel: source_text.encode(variant.source),
                                                           run.rel("opt_log.md"): render_opt_log(opt_log).encode()},
                               message)
     env = evaluator.environment(path, sha)
@@ -575,9 +600,10 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
 def _materialize(run: _Run, rel: str, source: str) -> None:
     """Make sure the best-so-far source is on disk in the worktree (a resumed run may lack it)."""
     path = run.worktree / rel
-    if not path.exists() or path.read_text(encoding="utf-8") != source:
+    data = source_text.encode(source)
+    if not path.exists() or path.read_bytes() != data:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(source, encoding="utf-8")
+        path.write_bytes(data)
 
 
 def _verdict(variant: Variant, accuracy: str, latency: LatencyResult | None, decision: Decision | None) -> str:

@@ -3,6 +3,7 @@ the real tuning loop on a CPU test op. Every test ends asserting the fake saw no
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -554,22 +555,26 @@ def test_a_fork_proposal_on_a_tunebot_branch_is_never_merged(world, pr):
 
 
 def test_kernels_run_during_a_github_tune_never_see_the_token(world, tmp_path, monkeypatch):
-    leak = tmp_path / "leak.txt"
-    spy = (f"import pathlib as _p, os as _o\n"
-           f"with _p.Path({str(leak)!r}).open('a') as _f:\n"
-           f"    _f.write(repr([_o.environ.get(k) for k in ('GITHUB_TOKEN', 'GH_TOKEN', 'ACTIONS_RUNTIME_TOKEN')]) + '\\n')\n")
+    # the kernel prints what it sees (it may not write outside its own temporary folder); the
+    # output tails are kept in the run's records
+    spy = ("import os as _o\n"
+           "print('SPY', [_o.environ.get(k) for k in ('GITHUB_TOKEN', 'GH_TOKEN', 'ACTIONS_RUNTIME_TOKEN')])\n")
     source = OP_FILES[f"examples/{OP}/sleepy.py"]
     sha = world.push_branch("feature", {f"examples/{OP}/sleepy.py": spy + source}, "a kernel that looks around")
     number = world.fake.open_pull("feature", user="dev")
     for key in ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN"):
         monkeypatch.setenv(key, "s3cret")
-    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
+    runner = world.clone(tmp_path / "runner")
+    gh, cfg, _ = flow(world, runner)
 
     (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
 
     assert outcome.action == "tuned", outcome.message
-    seen = leak.read_text().splitlines()
-    assert seen and all(line == "[None, None, None]" for line in seen), seen
+    results = Path(runner) / ".git/tunebot/runs" / OP / "results.jsonl"
+    tails = [r[part]["tail"] for r in map(json.loads, results.read_text().splitlines())
+             for part in ("accuracy", "latency") if isinstance(r.get(part), dict)]
+    seen = [line for tail in tails for line in tail.splitlines() if line.startswith("SPY ")]
+    assert seen and all(line == "SPY [None, None, None]" for line in seen), seen
     assert len(proposals(world)) == 1 and "refs/heads/tunebot/sleepy/best" in remote_refs(world)  # the push still worked
     assert world.fake.head_sha(number) == sha
     world.fake.assert_no_violations()

@@ -119,7 +119,11 @@ def test_hostile_pr_code_cannot_steal_the_token_or_redirect_the_push(tmp_path, t
                                  server=world.fake.base_url, file_commands={k: str(v) for k, v in files.items()},
                                  daemon_pid=str(daemon_pid))
         source = OP_FILES[f"examples/{OP}/sleepy.py"]
-        head = world.push_branch("feature", {f"examples/{OP}/sleepy.py": hostile + source}, "hostile kernel")
+        # this kernel leaves evidence in files outside its sandbox, so the file-system confinement
+        # (tests/test_fault_*.py) is switched off here: the test checks the other defences
+        tune_yaml = OP_FILES[f"examples/{OP}/tune.yaml"] + "limits:\n  filesystem: open\n"
+        head = world.push_branch("feature", {f"examples/{OP}/sleepy.py": hostile + source,
+                                             f"examples/{OP}/tune.yaml": tune_yaml}, "hostile kernel")
         number = world.fake.open_pull("feature", user="dev")
         event = tmp_path / "event.json"
         event.write_text(json.dumps(world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import AccuracySettings, LatencySettings, OpConfig
+from bot.config import AccuracySettings, KernelLimits, LatencySettings, OpConfig
 from bot.errors import ConfigError
 from bot.measure.evaluator import Evaluator
 
@@ -81,12 +81,15 @@ def test_msprof_backend_uses_the_prim_func_name(worktree, monkeypatch, tmp_path)
         "\n\nclass T:  # stands in for tilelang.language on this CPU\n"
         "    prim_func = staticmethod(lambda f: f)\n\n\n"
         "@T.prim_func\ndef add_kernel(x):\n    return x\n"))
-    ev = Evaluator(op_config(latency=LatencySettings(backend="npu-msprof", warmup=1, repeats=4)), worktree)
+    # the fake msprof logs its argv to a test folder: a confined kernel could not write there
+    ev = Evaluator(op_config(latency=LatencySettings(backend="npu-msprof", warmup=1, repeats=4),
+                             limits=KernelLimits(filesystem="open")), worktree)
     assert ev.kernel_name(Path("examples/demo/work/work.py")) == "add_kernel"
     r = ev.latency(Path("examples/demo/work/work.py"))
     assert r.ok and r.extra["op_names"] == ["add_kernel_mix_aiv"] and len(r.samples_us) == 4
     assert "--kernel-name=add_kernel" in log.read_text()
-    tuned = Evaluator(op_config(latency=LatencySettings(backend="npu-msprof", kernel_name="add_k")), worktree)
+    tuned = Evaluator(op_config(latency=LatencySettings(backend="npu-msprof", kernel_name="add_k"),
+                                limits=KernelLimits(filesystem="open")), worktree)
     assert tuned.kernel_name(Path("examples/demo/work/work.py")) == "add_k"
 
 

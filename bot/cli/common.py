@@ -8,9 +8,11 @@ from typing import Callable
 
 import click
 
+from bot import diskfull
 from bot.errors import TunebotError
 
 EXIT_INTERRUPTED = 130
+EXIT_DISK_FULL = 1
 
 
 def handle_errors(func: Callable) -> Callable:
@@ -22,8 +24,16 @@ def handle_errors(func: Callable) -> Callable:
         try:
             return func(*args, **kwargs)
         except TunebotError as exc:
+            if diskfull.is_disk_full(exc):
+                click.secho(f"error: {diskfull.message(exc)}\n({exc})", fg="red", err=True)
+                sys.exit(EXIT_DISK_FULL)
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(exc.exit_code)
+        except Exception as exc:  # a full disk surfaces as OSError or a library's git error
+            if not diskfull.is_disk_full(exc):
+                raise
+            click.secho(f"error: {diskfull.message(exc)}", fg="red", err=True)
+            sys.exit(EXIT_DISK_FULL)
         except KeyboardInterrupt:
             click.secho("interrupted: every recorded iteration is kept; run the same command again to resume",
                         fg="yellow", err=True)

@@ -68,6 +68,7 @@ def _status_of(run: SandboxResult) -> Status:
     return "fail" if _shows_mismatch(run.output) else "error"
 
 
+SEED_ENV = "TUNEBOT_SEED"  # command mode: the seed an op's own L0 script should pass to get_inputs
 _LEVEL_OPTION = re.compile(r"""["']--level["']""")
 
 
@@ -77,20 +78,23 @@ def accepts_level(text: str) -> bool:
 
 
 def l0_command(source: Path, cwd: Path, level: str = "L0", timeout_s: float = 120.0,
-               memory_limit_mb: int | None = None) -> AccuracyResult:
-    """`python <source> --level <level>` in `cwd` (no flag for a script without `--level`); exit 0 = pass."""
+               memory_limit_mb: int | None = None, seed: int = 0) -> AccuracyResult:
+    """`python <source> --level <level>` in `cwd` (no flag for a script without `--level`) with
+    TUNEBOT_SEED=<seed>; exit 0 = pass."""
     source = Path(source).resolve()
     try:
         flags = ["--level", level] if accepts_level(source.read_text(encoding="utf-8")) else []
     except (OSError, UnicodeDecodeError):
         flags = ["--level", level]
     argv = python_argv(str(source), *flags)
-    run = run_sandboxed(argv, cwd, timeout_s, env=child_env([source.parent, cwd]),
-                        memory_limit_mb=memory_limit_mb)
+    env = child_env([source.parent, cwd])
+    env[SEED_ENV] = str(seed)
+    run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
     status = _status_of(run)
     details = {} if flags else {"flags": "none: the script declares no --level option; its own check ran"}
     return AccuracyResult(status=status, mode="command", command=argv, duration_s=round(run.duration_s, 3),
-                          tail=run.tail, reason="" if status == "pass" else run.reason, details=details)
+                          tail=run.tail, reason="" if status == "pass" else run.reason,
+                          details={**details, **({"seed": seed} if seed else {})})
 
 
 def judge(outputs: list[dict], min_cosine: float) -> tuple[Status, str]:

@@ -9,6 +9,7 @@ when the tool itself is missing (e.g. no msprof on PATH).
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from dataclasses import fields, replace
 from pathlib import Path
@@ -24,7 +25,27 @@ from bot.measure.backends.cpu import measure_cpu, measure_cpu_pair
 from bot.measure.backends.cuda import measure_cuda
 from bot.measure.backends.msprof import kernel_name_of, measure_msprof
 from bot.measure.backends.npu_torch import measure_npu_torch
+from bot.measure.confine import Limits
+from bot.measure.sandbox import kernel_limits
 from bot.measure.types import AccuracyResult, Decision, Environment, LatencyResult
+
+DEFAULT_FILE_SIZE_MB = 4096
+MEMORY_SHARE = 0.75  # default memory cap: this share of the machine's memory
+
+
+def machine_memory_mb() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def l0_seeds(source_text: str, count: int) -> list[int]:
+    """Fresh seeds for the repeated L0 runs: derived from the variant's text, so a rerun of the
+    same variant uses the same inputs (reproducible) and different variants use different ones."""
+    digest = hashlib.sha256(source_text.encode("utf-8", "surrogateescape")).digest()
+    return [1 + int.from_bytes(digest[4 * i:4 * i + 4], "big") % 1_000_000 for i in range(min(count, 8))] + \
+        [1_000_001 + i for i in range(max(0, count - 8))]
 
 
 class Evaluator:
@@ -77,29 +98,79 @@ class Evaluator:
             return self.op.latency.kernel_name
         try:
             text = self._abs(source).read_text(encoding="utf-8")
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             text = ""
         return kernel_name_of(text) or self.op.name
 
+    def limits(self, timeout_s: float) -> Limits:
+        """The caps of one kernel run (tune.yaml `limits`, else the defaults of docs/measurement.md)."""
+        cfg = self.op.limits
+        memory = self.memory_limit_mb or cfg.memory_mb
+        if memory is None:
+            total = machine_memory_mb()
+            memory = int(total * MEMORY_SHARE) if total else None
+        # no CPU-time cap unless asked: with RLIMIT_CPU set, Linux's per-call process CPU clock (which
+        # the cpu backend decides on) reads 0 for short calls; the wall-clock timeout bounds a run anyway
+        cpu_s = cfg.cpu_s
+        size = cfg.file_size_mb if cfg.file_size_mb is not None else DEFAULT_FILE_SIZE_MB
+        # GPU drivers reserve huge address ranges: cap what is allocated instead (confine.py)
+        kind = "as" if self._backend_for_limits() == "cpu" else "data"
+        return Limits(memory_mb=memory or None, memory_kind=kind, cpu_s=cpu_s or None, file_size_mb=size or None,
+                      writable=() if cfg.filesystem == "restricted" else None)
+
+    def _backend_for_limits(self) -> str:
+        try:
+            return self.backend
+        except ConfigError:
+            return "cpu"
+
     # -- the contract --------------------------------------------------------
-    def accuracy(self, source: Path) -> AccuracyResult:
-        """L0 gate of the kernel in `source` (command or harness mode per op.accuracy)."""
+    def accuracy(self, source: Path, seed: int | None = None) -> AccuracyResult:
+        """L0 gate of the kernel in `source` (command or harness mode per op.accuracy).
+
+        With `seed` None, a pass is confirmed by `accuracy.repeats` more runs on fresh seeds
+        (`l0_seeds`); if any of them does not pass, the result is a "fail" marked flaky in
+        `details` (the kernel is right only some of the time: never adopted)."""
+        first = self._accuracy_once(source, 0 if seed is None else seed)
+        if seed is not None or not first.passed or self.op.accuracy.repeats <= 0:
+            return first
+        path = self._abs(source)
+        try:
+            text = path.read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:
+            text = str(path)
+        runs = {0: first.status}
+        for extra in l0_seeds(text, self.op.accuracy.repeats):
+            again = self._accuracy_once(source, extra)
+            runs[extra] = again.status
+            if not again.passed:
+                flips = ", ".join(f"seed {k}: {v}" for k, v in runs.items())
+                return replace(again, status="fail", reason=f"flaky L0: {flips} ({again.reason or again.status})",
+                               details={**again.details, "flaky": True, "l0_runs": runs})
+        return replace(first, details={**first.details, "l0_runs": runs})
+
+    def _accuracy_once(self, source: Path, seed: int) -> AccuracyResult:
         path = self._abs(source)
         settings = self.op.accuracy
-        if settings.mode == "command":
-            result = acc.l0_command(path, self._cwd(path), settings.level, settings.timeout_s,
-                                    self.memory_limit_mb)
-        elif settings.mode == "harness":
-            result = acc.l0_harness(path, self._cwd(path), settings, self.op.entry, self.op.inputs,
-                                    self.op.reference, memory_limit_mb=self.memory_limit_mb)
-        else:
-            raise ConfigError(self._config_file(), "accuracy.mode", f"unknown mode '{settings.mode}'",
-                              "use command (python <op>.py --level L0) or harness (kernel vs reference)")
+        with kernel_limits(self.limits(settings.timeout_s)):
+            if settings.mode == "command":
+                result = acc.l0_command(path, self._cwd(path), settings.level, settings.timeout_s,
+                                        self.memory_limit_mb, seed=seed)
+            elif settings.mode == "harness":
+                result = acc.l0_harness(path, self._cwd(path), settings, self.op.entry, self.op.inputs,
+                                        self.op.reference, seed=seed, memory_limit_mb=self.memory_limit_mb)
+            else:
+                raise ConfigError(self._config_file(), "accuracy.mode", f"unknown mode '{settings.mode}'",
+                                  "use command (python <op>.py --level L0) or harness (kernel vs reference)")
         self._commands.setdefault(path, result.command)
         return result
 
     def latency(self, source: Path) -> LatencyResult:
         """Kernel-only latency of `source` with the op's backend (auto-detected if 'auto')."""
+        with kernel_limits(self.limits(self.op.latency.timeout_s)):
+            return self._latency(source)
+
+    def _latency(self, source: Path) -> LatencyResult:
         path = self._abs(source)
         lat = self.op.latency
         common = dict(entry=self.op.entry, inputs=self.op.inputs, warmup=lat.warmup, repeats=lat.repeats,
@@ -131,13 +202,17 @@ class Evaluator:
         """
         pa, pb = self._abs(a), self._abs(b)
         lat = self.op.latency
-        ra, rb = measure_cpu_pair(pa, pb, entry=self.op.entry, inputs=self.op.inputs, warmup=lat.warmup,
-                                  repeats=max(5, lat.repeats // 2), timeout_s=lat.timeout_s, cwd=self._cwd(pa),
-                                  memory_limit_mb=self.memory_limit_mb)
+        with kernel_limits(self.limits(lat.timeout_s)):
+            ra, rb = self._pair(pa, pb, lat)
         self._commands[pa] = self._commands[pb] = ra.command
         for path, result in ((pa, ra), (pb, rb)):
             self._track(path, result)
         return ra, rb
+
+    def _pair(self, pa: Path, pb: Path, lat) -> tuple[LatencyResult, LatencyResult]:
+        return measure_cpu_pair(pa, pb, entry=self.op.entry, inputs=self.op.inputs, warmup=lat.warmup,
+                                  repeats=max(5, lat.repeats // 2), timeout_s=lat.timeout_s, cwd=self._cwd(pa),
+                                  memory_limit_mb=self.memory_limit_mb)
 
     def _track(self, path: Path, result: LatencyResult) -> None:
         if result.ok:

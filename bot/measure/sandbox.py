@@ -3,24 +3,35 @@
 Every kernel run (accuracy, latency, profiler) goes through `run_sandboxed`:
 its own session (so a timeout kills the whole process group, grandchildren
 included), stdout and stderr merged into one captured stream (so the tail reads
-in the order things happened), an optional address-space limit, and a verdict
-that names what went wrong: "timeout", a signal, or an exit code.
+in the order things happened), the limits of bot.measure.confine (memory, CPU
+time, file size, the folders it may write), a private temporary folder, a
+parent-death signal and a sweep of the processes it left (bot.measure.reaper),
+an optional result channel the kernel cannot name by path (see `channel`), and a
+verdict that names what went wrong: "timeout", a signal, or an exit code.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import json
 import os
 import re
-import resource
+import secrets
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
+
+from bot.measure import confine, reaper
+from bot.measure.confine import Limits
 
 SandboxStatus = Literal["ok", "timeout", "error"]
 
@@ -38,7 +49,40 @@ _SIGNAL_HINTS = {
     signal.SIGILL: "illegal instruction",
     signal.SIGKILL: "often the out-of-memory killer",
     signal.SIGTERM: "terminated",
+    signal.SIGXCPU: "CPU-time cap reached (limits.cpu_s in tune.yaml)",
+    signal.SIGXFSZ: "file-size cap reached (limits.file_size_mb in tune.yaml)",
 }
+RESULT_FD_ENV = "TUNEBOT_RESULT_FD"
+CHANNEL_MAX_BYTES = 64 * 1024 * 1024  # more than any runner's honest result
+# folders below the home directory where toolchains keep caches and logs; a confined kernel may write there
+TOOL_CACHE_DIRS = (".cache", ".triton", ".nv", "ascend", ".tilelang")
+# where Ascend CANN puts kernel_meta/ and other build output (set to the kernel's TMPDIR unless the
+# user set them; a user-set folder is writable to the kernel)
+TOOL_WORK_ENV = ("ASCEND_WORK_PATH", "ASCEND_CACHE_PATH")
+
+_limits: contextvars.ContextVar[Limits | None] = contextvars.ContextVar("tunebot_kernel_limits", default=None)
+_tag: contextvars.ContextVar[str | None] = contextvars.ContextVar("tunebot_kernel_tag", default=None)
+
+
+@contextlib.contextmanager
+def kernel_limits(limits: Limits | None, tag: str | None = None) -> Iterator[None]:
+    """Within this block, run_sandboxed applies `limits` (unless given its own) and tags kernels `tag`."""
+    token, tag_token = _limits.set(limits), _tag.set(tag if tag is not None else _tag.get())
+    try:
+        yield
+    finally:
+        _limits.reset(token)
+        _tag.reset(tag_token)
+
+
+def use_kernel_tag(tag: str) -> None:
+    """Tag the kernel processes started from here on (this thread) with `tag`."""
+    _tag.set(tag)
+
+
+def kernel_tag() -> str:
+    """The tag every kernel process of this run carries in its environment (reaper.KERNEL_TAG_ENV)."""
+    return _tag.get() or f"pid-{os.getpid()}"
 
 
 @dataclass
@@ -53,6 +97,9 @@ class SandboxResult:
     signal_name: str | None = None
     reason: str = ""  # one line a user can read: "killed by SIGSEGV (segmentation fault)"
     extra: dict = field(default_factory=dict)
+    messages: list[tuple[float, str, object]] = field(default_factory=list)  # channel: (seconds, kind, data)
+    channel_problems: list[str] = field(default_factory=list)  # what on the channel was not the runner's
+    swept: int = 0  # processes of the child still alive after it ended, killed by the sweep
 
     @property
     def ok(self) -> bool:
@@ -81,12 +128,80 @@ def describe_exit(returncode: int) -> tuple[str | None, str]:
     return None, f"exit code {returncode}"
 
 
-def _limit_memory(limit_bytes: int | None):
-    def apply() -> None:
-        if limit_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+def _child_setup(limits: Limits | None):
+    die_with_parent = reaper.prepare_child_hook()
+    confine_child = confine.child_hook(limits) if limits else None
 
-    return apply
+    def setup() -> None:
+        die_with_parent()
+        if confine_child:
+            confine_child()
+
+    return setup
+
+
+def writable_for(private_tmp: Path, extra: tuple[Path, ...] = ()) -> tuple[Path, ...]:
+    """The folders a confined kernel may write: its own temporary folder, /dev (null, shm, GPU
+    device files), the toolchains' cache folders in the home directory, and `extra`."""
+    home = Path.home()
+    return (private_tmp, Path("/dev"), *(home / d for d in TOOL_CACHE_DIRS), *extra)
+
+
+class _ChannelReader:
+    """Reads the result channel while the child runs: one JSON line per message,
+    stamped with its arrival time (the runner's clock cannot fake it)."""
+
+    def __init__(self, fd: int, nonce: str, start: float) -> None:
+        self.fd, self.nonce, self.start = fd, nonce, start
+        self.messages: list[tuple[float, str, object]] = []
+        self.problems: list[str] = []
+        self._buffer = b""
+        self._size = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self._take(chunk, time.monotonic() - self.start)
+
+    def _take(self, chunk: bytes, at: float) -> None:
+        self._size += len(chunk)
+        if self._size > CHANNEL_MAX_BYTES:
+            if not any("too much" in p for p in self.problems):
+                self.problems.append(f"more than {CHANNEL_MAX_BYTES} bytes on the result channel")
+            return
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            self._line(line, at)
+
+    def _line(self, line: bytes, at: float) -> None:
+        try:
+            frame = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            frame = None
+        if not isinstance(frame, dict) or frame.get("n") != self.nonce or not isinstance(frame.get("k"), str):
+            self.problems.append(f"a line on the result channel did not come from the runner: {line[:80]!r}")
+            return
+        self.messages.append((round(at, 6), frame["k"], frame.get("d")))
+
+    def finish(self) -> None:
+        self._thread.join(timeout=1.0)
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+        if self._buffer.strip():
+            self.problems.append(f"an unterminated line on the result channel: {self._buffer[:80]!r}")
+        os.close(self.fd)
 
 
 def _read_tail(sink) -> str:
@@ -141,33 +256,79 @@ def run_sandboxed(
     timeout_s: float,
     env: dict[str, str] | None = None,
     memory_limit_mb: int | None = None,
+    limits: Limits | None = None,
+    channel: bool = False,
+    extra_writable: tuple[Path, ...] = (),
 ) -> SandboxResult:
     """Run `argv` in its own process group; never raises for what the child does.
 
     A child still running after `timeout_s` is killed with its whole group and
     reported as "timeout". A signal or a non-zero exit is "error". A program
     that cannot be started at all (missing executable) is "error" too.
+
+    `limits` (default: those of the enclosing `kernel_limits` block) cap memory, CPU time,
+    file size and the folders the child may write (plus `extra_writable`, e.g. a profiler's
+    output folder); `memory_limit_mb` overrides the memory cap.
+    With `channel`, the child gets the write end of a pipe (fd number in TUNEBOT_RESULT_FD) and
+    a one-time nonce on stdin; the lines it sends come back in `messages` (see runners/common.py).
     """
-    limit = memory_limit_mb * 1024 * 1024 if memory_limit_mb else None
+    limits = limits if limits is not None else _limits.get()
+    if memory_limit_mb:
+        limits = replace(limits or Limits(), memory_mb=memory_limit_mb)
+    reaper.become_subreaper()
+    reaper.guard_tag(kernel_tag())  # before the child list below: the watchdog is not the kernel's
     start = time.monotonic()
-    # output goes to a file, not a pipe: a background grandchild holding the pipe open
-    # cannot make us wait, and a chatty kernel cannot fill our memory
-    with tempfile.TemporaryFile() as sink:
+    with contextlib.ExitStack() as stack:
+        private_tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("kernel"))))
+        child = dict(os.environ if env is None else env)
+        child.update({"TMPDIR": str(private_tmp), "TMP": str(private_tmp), "TEMP": str(private_tmp),
+                      reaper.KERNEL_TAG_ENV: kernel_tag()})
+        # CANN writes kernel_meta/ and fusion_result.json into the working directory unless told
+        # otherwise; a confined kernel may not write there, so point it at its own folder
+        for name in TOOL_WORK_ENV:
+            child.setdefault(name, str(private_tmp))
+        if limits is not None and limits.writable is not None:
+            extra_writable = (*extra_writable, *(Path(child[n]) for n in TOOL_WORK_ENV))
+            limits = replace(limits, writable=writable_for(private_tmp, (*limits.writable, *extra_writable)))
+        # output goes to a file, not a pipe: a background grandchild holding the pipe open
+        # cannot make us wait, and a chatty kernel cannot fill our memory
+        sink = stack.enter_context(tempfile.TemporaryFile())
+        read_fd = write_fd = -1
+        nonce = secrets.token_hex(16)
+        if channel:
+            read_fd, write_fd = os.pipe()
+            child[RESULT_FD_ENV] = str(write_fd)
+        before = reaper.children()
         try:
             proc = subprocess.Popen(
                 argv,
                 cwd=str(cwd),
-                env=env,
-                stdin=subprocess.DEVNULL,
+                env=child,
+                stdin=subprocess.PIPE if channel else subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_limit_memory(limit) if limit else None,
+                pass_fds=(write_fd,) if channel else (),
+                preexec_fn=_child_setup(limits),
             )
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
+            for fd in (read_fd, write_fd):
+                if fd >= 0:
+                    os.close(fd)
+            errno = getattr(exc, "errno", None)
             return SandboxResult(list(argv), str(cwd), "error", None, str(exc), 0.0,
-                                 reason=f"could not start {argv[0]}: {exc.strerror or exc}",
-                                 extra={"errno": exc.errno})
+                                 reason=f"could not start {argv[0]}: {getattr(exc, 'strerror', None) or exc}",
+                                 extra={"errno": errno})
+        reader = None
+        if channel:
+            os.close(write_fd)
+            reader = _ChannelReader(read_fd, nonce, start)
+            stdin = proc.stdin
+            assert stdin is not None  # stdin=PIPE
+            with contextlib.suppress(OSError):
+                stdin.write(nonce.encode() + b"\n")
+            with contextlib.suppress(OSError):
+                stdin.close()
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -176,21 +337,29 @@ def run_sandboxed(
             _kill_group(proc.pid)
             proc.wait()
         finally:
-            # stray children of a finished kernel must not outlive the evaluation
+            # stray children of a finished kernel must not outlive the evaluation: its group,
+            # then whatever left the group (setsid) and was re-parented to us
             _kill_group(proc.pid)
+            swept = reaper.sweep_new_children(before)
+            if reader:
+                reader.finish()
         text = _read_tail(sink)
     duration = time.monotonic() - start
     rc = proc.returncode
+    messages = reader.messages if reader else []
+    problems = reader.problems if reader else []
     if timed_out:
         return SandboxResult(list(argv), str(cwd), "timeout", rc, text, duration, timed_out=True,
-                             signal_name="SIGKILL",
+                             signal_name="SIGKILL", swept=swept, messages=messages, channel_problems=problems,
                              reason=f"timed out after {timeout_s:g} s; process group killed")
     if rc == 0:
-        return SandboxResult(list(argv), str(cwd), "ok", rc, text, duration, reason="exit code 0")
+        return SandboxResult(list(argv), str(cwd), "ok", rc, text, duration, reason="exit code 0", swept=swept,
+                             messages=messages, channel_problems=problems)
     sig_name, reason = describe_exit(rc)
     if sig_name is None and OOM_MARKERS.search(tail_of(text)):
         reason += " (out of memory)"
-    return SandboxResult(list(argv), str(cwd), "error", rc, text, duration, signal_name=sig_name, reason=reason)
+    return SandboxResult(list(argv), str(cwd), "error", rc, text, duration, signal_name=sig_name, reason=reason,
+                         swept=swept, messages=messages, channel_problems=problems)
 
 
 def python_argv(*args: str) -> list[str]:

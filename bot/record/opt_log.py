@@ -118,7 +118,19 @@ class _Reader:
 
 _HEADING = re.compile(r"^(#{1,6})\s*(.*?)\s*$")
 _BULLET = re.compile(r"^[-*]\s*([^:：]+?)\s*[:：]\s*(.*?)\s*$")
-_BEST = re.compile(r"^(.*?)\s*[(（]\s*(?:iter\s*(\d+)|(baseline))\s*[)）]$", re.IGNORECASE)
+_BEST = re.compile(r"^(.*?)\s*[(（]\s*(?:iter\s*(\d{1,9})|(baseline))\s*[)）]$", re.IGNORECASE | re.ASCII)
+_ITER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: '²'.isdigit() is true but int('²') fails
+
+
+def _short(text: str, keep: int = 40) -> str:
+    return text if len(text) <= keep else text[:keep] + "..."
+
+
+def _cells(text: str) -> list[str] | None:
+    """A table row's cells; the outer pipes may be missing (docs/records.md)."""
+    if not text.startswith("|") and "|" in text:
+        text = "|" + text
+    return split_row(text)
 
 
 def _sections(r: _Reader) -> tuple[str, dict[str, list[tuple[int, str]]]]:
@@ -184,40 +196,41 @@ def _us(r: _Reader, number: int, value: str, what: str) -> float | None:
     try:
         return parse_us(value)
     except ValueError as exc:
-        raise r.error(number, f"{what}: {value!r} is not a latency", f"{exc}, e.g. '12.34 us'") from None
+        raise r.error(number, f"{what}: {_short(value)!r} is not a latency", f"{exc}, e.g. '12.34 us'") from None
 
 
 def _pct(r: _Reader, number: int, value: str, what: str) -> float | None:
     try:
         return parse_pct(value)
     except ValueError as exc:
-        raise r.error(number, f"{what}: {value!r} is not a percentage", str(exc)) from None
+        raise r.error(number, f"{what}: {_short(value)!r} is not a percentage", str(exc)) from None
 
 
 def _rows(r: _Reader, lines: list[tuple[int, str]]) -> list[LogRow]:
     if not lines:
         raise r.error(None, "the 迭代记录 table header is missing", "add '| " + " | ".join(TABLE_HEADER) + " |'")
     number, text = lines[0]
-    header = split_row(text)
+    header = _cells(text)
     if header is None or tuple(header) not in (TABLE_HEADER, TABLE_HEADER + EXTRA_HEADER):
-        raise r.error(number, f"table header is {text!r}",
+        raise r.error(number, f"table header is {_short(text)!r}",
                       "use '| " + " | ".join(TABLE_HEADER + EXTRA_HEADER) + " |' (or the seed's first five columns)")
     width = len(header)
-    if len(lines) < 2 or not is_separator_row(split_row(lines[1][1]) or []):
+    if len(lines) < 2 or not is_separator_row(_cells(lines[1][1]) or []):
         raise r.error(lines[1][0] if len(lines) > 1 else number, "the table separator row is missing",
                       f"put '{_SEPARATOR}' under the header")
     rows: list[LogRow] = []
     for number, text in lines[2:]:
-        cells = split_row(text)
+        cells = _cells(text)
         if cells is None or len(cells) != width:
-            raise r.error(number, f"table row needs {width} cells, got {text!r}",
+            raise r.error(number, f"table row needs {width} cells, got {_short(text, 80)!r}",
                           "write '| <iter> | <策略> | <latency> | <提升> | <精度> |"
                           + (" <verdict> | <reason> |" if width > len(TABLE_HEADER) else "")
                           + "' and escape '|' in text as '\\|'")
         it, strategy, latency, gain, accuracy = cells[:len(TABLE_HEADER)]
         verdict, reason = (cells[len(TABLE_HEADER):] + ["-", "-"])[:2]
-        if not it.isdigit():
-            raise r.error(number, f"iter {it!r} is not a whole number", "write the iteration number, e.g. '3'")
+        if not _ITER.fullmatch(it):
+            raise r.error(number, f"iter {it[:20]!r} is not a whole number (up to 9 digits)",
+                          "write the iteration number, e.g. '3'")
         if any(row.iter == int(it) for row in rows):
             raise r.error(number, f"iter {it} appears twice", "keep one row per iteration")
         if accuracy not in ACCURACY_VALUES:
@@ -241,7 +254,7 @@ def parse_opt_log(text: str, source: str = "opt_log.md") -> OptLog:
         number, best = c["最优版本"]
         m = _BEST.match(best)
         if not m or not m.group(1):
-            raise r.error(number, f"最优版本 {best!r} is not '<file> (iter N)' or '<file> (baseline)'",
+            raise r.error(number, f"最优版本 {_short(best)!r} is not '<file> (iter N)' or '<file> (baseline)'",
                           "write e.g. 'rms_norm.py (iter 3)'")
         number, reason = c["中止原因"]
         if reason not in STOP_REASONS:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.measure.backends.common import from_failure, from_samples, run_runner
+from bot.measure.backends.common import from_failure, from_samples, implausible_samples, phase_seconds, run_runner
 from bot.measure.stats import summarize
 from bot.measure.types import LatencyResult
 
@@ -42,6 +42,10 @@ def measure_cpu(source: Path, entry: str = "kernel", inputs: str = "get_inputs",
         if run.ok and not message:
             message = "the cpu runner wrote no samples"
         return from_failure(NAME, run, message)
+    forged = implausible_samples(payload["samples_us"], repeats, phase_seconds(run, "timing"), exact=True)
+    if forged:
+        run.reason = f"the runner's result is not credible: {forged}"
+        return from_failure(NAME, run)
     return _result(payload, "", clock, run, warmup, repeats)
 
 
@@ -64,6 +68,12 @@ def measure_cpu_pair(a: Path, b: Path, entry: str = "kernel", inputs: str = "get
         if run.ok and not message:
             message = "the cpu runner wrote no samples"
         failure = from_failure(NAME, run, message)
+        return failure, failure
+    both = list(payload.get("samples_us") or []) + list(payload.get("b_samples_us") or [])
+    forged = implausible_samples(both, 2 * repeats, phase_seconds(run, "timing"), exact=True)
+    if forged:
+        run.reason = f"the runner's result is not credible: {forged}"
+        failure = from_failure(NAME, run)
         return failure, failure
     side_b = dict(payload, samples_us=payload["b_samples_us"], cpu_samples_us=payload.get("b_cpu_samples_us"))
     note = "timed in one process alternately with {}"

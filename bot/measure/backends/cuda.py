@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.errors import MeasureError
-from bot.measure.backends.common import from_failure, from_samples, run_runner
+from bot.measure.backends.common import from_failure, from_samples, implausible_samples, phase_seconds, run_runner
 from bot.measure.types import LatencyResult
 
 NAME = "cuda"
@@ -24,6 +24,10 @@ def measure_cuda(source: Path, entry: str = "kernel", inputs: str = "get_inputs"
                            "CUDA build of torch, or set latency.backend to cpu")
     if not run.ok or not payload or "samples_us" not in payload:
         return from_failure(NAME, run, (payload or {}).get("error"))
+    forged = implausible_samples(payload["samples_us"], repeats, phase_seconds(run, "timing"), exact=False)
+    if forged:
+        run.reason = f"the runner's result is not credible: {forged}"
+        return from_failure(NAME, run)
     return from_samples(NAME, payload["samples_us"], run.argv, tail=run.tail,
                         notes=[f"CUDA events, L2 flushed; warmup={warmup} repeats={repeats}"],
                         extra={"device": payload.get("device")})

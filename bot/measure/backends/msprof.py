@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bot.errors import MeasureError
+from bot.measure import reaper
 from bot.measure.backends.common import from_failure, from_samples
 from bot.measure.sandbox import child_env, python_argv, run_sandboxed, tail_of
 from bot.measure.types import LatencyResult
@@ -56,22 +58,42 @@ class Launch:
 
 
 def _num(value: str | None, kind=float):
-    """'NA', '' and absent cells are None."""
+    """'NA', '' and absent cells are None; so is anything that is not a finite number
+    (inf, nan, 1e999, a cell cut short) or does not fit the kind."""
     if value is None:
         return None
     value = value.strip()
-    if not value or value.upper() in ("NA", "N/A"):
+    if not value or value.upper() in ("NA", "N/A") or len(value) > 64:
         return None
     try:
-        return kind(float(value)) if kind is int else kind(value)
+        number = float(value)
     except ValueError:
         return None
+    if not math.isfinite(number):
+        return None
+    if kind is int:
+        return int(number) if number.is_integer() else None
+    return number
+
+
+def _duration(value: str | None) -> float | None:
+    """A Task Duration: a finite, positive number of microseconds, else None."""
+    number = _num(value)
+    return number if number is not None and number > 0 else None
+
+
+# OpBasicInfo cells are short; a longer one means a damaged file, read anyway (csv's own limit is 128 KiB)
+_FIELD_LIMIT = 16 * 1024 * 1024
 
 
 def parse_opbasicinfo(text: str, file: str = "") -> list[Launch]:
     """Rows of an OpBasicInfo*.csv, by column name (910B/A5 and 310P headers; trailing commas)."""
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
-    rows = [r for r in reader if any(cell.strip() for cell in r)]
+    if csv.field_size_limit() < _FIELD_LIMIT:
+        csv.field_size_limit(_FIELD_LIMIT)
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text.lstrip("\ufeff").replace("\0", ""))) if any(c.strip() for c in r)]
+    except csv.Error as exc:
+        raise MeasureError(f"{file or 'OpBasicInfo.csv'}: not a readable CSV file ({exc})") from None
     if not rows:
         return []
     header = [h.strip() for h in rows[0]]
@@ -79,12 +101,15 @@ def parse_opbasicinfo(text: str, file: str = "") -> list[Launch]:
         raise MeasureError(f"{file or 'OpBasicInfo.csv'}: not an msprof OpBasicInfo file "
                            f"(header: {','.join(h for h in header if h)})")
     launches = []
+    named = max(i for i, h in enumerate(header) if h) + 1
     for row in rows[1:]:
+        if len(row) < named:  # a row cut short (a truncated file): its last cell may be cut too
+            row = row[:-1]
         cell = {h: (row[i] if i < len(row) else None) for i, h in enumerate(header) if h}
         launches.append(Launch(
             op_name=(cell.get("Op Name") or "").strip(),
             op_type=(cell.get("Op Type") or "").strip() or None,
-            duration_us=_num(cell.get("Task Duration(us)")),
+            duration_us=_duration(cell.get("Task Duration(us)")),
             block_dim=_num(cell.get("Block Dim"), int),
             mix_block_dim=_num(cell.get("Mix Block Dim"), int),  # absent on 310P
             device_id=_num(cell.get("Device Id"), int),
@@ -135,7 +160,8 @@ def summarize_launches(launches: list[Launch]) -> tuple[list[float], dict, list[
     down = [l for l in launches if l.down_clocked]
     notes = []
     if missing:
-        notes.append(f"{missing} launch(es) without a Task Duration (NA) were skipped")
+        notes.append(f"{missing} launch(es) without a Task Duration (NA, empty, negative, zero or not "
+                     "a finite number) were skipped")
     if down:
         worst = min(down, key=lambda l: l.current_freq or 0)
         notes.append(f"{len(down)} of {len(launches)} launches ran down-clocked "
@@ -165,7 +191,7 @@ def msprof_argv(msprof: str, kernel_name: str | None, output: Path, launch_count
 
 def private_dir(parent: Path | None = None) -> Path:
     """A fresh mode-700 directory whose parent is not group/other writable (msprof checks)."""
-    base = Path(tempfile.mkdtemp(prefix="tunebot-msprof-", dir=parent))  # mkdtemp: mode 700
+    base = Path(tempfile.mkdtemp(prefix=reaper.temp_prefix("msprof"), dir=parent))  # mkdtemp: mode 700
     out = base / "out"
     out.mkdir(mode=0o700)
     os.chmod(out, 0o700)  # umask may have masked bits of mkdir's mode
@@ -203,7 +229,8 @@ def measure_msprof(source: Path, kernel_name: str, entry: str = "kernel", inputs
                               "--result", str(result_file))
         argv = msprof_argv(msprof, kernel_name, out, launch_count, warmup, command)
         env = child_env([source.parent])
-        run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
+        run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb,
+                            extra_writable=(out.parent,))
         if not run.ok:
             return from_failure(NAME, run)
         crashed = _launch_failure(result_file)
@@ -257,7 +284,8 @@ def _names_without_filter(msprof: str, command: list[str], cwd: Path, timeout_s:
     out = private_dir()
     try:
         argv = msprof_argv(msprof, None, out, 20, 0, command)
-        run_sandboxed(argv, cwd, min(timeout_s, NAMES_TIMEOUT_S), env=env, memory_limit_mb=memory_limit_mb)
+        run_sandboxed(argv, cwd, min(timeout_s, NAMES_TIMEOUT_S), env=env, memory_limit_mb=memory_limit_mb,
+                      extra_writable=(out.parent,))
         names = set()
         for f in find_csvs(out):
             names |= {l.op_name for l in parse_opbasicinfo(f.read_text(errors="replace"))}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.errors import MeasureError
+from bot.measure import reaper
 from bot.measure.backends.common import from_failure, from_samples, run_runner
 from bot.measure.types import LatencyResult
 
@@ -70,11 +71,12 @@ def measure_npu_torch(source: Path, entry: str = "kernel", inputs: str = "get_in
         raise MeasureError("torch_npu cannot be imported (not installed in this Python). Fix: install "
                            "torch_npu matching your CANN and torch, or set latency.backend to cpu")
     source = Path(source).resolve()
-    trace = Path(tempfile.mkdtemp(prefix="tunebot-npuprof-"))
+    trace = Path(tempfile.mkdtemp(prefix=reaper.temp_prefix("npuprof")))
     try:
         args = ["--source", str(source), "--entry", entry, "--inputs", inputs, "--warmup", str(warmup),
                 "--repeats", str(repeats), "--trace-dir", str(trace)]
-        run, payload = run_runner("npu_torch", args, cwd or source.parent, timeout_s, source, memory_limit_mb)
+        run, payload = run_runner("npu_torch", args, cwd or source.parent, timeout_s, source, memory_limit_mb,
+                                  extra_writable=(trace,))
         if payload and payload.get("unavailable"):
             raise MeasureError(f"{payload['unavailable']}. Fix: source CANN's set_env.sh and install a "
                                "torch_npu matching it, or set latency.backend to cpu")
@@ -83,7 +85,7 @@ def measure_npu_torch(source: Path, entry: str = "kernel", inputs: str = "get_in
         files = sorted(trace.rglob("kernel_details.csv"))
         if not files:
             raise MeasureError(f"the torch_npu profiler wrote no kernel_details.csv under {trace}")
-        rows = [r for f in files for r in parse_kernel_details(f.read_text(encoding="utf-8"), kernel_name)]
+        rows = [r for f in files for r in parse_kernel_details(f.read_text(encoding="utf-8", errors="replace"), kernel_name)]
         if not rows:
             raise MeasureError(f"no kernel in kernel_details.csv matched '{kernel_name}'")
         samples = per_step_us(rows)

@@ -1,14 +1,23 @@
-"""Shared by the runners: load a variant file by path, build its inputs, report."""
+"""Shared by the runners: load a variant file by path, build its inputs, report.
+
+Results go to the parent on a channel (`Channel`): the write end of a pipe the parent
+passed by descriptor number, with a nonce read from stdin before the variant is imported,
+so nothing the kernel writes to a path can become the result, and a line without the
+nonce is noticed by the parent. `--result PATH` (a plain file) remains for the profiler
+backends, whose launcher cannot pass a descriptor through msprof.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 EXIT_BAD_OP = 3  # the op module breaks the contract (missing entry, inputs not a tuple)
 
@@ -55,17 +64,63 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--entry", default="kernel")
     p.add_argument("--inputs", default="get_inputs")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--result", type=Path, required=True, help="JSON result file to write")
+    p.add_argument("--result", type=Path, help="JSON result file to write (default: the parent's channel)")
     return p
 
 
-def write_result(path: Path, payload: dict) -> None:
-    path.write_text(json.dumps(payload), encoding="utf-8")
+class Channel:
+    """The runner's end of the result channel (see the module docstring)."""
+
+    def __init__(self, fd: int, nonce: str) -> None:
+        self._fd, self._nonce = fd, nonce
+
+    def send(self, kind: str, data: object = None) -> None:
+        line = json.dumps({"n": self._nonce, "k": kind, "d": data}, allow_nan=False).encode() + b"\n"
+        view = memoryview(line)
+        while view:
+            view = view[os.write(self._fd, view):]
+
+    def finish(self, payload: dict, code: int = 0) -> NoReturn:
+        """Send the result and end the process at once: nothing the kernel registered to run at
+        exit (atexit, finalizers) gets a chance to send or change anything afterwards."""
+        self.send("result", payload)
+        os.close(self._fd)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
-def fail_contract(path: Path, exc: OpContractError) -> NoReturn:
-    write_result(path, {"error": str(exc)})
+def parse_args(p: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse the runner's arguments and open the result channel before any variant code runs."""
+    args = p.parse_args()
+    fd = os.environ.pop("TUNEBOT_RESULT_FD", None)
+    if args.result is None:
+        if fd is None:
+            p.error("--result is required when not started by tunebot")
+        nonce = sys.stdin.buffer.readline().decode().strip()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)  # the nonce is read; the kernel gets an empty stdin
+        os.close(devnull)
+        os.set_inheritable(int(fd), False)  # the kernel's own child processes do not inherit it
+        args.result = Channel(int(fd), nonce)
+    return args
+
+
+def mark(target: Path | Channel, kind: str) -> None:
+    """Tell the parent a phase starts now (e.g. "timing"): it stamps the arrival with its own clock."""
+    if isinstance(target, Channel):
+        target.send(kind)
+
+
+def write_result(target: Path | Channel, payload: dict, code: int = 0) -> None:
+    if isinstance(target, Channel):
+        target.finish(payload, code)
+    target.write_text(json.dumps(payload), encoding="utf-8")
+
+
+def fail_contract(target: Path | Channel, exc: OpContractError) -> NoReturn:
     print(f"tunebot: {exc}", file=sys.stderr)
+    write_result(target, {"error": str(exc)}, EXIT_BAD_OP)
     sys.exit(EXIT_BAD_OP)
 
 

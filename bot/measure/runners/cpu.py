@@ -14,7 +14,10 @@ their calls (a b, b a, ...): both see the same process, core, memory layout and 
 their ratio is far steadier than that of two processes (benchmarks/noise.py). The decision
 rule's re-measure uses this pair mode.
 
-Prints nothing of its own on stdout (the kernel may); the samples go to --result as JSON.
+Prints nothing of its own on stdout (the kernel may); the samples go to the parent's result
+channel (runners/common.py). The clocks are bound before the variant is imported, so a variant
+that patches `time.*` does not reach them, and the parent stamps the start of the timed loop
+("timing") with its own clock to check the samples against it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import gc
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bot.measure.runners.common import (
@@ -33,8 +37,13 @@ from bot.measure.runners.common import (
     fail_contract,
     load_entry,
     load_module,
+    mark,
+    parse_args,
     write_result,
 )
+
+_clock = time.perf_counter_ns  # bound before the variant is imported: patching time.* does not reach them
+_cpu_clock = time.process_time_ns
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -60,8 +69,10 @@ def os_threads() -> int:
     return threading.active_count()
 
 
-def time_calls(fn, inputs: tuple, warmup: int, repeats: int) -> tuple[list[float], list[float], int]:
-    """Per-call (wall, cpu) time in microseconds and the most OS threads seen; gc is off while timing."""
+def time_calls(fn, inputs: tuple, warmup: int, repeats: int,
+               started: Callable[[], None] = lambda: None) -> tuple[list[float], list[float], int]:
+    """Per-call (wall, cpu) time in microseconds and the most OS threads seen; gc is off while timing.
+    `started` is called right before the timed loop (the parent stamps it)."""
     for _ in range(warmup):
         fn(*inputs)
     wall: list[float] = []
@@ -69,12 +80,13 @@ def time_calls(fn, inputs: tuple, warmup: int, repeats: int) -> tuple[list[float
     gc.collect()
     gc.disable()
     try:
+        started()
         for _ in range(repeats):
-            c0 = time.process_time_ns()
-            t0 = time.perf_counter_ns()
+            c0 = _cpu_clock()
+            t0 = _clock()
             fn(*inputs)
-            t1 = time.perf_counter_ns()
-            c1 = time.process_time_ns()
+            t1 = _clock()
+            c1 = _cpu_clock()
             wall.append((t1 - t0) / 1000.0)
             cpu.append((c1 - c0) / 1000.0)
     finally:
@@ -83,15 +95,16 @@ def time_calls(fn, inputs: tuple, warmup: int, repeats: int) -> tuple[list[float
 
 
 def _timed(fn, inputs: tuple) -> tuple[float, float]:
-    c0 = time.process_time_ns()
-    t0 = time.perf_counter_ns()
+    c0 = _cpu_clock()
+    t0 = _clock()
     fn(*inputs)
-    t1 = time.perf_counter_ns()
-    c1 = time.process_time_ns()
+    t1 = _clock()
+    c1 = _cpu_clock()
     return (t1 - t0) / 1000.0, (c1 - c0) / 1000.0
 
 
-def time_pair(fa, ia: tuple, fb, ib: tuple, warmup: int, repeats: int) -> dict:
+def time_pair(fa, ia: tuple, fb, ib: tuple, warmup: int, repeats: int,
+              started: Callable[[], None] = lambda: None) -> dict:
     """Alternate a and b call by call, the order swapped every round (a b, b a, ...)."""
     for _ in range(warmup):
         fa(*ia)
@@ -100,6 +113,7 @@ def time_pair(fa, ia: tuple, fb, ib: tuple, warmup: int, repeats: int) -> dict:
     gc.collect()
     gc.disable()
     try:
+        started()
         for i in range(repeats):
             for side in ("ab" if i % 2 == 0 else "ba"):
                 wall, cpu = _timed(fa, ia) if side == "a" else _timed(fb, ib)
@@ -116,7 +130,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--threads", type=int, default=1, help="math-library threads (0: library default)")
     p.add_argument("--source-b", type=Path, help="a second variant, timed alternately with --source")
-    args = p.parse_args()
+    args = parse_args(p)
     pin_threads(args.threads)
     fn, inputs = load_entry(args, "the timed entry")
     if args.source_b is not None:
@@ -125,7 +139,7 @@ def main() -> None:
             fb, ib = attribute(module_b, args.entry, "the timed entry"), build_inputs(module_b, args.inputs, args.seed)
         except OpContractError as exc:
             fail_contract(args.result, exc)
-        s = time_pair(fn, inputs, fb, ib, args.warmup, args.repeats)
+        s = time_pair(fn, inputs, fb, ib, args.warmup, args.repeats, lambda: mark(args.result, "timing"))
         write_result(args.result, {"samples_us": s["a_wall"], "cpu_samples_us": s["a_cpu"],
                                    "b_samples_us": s["b_wall"], "b_cpu_samples_us": s["b_cpu"],
                                    "threads": os_threads(), "pinned_threads": args.threads})
@@ -137,7 +151,7 @@ def main() -> None:
             torch.set_num_threads(args.threads)
     except Exception:  # noqa: BLE001 - a torch without threading controls keeps its default
         pass
-    wall, cpu, threads = time_calls(fn, inputs, args.warmup, args.repeats)
+    wall, cpu, threads = time_calls(fn, inputs, args.warmup, args.repeats, lambda: mark(args.result, "timing"))
     write_result(args.result, {"samples_us": wall, "cpu_samples_us": cpu, "threads": threads,
                                "pinned_threads": args.threads})
 

@@ -10,7 +10,7 @@ import copy
 import json
 
 from bot.measure.runners.common import (OpContractError, attribute, base_parser, build_inputs,
-                                        fail_contract, load_module, write_result)
+                                        fail_contract, load_module, write_result, parse_args)
 
 _FLOAT_PREFIXES = ("float", "bfloat", "complex")
 
@@ -73,7 +73,7 @@ def main() -> None:
     p.add_argument("--reference", default="reference")
     p.add_argument("--rtol", default="{}", help="JSON: dtype -> rtol")
     p.add_argument("--atol", default="{}", help="JSON: dtype -> atol")
-    args = p.parse_args()
+    args = parse_args(p)
     try:
         module = load_module(args.source)
         kernel = attribute(module, args.entry, "the kernel under test")

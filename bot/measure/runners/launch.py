@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from bot.measure.runners.common import base_parser, load_entry, write_result
+from bot.measure.runners.common import base_parser, load_entry, write_result, parse_args
 
 
 def synchronize() -> str:
@@ -29,7 +29,7 @@ def synchronize() -> str:
 def main() -> None:
     p = base_parser(__doc__)
     p.add_argument("--calls", type=int, default=1)
-    args = p.parse_args()
+    args = parse_args(p)
     fn, inputs = load_entry(args, "the launched entry")
     for _ in range(args.calls):
         fn(*inputs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from bot.measure.runners.common import EXIT_BAD_OP, base_parser, load_entry, to_device, write_result
+from bot.measure.runners.common import EXIT_BAD_OP, base_parser, load_entry, to_device, write_result, parse_args
 
 
 def main() -> None:
@@ -17,12 +17,12 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--trace-dir", required=True)
-    args = p.parse_args()
+    args = parse_args(p)
     try:
         import torch
         import torch_npu
     except Exception as exc:  # ImportError, or a CANN library that fails to load
-        write_result(args.result, {"unavailable": f"torch_npu cannot be imported: {type(exc).__name__}: {exc}"})
+        write_result(args.result, {"unavailable": f"torch_npu cannot be imported: {type(exc).__name__}: {exc}"}, EXIT_BAD_OP)
         sys.exit(EXIT_BAD_OP)
     fn, inputs = load_entry(args, "the profiled entry")
     inputs = to_device(inputs, torch, "npu")
