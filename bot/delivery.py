@@ -222,10 +222,12 @@ def report_text(op: OpConfig, state: rs.RunState, noise_floor: float, worktree, 
     return render_report(completion_report(op, state, noise_floor, consulted, noise_warn))
 
 
-_MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+# The exception line that ended the process; warnings printed earlier (torch's "Failed to initialize
+# NumPy: No module named 'numpy'") also name modules but are not why the op failed.
+_MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named '([A-Za-z0-9_.]+)'", re.M)
 
 
 def missing_module(tail: str) -> str | None:
     """The top-level module an op failed to import (e.g. 'tilelang', 'torch_npu'), if that was the failure."""
-    m = _MISSING_MODULE.search(tail or "")
-    return m.group(1).split(".")[0] if m else None
+    found = _MISSING_MODULE.findall(tail or "")
+    return found[-1].split(".")[0] if found else None

@@ -148,3 +148,15 @@ def test_an_iteration_line_keeps_its_numbers_within_80_columns(monkeypatch):
     for number in ("10/10", "123456.78 us", "-12.3% vs baseline", "+1.2% vs best"):
         assert number in head, (number, head)
     assert line.index("not_better: interleaved") < line.index("block_size: BLOCK_ROWS")
+
+
+def test_the_missing_module_is_the_one_that_ended_the_process_not_a_warning():
+    # Seen on a fresh venv: torch warns "Failed to initialize NumPy: No module named 'numpy'" before
+    # the op's own ImportError, and the hint named numpy instead of tilelang.
+    from bot.delivery import missing_module
+
+    tail = ("functional_tensor.py:368: UserWarning: Failed to initialize NumPy: No module named 'numpy'\n"
+            "Traceback (most recent call last):\n  File \"vec_add.py\", line 8, in <module>\n    import tilelang\n"
+            "ModuleNotFoundError: No module named 'tilelang.language'\n")
+    assert missing_module(tail) == "tilelang"
+    assert missing_module("UserWarning: No module named 'numpy'\nValueError: shapes differ\n") is None
