@@ -35,6 +35,7 @@ from bot.strategies.source import (
     append_item,
     bool_value,
     dotted,
+    import_bindings,
     line_of,
     literal_node,
     make_variant,
@@ -81,21 +82,8 @@ def default_enabled() -> tuple[bool, str]:
 
 def _tilelang_names(module: cst.Module) -> tuple[set[str], set[str]]:
     """Names bound to the tilelang module, and names imported from it (`from tilelang import jit`)."""
-    modules, members = {"tilelang"}, set()
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if dotted(alias.name) == "tilelang" and alias.asname is not None:
-                        modules.add(alias.asname.name.value)  # type: ignore[union-attr]
-            elif isinstance(small, cst.ImportFrom) and small.module is not None \
-                    and dotted(small.module) == "tilelang" and not isinstance(small.names, cst.ImportStar):
-                for alias in small.names:
-                    if isinstance(alias.name, cst.Name):
-                        members.add(alias.asname.name.value if alias.asname else alias.name.value)  # type: ignore
-    return modules, members
+    modules, members = import_bindings(module, "tilelang")
+    return {"tilelang"} | {name for name, target in modules.items() if target == "tilelang"}, set(members)
 
 
 def _is_flag_key(key: cst.BaseExpression | None) -> bool:

@@ -142,6 +142,29 @@ def replace_node(module: cst.Module, target: cst.CSTNode, replacement: cst.CSTNo
     return new.code
 
 
+def import_bindings(module: cst.Module, package: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Top-level imports of `package`: {bound name: dotted module} for `import package[.sub] as X`,
+    and {bound name: member} for `from package import member [as X]`."""
+    modules: dict[str, str] = {}
+    members: dict[str, str] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    name = dotted(alias.name)
+                    if alias.asname is not None and (name == package or name.startswith(package + ".")):
+                        modules[alias.asname.name.value] = name  # type: ignore[union-attr]
+            elif isinstance(small, cst.ImportFrom) and small.module is not None \
+                    and dotted(small.module) == package and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    if isinstance(alias.name, cst.Name):
+                        bound = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore[union-attr]
+                        members[bound] = alias.name.value
+    return modules, members
+
+
 def dotted(node: cst.BaseExpression) -> str:
     """`a.b.c` for Name/Attribute chains, '' otherwise."""
     if isinstance(node, cst.Name):

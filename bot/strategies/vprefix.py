@@ -16,7 +16,7 @@ from functools import lru_cache
 import libcst as cst
 
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.source import ParseFailure, make_variant, parse
+from bot.strategies.source import ParseFailure, import_bindings, make_variant, parse
 
 STRATEGY = "vprefix"
 
@@ -37,29 +37,10 @@ ALIASES: dict[str, str] = {
 
 def _language_aliases(module: cst.Module) -> set[str]:
     """Names bound to tilelang.language (`import tilelang.language as T`, `from tilelang import language as T`)."""
-    names: set[str] = set()
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    if _dotted_name(alias.name) == "tilelang.language" and alias.asname is not None:
-                        names.add(alias.asname.name.value)  # type: ignore[union-attr]
-            elif isinstance(small, cst.ImportFrom) and small.module is not None \
-                    and _dotted_name(small.module) == "tilelang" and not isinstance(small.names, cst.ImportStar):
-                for alias in small.names:
-                    if isinstance(alias.name, cst.Name) and alias.name.value == "language":
-                        names.add(alias.asname.name.value if alias.asname else "language")  # type: ignore
+    modules, members = import_bindings(module, "tilelang")
+    names = {name for name, target in modules.items() if target == "tilelang.language"}
+    names |= {name for name, member in members.items() if member == "language"}
     return names or {"T"}
-
-
-def _dotted_name(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted_name(node.value)}.{node.attr.value}"
-    return ""
 
 
 class _Rename(cst.CSTTransformer):
