@@ -39,8 +39,9 @@ def make_docs(folder: Path, megabytes: float) -> int:
         size += len(body.encode("utf-8"))
         i += 1
     (folder / "big.md").write_text("".join(parts), encoding="utf-8")
-    (folder / "supported_matrix.md").write_text((DOCS / "supported_matrix.md").read_text(encoding="utf-8"),
-                                                encoding="utf-8")
+    (folder / "supported_matrix.md").write_text(
+        (DOCS / "supported_matrix.md").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     return (folder / "big.md").stat().st_size
 
 
@@ -63,10 +64,20 @@ def main() -> None:
                     outcome = f"refused: {str(exc)[:60]}"
                 times.append(time.process_time() - start)
             med = statistics.median(times)
-            results.append({"bytes": size, "runs": args.runs, "median_s": med, "min_s": min(times), "max_s": max(times),
-                            "outcome": outcome})
-            print(f"{size / 1048576:6.2f} MB  median {med:7.3f} s CPU  (min {min(times):.3f}, max {max(times):.3f})  "
-                  f"{med / (size / 1048576):6.3f} s/MB  {outcome}")
+            results.append(
+                {
+                    "bytes": size,
+                    "runs": args.runs,
+                    "median_s": med,
+                    "min_s": min(times),
+                    "max_s": max(times),
+                    "outcome": outcome,
+                }
+            )
+            print(
+                f"{size / 1048576:6.2f} MB  median {med:7.3f} s CPU  (min {min(times):.3f}, max {max(times):.3f})  "
+                f"{med / (size / 1048576):6.3f} s/MB  {outcome}"
+            )
     out = ROOT / "benchmarks" / "results" / "features_parse.json"
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 

@@ -100,7 +100,9 @@ def _betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1:
         return 1.0
-    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    lbeta = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
     if x > (a + 1) / (a + b + 2):
         return 1.0 - _betainc(b, a, 1 - x)
     # Lentz's continued fraction
@@ -108,8 +110,10 @@ def _betainc(a: float, b: float, x: float) -> float:
     d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
     f = d
     for m in range(1, 300):
-        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1.0 + numerator * d
             d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
             c = 1.0 + numerator / c
@@ -128,13 +132,29 @@ def interval(k: int, n: int) -> dict:
     return {"n": n, "positives": k, "rate": k / n, "ci95": [lo, hi], "upper95": up}
 
 
-def run_condition(condition: str, args: argparse.Namespace, directory: Path, rng: random.Random) -> list[dict]:
-    op = OpConfig(project="bench", name="work", dir=Path("."),
-                  latency=LatencySettings(backend="cpu", warmup=args.warmup, repeats=args.repeats, timeout_s=60.0))
+def run_condition(
+    condition: str, args: argparse.Namespace, directory: Path, rng: random.Random
+) -> list[dict]:
+    op = OpConfig(
+        project="bench",
+        name="work",
+        dir=Path("."),
+        latency=LatencySettings(
+            backend="cpu", warmup=args.warmup, repeats=args.repeats, timeout_s=60.0
+        ),
+    )
     base = write_variant(directory, "base", args.work)
-    variants = {kind: write_variant(directory, f"v_{kind}", round(args.work * f)) for kind, f in KINDS.items()}
-    trials = (["aa"] * args.aa + ["fast5"] * args.sens + ["fast10"] * args.sens
-              + ["slow5"] * args.slow + ["slow10"] * args.slow)
+    variants = {
+        kind: write_variant(directory, f"v_{kind}", round(args.work * f))
+        for kind, f in KINDS.items()
+    }
+    trials = (
+        ["aa"] * args.aa
+        + ["fast5"] * args.sens
+        + ["fast10"] * args.sens
+        + ["slow5"] * args.slow
+        + ["slow10"] * args.slow
+    )
     rng.shuffle(trials)
     busy = None
     if condition == "busy1":
@@ -152,19 +172,33 @@ def run_condition(condition: str, args: argparse.Namespace, directory: Path, rng
             before = CountingEvaluator.measurements
             cand, d = ev.compare(base, best, variants[kind], noise_floor=NAIVE_THRESHOLD)
             if not (best.ok and cand.ok) or d is None:
-                records.append({"condition": condition, "kind": kind, "error": best.notes + cand.notes})
+                records.append(
+                    {"condition": condition, "kind": kind, "error": best.notes + cand.notes}
+                )
                 continue
             naive_gain = (best.median_us - cand.median_us) / best.median_us
-            records.append({"condition": condition, "kind": kind, "best_us": best.median_us,
-                            "cand_us": cand.median_us, "naive_gain": naive_gain,
-                            "naive_better": naive_gain >= NAIVE_THRESHOLD, "better": d.better, "gain": d.gain,
-                            "remeasured": d.remeasured, "detectable": d.detectable,
-                            "first_gain": d.details.get("first", {}).get("gain"),
-                            "measurements": CountingEvaluator.measurements - before,
-                            "round_gains": d.details.get("round_gains")})
+            records.append(
+                {
+                    "condition": condition,
+                    "kind": kind,
+                    "best_us": best.median_us,
+                    "cand_us": cand.median_us,
+                    "naive_gain": naive_gain,
+                    "naive_better": naive_gain >= NAIVE_THRESHOLD,
+                    "better": d.better,
+                    "gain": d.gain,
+                    "remeasured": d.remeasured,
+                    "detectable": d.detectable,
+                    "first_gain": d.details.get("first", {}).get("gain"),
+                    "measurements": CountingEvaluator.measurements - before,
+                    "round_gains": d.details.get("round_gains"),
+                }
+            )
             if args.progress and (i + 1) % 25 == 0:
-                print(f"  {condition}: {i + 1}/{len(trials)} decisions, {time.monotonic() - started:.0f} s",
-                      file=sys.stderr)
+                print(
+                    f"  {condition}: {i + 1}/{len(trials)} decisions, {time.monotonic() - started:.0f} s",
+                    file=sys.stderr,
+                )
     finally:
         if busy is not None:
             busy.terminate()
@@ -173,13 +207,21 @@ def run_condition(condition: str, args: argparse.Namespace, directory: Path, rng
 
 
 def summarize(records: list[dict], args: argparse.Namespace, wall: float, env: dict) -> dict:
-    out: dict = {"command": " ".join(["python", "benchmarks/noise.py", *sys.argv[1:]]),
-                 "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                 "wall_s": round(wall, 1), "environment": env, "conditions": {}}
+    out: dict = {
+        "command": " ".join(["python", "benchmarks/noise.py", *sys.argv[1:]]),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "wall_s": round(wall, 1),
+        "environment": env,
+        "conditions": {},
+    }
     for condition in args.conditions.split(","):
         rs = [r for r in records if r["condition"] == condition]
         ok = [r for r in rs if "error" not in r]
-        c: dict = {"errors": len(rs) - len(ok), "rules": {"loop": {}, "naive": {}}, "median_first_gain": {}}
+        c: dict = {
+            "errors": len(rs) - len(ok),
+            "rules": {"loop": {}, "naive": {}},
+            "median_first_gain": {},
+        }
         for kind in KINDS:
             mine = [r for r in ok if r["kind"] == kind]
             c["rules"]["loop"][kind] = interval(sum(r["better"] for r in mine), len(mine))
@@ -192,9 +234,11 @@ def summarize(records: list[dict], args: argparse.Namespace, wall: float, env: d
             c["median_detectable"] = statistics.median(r["detectable"] for r in ok)
         aa, f10 = c["rules"]["loop"]["aa"], c["rules"]["loop"]["fast10"]
         slow = sum(c["rules"]["loop"][k]["positives"] for k in ("slow5", "slow10"))
-        c["goals"] = {"aa_upper95_le_1pct": bool(aa["n"] and aa["upper95"] <= 0.01),
-                      "detect10_ge_90pct": bool(f10["n"] and f10["rate"] >= 0.90),
-                      "no_slowdown_accepted": slow == 0}
+        c["goals"] = {
+            "aa_upper95_le_1pct": bool(aa["n"] and aa["upper95"] <= 0.01),
+            "detect10_ge_90pct": bool(f10["n"] and f10["rate"] >= 0.90),
+            "no_slowdown_accepted": slow == 0,
+        }
         out["conditions"][condition] = c
     out["records"] = records
     return out
@@ -213,7 +257,9 @@ def _rounded(value):
 def dump(result: dict) -> str:
     """Indented JSON with one line per decision record (reviewable diffs, small file)."""
     head = json.dumps({k: v for k, v in result.items() if k != "records"}, indent=1)
-    records = ",\n".join("  " + json.dumps(_rounded(r), separators=(",", ":")) for r in result["records"])
+    records = ",\n".join(
+        "  " + json.dumps(_rounded(r), separators=(",", ":")) for r in result["records"]
+    )
     return f'{head[:-2]},\n "records": [\n{records}\n ]\n}}\n'
 
 
@@ -221,30 +267,53 @@ def table(result: dict) -> str:
     def cell(x: dict) -> str:
         if not x["n"]:
             return "-"
-        return f"{x['positives']}/{x['n']} = {x['rate'] * 100:.1f} % (up95 {x['upper95'] * 100:.2f} %)"
+        return (
+            f"{x['positives']}/{x['n']} = {x['rate'] * 100:.1f} % (up95 {x['upper95'] * 100:.2f} %)"
+        )
 
     lines = []
     for condition, c in result["conditions"].items():
-        lines.append(f"condition {condition}: {c['errors']} errors, re-measured {c.get('remeasure_rate', 0) * 100:.0f} %, "
-                     f"{c.get('measurements_per_decision', 0):.1f} measurements per decision, "
-                     f"median detectable {c.get('median_detectable', 0) * 100:.1f} %")
+        lines.append(
+            f"condition {condition}: {c['errors']} errors, re-measured {c.get('remeasure_rate', 0) * 100:.0f} %, "
+            f"{c.get('measurements_per_decision', 0):.1f} measurements per decision, "
+            f"median detectable {c.get('median_detectable', 0) * 100:.1f} %"
+        )
         for rule in ("loop", "naive"):
             r = c["rules"][rule]
             lines.append(f"  {rule:<6} " + "  ".join(f"{k}: {cell(r[k])}" for k in KINDS))
         g = c["median_first_gain"]
-        lines.append("  median first-look gain: " + ", ".join(f"{k} {v * 100:+.1f} %" for k, v in g.items()))
+        lines.append(
+            "  median first-look gain: " + ", ".join(f"{k} {v * 100:+.1f} %" for k, v in g.items())
+        )
         lines.append(f"  goals: {c['goals']}")
     lines.append(f"{result['wall_s']:.0f} s")
     return "\n".join(lines)
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--aa", type=int, default=300, help="A/A decisions per condition")
-    p.add_argument("--sens", type=int, default=100, help="decisions per condition for each of 5 %% and 10 %% faster")
-    p.add_argument("--slow", type=int, default=50, help="decisions per condition for each of 5 %% and 10 %% slower")
+    p.add_argument(
+        "--sens",
+        type=int,
+        default=100,
+        help="decisions per condition for each of 5 %% and 10 %% faster",
+    )
+    p.add_argument(
+        "--slow",
+        type=int,
+        default=50,
+        help="decisions per condition for each of 5 %% and 10 %% slower",
+    )
     p.add_argument("--conditions", default="quiet,busy1")
-    p.add_argument("--run-length", type=int, default=10, help="decisions per simulated run (best measured once)")
+    p.add_argument(
+        "--run-length",
+        type=int,
+        default=10,
+        help="decisions per simulated run (best measured once)",
+    )
     p.add_argument("--work", type=int, default=4000, help="WORK of the baseline kernel (~90 us)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
@@ -261,7 +330,9 @@ def main() -> None:
             if condition not in ("quiet", "busy1"):
                 p.error(f"unknown condition {condition!r}: use quiet, busy1")
             records += run_condition(condition, args, Path(tmp), rng)
-        op = OpConfig(project="bench", name="work", dir=Path("."), latency=LatencySettings(backend="cpu"))
+        op = OpConfig(
+            project="bench", name="work", dir=Path("."), latency=LatencySettings(backend="cpu")
+        )
         env = asdict(Evaluator(op, Path(tmp)).environment(Path(tmp) / "base.py", None))
     result = summarize(records, args, time.monotonic() - started, env)
     result["environment"]["load_average_end"] = os.getloadavg()

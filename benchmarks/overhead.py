@@ -71,7 +71,9 @@ class TimedEvaluator(Evaluator):
 
 
 def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, input=stdin, check=True, capture_output=True).stdout.decode()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, input=stdin, check=True, capture_output=True
+    ).stdout.decode()
 
 
 def make_repo(path: Path, commits: int) -> Path:
@@ -109,8 +111,12 @@ def overheads(repo: Path) -> list[float]:
         if event.kind in ("baseline", "iteration"):
             marks.append((time.perf_counter(), TimedEvaluator.kernel_s))
 
-    run_tune(TuneRequest(repo=repo, op="sleepy", restart=True), LocalForge(repo), progress,
-             evaluator_factory=TimedEvaluator)
+    run_tune(
+        TuneRequest(repo=repo, op="sleepy", restart=True),
+        LocalForge(repo),
+        progress,
+        evaluator_factory=TimedEvaluator,
+    )
     return [((t1 - t0) - (k1 - k0)) * 1000 for (t0, k0), (t1, k1) in zip(marks, marks[1:])]
 
 
@@ -138,11 +144,23 @@ def record_step(existing: int, steps: int = 20) -> list[float]:
 
     with tempfile.TemporaryDirectory(prefix="tunebot-records-") as tmp:
         path = Path(tmp) / "results.jsonl"
-        filler = {"kind": rs.REJECTED, "attempt": {"change": {"strategy": "block_size", "description": "x" * 200,
-                                                              "knob": "BLOCK", "old": 16, "new": 32},
-                                                   "source_hash": "0" * 64, "parent_hash": "1" * 64,
-                                                   "verdict": "rejected", "gain": None},
-                  "reason": "y" * 300}
+        filler = {
+            "kind": rs.REJECTED,
+            "attempt": {
+                "change": {
+                    "strategy": "block_size",
+                    "description": "x" * 200,
+                    "knob": "BLOCK",
+                    "old": 16,
+                    "new": 32,
+                },
+                "source_hash": "0" * 64,
+                "parent_hash": "1" * 64,
+                "verdict": "rejected",
+                "gain": None,
+            },
+            "reason": "y" * 300,
+        }
         with open(path, "w", encoding="utf-8") as f:
             for i in range(existing):
                 f.write(json.dumps({**filler, "key": f"filler:{i}"}, sort_keys=True) + "\n")
@@ -159,19 +177,31 @@ def record_step(existing: int, steps: int = 20) -> list[float]:
 
 
 def summary(values: list[float]) -> dict:
-    return {"n": len(values), "median_ms": statistics.median(values),
-            "p90_ms": sorted(values)[int(0.9 * (len(values) - 1))], "max_ms": max(values)}
+    return {
+        "n": len(values),
+        "median_ms": statistics.median(values),
+        "p90_ms": sorted(values)[int(0.9 * (len(values) - 1))],
+        "max_ms": max(values),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commits", default="1000,20000", help="history sizes besides a 1-commit repo")
+    parser.add_argument(
+        "--commits", default="1000,20000", help="history sizes besides a 1-commit repo"
+    )
     parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "overhead.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "overhead.json"
+    )
     args = parser.parse_args()
     sizes = [1] + [int(c) for c in args.commits.split(",")]
-    result: dict = {"command": " ".join(["python", "benchmarks/overhead.py", *sys.argv[1:]]),
-                    "load_average_start": os.getloadavg(), "repos": {}, "records": {}}
+    result: dict = {
+        "command": " ".join(["python", "benchmarks/overhead.py", *sys.argv[1:]]),
+        "load_average_start": os.getloadavg(),
+        "repos": {},
+        "records": {},
+    }
     with tempfile.TemporaryDirectory(prefix="tunebot-overhead-") as tmp:
         repos = {n: make_repo(Path(tmp) / f"h{n}", n) for n in sizes}
         bot: dict[int, list[float]] = {n: [] for n in sizes}
@@ -183,18 +213,28 @@ def main() -> None:
         for n, repo in repos.items():
             commits = int(_git(repo, "rev-list", "--count", "HEAD").strip())
             b, f = summary(bot[n]), summary(floor[n])
-            result["repos"][str(n)] = {"commits": commits, "bot": b, "git_commit_floor": f,
-                                       "ratio": b["median_ms"] / f["median_ms"]}
+            result["repos"][str(n)] = {
+                "commits": commits,
+                "bot": b,
+                "git_commit_floor": f,
+                "ratio": b["median_ms"] / f["median_ms"],
+            }
     for existing in (10, 10_000):
         result["records"][str(existing)] = summary(record_step(existing))
     result["load_average_end"] = os.getloadavg()
-    print(f"{'repo':<10}{'commits':>9}{'iters':>7}{'bot ms':>9}{'p90':>8}{'git commit ms':>15}{'ratio':>8}")
+    print(
+        f"{'repo':<10}{'commits':>9}{'iters':>7}{'bot ms':>9}{'p90':>8}{'git commit ms':>15}{'ratio':>8}"
+    )
     for n, r in result["repos"].items():
-        print(f"{'h' + n:<10}{r['commits']:>9}{r['bot']['n']:>7}{r['bot']['median_ms']:>9.1f}{r['bot']['p90_ms']:>8.1f}"
-              f"{r['git_commit_floor']['median_ms']:>15.1f}{r['ratio']:>8.2f}")
+        print(
+            f"{'h' + n:<10}{r['commits']:>9}{r['bot']['n']:>7}{r['bot']['median_ms']:>9.1f}{r['bot']['p90_ms']:>8.1f}"
+            f"{r['git_commit_floor']['median_ms']:>15.1f}{r['ratio']:>8.2f}"
+        )
     for existing, r in result["records"].items():
-        print(f"record keeping (append + fold) with {existing:>6} records: median {r['median_ms']:.2f} ms, "
-              f"p90 {r['p90_ms']:.2f} ms")
+        print(
+            f"record keeping (append + fold) with {existing:>6} records: median {r['median_ms']:.2f} ms, "
+            f"p90 {r['p90_ms']:.2f} ms"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")

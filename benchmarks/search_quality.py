@@ -98,7 +98,9 @@ class Landscape:
     def optimum(self) -> float:
         return min(v for v in self.true.values() if v != FAILED)
 
-    def samples(self, point: tuple[int, ...], offset: float, n: int, rng: random.Random) -> list[float]:
+    def samples(
+        self, point: tuple[int, ...], offset: float, n: int, rng: random.Random
+    ) -> list[float]:
         center = self.true[point] * (1.0 + offset)
         sd = self.sample_sd[point]
         return [max(center * 0.05, center * (1.0 + rng.gauss(0.0, sd))) for _ in range(n)]
@@ -125,7 +127,12 @@ class Simulator:
     def measure_point(self, point: tuple[int, ...]) -> LatencyResult:
         self._charge()
         offset = self.rng.gauss(0.0, self.land.spread[point])
-        r = from_samples("cpu", self.land.samples(point, offset, REPEATS, self.rng), ["sim"], extra={"clock": "cpu"})
+        r = from_samples(
+            "cpu",
+            self.land.samples(point, offset, REPEATS, self.rng),
+            ["sim"],
+            extra={"clock": "cpu"},
+        )
         self.tracker.add(repr(point), r.median_us)
         return r
 
@@ -138,8 +145,15 @@ class Simulator:
         offset = self.rng.gauss(0.0, self.land.spread[pa])
         ratio = self.rng.gauss(0.0, PAIR_RATIO_SD)
         n = max(5, REPEATS // 2)
-        ra = from_samples("cpu", self.land.samples(pa, offset, n, self.rng), ["sim"], extra={"clock": "cpu"})
-        rb = from_samples("cpu", self.land.samples(pb, offset + ratio, n, self.rng), ["sim"], extra={"clock": "cpu"})
+        ra = from_samples(
+            "cpu", self.land.samples(pa, offset, n, self.rng), ["sim"], extra={"clock": "cpu"}
+        )
+        rb = from_samples(
+            "cpu",
+            self.land.samples(pb, offset + ratio, n, self.rng),
+            ["sim"],
+            extra={"clock": "cpu"},
+        )
         self.tracker.add(repr(pa), ra.median_us)
         self.tracker.add(repr(pb), rb.median_us)
         return ra, rb
@@ -174,13 +188,25 @@ def load_sweep(path: Path) -> Landscape:
         sample_sd.setdefault(key, 0.05)
     source = (ROOT / op.source).read_text(encoding="utf-8")
     declared = {k.name: k for k in op.knobs}
-    table_knobs = tuple(Knob(k["name"], k["strategy"], tuple(k["values"]),
-                             declared[k["name"]].divides if k["name"] in declared else None,
-                             declared[k["name"]].multiple_of if k["name"] in declared else None)
-                        for k in data["knobs"])
-    op = OpConfig(project=op.project, name=op.name, dir=op.dir, kernel_kind=op.kernel_kind, knobs=table_knobs)
+    table_knobs = tuple(
+        Knob(
+            k["name"],
+            k["strategy"],
+            tuple(k["values"]),
+            declared[k["name"]].divides if k["name"] in declared else None,
+            declared[k["name"]].multiple_of if k["name"] in declared else None,
+        )
+        for k in data["knobs"]
+    )
+    op = OpConfig(
+        project=op.project, name=op.name, dir=op.dir, kernel_kind=op.kernel_kind, knobs=table_knobs
+    )
     current = tuple(knobmod.current_value(source, n) for n in names)
-    start = current if true.get(current, FAILED) != FAILED else tuple(k["default"] for k in data["knobs"])
+    start = (
+        current
+        if true.get(current, FAILED) != FAILED
+        else tuple(k["default"] for k in data["knobs"])
+    )
     for name, value in zip(names, start):
         if knobmod.current_value(source, name) != value:
             variant = knobmod.set_knob(source, Knob(name, "block_size", (value,)), value)
@@ -201,8 +227,14 @@ def sweep_spread(paths: list[Path]) -> float:
     return statistics.median(sds) if sds else 0.05
 
 
-VALUE_SETS = ([8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], [16, 32, 64, 128, 256, 512],
-              [1, 2, 3, 4], [1, 2, 4, 8, 16], [32, 64, 128, 256, 512, 1024, 2048], [0, 1, 2, 3, 4, 5])
+VALUE_SETS = (
+    [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
+    [16, 32, 64, 128, 256, 512],
+    [1, 2, 3, 4],
+    [1, 2, 4, 8, 16],
+    [32, 64, 128, 256, 512, 1024, 2048],
+    [0, 1, 2, 3, 4, 5],
+)
 
 
 def generate(seed: int, spread: float) -> Landscape:
@@ -220,10 +252,14 @@ def generate(seed: int, spread: float) -> Landscape:
             base = rng.randrange(optimum + 1, n) if optimum < n - 1 else rng.randrange(0, optimum)
         else:
             base = rng.choice([i for i in range(n) if i != optimum] or [optimum])
-        amplitude = rng.uniform(0.15, 0.8)  # the far end of a knob costs 15-80 % more than its optimum
+        amplitude = rng.uniform(
+            0.15, 0.8
+        )  # the far end of a knob costs 15-80 % more than its optimum
         power = rng.choice([0.5, 1.0, 2.0])
         prof = [1.0 + amplitude * (abs(i - optimum) / (n - 1)) ** power for i in range(n)]
-        if rng.random() < 0.4 and abs(base - optimum) >= 2:  # a valley: a hump between baseline and optimum
+        if (
+            rng.random() < 0.4 and abs(base - optimum) >= 2
+        ):  # a valley: a hump between baseline and optimum
             lo, hi = sorted((base, optimum))
             hump = rng.randrange(lo + 1, hi)
             prof[hump] *= 1.0 + rng.uniform(0.1, 0.4)
@@ -253,11 +289,29 @@ def generate(seed: int, spread: float) -> Landscape:
             true[point] = FAILED
     if all(v == FAILED for p, v in true.items() if p != start_point):
         true = {p: (v if v != FAILED else 150.0) for p, v in true.items()}
-    src = "".join(f"{n} = {v}\n" for n, v in zip(names, start_point)) + "\n\ndef kernel(x):\n    return x\n"
-    op = OpConfig(project="gen", name=f"g{seed}", dir=Path(f"examples/gen/g{seed}"), kernel_kind="vector",
-                  knobs=tuple(Knob(n, "block_size", tuple(v)) for n, v in zip(names, values)))
+    src = (
+        "".join(f"{n} = {v}\n" for n, v in zip(names, start_point))
+        + "\n\ndef kernel(x):\n    return x\n"
+    )
+    op = OpConfig(
+        project="gen",
+        name=f"g{seed}",
+        dir=Path(f"examples/gen/g{seed}"),
+        kernel_kind="vector",
+        knobs=tuple(Knob(n, "block_size", tuple(v)) for n, v in zip(names, values)),
+    )
     sd = {p: spread for p in true}
-    return Landscape(f"generated/{seed}", names, values, true, sd, {p: SAMPLE_SD for p in true}, start_point, src, op)
+    return Landscape(
+        f"generated/{seed}",
+        names,
+        values,
+        true,
+        sd,
+        {p: SAMPLE_SD for p in true},
+        start_point,
+        src,
+        op,
+    )
 
 
 # ---------------------------------------------------------------- methods
@@ -267,8 +321,14 @@ def point_of(land: Landscape, source: str) -> tuple[int, ...]:
     return tuple(knobmod.current_value(source, n) for n in land.names)  # type: ignore[misc]
 
 
-def run_tunebot(land: Landscape, budget: int, rng: random.Random, patience: int | None,
-                planner: Planner, pairs: bool = True) -> tuple[float, int]:
+def run_tunebot(
+    land: Landscape,
+    budget: int,
+    rng: random.Random,
+    patience: int | None,
+    planner: Planner,
+    pairs: bool = True,
+) -> tuple[float, int]:
     """(true median of the point kept, measurements spent)."""
     sim = Simulator(land, budget, rng)
     best_src, best_path = land.source, Path("p0.py")
@@ -297,11 +357,18 @@ def run_tunebot(land: Landscape, budget: int, rng: random.Random, patience: int 
                     cand, d = decide_in_pairs(best_path, path, sim.pair, rule)
                 else:  # a backend without pairs: the candidate alone vs the best's earlier result
                     cand = sim.measure(path)
-                    d = decide(best_path, best, path, cand, sim.measure, rule, spread=sim.tracker.spread())
+                    d = decide(
+                        best_path, best, path, cand, sim.measure, rule, spread=sim.tracker.spread()
+                    )
             except Budget:
                 break
-            attempt = Attempt(v.change, v.source_hash, source_hash(best_src),
-                              "better" if d.better else "not_better", d.gain)
+            attempt = Attempt(
+                v.change,
+                v.source_hash,
+                source_hash(best_src),
+                "better" if d.better else "not_better",
+                d.gain,
+            )
             if d.better:
                 best_src, best_path = v.source, path
                 best = cand
@@ -334,7 +401,9 @@ def run_tpe(land: Landscape, budget: int, seed: int) -> float:
     seen: dict[tuple[int, ...], float] = {}
 
     def objective(trial: optuna.Trial) -> float:
-        point = tuple(trial.suggest_categorical(n, land.values[i]) for i, n in enumerate(land.names))
+        point = tuple(
+            trial.suggest_categorical(n, land.values[i]) for i, n in enumerate(land.names)
+        )
         if land.true[point] == FAILED:
             sim.used += 1
             return 1e12
@@ -351,26 +420,45 @@ def run_tpe(land: Landscape, budget: int, seed: int) -> float:
 
 def stats(fractions: list[float]) -> dict:
     xs = sorted(fractions)
-    return {"median": statistics.median(xs), "p10": xs[int(0.1 * (len(xs) - 1))], "mean": statistics.fmean(xs),
-            "n": len(xs)}
+    return {
+        "median": statistics.median(xs),
+        "p10": xs[int(0.1 * (len(xs) - 1))],
+        "mean": statistics.fmean(xs),
+        "n": len(xs),
+    }
 
 
-def evaluate(land: Landscape, budgets: list[int], seeds: int, tpe_seeds: int, have_tpe: bool) -> dict:
-    out: dict = {"landscape": land.name, "points": len(land.space), "knobs": len(land.names),
-                 "start_fraction": land.optimum / land.true[land.start], "notes": land.notes, "budgets": {}}
+def evaluate(
+    land: Landscape, budgets: list[int], seeds: int, tpe_seeds: int, have_tpe: bool
+) -> dict:
+    out: dict = {
+        "landscape": land.name,
+        "points": len(land.space),
+        "knobs": len(land.names),
+        "start_fraction": land.optimum / land.true[land.start],
+        "notes": land.notes,
+        "budgets": {},
+    }
     planner = Planner(land.op)
     for budget in budgets:
         row: dict = {}
-        for label, patience, pairs in (("tunebot", PATIENCE, True), ("tunebot_no_patience", None, True),
-                                       ("tunebot_solo", PATIENCE, False)):
+        for label, patience, pairs in (
+            ("tunebot", PATIENCE, True),
+            ("tunebot_no_patience", None, True),
+            ("tunebot_solo", PATIENCE, False),
+        ):
             fr, spent = [], []
             for s in range(seeds):
                 found, used = run_tunebot(land, budget, random.Random(s), patience, planner, pairs)
                 fr.append(land.optimum / found)
                 spent.append(used)
             row[label] = {**stats(fr), "mean_measurements": statistics.fmean(spent)}
-        row["random"] = stats([land.optimum / run_random(land, budget, random.Random(10_000 + s))
-                               for s in range(seeds)])
+        row["random"] = stats(
+            [
+                land.optimum / run_random(land, budget, random.Random(10_000 + s))
+                for s in range(seeds)
+            ]
+        )
         if have_tpe:
             row["tpe"] = stats([land.optimum / run_tpe(land, budget, s) for s in range(tpe_seeds)])
         out["budgets"][str(budget)] = row
@@ -383,19 +471,29 @@ def verdicts(results: list[dict], budget: int, method: str = "tunebot") -> dict:
     vs_random = [r[method]["median"] + 1e-9 >= r["random"]["median"] for r in rows]
     vs_tpe = [("tpe" not in r) or r[method]["median"] + 1e-9 >= r["tpe"]["median"] for r in rows]
     both = [a and b for a, b in zip(vs_random, vs_tpe)]
-    return {"budget": budget, "method": method, "landscapes": len(rows),
-            "median_of_medians": statistics.median(medians),
-            "landscapes_median_ge_95pct": sum(m >= 0.95 for m in medians),
-            "at_least_random": sum(vs_random), "at_least_tpe": sum(vs_tpe), "at_least_both": sum(both),
-            "goal_median_95": statistics.median(medians) >= 0.95,
-            "goal_beats_both_on_90pct": sum(both) >= 0.9 * len(rows)}
+    return {
+        "budget": budget,
+        "method": method,
+        "landscapes": len(rows),
+        "median_of_medians": statistics.median(medians),
+        "landscapes_median_ge_95pct": sum(m >= 0.95 for m in medians),
+        "at_least_random": sum(vs_random),
+        "at_least_tpe": sum(vs_tpe),
+        "at_least_both": sum(both),
+        "goal_median_95": statistics.median(medians) >= 0.95,
+        "goal_beats_both_on_90pct": sum(both) >= 0.9 * len(rows),
+    }
 
 
 def render(results: list[dict], budgets: list[int], args: argparse.Namespace) -> str:
-    lines = [f"Fraction of the optimum reached (optimum / found): median run (p10); {args.seeds} seeds "
-             f"(TPE {args.tpe_seeds}); budget = latency measurements, re-measures included.", "",
-             "| landscape | knobs | points | baseline | budget | tunebot, patience 3 (meas.) | tunebot, budget only "
-             "| tunebot, no pairs (other backends) | random | Optuna TPE |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Fraction of the optimum reached (optimum / found): median run (p10); {args.seeds} seeds "
+        f"(TPE {args.tpe_seeds}); budget = latency measurements, re-measures included.",
+        "",
+        "| landscape | knobs | points | baseline | budget | tunebot, patience 3 (meas.) | tunebot, budget only "
+        "| tunebot, no pairs (other backends) | random | Optuna TPE |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def cell(r: dict | None) -> str:
         return "-" if r is None else f"{r['median']:.1%} ({r['p10']:.1%})"
@@ -404,29 +502,40 @@ def render(results: list[dict], budgets: list[int], args: argparse.Namespace) ->
         for b in budgets:
             row = res["budgets"][str(b)]
             t = row["tunebot"]
-            lines.append(f"| {res['landscape']} | {res['knobs']} | {res['points']} | {res['start_fraction']:.1%} | {b} "
-                         f"| {cell(t)} ({t['mean_measurements']:.1f}) | {cell(row['tunebot_no_patience'])} "
-                         f"| {cell(row['tunebot_solo'])} "
-                         f"| {cell(row['random'])} | {cell(row.get('tpe'))} |")
+            lines.append(
+                f"| {res['landscape']} | {res['knobs']} | {res['points']} | {res['start_fraction']:.1%} | {b} "
+                f"| {cell(t)} ({t['mean_measurements']:.1f}) | {cell(row['tunebot_no_patience'])} "
+                f"| {cell(row['tunebot_solo'])} "
+                f"| {cell(row['random'])} | {cell(row.get('tpe'))} |"
+            )
     lines.append("")
     for b, method in itertools.product(budgets, ("tunebot", "tunebot_no_patience")):
         v = verdicts(results, b, method)
-        lines.append(f"budget {b}, {method}: median of the per-landscape median runs {v['median_of_medians']:.1%}; "
-                     f"{v['landscapes_median_ge_95pct']}/{v['landscapes']} landscapes with a median run >= 95 %; "
-                     f"tunebot >= random on {v['at_least_random']}, >= TPE on {v['at_least_tpe']}, "
-                     f">= both on {v['at_least_both']} of {v['landscapes']}")
+        lines.append(
+            f"budget {b}, {method}: median of the per-landscape median runs {v['median_of_medians']:.1%}; "
+            f"{v['landscapes_median_ge_95pct']}/{v['landscapes']} landscapes with a median run >= 95 %; "
+            f"tunebot >= random on {v['at_least_random']}, >= TPE on {v['at_least_tpe']}, "
+            f">= both on {v['at_least_both']} of {v['landscapes']}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("tables", nargs="*", help="sweep JSON files (default: benchmarks/data/sweep_*.json)")
+    parser.add_argument(
+        "tables", nargs="*", help="sweep JSON files (default: benchmarks/data/sweep_*.json)"
+    )
     parser.add_argument("--budgets", default="10,20")
-    parser.add_argument("--generated", type=int, default=40, help="generated landscapes (seeds 0..N-1)")
+    parser.add_argument(
+        "--generated", type=int, default=40, help="generated landscapes (seeds 0..N-1)"
+    )
     parser.add_argument("--seeds", type=int, default=30)
     parser.add_argument("--tpe-seeds", type=int, default=10)
-    parser.add_argument("--spread", type=float, help="between-process sd for generated landscapes "
-                        "(default: the sweeps' median)")
+    parser.add_argument(
+        "--spread",
+        type=float,
+        help="between-process sd for generated landscapes (default: the sweeps' median)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     logging.getLogger("optuna").setLevel(logging.WARNING)
@@ -434,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [int(b) for b in args.budgets.split(",")]
     try:
         import optuna  # noqa: F401
+
         have_tpe = True
     except ImportError:
         have_tpe = False
@@ -450,13 +560,34 @@ def main(argv: list[str] | None = None) -> int:
     results = [evaluate(land, budgets, args.seeds, args.tpe_seeds, have_tpe) for land in lands]
     print(render(results, budgets, args))
     wall = time.perf_counter() - started
-    print(f"\n(generated landscapes' between-process spread {spread:.1%}; {wall:.0f} s)", file=sys.stderr)
+    print(
+        f"\n(generated landscapes' between-process spread {spread:.1%}; {wall:.0f} s)",
+        file=sys.stderr,
+    )
     if args.json:
-        args.json.write_text(json.dumps({"command": " ".join(["python", "benchmarks/search_quality.py",
-                                                               *(argv if argv is not None else sys.argv[1:])]),
-                                         "spread": spread, "verdicts": [verdicts(results, b, m) for b in budgets
-                                                                         for m in ("tunebot", "tunebot_no_patience")],
-                                         "landscapes": results}, indent=1, sort_keys=True) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "command": " ".join(
+                        [
+                            "python",
+                            "benchmarks/search_quality.py",
+                            *(argv if argv is not None else sys.argv[1:]),
+                        ]
+                    ),
+                    "spread": spread,
+                    "verdicts": [
+                        verdicts(results, b, m)
+                        for b in budgets
+                        for m in ("tunebot", "tunebot_no_patience")
+                    ],
+                    "landscapes": results,
+                },
+                indent=1,
+                sort_keys=True,
+            )
+            + "\n"
+        )
     return 0
 
 

@@ -66,7 +66,9 @@ def set_knobs(source: str, values: dict[str, int]) -> str:
         pattern = re.compile(rf"^{re.escape(name)}(\s*(?::\s*int)?\s*=\s*)-?\d+", re.MULTILINE)
         source, count = pattern.subn(lambda m, v=value: f"{name}{m.group(1)}{v}", source)
         if count != 1:
-            raise SystemExit(f"sweep: expected one `{name} = <int>` line in the op source, found {count}")
+            raise SystemExit(
+                f"sweep: expected one `{name} = <int>` line in the op source, found {count}"
+            )
     return source
 
 
@@ -86,7 +88,9 @@ def _quartiles(samples: list[float]) -> tuple[float, float, float]:
 
 def space_key(op: OpConfig, source: str) -> str:
     """Identifies what was measured: the kernel source (knob lines blanked) and the knob space."""
-    body = re.sub(rf"^({'|'.join(k.name for k in op.knobs)})\s*=.*$", "", source, flags=re.MULTILINE)
+    body = re.sub(
+        rf"^({'|'.join(k.name for k in op.knobs)})\s*=.*$", "", source, flags=re.MULTILINE
+    )
     space = [(k.name, list(k.values)) for k in op.knobs]
     return hashlib.sha256((body + json.dumps(space)).encode()).hexdigest()[:16]
 
@@ -105,10 +109,15 @@ def environment(warmup: int, repeats: int, rounds: int) -> dict:
     import os
 
     return {
-        "cpu_model": cpu, "cpu_count": os.cpu_count(), "torch_version": torch.__version__,
-        "python_version": platform.python_version(), "platform": platform.platform(),
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "warmup": warmup, "repeats": repeats, "rounds": rounds,
+        "warmup": warmup,
+        "repeats": repeats,
+        "rounds": rounds,
         "timer": "bot.measure.backends.cpu.measure_cpu (fresh interpreter per point, entry call only)",
     }
 
@@ -133,14 +142,25 @@ def sweep_op(op: OpConfig, warmup: int, repeats: int, rounds: int, seed: int) ->
             order = list(range(len(grid)))
             rng.shuffle(order)
             for n, i in enumerate(order, 1):
-                result = measure_cpu(paths[i], entry=op.entry, inputs=op.inputs, warmup=warmup, repeats=repeats,
-                                     timeout_s=op.latency.timeout_s, cwd=paths[i].parent)
+                result = measure_cpu(
+                    paths[i],
+                    entry=op.entry,
+                    inputs=op.inputs,
+                    warmup=warmup,
+                    repeats=repeats,
+                    timeout_s=op.latency.timeout_s,
+                    cwd=paths[i].parent,
+                )
                 if result.ok:
                     samples[i].extend(result.samples_us)
                     round_medians[i].append(statistics.median(result.samples_us))
                 else:
                     failures[i] = f"{result.status}: {'; '.join(result.notes)} {result.tail[-300:]}"
-                print(f"\r{op.qualified}: round {r + 1}/{rounds}, point {n}/{len(grid)}   ", end="", file=sys.stderr)
+                print(
+                    f"\r{op.qualified}: round {r + 1}/{rounds}, point {n}/{len(grid)}   ",
+                    end="",
+                    file=sys.stderr,
+                )
     print(file=sys.stderr)
     points = []
     for i, point in enumerate(grid):
@@ -148,8 +168,18 @@ def sweep_op(op: OpConfig, warmup: int, repeats: int, rounds: int, seed: int) ->
             points.append(Point(point, failures.get(i, "error: no samples"), []))
             continue
         q1, _, q3 = _quartiles(samples[i])
-        points.append(Point(point, "ok", samples[i], statistics.median(round_medians[i]), min(samples[i]), q1, q3,
-                            round_medians[i]))
+        points.append(
+            Point(
+                point,
+                "ok",
+                samples[i],
+                statistics.median(round_medians[i]),
+                min(samples[i]),
+                q1,
+                q3,
+                round_medians[i],
+            )
+        )
     return table(op, source, points, environment(warmup, repeats, rounds))
 
 
@@ -159,19 +189,36 @@ def table(op: OpConfig, source: str, points: list[Point], env: dict) -> dict:
     defaults = knob_defaults(source, [k.name for k in op.knobs])
     default = next((p for p in points if p.knobs == defaults), None)
     edges = {k.name: (k.values[0], k.values[-1]) for k in op.knobs}
-    on_edge = sorted(n for n, v in (best.knobs.items() if best else []) if v in edges[n] and len(set(edges[n])) > 1)
+    on_edge = sorted(
+        n
+        for n, v in (best.knobs.items() if best else [])
+        if v in edges[n] and len(set(edges[n])) > 1
+    )
     return {
         "op": op.qualified,
         "space_key": space_key(op, source),
         "environment": env,
-        "knobs": [{"name": k.name, "strategy": k.strategy, "values": list(k.values), "default": defaults.get(k.name)}
-                  for k in op.knobs],
+        "knobs": [
+            {
+                "name": k.name,
+                "strategy": k.strategy,
+                "values": list(k.values),
+                "default": defaults.get(k.name),
+            }
+            for k in op.knobs
+        ],
         "best": best.knobs if best else None,
         "best_median_us": best.median_us if best else None,
         "default_median_us": default.median_us if default else None,
         "best_on_edge_of": on_edge,
-        "points": [{**{k: v for k, v in asdict(p).items() if k != "samples_us"}, "n": len(p.samples_us),
-                    "rel_iqr": p.rel_iqr} for p in points],
+        "points": [
+            {
+                **{k: v for k, v in asdict(p).items() if k != "samples_us"},
+                "n": len(p.samples_us),
+                "rel_iqr": p.rel_iqr,
+            }
+            for p in points
+        ],
     }
 
 
@@ -199,19 +246,26 @@ def render(data: dict) -> str:
             text += " (default)"
         return text
 
-    lines = [f"Kernel time in ms, median of {env['rounds']} round medians (★ best, bold; "
-             "`(default)` = the module's baseline values). "
-             f"{env['cpu_model']}, {env['cpu_count']} cores, torch {env['torch_version']}, "
-             f"warmup {env['warmup']}, {env['repeats']} timed calls x {env['rounds']} shuffled rounds, {env['date'][:10]}.", ""]
+    lines = [
+        f"Kernel time in ms, median of {env['rounds']} round medians (★ best, bold; "
+        "`(default)` = the module's baseline values). "
+        f"{env['cpu_model']}, {env['cpu_count']} cores, torch {env['torch_version']}, "
+        f"warmup {env['warmup']}, {env['repeats']} timed calls x {env['rounds']} shuffled rounds, {env['date'][:10]}.",
+        "",
+    ]
     if len(knobs) == 1:
         name, values = knobs[0]["name"], knobs[0]["values"]
-        lines += [f"| {name} | " + " | ".join(map(str, values)) + " |",
-                  "|---|" + "---|" * len(values),
-                  "| ms | " + " | ".join(cell((v,)) for v in values) + " |"]
+        lines += [
+            f"| {name} | " + " | ".join(map(str, values)) + " |",
+            "|---|" + "---|" * len(values),
+            "| ms | " + " | ".join(cell((v,)) for v in values) + " |",
+        ]
     elif len(knobs) == 2:
         rows, cols = knobs
-        lines += [f"| {rows['name']} \\ {cols['name']} | " + " | ".join(map(str, cols["values"])) + " |",
-                  "|---|" + "---|" * len(cols["values"])]
+        lines += [
+            f"| {rows['name']} \\ {cols['name']} | " + " | ".join(map(str, cols["values"])) + " |",
+            "|---|" + "---|" * len(cols["values"]),
+        ]
         for r in rows["values"]:
             lines.append(f"| **{r}** | " + " | ".join(cell((r, c)) for c in cols["values"]) + " |")
     else:
@@ -223,8 +277,11 @@ def render(data: dict) -> str:
         gain = ""
         if data["default_median_us"]:
             gain = f", {100 * (1 - data['best_median_us'] / data['default_median_us']):.0f} % faster than the default"
-        where = ("interior point of the space" if not data["best_on_edge_of"]
-                 else f"ON THE EDGE of {', '.join(data['best_on_edge_of'])}")
+        where = (
+            "interior point of the space"
+            if not data["best_on_edge_of"]
+            else f"ON THE EDGE of {', '.join(data['best_on_edge_of'])}"
+        )
         best_text = ", ".join(f"{k}={v}" for k, v in data["best"].items())
         lines += ["", f"Best: {best_text} at {_ms(data['best_median_us'])} ms ({where}{gain})."]
     return "\n".join(lines)
@@ -247,14 +304,26 @@ def cache_path(qualified: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("ops", nargs="*", help="ops to sweep (default: every op of the demo project)")
-    parser.add_argument("--warmup", type=int, help="warmup calls per point (default: the op's tune.yaml)")
+    parser.add_argument(
+        "ops", nargs="*", help="ops to sweep (default: every op of the demo project)"
+    )
+    parser.add_argument(
+        "--warmup", type=int, help="warmup calls per point (default: the op's tune.yaml)"
+    )
     parser.add_argument("--repeats", type=int, default=10, help="timed calls per point and round")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="shuffled passes over the space; a point's figure is the median of its round medians")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="shuffled passes over the space; a point's figure is the median of its round medians",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the visiting order")
-    parser.add_argument("--force", action="store_true", help="re-measure even if the cache matches the source")
-    parser.add_argument("--docs", action="store_true", help="only re-render docs/ops.md from the cached tables")
+    parser.add_argument(
+        "--force", action="store_true", help="re-measure even if the cache matches the source"
+    )
+    parser.add_argument(
+        "--docs", action="store_true", help="only re-render docs/ops.md from the cached tables"
+    )
     args = parser.parse_args(argv)
     cfg = load_repo_config(ROOT)
     names = args.ops or [q for q in list_ops(ROOT, cfg) if q.startswith(f"{DEMO_PROJECT}/")]
@@ -270,11 +339,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{op.qualified}: no cached sweep; run without --docs", file=sys.stderr)
                 continue
             if not fresh:
-                print(f"{op.qualified}: cached sweep is STALE (source or knob space changed)", file=sys.stderr)
+                print(
+                    f"{op.qualified}: cached sweep is STALE (source or knob space changed)",
+                    file=sys.stderr,
+                )
             tables[op.qualified] = cached
             continue
-        data = sweep_op(op, args.warmup if args.warmup is not None else op.latency.warmup,
-                        args.repeats, args.rounds, args.seed)
+        data = sweep_op(
+            op,
+            args.warmup if args.warmup is not None else op.latency.warmup,
+            args.repeats,
+            args.rounds,
+            args.seed,
+        )
         DATA.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         tables[op.qualified] = data

@@ -47,10 +47,16 @@ class AccuracySettings:
     mode: str = "command"  # "command": python <op>.py --level L0 ; "harness": kernel vs reference
     level: str = "L0"
     timeout_s: float = 120.0
-    rtol: dict[str, float] = field(default_factory=lambda: {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4})
-    atol: dict[str, float] = field(default_factory=lambda: {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4})
+    rtol: dict[str, float] = field(
+        default_factory=lambda: {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4}
+    )
+    atol: dict[str, float] = field(
+        default_factory=lambda: {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4}
+    )
     min_cosine: float = 0.999
-    repeats: int = 3  # extra L0 runs with fresh seeds once the first passes; a flip is recorded as flaky
+    repeats: int = (
+        3  # extra L0 runs with fresh seeds once the first passes; a flip is recorded as flaky
+    )
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,9 @@ class KernelLimits:
     memory_mb: int | None = None  # default: 3/4 of the machine's memory
     cpu_s: float | None = None  # default: the run's timeout times the number of CPUs
     file_size_mb: int | None = None  # default: 4096
-    filesystem: str = "restricted"  # restricted: writes only to its temporary folder and caches; open
+    filesystem: str = (
+        "restricted"  # restricted: writes only to its temporary folder and caches; open
+    )
 
 
 MAX_REPEATS = 10_000  # timed calls per measurement: more only lengthens a run, the median CI is tight long before
@@ -73,7 +81,9 @@ class LatencySettings:
     repeats: int = 30
     timeout_s: float = 300.0
     kernel_name: str | None = None  # msprof --kernel-name prefix; default: the @T.prim_func name
-    command: tuple[str, ...] | None = None  # backend "command": the team's benchmark (docs/measurement.md)
+    command: tuple[str, ...] | None = (
+        None  # backend "command": the team's benchmark (docs/measurement.md)
+    )
 
 
 @dataclass(frozen=True)
@@ -117,10 +127,16 @@ class GithubSettings:
     labels: tuple[str, ...] = ("tunebot",)
     reviewers: tuple[str, ...] = ()  # empty: from CODEOWNERS
     ops: tuple[str, ...] = ()  # ops tuned on schedule / workflow_dispatch
-    required_checks: tuple[str, ...] = ()  # merge gate: these statuses/check runs must be present and green
-    allow_no_checks: bool = False  # merge gate: a head with no CI at all may merge (explicit opt-in)
+    required_checks: tuple[
+        str, ...
+    ] = ()  # merge gate: these statuses/check runs must be present and green
+    allow_no_checks: bool = (
+        False  # merge gate: a head with no CI at all may merge (explicit opt-in)
+    )
     max_parallel: int = 0  # tune matrix: jobs at once (0: one per op)
-    runners: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (op | project | "default", runner labels)
+    runners: tuple[
+        tuple[str, tuple[str, ...]], ...
+    ] = ()  # (op | project | "default", runner labels)
 
 
 @dataclass(frozen=True)
@@ -166,17 +182,47 @@ BACKENDS = ("auto", "cpu", "cuda", "npu-msprof", "npu-torch", "command")
 PERMISSIONS = ("write", "maintain", "admin")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 
-_OP_KEYS = ("kernel_kind", "entry", "inputs", "reference", "knobs", "strategies", "accuracy", "latency",
-            "limits", "target_us", "max_iters", "patience", "noise_floor", "proposer")
+_OP_KEYS = (
+    "kernel_kind",
+    "entry",
+    "inputs",
+    "reference",
+    "knobs",
+    "strategies",
+    "accuracy",
+    "latency",
+    "limits",
+    "target_us",
+    "max_iters",
+    "patience",
+    "noise_floor",
+    "proposer",
+)
 _KNOB_KEYS = ("name", "strategy", "values", "divides", "multiple_of")
 _ACCURACY_KEYS = ("mode", "level", "timeout_s", "rtol", "atol", "min_cosine", "repeats")
 _LIMIT_KEYS = ("memory_mb", "cpu_s", "file_size_mb", "filesystem")
 _LATENCY_KEYS = ("backend", "warmup", "repeats", "timeout_s", "kernel_name", "command")
-_REPO_KEYS = ("ops_root", "branch_prefix", "defaults", "keep_branches", "base_branch", "proposer",
-              "proposer_timeout_s", "github")
+_REPO_KEYS = (
+    "ops_root",
+    "branch_prefix",
+    "defaults",
+    "keep_branches",
+    "base_branch",
+    "proposer",
+    "proposer_timeout_s",
+    "github",
+)
 _DEFAULTS_KEYS = ("max_iters", "patience", "noise_floor", "noise_warn", "target_us")
-_GITHUB_KEYS = ("min_permission", "labels", "reviewers", "ops", "required_checks", "allow_no_checks", "max_parallel",
-                "runners")
+_GITHUB_KEYS = (
+    "min_permission",
+    "labels",
+    "reviewers",
+    "ops",
+    "required_checks",
+    "allow_no_checks",
+    "max_parallel",
+    "runners",
+)
 RUNNER_LABEL = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _FLOAT_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -187,14 +233,22 @@ class OpNameError(OpNotFound):
     Subclasses OpNotFound so callers (exit code 2) need not know it exists.
     """
 
-    def __init__(self, name: str, candidates: list[str], ambiguous: bool = False,
-                 suggestions: list[str] | None = None, problem: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        candidates: list[str],
+        ambiguous: bool = False,
+        suggestions: list[str] | None = None,
+        problem: str | None = None,
+    ) -> None:
         super().__init__(name, candidates, ambiguous)
         self.suggestions = list(suggestions or [])
         self.problem = problem
         if problem:
-            message = (f"invalid op name {name!r}: {problem}. Fix: name an op as <op> or <project>/<op>, "
-                       "each part made of letters, digits, '_', '.' and '-'")
+            message = (
+                f"invalid op name {name!r}: {problem}. Fix: name an op as <op> or <project>/<op>, "
+                "each part made of letters, digits, '_', '.' and '-'"
+            )
         else:
             message = str(self)
             if self.suggestions:
@@ -220,7 +274,11 @@ class _StrictLoader(yaml.SafeLoader):
                     break
                 if first is not None:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r} (first defined at line {first})", key_node.start_mark)
+                        None,
+                        None,
+                        f"duplicate key {key!r} (first defined at line {first})",
+                        key_node.start_mark,
+                    )
                 seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 
@@ -229,11 +287,16 @@ def _read_yaml(path: Path, shown: str) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(shown, "(file)", f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                          "save the file as UTF-8") from None
+        raise ConfigError(
+            shown,
+            "(file)",
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            "save the file as UTF-8",
+        ) from None
     except OSError as exc:
-        raise ConfigError(shown, "(file)", f"cannot be read ({exc.strerror})",
-                          "check that it is a readable file") from None
+        raise ConfigError(
+            shown, "(file)", f"cannot be read ({exc.strerror})", "check that it is a readable file"
+        ) from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
@@ -241,16 +304,26 @@ def _read_yaml(path: Path, shown: str) -> dict:
         line = mark.line + 1 if mark else 0
         column = mark.column + 1 if mark else 0
         problem = exc.problem or exc.context or "syntax error"
-        raise ConfigError(shown, f"line {line}", f"not valid YAML: {problem} (line {line}, column {column})",
-                          f"correct line {line}: indent with spaces, write `key: value`, "
-                          "and quote text that contains ':' or '#'") from None
+        raise ConfigError(
+            shown,
+            f"line {line}",
+            f"not valid YAML: {problem} (line {line}, column {column})",
+            f"correct line {line}: indent with spaces, write `key: value`, "
+            "and quote text that contains ':' or '#'",
+        ) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(shown, "(file)", f"not valid YAML: {exc}", "correct the YAML syntax") from None
+        raise ConfigError(
+            shown, "(file)", f"not valid YAML: {exc}", "correct the YAML syntax"
+        ) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(shown, "(top level)", f"must be a mapping of keys to values, got {_kind(data)}",
-                          "write one `key: value` per line (see docs/config.md)")
+        raise ConfigError(
+            shown,
+            "(top level)",
+            f"must be a mapping of keys to values, got {_kind(data)}",
+            "write one `key: value` per line (see docs/config.md)",
+        )
     return data
 
 
@@ -280,11 +353,20 @@ class _Checker:
     def fail(self, key: str, problem: str, fix: str) -> NoReturn:
         raise ConfigError(self.file, key, problem, fix)
 
-    def known_keys(self, data: dict, allowed: tuple[str, ...], prefix: str = "",
-                   hints: dict[str, str] | None = None) -> None:
+    def known_keys(
+        self,
+        data: dict,
+        allowed: tuple[str, ...],
+        prefix: str = "",
+        hints: dict[str, str] | None = None,
+    ) -> None:
         for key in data:
             if not isinstance(key, str):
-                self.fail(f"{prefix}{key}", f"keys must be text, got {_kind(key)}", "quote the key or rename it")
+                self.fail(
+                    f"{prefix}{key}",
+                    f"keys must be text, got {_kind(key)}",
+                    "quote the key or rename it",
+                )
             if key in allowed:
                 continue
             if hints and key in hints:
@@ -300,57 +382,111 @@ class _Checker:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            self.fail(key, f"expected a mapping of keys to values, got {_kind(value)}",
-                      f"write `{key.rsplit('.', 1)[-1]}:` followed by indented `key: value` lines")
+            self.fail(
+                key,
+                f"expected a mapping of keys to values, got {_kind(value)}",
+                f"write `{key.rsplit('.', 1)[-1]}:` followed by indented `key: value` lines",
+            )
         return value
 
-    def integer(self, value: object, key: str, minimum: int | None = None, example: int = 1,
-                maximum: int | None = None) -> int:
+    def integer(
+        self,
+        value: object,
+        key: str,
+        minimum: int | None = None,
+        example: int = 1,
+        maximum: int | None = None,
+    ) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"expected a whole number, got {_kind(value)}", f"write e.g. `{_leaf(key)}: {example}`")
+            self.fail(
+                key,
+                f"expected a whole number, got {_kind(value)}",
+                f"write e.g. `{_leaf(key)}: {example}`",
+            )
         if minimum is not None and value < minimum:
             self.fail(key, f"must be at least {minimum}, got {value}", f"use a value >= {minimum}")
         if maximum is not None and value > maximum:
             self.fail(key, f"must be at most {maximum}, got {value}", f"use a value <= {maximum}")
         return value
 
-    def number(self, value: object, key: str, minimum: float | None = None, above: float | None = None,
-               below: float | None = None, at_most: float | None = None, example: str = "1.0",
-               fix: str | None = None) -> float:
+    def number(
+        self,
+        value: object,
+        key: str,
+        minimum: float | None = None,
+        above: float | None = None,
+        below: float | None = None,
+        at_most: float | None = None,
+        example: str = "1.0",
+        fix: str | None = None,
+    ) -> float:
         # PyYAML reads `1e-4` (no dot) as text; accept plain numeric text so users are not punished for it.
         if isinstance(value, str) and _FLOAT_TEXT.match(value.strip()):
             value = float(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            self.fail(key, f"expected a number, got {_kind(value)}", fix or f"write e.g. `{_leaf(key)}: {example}`")
+            self.fail(
+                key,
+                f"expected a number, got {_kind(value)}",
+                fix or f"write e.g. `{_leaf(key)}: {example}`",
+            )
         number = float(value)
         if not math.isfinite(number):  # .inf would reach results.jsonl, which is strict JSON
-            self.fail(key, f"must be a finite number, got {number:g}", fix or f"write e.g. `{_leaf(key)}: {example}`")
+            self.fail(
+                key,
+                f"must be a finite number, got {number:g}",
+                fix or f"write e.g. `{_leaf(key)}: {example}`",
+            )
         if minimum is not None and number < minimum:
-            self.fail(key, f"must be >= {minimum:g}, got {number:g}", fix or f"use a value >= {minimum:g}")
+            self.fail(
+                key, f"must be >= {minimum:g}, got {number:g}", fix or f"use a value >= {minimum:g}"
+            )
         if above is not None and number <= above:
-            self.fail(key, f"must be > {above:g}, got {number:g}", fix or f"use a value > {above:g}")
+            self.fail(
+                key, f"must be > {above:g}, got {number:g}", fix or f"use a value > {above:g}"
+            )
         if below is not None and number >= below:
-            self.fail(key, f"must be < {below:g}, got {number:g}", fix or f"use a value < {below:g}")
+            self.fail(
+                key, f"must be < {below:g}, got {number:g}", fix or f"use a value < {below:g}"
+            )
         if at_most is not None and number > at_most:
-            self.fail(key, f"must be <= {at_most:g}, got {number:g}", fix or f"use a value <= {at_most:g}")
+            self.fail(
+                key, f"must be <= {at_most:g}, got {number:g}", fix or f"use a value <= {at_most:g}"
+            )
         return number
 
     def boolean(self, value: object, key: str) -> bool:
         if not isinstance(value, bool):
-            self.fail(key, f"expected true or false, got {_kind(value)}", f"write `{_leaf(key)}: true` or `false`")
+            self.fail(
+                key,
+                f"expected true or false, got {_kind(value)}",
+                f"write `{_leaf(key)}: true` or `false`",
+            )
         return value
 
-    def text(self, value: object, key: str, choices: tuple[str, ...] | None = None,
-             identifier: bool = False) -> str:
+    def text(
+        self,
+        value: object,
+        key: str,
+        choices: tuple[str, ...] | None = None,
+        identifier: bool = False,
+    ) -> str:
         if not isinstance(value, str) or not value.strip():
             what = f"one of {', '.join(choices)}" if choices else "non-empty text"
-            self.fail(key, f"expected {what}, got {_kind(value)}", f"write e.g. `{_leaf(key)}: {(choices or ('...',))[0]}`")
+            self.fail(
+                key,
+                f"expected {what}, got {_kind(value)}",
+                f"write e.g. `{_leaf(key)}: {(choices or ('...',))[0]}`",
+            )
         if choices and value not in choices:
             close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
             hint = f"did you mean '{close[0]}'? " if close else ""
             self.fail(key, f"unknown value {value!r}", f"{hint}use one of: {', '.join(choices)}")
         if identifier and (not value.isidentifier() or keyword.iskeyword(value)):
-            self.fail(key, f"{value!r} is not a Python name", "use the name of a function or constant in the op module")
+            self.fail(
+                key,
+                f"{value!r} is not a Python name",
+                "use the name of a function or constant in the op module",
+            )
         return value
 
     def texts(self, value: object, key: str) -> tuple[str, ...]:
@@ -360,10 +496,18 @@ class _Checker:
         if value is None:
             return ()
         if not isinstance(value, list):
-            self.fail(key, f"expected a list of texts, got {_kind(value)}", f"write `{_leaf(key)}: [a, b]`")
+            self.fail(
+                key,
+                f"expected a list of texts, got {_kind(value)}",
+                f"write `{_leaf(key)}: [a, b]`",
+            )
         for i, item in enumerate(value):
             if not isinstance(item, str) or not item.strip():
-                self.fail(f"{key}[{i}]", f"expected non-empty text, got {_kind(item)}", "quote the item or remove it")
+                self.fail(
+                    f"{key}[{i}]",
+                    f"expected non-empty text, got {_kind(item)}",
+                    "quote the item or remove it",
+                )
         return tuple(value)
 
     def argv(self, value: object, key: str) -> tuple[str, ...] | None:
@@ -374,11 +518,19 @@ class _Checker:
             try:
                 parts = shlex.split(value)
             except ValueError as exc:
-                self.fail(key, f"cannot split the command: {exc}", "balance the quotes, or write it as a list of arguments")
+                self.fail(
+                    key,
+                    f"cannot split the command: {exc}",
+                    "balance the quotes, or write it as a list of arguments",
+                )
             value = parts
         argv = self.texts(value, key)
         if not argv:
-            self.fail(key, "the command is empty", f"name a program, e.g. `{_leaf(key)}: [python, propose.py]`, or remove the key")
+            self.fail(
+                key,
+                "the command is empty",
+                f"name a program, e.g. `{_leaf(key)}: [python, propose.py]`, or remove the key",
+            )
         return argv
 
 
@@ -403,13 +555,19 @@ def _name_problem(part: str) -> str | None:
 
 def _check_relative_path(check: _Checker, value: str, key: str) -> str:
     if "\\" in value or value.startswith("/") or re.match(r"^[A-Za-z]:", value):
-        check.fail(key, f"{value!r} must be a relative path inside the repository, with '/' separators",
-                   "write it relative to the repository root, e.g. `examples`")
+        check.fail(
+            key,
+            f"{value!r} must be a relative path inside the repository, with '/' separators",
+            "write it relative to the repository root, e.g. `examples`",
+        )
     for part in PurePosixPath(value).parts:
         problem = _name_problem(part)
         if problem:
-            check.fail(key, f"{value!r} is not allowed: {problem}",
-                       "use a folder inside the repository, e.g. `examples`")
+            check.fail(
+                key,
+                f"{value!r} is not allowed: {problem}",
+                "use a folder inside the repository, e.g. `examples`",
+            )
     return value
 
 
@@ -427,8 +585,11 @@ def _check_ref_name(check: _Checker, value: object, key: str) -> str:
                 problem = f"the part {part!r} is not a valid branch name component"
                 break
     if problem:
-        check.fail(key, f"{text!r} is not a usable branch name: {problem}",
-                   "use letters, digits, '_', '.', '-' and '/' between parts, e.g. `tunebot`")
+        check.fail(
+            key,
+            f"{text!r} is not a usable branch name: {problem}",
+            "use letters, digits, '_', '.', '-' and '/' between parts, e.g. `tunebot`",
+        )
     return text
 
 
@@ -443,21 +604,30 @@ def load_repo_config(root: Path) -> RepoConfig:
         return RepoConfig()
     check = _Checker(REPO_CONFIG_FILE)
     data = _read_yaml(path, REPO_CONFIG_FILE)
-    moved = {k: f"move it under `defaults:` (write `defaults:` then an indented `{k}: ...` line)"
-             for k in _DEFAULTS_KEYS}
+    moved = {
+        k: f"move it under `defaults:` (write `defaults:` then an indented `{k}: ...` line)"
+        for k in _DEFAULTS_KEYS
+    }
     check.known_keys(data, _REPO_KEYS, hints=moved)
     base = RepoConfig()
     values: dict = {}
     if data.get("ops_root") is not None:
-        values["ops_root"] = _check_relative_path(check, check.text(data["ops_root"], "ops_root"), "ops_root")
+        values["ops_root"] = _check_relative_path(
+            check, check.text(data["ops_root"], "ops_root"), "ops_root"
+        )
     if data.get("branch_prefix") is not None:
         values["branch_prefix"] = _check_ref_name(check, data["branch_prefix"], "branch_prefix")
     defaults = check.mapping(data.get("defaults"), "defaults")
     check.known_keys(defaults, _DEFAULTS_KEYS, prefix="defaults.")
     values.update(_run_limits(check, defaults, "defaults."))
     if defaults.get("noise_warn") is not None:
-        values["noise_warn"] = check.number(defaults["noise_warn"], "defaults.noise_warn", above=0, below=1,
-                                            fix="write a fraction of the latency: 0.10 warns above 10 %")
+        values["noise_warn"] = check.number(
+            defaults["noise_warn"],
+            "defaults.noise_warn",
+            above=0,
+            below=1,
+            fix="write a fraction of the latency: 0.10 warns above 10 %",
+        )
     if "keep_branches" in data:
         values["keep_branches"] = check.boolean(data["keep_branches"], "keep_branches")
     if data.get("base_branch") is not None:
@@ -465,8 +635,9 @@ def load_repo_config(root: Path) -> RepoConfig:
     if "proposer" in data:
         values["proposer"] = check.argv(data["proposer"], "proposer")
     if data.get("proposer_timeout_s") is not None:
-        values["proposer_timeout_s"] = check.number(data["proposer_timeout_s"], "proposer_timeout_s", above=0,
-                                                    example="600")
+        values["proposer_timeout_s"] = check.number(
+            data["proposer_timeout_s"], "proposer_timeout_s", above=0, example="600"
+        )
     values["github"] = _github_settings(check, check.mapping(data.get("github"), "github"))
     return replace(base, **values)
 
@@ -475,16 +646,26 @@ def _run_limits(check: _Checker, data: dict, prefix: str) -> dict:
     """max_iters, patience, noise_floor, target_us: shared by `.tunebot.yml` defaults and tune.yaml."""
     out: dict = {}
     if data.get("max_iters") is not None:
-        out["max_iters"] = check.integer(data["max_iters"], f"{prefix}max_iters", minimum=1, example=10)
+        out["max_iters"] = check.integer(
+            data["max_iters"], f"{prefix}max_iters", minimum=1, example=10
+        )
     if data.get("patience") is not None:
         out["patience"] = check.integer(data["patience"], f"{prefix}patience", minimum=1, example=3)
     if data.get("noise_floor") is not None:
         out["noise_floor"] = check.number(
-            data["noise_floor"], f"{prefix}noise_floor", minimum=0, below=1,
-            fix="write a fraction of the latency: 0.03 means 3 %")
+            data["noise_floor"],
+            f"{prefix}noise_floor",
+            minimum=0,
+            below=1,
+            fix="write a fraction of the latency: 0.03 means 3 %",
+        )
     if data.get("target_us") is not None:
-        out["target_us"] = check.number(data["target_us"], f"{prefix}target_us", above=0,
-                                        fix="write the target latency in microseconds as a number, e.g. `target_us: 120`")
+        out["target_us"] = check.number(
+            data["target_us"],
+            f"{prefix}target_us",
+            above=0,
+            fix="write the target latency in microseconds as a number, e.g. `target_us: 120`",
+        )
     return out
 
 
@@ -492,19 +673,26 @@ def _github_settings(check: _Checker, data: dict) -> GithubSettings:
     check.known_keys(data, _GITHUB_KEYS, prefix="github.")
     values: dict = {}
     if data.get("min_permission") is not None:
-        values["min_permission"] = check.text(data["min_permission"], "github.min_permission", PERMISSIONS)
+        values["min_permission"] = check.text(
+            data["min_permission"], "github.min_permission", PERMISSIONS
+        )
     if "labels" in data:
         values["labels"] = check.texts(data["labels"], "github.labels")
     if "reviewers" in data:
         # "@alice" and "alice" both mean the GitHub user alice.
-        values["reviewers"] = tuple(r.lstrip("@") for r in check.texts(data["reviewers"], "github.reviewers"))
+        values["reviewers"] = tuple(
+            r.lstrip("@") for r in check.texts(data["reviewers"], "github.reviewers")
+        )
     if "ops" in data:
         ops = check.texts(data["ops"], "github.ops")
         for i, name in enumerate(ops):
             problem = _op_name_problem(name)
             if problem:
-                check.fail(f"github.ops[{i}]", f"{name!r} is not an op name: {problem}",
-                           "write <op> or <project>/<op>")
+                check.fail(
+                    f"github.ops[{i}]",
+                    f"{name!r} is not an op name: {problem}",
+                    "write <op> or <project>/<op>",
+                )
         values["ops"] = ops
     if "required_checks" in data:
         values["required_checks"] = check.texts(data["required_checks"], "github.required_checks")
@@ -513,22 +701,36 @@ def _github_settings(check: _Checker, data: dict) -> GithubSettings:
     if data.get("max_parallel") is not None:
         n = data["max_parallel"]
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 256:
-            check.fail("github.max_parallel", f"{n!r} is not a whole number from 1 to 256",
-                       "write how many tune jobs may run at once, e.g. `max_parallel: 8` (one per accelerator runner)")
+            check.fail(
+                "github.max_parallel",
+                f"{n!r} is not a whole number from 1 to 256",
+                "write how many tune jobs may run at once, e.g. `max_parallel: 8` (one per accelerator runner)",
+            )
         values["max_parallel"] = n
     if data.get("runners") is not None:
         table = data["runners"]
         if not isinstance(table, dict):
-            check.fail("github.runners", "is not a mapping", "write `runners: {default: [self-hosted, npu], mindiesd: [self-hosted, 910B]}`")
+            check.fail(
+                "github.runners",
+                "is not a mapping",
+                "write `runners: {default: [self-hosted, npu], mindiesd: [self-hosted, 910B]}`",
+            )
         rows = []
         for key, labels in table.items():
             if not isinstance(key, str) or (key != "default" and _op_name_problem(key)):
-                check.fail(f"github.runners.{key}", "is not an op, a project or `default`", "key the labels by op, project or default")
+                check.fail(
+                    f"github.runners.{key}",
+                    "is not an op, a project or `default`",
+                    "key the labels by op, project or default",
+                )
             texts = check.texts(labels, f"github.runners.{key}")
             bad = [t for t in texts if not RUNNER_LABEL.match(t)]
             if not texts or bad:
-                check.fail(f"github.runners.{key}", f"{(bad or ['(empty)'])[0]!r} is not a runner label",
-                           "write runner labels such as self-hosted, npu, 910B (letters, digits, . _ -)")
+                check.fail(
+                    f"github.runners.{key}",
+                    f"{(bad or ['(empty)'])[0]!r} is not a runner label",
+                    "write runner labels such as self-hosted, npu, 910B (letters, digits, . _ -)",
+                )
             rows.append((key, texts))
         values["runners"] = tuple(rows)
     return GithubSettings(**values)
@@ -547,11 +749,19 @@ def list_ops(root: Path, cfg: RepoConfig) -> list[str]:
         return []
     found = []
     for project in base.iterdir():
-        if not project.is_dir() or project.name.startswith(".") or not NAME_PART.match(project.name):
+        if (
+            not project.is_dir()
+            or project.name.startswith(".")
+            or not NAME_PART.match(project.name)
+        ):
             continue
         for op_dir in project.iterdir():
-            if (op_dir.is_dir() and not op_dir.name.startswith(".") and NAME_PART.match(op_dir.name)
-                    and (op_dir / f"{op_dir.name}.py").is_file()):
+            if (
+                op_dir.is_dir()
+                and not op_dir.name.startswith(".")
+                and NAME_PART.match(op_dir.name)
+                and (op_dir / f"{op_dir.name}.py").is_file()
+            ):
                 found.append(f"{project.name}/{op_dir.name}")
     return sorted(found)
 
@@ -585,8 +795,12 @@ def resolve_op(root: Path, cfg: RepoConfig, name: str) -> OpConfig:
         raise OpNameError(name, [], problem=problem)
     base = root / cfg.ops_root
     if not base.is_dir():
-        raise ConfigError(REPO_CONFIG_FILE, "ops_root", f"the ops folder '{cfg.ops_root}' does not exist",
-                          "create it with <project>/<op>/<op>.py inside, or point ops_root at the folder that has them")
+        raise ConfigError(
+            REPO_CONFIG_FILE,
+            "ops_root",
+            f"the ops folder '{cfg.ops_root}' does not exist",
+            "create it with <project>/<op>/<op>.py inside, or point ops_root at the folder that has them",
+        )
     ops = list_ops(root, cfg)
     if "/" in name:
         matches = [q for q in ops if q == name]
@@ -602,7 +816,9 @@ def resolve_op(root: Path, cfg: RepoConfig, name: str) -> OpConfig:
     try:
         (root / op_dir).resolve().relative_to(base.resolve())
     except ValueError:
-        raise OpNameError(name, ops, problem=f"'{op_dir.as_posix()}' points outside '{cfg.ops_root}'") from None
+        raise OpNameError(
+            name, ops, problem=f"'{op_dir.as_posix()}' points outside '{cfg.ops_root}'"
+        ) from None
     return load_op_config(root, op_dir)
 
 
@@ -633,8 +849,12 @@ def load_op_config(root: Path, op_dir: Path) -> OpConfig:
     except ValueError:
         relative = op_dir
     if not absolute.is_dir():
-        raise ConfigError(relative.as_posix(), "(folder)", "the op folder does not exist",
-                          "create <ops_root>/<project>/<op>/ with <op>.py, DESIGN.md and tune.yaml")
+        raise ConfigError(
+            relative.as_posix(),
+            "(folder)",
+            "the op folder does not exist",
+            "create <ops_root>/<project>/<op>/ with <op>.py, DESIGN.md and tune.yaml",
+        )
     project, name = relative.parent.name, relative.name
     path = absolute / OP_CONFIG_FILE
     shown = (relative / OP_CONFIG_FILE).as_posix()
@@ -646,9 +866,12 @@ def load_op_config(root: Path, op_dir: Path) -> OpConfig:
             try:
                 text = design.read_bytes().decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ConfigError((relative / "DESIGN.md").as_posix(), "(file)",
-                                  f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                                  "save DESIGN.md as UTF-8 (e.g. `iconv -f gbk -t utf-8`)") from None
+                raise ConfigError(
+                    (relative / "DESIGN.md").as_posix(),
+                    "(file)",
+                    f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                    "save DESIGN.md as UTF-8 (e.g. `iconv -f gbk -t utf-8`)",
+                ) from None
             target = design_target_us(text)
             if target is not None:
                 op = replace(op, target_us=target)
@@ -666,10 +889,15 @@ def _op_from_data(check: _Checker, data: dict, project: str, name: str, relative
     if data.get("knobs") is not None:
         values["knobs"] = _knobs(check, data["knobs"])
     if "strategies" in data and data["strategies"] is not None:
-        values["strategies"] = _strategy_ids(check, check.texts(data["strategies"], "strategies"), "strategies")
+        values["strategies"] = _strategy_ids(
+            check, check.texts(data["strategies"], "strategies"), "strategies"
+        )
         if not values["strategies"]:
-            check.fail("strategies", "the list is empty, so nothing could be tried",
-                       "remove the key to allow every applicable strategy, or list some")
+            check.fail(
+                "strategies",
+                "the list is empty, so nothing could be tried",
+                "remove the key to allow every applicable strategy, or list some",
+            )
     values["accuracy"] = _accuracy(check, check.mapping(data.get("accuracy"), "accuracy"))
     values["latency"] = _latency(check, check.mapping(data.get("latency"), "latency"))
     values["limits"] = _kernel_limits(check, check.mapping(data.get("limits"), "limits"))
@@ -679,88 +907,139 @@ def _op_from_data(check: _Checker, data: dict, project: str, name: str, relative
     return OpConfig(project=project, name=name, dir=relative, **values)
 
 
-def _strategy_ids(check: _Checker, ids: tuple[str, ...], key: str, indexed: bool = True) -> tuple[str, ...]:
+def _strategy_ids(
+    check: _Checker, ids: tuple[str, ...], key: str, indexed: bool = True
+) -> tuple[str, ...]:
     from bot.strategies import catalog  # imported late: strategies import this module
 
     for i, sid in enumerate(ids):
         if sid not in catalog.IDS:
             close = difflib.get_close_matches(sid, catalog.IDS, n=1, cutoff=0.6)
             hint = f"did you mean '{close[0]}'? " if close else ""
-            check.fail(f"{key}[{i}]" if indexed else key, f"unknown strategy {sid!r}",
-                       f"{hint}known strategies: {', '.join(catalog.IDS)}")
+            check.fail(
+                f"{key}[{i}]" if indexed else key,
+                f"unknown strategy {sid!r}",
+                f"{hint}known strategies: {', '.join(catalog.IDS)}",
+            )
     return ids
 
 
 def _knobs(check: _Checker, value: object) -> tuple[Knob, ...]:
     if not isinstance(value, list):
-        check.fail("knobs", f"expected a list of knobs, got {_kind(value)}",
-                   "write `knobs:` followed by `- name: BLOCK_M` items with strategy and values")
+        check.fail(
+            "knobs",
+            f"expected a list of knobs, got {_kind(value)}",
+            "write `knobs:` followed by `- name: BLOCK_M` items with strategy and values",
+        )
     knobs: list[Knob] = []
     for i, item in enumerate(value):
         key = f"knobs[{i}]"
         if not isinstance(item, dict):
-            check.fail(key, f"expected a mapping, got {_kind(item)}", "write `- name: ..., strategy: ..., values: [...]`")
+            check.fail(
+                key,
+                f"expected a mapping, got {_kind(item)}",
+                "write `- name: ..., strategy: ..., values: [...]`",
+            )
         check.known_keys(item, _KNOB_KEYS, prefix=f"{key}.")
         for required in ("name", "strategy", "values"):
             if item.get(required) is None:
                 check.fail(f"{key}.{required}", "missing", f"add `{required}:` to this knob")
         knob_name = check.text(item["name"], f"{key}.name", identifier=True)
         if any(k.name == knob_name for k in knobs):
-            check.fail(f"{key}.name", f"knob {knob_name!r} is declared twice", "keep one declaration per knob")
-        strategy = _strategy_ids(check, (check.text(item["strategy"], f"{key}.strategy"),), f"{key}.strategy", indexed=False)[0]
+            check.fail(
+                f"{key}.name",
+                f"knob {knob_name!r} is declared twice",
+                "keep one declaration per knob",
+            )
+        strategy = _strategy_ids(
+            check,
+            (check.text(item["strategy"], f"{key}.strategy"),),
+            f"{key}.strategy",
+            indexed=False,
+        )[0]
         values = _knob_values(check, item["values"], f"{key}.values")
         divides = multiple_of = None
         if item.get("divides") is not None:
             divides = check.integer(item["divides"], f"{key}.divides", minimum=1, example=1024)
             bad = [v for v in values if v == 0 or divides % v]
             if bad:
-                check.fail(f"{key}.values", f"{', '.join(map(str, bad))} do(es) not divide {divides} (declared by divides)",
-                           f"keep only divisors of {divides}, or correct `divides`")
+                check.fail(
+                    f"{key}.values",
+                    f"{', '.join(map(str, bad))} do(es) not divide {divides} (declared by divides)",
+                    f"keep only divisors of {divides}, or correct `divides`",
+                )
         if item.get("multiple_of") is not None:
-            multiple_of = check.integer(item["multiple_of"], f"{key}.multiple_of", minimum=1, example=16)
+            multiple_of = check.integer(
+                item["multiple_of"], f"{key}.multiple_of", minimum=1, example=16
+            )
             bad = [v for v in values if v % multiple_of]
             if bad:
-                check.fail(f"{key}.values", f"{', '.join(map(str, bad))} is/are not multiples of {multiple_of} "
-                           "(declared by multiple_of)", f"keep only multiples of {multiple_of}, or correct `multiple_of`")
+                check.fail(
+                    f"{key}.values",
+                    f"{', '.join(map(str, bad))} is/are not multiples of {multiple_of} "
+                    "(declared by multiple_of)",
+                    f"keep only multiples of {multiple_of}, or correct `multiple_of`",
+                )
         knobs.append(Knob(knob_name, strategy, values, divides, multiple_of))
     return tuple(knobs)
 
 
 def _knob_values(check: _Checker, value: object, key: str) -> tuple[int, ...]:
     if not isinstance(value, list):
-        check.fail(key, f"expected a list of whole numbers, got {_kind(value)}", "write e.g. `values: [32, 64, 128]`")
+        check.fail(
+            key,
+            f"expected a list of whole numbers, got {_kind(value)}",
+            "write e.g. `values: [32, 64, 128]`",
+        )
     if not value:
-        check.fail(key, "the list is empty", "list at least one value, e.g. `values: [32, 64, 128]`")
+        check.fail(
+            key, "the list is empty", "list at least one value, e.g. `values: [32, 64, 128]`"
+        )
     if all(isinstance(v, bool) for v in value):
         if len(set(value)) != len(value):
             check.fail(key, "a value appears twice", "write `values: [false, true]`")
         return tuple(value)
     for i, v in enumerate(value):
         if isinstance(v, bool) or not isinstance(v, int):
-            check.fail(f"{key}[{i}]", f"expected a whole number, got {_kind(v)}",
-                       "knob values are integers (or all true/false for a switch)")
+            check.fail(
+                f"{key}[{i}]",
+                f"expected a whole number, got {_kind(v)}",
+                "knob values are integers (or all true/false for a switch)",
+            )
         if v < 0:
             check.fail(f"{key}[{i}]", f"negative value {v}", "knob values must be >= 0")
     if list(value) != sorted(set(value)):
         # The planner steps to neighbours in this order, so it must be a sorted space.
-        check.fail(key, "values must be strictly increasing (no repeats)",
-                   f"write `values: {sorted(set(value))}`")
+        check.fail(
+            key,
+            "values must be strictly increasing (no repeats)",
+            f"write `values: {sorted(set(value))}`",
+        )
     return tuple(value)
 
 
-def _dtype_tolerances(check: _Checker, value: object, key: str, default: dict[str, float]) -> dict[str, float]:
+def _dtype_tolerances(
+    check: _Checker, value: object, key: str, default: dict[str, float]
+) -> dict[str, float]:
     if isinstance(value, dict):
         out = dict(default)
         for dtype, tol in value.items():
             if dtype not in DTYPES:
                 close = difflib.get_close_matches(str(dtype), DTYPES, n=1, cutoff=0.6)
                 hint = f"did you mean '{close[0]}'? " if close else ""
-                check.fail(f"{key}.{dtype}", "unknown dtype", f"{hint}use one of: {', '.join(DTYPES)}")
+                check.fail(
+                    f"{key}.{dtype}", "unknown dtype", f"{hint}use one of: {', '.join(DTYPES)}"
+                )
             out[dtype] = check.number(tol, f"{key}.{dtype}", minimum=0, example="1e-2")
         return out
     # One number applies to every dtype.
-    tol = check.number(value, key, minimum=0, example="1e-2",
-                       fix=f"write one number, or a mapping per dtype like `{_leaf(key)}: {{float16: 1e-2, float32: 1e-4}}`")
+    tol = check.number(
+        value,
+        key,
+        minimum=0,
+        example="1e-2",
+        fix=f"write one number, or a mapping per dtype like `{_leaf(key)}: {{float16: 1e-2, float32: 1e-4}}`",
+    )
     return {dtype: tol for dtype in default}
 
 
@@ -773,17 +1052,24 @@ def _accuracy(check: _Checker, data: dict) -> AccuracySettings:
     if data.get("level") is not None:
         values["level"] = check.text(data["level"], "accuracy.level", LEVELS)
     if data.get("timeout_s") is not None:
-        values["timeout_s"] = check.number(data["timeout_s"], "accuracy.timeout_s", above=0, example="120")
+        values["timeout_s"] = check.number(
+            data["timeout_s"], "accuracy.timeout_s", above=0, example="120"
+        )
     for tol in ("rtol", "atol"):
         if data.get(tol) is not None:
             values[tol] = _dtype_tolerances(check, data[tol], f"accuracy.{tol}", getattr(base, tol))
     if data.get("min_cosine") is not None:
-        values["min_cosine"] = check.number(data["min_cosine"], "accuracy.min_cosine", above=0, at_most=1,
-                                            example="0.999")
+        values["min_cosine"] = check.number(
+            data["min_cosine"], "accuracy.min_cosine", above=0, at_most=1, example="0.999"
+        )
     if data.get("repeats") is not None:
         values["repeats"] = check.integer(data["repeats"], "accuracy.repeats", minimum=0, example=3)
         if values["repeats"] > 20:
-            check.fail("accuracy.repeats", f"at most 20 extra L0 runs, got {values['repeats']}", "use 0 to 20")
+            check.fail(
+                "accuracy.repeats",
+                f"at most 20 extra L0 runs, got {values['repeats']}",
+                "use 0 to 20",
+            )
     return replace(base, **values)
 
 
@@ -794,12 +1080,17 @@ def _kernel_limits(check: _Checker, data: dict) -> KernelLimits:
         if data.get(key) is not None:
             values[key] = check.integer(data[key], f"limits.{key}", minimum=0, example=example)
             if 0 < values[key] < 64:
-                check.fail(f"limits.{key}", f"{values[key]} MiB is too small for a Python process",
-                           "use at least 64, or 0 for no cap")
+                check.fail(
+                    f"limits.{key}",
+                    f"{values[key]} MiB is too small for a Python process",
+                    "use at least 64, or 0 for no cap",
+                )
     if data.get("cpu_s") is not None:
         values["cpu_s"] = check.number(data["cpu_s"], "limits.cpu_s", minimum=0, example="600")
     if data.get("filesystem") is not None:
-        values["filesystem"] = check.text(data["filesystem"], "limits.filesystem", ("restricted", "open"))
+        values["filesystem"] = check.text(
+            data["filesystem"], "limits.filesystem", ("restricted", "open")
+        )
     return KernelLimits(**values)
 
 
@@ -811,17 +1102,23 @@ def _latency(check: _Checker, data: dict) -> LatencySettings:
     if data.get("warmup") is not None:
         values["warmup"] = check.integer(data["warmup"], "latency.warmup", minimum=0, example=5)
     if data.get("repeats") is not None:
-        values["repeats"] = check.integer(data["repeats"], "latency.repeats", minimum=1, example=30,
-                                           maximum=MAX_REPEATS)
+        values["repeats"] = check.integer(
+            data["repeats"], "latency.repeats", minimum=1, example=30, maximum=MAX_REPEATS
+        )
     if data.get("timeout_s") is not None:
-        values["timeout_s"] = check.number(data["timeout_s"], "latency.timeout_s", above=0, example="300")
+        values["timeout_s"] = check.number(
+            data["timeout_s"], "latency.timeout_s", above=0, example="300"
+        )
     if data.get("kernel_name") is not None:
         values["kernel_name"] = check.text(data["kernel_name"], "latency.kernel_name")
     if data.get("command") is not None:
         values["command"] = check.argv(data["command"], "latency.command")
     if values.get("backend") == "command" and not values.get("command"):
-        check.fail("latency.command", "backend 'command' needs the benchmark command to run",
-                   "add e.g. `command: [python, bench.py, \"{source}\"]` under latency (docs/measurement.md)")
+        check.fail(
+            "latency.command",
+            "backend 'command' needs the benchmark command to run",
+            'add e.g. `command: [python, bench.py, "{source}"]` under latency (docs/measurement.md)',
+        )
     return LatencySettings(**values)
 
 
@@ -829,10 +1126,14 @@ def _latency(check: _Checker, data: dict) -> LatencySettings:
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
-_TARGET_TITLE = re.compile(r"性能目标|性能指标|目标性能|performance\s+(target|goal)s?|latency\s+(target|goal)s?",
-                           re.IGNORECASE)
+_TARGET_TITLE = re.compile(
+    r"性能目标|性能指标|目标性能|performance\s+(target|goal)s?|latency\s+(target|goal)s?",
+    re.IGNORECASE,
+)
 _LATENCY = re.compile(r"(\d+(?:\.\d+)?)\s*(us|μs|µs|微秒|ms|毫秒)(?![A-Za-z])", re.IGNORECASE)
-_TARGET_WORDS = re.compile(r"<=|≤|<|目标|target|goal|不超过|不高于|以内|以下|at most|under|below", re.IGNORECASE)
+_TARGET_WORDS = re.compile(
+    r"<=|≤|<|目标|target|goal|不超过|不高于|以内|以下|at most|under|below", re.IGNORECASE
+)
 _BASELINE_WORDS = re.compile(r"基线|当前|现状|baseline|current", re.IGNORECASE)
 
 
@@ -895,9 +1196,15 @@ def _target_section(lines: list[str]) -> list[str] | None:
 # ---------------------------------------------------------------- effective settings
 
 
-def effective_settings(cfg: RepoConfig, op: OpConfig, max_iters: int | None = None,
-                       target_us: float | None = None, strategies: tuple[str, ...] | None = None,
-                       patience: int | None = None, noise_floor: float | None = None) -> RunSettings:
+def effective_settings(
+    cfg: RepoConfig,
+    op: OpConfig,
+    max_iters: int | None = None,
+    target_us: float | None = None,
+    strategies: tuple[str, ...] | None = None,
+    patience: int | None = None,
+    noise_floor: float | None = None,
+) -> RunSettings:
     """Command-line flags > the op's tune.yaml (and DESIGN.md target) > `.tunebot.yml` defaults."""
     flags = _Checker("command line")
     if max_iters is not None:

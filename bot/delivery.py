@@ -50,10 +50,15 @@ def start_source(repo, base_sha: str, op: OpConfig) -> tuple[str, str]:
     source = op.source.as_posix()
     if gitops.read_file(repo, base_sha, merged, missing_ok=True) is None:
         return source, ""
-    source_change, merged_change = _last_change(repo, base_sha, source), _last_change(repo, base_sha, merged)
+    source_change, merged_change = (
+        _last_change(repo, base_sha, source),
+        _last_change(repo, base_sha, merged),
+    )
     if source_change and merged_change and not repo.is_ancestor(source_change, merged_change):
-        return source, (f"{source} changed after the merged best {merged} (in {source_change[:10]}), "
-                        f"so this run tunes {source}")
+        return source, (
+            f"{source} changed after the merged best {merged} (in {source_change[:10]}), "
+            f"so this run tunes {source}"
+        )
     return merged, ""
 
 
@@ -64,12 +69,16 @@ def _last_change(repo, sha: str, path: str) -> str | None:
 
 def merged_latency(repo, base_sha: str, op: OpConfig) -> float | None:
     """The final latency the merged opt_log.md recorded for the merged best (None if unknown)."""
-    text = gitops.read_file(repo, base_sha, (op.perf_dir / "opt_log.md").as_posix(), missing_ok=True)
+    text = gitops.read_file(
+        repo, base_sha, (op.perf_dir / "opt_log.md").as_posix(), missing_ok=True
+    )
     if text is None:
         return None
     try:
         log = parse_opt_log(text)
-    except RecordFormatError:  # a hand-edited log that no longer parses: the re-measure is what counts
+    except (
+        RecordFormatError
+    ):  # a hand-edited log that no longer parses: the re-measure is what counts
         return None
     return log.conclusion.final_us if log.conclusion else None
 
@@ -79,8 +88,11 @@ def merged_latency(repo, base_sha: str, op: OpConfig) -> float | None:
 
 def evidence_at(repo, sha: str) -> Evidence:
     """Every op's evidence at `sha` summed (and the older shared file), for planning."""
-    files = {path: gitops.read_file(repo, sha, path) for path in gitops.list_files(repo, sha, EVIDENCE_DIR)
-             if path.endswith(".json")}
+    files = {
+        path: gitops.read_file(repo, sha, path)
+        for path in gitops.list_files(repo, sha, EVIDENCE_DIR)
+        if path.endswith(".json")
+    }
     files[EVIDENCE_PATH] = gitops.read_file(repo, sha, EVIDENCE_PATH, missing_ok=True)
     return Evidence.combined(files)
 
@@ -102,8 +114,10 @@ def run_verdict(state: rs.RunState) -> tuple[str, str]:
     reason = (state.stop or {}).get("reason")
     n = len(state.iterations)
     if reason == CANCELLED:
-        return verdicts.CANCELLED, (f"the run was cancelled after {n} iteration{'s' if n != 1 else ''}; "
-                                    "a cancelled run proposes nothing")
+        return verdicts.CANCELLED, (
+            f"the run was cancelled after {n} iteration{'s' if n != 1 else ''}; "
+            "a cancelled run proposes nothing"
+        )
     base, best = state.baseline_us, state.best_us
     if state.best_iteration is not None and base is not None and best is not None and best < base:
         return verdicts.COMPLETED, ""
@@ -111,16 +125,26 @@ def run_verdict(state: rs.RunState) -> tuple[str, str]:
         if reason == TARGET_REACHED:
             target = ((state.start or {}).get("settings") or {}).get("target_us")
             aim = f" ({target:g} us)" if target is not None else ""
-            return verdicts.TARGET_ALREADY_MET, (f"the baseline ({base:.2f} us) already meets the target{aim}; "
-                                                 "nothing was tried")
-        tried = f" ({state.rejections} proposed changes were refused before evaluation)" if state.rejections else ""
+            return verdicts.TARGET_ALREADY_MET, (
+                f"the baseline ({base:.2f} us) already meets the target{aim}; nothing was tried"
+            )
+        tried = (
+            f" ({state.rejections} proposed changes were refused before evaluation)"
+            if state.rejections
+            else ""
+        )
         return verdicts.NOTHING_TO_TRY, f"no strategy had a move for this op{tried}"
     measured = [it for it in state.iterations if it.gain_vs_best_pct is not None]
     closest = max(measured, key=lambda it: it.gain_vs_best_pct or 0.0, default=None)
-    detail = (f"; closest: iter {closest.n} ({closest.change}) {closest.gain_vs_best_pct:+.1f}%: {closest.reason}"
-              if closest else "; none could be measured")
-    return verdicts.NO_GAIN, (f"none of the {n} variants beat the baseline ({base:.2f} us) beyond the "
-                              f"measured noise{detail}")
+    detail = (
+        f"; closest: iter {closest.n} ({closest.change}) {closest.gain_vs_best_pct:+.1f}%: {closest.reason}"
+        if closest
+        else "; none could be measured"
+    )
+    return verdicts.NO_GAIN, (
+        f"none of the {n} variants beat the baseline ({base:.2f} us) beyond the "
+        f"measured noise{detail}"
+    )
 
 
 # ---------------------------------------------------------------- records
@@ -131,9 +155,18 @@ def reason_cell(it: rs.IterationView) -> str:
 
 
 def log_rows(state: rs.RunState) -> list[LogRow]:
-    return [LogRow(iter=it.n, strategy=f"{it.strategy} {it.change}", latency_us=it.latency_us,
-                   gain_pct=it.gain_pct, accuracy=it.accuracy,  # type: ignore[arg-type]
-                   verdict=it.verdict, reason=reason_cell(it)) for it in state.iterations]
+    return [
+        LogRow(
+            iter=it.n,
+            strategy=f"{it.strategy} {it.change}",
+            latency_us=it.latency_us,
+            gain_pct=it.gain_pct,
+            accuracy=it.accuracy,  # type: ignore[arg-type]
+            verdict=it.verdict,
+            reason=reason_cell(it),
+        )
+        for it in state.iterations
+    ]
 
 
 def baseline_label(op: OpConfig, path: str) -> str:
@@ -143,29 +176,50 @@ def baseline_label(op: OpConfig, path: str) -> str:
 
 def conclusion(op: OpConfig, state: rs.RunState) -> Conclusion:
     """The seed's 结论: 最优版本 is always `<op>.py` (perf_opt/<op>.py) with `(iter N)` or `(baseline)`."""
-    return Conclusion(best_source=f"{op.name}.py", best_iter=state.best_iteration, final_us=state.best_us,
-                      total_gain_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
-                      stop_reason=state.stop["reason"])
+    return Conclusion(
+        best_source=f"{op.name}.py",
+        best_iter=state.best_iteration,
+        final_us=state.best_us,
+        total_gain_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
+        stop_reason=state.stop["reason"],
+    )
 
 
-def completion_report(op: OpConfig, state: rs.RunState, noise_floor: float, consulted: list[str],
-                      noise_warn: float = 0.10) -> CompletionReport:
+def completion_report(
+    op: OpConfig,
+    state: rs.RunState,
+    noise_floor: float,
+    consulted: list[str],
+    noise_warn: float = 0.10,
+) -> CompletionReport:
     verdict, why = run_verdict(state)
     improvement = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
     issues = ([f"no proposal: {why}"] if why else []) + _issues(state, noise_floor)
-    warning = rs.noise_warning(state, noise_warn)  # "this runner is too noisy to see gains below ..."
+    warning = rs.noise_warning(
+        state, noise_warn
+    )  # "this runner is too noisy to see gains below ..."
     if warning:
         issues.append(warning)
     best = f"iter {state.best_iteration}" if state.best_iteration else "the baseline"
-    summary = (f"{len(state.iterations)} iterations on {op.qualified}; best is {best} at {state.best_us:.2f} us "
-               f"({improvement:+.1f}% vs baseline), stopped: {verdicts.stop_reason_text(state.stop['reason'])}"
-               f"{_drift_clause(state)}{_detectable_clause(state)}.")
-    return CompletionReport(project=op.project, operator=op.name, iterations=len(state.iterations),
-                            output=(op.perf_dir / f"{op.name}.py").as_posix(),
-                            baseline_latency=state.baseline_us, final_latency=state.best_us,
-                            improvement=improvement, stop_reason=state.stop["reason"],
-                            skills_consulted=consulted or ["none"], summary=summary,
-                            issues=issues or ["none"], verdict=verdict)
+    summary = (
+        f"{len(state.iterations)} iterations on {op.qualified}; best is {best} at {state.best_us:.2f} us "
+        f"({improvement:+.1f}% vs baseline), stopped: {verdicts.stop_reason_text(state.stop['reason'])}"
+        f"{_drift_clause(state)}{_detectable_clause(state)}."
+    )
+    return CompletionReport(
+        project=op.project,
+        operator=op.name,
+        iterations=len(state.iterations),
+        output=(op.perf_dir / f"{op.name}.py").as_posix(),
+        baseline_latency=state.baseline_us,
+        final_latency=state.best_us,
+        improvement=improvement,
+        stop_reason=state.stop["reason"],
+        skills_consulted=consulted or ["none"],
+        summary=summary,
+        issues=issues or ["none"],
+        verdict=verdict,
+    )
 
 
 def _detectable_clause(state: rs.RunState) -> str:
@@ -179,24 +233,38 @@ def _drift_clause(state: rs.RunState) -> str:
 
 
 def _issues(state: rs.RunState, noise_floor: float) -> list[str]:
-    found = [f"iter {it.n} ({it.strategy}): {it.verdict}" for it in state.iterations
-             if it.verdict in ("fail_l0", "timeout", "error")]
+    found = [
+        f"iter {it.n} ({it.strategy}): {it.verdict}"
+        for it in state.iterations
+        if it.verdict in ("fail_l0", "timeout", "error")
+    ]
     drift = (state.baseline_end or {}).get("drift_pct")
-    if drift is not None and abs(drift) >= noise_floor * 100:  # drift as large as a gain we would accept
-        found.append(f"baseline drifted {drift:+.1f}% between start and end of the run; "
-                     "treat small gains with care")
+    if (
+        drift is not None and abs(drift) >= noise_floor * 100
+    ):  # drift as large as a gain we would accept
+        found.append(
+            f"baseline drifted {drift:+.1f}% between start and end of the run; "
+            "treat small gains with care"
+        )
     return found
 
 
 _VARIANT = re.compile(r"_opt_v(\d+)\.py$")
 
 
-def delivery_files(repo, base_sha: str, op: OpConfig, state: rs.RunState, results: bytes) -> dict[str, bytes | None]:
+def delivery_files(
+    repo, base_sha: str, op: OpConfig, state: rs.RunState, results: bytes
+) -> dict[str, bytes | None]:
     """The files of the delivery commit (on top of the best variant's commit); None removes a file."""
     rel = lambda name: (op.perf_dir / name).as_posix()
     baseline_path = state.baseline["path"]
-    opt_log = OptLog(op=op.name, baseline_us=state.baseline_us, baseline_source=baseline_label(op, baseline_path),
-                     rows=log_rows(state), conclusion=conclusion(op, state))
+    opt_log = OptLog(
+        op=op.name,
+        baseline_us=state.baseline_us,
+        baseline_source=baseline_label(op, baseline_path),
+        rows=log_rows(state),
+        conclusion=conclusion(op, state),
+    )
     files: dict[str, bytes | None] = {
         # bytes as committed: a source with a PEP 263 coding line keeps its encoding
         rel(f"{op.name}.py"): gitops.read_bytes(repo, state.best_sha, state.best_path),
@@ -216,7 +284,9 @@ def delivery_files(repo, base_sha: str, op: OpConfig, state: rs.RunState, result
     return files
 
 
-def report_text(op: OpConfig, state: rs.RunState, noise_floor: float, worktree, noise_warn: float = 0.10) -> str:
+def report_text(
+    op: OpConfig, state: rs.RunState, noise_floor: float, worktree, noise_warn: float = 0.10
+) -> str:
     # The planner works from the strategy catalog, whose readable form is references/strategies.md.
     consulted = [p for p in REFERENCES if (worktree / p).exists()]
     return render_report(completion_report(op, state, noise_floor, consulted, noise_warn))
@@ -224,7 +294,9 @@ def report_text(op: OpConfig, state: rs.RunState, noise_floor: float, worktree, 
 
 # The exception line that ended the process; warnings printed earlier (torch's "Failed to initialize
 # NumPy: No module named 'numpy'") also name modules but are not why the op failed.
-_MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named '([A-Za-z0-9_.]+)'", re.M)
+_MISSING_MODULE = re.compile(
+    r"^(?:ModuleNotFoundError|ImportError): No module named '([A-Za-z0-9_.]+)'", re.M
+)
 
 
 def missing_module(tail: str) -> str | None:

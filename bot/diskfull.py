@@ -10,9 +10,15 @@ from __future__ import annotations
 import errno
 
 NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
-_TEXTS = ("No space left on device", "Disk quota exceeded", "Out of diskspace")  # the last: git's own words
-ADVICE = ("the disk is full{where}. Nothing recorded was lost: every finished iteration is kept. "
-          "Free some space, then run the same command again to resume where it stopped")
+_TEXTS = (
+    "No space left on device",
+    "Disk quota exceeded",
+    "Out of diskspace",
+)  # the last: git's own words
+ADVICE = (
+    "the disk is full{where}. Nothing recorded was lost: every finished iteration is kept. "
+    "Free some space, then run the same command again to resume where it stopped"
+)
 
 
 def is_disk_full(exc: BaseException) -> bool:

@@ -43,7 +43,9 @@ HELP = f"""\
 
 # Op names: `op` or `project/op`; each part starts with a letter, digit or underscore, so
 # `.`/`..` segments, absolute paths and shell metacharacters can never pass.
-OP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$", re.ASCII)
+OP_NAME = re.compile(
+    r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})?$", re.ASCII
+)
 STRATEGY_NAME = re.compile(r"^[a-z0-9_][a-z0-9_-]{0,63}$", re.ASCII)
 MAX_OPS = 8
 MAX_COMMANDS = 3  # per comment: bounds the API calls one comment can cause
@@ -146,8 +148,10 @@ def parse_command(line: str) -> TuneCommand:
     for column, char in enumerate(line, 1):
         if not (char.isascii() and (char.isprintable() or char == "\t")):
             name = unicodedata.name(char, "a control character")
-            raise CommandError(f"only ASCII is read: column {column} holds U+{ord(char):04X} ({name}); "
-                               "type plain spaces and the digits 0-9")
+            raise CommandError(
+                f"only ASCII is read: column {column} holds U+{ord(char):04X} ({name}); "
+                "type plain spaces and the digits 0-9"
+            )
     tokens = [t for t in ASCII_BLANK.split(line.strip(" \t")) if t]
     if not tokens or tokens[0] != "/tune":
         raise CommandError("a command starts with `/tune`")
@@ -156,7 +160,9 @@ def parse_command(line: str) -> TuneCommand:
         raise CommandError("`/tune` needs an op name or one of status, cancel, help")
     if args[0] in ("status", "cancel", "help"):
         if len(args) > 1:
-            raise CommandError(f"`/tune {args[0]}` takes no arguments (got `{' '.join(args[1:])[:60]}`)")
+            raise CommandError(
+                f"`/tune {args[0]}` takes no arguments (got `{' '.join(args[1:])[:60]}`)"
+            )
         return TuneCommand(args[0])  # type: ignore[arg-type]
     ops: list[str] = []
     max_iters: int | None = None
@@ -169,25 +175,33 @@ def parse_command(line: str) -> TuneCommand:
         if name == "--max-iters":
             value, i = _option_value(name, args, i)
             if not re.fullmatch(r"[0-9]{1,3}", value) or not 1 <= int(value) <= 100:
-                raise CommandError(f"`--max-iters` must be a whole number from 1 to 100 (got `{value[:20]}`)")
+                raise CommandError(
+                    f"`--max-iters` must be a whole number from 1 to 100 (got `{value[:20]}`)"
+                )
             max_iters = int(value)
         elif name == "--target-us":
             value, i = _option_value(name, args, i)
             if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,6})?", value) or float(value) <= 0:
-                raise CommandError(f"`--target-us` must be a positive number of microseconds (got `{value[:20]}`)")
+                raise CommandError(
+                    f"`--target-us` must be a positive number of microseconds (got `{value[:20]}`)"
+                )
             target_us = float(value)
         elif name == "--strategies":
             value, i = _option_value(name, args, i)
             names = tuple(s for s in value.split(",") if s)
             bad = [s for s in names if not STRATEGY_NAME.match(s)]
             if not names or bad:
-                raise CommandError(f"`--strategies` takes comma-separated strategy names (bad: `{(bad or [value])[0][:40]}`)")
+                raise CommandError(
+                    f"`--strategies` takes comma-separated strategy names (bad: `{(bad or [value])[0][:40]}`)"
+                )
             strategies = names
         elif token.startswith("-"):
             raise CommandError(f"unknown option `{token[:40]}`")
         else:
             if not OP_NAME.match(token):
-                raise CommandError(f"`{token[:60]}` is not an op name (use `<op>` or `<project>/<op>`)")
+                raise CommandError(
+                    f"`{token[:60]}` is not an op name (use `<op>` or `<project>/<op>`)"
+                )
             if token not in ops:
                 ops.append(token)
             i += 1
@@ -236,9 +250,22 @@ def requests_from_event(event_name: str, payload: dict) -> list[Request]:
         bad = [op for op in ops if not OP_NAME.match(op)]
         task = str(inputs.get("task") or "tune")
         if bad or task not in ("tune", "refresh-features"):
-            problem = f"`{bad[0][:60]}` is not an op name" if bad else f"unknown task `{task[:40]}` (tune | refresh-features)"
+            problem = (
+                f"`{bad[0][:60]}` is not an op name"
+                if bad
+                else f"unknown task `{task[:40]}` (tune | refresh-features)"
+            )
             return [Request("invalid", event_name, repo, reason=problem)]
-        return [Request("scheduled", event_name, repo, ops=ops, task=task, actor=(payload.get("sender") or {}).get("login"))]
+        return [
+            Request(
+                "scheduled",
+                event_name,
+                repo,
+                ops=ops,
+                task=task,
+                actor=(payload.get("sender") or {}).get("login"),
+            )
+        ]
     return [Request("ignored", event_name, repo, reason=f"event `{event_name}` is not handled")]
 
 
@@ -246,11 +273,21 @@ def _from_comment(payload: dict, repo: str) -> list[Request]:
     event = "issue_comment"
     action = payload.get("action")
     if action != "created":
-        return [Request("ignored", event, repo, reason=f"comment {action}: only new comments are commands")]
+        return [
+            Request(
+                "ignored", event, repo, reason=f"comment {action}: only new comments are commands"
+            )
+        ]
     issue = payload.get("issue") or {}
     comment = payload.get("comment") or {}
     user = comment.get("user") or {}
-    base = dict(event=event, repo=repo, pr=issue.get("number"), comment_id=comment.get("id"), actor=user.get("login"))
+    base = dict(
+        event=event,
+        repo=repo,
+        pr=issue.get("number"),
+        comment_id=comment.get("id"),
+        actor=user.get("login"),
+    )
     if not issue.get("pull_request"):
         return [Request("ignored", reason="comment on an issue, not a pull request", **base)]
     if is_bot(user) or is_bot(payload.get("sender")):
@@ -273,13 +310,19 @@ def _from_review(payload: dict, repo: str) -> Request:
     event = "pull_request_review"
     review = payload.get("review") or {}
     pr = payload.get("pull_request") or {}
-    base = dict(event=event, repo=repo, pr=pr.get("number"), actor=(review.get("user") or {}).get("login"))
+    base = dict(
+        event=event, repo=repo, pr=pr.get("number"), actor=(review.get("user") or {}).get("login")
+    )
     if payload.get("action") != "submitted":
-        return Request("ignored", reason=f"review {payload.get('action')}: only submitted reviews", **base)
+        return Request(
+            "ignored", reason=f"review {payload.get('action')}: only submitted reviews", **base
+        )
     # Webhooks spell states in lower case (`approved`), REST in upper case (`APPROVED`).
     state = str(review.get("state") or "").upper()
     head_ref = (pr.get("head") or {}).get("ref")
-    return Request("review", review_state=state, review_sha=review.get("commit_id"), head_ref=head_ref, **base)
+    return Request(
+        "review", review_state=state, review_sha=review.get("commit_id"), head_ref=head_ref, **base
+    )
 
 
 # ---------------------------------------------------------------- authorization
@@ -300,7 +343,9 @@ def fork_refusal(pull: PullInfo) -> str:
     )
 
 
-def authorize(request: Request, source: PermissionSource, settings: GithubSettings, self_hosted: bool = True) -> Authorization:
+def authorize(
+    request: Request, source: PermissionSource, settings: GithubSettings, self_hosted: bool = True
+) -> Authorization:
     """May `request.actor` run `/tune` on `request.pr`? Pins the PR head SHA seen now."""
     actor = request.actor or ""
     if request.pr is None:
@@ -316,7 +361,13 @@ def authorize(request: Request, source: PermissionSource, settings: GithubSettin
         )
     pull = source.pull_info(request.pr)
     if pull.state != "open" or pull.merged:
-        return Authorization(False, f"pull request #{pull.number} is {'merged' if pull.merged else pull.state}; nothing to tune.", actor, role, pull)
+        return Authorization(
+            False,
+            f"pull request #{pull.number} is {'merged' if pull.merged else pull.state}; nothing to tune.",
+            actor,
+            role,
+            pull,
+        )
     if pull.from_fork and self_hosted:
         return Authorization(False, fork_refusal(pull), actor, role, pull)
     return Authorization(True, "authorized", actor, role, pull)

@@ -18,15 +18,25 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from github import Github, GithubException
 
 from bot.config import GithubSettings, RepoConfig
 from bot.errors import TunebotError
-from bot.events import GRAMMAR, HELP, MAX_COMMANDS, Authorization, Request, authorize, check_ops, requests_from_event
+from bot.events import (
+    GRAMMAR,
+    HELP,
+    MAX_COMMANDS,
+    Authorization,
+    Request,
+    authorize,
+    check_ops,
+    requests_from_event,
+)
 from bot.forge.github import DEFAULT_BOT_LOGIN, STALE_LABEL, GateRefused, GithubForge, status_marker
 from bot.git_push import repo_url
 from bot.job_guard import JobGuard
@@ -55,11 +65,17 @@ class FlowConfig:
     remote: str = "origin"
     authorized_sha: str | None = None  # tune phase: the SHA the gate pinned
     sleep: Callable[[float], None] = time.sleep  # back-off waits of the API retries
-    bot_login: str = DEFAULT_BOT_LOGIN  # the login the token comments as; only its comments are trusted
-    own_checks: tuple[str, ...] = ("merge gate",)  # check names of our own jobs (review.yml), never waited on
+    bot_login: str = (
+        DEFAULT_BOT_LOGIN  # the login the token comments as; only its comments are trusted
+    )
+    own_checks: tuple[str, ...] = (
+        "merge gate",
+    )  # check names of our own jobs (review.yml), never waited on
     guard: JobGuard | None = None  # the CLI's: kills PR code's leftovers before git gets the token
     repo_cache: dict = field(default_factory=dict)  # the repository object, read once per event
-    only_op: str | None = None  # a matrix job: tune this one op of the command (as typed or resolved)
+    only_op: str | None = (
+        None  # a matrix job: tune this one op of the command (as typed or resolved)
+    )
 
     @property
     def push_url(self) -> str:
@@ -86,7 +102,9 @@ def _default_tune(*args: object, **kwargs: object) -> RunOutcome:
     return run_tune(*args, **kwargs)  # type: ignore[arg-type]
 
 
-def handle_event(event_name: str, payload: dict, gh: Github, flow: FlowConfig, tune: TuneFn = _default_tune) -> list[Outcome]:
+def handle_event(
+    event_name: str, payload: dict, gh: Github, flow: FlowConfig, tune: TuneFn = _default_tune
+) -> list[Outcome]:
     """Handle one event; every request gets an Outcome, and a comment gets at most one reply.
 
     API calls per event are bounded (docs/github.md, "API budget"): a comment holds at most
@@ -99,9 +117,21 @@ def handle_event(event_name: str, payload: dict, gh: Github, flow: FlowConfig, t
 
 
 def _forge(gh: Github, flow: FlowConfig, pr: int | None) -> GithubForge:
-    return _shared(flow, GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, pr_number=pr, checkout=flow.checkout,
-                                     branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep,
-                                     bot_login=flow.bot_login, own_checks=flow.own_checks))
+    return _shared(
+        flow,
+        GithubForge(
+            gh,
+            flow.repo,
+            settings=flow.repo_cfg.github,
+            pr_number=pr,
+            checkout=flow.checkout,
+            branch_prefix=flow.repo_cfg.branch_prefix,
+            run_url=flow.run_url,
+            sleep=flow.sleep,
+            bot_login=flow.bot_login,
+            own_checks=flow.own_checks,
+        ),
+    )
 
 
 def _shared(flow: FlowConfig, forge: GithubForge) -> GithubForge:
@@ -138,9 +168,15 @@ def _comment(requests: list[Request], gh: Github, flow: FlowConfig, tune: TuneFn
         # An API failure before anything ran (reaction, permission, the PR's head): say so where
         # the user looks, if GitHub lets us, and end with a failure the workflow shows.
         what = _failure_text(exc)
-        replies.add(f"@{first.actor} tunebot could not handle this comment: {what}\n\nNothing was run; "
-                    "re-run the workflow or comment again.")
-        outcomes = [Outcome("failed", what, {"authorized": "false"}, exit_code=getattr(exc, "exit_code", 1) or 1)]
+        replies.add(
+            f"@{first.actor} tunebot could not handle this comment: {what}\n\nNothing was run; "
+            "re-run the workflow or comment again."
+        )
+        outcomes = [
+            Outcome(
+                "failed", what, {"authorized": "false"}, exit_code=getattr(exc, "exit_code", 1) or 1
+            )
+        ]
     try:
         replies.post()
     except TunebotError as exc:
@@ -148,24 +184,38 @@ def _comment(requests: list[Request], gh: Github, flow: FlowConfig, tune: TuneFn
     return outcomes
 
 
-def _comment_commands(requests: list[Request], forge: GithubForge, replies: Replies, gh: Github, flow: FlowConfig,
-                      tune: TuneFn) -> list[Outcome]:
+def _comment_commands(
+    requests: list[Request],
+    forge: GithubForge,
+    replies: Replies,
+    gh: Github,
+    flow: FlowConfig,
+    tune: TuneFn,
+) -> list[Outcome]:
     first = requests[0]
     if len(requests) > MAX_COMMANDS:
-        text = (f"@{first.actor} one comment may hold at most {MAX_COMMANDS} `/tune` commands (this one has "
-                f"{len(requests)}); nothing was run. Put them in fewer commands: `/tune op1 op2 ...` takes up to 8 ops.")
+        text = (
+            f"@{first.actor} one comment may hold at most {MAX_COMMANDS} `/tune` commands (this one has "
+            f"{len(requests)}); nothing was run. Put them in fewer commands: `/tune op1 op2 ...` takes up to 8 ops."
+        )
         replies.add(text)
         return [Outcome("replied", text)]
     invalid = [r for r in requests if r.kind == "invalid"]
     if invalid:
-        problems = "\n".join(f"- command {r.index + 1}: {r.reason.split(chr(10))[0]}" for r in invalid)
-        text = (f"@{first.actor} I could not read {'that command' if len(requests) == 1 else 'every command'}; "
-                f"nothing was run.\n{problems}\n\nUsage (ASCII only):\n```\n{GRAMMAR}\n```\n`/tune help` explains each option.")
+        problems = "\n".join(
+            f"- command {r.index + 1}: {r.reason.split(chr(10))[0]}" for r in invalid
+        )
+        text = (
+            f"@{first.actor} I could not read {'that command' if len(requests) == 1 else 'every command'}; "
+            f"nothing was run.\n{problems}\n\nUsage (ASCII only):\n```\n{GRAMMAR}\n```\n`/tune help` explains each option."
+        )
         replies.add(text)
         return [Outcome("replied", r.reason) for r in requests]
     if sum(r.kind == "tune" for r in requests) > 1:
-        text = (f"@{first.actor} one comment may start one tuning run; nothing was run. "
-                "Name all the ops in one command: `/tune op1 op2 ...` (up to 8).")
+        text = (
+            f"@{first.actor} one comment may start one tuning run; nothing was run. "
+            "Name all the ops in one command: `/tune op1 op2 ...` (up to 8)."
+        )
         replies.add(text)
         return [Outcome("replied", text)]
     outcomes: list[Outcome] = []
@@ -192,7 +242,9 @@ def _comment_commands(requests: list[Request], forge: GithubForge, replies: Repl
     return outcomes
 
 
-def handle_request(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn = _default_tune) -> Outcome:
+def handle_request(
+    req: Request, gh: Github, flow: FlowConfig, tune: TuneFn = _default_tune
+) -> Outcome:
     """A request that is not a comment: a review, a schedule or dispatch, or something ignored."""
     if req.kind == "ignored":
         return Outcome("ignored", req.reason)
@@ -225,7 +277,11 @@ def _cancel(req: Request, forge: GithubForge, flow: FlowConfig, replies: Replies
     for op, body in comments.items():
         if CANCEL_MARKER not in body:
             text = body.split("\n", 1)[1] if "\n" in body else ""
-            forge.upsert_comment(req.pr, status_marker(op), f"{text}\n\n{CANCEL_MARKER}\n**Cancel requested** by @{req.actor}: the run stops after its current iteration.")
+            forge.upsert_comment(
+                req.pr,
+                status_marker(op),
+                f"{text}\n\n{CANCEL_MARKER}\n**Cancel requested** by @{req.actor}: the run stops after its current iteration.",
+            )
     text = f"Cancel requested for {', '.join(f'`{op}`' for op in sorted(comments)) or 'no runs'}."
     replies.add(text)
     return Outcome("replied", text)
@@ -237,8 +293,23 @@ def _cancel(req: Request, forge: GithubForge, flow: FlowConfig, replies: Replies
 class StatusReporter:
     """Renders the sticky status comment from the loop's progress events."""
 
-    def __init__(self, forge: GithubForge, op: str, head_sha: str, requester: str | None, links: "Links", checkout: Path | None) -> None:
-        self.forge, self.op, self.head_sha, self.requester, self.links, self.checkout = forge, op, head_sha, requester, links, checkout
+    def __init__(
+        self,
+        forge: GithubForge,
+        op: str,
+        head_sha: str,
+        requester: str | None,
+        links: Links,
+        checkout: Path | None,
+    ) -> None:
+        self.forge, self.op, self.head_sha, self.requester, self.links, self.checkout = (
+            forge,
+            op,
+            head_sha,
+            requester,
+            links,
+            checkout,
+        )
         self.phase = "queued"
         self.baseline: str = ""
         self.rows: list[str] = []
@@ -271,7 +342,9 @@ class StatusReporter:
         if not self.forge.pr_number:
             return False
         try:
-            body = self.forge.find_comment_any(self.forge.pr_number, (status_marker(self.op), *self.forge.status_aliases))
+            body = self.forge.find_comment_any(
+                self.forge.pr_number, (status_marker(self.op), *self.forge.status_aliases)
+            )
         except TunebotError:
             return False  # cannot read it now; asked again at the next progress event
         self.cancelled = bool(body and CANCEL_MARKER in body)
@@ -297,20 +370,27 @@ class StatusReporter:
 
     def render(self, extra: str = "") -> str:
         head = f"### tunebot · `{self.op}` · {self.phase}"
-        meta = f"PR head `{self.head_sha[:10]}`" + (f" · requested by @{self.requester}" if self.requester else "")
+        meta = f"PR head `{self.head_sha[:10]}`" + (
+            f" · requested by @{self.requester}" if self.requester else ""
+        )
         if self.forge.run_url:
             meta += f" · [workflow run]({self.forge.run_url})"
         parts = [head, meta]
         if self.baseline:
             parts.append(self.baseline)
         if self.rows:
-            parts.append("| # | strategy | change | L0 | latency | gain | verdict | links |\n|---|---|---|---|---|---|---|---|\n" + "\n".join(self.rows))
+            parts.append(
+                "| # | strategy | change | L0 | latency | gain | verdict | links |\n|---|---|---|---|---|---|---|---|\n"
+                + "\n".join(self.rows)
+            )
         if self.verdict:
             parts.append(self.verdict)
         if extra:
             parts.append(extra)
         if self.cancelled:
-            parts.append(f"{CANCEL_MARKER}\n**Cancel requested**: stopping after the current iteration.")
+            parts.append(
+                f"{CANCEL_MARKER}\n**Cancel requested**: stopping after the current iteration."
+            )
         return "\n\n".join(parts)
 
     def publish(self, extra: str = "") -> bool:
@@ -319,7 +399,9 @@ class StatusReporter:
             self.forge.post_status(self.render(extra))
         except TunebotError as exc:
             self.publish_failures += 1
-            print(f"tunebot: could not update the status comment of {self.op}: {exc}", file=sys.stderr)
+            print(
+                f"tunebot: could not update the status comment of {self.op}: {exc}", file=sys.stderr
+            )
             return False
         return True
 
@@ -346,12 +428,24 @@ def _us(value: float | None) -> str:
     return f"{value:.2f} us" if value is not None else "—"
 
 
-def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flow: FlowConfig, tune: TuneFn,
-          replies: Replies) -> Outcome:
+def _tune(
+    req: Request,
+    auth: Authorization,
+    forge: GithubForge,
+    gh: Github,
+    flow: FlowConfig,
+    tune: TuneFn,
+    replies: Replies,
+) -> Outcome:
     assert req.command is not None and auth.pull is not None
     pull, cmd = auth.pull, req.command
     head_sha = auth.pull.head_sha
-    outputs = {"authorized": "true", "head_sha": head_sha, "pr": str(pull.number), "ops": " ".join(cmd.ops)}
+    outputs = {
+        "authorized": "true",
+        "head_sha": head_sha,
+        "pr": str(pull.number),
+        "ops": " ".join(cmd.ops),
+    }
     links = Links(flow.server_url, flow.repo)
     if flow.phase == "gate":
         return _gate(req, forge, gh, flow, head_sha, links, outputs)
@@ -363,14 +457,18 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
         raise TunebotError(f"--sha must be a full 40-character commit SHA (got {pinned[:50]!r})")
     ops = _job_ops(cmd.ops, flow)
     if head_sha != pinned:
-        text = (f"The pull request moved from `{pinned[:10]}` to `{head_sha[:10]}` after `/tune` was authorized; "
-                "nothing was run. Comment `/tune` again to tune the new head.")
+        text = (
+            f"The pull request moved from `{pinned[:10]}` to `{head_sha[:10]}` after `/tune` was authorized; "
+            "nothing was run. Comment `/tune` again to tune the new head."
+        )
         replies.add(text)
         _final_status_comments(req, gh, flow, pinned, links, ops, "stale", text)
         _set_status(forge, pinned, "error", "tunebot: stale, head moved before the run")
         return Outcome("stale", text, outputs)
     if flow.checkout is None:
-        raise TunebotError("the tune phase needs --checkout <dir> (the repository checked out at the PR head)")
+        raise TunebotError(
+            "the tune phase needs --checkout <dir> (the repository checked out at the PR head)"
+        )
     scrub_secrets()
     try:
         return _tune_ops(req, forge, gh, flow, tune, pinned, pull.head_ref, outputs, replies, ops)
@@ -382,15 +480,24 @@ def _tune(req: Request, auth: Authorization, forge: GithubForge, gh: Github, flo
         return Outcome("failed", what, outputs, exit_code=1)
 
 
-def _report(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, sha: str, links: "Links",
-            outputs: dict[str, str]) -> Outcome:
+def _report(
+    req: Request,
+    forge: GithubForge,
+    gh: Github,
+    flow: FlowConfig,
+    sha: str,
+    links: Links,
+    outputs: dict[str, str],
+) -> Outcome:
     """The matrix's final job: finish ops whose job died, one summary comment, the combined status."""
     from bot.github_report import lost_notice, report
 
     assert req.command is not None and req.pr is not None
 
     def mark_lost(op: str, phase: str) -> None:
-        reporter = StatusReporter(_op_forge(gh, flow, req, op, sha), op, sha, req.actor, links, None)
+        reporter = StatusReporter(
+            _op_forge(gh, flow, req, op, sha), op, sha, req.actor, links, None
+        )
         reporter.phase = "failed"
         reporter.publish(lost_notice(op, phase))
 
@@ -402,13 +509,22 @@ def _job_ops(ops: tuple[str, ...], flow: FlowConfig) -> tuple[str, ...]:
     """The ops this job tunes: all of the command's, or the matrix job's one."""
     if flow.only_op is None:
         return ops
-    if flow.only_op not in ops and not any(flow.only_op.endswith("/" + op) or op.endswith("/" + flow.only_op) for op in ops):
+    if flow.only_op not in ops and not any(
+        flow.only_op.endswith("/" + op) or op.endswith("/" + flow.only_op) for op in ops
+    ):
         raise TunebotError(f"--op {flow.only_op} is not one of the command's ops ({' '.join(ops)})")
     return (flow.only_op,)
 
 
-def _gate(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, head_sha: str, links: "Links",
-          outputs: dict[str, str]) -> Outcome:
+def _gate(
+    req: Request,
+    forge: GithubForge,
+    gh: Github,
+    flow: FlowConfig,
+    head_sha: str,
+    links: Links,
+    outputs: dict[str, str],
+) -> Outcome:
     """Post "queued" per op and the pending status; if that fails, leave nothing saying "queued"."""
     assert req.command is not None
     try:
@@ -417,17 +533,33 @@ def _gate(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, head_s
             if any(name == op or name.endswith("/" + op) for name in finished_here):
                 continue  # delivered at this very head: the tune job will say so; "done" stays
             op_forge = _op_forge(gh, flow, req, op, head_sha)
-            op_forge.post_status(StatusReporter(op_forge, op, head_sha, req.actor, links, None)
-                                 .render("Queued: waiting for a free accelerator runner."))
+            op_forge.post_status(
+                StatusReporter(op_forge, op, head_sha, req.actor, links, None).render(
+                    "Queued: waiting for a free accelerator runner."
+                )
+            )
         if len(req.command.ops) > 1 and req.pr is not None:  # one place that aggregates the jobs
             from bot.github_report import post_queued_summary
 
             post_queued_summary(forge, req.pr, req.comment_id, req.command.ops, head_sha)
-        forge.set_status(head_sha, "pending", f"tunebot queued: {' '.join(req.command.ops)}"[:140], context="tunebot")
+        forge.set_status(
+            head_sha,
+            "pending",
+            f"tunebot queued: {' '.join(req.command.ops)}"[:140],
+            context="tunebot",
+        )
     except TunebotError as exc:
         what = _failure_text(exc)
-        _final_status_comments(req, gh, flow, head_sha, links, req.command.ops, "failed",
-                               f"**Failed before it started:** {what}\n\nNothing was run; comment `/tune` again.")
+        _final_status_comments(
+            req,
+            gh,
+            flow,
+            head_sha,
+            links,
+            req.command.ops,
+            "failed",
+            f"**Failed before it started:** {what}\n\nNothing was run; comment `/tune` again.",
+        )
         _set_status(forge, head_sha, "error", f"tunebot: not started: {what}")
         return Outcome("failed", what, {**outputs, "authorized": "false"}, exit_code=1)
     outputs = {**outputs, **matrix_outputs(req.command.ops, flow)}
@@ -441,7 +573,11 @@ def _done_at(forge: GithubForge, pr: int | None, head_sha: str) -> list[str]:
     out = []
     for name, body in forge.status_comments(pr).items():
         lines = body.splitlines()
-        if len(lines) > 2 and lines[1].endswith(" · done") and f"PR head `{head_sha[:10]}`" in lines[2]:
+        if (
+            len(lines) > 2
+            and lines[1].endswith(" · done")
+            and f"PR head `{head_sha[:10]}`" in lines[2]
+        ):
             out.append(name)
     return out
 
@@ -452,8 +588,10 @@ def matrix_outputs(ops: tuple[str, ...], flow: FlowConfig) -> dict[str, str]:
 
     settings = flow.repo_cfg.github
     include = [{"op": op, "runs_on": runner_labels(op, settings)} for op in ops]
-    return {"matrix": json.dumps({"include": include}, separators=(",", ":")),
-            "max_parallel": str(settings.max_parallel or len(ops) or 1)}
+    return {
+        "matrix": json.dumps({"include": include}, separators=(",", ":")),
+        "max_parallel": str(settings.max_parallel or len(ops) or 1),
+    }
 
 
 def runner_labels(op: str, settings: GithubSettings) -> list[str]:
@@ -466,7 +604,9 @@ def runner_labels(op: str, settings: GithubSettings) -> list[str]:
     return list(table.get("default", ["self-hosted", "npu"]))
 
 
-def _set_status(forge: GithubForge, sha: str, state: str, description: str, context: str = "tunebot") -> None:
+def _set_status(
+    forge: GithubForge, sha: str, state: str, description: str, context: str = "tunebot"
+) -> None:
     """The final commit status; if even that fails, the log says so (there is nothing else to tell)."""
     try:
         forge.set_status(sha, state, description[:140], context=context)
@@ -483,7 +623,9 @@ def scrub_secrets() -> list[str]:
     """
     from bot.job_guard import withheld
 
-    gone = [k for k in os.environ if k in SECRET_ENV or k.startswith(SECRET_ENV_PREFIXES) or withheld(k)]
+    gone = [
+        k for k in os.environ if k in SECRET_ENV or k.startswith(SECRET_ENV_PREFIXES) or withheld(k)
+    ]
     for key in gone:
         del os.environ[key]
     return gone
@@ -491,13 +633,25 @@ def scrub_secrets() -> list[str]:
 
 def _failure_text(exc: BaseException) -> str:
     if isinstance(exc, subprocess.CalledProcessError):
-        detail = (exc.stderr or b"").decode(errors="replace").strip() if isinstance(exc.stderr, bytes) else str(exc.stderr or "").strip()
+        detail = (
+            (exc.stderr or b"").decode(errors="replace").strip()
+            if isinstance(exc.stderr, bytes)
+            else str(exc.stderr or "").strip()
+        )
         return f"`{' '.join(map(str, exc.cmd))[:80]}` failed ({exc.returncode}): {detail[:200]}"
     return str(exc).strip()[:500] or type(exc).__name__
 
 
-def _final_status_comments(req: Request, gh: Github, flow: FlowConfig, pinned: str, links: "Links",
-                           ops: tuple[str, ...], phase: str, text: str) -> None:
+def _final_status_comments(
+    req: Request,
+    gh: Github,
+    flow: FlowConfig,
+    pinned: str,
+    links: Links,
+    ops: tuple[str, ...],
+    phase: str,
+    text: str,
+) -> None:
     """Give each op's existing status comment a final state (best effort: the API may be what failed).
 
     If the comments cannot be read, each op's comment is written anyway (created if need be): a
@@ -505,7 +659,9 @@ def _final_status_comments(req: Request, gh: Github, flow: FlowConfig, pinned: s
     """
     forge = _forge(gh, flow, req.pr)
     try:
-        existing: dict[str, str] | None = forge.status_comments(req.pr) if req.pr is not None else {}
+        existing: dict[str, str] | None = (
+            forge.status_comments(req.pr) if req.pr is not None else {}
+        )
     except TunebotError:
         existing = None
     targets = []
@@ -513,11 +669,15 @@ def _final_status_comments(req: Request, gh: Github, flow: FlowConfig, pinned: s
         if existing is None:
             targets.append(typed)
             continue
-        found = next((name for name in existing if name == typed or name.endswith("/" + typed)), None)
+        found = next(
+            (name for name in existing if name == typed or name.endswith("/" + typed)), None
+        )
         if found is not None:
             targets.append(found)
     for op in dict.fromkeys(targets):
-        reporter = StatusReporter(_op_forge(gh, flow, req, op, pinned), op, pinned, req.actor, links, None)
+        reporter = StatusReporter(
+            _op_forge(gh, flow, req, op, pinned), op, pinned, req.actor, links, None
+        )
         reporter.phase = phase
         reporter.publish(text)
 
@@ -526,11 +686,23 @@ def _remote_runs(gh: Github, flow: FlowConfig) -> RemoteRuns:
     assert flow.checkout is not None
     token = getattr(gh.requester.auth, "token", None)
     before = flow.guard.before_credential if flow.guard is not None else (lambda: None)
-    return RemoteRuns(flow.push_url, token, flow.checkout, flow.repo_cfg.branch_prefix, before_credential=before)
+    return RemoteRuns(
+        flow.push_url, token, flow.checkout, flow.repo_cfg.branch_prefix, before_credential=before
+    )
 
 
-def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tune: TuneFn, pinned: str,
-              pull_head_ref: str, outputs: dict[str, str], replies: Replies, ops: tuple[str, ...]) -> Outcome:
+def _tune_ops(
+    req: Request,
+    forge: GithubForge,
+    gh: Github,
+    flow: FlowConfig,
+    tune: TuneFn,
+    pinned: str,
+    pull_head_ref: str,
+    outputs: dict[str, str],
+    replies: Replies,
+    ops: tuple[str, ...],
+) -> Outcome:
     assert req.command is not None and flow.checkout is not None
     cmd = req.command
     links = Links(flow.server_url, flow.repo)
@@ -543,12 +715,19 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
         _set_status(forge, pinned, "error", "tunebot: unknown op")
         return Outcome("refused", text, outputs, exit_code=0)
     remote = _remote_runs(gh, flow)
-    remote.restore(list(checked.by_op()))  # before any PR code runs: records and branches of earlier runners
+    remote.restore(
+        list(checked.by_op())
+    )  # before any PR code runs: records and branches of earlier runners
     results: list[str] = []
     stale = failed = cancelled = False
-    for op, typed_names in checked.by_op().items():  # one run per op, however many ways it was named
+    for (
+        op,
+        typed_names,
+    ) in checked.by_op().items():  # one run per op, however many ways it was named
         op_forge = _op_forge(gh, flow, req, op, pinned, remote)
-        op_forge.status_aliases = tuple(status_marker(t) for t in typed_names if t != op)  # the gate's "queued" comments
+        op_forge.status_aliases = tuple(
+            status_marker(t) for t in typed_names if t != op
+        )  # the gate's "queued" comments
         reporter = StatusReporter(op_forge, op, pinned, req.actor, links, flow.checkout)
         trigger = f"comment:{req.comment_id}"
         done = finished(flow.checkout, op, pinned)
@@ -563,7 +742,9 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
             reporter.publish("Cancelled before it started; nothing was run.")
             results.append(f"{op}: cancelled before it started")
             continue
-        moved = op_forge.head_moved()  # checked again right before any kernel runs (and between ops)
+        moved = (
+            op_forge.head_moved()
+        )  # checked again right before any kernel runs (and between ops)
         if moved:
             stale = True
             reporter.phase = "stale"
@@ -573,11 +754,22 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
         reporter.phase = "starting"
         reporter.publish()
         # An older head's run, or a run cancelled by an earlier command: start over.
-        restart = recorded_base(flow.checkout, op) not in (None, pinned) or bool(done and done.cancelled)
+        restart = recorded_base(flow.checkout, op) not in (None, pinned) or bool(
+            done and done.cancelled
+        )
         # remote=None: the loop does not push; the forge pushes in propose() through RemoteRuns.
-        request = TuneRequest(repo=flow.checkout, op=op, base_ref=pinned, base_branch=pull_head_ref,
-                              max_iters=cmd.max_iters, target_us=cmd.target_us, strategies=cmd.strategies,
-                              remote=None, requester=req.actor, restart=restart)
+        request = TuneRequest(
+            repo=flow.checkout,
+            op=op,
+            base_ref=pinned,
+            base_branch=pull_head_ref,
+            max_iters=cmd.max_iters,
+            target_us=cmd.target_us,
+            strategies=cmd.strategies,
+            remote=None,
+            requester=req.actor,
+            restart=restart,
+        )
         try:
             outcome = tune(request, forge=op_forge, progress=reporter)
         except TunebotError as exc:
@@ -606,14 +798,22 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
         was_cancelled = outcome.stop_reason == CANCELLED
         cancelled = cancelled or was_cancelled
         reporter.phase = "cancelled" if was_cancelled else "done"
-        link = (f"[#{outcome.proposal.id}]({outcome.proposal.url})" if outcome.proposal
-                else f"none ({outcome.verdict}: {outcome.no_proposal_reason})")
-        reporter.verdict = (f"**Verdict:** {outcome.stop_reason}; best {_us(outcome.best_us)} vs baseline "
-                            f"{_us(outcome.baseline_us)} ({outcome.improvement_pct:+.1f}%) after {outcome.iterations} iterations. "
-                            f"Proposal: {link}")
+        link = (
+            f"[#{outcome.proposal.id}]({outcome.proposal.url})"
+            if outcome.proposal
+            else f"none ({outcome.verdict}: {outcome.no_proposal_reason})"
+        )
+        reporter.verdict = (
+            f"**Verdict:** {outcome.stop_reason}; best {_us(outcome.best_us)} vs baseline "
+            f"{_us(outcome.baseline_us)} ({outcome.improvement_pct:+.1f}%) after {outcome.iterations} iterations. "
+            f"Proposal: {link}"
+        )
         notes = "\n".join(f"> [!NOTE]\n> {w}" for w in op_forge.warnings)
         reporter.publish(notes)
-        results.append(f"{op}: {outcome.improvement_pct:+.1f}% -> {link}" + (" (cancelled)" if was_cancelled else ""))
+        results.append(
+            f"{op}: {outcome.improvement_pct:+.1f}% -> {link}"
+            + (" (cancelled)" if was_cancelled else "")
+        )
     if stale:
         state, action = "error", "stale"
     elif failed:
@@ -623,9 +823,19 @@ def _tune_ops(req: Request, forge: GithubForge, gh: Github, flow: FlowConfig, tu
     else:
         state, action = "success", "tuned"
     # A matrix job reports its own op; the report job sets the combined `tunebot` status.
-    _set_status(forge, pinned, state, f"tunebot {action}: " + "; ".join(results)[:120],
-                context="tunebot" if flow.only_op is None else f"tunebot/{ops[0]}")
-    return Outcome("tuned" if action == "cancelled" else action, "\n".join(results), outputs, exit_code=1 if failed else 0)
+    _set_status(
+        forge,
+        pinned,
+        state,
+        f"tunebot {action}: " + "; ".join(results)[:120],
+        context="tunebot" if flow.only_op is None else f"tunebot/{ops[0]}",
+    )
+    return Outcome(
+        "tuned" if action == "cancelled" else action,
+        "\n".join(results),
+        outputs,
+        exit_code=1 if failed else 0,
+    )
 
 
 def _still_open(forge: GithubForge, proposal_id: str) -> bool:
@@ -661,15 +871,33 @@ def _save_records(remote: RemoteRuns, op: str, trigger: str = "") -> None:
 
 
 def _retry_hint(exc: BaseException) -> str:
-    return ("What was measured is kept on the remote (refs/tunebot/runs/); re-run the job or comment `/tune` "
-            "again to resume from there.")
+    return (
+        "What was measured is kept on the remote (refs/tunebot/runs/); re-run the job or comment `/tune` "
+        "again to resume from there."
+    )
 
 
-def _op_forge(gh: Github, flow: FlowConfig, req: Request, op: str, sha: str, remote: RemoteRuns | None = None) -> GithubForge:
-    return _shared(flow, GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, pr_number=req.pr, guard_sha=sha,
-                                     checkout=flow.checkout, branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url,
-                                     sleep=flow.sleep, bot_login=flow.bot_login, own_checks=flow.own_checks,
-                                     remote_runs=remote))
+def _op_forge(
+    gh: Github, flow: FlowConfig, req: Request, op: str, sha: str, remote: RemoteRuns | None = None
+) -> GithubForge:
+    return _shared(
+        flow,
+        GithubForge(
+            gh,
+            flow.repo,
+            settings=flow.repo_cfg.github,
+            op=op,
+            pr_number=req.pr,
+            guard_sha=sha,
+            checkout=flow.checkout,
+            branch_prefix=flow.repo_cfg.branch_prefix,
+            run_url=flow.run_url,
+            sleep=flow.sleep,
+            bot_login=flow.bot_login,
+            own_checks=flow.own_checks,
+            remote_runs=remote,
+        ),
+    )
 
 
 def _mark_stale(forge: GithubForge, outcome: RunOutcome, moved: str) -> None:
@@ -688,9 +916,15 @@ def _mark_stale(forge: GithubForge, outcome: RunOutcome, moved: str) -> None:
 
 def _ensure_commit(checkout: Path, sha: str, remote: str) -> None:
     """Fetch the pinned commit if the checkout lacks it (argv only: no shell, sha validated)."""
-    have = subprocess.run(["git", "-C", str(checkout), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True)
+    have = subprocess.run(
+        ["git", "-C", str(checkout), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True
+    )
     if have.returncode != 0:
-        subprocess.run(["git", "-C", str(checkout), "fetch", "--quiet", remote, sha], check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(checkout), "fetch", "--quiet", remote, sha],
+            check=True,
+            capture_output=True,
+        )
 
 
 # ---------------------------------------------------------------- review -> merge gate
@@ -698,7 +932,9 @@ def _ensure_commit(checkout: Path, sha: str, remote: str) -> None:
 
 def _review(req: Request, forge: GithubForge) -> Outcome:
     if req.review_state != "APPROVED":
-        return Outcome("ignored", f"review state {req.review_state}: only approvals run the merge gate")
+        return Outcome(
+            "ignored", f"review state {req.review_state}: only approvals run the merge gate"
+        )
     prefix = forge.branch_prefix + "/"
     head_ref = req.head_ref or forge.pull_info(req.pr).head_ref
     if not head_ref.startswith(prefix):
@@ -706,13 +942,18 @@ def _review(req: Request, forge: GithubForge) -> Outcome:
     try:
         proposal = forge.merge(str(req.pr))
     except GateRefused as exc:
-        text = ("**Not merged yet.** Missing:\n" + "\n".join(f"- {m}" for m in exc.missing)
-                + "\n\nOnce these hold, approve again (or re-run the `tunebot review` workflow) to merge.")
+        text = (
+            "**Not merged yet.** Missing:\n"
+            + "\n".join(f"- {m}" for m in exc.missing)
+            + "\n\nOnce these hold, approve again (or re-run the `tunebot review` workflow) to merge."
+        )
         _gate_comment(forge, req.pr, text)
         return Outcome("gate-refused", text, exit_code=exc.exit_code)
     except TunebotError as exc:
-        text = (f"**Not merged: the merge gate could not finish.** {_failure_text(exc)}\n\n"
-                "Nothing was merged. Re-run the `tunebot review` workflow or approve again once GitHub answers.")
+        text = (
+            f"**Not merged: the merge gate could not finish.** {_failure_text(exc)}\n\n"
+            "Nothing was merged. Re-run the `tunebot review` workflow or approve again once GitHub answers."
+        )
         _gate_comment(forge, req.pr, text)
         return Outcome("failed", text, exit_code=1)
     text = f"**Merged** `{proposal.head}` at `{proposal.head_sha[:10]}` after approval; iteration branches deleted."
@@ -726,7 +967,9 @@ def _gate_comment(forge: GithubForge, number: int | None, text: str) -> None:
     try:
         forge.upsert_comment(number, GATE_MARKER, text)
     except TunebotError as exc:
-        print(f"tunebot: could not post the merge gate's answer on #{number}: {exc}", file=sys.stderr)
+        print(
+            f"tunebot: could not post the merge gate's answer on #{number}: {exc}", file=sys.stderr
+        )
 
 
 # ---------------------------------------------------------------- schedule / dispatch
@@ -736,21 +979,36 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
     if req.kind == "invalid":
         return Outcome("refused", req.reason, exit_code=2)
     if req.task != "tune":
-        return Outcome("ignored", f"task {req.task} runs in its own workflow (refresh-features.yml)")
+        return Outcome(
+            "ignored", f"task {req.task} runs in its own workflow (refresh-features.yml)"
+        )
     if flow.checkout is None:
-        raise TunebotError("scheduled tuning needs --checkout <dir> (the default branch checked out)")
+        raise TunebotError(
+            "scheduled tuning needs --checkout <dir> (the default branch checked out)"
+        )
     ops = tuple(req.ops or flow.repo_cfg.github.ops)
     if not ops:
-        return Outcome("ignored", "no ops to tune: set github.ops in .tunebot.yml or pass the `ops` input")
+        return Outcome(
+            "ignored", "no ops to tune: set github.ops in .tunebot.yml or pass the `ops` input"
+        )
     if flow.phase == "gate":  # the schedule's gate job only plans the matrix
-        return Outcome("authorized", f"scheduled: {' '.join(ops)}", {"authorized": "true", "ops": " ".join(ops),
-                                                                      **matrix_outputs(ops, flow)})
-    if flow.phase == "report":  # no pull request to comment on: the log lists each op's open proposal
+        return Outcome(
+            "authorized",
+            f"scheduled: {' '.join(ops)}",
+            {"authorized": "true", "ops": " ".join(ops), **matrix_outputs(ops, flow)},
+        )
+    if (
+        flow.phase == "report"
+    ):  # no pull request to comment on: the log lists each op's open proposal
         forge = _forge(gh, flow, None)
         lines = []
         for op in ops:
-            found = forge.find_proposal(f"{flow.repo_cfg.branch_prefix}/{op.rsplit('/', 1)[-1]}/best")
-            lines.append(f"{op}: " + (f"proposal #{found.id} {found.url}" if found else "no open proposal"))
+            found = forge.find_proposal(
+                f"{flow.repo_cfg.branch_prefix}/{op.rsplit('/', 1)[-1]}/best"
+            )
+            lines.append(
+                f"{op}: " + (f"proposal #{found.id} {found.url}" if found else "no open proposal")
+            )
         return Outcome("reported", "\n".join(lines))
     ops = _job_ops(ops, flow)
     checked = check_ops(flow.checkout, ops)
@@ -766,18 +1024,37 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
     scrub_secrets()
     results, failed = [], False
     for op in checked.by_op():
-        op_forge = GithubForge(gh, flow.repo, settings=flow.repo_cfg.github, op=op, checkout=flow.checkout,
-                               branch_prefix=flow.repo_cfg.branch_prefix, run_url=flow.run_url, sleep=flow.sleep,
-                               bot_login=flow.bot_login, remote_runs=remote, base_sha=base_sha)
+        op_forge = GithubForge(
+            gh,
+            flow.repo,
+            settings=flow.repo_cfg.github,
+            op=op,
+            checkout=flow.checkout,
+            branch_prefix=flow.repo_cfg.branch_prefix,
+            run_url=flow.run_url,
+            sleep=flow.sleep,
+            bot_login=flow.bot_login,
+            remote_runs=remote,
+            base_sha=base_sha,
+        )
         trigger = f"run:{flow.run_url or req.event}"
         done = finished(flow.checkout, op, base_sha)
         noop = _finished_text(op_forge, done, remote.triggers.get(op) == trigger, base_sha)
         if noop:
             results.append(f"{op}: {noop}")
             continue
-        restart = recorded_base(flow.checkout, op) not in (None, base_sha) or bool(done and done.cancelled)
-        request = TuneRequest(repo=flow.checkout, op=op, base_ref=base_sha, base_branch=base, remote=None,
-                              requester=req.actor, restart=restart)
+        restart = recorded_base(flow.checkout, op) not in (None, base_sha) or bool(
+            done and done.cancelled
+        )
+        request = TuneRequest(
+            repo=flow.checkout,
+            op=op,
+            base_ref=base_sha,
+            base_branch=base,
+            remote=None,
+            requester=req.actor,
+            restart=restart,
+        )
         try:
             outcome = tune(request, forge=op_forge, progress=None)
         except TunebotError as exc:
@@ -786,5 +1063,10 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
             continue
         finally:
             _save_records(remote, op, trigger)
-        results.append(f"{op}: {outcome.improvement_pct:+.1f}%" + (f" -> #{outcome.proposal.id}" if outcome.proposal else ""))
-    return Outcome("failed" if failed else "tuned", "\n".join(results), exit_code=1 if failed else 0)
+        results.append(
+            f"{op}: {outcome.improvement_pct:+.1f}%"
+            + (f" -> #{outcome.proposal.id}" if outcome.proposal else "")
+        )
+    return Outcome(
+        "failed" if failed else "tuned", "\n".join(results), exit_code=1 if failed else 0
+    )

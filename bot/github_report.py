@@ -21,7 +21,13 @@ from bot.forge.github import GithubForge, status_marker
 
 HEADING = re.compile(r"^### tunebot · `(?P<op>[^`]+)` · (?P<phase>.+)$", re.MULTILINE)
 PROPOSAL = re.compile(r"Proposal: \[#(\d+)\]\(([^)\s]+)\)")
-FINAL = {"done": "success", "failed": "failure", "stale": "error", "cancelled": "error", "not run": "error"}
+FINAL = {
+    "done": "success",
+    "failed": "failure",
+    "stale": "error",
+    "cancelled": "error",
+    "not run": "error",
+}
 SUMMARY_MARKER = "<!-- tunebot:summary:{id} -->"
 
 
@@ -37,7 +43,9 @@ class OpState:
 JOB_PHASE = {"success": "done", "failure": "failed", "error": "stale or cancelled"}
 
 
-def op_states(comments: dict[str, str], ops: tuple[str, ...], job_statuses: dict[str, str] | None = None) -> list[OpState]:
+def op_states(
+    comments: dict[str, str], ops: tuple[str, ...], job_statuses: dict[str, str] | None = None
+) -> list[OpState]:
     """The state of each op of the command.
 
     The job's own commit status `tunebot/<op>` (set once, at its end, one context per job: no
@@ -69,8 +77,14 @@ def combined(states: list[OpState]) -> str:
     return "failure" if "failure" in kinds else "error" if "error" in kinds else "success"
 
 
-def report(forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, ...], sha: str,
-           mark_lost: Callable[[str, str], None]) -> tuple[str, list[OpState], str]:
+def report(
+    forge: GithubForge,
+    pr: int,
+    comment_id: int | None,
+    ops: tuple[str, ...],
+    sha: str,
+    mark_lost: Callable[[str, str], None],
+) -> tuple[str, list[OpState], str]:
     """Finish every op, post the summary, set the combined status; returns (state, states, text)."""
     comments = forge.status_comments(pr)
     states = op_states(comments, ops, forge.commit_statuses(sha))
@@ -78,7 +92,9 @@ def report(forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, 
         if s.lost:
             mark_lost(s.op, s.phase)
     state = combined(states)
-    text = summary_text(states, sha, forge.run_url, "all done" if state == "success" else "finished with problems")
+    text = summary_text(
+        states, sha, forge.run_url, "all done" if state == "success" else "finished with problems"
+    )
     marker = SUMMARY_MARKER.format(id=comment_id if comment_id is not None else "run")
     try:
         forge.upsert_comment(pr, marker, text)
@@ -90,24 +106,35 @@ def report(forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, 
 
 
 def summary_text(states: list[OpState], sha: str, run_url: str | None, heading: str) -> str:
-    rows = "\n".join(f"| `{s.op}` | {'job ended early (was: ' + s.phase + ')' if s.lost else s.phase} | "
-                     f"{s.proposal or '-'} |" for s in states)
-    return (f"### tunebot · {len(states)} op{'s' if len(states) != 1 else ''} · {heading}\n\nPR head `{sha[:10]}`"
-            + (f" · [workflow run]({run_url})" if run_url else "")
-            + f"\n\n| op | state | proposal |\n|---|---|---|\n{rows}\n\nDetails in each op's status comment.")
+    rows = "\n".join(
+        f"| `{s.op}` | {'job ended early (was: ' + s.phase + ')' if s.lost else s.phase} | "
+        f"{s.proposal or '-'} |"
+        for s in states
+    )
+    return (
+        f"### tunebot · {len(states)} op{'s' if len(states) != 1 else ''} · {heading}\n\nPR head `{sha[:10]}`"
+        + (f" · [workflow run]({run_url})" if run_url else "")
+        + f"\n\n| op | state | proposal |\n|---|---|---|\n{rows}\n\nDetails in each op's status comment."
+    )
 
 
-def post_queued_summary(forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, ...], sha: str) -> None:
+def post_queued_summary(
+    forge: GithubForge, pr: int, comment_id: int | None, ops: tuple[str, ...], sha: str
+) -> None:
     """The gate's summary of a multi-op command: one row per op, each queued for its own job."""
     states = [OpState(op, "queued", "", "pending") for op in ops]
     text = summary_text(states, sha, forge.run_url, f"queued as {len(ops)} jobs")
-    forge.upsert_comment(pr, SUMMARY_MARKER.format(id=comment_id if comment_id is not None else "run"), text)
+    forge.upsert_comment(
+        pr, SUMMARY_MARKER.format(id=comment_id if comment_id is not None else "run"), text
+    )
 
 
 def lost_notice(op: str, phase: str) -> str:
-    return (f"**Failed:** the job tuning `{op}` ended while it was `{phase}` (runner lost, timeout or the "
-            "workflow was cancelled). What it measured is kept on the remote (refs/tunebot/runs/); "
-            "re-run the job or comment `/tune` again to resume.")
+    return (
+        f"**Failed:** the job tuning `{op}` ended while it was `{phase}` (runner lost, timeout or the "
+        "workflow was cancelled). What it measured is kept on the remote (refs/tunebot/runs/); "
+        "re-run the job or comment `/tune` again to resume."
+    )
 
 
 __all__ = ["OpState", "combined", "lost_notice", "op_states", "report", "status_marker"]

@@ -22,10 +22,10 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
-from typing import Iterator
 
 import git
 from gitdb.base import IStream
@@ -83,7 +83,10 @@ def _git(
     cwd = _workdir(where) if isinstance(where, git.Repo) else str(where)
     proc = subprocess.run(["git", *args], cwd=cwd, input=input, env=_env(env), capture_output=True)
     if check and proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip() or proc.stdout.decode(errors="replace").strip()
+        detail = (
+            proc.stderr.decode(errors="replace").strip()
+            or proc.stdout.decode(errors="replace").strip()
+        )
         raise GitError(f"git {args[0]} failed: {detail}")
     return proc
 
@@ -175,7 +178,9 @@ def read_bytes(repo: git.Repo, rev: str, path: str, missing_ok: bool = False) ->
     except KeyError:
         if missing_ok:
             return None
-        raise GitError(f"'{path}' does not exist in commit {rev}. Commit the file first, then run tunebot again.") from None
+        raise GitError(
+            f"'{path}' does not exist in commit {rev}. Commit the file first, then run tunebot again."
+        ) from None
     if obj.type != "blob":
         raise GitError(f"'{path}' in commit {rev} is a directory, not a file.")
     return obj.data_stream.read()
@@ -192,7 +197,9 @@ def list_files(repo: git.Repo, rev: str, under: str = "") -> list[str]:
     else:
         _check_path(under)
         paths = ("--", under)
-    out = _git(repo, "ls-tree", "-r", "-z", "--full-tree", resolve(repo, rev), *paths).stdout.decode()
+    out = _git(
+        repo, "ls-tree", "-r", "-z", "--full-tree", resolve(repo, rev), *paths
+    ).stdout.decode()
     found = []
     for entry in out.split("\0"):
         meta, _, path = entry.partition("\t")
@@ -211,14 +218,20 @@ def init_repo(path: Path | str, message: str = "initial commit") -> git.Repo:
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     if not (path / ".git").exists():
-        default = _git(path, "config", "--get", "init.defaultBranch", check=False).stdout.decode().strip()
+        default = (
+            _git(path, "config", "--get", "init.defaultBranch", check=False).stdout.decode().strip()
+        )
         _git(path, "init", "-q", *([] if default else ["-b", "main"]))
     repo = git.Repo(path)
     _git(repo, "add", "-A")
     name, email = _identity(repo, "AUTHOR")
     c_name, c_email = _identity(repo, "COMMITTER")
-    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-           "GIT_COMMITTER_NAME": c_name, "GIT_COMMITTER_EMAIL": c_email}
+    env = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": c_name,
+        "GIT_COMMITTER_EMAIL": c_email,
+    }
     _git(repo, "commit", "-q", "--allow-empty", "--no-verify", "-m", message, env=env)
     return repo
 
@@ -317,7 +330,11 @@ def _registered_worktrees(repo: git.Repo) -> list[dict[str, str]]:
 
 
 def _is_registered(repo: git.Repo, path: Path) -> bool:
-    return any(Path(e["worktree"]).resolve() == path.resolve() for e in _registered_worktrees(repo) if "worktree" in e)
+    return any(
+        Path(e["worktree"]).resolve() == path.resolve()
+        for e in _registered_worktrees(repo)
+        if "worktree" in e
+    )
 
 
 def ensure_worktree(repo: git.Repo, name: str, sha: str) -> Path:
@@ -378,7 +395,9 @@ def checkout_worktree(path: Path | str, sha: str) -> None:
 
 def _check_worktree_name(name: str) -> None:
     if not name or "/" in name or "\\" in name or name in (".", ".."):
-        raise InvalidName(f"bad worktree name '{name}': use one path component such as 'project__op'.")
+        raise InvalidName(
+            f"bad worktree name '{name}': use one path component such as 'project__op'."
+        )
 
 
 # ---------------------------------------------------------------- commits
@@ -387,8 +406,14 @@ def _check_worktree_name(name: str) -> None:
 def _identity(repo: git.Repo, role: str) -> tuple[str, str]:
     """(name, email) for `role` AUTHOR/COMMITTER: environment, then repo config, then tunebot's."""
     reader = repo.config_reader()
-    name = os.environ.get(f"GIT_{role}_NAME") or reader.get_value("user", "name", "") or DEFAULT_NAME
-    email = os.environ.get(f"GIT_{role}_EMAIL") or reader.get_value("user", "email", "") or DEFAULT_EMAIL
+    name = (
+        os.environ.get(f"GIT_{role}_NAME") or reader.get_value("user", "name", "") or DEFAULT_NAME
+    )
+    email = (
+        os.environ.get(f"GIT_{role}_EMAIL")
+        or reader.get_value("user", "email", "")
+        or DEFAULT_EMAIL
+    )
     return str(name), str(email)
 
 
@@ -401,8 +426,15 @@ def _parse_author(author: str) -> tuple[str, str]:
 
 def _check_path(path: str) -> None:
     parts = path.split("/")
-    if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..", ".git") for p in parts):
-        raise InvalidName(f"bad file path '{path}' for a commit: use a relative path like 'dir/file.py'.")
+    if (
+        not path
+        or path.startswith("/")
+        or "\\" in path
+        or any(p in ("", ".", "..", ".git") for p in parts)
+    ):
+        raise InvalidName(
+            f"bad file path '{path}' for a commit: use a relative path like 'dir/file.py'."
+        )
 
 
 def _blob_mode(repo: git.Repo, parent: str | None, path: str) -> str:
@@ -443,7 +475,13 @@ def commit_files(
     try:
         _git(repo, "read-tree", *([parent_sha] if parent_sha else ["--empty"]), env=env)
         if index_info:
-            _git(repo, "update-index", "--index-info", input="\n".join(index_info).encode() + b"\n", env=env)
+            _git(
+                repo,
+                "update-index",
+                "--index-info",
+                input="\n".join(index_info).encode() + b"\n",
+                env=env,
+            )
         tree = _out(repo, "write-tree", env=env)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -455,7 +493,9 @@ def _loose_objects(repo: git.Repo) -> LooseObjectDB:
     return LooseObjectDB(os.path.join(repo.common_dir, "objects"))
 
 
-def _commit_tree(repo: git.Repo, tree: str, parents: list[str], message: str, author: str | None = None) -> str:
+def _commit_tree(
+    repo: git.Repo, tree: str, parents: list[str], message: str, author: str | None = None
+) -> str:
     a_name, a_email = _parse_author(author) if author else _identity(repo, "AUTHOR")
     c_name, c_email = _identity(repo, "COMMITTER")
     env = {
@@ -485,7 +525,9 @@ def _read_owned(repo: git.Repo) -> dict[str, dict]:
     try:
         return dict(json.loads(path.read_text())["branches"])
     except (ValueError, KeyError, TypeError):
-        raise GitError(f"{path} is corrupt. Delete it only if no tunebot branches need cleaning up.") from None
+        raise GitError(
+            f"{path} is corrupt. Delete it only if no tunebot branches need cleaning up."
+        ) from None
 
 
 def _write_owned(repo: git.Repo, owned: dict[str, dict]) -> None:
@@ -522,8 +564,12 @@ def is_owned(repo: git.Repo, name: str) -> bool:
 
 
 def _check_branch_name(repo: git.Repo, name: str) -> None:
-    if _git(repo, "check-ref-format", "--branch", name, check=False).returncode != 0 or name.startswith("-"):
-        raise InvalidName(f"'{name}' is not a valid branch name. Use letters, digits, '/', '-', '_' and '.'.")
+    if _git(
+        repo, "check-ref-format", "--branch", name, check=False
+    ).returncode != 0 or name.startswith("-"):
+        raise InvalidName(
+            f"'{name}' is not a valid branch name. Use letters, digits, '/', '-', '_' and '.'."
+        )
 
 
 def branch_sha(repo: git.Repo, name: str) -> str | None:
@@ -569,7 +615,9 @@ def update_branch(repo: git.Repo, name: str, sha: str, expected_old: str) -> Non
         _move_owned(repo, owned, name, target, expected_old)
 
 
-def _move_owned(repo: git.Repo, owned: dict[str, dict], name: str, new: str, old: str | None) -> None:
+def _move_owned(
+    repo: git.Repo, owned: dict[str, dict], name: str, new: str, old: str | None
+) -> None:
     """Point our branch `name` (at `old`, None: absent) at `new`; caller holds the ownership lock.
 
     The entry names both shas while the ref moves, so a crash at any moment
@@ -615,14 +663,20 @@ def _natural_key(name: str) -> list:
 
 def _recorded_branches(repo: git.Repo, prefix: str) -> list[str]:
     """Existing branches named in branches.json that start with `prefix`, ours or since taken over."""
-    names = [n for n in _read_owned(repo) if n.startswith(prefix) and branch_sha(repo, n) is not None]
+    names = [
+        n for n in _read_owned(repo) if n.startswith(prefix) and branch_sha(repo, n) is not None
+    ]
     return sorted(names, key=_natural_key)
 
 
 def owned_branches(repo: git.Repo, prefix: str = "") -> list[str]:
     """Existing branches that are tunebot's, named `prefix`... (v2 sorts before v10)."""
     owned = _read_owned(repo)
-    return [n for n in _recorded_branches(repo, prefix) if _owner_problem(owned[n], branch_sha(repo, n)) is None]
+    return [
+        n
+        for n in _recorded_branches(repo, prefix)
+        if _owner_problem(owned[n], branch_sha(repo, n)) is None
+    ]
 
 
 def _checked_out_branches(repo: git.Repo) -> dict[str, str]:
@@ -631,7 +685,7 @@ def _checked_out_branches(repo: git.Repo) -> dict[str, str]:
     for entry in _registered_worktrees(repo):
         ref = entry.get("branch", "")
         if ref.startswith("refs/heads/"):
-            found[ref[len("refs/heads/"):]] = entry["worktree"]
+            found[ref[len("refs/heads/") :]] = entry["worktree"]
     return found
 
 
@@ -689,7 +743,10 @@ def archive_branches(repo: git.Repo, names: list[str], label: str) -> list[str]:
     the move. Branches that are not tunebot's (never created by it, or moved since),
     are checked out somewhere, or no longer exist are left as they are.
     """
-    if not label or _git(repo, "check-ref-format", f"{ARCHIVE_REFS}{label}/x", check=False).returncode != 0:
+    if (
+        not label
+        or _git(repo, "check-ref-format", f"{ARCHIVE_REFS}{label}/x", check=False).returncode != 0
+    ):
         raise InvalidName(f"bad archive label '{label}': use something like '20260101T120000'.")
     archived: list[str] = []
     checked_out = _checked_out_branches(repo)
@@ -698,10 +755,16 @@ def archive_branches(repo: git.Repo, names: list[str], label: str) -> list[str]:
         try:
             for name in names:
                 current = branch_sha(repo, name)
-                if current is None or name in checked_out or _owner_problem(owned.get(name), current):
+                if (
+                    current is None
+                    or name in checked_out
+                    or _owner_problem(owned.get(name), current)
+                ):
                     continue
                 ref = f"{ARCHIVE_REFS}{label}/{name}"
-                if ref_sha(repo, ref) != current:  # equal: archived by a run that crashed before the delete
+                if (
+                    ref_sha(repo, ref) != current
+                ):  # equal: archived by a run that crashed before the delete
                     set_ref(repo, ref, current, None)
                 _delete_branch_ref(repo, name, current)
                 del owned[name]
@@ -736,7 +799,10 @@ TUNEBOT_REFS = "refs/tunebot/"
 
 
 def _check_tunebot_ref(ref: str) -> None:
-    if not ref.startswith(TUNEBOT_REFS) or _git(".", "check-ref-format", ref, check=False).returncode != 0:
+    if (
+        not ref.startswith(TUNEBOT_REFS)
+        or _git(".", "check-ref-format", ref, check=False).returncode != 0
+    ):
         raise GitError(f"'{ref}' is not a tunebot ref (those are valid refs under {TUNEBOT_REFS}).")
 
 
@@ -758,7 +824,9 @@ def set_ref(repo: git.Repo, ref: str, new: str, expected_old: str | None) -> Non
     old = expected_old or ZERO_SHA
     proc = _git(repo, "update-ref", "-m", "tunebot", ref, new, old, check=False)
     if proc.returncode != 0:
-        raise GitError(f"{ref} changed underneath tunebot (another tunebot process?). Run the command again.")
+        raise GitError(
+            f"{ref} changed underneath tunebot (another tunebot process?). Run the command again."
+        )
 
 
 # ---------------------------------------------------------------- push
@@ -783,11 +851,13 @@ _PERMANENT = (
 def _refspec_branch(spec: str) -> str | None:
     dst = spec.lstrip("+").split(":")[-1]
     if dst.startswith("refs/heads/"):
-        return dst[len("refs/heads/"):]
+        return dst[len("refs/heads/") :]
     return None if dst.startswith("refs/") else dst
 
 
-def push(repo: git.Repo, remote: str, refspecs: list[str], retries: int = 3, backoff_s: float = 1.0) -> None:
+def push(
+    repo: git.Repo, remote: str, refspecs: list[str], retries: int = 3, backoff_s: float = 1.0
+) -> None:
     """Push `refspecs`, retrying transient failures (network, remote hiccups) with backoff.
 
     A rejection (non-fast-forward, hook, auth) is not retried. Force (`+`) and
@@ -837,7 +907,16 @@ def _merge_commit(repo: git.Repo, base_sha: str, head_sha: str, message: str) ->
     """The commit that merges head into base: a fast-forward when possible, else a real merge."""
     if _is_ancestor(repo, base_sha, head_sha):
         return head_sha
-    proc = _git(repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", base_sha, head_sha, check=False)
+    proc = _git(
+        repo,
+        "merge-tree",
+        "--write-tree",
+        "--name-only",
+        "--no-messages",
+        base_sha,
+        head_sha,
+        check=False,
+    )
     lines = proc.stdout.decode(errors="replace").splitlines()
     if proc.returncode == 1:
         conflicted = sorted({line for line in lines[1:] if line})
@@ -851,7 +930,9 @@ def _merge_commit(repo: git.Repo, base_sha: str, head_sha: str, message: str) ->
 
 
 def _is_dirty(worktree: str) -> bool:
-    proc = _git(worktree, "status", "--porcelain", "--untracked-files=no", env={"GIT_OPTIONAL_LOCKS": "0"})
+    proc = _git(
+        worktree, "status", "--porcelain", "--untracked-files=no", env={"GIT_OPTIONAL_LOCKS": "0"}
+    )
     return bool(proc.stdout.strip())
 
 
@@ -864,7 +945,9 @@ def merge_into(repo: git.Repo, base_branch: str, head: str, message: str) -> str
     """
     base_sha = branch_sha(repo, base_branch)
     if base_sha is None:
-        raise GitError(f"base branch '{base_branch}' does not exist. Create it or pick another base.")
+        raise GitError(
+            f"base branch '{base_branch}' does not exist. Create it or pick another base."
+        )
     head_sha = resolve(repo, head)
     if _is_ancestor(repo, head_sha, base_sha):
         return base_sha

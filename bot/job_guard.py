@@ -30,9 +30,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SECRET_NAMES = frozenset({"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"})
+SECRET_NAMES = frozenset(
+    {"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
+)
 SECRET_PREFIXES = ("ACTIONS_", "INPUT_", "GITHUB_APP_")
-FILE_COMMANDS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_STATE")
+FILE_COMMANDS = (
+    "GITHUB_ENV",
+    "GITHUB_PATH",
+    "GITHUB_OUTPUT",
+    "GITHUB_STEP_SUMMARY",
+    "GITHUB_STATE",
+)
 SEALED_FD = "TUNEBOT_SEALED_FD"
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
@@ -136,7 +144,10 @@ def make_undumpable() -> bool:
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 and libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+        return (
+            libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+            and libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+        )
     except (OSError, AttributeError):
         return False
 
@@ -203,7 +214,7 @@ class JobGuard:
     tampered: list[str] = field(default_factory=list)
     killed: int = 0
 
-    def start(self) -> "JobGuard":
+    def start(self) -> JobGuard:
         if self.reap:
             become_subreaper()
             make_undumpable()

@@ -16,10 +16,11 @@ import json
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from bot import config as cfgmod
 from bot import delivery, gitops, run_guard, source_text
@@ -39,7 +40,13 @@ from bot.strategies.planner import Planner
 from bot.strategies.source import source_hash
 
 StopReason = Literal["达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"]
-TARGET_REACHED, MAX_ITERS, NO_GAIN, EXHAUSTED, CANCELLED = "达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消"
+TARGET_REACHED, MAX_ITERS, NO_GAIN, EXHAUSTED, CANCELLED = (
+    "达目标",
+    "迭代上限",
+    "连续无提升",
+    "策略耗尽",
+    "已取消",
+)
 MAX_REJECTIONS = 20  # refused proposals per run before the planner counts as exhausted
 
 
@@ -48,7 +55,9 @@ class TuneRequest:
     repo: Path  # the user's repository (any worktree of it)
     op: str  # "<op>" or "<project>/<op>"
     base_ref: str | None = None  # sha or branch to tune at; None: HEAD
-    base_branch: str | None = None  # branch the proposal merges into; None: config or current branch
+    base_branch: str | None = (
+        None  # branch the proposal merges into; None: config or current branch
+    )
     max_iters: int | None = None  # command-line overrides of the config
     target_us: float | None = None
     strategies: tuple[str, ...] | None = None
@@ -56,7 +65,9 @@ class TuneRequest:
     dry_run: bool = False
     remote: str | None = None  # push branches to this remote (GitHub flow); None: local only
     requester: str | None = None
-    patience: int | None = None  # different things tried without a gain before stopping (run_state.patience_count)
+    patience: int | None = (
+        None  # different things tried without a gain before stopping (run_state.patience_count)
+    )
     no_target: bool = False  # ignore any configured target (the demo, to show the loop)
 
 
@@ -64,8 +75,18 @@ class TuneRequest:
 class ProgressEvent:
     """Emitted at every step; the CLI prints it, the GitHub handler edits the status comment."""
 
-    kind: Literal["start", "baseline", "iteration", "resumed", "stop", "delivered", "plan", "phase", "note",
-                  "warning"]
+    kind: Literal[
+        "start",
+        "baseline",
+        "iteration",
+        "resumed",
+        "stop",
+        "delivered",
+        "plan",
+        "phase",
+        "note",
+        "warning",
+    ]
     op: str
     iteration: int | None = None
     strategy: str | None = None
@@ -148,14 +169,20 @@ class _Run:
 EvaluatorFactory = Callable[[cfgmod.OpConfig, Path], Evaluator]
 
 
-def run_tune(request: TuneRequest, forge: Forge, progress: ProgressCallback | None = None,
-             evaluator_factory: EvaluatorFactory = Evaluator) -> RunOutcome:
+def run_tune(
+    request: TuneRequest,
+    forge: Forge,
+    progress: ProgressCallback | None = None,
+    evaluator_factory: EvaluatorFactory = Evaluator,
+) -> RunOutcome:
     """Run (or resume) one tuning run of `request.op` and propose the best variant.
 
     `evaluator_factory` exists for the overhead benchmark, which wraps the real
     Evaluator to subtract kernel time from the bot's own time.
     """
-    with ExitStack() as held:  # the run lock is taken inside _prepare, before anything is moved or written
+    with (
+        ExitStack() as held
+    ):  # the run lock is taken inside _prepare, before anything is moved or written
         run = _prepare(request, forge, progress or (lambda event: None), held)
         if request.dry_run:
             return _dry_run(run)
@@ -170,8 +197,10 @@ def _run_lock(state_dir: Path, op: str):
         try:
             held.enter_context(gitops.file_lock(state_dir / "run.lock", timeout_s=0))
         except gitops.LockBusy:
-            raise RunBusy(f"another tunebot process is tuning {op} right now; wait for it to finish, "
-                          f"or stop it with `tunebot cancel {op}`") from None
+            raise RunBusy(
+                f"another tunebot process is tuning {op} right now; wait for it to finish, "
+                f"or stop it with `tunebot cancel {op}`"
+            ) from None
         yield
 
 
@@ -195,23 +224,51 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
     request = run.request
     state = _state(run)
     if state.start is None:
-        run.log.append({"key": rs.START, "kind": rs.START, "op": run.op.qualified, "base_sha": run.base_sha,
-                        "base_branch": run.base_branch, "settings": dataclasses.asdict(run.settings),
-                        "requester": request.requester, "time": _now()})
+        run.log.append(
+            {
+                "key": rs.START,
+                "kind": rs.START,
+                "op": run.op.qualified,
+                "base_sha": run.base_sha,
+                "base_branch": run.base_branch,
+                "settings": dataclasses.asdict(run.settings),
+                "requester": request.requester,
+                "time": _now(),
+            }
+        )
         state = _state(run)
-        _cancel_file(run).unlink(missing_ok=True)  # a cancel of an earlier run must not stop this one
-        run.progress(ProgressEvent("start", run.op.qualified, sha=run.base_sha,
-                                   message=f"tuning {run.op.qualified} at {run.base_sha[:10]}"))
+        _cancel_file(run).unlink(
+            missing_ok=True
+        )  # a cancel of an earlier run must not stop this one
+        run.progress(
+            ProgressEvent(
+                "start",
+                run.op.qualified,
+                sha=run.base_sha,
+                message=f"tuning {run.op.qualified} at {run.base_sha[:10]}",
+            )
+        )
     else:
         _restore_refs(run, state)
         note = ""
         if request.base_ref is None and gitops.resolve(run.repo, "HEAD") != run.base_sha:
-            note = (f" (recorded at {run.base_sha[:10]}; HEAD has moved since: "
-                    "add --restart to tune the new HEAD instead)")
-        run.progress(ProgressEvent("resumed", run.op.qualified, iteration=len(state.iterations),
-                                   message=f"resuming after {len(state.iterations)} recorded iterations{note}"))
-    evaluator = run_guard.GuardedEvaluator(evaluator_factory(run.op, run.worktree), run, lambda message: run.progress(
-        ProgressEvent("warning", run.op.qualified, message=message)))
+            note = (
+                f" (recorded at {run.base_sha[:10]}; HEAD has moved since: "
+                "add --restart to tune the new HEAD instead)"
+            )
+        run.progress(
+            ProgressEvent(
+                "resumed",
+                run.op.qualified,
+                iteration=len(state.iterations),
+                message=f"resuming after {len(state.iterations)} recorded iterations{note}",
+            )
+        )
+    evaluator = run_guard.GuardedEvaluator(
+        evaluator_factory(run.op, run.worktree),
+        run,
+        lambda message: run.progress(ProgressEvent("warning", run.op.qualified, message=message)),
+    )
     if state.baseline is None:
         _measure_baseline(run, evaluator)
         state = _state(run)
@@ -228,7 +285,9 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
 # ---------------------------------------------------------------- preparing
 
 
-def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback, held: ExitStack) -> _Run:
+def _prepare(
+    request: TuneRequest, forge: Forge, progress: ProgressCallback, held: ExitStack
+) -> _Run:
     """Resolve and validate everything before anything is written (so a bad flag loses nothing).
 
     The run lock is entered on `held` before the records are read for writing: a second
@@ -242,8 +301,14 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback, hel
     if not request.dry_run:
         held.enter_context(_run_lock(log.path.parent, found.qualified))
     previous = rs.replay(log.read())
-    fresh = request.restart or bool(previous.proposal and _proposal_closed(forge, previous.proposal))
-    superseded = None if fresh or request.dry_run else run_guard.superseded_baseline(repo, previous, found, request)
+    fresh = request.restart or bool(
+        previous.proposal and _proposal_closed(forge, previous.proposal)
+    )
+    superseded = (
+        None
+        if fresh or request.dry_run
+        else run_guard.superseded_baseline(repo, previous, found, request)
+    )
     if superseded:
         fresh = True
         progress(ProgressEvent("warning", found.qualified, message=superseded))
@@ -255,34 +320,66 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback, hel
     else:
         base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
         base_branch = _base_branch(repo, request, found)
-        if not request.remote and request.requester is None:  # a forge's base lives there; it refuses a wrong one
-            run_guard.check_base_branch(repo, base_branch, "--into" if request.base_branch else "the base branch")
+        if (
+            not request.remote and request.requester is None
+        ):  # a forge's base lives there; it refuses a wrong one
+            run_guard.check_base_branch(
+                repo, base_branch, "--into" if request.base_branch else "the base branch"
+            )
     repo_cfg, op = _config_at(repo, base_sha, found)
     if request.target_us is not None and not math.isfinite(request.target_us):
-        raise BadRequest(f"--target-us must be a finite number of microseconds, got {request.target_us}")
-    settings = cfgmod.effective_settings(repo_cfg, op, max_iters=request.max_iters, patience=request.patience,
-                                         target_us=request.target_us, strategies=request.strategies)
+        raise BadRequest(
+            f"--target-us must be a finite number of microseconds, got {request.target_us}"
+        )
+    settings = cfgmod.effective_settings(
+        repo_cfg,
+        op,
+        max_iters=request.max_iters,
+        patience=request.patience,
+        target_us=request.target_us,
+        strategies=request.strategies,
+    )
     if request.no_target:
         settings = dataclasses.replace(settings, target_us=None)
     if previous.start:
         settings = cfgmod.RunSettings(**previous.start["settings"])
     if request.dry_run:  # plan only: create nothing, not even a worktree
-        return _Run(request, repo, op, settings, repo_cfg, base_sha, base_branch, checkout, log, forge, progress)
+        return _Run(
+            request,
+            repo,
+            op,
+            settings,
+            repo_cfg,
+            base_sha,
+            base_branch,
+            checkout,
+            log,
+            forge,
+            progress,
+        )
     prefix = f"{repo_cfg.branch_prefix}/{op.name}"
     warn = lambda message: progress(ProgressEvent("warning", op.qualified, message=message))
-    orphans = None if fresh else run_guard.orphan_branches(repo, log, previous, prefix, f"tunebot tune {op.qualified}")
+    orphans = (
+        None
+        if fresh
+        else run_guard.orphan_branches(repo, log, previous, prefix, f"tunebot tune {op.qualified}")
+    )
     if orphans:
         fresh = True
         warn(orphans)
     if fresh:
         _archive_run(repo, repo_cfg, op, log)
     name = f"{op.project}__{op.name}"
-    for note in run_guard.housekeeping(repo, log.path.parent, prefix, gitops.state_dir(repo) / "worktrees" / name):
+    for note in run_guard.housekeeping(
+        repo, log.path.parent, prefix, gitops.state_dir(repo) / "worktrees" / name
+    ):
         warn(note)
     run_guard.check_branches(repo, prefix, rs.replay(log.read()))
     worktree = gitops.ensure_worktree(repo, name, base_sha)
     log = run_guard.GuardedLog(log.path, warn)
-    return _Run(request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress)
+    return _Run(
+        request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress
+    )
 
 
 class BadRequest(TunebotError):
@@ -306,25 +403,36 @@ def _refuse_name_clash(runs_dir: Path, op: cfgmod.OpConfig, forge: Forge) -> Non
             continue
         state = rs.replay(ResultsLog(other).read())
         if state.start and not (state.proposal and _proposal_closed(forge, state.proposal)):
-            raise BadRequest(f"{project}/{op.name} already has a tunebot run, and iteration branches are named "
-                             f"tunebot/{op.name}/v<N> for both; merge or close its proposal first, or rename one op")
+            raise BadRequest(
+                f"{project}/{op.name} already has a tunebot run, and iteration branches are named "
+                f"tunebot/{op.name}/v<N> for both; merge or close its proposal first, or rename one op"
+            )
 
 
 def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
     """A recorded run resumes with its recorded settings; flags that say otherwise are a mistake."""
     recorded = start["settings"]
-    asked = {"max_iters": request.max_iters, "target_us": request.target_us, "patience": request.patience,
-             "strategies": list(request.strategies) if request.strategies else None}
-    differs = [f"--{k.replace('_', '-')} {v}" for k, v in asked.items()
-               if v is not None and v != recorded.get(k)]
+    asked = {
+        "max_iters": request.max_iters,
+        "target_us": request.target_us,
+        "patience": request.patience,
+        "strategies": list(request.strategies) if request.strategies else None,
+    }
+    differs = [
+        f"--{k.replace('_', '-')} {v}"
+        for k, v in asked.items()
+        if v is not None and v != recorded.get(k)
+    ]
     if request.base_ref and gitops.resolve(repo, request.base_ref) != start["base_sha"]:
         differs.append(f"--base {request.base_ref}")
     if request.base_branch and request.base_branch != start["base_branch"]:
         differs.append(f"--into {request.base_branch}")
     if differs:
-        raise BadRequest(f"a run of {start['op']} is recorded at {start['base_sha'][:10]} with settings "
-                         f"{json.dumps(recorded, ensure_ascii=False, sort_keys=True)}; {', '.join(differs)} "
-                         "would change it. Run without those flags to resume it, or add --restart to start over")
+        raise BadRequest(
+            f"a run of {start['op']} is recorded at {start['base_sha'][:10]} with settings "
+            f"{json.dumps(recorded, ensure_ascii=False, sort_keys=True)}; {', '.join(differs)} "
+            "would change it. Run without those flags to resume it, or add --restart to start over"
+        )
 
 
 def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
@@ -335,8 +443,10 @@ def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
     configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
     branch = configured or gitops.current_branch(repo)
     if not branch:
-        raise BadRequest("HEAD is detached and no base branch is configured; "
-                         "pass --into <branch> or set base_branch in .tunebot.yml")
+        raise BadRequest(
+            "HEAD is detached and no base branch is configured; "
+            "pass --into <branch> or set base_branch in .tunebot.yml"
+        )
     return branch
 
 
@@ -349,7 +459,7 @@ def _resolve_op_at(repo, sha: str, name: str) -> cfgmod.OpConfig:
             (root / cfgmod.REPO_CONFIG_FILE).write_bytes(data)
         repo_cfg = cfgmod.load_repo_config(root)
         for rel in gitops.list_files(repo, sha, repo_cfg.ops_root):
-            parts = Path(rel).parts[len(Path(repo_cfg.ops_root).parts):]
+            parts = Path(rel).parts[len(Path(repo_cfg.ops_root).parts) :]
             if len(parts) == 3 and parts[2] == f"{parts[1]}.py":  # <project>/<op>/<op>.py
                 (root / rel).parent.mkdir(parents=True, exist_ok=True)
                 (root / rel).touch()
@@ -367,20 +477,27 @@ def _refuse_uncommitted(repo, sha: str, name: str) -> None:
         op = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), name)
     except TunebotError:
         return
-    raise BadRequest(f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
-                     "only: commit the op (or pass --base with a commit that has it)")
+    raise BadRequest(
+        f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
+        "only: commit the op (or pass --base with a commit that has it)"
+    )
 
 
 def _config_at(repo, sha: str, op: cfgmod.OpConfig) -> tuple[cfgmod.RepoConfig, cfgmod.OpConfig]:
     """.tunebot.yml and the op's config as committed at `sha`, not as the (maybe dirty) checkout has them."""
     source = gitops.read_file(repo, sha, op.source.as_posix(), missing_ok=True)
     if source is None:
-        raise BadRequest(f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
-                         "only: commit the op (or pass --base with a commit that has it)")
+        raise BadRequest(
+            f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
+            "only: commit the op (or pass --base with a commit that has it)"
+        )
     with tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("config")) as tmp:
         root = Path(tmp)
-        for rel in (cfgmod.REPO_CONFIG_FILE, (op.dir / cfgmod.OP_CONFIG_FILE).as_posix(),
-                    (op.dir / "DESIGN.md").as_posix()):
+        for rel in (
+            cfgmod.REPO_CONFIG_FILE,
+            (op.dir / cfgmod.OP_CONFIG_FILE).as_posix(),
+            (op.dir / "DESIGN.md").as_posix(),
+        ):
             data = gitops.read_bytes(repo, sha, rel, missing_ok=True)
             if data is not None:
                 (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -418,15 +535,34 @@ def _dry_run(run: _Run) -> RunOutcome:
     source = gitops.read_file(run.repo, run.base_sha, run.op.source.as_posix())
     planner = _planner(run)
     plan = planner.plan(PlanContext(best_source=source, allowed=run.settings.strategies))
-    run.progress(ProgressEvent("plan", run.op.qualified, message="\n".join(plan),
-                               data={"settings": dataclasses.asdict(run.settings)}))
-    return RunOutcome(op=run.op.qualified, stop_reason="", iterations=0, baseline_us=None, best_us=None,
-                      best_iteration=None, improvement_pct=0.0, delivery_branch=None, proposal=None,
-                      report="", results_path=run.log.path, plan=plan)
+    run.progress(
+        ProgressEvent(
+            "plan",
+            run.op.qualified,
+            message="\n".join(plan),
+            data={"settings": dataclasses.asdict(run.settings)},
+        )
+    )
+    return RunOutcome(
+        op=run.op.qualified,
+        stop_reason="",
+        iterations=0,
+        baseline_us=None,
+        best_us=None,
+        best_iteration=None,
+        improvement_pct=0.0,
+        delivery_branch=None,
+        proposal=None,
+        report="",
+        results_path=run.log.path,
+        plan=plan,
+    )
 
 
 def _planner(run: _Run) -> Planner:
-    return Planner(run.op, evidence=delivery.evidence_at(run.repo, run.base_sha), proposer=_proposer(run))
+    return Planner(
+        run.op, evidence=delivery.evidence_at(run.repo, run.base_sha), proposer=_proposer(run)
+    )
 
 
 def _proposer(run: _Run):
@@ -434,7 +570,10 @@ def _proposer(run: _Run):
     if not argv:
         return None
     from bot.strategies.proposer import ExternalProposer
-    return ExternalProposer(tuple(argv), cwd=run.worktree, timeout_s=run.repo_cfg.proposer_timeout_s)
+
+    return ExternalProposer(
+        tuple(argv), cwd=run.worktree, timeout_s=run.repo_cfg.proposer_timeout_s
+    )
 
 
 # ---------------------------------------------------------------- measuring
@@ -447,26 +586,50 @@ def _measure_baseline(run: _Run, evaluator: Evaluator) -> None:
     _phase(run, "baseline L0", 0)
     accuracy = evaluator.accuracy(source)
     if not accuracy.passed:
-        raise BaselineFailed(f"the baseline {rel} fails L0 ({accuracy.status}){_toolchain_hint(accuracy.tail)}:\n"
-                             f"{accuracy.tail[-1500:]}")
+        raise BaselineFailed(
+            f"the baseline {rel} fails L0 ({accuracy.status}){_toolchain_hint(accuracy.tail)}:\n"
+            f"{accuracy.tail[-1500:]}"
+        )
     _phase(run, "baseline timing", 0)
     latency = evaluator.latency(source)
     if not latency.ok:
-        raise BaselineFailed(f"the baseline {rel} could not be timed ({latency.status})"
-                             f"{_toolchain_hint(latency.tail)}:\n{latency.tail[-1500:]}")
+        raise BaselineFailed(
+            f"the baseline {rel} could not be timed ({latency.status})"
+            f"{_toolchain_hint(latency.tail)}:\n{latency.tail[-1500:]}"
+        )
     env = evaluator.environment(source, run.base_sha)
-    run.log.append({"key": rs.BASELINE, "kind": rs.BASELINE, "iteration": 0, "sha": run.base_sha,
-                    "path": rel, "accuracy": dataclasses.asdict(accuracy),
-                    "latency": dataclasses.asdict(latency), "environment": dataclasses.asdict(env),
-                    "time": _now()})
+    run.log.append(
+        {
+            "key": rs.BASELINE,
+            "kind": rs.BASELINE,
+            "iteration": 0,
+            "sha": run.base_sha,
+            "path": rel,
+            "accuracy": dataclasses.asdict(accuracy),
+            "latency": dataclasses.asdict(latency),
+            "environment": dataclasses.asdict(env),
+            "time": _now(),
+        }
+    )
     merged = f" ({note})" if note else ""
     if rel != run.op.source.as_posix():
         recorded = delivery.merged_latency(run.repo, run.base_sha, run.op)
-        merged = (f" (starting from the merged best {rel}"
-                  + (f", recorded at {recorded:.2f} us, re-measured now" if recorded is not None else "") + ")")
-    run.progress(ProgressEvent("baseline", run.op.qualified, iteration=0, latency_us=latency.median_us,
-                               accuracy=accuracy.status, sha=run.base_sha,
-                               message=f"baseline {latency.median_us:.2f} us{merged}"))
+        merged = (
+            f" (starting from the merged best {rel}"
+            + (f", recorded at {recorded:.2f} us, re-measured now" if recorded is not None else "")
+            + ")"
+        )
+    run.progress(
+        ProgressEvent(
+            "baseline",
+            run.op.qualified,
+            iteration=0,
+            latency_us=latency.median_us,
+            accuracy=accuracy.status,
+            sha=run.base_sha,
+            message=f"baseline {latency.median_us:.2f} us{merged}",
+        )
+    )
 
 
 def _toolchain_hint(tail: str) -> str:
@@ -474,14 +637,23 @@ def _toolchain_hint(tail: str) -> str:
     missing = delivery.missing_module(tail)
     if missing is None:
         return "; fix it first"
-    return (f": this machine lacks the `{missing}` module the op needs; run it where that toolchain is "
-            "installed (an NPU runner for TileLang-NPUIR ops), or install it")
+    return (
+        f": this machine lacks the `{missing}` module the op needs; run it where that toolchain is "
+        "installed (an NPU runner for TileLang-NPUIR ops), or install it"
+    )
 
 
 def _phase(run: _Run, phase: str, iteration: int | None) -> None:
     """Progress between result lines (0: the baseline; None: after the loop)."""
-    run.progress(ProgressEvent("phase", run.op.qualified, iteration=iteration, message=phase,
-                               data={"max_iters": run.settings.max_iters}))
+    run.progress(
+        ProgressEvent(
+            "phase",
+            run.op.qualified,
+            iteration=iteration,
+            message=phase,
+            data={"max_iters": run.settings.max_iters},
+        )
+    )
 
 
 def _stop_reason(run: _Run, state: rs.RunState) -> str | None:
@@ -509,11 +681,19 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
             reason = EXHAUSTED
         if reason is None:
             best_source = _best_source(run, state)
-            ctx = PlanContext(best_source=best_source, history=tuple(state.attempts),
-                              allowed=run.settings.strategies,
-                              profile_summary=_profile_summary(state), last_failure=state.last_failure)
+            ctx = PlanContext(
+                best_source=best_source,
+                history=tuple(state.attempts),
+                allowed=run.settings.strategies,
+                profile_summary=_profile_summary(state),
+                last_failure=state.last_failure,
+            )
             variant = planner.next(ctx)
-            if isinstance(variant, Refusal) and variant.attempt is not None and not variant.exhausted:
+            if (
+                isinstance(variant, Refusal)
+                and variant.attempt is not None
+                and not variant.exhausted
+            ):
                 _record_rejection(run, state, variant)
                 state = _state(run)
                 continue
@@ -528,21 +708,41 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
 
 def _record_rejection(run: _Run, state: rs.RunState, refusal: Refusal) -> None:
     """A proposal refused before evaluation: kept in the records, never an iteration."""
-    run.log.append({"key": f"{rs.REJECTED}:{state.rejections + 1}", "kind": rs.REJECTED,
-                    "attempt": rs.attempt_to_dict(refusal.attempt), "reason": refusal.reason, "time": _now()})
-    run.progress(ProgressEvent("iteration", run.op.qualified, strategy=refusal.strategy, verdict="rejected",
-                               change=refusal.attempt.change.description, message=refusal.reason))
+    run.log.append(
+        {
+            "key": f"{rs.REJECTED}:{state.rejections + 1}",
+            "kind": rs.REJECTED,
+            "attempt": rs.attempt_to_dict(refusal.attempt),
+            "reason": refusal.reason,
+            "time": _now(),
+        }
+    )
+    run.progress(
+        ProgressEvent(
+            "iteration",
+            run.op.qualified,
+            strategy=refusal.strategy,
+            verdict="rejected",
+            change=refusal.attempt.change.description,
+            message=refusal.reason,
+        )
+    )
 
 
 def _profile_summary(state: rs.RunState) -> dict:
     best = state.best_latency
-    return {"baseline_us": state.baseline_us, "best_us": state.best_us,
-            "best_iteration": state.best_iteration,
-            "spread": best.spread if best else None, "backend": best.backend if best else None}
+    return {
+        "baseline_us": state.baseline_us,
+        "best_us": state.best_us,
+        "best_iteration": state.best_iteration,
+        "spread": best.spread if best else None,
+        "backend": best.backend if best else None,
+    }
 
 
-def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant: Variant,
-                   best_source: str) -> None:
+def _run_iteration(
+    run: _Run, evaluator: Evaluator, state: rs.RunState, variant: Variant, best_source: str
+) -> None:
     n = state.next_iteration
     _materialize(run, state.best_path, best_source)
     rel = run.rel(f"{run.op.name}_opt_v{n}.py")
@@ -554,47 +754,103 @@ def _run_iteration(run: _Run, evaluator: Evaluator, state: rs.RunState, variant:
     latency: LatencyResult | None = None
     decision: Decision | None = None
     if accuracy.passed:
-        _phase(run, "timing", n)  # and deciding: on the cpu backend both run as pairs in one process
-        latency, decision = evaluator.compare(run.worktree / state.best_path, state.best_latency, path,
-                                              run.settings.noise_floor)
+        _phase(
+            run, "timing", n
+        )  # and deciding: on the cpu backend both run as pairs in one process
+        latency, decision = evaluator.compare(
+            run.worktree / state.best_path, state.best_latency, path, run.settings.noise_floor
+        )
     verdict = _verdict(variant, accuracy.status, latency, decision)
     branch = f"{run.prefix}/v{n}"
     median = latency.median_us if latency and latency.ok else None
-    reason = rs.iteration_reason(verdict, {"decision": dataclasses.asdict(decision) if decision else None,
-                                           "accuracy": dataclasses.asdict(accuracy),
-                                           "latency": dataclasses.asdict(latency) if latency else None})
+    reason = rs.iteration_reason(
+        verdict,
+        {
+            "decision": dataclasses.asdict(decision) if decision else None,
+            "accuracy": dataclasses.asdict(accuracy),
+            "latency": dataclasses.asdict(latency) if latency else None,
+        },
+    )
     _phase(run, "commit", n)
-    rows = delivery.log_rows(state) + [LogRow(iter=n, strategy=_strategy_cell(variant.change.strategy,
-                                                                              variant.change.description),
-                                              latency_us=median, gain_pct=rs.gain_pct(state.baseline_us, median),
-                                              accuracy=accuracy.status, verdict=verdict, reason=reason)]
-    opt_log = OptLog(op=run.op.name, baseline_us=state.baseline_us,
-                     baseline_source=delivery.baseline_label(run.op, state.baseline["path"]), rows=rows,
-                     conclusion=None)
-    message = (f"tunebot: {run.op.name} v{n}: {variant.change.strategy}: {variant.change.description}\n\n"
-               f"Parent: best-so-far {'iter ' + str(state.best_iteration) if state.best_iteration else 'baseline'}"
-               f" ({state.best_sha[:12]}).\nL0: {accuracy.status}; latency: "
-               f"{f'{median:.2f} us' if median is not None else '-'}; verdict: {verdict}.")
-    sha = gitops.commit_files(run.repo, state.best_sha, {rel: source_text.encode(variant.source),
-                                                          run.rel("opt_log.md"): render_opt_log(opt_log).encode()},
-                              message)
+    rows = delivery.log_rows(state) + [
+        LogRow(
+            iter=n,
+            strategy=_strategy_cell(variant.change.strategy, variant.change.description),
+            latency_us=median,
+            gain_pct=rs.gain_pct(state.baseline_us, median),
+            accuracy=accuracy.status,
+            verdict=verdict,
+            reason=reason,
+        )
+    ]
+    opt_log = OptLog(
+        op=run.op.name,
+        baseline_us=state.baseline_us,
+        baseline_source=delivery.baseline_label(run.op, state.baseline["path"]),
+        rows=rows,
+        conclusion=None,
+    )
+    message = (
+        f"tunebot: {run.op.name} v{n}: {variant.change.strategy}: {variant.change.description}\n\n"
+        f"Parent: best-so-far {'iter ' + str(state.best_iteration) if state.best_iteration else 'baseline'}"
+        f" ({state.best_sha[:12]}).\nL0: {accuracy.status}; latency: "
+        f"{f'{median:.2f} us' if median is not None else '-'}; verdict: {verdict}."
+    )
+    sha = gitops.commit_files(
+        run.repo,
+        state.best_sha,
+        {
+            rel: source_text.encode(variant.source),
+            run.rel("opt_log.md"): render_opt_log(opt_log).encode(),
+        },
+        message,
+    )
     env = evaluator.environment(path, sha)
-    run.log.append({
-        "key": iteration_key(n), "kind": rs.ITERATION, "iteration": n, "parent": state.best_sha,
-        "parent_iteration": state.best_iteration, "branch": branch, "sha": sha, "path": rel,
-        "change": rs.change_to_dict(variant.change),
-        "source_hash": variant.source_hash, "parent_hash": source_hash(best_source), "diff": variant.diff,
-        "accuracy": dataclasses.asdict(accuracy), "latency": dataclasses.asdict(latency) if latency else None,
-        "decision": dataclasses.asdict(decision) if decision else None, "verdict": verdict, "reason": reason,
-        "environment": dataclasses.asdict(env), "time": _now()})
+    run.log.append(
+        {
+            "key": iteration_key(n),
+            "kind": rs.ITERATION,
+            "iteration": n,
+            "parent": state.best_sha,
+            "parent_iteration": state.best_iteration,
+            "branch": branch,
+            "sha": sha,
+            "path": rel,
+            "change": rs.change_to_dict(variant.change),
+            "source_hash": variant.source_hash,
+            "parent_hash": source_hash(best_source),
+            "diff": variant.diff,
+            "accuracy": dataclasses.asdict(accuracy),
+            "latency": dataclasses.asdict(latency) if latency else None,
+            "decision": dataclasses.asdict(decision) if decision else None,
+            "verdict": verdict,
+            "reason": reason,
+            "environment": dataclasses.asdict(env),
+            "time": _now(),
+        }
+    )
     gitops.create_branch(run.repo, branch, sha)
-    run.progress(ProgressEvent("iteration", run.op.qualified, iteration=n, strategy=variant.change.strategy,
-                               change=variant.change.description, latency_us=median, accuracy=accuracy.status,
-                               verdict=verdict, gain_pct=rs.gain_pct(state.baseline_us, median),
-                               branch=branch, sha=sha, message=reason,
-                               data={"gain_vs_best_pct": decision.gain * 100 if decision else None,
-                                     "max_iters": run.settings.max_iters,
-                                     "detectable": decision.detectable if decision else None}))
+    run.progress(
+        ProgressEvent(
+            "iteration",
+            run.op.qualified,
+            iteration=n,
+            strategy=variant.change.strategy,
+            change=variant.change.description,
+            latency_us=median,
+            accuracy=accuracy.status,
+            verdict=verdict,
+            gain_pct=rs.gain_pct(state.baseline_us, median),
+            branch=branch,
+            sha=sha,
+            message=reason,
+            data={
+                "gain_vs_best_pct": decision.gain * 100 if decision else None,
+                "max_iters": run.settings.max_iters,
+                "detectable": decision.detectable if decision else None,
+            },
+        )
+    )
 
 
 def _materialize(run: _Run, rel: str, source: str) -> None:
@@ -606,7 +862,9 @@ def _materialize(run: _Run, rel: str, source: str) -> None:
         path.write_bytes(data)
 
 
-def _verdict(variant: Variant, accuracy: str, latency: LatencyResult | None, decision: Decision | None) -> str:
+def _verdict(
+    variant: Variant, accuracy: str, latency: LatencyResult | None, decision: Decision | None
+) -> str:
     if accuracy == "fail":
         return "fail_l0"
     if accuracy in ("timeout", "error"):
@@ -626,20 +884,50 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
     """Re-measure the baseline for drift, then record the stop."""
     if state.baseline_end is None:
         _phase(run, "baseline re-measure", None)
-        _materialize(run, state.baseline["path"],
-                     gitops.read_file(run.repo, run.base_sha, state.baseline["path"]))
+        _materialize(
+            run,
+            state.baseline["path"],
+            gitops.read_file(run.repo, run.base_sha, state.baseline["path"]),
+        )
         latency = evaluator.latency(run.worktree / state.baseline["path"])
         start = state.baseline_us
         drift = ((latency.median_us - start) / start * 100.0) if latency.ok and start else None
-        run.log.append({"key": rs.BASELINE_END, "kind": rs.BASELINE_END, "sha": run.base_sha,
-                        "latency": dataclasses.asdict(latency), "drift_pct": drift, "time": _now()})
-    run.log.append({"key": rs.STOP, "kind": rs.STOP, "reason": reason, "iterations": len(state.iterations),
-                    "best_iteration": state.best_iteration, "best_sha": state.best_sha, "time": _now()})
+        run.log.append(
+            {
+                "key": rs.BASELINE_END,
+                "kind": rs.BASELINE_END,
+                "sha": run.base_sha,
+                "latency": dataclasses.asdict(latency),
+                "drift_pct": drift,
+                "time": _now(),
+            }
+        )
+    run.log.append(
+        {
+            "key": rs.STOP,
+            "kind": rs.STOP,
+            "reason": reason,
+            "iterations": len(state.iterations),
+            "best_iteration": state.best_iteration,
+            "best_sha": state.best_sha,
+            "time": _now(),
+        }
+    )
     warning = rs.noise_warning(state, run.settings.noise_warn)
-    run.progress(ProgressEvent("stop", run.op.qualified, iteration=len(state.iterations),
-                               message=reason + (f" · {warning}" if warning else ""), latency_us=state.best_us,
-                               data={**dataclasses.asdict(run.settings), "detectable": state.smallest_detectable,
-                                     "noise_warning": warning}))
+    run.progress(
+        ProgressEvent(
+            "stop",
+            run.op.qualified,
+            iteration=len(state.iterations),
+            message=reason + (f" · {warning}" if warning else ""),
+            latency_us=state.best_us,
+            data={
+                **dataclasses.asdict(run.settings),
+                "detectable": state.smallest_detectable,
+                "noise_warning": warning,
+            },
+        )
+    )
 
 
 # ---------------------------------------------------------------- delivering
@@ -647,16 +935,33 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
 
 def _deliver(run: _Run, state: rs.RunState) -> None:
     _phase(run, "delivery commit", None)
-    files = delivery.delivery_files(run.repo, run.base_sha, run.op, state, run.log.path.read_bytes())
-    report = delivery.report_text(run.op, state, run.settings.noise_floor, run.worktree, run.settings.noise_warn)
-    message = (f"tunebot: {run.op.name}: best variant "
-               f"{'iter ' + str(state.best_iteration) if state.best_iteration else '(baseline kept)'}\n\n{report}")
+    files = delivery.delivery_files(
+        run.repo, run.base_sha, run.op, state, run.log.path.read_bytes()
+    )
+    report = delivery.report_text(
+        run.op, state, run.settings.noise_floor, run.worktree, run.settings.noise_warn
+    )
+    message = (
+        f"tunebot: {run.op.name}: best variant "
+        f"{'iter ' + str(state.best_iteration) if state.best_iteration else '(baseline kept)'}\n\n{report}"
+    )
     sha = gitops.commit_files(run.repo, state.best_sha, files, message)
-    run.log.append({"key": rs.DELIVERY, "kind": rs.DELIVERY, "branch": run.delivery_branch, "sha": sha,
-                    "report": report, "time": _now()})
+    run.log.append(
+        {
+            "key": rs.DELIVERY,
+            "kind": rs.DELIVERY,
+            "branch": run.delivery_branch,
+            "sha": sha,
+            "report": report,
+            "time": _now(),
+        }
+    )
     _ensure_branch(run, run.delivery_branch, sha)
-    run.progress(ProgressEvent("delivered", run.op.qualified, branch=run.delivery_branch, sha=sha,
-                               message=report))
+    run.progress(
+        ProgressEvent(
+            "delivered", run.op.qualified, branch=run.delivery_branch, sha=sha, message=report
+        )
+    )
 
 
 def _ensure_branch(run: _Run, name: str, sha: str) -> None:
@@ -665,9 +970,16 @@ def _ensure_branch(run: _Run, name: str, sha: str) -> None:
     if current is None:
         gitops.create_branch(run.repo, name, sha)
     elif current != sha:
-        run.progress(ProgressEvent("delivered", run.op.qualified, branch=name, sha=current,
-                                   message=f"{name} has moved on from tunebot's {sha[:10]} to {current[:10]}; "
-                                           "left as it is"))
+        run.progress(
+            ProgressEvent(
+                "delivered",
+                run.op.qualified,
+                branch=name,
+                sha=current,
+                message=f"{name} has moved on from tunebot's {sha[:10]} to {current[:10]}; "
+                "left as it is",
+            )
+        )
 
 
 def _propose(run: _Run, state: rs.RunState) -> Proposal | None:
@@ -685,13 +997,27 @@ def _propose(run: _Run, state: rs.RunState) -> Proposal | None:
         refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
         gitops.push(run.repo, run.request.remote, refspecs)
     title = proposal_title(run.op.qualified, state)
-    body = proposal_body(report, state, run.settings, run.op.qualified, run.rel(f"{run.op.name}.py"),
-                         branch_url=getattr(run.forge, "branch_url", None))
-    proposal = run.forge.propose(run.delivery_branch, run.base_branch, title, body,
-                                 labels=list(run.repo_cfg.github.labels))
+    body = proposal_body(
+        report,
+        state,
+        run.settings,
+        run.op.qualified,
+        run.rel(f"{run.op.name}.py"),
+        branch_url=getattr(run.forge, "branch_url", None),
+    )
+    proposal = run.forge.propose(
+        run.delivery_branch, run.base_branch, title, body, labels=list(run.repo_cfg.github.labels)
+    )
     if state.proposal is None or str(state.proposal.get("id")) != str(proposal.id):
-        run.log.append({"key": f"{rs.PROPOSAL}:{proposal.id}", "kind": rs.PROPOSAL, "id": proposal.id,
-                        "url": proposal.url, "time": _now()})
+        run.log.append(
+            {
+                "key": f"{rs.PROPOSAL}:{proposal.id}",
+                "kind": rs.PROPOSAL,
+                "id": proposal.id,
+                "url": proposal.url,
+                "time": _now(),
+            }
+        )
     return proposal
 
 
@@ -703,21 +1029,43 @@ def _close_superseded(run: _Run) -> None:
     if existing is None or close is None:
         return
     close(existing.id)
-    run.progress(ProgressEvent("note", run.op.qualified, message=(
-        f"closed proposal #{existing.id}: it came from an earlier run, and {run.delivery_branch} now holds "
-        "this run's delivery, which is not proposed")))
+    run.progress(
+        ProgressEvent(
+            "note",
+            run.op.qualified,
+            message=(
+                f"closed proposal #{existing.id}: it came from an earlier run, and {run.delivery_branch} now holds "
+                "this run's delivery, which is not proposed"
+            ),
+        )
+    )
 
 
 def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOutcome:
-    return RunOutcome(op=run.op.qualified, stop_reason=state.stop["reason"], iterations=len(state.iterations),
-                      baseline_us=state.baseline_us, best_us=state.best_us, best_iteration=state.best_iteration,
-                      improvement_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
-                      delivery_branch=run.delivery_branch, proposal=proposal, report=state.delivery["report"],
-                      results_path=run.log.path, drift_pct=(state.baseline_end or {}).get("drift_pct"),
-                      perf_dir=run.op.perf_dir.as_posix(), iteration_prefix=f"{run.prefix}/v",
-                      verdict=delivery.run_verdict(state)[0], no_proposal_reason=delivery.run_verdict(state)[1],
-                      stop_text=stop_reason_text(state.stop["reason"], max_iters=run.settings.max_iters,
-                                                 patience=run.settings.patience, target_us=run.settings.target_us))
+    return RunOutcome(
+        op=run.op.qualified,
+        stop_reason=state.stop["reason"],
+        iterations=len(state.iterations),
+        baseline_us=state.baseline_us,
+        best_us=state.best_us,
+        best_iteration=state.best_iteration,
+        improvement_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
+        delivery_branch=run.delivery_branch,
+        proposal=proposal,
+        report=state.delivery["report"],
+        results_path=run.log.path,
+        drift_pct=(state.baseline_end or {}).get("drift_pct"),
+        perf_dir=run.op.perf_dir.as_posix(),
+        iteration_prefix=f"{run.prefix}/v",
+        verdict=delivery.run_verdict(state)[0],
+        no_proposal_reason=delivery.run_verdict(state)[1],
+        stop_text=stop_reason_text(
+            state.stop["reason"],
+            max_iters=run.settings.max_iters,
+            patience=run.settings.patience,
+            target_us=run.settings.target_us,
+        ),
+    )
 
 
 def cancel(repo_path: Path, op: str) -> Path:
@@ -727,7 +1075,9 @@ def cancel(repo_path: Path, op: str) -> Path:
     resolved = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), op)
     state_dir = gitops.state_dir(repo) / "runs" / resolved.project / resolved.name
     if not gitops.lock_is_held(state_dir / "run.lock"):
-        raise NothingToCancel(f"no tunebot run of {resolved.qualified} is in progress; nothing to cancel")
+        raise NothingToCancel(
+            f"no tunebot run of {resolved.qualified} is in progress; nothing to cancel"
+        )
     flag = state_dir / "cancel"
     flag.write_text(_now())
     return flag

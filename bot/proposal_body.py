@@ -79,8 +79,13 @@ def detectable_gain(state: rs.RunState, noise_floor: float) -> tuple[float, floa
     The threshold the deciding comparison applied (max(noise floor, measured noise)); without
     a decision, the noise floor and the baseline's own spread."""
     decisions = [it.decision for it in state.iterations if it.decision]
-    best = next((it.decision for it in state.iterations if it.n == state.best_iteration and it.decision), None)
-    chosen = best or (max(decisions, key=lambda d: d.get("threshold") or 0.0) if decisions else None)
+    best = next(
+        (it.decision for it in state.iterations if it.n == state.best_iteration and it.decision),
+        None,
+    )
+    chosen = best or (
+        max(decisions, key=lambda d: d.get("threshold") or 0.0) if decisions else None
+    )
     if chosen:
         return (chosen.get("threshold") or noise_floor) * 100, (chosen.get("noise") or 0.0) * 100
     return noise_floor * 100, None
@@ -89,7 +94,9 @@ def detectable_gain(state: rs.RunState, noise_floor: float) -> tuple[float, floa
 def proposal_title(op: str, state: rs.RunState) -> str:
     steps = chain(state)
     gain = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
-    what = "; ".join(f"{it.knob} {it.old} -> {it.new}" if it.knob else it.change for it in steps[-3:])
+    what = "; ".join(
+        f"{it.knob} {it.old} -> {it.new}" if it.knob else it.change for it in steps[-3:]
+    )
     return f"tunebot: {op} {gain:+.1f}%: {what}" if what else f"tunebot: {op} {gain:+.1f}%"
 
 
@@ -99,62 +106,135 @@ def _branch(name: str, branch_url: BranchUrl | None) -> str:
 
 
 def iteration_rows(state: rs.RunState, branch_url: BranchUrl | None = None) -> str:
-    lines = ["| iter | change | latency (us) | vs baseline | vs best | verdict | reason | branch |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| iter | change | latency (us) | vs baseline | vs best | verdict | reason | branch |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for it in state.iterations:
         vs_best = fmt_pct(it.gain_vs_best_pct)
         verdict = f"**{it.verdict}**" if it.n == state.best_iteration else it.verdict
-        cells = [str(it.n), escape_cell(f"{it.strategy}: {one_line_change(it)}"), fmt_us(it.latency_us),
-                 fmt_pct(it.gain_pct), vs_best, verdict, escape_cell(it.reason), _branch(it.branch, branch_url)]
+        cells = [
+            str(it.n),
+            escape_cell(f"{it.strategy}: {one_line_change(it)}"),
+            fmt_us(it.latency_us),
+            fmt_pct(it.gain_pct),
+            vs_best,
+            verdict,
+            escape_cell(it.reason),
+            _branch(it.branch, branch_url),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-CHART_LEGEND = ("**Legend.** Bars: each version's first-look median latency (`base` = the baseline; an empty "
-                "bar = not measured: L0 failed, timeout or error). Line: the latency of the best version "
-                "kept so far (for a kept variant, its re-measured median, so it can sit above or below its "
-                "bar); a bar below the line that did not move it was not confirmed beyond the noise. The "
-                "x label with `best` marks the best version. The latency axis starts at 0.")
+CHART_LEGEND = (
+    "**Legend.** Bars: each version's first-look median latency (`base` = the baseline; an empty "
+    "bar = not measured: L0 failed, timeout or error). Line: the latency of the best version "
+    "kept so far (for a kept variant, its re-measured median, so it can sit above or below its "
+    "bar); a bar below the line that did not move it was not confirmed beyond the noise. The "
+    "x label with `best` marks the best version. The latency axis starts at 0."
+)
 
 
 def chart_block(state: rs.RunState, op: str) -> str:
     points = [(it.n, it.latency_us) for it in state.iterations]
     kept, best_so_far = state.baseline_us, [state.baseline_us]
-    for it in state.iterations:  # the line follows the variants actually kept, not the running minimum
+    for (
+        it
+    ) in state.iterations:  # the line follows the variants actually kept, not the running minimum
         if it.verdict == "better":
             kept = (it.decision or {}).get("candidate_us") or it.latency_us
         best_so_far.append(kept)
-    return latency_chart(state.baseline_us, points, state.best_us, title=f"{op} latency per iteration (us)",
-                         best_so_far=best_so_far, best_iteration=state.best_iteration or 0)
+    return latency_chart(
+        state.baseline_us,
+        points,
+        state.best_us,
+        title=f"{op} latency per iteration (us)",
+        best_so_far=best_so_far,
+        best_iteration=state.best_iteration or 0,
+    )
 
 
-def proposal_body(report: str, state: rs.RunState, settings, op: str, source_path: str,
-                  branch_url: BranchUrl | None = None) -> str:
+def proposal_body(
+    report: str,
+    state: rs.RunState,
+    settings,
+    op: str,
+    source_path: str,
+    branch_url: BranchUrl | None = None,
+) -> str:
     """Markdown body; `source_path` is the delivered perf_opt/<op>.py, `branch_url(name)` links branches."""
     steps = chain(state)
     gain = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
-    out = [(f"**What changed** in `{source_path}`, from the baseline to the best version "
-            f"(iter {state.best_iteration}), one kept step per line:"), ""]
-    out += [(f"{i}. `{one_line_change(it)}` (iter {it.n}, {it.strategy}: {fmt_pct(it.gain_vs_best_pct)} "
-             "vs the version before)") for i, it in enumerate(steps, start=1)] or ["(none: the baseline is kept)"]
+    out = [
+        (
+            f"**What changed** in `{source_path}`, from the baseline to the best version "
+            f"(iter {state.best_iteration}), one kept step per line:"
+        ),
+        "",
+    ]
+    out += [
+        (
+            f"{i}. `{one_line_change(it)}` (iter {it.n}, {it.strategy}: {fmt_pct(it.gain_vs_best_pct)} "
+            "vs the version before)"
+        )
+        for i, it in enumerate(steps, start=1)
+    ] or ["(none: the baseline is kept)"]
     interval = gain_interval(state)
-    sure = (f" (range {interval[0]:+.1f}% .. {interval[1]:+.1f}%: what the two medians' 95 % confidence "
-            "intervals allow)") if interval else ""
+    sure = (
+        (
+            f" (range {interval[0]:+.1f}% .. {interval[1]:+.1f}%: what the two medians' 95 % confidence "
+            "intervals allow)"
+        )
+        if interval
+        else ""
+    )
     detect, noise = detectable_gain(state, settings.noise_floor)
     noise_text = f", measured noise {noise:.1f}%" if noise is not None else ""
-    stopped = stop_reason_text(state.stop["reason"], max_iters=settings.max_iters, patience=settings.patience,
-                               target_us=settings.target_us)
-    out += ["", f"- **Gain:** {fmt_us(state.baseline_us)} us -> {fmt_us(state.best_us)} us, **{gain:+.1f}%**{sure}.",
-            (f"- **Smallest gain this run could detect:** {detect:.1f}% (decision threshold = max(noise floor "
-             f"{settings.noise_floor * 100:.1f}%{noise_text})); smaller real gains would read as no gain.")]
+    stopped = stop_reason_text(
+        state.stop["reason"],
+        max_iters=settings.max_iters,
+        patience=settings.patience,
+        target_us=settings.target_us,
+    )
+    out += [
+        "",
+        f"- **Gain:** {fmt_us(state.baseline_us)} us -> {fmt_us(state.best_us)} us, **{gain:+.1f}%**{sure}.",
+        (
+            f"- **Smallest gain this run could detect:** {detect:.1f}% (decision threshold = max(noise floor "
+            f"{settings.noise_floor * 100:.1f}%{noise_text})); smaller real gains would read as no gain."
+        ),
+    ]
     drift = (state.baseline_end or {}).get("drift_pct")
     if drift is not None:
         out.append(f"- **Baseline re-measured at the end:** drift {drift:+.1f}%.")
     out.append(f"- **Stopped:** {stopped} after {len(state.iterations)} iterations.")
-    out += ["", "### Iterations", "", iteration_rows(state, branch_url),
-            "### Latency per iteration", "", chart_block(state, op), CHART_LEGEND, "",
-            ("The completion report follows the seed's template (`stage: 4` is the seed's stage number: "
-             "stage 4 = performance tuning)."), "", report.rstrip(), ""]
+    out += [
+        "",
+        "### Iterations",
+        "",
+        iteration_rows(state, branch_url),
+        "### Latency per iteration",
+        "",
+        chart_block(state, op),
+        CHART_LEGEND,
+        "",
+        (
+            "The completion report follows the seed's template (`stage: 4` is the seed's stage number: "
+            "stage 4 = performance tuning)."
+        ),
+        "",
+        report.rstrip(),
+        "",
+    ]
     config = json.dumps(dataclasses.asdict(settings), ensure_ascii=False, sort_keys=True)
-    out += ["<details><summary>Effective config</summary>", "", "```json", config, "```", "</details>", ""]
+    out += [
+        "<details><summary>Effective config</summary>",
+        "",
+        "```json",
+        config,
+        "```",
+        "</details>",
+        "",
+    ]
     return "\n".join(out)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from bot import run_state as rs
 from bot.git_push import IsolatedGit, PushError, RefUpdate, common_git_dir, read_refs
@@ -62,14 +62,18 @@ def finished(checkout: Path, op: str, base_sha: str) -> Finished | None:
     if not state.start or state.start.get("base_sha") != base_sha or not state.delivery:
         return None
     if state.proposal:
-        return Finished(str(state.proposal.get("id")), str(state.proposal.get("url") or ""), base_sha)
+        return Finished(
+            str(state.proposal.get("id")), str(state.proposal.get("url") or ""), base_sha
+        )
     from bot import delivery
     from bot.loop import CANCELLED
 
     why = delivery.run_verdict(state)[1]
     if not why:
         return None  # delivered, proposal not yet opened: the loop resumes and opens it
-    return Finished("", "", base_sha, no_proposal=why, cancelled=(state.stop or {}).get("reason") == CANCELLED)
+    return Finished(
+        "", "", base_sha, no_proposal=why, cancelled=(state.stop or {}).get("reason") == CANCELLED
+    )
 
 
 def recorded_base(checkout: Path, op: str) -> str | None:
@@ -113,18 +117,35 @@ def _recorded_shas(records_text: str) -> set[str]:
 class RemoteRuns:
     """Records and branches of runs on the repository's remote (see the module docstring)."""
 
-    def __init__(self, url: str, token: str | None, checkout: Path, branch_prefix: str = "tunebot",
-                 before_credential: Callable[[], None] = lambda: None) -> None:
-        self.url, self._token, self.checkout, self.branch_prefix = url, token, checkout, branch_prefix
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        checkout: Path,
+        branch_prefix: str = "tunebot",
+        before_credential: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.url, self._token, self.checkout, self.branch_prefix = (
+            url,
+            token,
+            checkout,
+            branch_prefix,
+        )
         self.before_credential = before_credential
         self.git_dir = common_git_dir(checkout)
-        self.owned: dict[str, str] = {}  # delivery branch -> the SHA tunebot's remote records say it pushed there
+        self.owned: dict[
+            str, str
+        ] = {}  # delivery branch -> the SHA tunebot's remote records say it pushed there
         self.triggers: dict[str, str] = {}  # op -> the trigger saved with its remote records
 
     def _git(self) -> IsolatedGit:
         self.before_credential()
-        return IsolatedGit(self.url, self._token, objects_from=self.git_dir,
-                           allowed=(f"refs/heads/{self.branch_prefix}/", "refs/tunebot/runs/"))
+        return IsolatedGit(
+            self.url,
+            self._token,
+            objects_from=self.git_dir,
+            allowed=(f"refs/heads/{self.branch_prefix}/", "refs/tunebot/runs/"),
+        )
 
     def restore(self, ops: list[str]) -> list[str]:
         """Fetch the records and branches of `ops` that this checkout lacks or has older; returns the ops restored.
@@ -134,8 +155,14 @@ class RemoteRuns:
         restored = []
         with self._git() as g:
             remote = g.ls_remote(f"{record_ref('')}*", f"refs/heads/{self.branch_prefix}/*")
-            wanted = {ref: sha for ref, sha in remote.items()
-                      if any(ref == record_ref(op) or ref.startswith(f"refs/heads/{self._prefix(op)}/") for op in ops)}
+            wanted = {
+                ref: sha
+                for ref, sha in remote.items()
+                if any(
+                    ref == record_ref(op) or ref.startswith(f"refs/heads/{self._prefix(op)}/")
+                    for op in ops
+                )
+            }
             if not wanted:
                 return []
             g.fetch([f"+{ref}:{ref}" for ref in wanted])
@@ -144,21 +171,32 @@ class RemoteRuns:
                 if ref not in wanted:
                     continue
                 text = (g.read_blob(wanted[ref], RESULTS) or b"").decode("utf-8", errors="replace")
-                self.triggers[op] = (g.read_blob(wanted[ref], TRIGGER) or b"").decode("utf-8", errors="replace").strip()
+                self.triggers[op] = (
+                    (g.read_blob(wanted[ref], TRIGGER) or b"")
+                    .decode("utf-8", errors="replace")
+                    .strip()
+                )
                 delivery = _delivery_sha(text)
                 if delivery:
                     self.owned[f"refs/heads/{self._prefix(op)}/best"] = delivery
                 path = local_records(self.checkout, op)
-                local_text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+                local_text = (
+                    path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+                )
                 # Records only grow: take the remote's when the local ones are an older prefix of them
                 # (a persistent runner whose run another runner carried on); otherwise keep the local.
-                if not text.strip() or (local_text and (len(text) <= len(local_text) or not text.startswith(local_text))):
+                if not text.strip() or (
+                    local_text and (len(text) <= len(local_text) or not text.startswith(local_text))
+                ):
                     continue
                 # Only branches still at a commit the records name are tunebot's; one a person moved
                 # stays theirs (the push later refuses to overwrite it and says so).
                 ours = _recorded_shas(text)
-                branches = {r: s for r, s in wanted.items()
-                            if r.startswith(f"refs/heads/{self._prefix(op)}/") and s in ours}
+                branches = {
+                    r: s
+                    for r, s in wanted.items()
+                    if r.startswith(f"refs/heads/{self._prefix(op)}/") and s in ours
+                }
                 local = read_refs(self.git_dir, f"refs/heads/{self._prefix(op)}/")
                 imported = {r: s for r, s in branches.items() if r not in local}
                 g.export_to(self.git_dir, imported)
@@ -187,7 +225,9 @@ class RemoteRuns:
             return False
         data = path.read_bytes()
         with self._git() as g:
-            commit = g.commit_files({RESULTS: data, TRIGGER: (trigger + "\n").encode()}, f"tunebot: records of {op}")
+            commit = g.commit_files(
+                {RESULTS: data, TRIGGER: (trigger + "\n").encode()}, f"tunebot: records of {op}"
+            )
             g.push([RefUpdate(record_ref(op), commit, force=True)])
         return True
 
@@ -196,7 +236,11 @@ class RemoteRuns:
         run_prefix = head.removesuffix("/best")
         refs = read_refs(self.git_dir, f"refs/heads/{run_prefix}/")
         delivery_ref = f"refs/heads/{head}"
-        iterations = {r: s for r, s in refs.items() if ITERATION.search(r) and r.count("/") == delivery_ref.count("/")}
+        iterations = {
+            r: s
+            for r, s in refs.items()
+            if ITERATION.search(r) and r.count("/") == delivery_ref.count("/")
+        }
         if delivery_ref not in refs:
             raise PushError(f"{head} is missing in the checkout; nothing was pushed")
         wanted = {**iterations, delivery_ref: refs[delivery_ref]}
@@ -214,7 +258,9 @@ class RemoteRuns:
             return RefUpdate(ref, sha)
         if self.owned.get(ref) == current:
             return RefUpdate(ref, sha, lease=current)
-        return RefUpdate(ref, sha)  # a fast-forward, or the remote refuses it and the error says why
+        return RefUpdate(
+            ref, sha
+        )  # a fast-forward, or the remote refuses it and the error says why
 
     def _prefix(self, op: str) -> str:
         return f"{self.branch_prefix}/{op.rsplit('/', 1)[-1]}"

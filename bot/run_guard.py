@@ -172,40 +172,64 @@ class GuardedEvaluator:
         self.notify = notify
         limits = getattr(inner, "limits", None)
         timeout = run.op.accuracy.timeout_s
-        self.confined = bool(limits and limits(timeout).writable is not None and confine.landlock_abi())
+        self.confined = bool(
+            limits and limits(timeout).writable is not None and confine.landlock_abi()
+        )
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
 
     # -- the checked calls -------------------------------------------------
     def accuracy(self, source: Path, *args, **kwargs) -> AccuracyResult:
-        result, problem = self._guarded([source], lambda: self.inner.accuracy(source, *args, **kwargs))
+        result, problem = self._guarded(
+            [source], lambda: self.inner.accuracy(source, *args, **kwargs)
+        )
         if problem:
-            return dataclasses.replace(result, status="error", reason=problem,
-                                       details={**result.details, "tampered": True})
+            return dataclasses.replace(
+                result, status="error", reason=problem, details={**result.details, "tampered": True}
+            )
         return result
 
     def latency(self, source: Path) -> LatencyResult:
         result, problem = self._guarded([source], lambda: self.inner.latency(source))
         if problem:
-            return LatencyResult(status="error", backend=result.backend, command=result.command,
-                                 tail=result.tail, notes=[problem], extra={"tampered": True})
+            return LatencyResult(
+                status="error",
+                backend=result.backend,
+                command=result.command,
+                tail=result.tail,
+                notes=[problem],
+                extra={"tampered": True},
+            )
         return result
 
-    def decide(self, best_source: Path, best, candidate_source: Path, candidate, noise_floor: float) -> Decision:
-        result, problem = self._guarded([best_source, candidate_source], lambda: self.inner.decide(
-            best_source, best, candidate_source, candidate, noise_floor))
+    def decide(
+        self, best_source: Path, best, candidate_source: Path, candidate, noise_floor: float
+    ) -> Decision:
+        result, problem = self._guarded(
+            [best_source, candidate_source],
+            lambda: self.inner.decide(best_source, best, candidate_source, candidate, noise_floor),
+        )
         if problem:
-            return dataclasses.replace(result, better=False, reason=problem,
-                                       details={**result.details, "tampered": True})
+            return dataclasses.replace(
+                result, better=False, reason=problem, details={**result.details, "tampered": True}
+            )
         return result
 
     def compare(self, best_source: Path, best, candidate_source: Path, noise_floor: float):
-        (latency, decision), problem = self._guarded([best_source, candidate_source], lambda: self.inner.compare(
-            best_source, best, candidate_source, noise_floor))
+        (latency, decision), problem = self._guarded(
+            [best_source, candidate_source],
+            lambda: self.inner.compare(best_source, best, candidate_source, noise_floor),
+        )
         if problem:
-            latency = LatencyResult(status="error", backend=latency.backend, command=latency.command,
-                                    tail=latency.tail, notes=[problem], extra={"tampered": True})
+            latency = LatencyResult(
+                status="error",
+                backend=latency.backend,
+                command=latency.command,
+                tail=latency.tail,
+                notes=[problem],
+                extra={"tampered": True},
+            )
             return latency, None
         return latency, decision
 
@@ -222,8 +246,10 @@ class GuardedEvaluator:
             result = call()
             if self._worktree_ok():
                 break
-            self.notify(f"tunebot's worktree {self.worktree} was removed during a kernel run; "
-                        "recreated it and measuring again")
+            self.notify(
+                f"tunebot's worktree {self.worktree} was removed during a kernel run; "
+                "recreated it and measuring again"
+            )
             self._ensure_worktree(saved)
             if attempt == 2:
                 return result, "tunebot's worktree was removed during this kernel's run, twice"
@@ -236,12 +262,17 @@ class GuardedEvaluator:
         if changed:
             problems.append(f"changed tunebot's worktree: {', '.join(changed[:10])}")
         fatal = bool(problems)  # tunebot's own state: the run is an error
-        if not self.confined:  # outside it: reported; a person may have done it (nothing confines them)
+        if (
+            not self.confined
+        ):  # outside it: reported; a person may have done it (nothing confines them)
             outside = _diff(before.get("checkout"), after.get("checkout"))
             if outside:
                 problems.append(f"changed your checkout {self.checkout}: {', '.join(outside[:10])}")
-            meta = sorted(k for k in set(before["git"]) | set(after["git"])
-                          if before["git"].get(k) != after["git"].get(k))
+            meta = sorted(
+                k
+                for k in set(before["git"]) | set(after["git"])
+                if before["git"].get(k) != after["git"].get(k)
+            )
             if meta:
                 problems.append(f"changed the repository's git data: {', '.join(meta[:10])}")
         if not problems:
@@ -249,7 +280,9 @@ class GuardedEvaluator:
         if changed:
             gitops.ensure_worktree(self.repo, self.worktree_name, self.base_sha)
             self._restore(saved)
-        message = ("the kernel run " if fatal else "during a kernel run, something ") + "; ".join(problems)
+        message = ("the kernel run " if fatal else "during a kernel run, something ") + "; ".join(
+            problems
+        )
         self.notify(message)
         return result, (message[:2000] if fatal else None)
 
@@ -257,7 +290,9 @@ class GuardedEvaluator:
         print_ = {"worktree": _walk(self.worktree, lambda rel: _skip_cache(rel) or rel == ".git")}
         if not self.confined:
             checkout_skip = {".git"}
-            print_["checkout"] = _walk(self.checkout, lambda rel: _skip_cache(rel) or rel in checkout_skip)
+            print_["checkout"] = _walk(
+                self.checkout, lambda rel: _skip_cache(rel) or rel in checkout_skip
+            )
             print_["git"] = _git_meta(self.common)
         return print_
 
@@ -268,7 +303,11 @@ class GuardedEvaluator:
         if self._worktree_ok():
             return
         # what tunebot wrote (variants) may still be on disk in a plain folder: keep it
-        kept = {p: p.read_bytes() for p in self.perf_dir.glob("*.py") if p.is_file()} if self.perf_dir.is_dir() else {}
+        kept = (
+            {p: p.read_bytes() for p in self.perf_dir.glob("*.py") if p.is_file()}
+            if self.perf_dir.is_dir()
+            else {}
+        )
         gitops.ensure_worktree(self.repo, self.worktree_name, self.base_sha)
         self._restore({**kept, **saved})
 
@@ -307,11 +346,15 @@ def housekeeping(repo, state_dir: Path, branch_prefix: str, worktree: Path) -> l
     done: list[str] = []
     tag = kernel_tag(state_dir)
     killed = reaper.sweep_tagged(tag + ".")
-    sandbox.use_kernel_tag(f"{tag}.{os.getpid()}")  # per process: this run's watchdog spares a later run
+    sandbox.use_kernel_tag(
+        f"{tag}.{os.getpid()}"
+    )  # per process: this run's watchdog spares a later run
     if killed:
         done.append(f"stopped {killed} kernel process(es) an earlier, killed run left running")
     root = gitops.state_dir(repo)
-    for entry in list(root.iterdir()) + list(Path(state_dir).iterdir() if Path(state_dir).is_dir() else []):
+    for entry in list(root.iterdir()) + list(
+        Path(state_dir).iterdir() if Path(state_dir).is_dir() else []
+    ):
         m = _TEMP_INDEX.match(entry.name)
         if m and entry.is_file() and not _pid_alive(int(m.group(1) or m.group(2))):
             entry.unlink(missing_ok=True)
@@ -354,8 +397,10 @@ def superseded_baseline(repo, previous, op, request) -> str | None:
     new = gitops.read_bytes(repo, head, path, missing_ok=True)
     if new is None or old == new:
         return None
-    return (f"the baseline recorded at {recorded[:10]} never passed L0, and {path} has a new commit at HEAD "
-            f"{head[:10]}: starting over there (the old records are kept as results.<time>.jsonl)")
+    return (
+        f"the baseline recorded at {recorded[:10]} never passed L0, and {path} has a new commit at HEAD "
+        f"{head[:10]}: starting over there (the old records are kept as results.<time>.jsonl)"
+    )
 
 
 def orphan_branches(repo, log: ResultsLog, previous, prefix: str, command: str) -> str | None:
@@ -369,13 +414,16 @@ def orphan_branches(repo, log: ResultsLog, previous, prefix: str, command: str) 
     if log.path.exists() and log.read():
         raise StateProblem(
             f"{log.path} has records but not the run's start record (it was edited or replaced by hand); "
-            f"nothing can be resumed from it. Start over, keeping it as results.<time>.jsonl: `{command} --restart`")
+            f"nothing can be resumed from it. Start over, keeping it as results.<time>.jsonl: `{command} --restart`"
+        )
     left = [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")]
     if not left:
         return None
-    return (f"the records of the earlier run ({log.path}) are gone, but its branches "
-            f"{', '.join(left[:5])}{' ...' if len(left) > 5 else ''} remain: they are moved to "
-            "refs/tunebot/archive/ (nothing is deleted) and the run starts over")
+    return (
+        f"the records of the earlier run ({log.path}) are gone, but its branches "
+        f"{', '.join(left[:5])}{' ...' if len(left) > 5 else ''} remain: they are moved to "
+        "refs/tunebot/archive/ (nothing is deleted) and the run starts over"
+    )
 
 
 _ITER_BRANCH = re.compile(r"/v\d+$")
@@ -393,7 +441,8 @@ def check_branches(repo, prefix: str, state) -> None:
         raise StateProblem(
             f"branch {branch} (at {sha[:10]}) is not tunebot's: it was created or moved by someone else, "
             f"and tunebot names its iteration branches that way. Keep it under another name: "
-            f"`git branch -m {branch} {branch.replace('/', '-')}-mine`, then run tunebot again")
+            f"`git branch -m {branch} {branch.replace('/', '-')}-mine`, then run tunebot again"
+        )
 
 
 def check_base_branch(repo, branch: str, what: str) -> None:
@@ -403,6 +452,8 @@ def check_base_branch(repo, branch: str, what: str) -> None:
     remote = [r for r in gitops.list_refs(repo, "refs/remotes/") if r.endswith("/" + branch)]
     if remote:
         return
-    raise StateProblem(f"{what} {branch}: there is no branch {branch} in this repository, so no proposal "
-                       f"could be made into it. Create it first (`git branch {branch}`) or name an existing "
-                       "branch")
+    raise StateProblem(
+        f"{what} {branch}: there is no branch {branch} in this repository, so no proposal "
+        f"could be made into it. Create it first (`git branch {branch}`) or name an existing "
+        "branch"
+    )

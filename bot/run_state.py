@@ -16,7 +16,15 @@ from bot.strategies.base import Attempt, Change
 
 # Record kinds, in the order a run writes them.
 START, BASELINE, ITERATION, REJECTED, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
-    "start", "baseline", "iteration", "rejected", "baseline_end", "stop", "delivery", "proposal")
+    "start",
+    "baseline",
+    "iteration",
+    "rejected",
+    "baseline_end",
+    "stop",
+    "delivery",
+    "proposal",
+)
 
 
 @dataclass
@@ -37,7 +45,9 @@ class IterationView:
     source_hash: str
     gain: float | None = None  # the decision's gain vs its parent (relative), for the evidence file
     detectable: float | None = None  # the smallest gain that decision could have called better
-    reason: str = ""  # one line: why this verdict (the decision's reason, or why it was not measured)
+    reason: str = (
+        ""  # one line: why this verdict (the decision's reason, or why it was not measured)
+    )
     knob: str | None = None  # the change as data, when the strategy set one knob
     old: object = None
     new: object = None
@@ -102,8 +112,10 @@ def noise_warning(state: RunState, level: float) -> str | None:
     detectable = state.smallest_detectable
     if detectable is None or detectable <= level:
         return None
-    return (f"this runner is too noisy to see gains below {detectable * 100:.0f} % "
-            f"(warning level {level * 100:.0f} %, `defaults.noise_warn`); quieten it or tune elsewhere")
+    return (
+        f"this runner is too noisy to see gains below {detectable * 100:.0f} % "
+        f"(warning level {level * 100:.0f} %, `defaults.noise_warn`); quieten it or tune elsewhere"
+    )
 
 
 def _thing(attempt: Attempt) -> str:
@@ -130,23 +142,39 @@ def latency_from_dict(data: dict) -> LatencyResult:
 
 
 def _jsonable(value: object) -> object:
-    return value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
+    return (
+        value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
+    )
 
 
 def change_to_dict(change: Change) -> dict:
-    return {"strategy": change.strategy, "description": change.description, "knob": change.knob,
-            "old": _jsonable(change.old), "new": _jsonable(change.new)}
+    return {
+        "strategy": change.strategy,
+        "description": change.description,
+        "knob": change.knob,
+        "old": _jsonable(change.old),
+        "new": _jsonable(change.new),
+    }
 
 
 def attempt_to_dict(attempt: Attempt) -> dict:
-    return {"change": change_to_dict(attempt.change),
-            "source_hash": attempt.source_hash, "parent_hash": attempt.parent_hash,
-            "verdict": attempt.verdict, "gain": attempt.gain}
+    return {
+        "change": change_to_dict(attempt.change),
+        "source_hash": attempt.source_hash,
+        "parent_hash": attempt.parent_hash,
+        "verdict": attempt.verdict,
+        "gain": attempt.gain,
+    }
 
 
 def attempt_from_dict(data: dict) -> Attempt:
-    return Attempt(change=Change(**data["change"]), source_hash=data["source_hash"],
-                   parent_hash=data["parent_hash"], verdict=data["verdict"], gain=data.get("gain"))
+    return Attempt(
+        change=Change(**data["change"]),
+        source_hash=data["source_hash"],
+        parent_hash=data["parent_hash"],
+        verdict=data["verdict"],
+        gain=data.get("gain"),
+    )
 
 
 def iteration_reason(verdict: str, rec: dict) -> str:
@@ -227,12 +255,22 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
     latency = rec.get("latency") or {}
     verdict = rec["verdict"]
     median = latency.get("median_us") if latency.get("status") == "ok" else None
-    state.iterations.append(IterationView(
-        n=rec["iteration"], strategy=change["strategy"], change=change["description"],
-        verdict=verdict, accuracy=(rec.get("accuracy") or {}).get("status", "error"),
-        latency_us=median, gain_pct=gain_pct(state.baseline_us, median), sha=rec["sha"],
-        branch=rec["branch"], parent=rec["parent"], path=rec["path"],
-        source_hash=rec["source_hash"]))
+    state.iterations.append(
+        IterationView(
+            n=rec["iteration"],
+            strategy=change["strategy"],
+            change=change["description"],
+            verdict=verdict,
+            accuracy=(rec.get("accuracy") or {}).get("status", "error"),
+            latency_us=median,
+            gain_pct=gain_pct(state.baseline_us, median),
+            sha=rec["sha"],
+            branch=rec["branch"],
+            parent=rec["parent"],
+            path=rec["path"],
+            source_hash=rec["source_hash"],
+        )
+    )
     decision = rec.get("decision") or {}
     view = state.iterations[-1]
     view.gain = decision.get("gain")
@@ -242,10 +280,18 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
     view.diff = rec.get("diff") or ""
     view.decision = rec.get("decision")
     attempt = Attempt(
-        change=Change(strategy=change["strategy"], description=change["description"],
-                      knob=change.get("knob"), old=change.get("old"), new=change.get("new")),
-        source_hash=rec["source_hash"], parent_hash=rec["parent_hash"], verdict=verdict,
-        gain=decision.get("gain"))
+        change=Change(
+            strategy=change["strategy"],
+            description=change["description"],
+            knob=change.get("knob"),
+            old=change.get("old"),
+            new=change.get("new"),
+        ),
+        source_hash=rec["source_hash"],
+        parent_hash=rec["parent_hash"],
+        verdict=verdict,
+        gain=decision.get("gain"),
+    )
     state.attempts.append(attempt)
     if verdict == "better":
         state.best_sha, state.best_path = rec["sha"], rec["path"]
@@ -268,5 +314,9 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
         state.since_win.append(attempt)
         state.no_gain_streak = patience_count(state.since_win)
         if verdict in ("fail_l0", "timeout", "error"):
-            tail = (rec.get("accuracy") or {}).get("tail") or (rec.get("latency") or {}).get("tail") or ""
+            tail = (
+                (rec.get("accuracy") or {}).get("tail")
+                or (rec.get("latency") or {}).get("tail")
+                or ""
+            )
             state.last_failure = f"iter {rec['iteration']} {verdict}: {tail[-500:]}"

@@ -30,20 +30,25 @@ def decode(data: bytes, shown: str, python: bool = False) -> str:
     if python:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        except SyntaxError as exc:  # not UTF-8 without a coding line, an unknown name, a BOM contradicting it
+        except (
+            SyntaxError
+        ) as exc:  # not UTF-8 without a coding line, an unknown name, a BOM contradicting it
             if "missing encoding declaration" in str(exc):
                 raise UndecodableFile(
                     f"{shown} is not valid UTF-8 text and has no coding line. Fix: save it as UTF-8, or declare "
-                    "its encoding in a coding line (PEP 263), e.g. `# -*- coding: gbk -*-`") from None
-            raise UndecodableFile(f"{shown}: {exc}. Fix: correct its coding line (PEP 263) or save it as UTF-8") \
-                from None
+                    "its encoding in a coding line (PEP 263), e.g. `# -*- coding: gbk -*-`"
+                ) from None
+            raise UndecodableFile(
+                f"{shown}: {exc}. Fix: correct its coding line (PEP 263) or save it as UTF-8"
+            ) from None
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         declared = "UTF-8" if encoding == "utf-8" else f"{encoding} (its coding line)"
         raise UndecodableFile(
             f"{shown} is not valid {declared} text ({exc.reason} at byte {exc.start}). Fix: save it as UTF-8"
-            + (", or declare its encoding in a coding line (PEP 263)" if python else ""))
+            + (", or declare its encoding in a coding line (PEP 263)" if python else "")
+        )
     return text.removeprefix("\ufeff") if encoding == "utf-8-sig" else text
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +27,16 @@ def entries() -> list[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--git-dir", action="append", default=[], metavar="REPO=PATH",
-                        help="git directory of a local clone of REPO (repeatable)")
-    parser.add_argument("--from", dest="source", type=Path, help="folder holding <layout>/<file> copies")
+    parser.add_argument(
+        "--git-dir",
+        action="append",
+        default=[],
+        metavar="REPO=PATH",
+        help="git directory of a local clone of REPO (repeatable)",
+    )
+    parser.add_argument(
+        "--from", dest="source", type=Path, help="folder holding <layout>/<file> copies"
+    )
     args = parser.parse_args(argv)
     clones = dict(item.split("=", 1) for item in args.git_dir)
     bad = 0
@@ -38,12 +44,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.source is not None and (args.source / layout / name).is_file():
             data = (args.source / layout / name).read_bytes()
         elif repo in clones:
-            run = subprocess.run(["git", "--git-dir", clones[repo], "show", f"{commit}:{path}"],
-                                 capture_output=True, check=False)
+            run = subprocess.run(
+                ["git", "--git-dir", clones[repo], "show", f"{commit}:{path}"],
+                capture_output=True,
+                check=False,
+            )
             data = run.stdout if run.returncode == 0 else b""
         else:
-            print(f"{layout}/{name}: no source given for {repo} (use --git-dir {repo}=PATH or --from DIR)",
-                  file=sys.stderr)
+            print(
+                f"{layout}/{name}: no source given for {repo} (use --git-dir {repo}=PATH or --from DIR)",
+                file=sys.stderr,
+            )
             bad += 1
             continue
         if hashlib.sha256(data).hexdigest() != sha:

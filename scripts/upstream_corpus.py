@@ -22,7 +22,9 @@ CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "upstream_k
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--git-dir", required=True, help="git directory of a clone holding the manifest's commit")
+    parser.add_argument(
+        "--git-dir", required=True, help="git directory of a clone holding the manifest's commit"
+    )
     args = parser.parse_args(argv)
     manifest = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8"))
     commit = manifest["source"]["commit"]
@@ -30,10 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(exist_ok=True)
     bad = 0
     for k in manifest["kernels"]:
-        run = subprocess.run(["git", "--git-dir", args.git_dir, "show", f"{commit}:{k['path']}"],
-                             capture_output=True, check=False)
+        run = subprocess.run(
+            ["git", "--git-dir", args.git_dir, "show", f"{commit}:{k['path']}"],
+            capture_output=True,
+            check=False,
+        )
         if run.returncode != 0:
-            print(f"{k['id']}: git show failed: {run.stderr.decode(errors='replace').strip()}", file=sys.stderr)
+            print(
+                f"{k['id']}: git show failed: {run.stderr.decode(errors='replace').strip()}",
+                file=sys.stderr,
+            )
             bad += 1
             continue
         digest = hashlib.sha256(run.stdout).hexdigest()

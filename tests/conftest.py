@@ -54,7 +54,9 @@ class CheckoutSnapshot:
 
 def _git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-    out = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    )
     return out.stdout
 
 
@@ -66,7 +68,9 @@ def _workdir(repo: GitRepo | git.Repo | Path | str) -> Path:
     return Path(repo)
 
 
-def make_commit(repo: GitRepo | git.Repo | Path | str, files: dict[str, str | bytes | None], message: str) -> str:
+def make_commit(
+    repo: GitRepo | git.Repo | Path | str, files: dict[str, str | bytes | None], message: str
+) -> str:
     """Write `files` into the checkout, stage them and commit on the current branch; return the sha."""
     root = _workdir(repo)
     for rel, content in files.items():
@@ -85,9 +89,12 @@ def snapshot_checkout(repo: GitRepo | git.Repo | Path | str) -> CheckoutSnapshot
     """Everything of the user's checkout that tunebot must never change."""
     root = _workdir(repo)
     git_dir = Path(_git(root, "rev-parse", "--absolute-git-dir").strip())
-    head_ref = subprocess.run(
-        ["git", "symbolic-ref", "-q", "HEAD"], cwd=root, capture_output=True, text=True
-    ).stdout.strip() or None
+    head_ref = (
+        subprocess.run(
+            ["git", "symbolic-ref", "-q", "HEAD"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+        or None
+    )
     index = git_dir / "index"
     files = {}
     for path in sorted(root.rglob("*")):

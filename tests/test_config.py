@@ -22,8 +22,14 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def make_op(root: Path, project: str, op: str, tune: str | None = None, design: str | None = None,
-            ops_root: str = "examples") -> Path:
+def make_op(
+    root: Path,
+    project: str,
+    op: str,
+    tune: str | None = None,
+    design: str | None = None,
+    ops_root: str = "examples",
+) -> Path:
     op_dir = root / ops_root / project / op
     write(op_dir / f"{op}.py", "BLOCK_M = 64\n")
     if tune is not None:
@@ -57,7 +63,9 @@ def test_missing_repo_config_means_defaults(tmp_path: Path) -> None:
 
 
 def test_full_repo_config_is_read(tmp_path: Path) -> None:
-    write(tmp_path / ".tunebot.yml", """\
+    write(
+        tmp_path / ".tunebot.yml",
+        """\
         ops_root: kernels/ops
         branch_prefix: bots/tune
         defaults: {max_iters: 4, patience: 2, noise_floor: 0.05, target_us: 90}
@@ -70,13 +78,16 @@ def test_full_repo_config_is_read(tmp_path: Path) -> None:
           labels: [perf, bot]
           reviewers: ["@alice", bob]
           ops: [rms_norm, demo/matmul]
-        """)
+        """,
+    )
     cfg = c.load_repo_config(tmp_path)
     assert cfg.ops_root == "kernels/ops" and cfg.branch_prefix == "bots/tune"
     assert (cfg.max_iters, cfg.patience, cfg.noise_floor, cfg.target_us) == (4, 2, 0.05, 90.0)
     assert cfg.keep_branches is True and cfg.base_branch == "main"
     assert cfg.proposer == ("python", "propose.py", "--fast") and cfg.proposer_timeout_s == 30.0
-    assert cfg.github == c.GithubSettings("maintain", ("perf", "bot"), ("alice", "bob"), ("rms_norm", "demo/matmul"))
+    assert cfg.github == c.GithubSettings(
+        "maintain", ("perf", "bot"), ("alice", "bob"), ("rms_norm", "demo/matmul")
+    )
 
 
 def test_empty_repo_config_means_defaults(tmp_path: Path) -> None:
@@ -84,36 +95,60 @@ def test_empty_repo_config_means_defaults(tmp_path: Path) -> None:
     assert c.load_repo_config(tmp_path) == c.RepoConfig()
 
 
-@pytest.mark.parametrize("text, key, in_problem, in_fix", [
-    ("ops_rot: examples\n", "ops_rot", "unknown key", "did you mean 'ops_root'"),
-    ("max_iters: 5\n", "max_iters", "not allowed here", "under `defaults:`"),
-    ("defaults: {max_iter: 5}\n", "defaults.max_iter", "unknown key", "'defaults.max_iters'"),
-    ("defaults: {max_iters: 0}\n", "defaults.max_iters", "at least 1", ">= 1"),
-    ("defaults: {max_iters: ten}\n", "defaults.max_iters", "whole number", "max_iters: 10"),
-    ("defaults: {patience: -1}\n", "defaults.patience", "at least 1", ">= 1"),
-    ("defaults: {noise_floor: 3}\n", "defaults.noise_floor", "must be < 1", "0.03 means 3 %"),
-    ("defaults: {noise_floor: -0.1}\n", "defaults.noise_floor", ">= 0", "0.03 means 3 %"),
-    ("defaults: {target_us: 120us}\n", "defaults.target_us", "expected a number", "microseconds"),
-    ("defaults: {target_us: -5}\n", "defaults.target_us", "must be > 0", "microseconds"),
-    ("defaults: [1, 2]\n", "defaults", "expected a mapping", "defaults:"),
-    ("ops_root: ../elsewhere\n", "ops_root", "path traversal", "inside the repository"),
-    ("ops_root: /abs/path\n", "ops_root", "relative path", "relative to the repository root"),
-    ("ops_root: 'a\\b'\n", "ops_root", "relative path", "relative"),
-    ("branch_prefix: 'tune bot'\n", "branch_prefix", "not a usable branch name", "e.g. `tunebot`"),
-    ("branch_prefix: a..b\n", "branch_prefix", "'..'", "letters, digits"),
-    ("base_branch: -main\n", "base_branch", "not a valid branch name component", "letters"),
-    ("keep_branches: yes please\n", "keep_branches", "true or false", "keep_branches: true"),
-    ("proposer_timeout_s: 0\n", "proposer_timeout_s", "must be > 0", "> 0"),
-    ("proposer: []\n", "proposer", "the command is empty", "name a program"),
-    ("proposer: \"python 'unbalanced\"\n", "proposer", "cannot split", "balance the quotes"),
-    ("github: {min_permission: read}\n", "github.min_permission", "unknown value 'read'", "write, maintain, admin"),
-    ("github: {min_permision: write}\n", "github.min_permision", "unknown key", "'github.min_permission'"),
-    ("github: {labels: [ok, 3]}\n", "github.labels[1]", "non-empty text", "quote"),
-    ("github: {ops: [../x]}\n", "github.ops[0]", "path traversal", "<project>/<op>"),
-    ("- just\n- a list\n", "(top level)", "mapping of keys", "key: value"),
-])
-def test_repo_config_errors_name_file_key_and_fix(tmp_path: Path, text: str, key: str, in_problem: str,
-                                                  in_fix: str) -> None:
+@pytest.mark.parametrize(
+    "text, key, in_problem, in_fix",
+    [
+        ("ops_rot: examples\n", "ops_rot", "unknown key", "did you mean 'ops_root'"),
+        ("max_iters: 5\n", "max_iters", "not allowed here", "under `defaults:`"),
+        ("defaults: {max_iter: 5}\n", "defaults.max_iter", "unknown key", "'defaults.max_iters'"),
+        ("defaults: {max_iters: 0}\n", "defaults.max_iters", "at least 1", ">= 1"),
+        ("defaults: {max_iters: ten}\n", "defaults.max_iters", "whole number", "max_iters: 10"),
+        ("defaults: {patience: -1}\n", "defaults.patience", "at least 1", ">= 1"),
+        ("defaults: {noise_floor: 3}\n", "defaults.noise_floor", "must be < 1", "0.03 means 3 %"),
+        ("defaults: {noise_floor: -0.1}\n", "defaults.noise_floor", ">= 0", "0.03 means 3 %"),
+        (
+            "defaults: {target_us: 120us}\n",
+            "defaults.target_us",
+            "expected a number",
+            "microseconds",
+        ),
+        ("defaults: {target_us: -5}\n", "defaults.target_us", "must be > 0", "microseconds"),
+        ("defaults: [1, 2]\n", "defaults", "expected a mapping", "defaults:"),
+        ("ops_root: ../elsewhere\n", "ops_root", "path traversal", "inside the repository"),
+        ("ops_root: /abs/path\n", "ops_root", "relative path", "relative to the repository root"),
+        ("ops_root: 'a\\b'\n", "ops_root", "relative path", "relative"),
+        (
+            "branch_prefix: 'tune bot'\n",
+            "branch_prefix",
+            "not a usable branch name",
+            "e.g. `tunebot`",
+        ),
+        ("branch_prefix: a..b\n", "branch_prefix", "'..'", "letters, digits"),
+        ("base_branch: -main\n", "base_branch", "not a valid branch name component", "letters"),
+        ("keep_branches: yes please\n", "keep_branches", "true or false", "keep_branches: true"),
+        ("proposer_timeout_s: 0\n", "proposer_timeout_s", "must be > 0", "> 0"),
+        ("proposer: []\n", "proposer", "the command is empty", "name a program"),
+        ('proposer: "python \'unbalanced"\n', "proposer", "cannot split", "balance the quotes"),
+        (
+            "github: {min_permission: read}\n",
+            "github.min_permission",
+            "unknown value 'read'",
+            "write, maintain, admin",
+        ),
+        (
+            "github: {min_permision: write}\n",
+            "github.min_permision",
+            "unknown key",
+            "'github.min_permission'",
+        ),
+        ("github: {labels: [ok, 3]}\n", "github.labels[1]", "non-empty text", "quote"),
+        ("github: {ops: [../x]}\n", "github.ops[0]", "path traversal", "<project>/<op>"),
+        ("- just\n- a list\n", "(top level)", "mapping of keys", "key: value"),
+    ],
+)
+def test_repo_config_errors_name_file_key_and_fix(
+    tmp_path: Path, text: str, key: str, in_problem: str, in_fix: str
+) -> None:
     err = repo_error(tmp_path, text)
     assert err.file == ".tunebot.yml"
     assert err.key == key
@@ -153,7 +188,9 @@ def ops_repo(tmp_path: Path) -> Path:
     make_op(tmp_path, "tilelang", "rms_norm")
     make_op(tmp_path, "tilelang", "vec_add")
     (tmp_path / "examples" / "demo" / "notes").mkdir()  # no notes.py: not an op
-    write(tmp_path / "examples" / "demo" / "helper" / "other.py", "")  # module name differs: not an op
+    write(
+        tmp_path / "examples" / "demo" / "helper" / "other.py", ""
+    )  # module name differs: not an op
     make_op(tmp_path, ".hidden", "secret")
     write(tmp_path / "examples" / "README.md", "ops live here\n")
     return tmp_path
@@ -161,7 +198,11 @@ def ops_repo(tmp_path: Path) -> Path:
 
 def test_list_ops_is_sorted_and_only_real_ops(ops_repo: Path) -> None:
     assert c.list_ops(ops_repo, c.RepoConfig()) == [
-        "demo/matmul", "demo/rms_norm", "tilelang/rms_norm", "tilelang/vec_add"]
+        "demo/matmul",
+        "demo/rms_norm",
+        "tilelang/rms_norm",
+        "tilelang/vec_add",
+    ]
 
 
 def test_list_ops_follows_ops_root(ops_repo: Path) -> None:
@@ -176,7 +217,9 @@ def test_resolve_by_op_and_by_project_op(ops_repo: Path) -> None:
     assert (op.project, op.name, op.qualified) == ("demo", "matmul", "demo/matmul")
     assert op.dir == Path("examples/demo/matmul") and not op.dir.is_absolute()
     assert op.source == Path("examples/demo/matmul/matmul.py")
-    assert c.resolve_op(ops_repo, cfg, "tilelang/rms_norm").dir == Path("examples/tilelang/rms_norm")
+    assert c.resolve_op(ops_repo, cfg, "tilelang/rms_norm").dir == Path(
+        "examples/tilelang/rms_norm"
+    )
     assert c.resolve_op(ops_repo, cfg, "demo/rms_norm").qualified == "demo/rms_norm"
 
 
@@ -185,15 +228,25 @@ def test_ambiguous_name_lists_qualified_names(ops_repo: Path) -> None:
         c.resolve_op(ops_repo, c.RepoConfig(), "rms_norm")
     err = info.value
     assert err.ambiguous and err.candidates == ["demo/rms_norm", "tilelang/rms_norm"]
-    assert "ambiguous" in str(err) and "demo/rms_norm" in str(err) and "tilelang/rms_norm" in str(err)
+    assert (
+        "ambiguous" in str(err) and "demo/rms_norm" in str(err) and "tilelang/rms_norm" in str(err)
+    )
     assert err.exit_code == 2
 
 
-@pytest.mark.parametrize("name, suggestion", [
-    ("rmsnorm", "demo/rms_norm"), ("matmull", "demo/matmul"), ("vec-add", "tilelang/vec_add"),
-    ("MATMUL", "demo/matmul"), ("demo/matmu", "demo/matmul"),
-])
-def test_unknown_name_lists_candidates_and_close_matches(ops_repo: Path, name: str, suggestion: str) -> None:
+@pytest.mark.parametrize(
+    "name, suggestion",
+    [
+        ("rmsnorm", "demo/rms_norm"),
+        ("matmull", "demo/matmul"),
+        ("vec-add", "tilelang/vec_add"),
+        ("MATMUL", "demo/matmul"),
+        ("demo/matmu", "demo/matmul"),
+    ],
+)
+def test_unknown_name_lists_candidates_and_close_matches(
+    ops_repo: Path, name: str, suggestion: str
+) -> None:
     with pytest.raises(OpNotFound) as info:
         c.resolve_op(ops_repo, c.RepoConfig(), name)
     err = info.value
@@ -209,18 +262,21 @@ def test_unknown_name_without_close_match_still_lists_ops(ops_repo: Path) -> Non
     assert info.value.suggestions == [] and "known ops: demo/matmul" in str(info.value)
 
 
-@pytest.mark.parametrize("name, why", [
-    ("../rms_norm", "path traversal"),
-    ("demo/..", "path traversal"),
-    ("./matmul", "path traversal"),
-    ("/etc/passwd", "absolute path"),
-    ("demo\\matmul", "backslash"),
-    ("demo/matmul/x", "more than two parts"),
-    ("demo/", "empty part"),
-    ("", "empty"),
-    ("rms norm", "' '"),
-    ("rms;rm -rf", "';'"),
-])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("../rms_norm", "path traversal"),
+        ("demo/..", "path traversal"),
+        ("./matmul", "path traversal"),
+        ("/etc/passwd", "absolute path"),
+        ("demo\\matmul", "backslash"),
+        ("demo/matmul/x", "more than two parts"),
+        ("demo/", "empty part"),
+        ("", "empty"),
+        ("rms norm", "' '"),
+        ("rms;rm -rf", "';'"),
+    ],
+)
 def test_bad_names_are_refused_before_touching_files(ops_repo: Path, name: str, why: str) -> None:
     with pytest.raises(OpNotFound) as info:
         c.resolve_op(ops_repo, c.RepoConfig(), name)
@@ -287,12 +343,23 @@ FULL_TUNE = """\
 def test_full_tune_yaml_is_read(tmp_path: Path) -> None:
     op = c.load_op_config(tmp_path, make_op(tmp_path, "p", "op", tune=FULL_TUNE))
     assert (op.project, op.name, op.dir) == ("p", "op", Path("examples/p/op"))
-    assert (op.kernel_kind, op.entry, op.inputs, op.reference) == ("mix", "run", "make_inputs", "ref")
-    assert op.knobs == (c.Knob("BLOCK_M", "block_size", (32, 64, 128), 1024, 16),
-                        c.Knob("NUM_STAGES", "pipeline_depth", (0, 1, 2, 3)),
-                        c.Knob("USE_DB", "multi_buffer", (False, True)))
+    assert (op.kernel_kind, op.entry, op.inputs, op.reference) == (
+        "mix",
+        "run",
+        "make_inputs",
+        "ref",
+    )
+    assert op.knobs == (
+        c.Knob("BLOCK_M", "block_size", (32, 64, 128), 1024, 16),
+        c.Knob("NUM_STAGES", "pipeline_depth", (0, 1, 2, 3)),
+        c.Knob("USE_DB", "multi_buffer", (False, True)),
+    )
     assert op.strategies == ("block_size", "pipeline_depth")
-    assert op.accuracy.mode == "harness" and op.accuracy.timeout_s == 60.0 and op.accuracy.min_cosine == 0.99
+    assert (
+        op.accuracy.mode == "harness"
+        and op.accuracy.timeout_s == 60.0
+        and op.accuracy.min_cosine == 0.99
+    )
     # a mapping overrides only the dtypes it names; one number sets every dtype
     assert op.accuracy.rtol == {"float16": 2e-2, "bfloat16": 1e-2, "float32": 1e-4}
     assert set(op.accuracy.atol.values()) == {1e-3}
@@ -320,63 +387,117 @@ def test_missing_op_dir_is_a_config_error(tmp_path: Path) -> None:
 KNOB = "knobs:\n  - name: BLOCK_M\n    strategy: block_size\n"
 
 
-@pytest.mark.parametrize("tune, key, in_problem, in_fix", [
-    ("kernel_knd: vector\n", "kernel_knd", "unknown key", "did you mean 'kernel_kind'"),
-    ("tagret_us: 100\n", "tagret_us", "unknown key", "did you mean 'target_us'"),
-    ("colour: red\n", "colour", "unknown key", "known keys here"),
-    ("kernel_kind: scalar\n", "kernel_kind", "unknown value 'scalar'", "vector, cube, mix"),
-    ("entry: 'not a name'\n", "entry", "not a Python name", "function"),
-    ("entry: class\n", "entry", "not a Python name", "function"),
-    ("knobs: {name: BLOCK_M}\n", "knobs", "expected a list of knobs", "- name: BLOCK_M"),
-    ("knobs: [BLOCK_M]\n", "knobs[0]", "expected a mapping", "- name:"),
-    ("knobs:\n  - strategy: block_size\n    values: [1]\n", "knobs[0].name", "missing", "add `name:`"),
-    ("knobs:\n  - name: B\n    values: [1]\n", "knobs[0].strategy", "missing", "add `strategy:`"),
-    (KNOB, "knobs[0].values", "missing", "add `values:`"),
-    (KNOB + "    values: []\n", "knobs[0].values", "the list is empty", "at least one value"),
-    (KNOB + "    values: 64\n", "knobs[0].values", "expected a list", "values: [32, 64, 128]"),
-    (KNOB + "    values: [32, big]\n", "knobs[0].values[1]", "whole number", "integers"),
-    (KNOB + "    values: [32, 1.5]\n", "knobs[0].values[1]", "whole number", "integers"),
-    (KNOB + "    values: [-32, 64]\n", "knobs[0].values[0]", "negative", ">= 0"),
-    (KNOB + "    values: [64, 32]\n", "knobs[0].values", "strictly increasing", "[32, 64]"),
-    (KNOB + "    values: [32, 32]\n", "knobs[0].values", "strictly increasing", "[32]"),
-    (KNOB + "    values: [32, 48]\n    divides: 1024\n", "knobs[0].values", "48 do(es) not divide 1024",
-     "divisors of 1024"),
-    (KNOB + "    values: [16, 24]\n    multiple_of: 16\n", "knobs[0].values", "24 is/are not multiples of 16",
-     "multiples of 16"),
-    (KNOB + "    values: [16]\n    divides: 0\n", "knobs[0].divides", "at least 1", ">= 1"),
-    (KNOB + "    values: [16]\n    size: 3\n", "knobs[0].size", "unknown key", "known keys here"),
-    ("knobs:\n  - name: 3d\n    strategy: block_size\n    values: [1]\n", "knobs[0].name", "not a Python name",
-     "constant"),
-    ("knobs:\n  - {name: B, strategy: block_sise, values: [1]}\n", "knobs[0].strategy",
-     "unknown strategy 'block_sise'", "did you mean 'block_size'"),
-    ("knobs:\n  - {name: B, strategy: block_size, values: [1]}\n  - {name: B, strategy: block_size, values: [2]}\n",
-     "knobs[1].name", "declared twice", "one declaration"),
-    ("strategies: [block_size, pipelining]\n", "strategies[1]", "unknown strategy", "known strategies"),
-    ("strategies: []\n", "strategies", "the list is empty", "remove the key"),
-    ("accuracy: {mode: fast}\n", "accuracy.mode", "unknown value 'fast'", "command, harness"),
-    ("accuracy: {level: L9}\n", "accuracy.level", "unknown value 'L9'", "L0"),
-    ("accuracy: {timeout_s: 0}\n", "accuracy.timeout_s", "must be > 0", "> 0"),
-    ("accuracy: {rtol: {fp16: 1e-2}}\n", "accuracy.rtol.fp16", "unknown dtype", "float16"),
-    ("accuracy: {atol: {float16: -1}}\n", "accuracy.atol.float16", ">= 0", ">= 0"),
-    ("accuracy: {atol: loose}\n", "accuracy.atol", "expected a number", "float16: 1e-2"),
-    ("accuracy: {min_cosine: 1.5}\n", "accuracy.min_cosine", "<= 1", "<= 1"),
-    ("accuracy: {tolerance: 1}\n", "accuracy.tolerance", "unknown key", "known keys here"),
-    ("latency: {backend: gpu}\n", "latency.backend", "unknown value 'gpu'", "auto, cpu, cuda"),
-    ("latency: {backend: npu_msprof}\n", "latency.backend", "unknown value", "did you mean 'npu-msprof'"),
-    ("latency: {warmup: -1}\n", "latency.warmup", "at least 0", ">= 0"),
-    ("latency: {repeats: 0}\n", "latency.repeats", "at least 1", ">= 1"),
-    ("latency: {repeats: 20001}\n", "latency.repeats", "at most 10000", "<= 10000"),
-    ("latency: {repeat: 10}\n", "latency.repeat", "unknown key", "did you mean 'latency.repeats'"),
-    ("latency: {kernel_name: ''}\n", "latency.kernel_name", "non-empty text", "kernel_name"),
-    ("latency: fast\n", "latency", "expected a mapping", "latency:"),
-    ("target_us: 0\n", "target_us", "must be > 0", "microseconds"),
-    ("max_iters: 2.5\n", "max_iters", "whole number", "max_iters: 10"),
-    ("patience: true\n", "patience", "whole number", "patience: 3"),
-    ("noise_floor: 5\n", "noise_floor", "must be < 1", "0.03 means 3 %"),
-    ("proposer: 42\n", "proposer", "list of texts", "proposer: [a, b]"),
-])
-def test_tune_yaml_errors_name_file_key_and_fix(tmp_path: Path, tune: str, key: str, in_problem: str,
-                                                in_fix: str) -> None:
+@pytest.mark.parametrize(
+    "tune, key, in_problem, in_fix",
+    [
+        ("kernel_knd: vector\n", "kernel_knd", "unknown key", "did you mean 'kernel_kind'"),
+        ("tagret_us: 100\n", "tagret_us", "unknown key", "did you mean 'target_us'"),
+        ("colour: red\n", "colour", "unknown key", "known keys here"),
+        ("kernel_kind: scalar\n", "kernel_kind", "unknown value 'scalar'", "vector, cube, mix"),
+        ("entry: 'not a name'\n", "entry", "not a Python name", "function"),
+        ("entry: class\n", "entry", "not a Python name", "function"),
+        ("knobs: {name: BLOCK_M}\n", "knobs", "expected a list of knobs", "- name: BLOCK_M"),
+        ("knobs: [BLOCK_M]\n", "knobs[0]", "expected a mapping", "- name:"),
+        (
+            "knobs:\n  - strategy: block_size\n    values: [1]\n",
+            "knobs[0].name",
+            "missing",
+            "add `name:`",
+        ),
+        (
+            "knobs:\n  - name: B\n    values: [1]\n",
+            "knobs[0].strategy",
+            "missing",
+            "add `strategy:`",
+        ),
+        (KNOB, "knobs[0].values", "missing", "add `values:`"),
+        (KNOB + "    values: []\n", "knobs[0].values", "the list is empty", "at least one value"),
+        (KNOB + "    values: 64\n", "knobs[0].values", "expected a list", "values: [32, 64, 128]"),
+        (KNOB + "    values: [32, big]\n", "knobs[0].values[1]", "whole number", "integers"),
+        (KNOB + "    values: [32, 1.5]\n", "knobs[0].values[1]", "whole number", "integers"),
+        (KNOB + "    values: [-32, 64]\n", "knobs[0].values[0]", "negative", ">= 0"),
+        (KNOB + "    values: [64, 32]\n", "knobs[0].values", "strictly increasing", "[32, 64]"),
+        (KNOB + "    values: [32, 32]\n", "knobs[0].values", "strictly increasing", "[32]"),
+        (
+            KNOB + "    values: [32, 48]\n    divides: 1024\n",
+            "knobs[0].values",
+            "48 do(es) not divide 1024",
+            "divisors of 1024",
+        ),
+        (
+            KNOB + "    values: [16, 24]\n    multiple_of: 16\n",
+            "knobs[0].values",
+            "24 is/are not multiples of 16",
+            "multiples of 16",
+        ),
+        (KNOB + "    values: [16]\n    divides: 0\n", "knobs[0].divides", "at least 1", ">= 1"),
+        (
+            KNOB + "    values: [16]\n    size: 3\n",
+            "knobs[0].size",
+            "unknown key",
+            "known keys here",
+        ),
+        (
+            "knobs:\n  - name: 3d\n    strategy: block_size\n    values: [1]\n",
+            "knobs[0].name",
+            "not a Python name",
+            "constant",
+        ),
+        (
+            "knobs:\n  - {name: B, strategy: block_sise, values: [1]}\n",
+            "knobs[0].strategy",
+            "unknown strategy 'block_sise'",
+            "did you mean 'block_size'",
+        ),
+        (
+            "knobs:\n  - {name: B, strategy: block_size, values: [1]}\n  - {name: B, strategy: block_size, values: [2]}\n",
+            "knobs[1].name",
+            "declared twice",
+            "one declaration",
+        ),
+        (
+            "strategies: [block_size, pipelining]\n",
+            "strategies[1]",
+            "unknown strategy",
+            "known strategies",
+        ),
+        ("strategies: []\n", "strategies", "the list is empty", "remove the key"),
+        ("accuracy: {mode: fast}\n", "accuracy.mode", "unknown value 'fast'", "command, harness"),
+        ("accuracy: {level: L9}\n", "accuracy.level", "unknown value 'L9'", "L0"),
+        ("accuracy: {timeout_s: 0}\n", "accuracy.timeout_s", "must be > 0", "> 0"),
+        ("accuracy: {rtol: {fp16: 1e-2}}\n", "accuracy.rtol.fp16", "unknown dtype", "float16"),
+        ("accuracy: {atol: {float16: -1}}\n", "accuracy.atol.float16", ">= 0", ">= 0"),
+        ("accuracy: {atol: loose}\n", "accuracy.atol", "expected a number", "float16: 1e-2"),
+        ("accuracy: {min_cosine: 1.5}\n", "accuracy.min_cosine", "<= 1", "<= 1"),
+        ("accuracy: {tolerance: 1}\n", "accuracy.tolerance", "unknown key", "known keys here"),
+        ("latency: {backend: gpu}\n", "latency.backend", "unknown value 'gpu'", "auto, cpu, cuda"),
+        (
+            "latency: {backend: npu_msprof}\n",
+            "latency.backend",
+            "unknown value",
+            "did you mean 'npu-msprof'",
+        ),
+        ("latency: {warmup: -1}\n", "latency.warmup", "at least 0", ">= 0"),
+        ("latency: {repeats: 0}\n", "latency.repeats", "at least 1", ">= 1"),
+        ("latency: {repeats: 20001}\n", "latency.repeats", "at most 10000", "<= 10000"),
+        (
+            "latency: {repeat: 10}\n",
+            "latency.repeat",
+            "unknown key",
+            "did you mean 'latency.repeats'",
+        ),
+        ("latency: {kernel_name: ''}\n", "latency.kernel_name", "non-empty text", "kernel_name"),
+        ("latency: fast\n", "latency", "expected a mapping", "latency:"),
+        ("target_us: 0\n", "target_us", "must be > 0", "microseconds"),
+        ("max_iters: 2.5\n", "max_iters", "whole number", "max_iters: 10"),
+        ("patience: true\n", "patience", "whole number", "patience: 3"),
+        ("noise_floor: 5\n", "noise_floor", "must be < 1", "0.03 means 3 %"),
+        ("proposer: 42\n", "proposer", "list of texts", "proposer: [a, b]"),
+    ],
+)
+def test_tune_yaml_errors_name_file_key_and_fix(
+    tmp_path: Path, tune: str, key: str, in_problem: str, in_fix: str
+) -> None:
     err = op_error(tmp_path, tune)
     assert err.file == "examples/p/op/tune.yaml"
     assert err.key == key
@@ -393,47 +514,61 @@ def test_tune_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
 
 def test_exponent_without_dot_is_read_as_a_number(tmp_path: Path) -> None:
     # PyYAML reads `1e-4` as text; users write it anyway.
-    op = c.load_op_config(tmp_path, make_op(tmp_path, "p", "op", tune="accuracy: {rtol: 1e-4, atol: 1e-3}\n"))
+    op = c.load_op_config(
+        tmp_path, make_op(tmp_path, "p", "op", tune="accuracy: {rtol: 1e-4, atol: 1e-3}\n")
+    )
     assert set(op.accuracy.rtol.values()) == {1e-4} and set(op.accuracy.atol.values()) == {1e-3}
 
 
 def test_proposer_text_is_split_like_a_shell(tmp_path: Path) -> None:
-    op = c.load_op_config(tmp_path, make_op(tmp_path, "p", "op", tune="proposer: \"python 'my tool.py' -v\"\n"))
+    op = c.load_op_config(
+        tmp_path, make_op(tmp_path, "p", "op", tune="proposer: \"python 'my tool.py' -v\"\n")
+    )
     assert op.proposer == ("python", "my tool.py", "-v")
 
 
 # ---------------------------------------------------------------- DESIGN.md targets
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("# op\n\n## 性能目标\n\n- latency <= 120 us\n", 120.0),
-    ("## 性能目标\n目标: 120us\n", 120.0),
-    ("## 性能目标\n- 目标：85.5 μs\n", 85.5),
-    ("## 性能目标\n- 目标 85 µs 以内\n", 85.0),
-    ("## Performance target\n\nThe kernel should take 120 μs.\n", 120.0),
-    ("## Performance targets\n| metric | value |\n|---|---|\n| latency | 0.5 ms |\n", 500.0),
-    ("### 性能目标\n- 基线 300us，目标 200us\n", 200.0),
-    ("## 性能目标\n- baseline: 300 us\n- target: 1.2 ms\n", 1200.0),
-    ("## 性能目标\n- 当前 300 us\n- 150 us\n", 150.0),
-    ("## Performance target\nunder 2 毫秒\n", 2000.0),
-    ("## 性能目标\n- 120 users served\n", None),  # 'us' must be a unit, not a word prefix
-    ("## 性能目标\n\nTBD\n\n## 其他\n- 50 us\n", None),  # the next section is not read
-    ("# Design\n\nlatency 50 us\n", None),  # no performance-target section
-    ("```\n## 性能目标\n10 us\n```\n## Notes\n", None),  # headings in code blocks do not count
-    ("## 性能目标\n### 延迟\n- 目标 70 us\n## 实现\n- 5 us\n", 70.0),  # subsections belong to it
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("# op\n\n## 性能目标\n\n- latency <= 120 us\n", 120.0),
+        ("## 性能目标\n目标: 120us\n", 120.0),
+        ("## 性能目标\n- 目标：85.5 μs\n", 85.5),
+        ("## 性能目标\n- 目标 85 µs 以内\n", 85.0),
+        ("## Performance target\n\nThe kernel should take 120 μs.\n", 120.0),
+        ("## Performance targets\n| metric | value |\n|---|---|\n| latency | 0.5 ms |\n", 500.0),
+        ("### 性能目标\n- 基线 300us，目标 200us\n", 200.0),
+        ("## 性能目标\n- baseline: 300 us\n- target: 1.2 ms\n", 1200.0),
+        ("## 性能目标\n- 当前 300 us\n- 150 us\n", 150.0),
+        ("## Performance target\nunder 2 毫秒\n", 2000.0),
+        ("## 性能目标\n- 120 users served\n", None),  # 'us' must be a unit, not a word prefix
+        ("## 性能目标\n\nTBD\n\n## 其他\n- 50 us\n", None),  # the next section is not read
+        ("# Design\n\nlatency 50 us\n", None),  # no performance-target section
+        ("```\n## 性能目标\n10 us\n```\n## Notes\n", None),  # headings in code blocks do not count
+        (
+            "## 性能目标\n### 延迟\n- 目标 70 us\n## 实现\n- 5 us\n",
+            70.0,
+        ),  # subsections belong to it
+        ("", None),
+    ],
+)
 def test_design_target_us(text: str, expected: float | None) -> None:
     assert c.design_target_us(text) == expected
 
 
 def test_design_md_target_is_used_when_tune_yaml_has_none(tmp_path: Path) -> None:
-    op_dir = make_op(tmp_path, "p", "op", tune="max_iters: 3\n", design="## 性能目标\n- 目标 80 us\n")
+    op_dir = make_op(
+        tmp_path, "p", "op", tune="max_iters: 3\n", design="## 性能目标\n- 目标 80 us\n"
+    )
     assert c.load_op_config(tmp_path, op_dir).target_us == 80.0
 
 
 def test_tune_yaml_target_wins_over_design_md(tmp_path: Path) -> None:
-    op_dir = make_op(tmp_path, "p", "op", tune="target_us: 60\n", design="## 性能目标\n- 目标 80 us\n")
+    op_dir = make_op(
+        tmp_path, "p", "op", tune="target_us: 60\n", design="## 性能目标\n- 目标 80 us\n"
+    )
     assert c.load_op_config(tmp_path, op_dir).target_us == 60.0
 
 
@@ -444,27 +579,56 @@ def test_effective_settings_flags_over_op_over_repo(tmp_path: Path) -> None:
     repo = c.RepoConfig(max_iters=8, patience=4, noise_floor=0.04, target_us=500.0)
     bare = c.OpConfig(project="p", name="op", dir=Path("x"))
     assert c.effective_settings(repo, bare) == c.RunSettings(8, 4, 0.04, 500.0, None)
-    op = c.OpConfig(project="p", name="op", dir=Path("x"), max_iters=5, patience=2, noise_floor=0.06,
-                    target_us=300.0, strategies=("block_size",))
+    op = c.OpConfig(
+        project="p",
+        name="op",
+        dir=Path("x"),
+        max_iters=5,
+        patience=2,
+        noise_floor=0.06,
+        target_us=300.0,
+        strategies=("block_size",),
+    )
     assert c.effective_settings(repo, op) == c.RunSettings(5, 2, 0.06, 300.0, ("block_size",))
-    flagged = c.effective_settings(repo, op, max_iters=2, target_us=100.0, strategies=("pipeline_depth",),
-                                   patience=1, noise_floor=0.1)
+    flagged = c.effective_settings(
+        repo,
+        op,
+        max_iters=2,
+        target_us=100.0,
+        strategies=("pipeline_depth",),
+        patience=1,
+        noise_floor=0.1,
+    )
     assert flagged == c.RunSettings(2, 1, 0.1, 100.0, ("pipeline_depth",))
 
 
 def test_effective_settings_defaults_are_the_issue_defaults() -> None:
-    settings = c.effective_settings(c.RepoConfig(), c.OpConfig(project="p", name="o", dir=Path("x")))
-    assert (settings.max_iters, settings.patience, settings.noise_floor, settings.target_us) == (10, 3, 0.03, None)
+    settings = c.effective_settings(
+        c.RepoConfig(), c.OpConfig(project="p", name="o", dir=Path("x"))
+    )
+    assert (settings.max_iters, settings.patience, settings.noise_floor, settings.target_us) == (
+        10,
+        3,
+        0.03,
+        None,
+    )
 
 
-@pytest.mark.parametrize("flags, key", [
-    ({"max_iters": 0}, "--max-iters"), ({"target_us": -1.0}, "--target-us"),
-    ({"strategies": ("blocksize",)}, "--strategies"), ({"patience": 0}, "--patience"),
-    ({"noise_floor": 2.0}, "--noise-floor"),
-])
+@pytest.mark.parametrize(
+    "flags, key",
+    [
+        ({"max_iters": 0}, "--max-iters"),
+        ({"target_us": -1.0}, "--target-us"),
+        ({"strategies": ("blocksize",)}, "--strategies"),
+        ({"patience": 0}, "--patience"),
+        ({"noise_floor": 2.0}, "--noise-floor"),
+    ],
+)
 def test_bad_flags_are_config_errors(flags: dict, key: str) -> None:
     with pytest.raises(ConfigError) as info:
-        c.effective_settings(c.RepoConfig(), c.OpConfig(project="p", name="o", dir=Path("x")), **flags)
+        c.effective_settings(
+            c.RepoConfig(), c.OpConfig(project="p", name="o", dir=Path("x")), **flags
+        )
     assert info.value.file == "command line" and info.value.key == key
 
 
@@ -482,12 +646,22 @@ def test_this_repository_config_and_demo_ops_load() -> None:
 
 
 def test_github_required_checks_and_allow_no_checks_are_read(tmp_path: Path) -> None:
-    write(tmp_path / ".tunebot.yml", "github: {required_checks: [ci, lint], allow_no_checks: true}\n")
+    write(
+        tmp_path / ".tunebot.yml", "github: {required_checks: [ci, lint], allow_no_checks: true}\n"
+    )
     cfg = c.load_repo_config(tmp_path)
     assert cfg.github.required_checks == ("ci", "lint") and cfg.github.allow_no_checks is True
-    assert c.RepoConfig().github.required_checks == () and c.RepoConfig().github.allow_no_checks is False
-    assert repo_error(tmp_path, "github: {allow_no_checks: maybe}\n").key == "github.allow_no_checks"
-    assert repo_error(tmp_path, "github: {required_checks: [ci, 3]}\n").key == "github.required_checks[1]"
+    assert (
+        c.RepoConfig().github.required_checks == ()
+        and c.RepoConfig().github.allow_no_checks is False
+    )
+    assert (
+        repo_error(tmp_path, "github: {allow_no_checks: maybe}\n").key == "github.allow_no_checks"
+    )
+    assert (
+        repo_error(tmp_path, "github: {required_checks: [ci, 3]}\n").key
+        == "github.required_checks[1]"
+    )
 
 
 def test_infinite_numbers_are_refused_with_the_key(tmp_path):

@@ -40,15 +40,22 @@ def cosine(a, b) -> float:
     return F.cosine_similarity(a.flatten().double(), b.flatten().double(), dim=0).item()
 
 
-@pytest.mark.parametrize("setting, low, high", [
-    # bounds written from DESIGN.md's intent before running: exact-math rewrites stay ~1,
-    # int8 and the cache lose a little, a small attention window loses most
-    ({"fused": True}, 0.999999, 1.0),
-    ({"cfg_batch": True}, 0.999999, 1.0),
-    ({"quantize_linear": True}, 0.995, 0.99999),
-    ({"step_cache": 2}, 0.995, 0.99999),
-    ({"attention_window": 32}, 0.9, 0.995),  # fails the demo's gate (model.yaml min_cosine 0.995)
-])
+@pytest.mark.parametrize(
+    "setting, low, high",
+    [
+        # bounds written from DESIGN.md's intent before running: exact-math rewrites stay ~1,
+        # int8 and the cache lose a little, a small attention window loses most
+        ({"fused": True}, 0.999999, 1.0),
+        ({"cfg_batch": True}, 0.999999, 1.0),
+        ({"quantize_linear": True}, 0.995, 0.99999),
+        ({"step_cache": 2}, 0.995, 0.99999),
+        (
+            {"attention_window": 32},
+            0.9,
+            0.995,
+        ),  # fails the demo's gate (model.yaml min_cosine 0.995)
+    ],
+)
 def test_each_setting_changes_the_output(pipeline, baseline, setting, low, high):
     z0 = baseline[0]
     z = pipeline.Pipeline({**pipeline.DEFAULTS, **setting})()[0]
@@ -75,10 +82,19 @@ def test_commands_print_what_the_loop_reads(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "TUNEBOT_OUTPUT_DIR": str(out), "TUNEBOT_REFERENCE_DIR": str(out)}
-    run = (lambda *a: subprocess.run([sys.executable, "pipeline.py", *a], cwd=DEMO, env=env, capture_output=True,
-                                     text=True, timeout=300, check=False))
+    run = lambda *a: subprocess.run(
+        [sys.executable, "pipeline.py", *a],
+        cwd=DEMO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     bench = run("--benchmark")
-    b = cmd.parse_benchmark(cmd.CommandResult(["pipeline.py"], bench.returncode, bench.stdout, bench.stderr, 0))
+    b = cmd.parse_benchmark(
+        cmd.CommandResult(["pipeline.py"], bench.returncode, bench.stdout, bench.stderr, 0)
+    )
     assert len(b.samples_ms) == 9 and set(b.stages_ms) == {"text_encoder", "dit", "vae"}
     assert b.workload["steps"] == 8 and b.workload["hardware"] == "cpu"
     assert (out / "latent.pt").is_file()
@@ -93,12 +109,25 @@ def test_commands_print_what_the_loop_reads(tmp_path):
 
 def test_tunebot_demo_model_runs_end_to_end(tmp_path):
     target = tmp_path / "demo"
-    done = subprocess.run([sys.executable, "-m", "bot", "demo", "--model", "--dir", str(target), "--max-iters", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "demo", "--model", "--dir", str(target), "--max-iters", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "iter  1  fused: false -> true [Pattern 融合]" in done.stdout  # P0: the compile path is off
+    assert (
+        "iter  1  fused: false -> true [Pattern 融合]" in done.stdout
+    )  # P0: the compile path is off
     assert "row: references/mindiesd-features.md#编译路径优化 row 'Pattern 融合'" in done.stdout
     assert "stop reason: 迭代上限" in done.stdout and "## Stage Result" in done.stdout
-    branches = subprocess.run(["git", "branch", "--list", "tunebot/dit_tiny/*"], cwd=target, capture_output=True,
-                              text=True, check=True).stdout.split()
+    branches = subprocess.run(
+        ["git", "branch", "--list", "tunebot/dit_tiny/*"],
+        cwd=target,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert branches == ["tunebot/dit_tiny/best", "tunebot/dit_tiny/v1"]

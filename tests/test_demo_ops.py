@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-import re
 import subprocess
 import sys
 import types
@@ -56,8 +55,13 @@ def module_from(source: str, name: str) -> types.ModuleType:
 
 
 def run_l0(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, path.name, "--level", "L0"], cwd=path.parent, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, path.name, "--level", "L0"],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_three_demo_ops_exist() -> None:
@@ -100,27 +104,45 @@ def test_l0_passes_as_a_subprocess(name: str) -> None:
 @pytest.mark.parametrize("name", DEMO_OPS)
 def test_l0_cli_rejects_unknown_levels(name: str) -> None:
     op = load_op(name)
-    run = subprocess.run([sys.executable, op.source.name, "--level", "L7"], cwd=ROOT / op.dir,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, op.source.name, "--level", "L7"],
+        cwd=ROOT / op.dir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 2 and "invalid choice" in run.stderr
 
 
 def _perturb(source: str) -> str:
     """Wrap the kernel so its result is 5 % off: a wrong kernel, same shapes and dtypes."""
-    wrapper = ("_exact_kernel = kernel\n\n\ndef kernel(*inputs):\n"
-               "    return (_exact_kernel(*inputs).float() * 1.05).to(_exact_kernel(*inputs).dtype)\n\n\n")
+    wrapper = (
+        "_exact_kernel = kernel\n\n\ndef kernel(*inputs):\n"
+        "    return (_exact_kernel(*inputs).float() * 1.05).to(_exact_kernel(*inputs).dtype)\n\n\n"
+    )
     return source.replace('if __name__ == "__main__":', wrapper + 'if __name__ == "__main__":')
 
 
 # Realistic bugs a transform could introduce, one per op.
 BUGS = {
-    "demo/attention": ('scores = scores.masked_fill(future, float("-inf"))', "pass  # mask dropped"),
-    "demo/matmul": ("acc += tile @ values[k0:k1]", "acc = tile @ values[k0:k1]  # overwrites partial sums"),
-    "demo/rms_norm": ("block.pow(2).mean(dim=-1, keepdim=True) + EPS", "block.pow(2).mean(dim=0, keepdim=True) + EPS"),
+    "demo/attention": (
+        'scores = scores.masked_fill(future, float("-inf"))',
+        "pass  # mask dropped",
+    ),
+    "demo/matmul": (
+        "acc += tile @ values[k0:k1]",
+        "acc = tile @ values[k0:k1]  # overwrites partial sums",
+    ),
+    "demo/rms_norm": (
+        "block.pow(2).mean(dim=-1, keepdim=True) + EPS",
+        "block.pow(2).mean(dim=0, keepdim=True) + EPS",
+    ),
 }
 
 
-BREAKAGES = [(name, kind) for name in DEMO_OPS for kind in ("perturbed", "bug")] + [("demo/rms_norm", "crash")]
+BREAKAGES = [(name, kind) for name in DEMO_OPS for kind in ("perturbed", "bug")] + [
+    ("demo/rms_norm", "crash")
+]
 
 
 @pytest.mark.parametrize("name, breakage", BREAKAGES)
@@ -134,7 +156,9 @@ def test_broken_copy_fails_l0(name: str, breakage: str, tmp_path: Path) -> None:
         assert source.count(old) == 1, "the bug site moved; update BUGS"
         broken = source.replace(old, new)
     else:
-        broken = source.replace("def kernel(", "def kernel(*_a, **_k):\n    raise RuntimeError('boom')\n\n\ndef _old(")
+        broken = source.replace(
+            "def kernel(", "def kernel(*_a, **_k):\n    raise RuntimeError('boom')\n\n\ndef _old("
+        )
     assert broken != source
     path = tmp_path / op.source.name
     path.write_text(broken, encoding="utf-8")
@@ -160,13 +184,16 @@ def test_every_point_of_the_knob_space_is_correct(name: str) -> None:
         assert all(getattr(module, n) == v for n, v in point.items())
         actual = module.kernel(*inputs)
         assert actual.shape == expected.shape and actual.dtype == expected.dtype, point
-        torch.testing.assert_close(actual, expected, rtol=tol, atol=tol, msg=lambda m, p=point: f"{p}: {m}")
+        torch.testing.assert_close(
+            actual, expected, rtol=tol, atol=tol, msg=lambda m, p=point: f"{p}: {m}"
+        )
 
 
 def test_set_knobs_rewrites_exactly_the_named_constants() -> None:
     source = "BLOCK_M = 64  # rows\nBLOCK_MN = 8\nx = BLOCK_M\nBLOCK_N: int = 32\n"
     assert sweep.set_knobs(source, {"BLOCK_M": 128, "BLOCK_N": 16}) == (
-        "BLOCK_M = 128  # rows\nBLOCK_MN = 8\nx = BLOCK_M\nBLOCK_N: int = 16\n")
+        "BLOCK_M = 128  # rows\nBLOCK_MN = 8\nx = BLOCK_M\nBLOCK_N: int = 16\n"
+    )
     with pytest.raises(SystemExit, match="found 0"):
         sweep.set_knobs(source, {"NUM_STAGES": 2})
 
@@ -179,7 +206,9 @@ def test_committed_sweep_matches_the_source_and_has_an_interior_best(name: str) 
     assert path.exists(), f"run `python benchmarks/sweep.py {name}`"
     data = json.loads(path.read_text(encoding="utf-8"))
     source = (ROOT / op.source).read_text(encoding="utf-8")
-    assert data["space_key"] == sweep.space_key(op, source), f"stale: run `python benchmarks/sweep.py {name}`"
+    assert data["space_key"] == sweep.space_key(op, source), (
+        f"stale: run `python benchmarks/sweep.py {name}`"
+    )
     grid = list(itertools.product(*(k.values for k in op.knobs)))
     assert len(data["points"]) == len(grid) and all(p["status"] == "ok" for p in data["points"])
     assert data["best_on_edge_of"] == []
@@ -191,4 +220,6 @@ def test_committed_sweep_matches_the_source_and_has_an_interior_best(name: str) 
     for key in ("cpu_model", "torch_version", "date", "warmup", "repeats"):
         assert data["environment"][key] not in (None, "")
     docs = (ROOT / "docs" / "ops.md").read_text(encoding="utf-8")
-    assert sweep.render(data) in docs, "docs/ops.md is stale: run `python benchmarks/sweep.py --docs`"
+    assert sweep.render(data) in docs, (
+        "docs/ops.md is stale: run `python benchmarks/sweep.py --docs`"
+    )

@@ -46,9 +46,14 @@ def test_derived_webhook_payloads_match_the_spec():
     "line, expected",
     [
         ("/tune rms_norm", TuneCommand("tune", ("rms_norm",))),
-        ("/tune demo/rms_norm softmax --max-iters 4", TuneCommand("tune", ("demo/rms_norm", "softmax"), max_iters=4)),
-        ("/tune a --target-us=12.5 --strategies block_size,multi_buffer",
-         TuneCommand("tune", ("a",), target_us=12.5, strategies=("block_size", "multi_buffer"))),
+        (
+            "/tune demo/rms_norm softmax --max-iters 4",
+            TuneCommand("tune", ("demo/rms_norm", "softmax"), max_iters=4),
+        ),
+        (
+            "/tune a --target-us=12.5 --strategies block_size,multi_buffer",
+            TuneCommand("tune", ("a",), target_us=12.5, strategies=("block_size", "multi_buffer")),
+        ),
         ("/tune a a", TuneCommand("tune", ("a",))),
         ("/tune status", TuneCommand("status")),
         ("/tune   cancel", TuneCommand("cancel")),
@@ -104,7 +109,9 @@ def test_comment_on_pr_becomes_tune_request():
 
 
 def test_malformed_command_becomes_invalid_with_reply_text():
-    (req,) = requests_from_event("issue_comment", comment_payload("/tune rms_norm --max-iters lots"))
+    (req,) = requests_from_event(
+        "issue_comment", comment_payload("/tune rms_norm --max-iters lots")
+    )
     assert req.kind == "invalid"
     assert "--max-iters" in req.reason and "/tune help" in req.reason
 
@@ -126,7 +133,9 @@ def test_comments_that_are_not_commands_are_ignored(mutate, reason):
 
 
 def test_bot_login_without_type_is_still_a_bot():
-    (req,) = requests_from_event("issue_comment", comment_payload("/tune a", login="tunebot[bot]", user_type="User"))
+    (req,) = requests_from_event(
+        "issue_comment", comment_payload("/tune a", login="tunebot[bot]", user_type="User")
+    )
     assert req.kind == "ignored"
 
 
@@ -141,7 +150,9 @@ def test_review_states_are_normalized_from_webhook_spelling():
 
 
 def test_dispatch_inputs_are_validated():
-    (req,) = requests_from_event("workflow_dispatch", {"inputs": {"ops": "demo/a b"}, "repository": {"full_name": "o/r"}})
+    (req,) = requests_from_event(
+        "workflow_dispatch", {"inputs": {"ops": "demo/a b"}, "repository": {"full_name": "o/r"}}
+    )
     assert req.kind == "scheduled" and req.ops == ("demo/a", "b") and req.task == "tune"
     (bad,) = requests_from_event("workflow_dispatch", {"inputs": {"ops": "../x"}})
     assert bad.kind == "invalid" and "../x" in bad.reason
@@ -168,17 +179,28 @@ class Source:
 PULL = PullInfo(7, "open", "a" * 40, "feature", "o/r", "main", "o/r", "dev")
 
 
-@pytest.mark.parametrize("role, minimum, allowed", [
-    ("admin", "write", True), ("maintain", "write", True), ("write", "write", True),
-    ("triage", "write", False), ("read", "write", False), ("none", "write", False),
-    ("write", "maintain", False), ("maintain", "maintain", True), ("admin", "admin", True),
-])
+@pytest.mark.parametrize(
+    "role, minimum, allowed",
+    [
+        ("admin", "write", True),
+        ("maintain", "write", True),
+        ("write", "write", True),
+        ("triage", "write", False),
+        ("read", "write", False),
+        ("none", "write", False),
+        ("write", "maintain", False),
+        ("maintain", "maintain", True),
+        ("admin", "admin", True),
+    ],
+)
 def test_role_ranks(role, minimum, allowed):
     assert role_allows(role, minimum) is allowed
 
 
 def test_authorize_pins_head_sha_and_refuses_low_permission():
-    req = Request("tune", "issue_comment", "o/r", pr=7, actor="dev", command=TuneCommand("tune", ("a",)))
+    req = Request(
+        "tune", "issue_comment", "o/r", pr=7, actor="dev", command=TuneCommand("tune", ("a",))
+    )
     ok = authorize(req, Source({"dev": "write"}, PULL), GithubSettings())
     assert ok.allowed and ok.head_sha == "a" * 40
     no = authorize(req, Source({"dev": "read"}, PULL), GithubSettings())
@@ -192,7 +214,9 @@ def test_authorize_refuses_fork_heads_on_self_hosted_runners():
     req = Request("tune", "issue_comment", "o/r", pr=7, actor="dev")
     refused = authorize(req, Source({"dev": "admin"}, fork), GithubSettings(), self_hosted=True)
     assert not refused.allowed and "fork" in refused.reason and "git push origin" in refused.reason
-    assert authorize(req, Source({"dev": "admin"}, fork), GithubSettings(), self_hosted=False).allowed
+    assert authorize(
+        req, Source({"dev": "admin"}, fork), GithubSettings(), self_hosted=False
+    ).allowed
     gone = PullInfo(7, "open", "b" * 40, "feature", None, "main", "o/r", "someone")
     assert not authorize(req, Source({"dev": "admin"}, gone), GithubSettings()).allowed
 

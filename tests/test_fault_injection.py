@@ -33,19 +33,37 @@ LOOP_OPS = HERE / "loop_ops"
 TUNE_YAML = (LOOP_OPS / "tune.yaml").read_text()
 
 
-def add_op(repo, name: str, source: str | bytes | None = None, tune_yaml: str = TUNE_YAML,
-           design: str | bytes | None = None) -> str:
+def add_op(
+    repo,
+    name: str,
+    source: str | bytes | None = None,
+    tune_yaml: str = TUNE_YAML,
+    design: str | bytes | None = None,
+) -> str:
     folder = f"examples/testproj/{name}"
     if source is None:
-        source = (HOSTILE / f"{name}.py").read_text() if (HOSTILE / f"{name}.py").exists() \
+        source = (
+            (HOSTILE / f"{name}.py").read_text()
+            if (HOSTILE / f"{name}.py").exists()
             else (LOOP_OPS / "sleepy.py").read_text()
-    return make_commit(repo, {f"{folder}/{name}.py": source, f"{folder}/tune.yaml": tune_yaml,
-                              f"{folder}/DESIGN.md": design if design is not None else
-                              (LOOP_OPS / "DESIGN.md").read_text()}, f"add {name}")
+        )
+    return make_commit(
+        repo,
+        {
+            f"{folder}/{name}.py": source,
+            f"{folder}/tune.yaml": tune_yaml,
+            f"{folder}/DESIGN.md": design
+            if design is not None
+            else (LOOP_OPS / "DESIGN.md").read_text(),
+        },
+        f"add {name}",
+    )
 
 
 def git(path: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=path, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def results_path(repo_path: Path, name: str) -> Path:
@@ -70,8 +88,10 @@ def marked(mark: str) -> list[int]:
     for p in Path("/proc").iterdir():
         if p.name.isdigit() and int(p.name) != os.getpid():
             try:
-                if entry in (p / "environ").read_bytes().split(b"\0") and \
-                        (p / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                if (
+                    entry in (p / "environ").read_bytes().split(b"\0")
+                    and (p / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+                ):
                     found.append(int(p.name))
             except OSError:
                 continue
@@ -95,11 +115,26 @@ def delivered_file(repo_path: Path, name: str, rel: str) -> str:
 def test_a_second_tune_of_a_live_op_changes_nothing_of_the_live_run(git_repo):
     add_op(git_repo, "sleepy")
     path = results_path(git_repo.path, "sleepy")
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "tune", "sleepy", "--max-iters", "4", "--repo",
-                             str(git_repo.path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "tune",
+            "sleepy",
+            "--max-iters",
+            "4",
+            "--repo",
+            str(git_repo.path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and '"iter:1"' not in (path.read_text() if path.exists() else ""):
+    while time.monotonic() < deadline and '"iter:1"' not in (
+        path.read_text() if path.exists() else ""
+    ):
         time.sleep(0.05)
     worktree = git_repo.path / ".git/tunebot/worktrees/testproj__sleepy"
     for extra in ([], ["--restart"], ["--restart", "--max-iters", "2"]):
@@ -120,13 +155,22 @@ def test_a_second_tune_of_a_live_op_changes_nothing_of_the_live_run(git_repo):
 # ---------------------------------------------------------------- item 2: kernels that fake or damage
 
 
-@pytest.mark.parametrize("name, verdict", [("forge_clock", "error"), ("forge_channel", "error"),
-                                           ("forge_file", "not_better"), ("flaky", "fail_l0")])
+@pytest.mark.parametrize(
+    "name, verdict",
+    [
+        ("forge_clock", "error"),
+        ("forge_channel", "error"),
+        ("forge_file", "not_better"),
+        ("flaky", "fail_l0"),
+    ],
+)
 def test_forged_results_and_flaky_l0_are_never_adopted(git_repo, name, verdict):
     add_op(git_repo, name)
     outcome = tune(git_repo.path, name, max_iters=2)
     iterations = [r for r in records(git_repo.path, name) if r["kind"] == "iteration"]
-    assert iterations and all(r["verdict"] == verdict for r in iterations), [r["verdict"] for r in iterations]
+    assert iterations and all(r["verdict"] == verdict for r in iterations), [
+        r["verdict"] for r in iterations
+    ]
     if name == "flaky":
         assert all(r["accuracy"]["details"]["flaky"] for r in iterations)
     assert outcome.best_iteration is None
@@ -159,14 +203,24 @@ def test_an_unconfined_vandal_is_caught_and_the_records_restored(git_repo, tmp_p
     monkeypatch.setenv("HOSTILE_OUTSIDE", str(outside))
     add_op(git_repo, "vandal", tune_yaml=_vandal_yaml("open"))
     warnings: list[str] = []
-    outcome = tune(git_repo.path, "vandal", lambda e: warnings.append(e.message) if e.kind == "warning" else None,
-                   max_iters=1)
+    outcome = tune(
+        git_repo.path,
+        "vandal",
+        lambda e: warnings.append(e.message) if e.kind == "warning" else None,
+        max_iters=1,
+    )
     recs = records(git_repo.path, "vandal")
-    assert [r["kind"] for r in recs][:2] == ["start", "baseline"], "the deleted records were put back"
+    assert [r["kind"] for r in recs][:2] == ["start", "baseline"], (
+        "the deleted records were put back"
+    )
     (it,) = [r for r in recs if r["kind"] == "iteration"]
     assert it["verdict"] == "error" and it["accuracy"]["details"]["tampered"]
     reason = it["accuracy"]["reason"]
-    assert "results.jsonl was deleted" in reason and "VANDAL.txt (created)" in reason and "git data" in reason
+    assert (
+        "results.jsonl was deleted" in reason
+        and "VANDAL.txt (created)" in reason
+        and "git data" in reason
+    )
     assert outcome.best_iteration is None and outcome.baseline_us
     assert any("restored" in w for w in warnings)
 
@@ -179,9 +233,22 @@ def test_killing_tunebot_takes_its_kernel_and_the_kernels_children_along(git_rep
     monkeypatch.setenv("HOSTILE_MARK", mark)
     yaml = TUNE_YAML.replace("timeout_s: 60", "timeout_s: 4")
     add_op(git_repo, "hang_orphan", tune_yaml=yaml)
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "tune", "hang_orphan", "--max-iters", "1", "--repo",
-                             str(git_repo.path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "tune",
+            "hang_orphan",
+            "--max-iters",
+            "1",
+            "--repo",
+            str(git_repo.path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     hanging = sleepers = []
     while time.monotonic() < deadline and not (hanging and sleepers):
@@ -195,9 +262,13 @@ def test_killing_tunebot_takes_its_kernel_and_the_kernels_children_along(git_rep
     alive = set(marked(mark))
     assert not alive & set(hanging), "the hanging kernel died with tunebot (parent-death signal)"
     assert not alive & set(sleepers), "so did its setsid child (the watchdog)"
-    tune(git_repo.path, "hang_orphan", max_iters=1)  # the resumed run: its hanging variant times out
+    tune(
+        git_repo.path, "hang_orphan", max_iters=1
+    )  # the resumed run: its hanging variant times out
     time.sleep(0.3)
-    assert [p for p in marked(mark) if b"time.sleep(120)" in cmdline(p) or b"hang_orphan" in cmdline(p)] == []
+    assert [
+        p for p in marked(mark) if b"time.sleep(120)" in cmdline(p) or b"hang_orphan" in cmdline(p)
+    ] == []
 
 
 def test_the_next_run_stops_kernel_processes_a_killed_run_left(git_repo):
@@ -206,11 +277,20 @@ def test_the_next_run_stops_kernel_processes_a_killed_run_left(git_repo):
     add_op(git_repo, "sleepy")
     state = git_repo.path / ".git/tunebot/runs/testproj/sleepy"
     state.mkdir(parents=True)
-    env = {**os.environ, "TUNEBOT_KERNEL_TAG": f"{kernel_tag(state)}.4242"}  # as a kernel of that op carries it
-    leftover = subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(120)"], env=env)
+    env = {
+        **os.environ,
+        "TUNEBOT_KERNEL_TAG": f"{kernel_tag(state)}.4242",
+    }  # as a kernel of that op carries it
+    leftover = subprocess.Popen(
+        [sys.executable, "-c", "import os, time; os.setsid(); time.sleep(120)"], env=env
+    )
     warnings: list[str] = []
-    tune(git_repo.path, "sleepy", lambda e: warnings.append(e.message) if e.kind == "warning" else None,
-         max_iters=1)
+    tune(
+        git_repo.path,
+        "sleepy",
+        lambda e: warnings.append(e.message) if e.kind == "warning" else None,
+        max_iters=1,
+    )
     assert leftover.wait(timeout=5) == -signal.SIGKILL
     assert any("kernel process(es) an earlier, killed run left running" in w for w in warnings)
 
@@ -227,13 +307,20 @@ def test_leftovers_of_a_sigkill_are_cleaned_on_the_next_run(git_repo, tmp_path):
     index.write_text("x")
     index_lock = state / "index.999999999.12345.lock"  # git's lock beside a temporary index
     index_lock.write_text("")
-    temp = Path(os.environ.get("TMPDIR", "/tmp")) / f"tunebot-999999999-kernel-{uuid.uuid4().hex[:6]}"
+    temp = (
+        Path(os.environ.get("TMPDIR", "/tmp")) / f"tunebot-999999999-kernel-{uuid.uuid4().hex[:6]}"
+    )
     temp.mkdir()
     old = time.time() - 60
     os.utime(stale_ref_lock, (old, old))
     outcome = tune(git_repo.path, "sleepy", max_iters=1)
     assert outcome.iterations == 1 and git(git_repo.path, "rev-parse", "tunebot/sleepy/v1")
-    assert not stale_ref_lock.exists() and not index.exists() and not index_lock.exists() and not temp.exists()
+    assert (
+        not stale_ref_lock.exists()
+        and not index.exists()
+        and not index_lock.exists()
+        and not temp.exists()
+    )
 
 
 # ---------------------------------------------------------------- item 4: state moved by hand
@@ -245,10 +332,16 @@ def test_records_deleted_between_runs_archive_the_old_branches(git_repo):
     old_v1 = git(git_repo.path, "rev-parse", "tunebot/sleepy/v1")
     results_path(git_repo.path, "sleepy").unlink()
     warnings: list[str] = []
-    outcome = tune(git_repo.path, "sleepy", lambda e: warnings.append(e.message) if e.kind == "warning" else None,
-                   max_iters=1)
+    outcome = tune(
+        git_repo.path,
+        "sleepy",
+        lambda e: warnings.append(e.message) if e.kind == "warning" else None,
+        max_iters=1,
+    )
     assert any("are gone" in w for w in warnings)
-    assert old_v1 in git(git_repo.path, "for-each-ref", "--format=%(objectname)", "refs/tunebot/archive/")
+    assert old_v1 in git(
+        git_repo.path, "for-each-ref", "--format=%(objectname)", "refs/tunebot/archive/"
+    )
     log = parse_opt_log(delivered_file(git_repo.path, "sleepy", "opt_log.md"))
     assert len(log.rows) == outcome.iterations == 1
     assert f"{outcome.best_us:.2f}" in outcome.report
@@ -317,7 +410,11 @@ def test_non_utf8_config_files_are_clear_errors(git_repo, where):
         make_commit(git_repo, {".tunebot.yml": GBK + b"max_iters: 2\n"}, "gbk config")
     elif where == "tune.yaml":
         add_op(git_repo, "sleepy")
-        make_commit(git_repo, {"examples/testproj/sleepy/tune.yaml": GBK + TUNE_YAML.encode()}, "gbk tune.yaml")
+        make_commit(
+            git_repo,
+            {"examples/testproj/sleepy/tune.yaml": GBK + TUNE_YAML.encode()},
+            "gbk tune.yaml",
+        )
     else:
         add_op(git_repo, "sleepy", design=GBK + b"latency <= 5 us\n")
     result = cli("tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "1")
@@ -332,8 +429,12 @@ def test_an_op_with_a_gbk_coding_line_is_tuned_as_python_reads_it(git_repo):
     assert outcome.iterations == 1
     (it,) = [r for r in records(git_repo.path, "sleepy") if r["kind"] == "iteration"]
     assert it["accuracy"]["status"] == "pass"
-    data = subprocess.run(["git", "show", f"{it['sha']}:{it['path']}"], cwd=git_repo.path, check=True,
-                          capture_output=True).stdout
+    data = subprocess.run(
+        ["git", "show", f"{it['sha']}:{it['path']}"],
+        cwd=git_repo.path,
+        check=True,
+        capture_output=True,
+    ).stdout
     assert data.startswith(b"# -*- coding: gbk -*-\n") and "中文注释".encode("gbk") in data
 
 
@@ -348,7 +449,9 @@ def test_a_full_disk_says_nothing_was_lost_and_how_to_resume():
         pytest.skip("needs /dev/full")
     result = CliRunner().invoke(write_somewhere, [])
     assert result.exit_code == 1 and "Nothing recorded was lost" in result.output
-    assert "run the same command again to resume" in result.output and "Traceback" not in result.output
+    assert (
+        "run the same command again to resume" in result.output and "Traceback" not in result.output
+    )
     assert errno.ENOSPC
 
 
@@ -360,11 +463,18 @@ def test_a_new_commit_of_an_op_whose_baseline_failed_is_noticed(git_repo):
     add_op(git_repo, "sleepy", source=broken)
     with pytest.raises(BaselineFailed):
         tune(git_repo.path, "sleepy", max_iters=1)
-    fixed = make_commit(git_repo, {"examples/testproj/sleepy/sleepy.py": (LOOP_OPS / "sleepy.py").read_text()},
-                        "fix the op")
+    fixed = make_commit(
+        git_repo,
+        {"examples/testproj/sleepy/sleepy.py": (LOOP_OPS / "sleepy.py").read_text()},
+        "fix the op",
+    )
     warnings: list[str] = []
-    outcome = tune(git_repo.path, "sleepy", lambda e: warnings.append(e.message) if e.kind == "warning" else None,
-                   max_iters=1)
+    outcome = tune(
+        git_repo.path,
+        "sleepy",
+        lambda e: warnings.append(e.message) if e.kind == "warning" else None,
+        max_iters=1,
+    )
     assert any("never passed L0" in w for w in warnings)
     start = records(git_repo.path, "sleepy")[0]
     assert start["base_sha"] == fixed and outcome.baseline_us
@@ -375,8 +485,12 @@ def small_disk(tmp_path):
     """A real 48 MiB file system (tmpfs) for the repository; skipped where mounting is not allowed."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(disk)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(disk)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("needs permission to mount a tmpfs (a real small disk)")
     try:
         yield disk
@@ -401,31 +515,55 @@ def fill(disk: Path) -> Path:
     return filler
 
 
-@pytest.mark.parametrize("when, marker", [("before the run", None), ("after iteration 1", '"iter:1"'),
-                                          ("before the delivery", '"kind": "stop"')])
-def test_a_full_disk_loses_nothing_and_the_run_resumes_once_space_is_freed(small_disk, when, marker):
+@pytest.mark.parametrize(
+    "when, marker",
+    [
+        ("before the run", None),
+        ("after iteration 1", '"iter:1"'),
+        ("before the delivery", '"kind": "stop"'),
+    ],
+)
+def test_a_full_disk_loses_nothing_and_the_run_resumes_once_space_is_freed(
+    small_disk, when, marker
+):
     from conftest import init_repo
 
     repo = init_repo(small_disk)
     add_op(repo, "sleepy")
     path = results_path(repo.path, "sleepy")
-    cmd = [sys.executable, "-m", "bot", "tune", "sleepy", "--max-iters", "3", "--repo", str(repo.path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bot",
+        "tune",
+        "sleepy",
+        "--max-iters",
+        "3",
+        "--repo",
+        str(repo.path),
+    ]
     if when == "before the run":
         filler = fill(small_disk)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     else:
         live = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and marker not in (path.read_text() if path.exists() else ""):
+        while time.monotonic() < deadline and marker not in (
+            path.read_text() if path.exists() else ""
+        ):
             time.sleep(0.01)
         filler = fill(small_disk)
         out, err = live.communicate(timeout=300)
         proc = subprocess.CompletedProcess(cmd, live.returncode, out, err)
     before = records(repo.path, "sleepy") if path.exists() else []
     if proc.returncode == 0:
-        pytest.skip("the run finished before the disk filled")  # a race with a fast run, not a failure
+        pytest.skip(
+            "the run finished before the disk filled"
+        )  # a race with a fast run, not a failure
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "the disk is full" in proc.stderr and "Nothing recorded was lost" in proc.stderr, proc.stderr
+    assert "the disk is full" in proc.stderr and "Nothing recorded was lost" in proc.stderr, (
+        proc.stderr
+    )
     assert "Traceback" not in proc.stderr
     filler.unlink()
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -443,5 +581,9 @@ def test_an_op_file_that_is_not_utf8_and_declares_nothing_is_a_clear_error(git_r
     add_op(git_repo, "sleepy", source=source.encode("gbk"))
     result = cli("tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "1")
     assert result.exit_code == 2, result.output
-    assert "sleepy.py" in result.output and "not valid UTF-8" in result.output and "coding line" in result.output
+    assert (
+        "sleepy.py" in result.output
+        and "not valid UTF-8" in result.output
+        and "coding line" in result.output
+    )
     assert "Traceback" not in result.output

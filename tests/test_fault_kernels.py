@@ -34,9 +34,14 @@ def op_dir(tmp_path: Path, name: str, block: int = 32) -> tuple[Path, Path]:
 
 
 def evaluator(root: Path, name: str, **kw) -> Evaluator:
-    op = OpConfig(project="hostile", name=name, dir=Path("examples/hostile") / name,
-                  latency=LatencySettings(backend="cpu", warmup=1, repeats=9, timeout_s=60),
-                  accuracy=kw.pop("accuracy", AccuracySettings(timeout_s=60)), **kw)
+    op = OpConfig(
+        project="hostile",
+        name=name,
+        dir=Path("examples/hostile") / name,
+        latency=LatencySettings(backend="cpu", warmup=1, repeats=9, timeout_s=60),
+        accuracy=kw.pop("accuracy", AccuracySettings(timeout_s=60)),
+        **kw,
+    )
     return Evaluator(op, root)
 
 
@@ -60,7 +65,9 @@ def test_a_kernel_that_patches_the_clock_gets_no_latency(tmp_path):
     result = evaluator(root, "forge_clock").latency(src)
     # honest: 9 calls of ~17.5 ms; forged: 0.5 us each. Either measured honestly or refused.
     assert result.status == "error", result
-    assert "not credible" in " ".join(result.notes) and "samples add up to only" in " ".join(result.notes)
+    assert "not credible" in " ".join(result.notes) and "samples add up to only" in " ".join(
+        result.notes
+    )
 
 
 def test_a_kernel_that_writes_forged_results_into_its_pipes_is_an_error(tmp_path):
@@ -93,7 +100,9 @@ def test_no_kernel_process_survives_its_run(tmp_path, monkeypatch):
     mark = uuid.uuid4().hex
     monkeypatch.setenv("HOSTILE_MARK", mark)
     root, src = op_dir(tmp_path, "leaker")
-    result = evaluator(root, "leaker", accuracy=AccuracySettings(timeout_s=60, repeats=0)).accuracy(src)
+    result = evaluator(root, "leaker", accuracy=AccuracySettings(timeout_s=60, repeats=0)).accuracy(
+        src
+    )
     assert result.passed and "LEAKED" in result.tail  # the leaks happened
     time.sleep(0.3)
     assert marked_processes(mark) == []
@@ -114,20 +123,25 @@ def test_default_caps_are_set(tmp_path):
     root, _ = op_dir(tmp_path, "hog")
     limits = evaluator(root, "hog").limits(60)
     assert limits.memory_mb and limits.memory_mb > 512 and limits.memory_kind == "as"
-    assert limits.cpu_s is None and limits.file_size_mb == 4096  # CPU time: only when tune.yaml asks
+    assert (
+        limits.cpu_s is None and limits.file_size_mb == 4096
+    )  # CPU time: only when tune.yaml asks
     assert limits.writable == ()
 
 
 @pytest.mark.skipif(not confine.landlock_abi(), reason="needs Linux Landlock")
 def test_a_confined_kernel_cannot_write_outside_its_temporary_folder(tmp_path):
     target = tmp_path / "outside.txt"
-    code = (f"import os, pathlib\n"
-            f"open(os.path.join(os.environ['TMPDIR'], 'ok.txt'), 'w').write('fine')\n"
-            f"try:\n    open({str(target)!r}, 'w').write('x')\nexcept PermissionError:\n    print('DENIED')\n")
-    run = run_sandboxed(python_argv("-c", code), tmp_path, 30,
-                        limits=confine.Limits(writable=()))
+    code = (
+        f"import os, pathlib\n"
+        f"open(os.path.join(os.environ['TMPDIR'], 'ok.txt'), 'w').write('fine')\n"
+        f"try:\n    open({str(target)!r}, 'w').write('x')\nexcept PermissionError:\n    print('DENIED')\n"
+    )
+    run = run_sandboxed(python_argv("-c", code), tmp_path, 30, limits=confine.Limits(writable=()))
     assert run.ok and "DENIED" in run.output and not target.exists()
-    free = run_sandboxed(python_argv("-c", code), tmp_path, 30, limits=confine.Limits(writable=None))
+    free = run_sandboxed(
+        python_argv("-c", code), tmp_path, 30, limits=confine.Limits(writable=None)
+    )
     assert free.ok and target.exists()
 
 
@@ -150,5 +164,9 @@ def test_implausible_samples_rules():
     assert "positive finite" in implausible_samples([1.0, -2.0], 2, None, exact=True)
     assert implausible_samples([10_000.0] * 10, 10, 0.1, exact=True) is None  # 0.1 s of 0.1 s
     assert "only" in implausible_samples([0.5] * 10, 10, 0.2, exact=True)  # 5 us of 0.2 s
-    assert implausible_samples([0.5] * 10, 10, 0.2, exact=False) is None  # device time: no lower bound
-    assert "add up to" in implausible_samples([100_000.0] * 10, 10, 0.2, exact=False)  # 1 s in 0.2 s
+    assert (
+        implausible_samples([0.5] * 10, 10, 0.2, exact=False) is None
+    )  # device time: no lower bound
+    assert "add up to" in implausible_samples(
+        [100_000.0] * 10, 10, 0.2, exact=False
+    )  # 1 s in 0.2 s

@@ -49,7 +49,9 @@ def test_compute_bound_matmul_led_goes_to_quantization(table):
     assert fired(advice)["compute.matmul"] is True
     assert names(advice) == ["Linear量化"]
     rec = advice.recommendations[0]
-    assert rec.priority == "P0" and rec.category == "quantization" and "W8A8_DYNAMIC" in rec.variants
+    assert (
+        rec.priority == "P0" and rec.category == "quantization" and "W8A8_DYNAMIC" in rec.variants
+    )
     assert_cited_rows_exist(table, advice)
 
 
@@ -58,7 +60,12 @@ def test_compute_bound_attention_led_goes_to_attention(table):
     assert fired(advice)["compute.attention"] is True
     got = names(advice)
     assert got[0] == "FA量化"  # quantization ranks above sparsity
-    assert {"rf_v2（RainFusion2.0）", "ada_bsa（自适应块稀疏）", "sparse_attention", "attention_forward"} <= set(got)
+    assert {
+        "rf_v2（RainFusion2.0）",
+        "ada_bsa（自适应块稀疏）",
+        "sparse_attention",
+        "attention_forward",
+    } <= set(got)
     assert [r.priority for r in advice.recommendations][:2] == ["P0", "P1"]
     assert advice.recommendations[-1].priority == "P2"
     assert_cited_rows_exist(table, advice)
@@ -77,7 +84,10 @@ def test_memory_bound(table):
     advice = run(table, {"system": {"peak_memory_gb": 63, "memory_capacity_gb": 64}})
     assert fired(advice)["memory"] is True
     assert names(advice) == ["CPU 卸载", "显存共享"]
-    assert run(table, {"system": {"peak_memory_gb": 40, "memory_capacity_gb": 64}}).recommendations == []
+    assert (
+        run(table, {"system": {"peak_memory_gb": 40, "memory_capacity_gb": 64}}).recommendations
+        == []
+    )
 
 
 def test_communication_by_share_when_overlap_is_unknown(table):
@@ -92,7 +102,10 @@ def test_exposed_communication_decides_when_known(table):
     hidden = run(table, {"communication": {"comm_pct": 20, "exposed_comm_pct": 10}})
     assert fired(hidden)["communication"] is False
     exposed = run(table, {"communication": {"comm_pct": 5, "exposed_comm_pct": 35}})
-    assert fired(exposed)["communication"] is True and "exposed communication 35%" in exposed.findings[2].reason
+    assert (
+        fired(exposed)["communication"] is True
+        and "exposed communication 35%" in exposed.findings[2].reason
+    )
 
 
 def test_compile_not_used(table):
@@ -121,19 +134,31 @@ def test_layer5_triggers(table):
     assert "Pattern 融合" in names(vector) and "ACLGraph 加速" not in names(vector)
     host = run(table, {"operator": {"host_bound_pct": 21}})
     assert names(host) == ["ACLGraph 加速"]
-    quiet = run(table, {"operator": {"dit_matmul_pct": 50, "fa_pct": 30, "vector_pct": 20, "host_bound_pct": 20}})
+    quiet = run(
+        table,
+        {"operator": {"dit_matmul_pct": 50, "fa_pct": 30, "vector_pct": 20, "host_bound_pct": 20}},
+    )
     assert quiet.recommendations == [] and all(
-        v is False for k, v in fired(quiet).items() if k.startswith("operator."))
+        v is False for k, v in fired(quiet).items() if k.startswith("operator.")
+    )
 
 
 def test_priority_rule_orders_categories(table):
-    advice = run(table, {"compute": {"matmul_pct": 50, "attention_pct": 20, "compiled": False},
-                         "communication": {"comm_pct": 30}, "operator": {"fa_pct": 40},
-                         "pipeline": {"redundant_steps": True}})
+    advice = run(
+        table,
+        {
+            "compute": {"matmul_pct": 50, "attention_pct": 20, "compiled": False},
+            "communication": {"comm_pct": 30},
+            "operator": {"fa_pct": 40},
+            "pipeline": {"redundant_steps": True},
+        },
+    )
     order = ["pattern", "quantization", "sparsity", "communication", "generic"]
     cats = [r.category for r in advice.recommendations]
     assert cats == sorted(cats, key=order.index)
-    assert advice.recommendations[0].priority == "P0" and advice.recommendations[-1].priority == "P2"
+    assert (
+        advice.recommendations[0].priority == "P0" and advice.recommendations[-1].priority == "P2"
+    )
     assert [r.rank for r in advice.recommendations] == list(range(1, len(cats) + 1))
     assert_cited_rows_exist(table, advice)
 
@@ -151,15 +176,24 @@ def test_model_support_filters_sparse_attention(table):
     layers = {"compute": {"matmul_pct": 20, "attention_pct": 45}}
     flux = run(table, layers, model="FLUX.1-dev")
     assert "sparse_attention" not in names(flux) and "FA量化" in names(flux)
-    assert "HunyuanVideo-1.5, Wan2.1, Wan2.2" in {s.name: s.reason for s in flux.skipped}["sparse_attention"]
+    assert (
+        "HunyuanVideo-1.5, Wan2.1, Wan2.2"
+        in {s.name: s.reason for s in flux.skipped}["sparse_attention"]
+    )
     assert "attention_forward" in names(flux)  # no model list declared: kept
 
 
 def test_unknown_model_gets_features_with_a_warning_and_unknown_hardware_loses_limited_ones(table):
-    advice = run(table, {"compute": {"matmul_pct": 20, "attention_pct": 45}}, hardware="910B", model="MyDiT")
-    assert any("MyDiT" in w and "未声明" in w for w in advice.warnings) and any("910B" in w for w in advice.warnings)
+    advice = run(
+        table, {"compute": {"matmul_pct": 20, "attention_pct": 45}}, hardware="910B", model="MyDiT"
+    )
+    assert any("MyDiT" in w and "未声明" in w for w in advice.warnings) and any(
+        "910B" in w for w in advice.warnings
+    )
     assert {"sparse_attention", "attention_forward"} <= set(names(advice))
-    assert "FA量化" not in names(advice) and "FA量化" in [s.name for s in advice.skipped]  # 仅 Atlas 800I A2
+    assert "FA量化" not in names(advice) and "FA量化" in [
+        s.name for s in advice.skipped
+    ]  # 仅 Atlas 800I A2
 
 
 def test_parallel_strategies_follow_the_docs_preference(table):
@@ -168,32 +202,57 @@ def test_parallel_strategies_follow_the_docs_preference(table):
     assert got.index("Ulysses Sequence Parallel") < got.index("Tensor Parallel")
     ulysses = advice.recommendations[got.index("Ulysses Sequence Parallel")]
     assert ulysses.ranked_by == "docs: 推荐优先使用 (parallelism.md)"
-    assert advice.recommendations[got.index("Tensor Parallel")].ranked_by.startswith("docs: 不推荐优先使用")
+    assert advice.recommendations[got.index("Tensor Parallel")].ranked_by.startswith(
+        "docs: 不推荐优先使用"
+    )
     # the expert load balancer is for MoE models only
-    assert "动态专家负载均衡" not in got and "MoE" in next(s.reason for s in advice.skipped if s.name == "动态专家负载均衡")
-    moe = advise(table, analysis(communication={"exposed_comm_pct": 45}), A2, "Wan2.1", "f.md", moe=True)
+    assert "动态专家负载均衡" not in got and "MoE" in next(
+        s.reason for s in advice.skipped if s.name == "动态专家负载均衡"
+    )
+    moe = advise(
+        table, analysis(communication={"exposed_comm_pct": 45}), A2, "Wan2.1", "f.md", moe=True
+    )
     assert "动态专家负载均衡" in names(moe)
 
 
 def test_matrix_hardware_of_the_model_is_used(table):
     # FLUX.1-dev is listed on A2 and A3 only: nothing on 300I DUO, with the reason
-    advice = run(table, {"compute": {"matmul_pct": 50, "attention_pct": 20}}, hardware="300I Duo", model="FLUX.1-dev")
+    advice = run(
+        table,
+        {"compute": {"matmul_pct": 50, "attention_pct": 20}},
+        hardware="300I Duo",
+        model="FLUX.1-dev",
+    )
     assert advice.recommendations == []
-    assert all("only on" in s.reason for s in advice.skipped) and any("FLUX.1-dev" in w for w in advice.warnings)
+    assert all("only on" in s.reason for s in advice.skipped) and any(
+        "FLUX.1-dev" in w for w in advice.warnings
+    )
 
 
 def test_everything_filtered_says_why(table):
     advice = run(table, {"operator": {"dit_matmul_pct": 60}}, model="Stable Diffusion 1.5")
-    assert advice.recommendations == [] and "excluded for this hardware or model" in advice.nothing_applies
+    assert (
+        advice.recommendations == []
+        and "excluded for this hardware or model" in advice.nothing_applies
+    )
     assert [s.name for s in advice.skipped] == ["Linear量化"]
 
 
 def test_thresholds_are_the_ones_the_reference_page_states():
     from bot.features import advise as adv
 
-    page = (Path(__file__).parent.parent / "references" / "optimization-dimensions.md").read_text(encoding="utf-8")
-    for value in (adv.COMPUTE_BOUND_PCT, adv.COMM_PCT, adv.EXPOSED_COMM_PCT, adv.DIT_MATMUL_PCT, adv.FA_PCT,
-                  adv.VECTOR_PCT, adv.HOST_BOUND_PCT):
+    page = (Path(__file__).parent.parent / "references" / "optimization-dimensions.md").read_text(
+        encoding="utf-8"
+    )
+    for value in (
+        adv.COMPUTE_BOUND_PCT,
+        adv.COMM_PCT,
+        adv.EXPOSED_COMM_PCT,
+        adv.DIT_MATMUL_PCT,
+        adv.FA_PCT,
+        adv.VECTOR_PCT,
+        adv.HOST_BOUND_PCT,
+    ):
         assert f"{value:g} %" in page
     assert f"{adv.MEMORY_BOUND_RATIO:.0%}".replace("%", " %") in page
     assert "MindIE-SD pattern > quantization > sparsity > communication > generic" in page

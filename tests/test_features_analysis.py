@@ -8,28 +8,41 @@ import pytest
 
 from bot.features.analysis import AnalysisError, classify_op, load
 
-HEADER = ("Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),"
-          "Wait Time(us),Block Dim,Mix Block Dim\n")
+HEADER = (
+    "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),"
+    "Wait Time(us),Block Dim,Mix Block Dim\n"
+)
 
 
 def test_json_layers_are_read_and_checked(tmp_path):
     path = tmp_path / "a.json"
-    path.write_text(json.dumps({"schema": "tunebot.analysis/v1", "layers": {
-        "compute": {"matmul_pct": 40, "attention_pct": 25.5, "compiled": False},
-        "system": {"peak_memory_gb": 60, "memory_capacity_gb": 64}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "tunebot.analysis/v1",
+                "layers": {
+                    "compute": {"matmul_pct": 40, "attention_pct": 25.5, "compiled": False},
+                    "system": {"peak_memory_gb": 60, "memory_capacity_gb": 64},
+                },
+            }
+        )
+    )
     a = load(path)
     assert a.get("compute", "matmul_pct") == 40.0 and a.get("compute", "compiled") is False
     assert a.get("operator", "fa_pct") is None
 
 
-@pytest.mark.parametrize("layers, message", [
-    ({"compute": {"matmul_pct": 140}}, "within 0..100"),
-    ({"compute": {"matmul_pct": "40%"}}, "must be a number"),
-    ({"compute": {"compiled": "no"}}, "true or false"),
-    ({"compute": {"matmul": 4}}, "unknown field 'layers.compute.matmul'"),
-    ({"kernels": {}}, "unknown layer 'layers.kernels'"),
-    ({}, "non-empty object"),
-])
+@pytest.mark.parametrize(
+    "layers, message",
+    [
+        ({"compute": {"matmul_pct": 140}}, "within 0..100"),
+        ({"compute": {"matmul_pct": "40%"}}, "must be a number"),
+        ({"compute": {"compiled": "no"}}, "true or false"),
+        ({"compute": {"matmul": 4}}, "unknown field 'layers.compute.matmul'"),
+        ({"kernels": {}}, "unknown layer 'layers.kernels'"),
+        ({}, "non-empty object"),
+    ],
+)
 def test_bad_json_names_the_field(tmp_path, layers, message):
     path = tmp_path / "a.json"
     path.write_text(json.dumps({"layers": layers}))
@@ -71,7 +84,12 @@ def test_kernel_details_shares(tmp_path):
     ]
     path.write_text(HEADER + "\n".join(lines) + "\n")
     a = load(path)
-    assert a.layers["compute"] == {"matmul_pct": 50.0, "attention_pct": 30.0, "vector_pct": 10.0, "comm_pct": 10.0}
+    assert a.layers["compute"] == {
+        "matmul_pct": 50.0,
+        "attention_pct": 30.0,
+        "vector_pct": 10.0,
+        "comm_pct": 10.0,
+    }
     assert a.get("operator", "fa_pct") == 30.0 and a.get("communication", "comm_pct") == 10.0
     assert a.get("operator", "host_bound_pct") == pytest.approx(100 * 100 / 1100, abs=0.01)
     assert a.notes

@@ -9,7 +9,9 @@ def test_directions_by_keywords_with_precedence():
     assert cls.direction_of(["AttentionCache"]) == "缓存加速"
     assert cls.direction_of(["FA量化"]) == "Attention 优化"
     assert cls.direction_of(["Linear量化"]) == "MatMul 量化"
-    assert cls.direction_of(["fast_layernorm", "融合算子"]) == "编译路径优化"  # 'fa' in 'fast' is no FA
+    assert (
+        cls.direction_of(["fast_layernorm", "融合算子"]) == "编译路径优化"
+    )  # 'fa' in 'fast' is no FA
     assert cls.direction_of(["rf_v2（RainFusion2.0）", "技术特点", "稀疏"]) == "Attention 优化"
     assert cls.direction_of(["ACLGraph 加速"]) == "编译路径优化"
     assert cls.direction_of(["动态专家负载均衡"]) == "通信掩盖 / 并行"
@@ -25,6 +27,7 @@ def test_generic_headings_and_api_headings():
 
 
 def test_matrix_topics_and_flags():
-    assert [cls.topic_of(c) for c in ("稀疏FA", "Cache", "Cache DiT + diffusers", "融合算子", "硬件")] == [
-        "sparse", "cache", None, "fusion", None]
+    assert [
+        cls.topic_of(c) for c in ("稀疏FA", "Cache", "Cache DiT + diffusers", "融合算子", "硬件")
+    ] == ["sparse", "cache", None, "fusion", None]
     assert cls.flag("✅️") is True and cls.flag(" ✖️ ") is False and cls.flag("Atlas") is None

@@ -24,7 +24,8 @@ EXPECTED = Path(__file__).parent / "data" / "mindiesd-layouts"
 CORPUS = third_party_corpus("mindiesd-layouts", "newest-zh/supported_matrix.md") or EXPECTED
 pytestmark = pytest.mark.skipif(
     not (CORPUS / "newest-zh").is_dir(),
-    reason="MindIE-SD docs layouts not materialised: run python scripts/mindiesd_layouts.py (see its MANIFEST.txt)")
+    reason="MindIE-SD docs layouts not materialised: run python scripts/mindiesd_layouts.py (see its MANIFEST.txt)",
+)
 TUNING = ["v2.3-zh-names", "2026-03-zh", "newest-zh"]
 HELD_OUT = ["v3.0-beta1", "2026-04-zh", "newest-en"]
 
@@ -50,16 +51,26 @@ def score(layout: str) -> dict:
     for key in hit:
         row, e = got[key], want[key]
         hw_ok = sorted(l.render() for l in row.hardware) == sorted(e["hardware"])
-        models_ok = (row.models is None) if e["models"] is None else (row.models == topic_models(table, e["models"]))
+        models_ok = (
+            (row.models is None)
+            if e["models"] is None
+            else (row.models == topic_models(table, e["models"]))
+        )
         sources_ok = set(e.get("also_sources", [])) <= set(row.sources)
         if hw_ok and models_ok and sources_ok:
             facts_ok += 1
         else:
             wrong.append((key, hw_ok, models_ok, sources_ok))
     return {
-        "layout": layout, "expected": len(want), "found": len(got), "matched": len(hit),
-        "precision": len(hit) / len(got) if got else 0.0, "recall": len(hit) / len(want) if want else 1.0,
-        "facts_right": facts_ok, "missing": sorted(set(want) - set(got)), "extra": sorted(set(got) - set(want)),
+        "layout": layout,
+        "expected": len(want),
+        "found": len(got),
+        "matched": len(hit),
+        "precision": len(hit) / len(got) if got else 0.0,
+        "recall": len(hit) / len(want) if want else 1.0,
+        "facts_right": facts_ok,
+        "missing": sorted(set(want) - set(got)),
+        "extra": sorted(set(got) - set(want)),
         "wrong_facts": wrong,
     }
 
@@ -130,8 +141,10 @@ if __name__ == "__main__":  # figures for the report
     for group, layouts in (("tuning", TUNING), ("held out", HELD_OUT)):
         for layout in layouts:
             r = score(layout)
-            print(f"{group:9} {layout:14} expected {r['expected']:2} found {r['found']:2} matched {r['matched']:2} "
-                  f"precision {r['precision']:.1%} recall {r['recall']:.1%} facts right {r['facts_right']}/{r['matched']}")
+            print(
+                f"{group:9} {layout:14} expected {r['expected']:2} found {r['found']:2} matched {r['matched']:2} "
+                f"precision {r['precision']:.1%} recall {r['recall']:.1%} facts right {r['facts_right']}/{r['matched']}"
+            )
             for k in ("missing", "extra", "wrong_facts"):
                 if r[k] and "-v" in sys.argv:
                     print("   ", k, r[k])

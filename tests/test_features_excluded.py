@@ -19,7 +19,8 @@ EXPECTED = Path(__file__).parent / "data" / "mindiesd-layouts"
 CORPUS = third_party_corpus("mindiesd-layouts", "newest-zh/supported_matrix.md") or EXPECTED
 pytestmark = pytest.mark.skipif(
     not (CORPUS / "newest-zh").is_dir(),
-    reason="MindIE-SD docs layouts not materialised: run python scripts/mindiesd_layouts.py (see its MANIFEST.txt)")
+    reason="MindIE-SD docs layouts not materialised: run python scripts/mindiesd_layouts.py (see its MANIFEST.txt)",
+)
 LAYOUTS = sorted(p.stem for p in (EXPECTED / "expected").glob("*.json"))
 HARDWARE = ["A2", "Atlas 800I A3 超节点服务器", "300I Duo", "A5"]
 MODELS = ["FLUX.1-dev", "Wan2.2", "Stable Diffusion 1.5", "MyMoEDiT"]
@@ -56,13 +57,25 @@ def test_zero_recommendations_on_excluded_hardware_or_models(layout):
         canonical = hw.normalize(hardware)
         for model in MODELS:
             for moe in (False, True):
-                advice = advise(table, Analysis("all", EVERYTHING), hardware, model, "f.md", moe=moe)
+                advice = advise(
+                    table, Analysis("all", EVERYTHING), hardware, model, "f.md", moe=moe
+                )
                 for rec in advice.recommendations:
                     row = by_key[(rec.direction, rec.name)]
-                    assert excluded(table, row, canonical, model, moe) is None, (layout, hardware, model, rec.name)
+                    assert excluded(table, row, canonical, model, moe) is None, (
+                        layout,
+                        hardware,
+                        model,
+                        rec.name,
+                    )
                     for name in rec.variants:
                         variant = by_key[(rec.direction, name)]
-                        assert excluded(table, variant, canonical, model, moe) is None, (layout, hardware, model, name)
+                        assert excluded(table, variant, canonical, model, moe) is None, (
+                            layout,
+                            hardware,
+                            model,
+                            name,
+                        )
                     checked += 1
                 if model not in table.models and advice.recommendations:
                     assert any("未声明" in w for w in advice.warnings)

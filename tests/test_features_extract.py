@@ -34,7 +34,11 @@ def test_fifteen_linear_quantization_algorithms_and_fa_fp8_dynamic(table):
 
 def test_sparse_types(table):
     values = rows(table, kind=KIND_VALUE, parent="sparse_attention")
-    assert {r.name for r in values} == {'sparse_type="rf_v2"', 'sparse_type="rf_v3"', 'sparse_type="ada_bsa"'}
+    assert {r.name for r in values} == {
+        'sparse_type="rf_v2"',
+        'sparse_type="rf_v3"',
+        'sparse_type="ada_bsa"',
+    }
     rf_v2 = next(r for r in values if r.name == 'sparse_type="rf_v2"')
     # parameters that only act for this type ride along; both docs that list it are cited
     assert set(rf_v2.params) >= {"txt_len", "latent_shape_q", "latent_shape_k"}
@@ -48,16 +52,28 @@ def test_two_cache_methods(table):
 
 
 def test_four_parallel_strategies(table):
-    strategies = [r for r in rows(table, kind=KIND_FEATURE) if r.sources[0].startswith("parallelism.md")]
+    strategies = [
+        r for r in rows(table, kind=KIND_FEATURE) if r.sources[0].startswith("parallelism.md")
+    ]
     assert [r.name for r in strategies] == [
-        "Tensor Parallel", "Ring Sequence Parallel", "Ulysses Sequence Parallel", "CFG Parallel"]
+        "Tensor Parallel",
+        "Ring Sequence Parallel",
+        "Ulysses Sequence Parallel",
+        "CFG Parallel",
+    ]
     assert all(r.direction == "通信掩盖 / 并行" for r in strategies)
 
 
 def test_five_fusion_patterns(table):
     switches = rows(table, kind=KIND_SWITCH, parent="Pattern 融合")
     assert len(switches) == 5
-    assert [r.note for r in switches] == ["RMSNorm 融合", "RoPE 融合", "AdaLayerNorm 融合", "fastGELU 融合", "Mul+Add 融合"]
+    assert [r.note for r in switches] == [
+        "RMSNorm 融合",
+        "RoPE 融合",
+        "AdaLayerNorm 融合",
+        "fastGELU 融合",
+        "Mul+Add 融合",
+    ]
     assert all(r.direction == "编译路径优化" for r in switches)
 
 
@@ -70,7 +86,9 @@ def test_first_support_table_has_29_models(table):
 
 
 def test_sparse_fa_supported_for_exactly_three_models(table):
-    sparse_rows = [r for r in table.rows if "sparse" in r.name or r.sources[0].startswith("sparse.md")]
+    sparse_rows = [
+        r for r in table.rows if "sparse" in r.name or r.sources[0].startswith("sparse.md")
+    ]
     assert sparse_rows
     for row in sparse_rows:
         assert row.models == ("HunyuanVideo-1.5", "Wan2.1", "Wan2.2"), row.name
@@ -100,8 +118,10 @@ def test_apis_come_from_import_lines_and_signatures(table):
     assert fwd.api[0] == "from mindiesd import attention_forward"
     assert fwd.api[1].startswith("attention_forward(query, key, value, attn_mask=None")
     offload = rows(table, name="CPU 卸载")[0]
-    assert offload.api == ("from mindiesd.offload import enable_offload",
-                           "enable_offload(model, blocks, min_reserved_blocks_count=2)")
+    assert offload.api == (
+        "from mindiesd.offload import enable_offload",
+        "enable_offload(model, blocks, min_reserved_blocks_count=2)",
+    )
     assert offload.direction == "显存优化"
 
 
@@ -109,6 +129,7 @@ def test_support_matrix_doc_is_not_a_feature_and_all_files_are_read(table):
     assert "supported_matrix.md" in table.files
     assert not any(s.startswith("supported_matrix.md") for r in table.rows for s in r.sources)
     assert {s.split("#")[0] for r in table.rows for s in r.sources} == {
-        f for f in table.files if f != "supported_matrix.md"}
+        f for f in table.files if f != "supported_matrix.md"
+    }
     assert table.warnings == []
     assert table.docs_version is None  # 3.0.0 docs state no version

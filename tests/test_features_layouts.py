@@ -52,7 +52,9 @@ def test_missing_support_matrix_leaves_models_undeclared(docs):
 def test_unknown_file_lands_under_other_features(docs):
     (docs / "magic_boost.md").write_text(
         "# 神秘加速\n\n一种新特性。\n\n```python\n# 不是标题\nfrom mindiesd.magic import boost\n```\n\n"
-        "| 参数 | 必选 | 说明 |\n|---|---|---|\n| `level` | 是 | 力度 |\n", encoding="utf-8")
+        "| 参数 | 必选 | 说明 |\n|---|---|---|\n| `level` | 是 | 力度 |\n",
+        encoding="utf-8",
+    )
     table = build_table(docs)
     row = next(r for r in table.rows if r.name == "神秘加速")
     assert row.direction == OTHER
@@ -87,7 +89,9 @@ def test_support_table_layout_change_is_read_by_column_name(docs):
     out = []
     for line in lines:
         cells = line.strip().strip("|").split("|") if line.lstrip().startswith("|") else None
-        if cells and len(cells) == 8:  # the last table: move 稀疏FA to the end, drop the leading space
+        if (
+            cells and len(cells) == 8
+        ):  # the last table: move 稀疏FA to the end, drop the leading space
             cells = cells[:4] + cells[5:] + [cells[4]]
             line = "|" + "|".join(c.replace("✅️", "✔").replace("✖️", "✘") for c in cells) + "|"
         out.append(line)
@@ -101,8 +105,10 @@ def test_support_table_layout_change_is_read_by_column_name(docs):
 def test_algorithm_table_with_changed_columns_still_yields_every_algorithm(docs):
     path = docs / "quantization.md"
     text = path.read_text(encoding="utf-8")
-    text = text.replace("| 算法 | 权重精度 | 说明 |\n|------|----------|------|",
-                        " | 算法 | 说明 | 权重精度 | 备注 |\n |:--|:--|:--|:--|")
+    text = text.replace(
+        "| 算法 | 权重精度 | 说明 |\n|------|----------|------|",
+        " | 算法 | 说明 | 权重精度 | 备注 |\n |:--|:--|:--|:--|",
+    )
     path.write_text(text, encoding="utf-8")
     table = build_table(docs)
     assert len([r for r in table.rows if r.parent == "Linear量化" and r.kind == "算法"]) == 15
@@ -111,14 +117,21 @@ def test_algorithm_table_with_changed_columns_still_yields_every_algorithm(docs)
 def test_hardware_spelling_variants_and_invented_limits(docs):
     path = docs / "cpu_offload.md"
     text = path.read_text(encoding="utf-8")
-    text += ("\n- 硬件要求：仅 Atlas 800I A3 超节点服务器支持。\n"
-             "- 在 Atlas 300I DUO 推理卡上默认算力 280T。\n")
+    text += (
+        "\n- 硬件要求：仅 Atlas 800I A3 超节点服务器支持。\n"
+        "- 在 Atlas 300I DUO 推理卡上默认算力 280T。\n"
+    )
     path.write_text(text, encoding="utf-8")
     (docs / "share_memory.md").write_text(
-        (docs / "share_memory.md").read_text(encoding="utf-8") + "\n本特性不支持Atlas 300I Duo推理卡。\n", encoding="utf-8")
+        (docs / "share_memory.md").read_text(encoding="utf-8")
+        + "\n本特性不支持Atlas 300I Duo推理卡。\n",
+        encoding="utf-8",
+    )
     table = build_table(docs)
     offload = next(r for r in table.rows if r.name == "CPU 卸载")
-    assert [l.render() for l in offload.hardware] == ["仅 Atlas 800I A3"]  # the 280T mention is no limit
+    assert [l.render() for l in offload.hardware] == [
+        "仅 Atlas 800I A3"
+    ]  # the 280T mention is no limit
     share = next(r for r in table.rows if r.name == "显存共享")
     assert [l.render() for l in share.hardware] == ["不支持 Atlas 300I DUO"]
 
@@ -127,7 +140,9 @@ def test_stated_docs_version_and_nested_layout(docs):
     nested = docs / "zh" / "features"
     nested.mkdir(parents=True)
     (docs / "sparse.md").rename(nested / "sparse.md")
-    (docs / "cache.md").write_text("> 文档版本：3.1.0\n\n" + (docs / "cache.md").read_text(encoding="utf-8"), encoding="utf-8")
+    (docs / "cache.md").write_text(
+        "> 文档版本：3.1.0\n\n" + (docs / "cache.md").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     table = build_table(docs)
     assert table.docs_version == "3.1.0"
     assert any(s.startswith("zh/features/sparse.md#") for r in table.rows for s in r.sources)
@@ -144,8 +159,9 @@ def test_truncated_docs_never_crash(docs):
             lines = text.split("\n")
             path.write_text("\n".join(lines[: rng.randrange(1, len(lines) + 1)]), encoding="utf-8")
         table = build_table(docs)
-        assert {s.split("#")[0] for r in table.rows for s in r.sources} | {"supported_matrix.md"} >= {
-            p.name for p in originals if p.name != "supported_matrix.md"}
+        assert {s.split("#")[0] for r in table.rows for s in r.sources} | {
+            "supported_matrix.md"
+        } >= {p.name for p in originals if p.name != "supported_matrix.md"}
 
 
 def test_all_features_in_one_file_one_level_deeper(docs, tmp_path):
@@ -167,24 +183,33 @@ def test_all_features_in_one_file_one_level_deeper(docs, tmp_path):
         parts.append("\n".join(lines))
     (merged / "features.md").write_text("\n\n".join(parts), encoding="utf-8")
     table = build_table(merged)
-    assert {(r.direction, r.name, r.kind) for r in table.rows} == {(r.direction, r.name, r.kind) for r in expected.rows}
+    assert {(r.direction, r.name, r.kind) for r in table.rows} == {
+        (r.direction, r.name, r.kind) for r in expected.rows
+    }
     assert {r.name for r in table.rows if r.hardware} == {"FA量化", "FP8_DYNAMIC"}
 
 
 def test_cross_reference_stub_merges_into_its_target_and_heading_hardware_limits(docs):
     (docs / "memory.md").write_text(
         "# 显存优化\n\n## 量化\n\n参考轻量化算法章节：[FA量化](./quantization.md#fa量化)\n\n"
-        "## 显存压缩（A2/A3）\n\n一种压缩。\n", encoding="utf-8")
+        "## 显存压缩（A2/A3）\n\n一种压缩。\n",
+        encoding="utf-8",
+    )
     table = build_table(docs)
     assert "量化" not in names(table)
     fa = next(r for r in table.rows if r.name == "FA量化")
-    assert "memory.md#量化" in fa.sources and [l.render() for l in fa.hardware] == ["仅 Atlas 800I A2"]
+    assert "memory.md#量化" in fa.sources and [l.render() for l in fa.hardware] == [
+        "仅 Atlas 800I A2"
+    ]
     squeeze = next(r for r in table.rows if r.name == "显存压缩（A2/A3）")
     assert sorted(l.render() for l in squeeze.hardware) == ["仅 Atlas 800I A2", "仅 Atlas 800I A3"]
 
 
 def test_stub_to_a_missing_target_stays_a_row_with_a_warning(docs):
-    (docs / "memory.md").write_text("# 显存优化\n\n## 量化\n\n参考：[X](./gone.md#x)\n\n## 压缩\n\n压缩。\n",
-                                    encoding="utf-8")
+    (docs / "memory.md").write_text(
+        "# 显存优化\n\n## 量化\n\n参考：[X](./gone.md#x)\n\n## 压缩\n\n压缩。\n", encoding="utf-8"
+    )
     table = build_table(docs)
-    assert "量化" in names(table) and any("memory.md#量化 points to gone.md#x" in w for w in table.warnings)
+    assert "量化" in names(table) and any(
+        "memory.md#量化 points to gone.md#x" in w for w in table.warnings
+    )

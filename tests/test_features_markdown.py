@@ -33,7 +33,15 @@ from mindiesd import quantize
 def test_headings_tree_and_fenced_code_is_not_a_heading():
     root = md.parse(DOC, title="doc")
     titles = [s.title for s in root.walk()]
-    assert titles == ["doc", "标题", "FA 系列", "技术特点", "技术特点", "skipped a level", "rf_v2（RainFusion2.0）"]
+    assert titles == [
+        "doc",
+        "标题",
+        "FA 系列",
+        "技术特点",
+        "技术特点",
+        "skipped a level",
+        "rf_v2（RainFusion2.0）",
+    ]
     title = root.children[0]
     assert title.code[0].lang == "python" and "# a comment" in title.code[0].text
     assert md.imports(title.code[0].text) == ["from mindiesd import quantize"]
@@ -43,7 +51,14 @@ def test_headings_tree_and_fenced_code_is_not_a_heading():
 
 def test_anchors_are_github_slugs_made_unique():
     anchors = [s.anchor for s in md.parse(DOC).walk()][1:]
-    assert anchors == ["标题", "fa-系列", "技术特点", "技术特点-1", "skipped-a-level", "rf_v2rainfusion20"]
+    assert anchors == [
+        "标题",
+        "fa-系列",
+        "技术特点",
+        "技术特点-1",
+        "skipped-a-level",
+        "rf_v2rainfusion20",
+    ]
     assert md.slugify("Cache DiT + diffusers 特性&模型性能") == "cache-dit--diffusers-特性模型性能"
     assert md.slugify("补充内容 —— CFG 融合") == "补充内容--cfg-融合"
 
@@ -65,11 +80,16 @@ def test_signature_blocks_and_their_parameters():
     assert md.signature_params(sig) == ["a", "b", "c", "**kwargs"]
     assert md.signature("out = f(a)") is None
     assert md.signature("f(a)\ng(b)") is None
-    assert md.signature("RMSNorm(hidden_size, eps=1e-6)") == ("RMSNorm", "RMSNorm(hidden_size, eps=1e-6)")
+    assert md.signature("RMSNorm(hidden_size, eps=1e-6)") == (
+        "RMSNorm",
+        "RMSNorm(hidden_size, eps=1e-6)",
+    )
 
 
 def test_import_lines_with_several_names_and_aliases():
     text = "from mindiesd import CacheConfig, CacheAgent as CA\nfrom torch import nn\n  from mindiesd.offload import enable_offload  # x"
-    assert md.imports(text) == ["from mindiesd import CacheConfig, CacheAgent",
-                                "from mindiesd.offload import enable_offload"]
+    assert md.imports(text) == [
+        "from mindiesd import CacheConfig, CacheAgent",
+        "from mindiesd.offload import enable_offload",
+    ]
     assert md.imports("from mindiesd import <接口名>") == []

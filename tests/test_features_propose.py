@@ -25,17 +25,23 @@ def docs(tmp_path) -> Path:
 
 
 def _show(repo: Path, rev: str) -> str:
-    return subprocess.run(["git", "show", rev], cwd=repo, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "show", rev], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_first_run_commits_on_the_branch_and_opens_one_proposal(git_repo, docs):
     before = snapshot_checkout(git_repo)
     forge = LocalForge(git_repo.path)
-    result = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="2026-01-01T00:00:00Z")
+    result = propose_refresh(
+        git_repo.path, docs, forge, base="main", output=OUT, now="2026-01-01T00:00:00Z"
+    )
     assert result.status == "proposed"
     assert snapshot_checkout(git_repo) == before  # the user's checkout is not touched
     proposal = result.proposal
-    assert proposal.head == BRANCH and proposal.base == "main" and proposal.head_sha == result.commit
+    assert (
+        proposal.head == BRANCH and proposal.base == "main" and proposal.head_sha == result.commit
+    )
     assert f"新增 {len(result.diff.added)} 行，删除 0 行，变更 0 行。" in proposal.body
     text = _show(git_repo.path, f"{result.commit}:{OUT}")
     assert "| FP8_DYNAMIC | 算法 | FA量化 |" in text
@@ -47,13 +53,21 @@ def test_first_run_commits_on_the_branch_and_opens_one_proposal(git_repo, docs):
 def test_second_run_is_idempotent(git_repo, docs):
     forge = LocalForge(git_repo.path)
     first = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t1")
-    history = subprocess.run(["git", "rev-list", "--count", f"refs/tunebot/proposals/{first.proposal.id}"],
-                             cwd=git_repo.path, capture_output=True, text=True).stdout
+    history = subprocess.run(
+        ["git", "rev-list", "--count", f"refs/tunebot/proposals/{first.proposal.id}"],
+        cwd=git_repo.path,
+        capture_output=True,
+        text=True,
+    ).stdout
     second = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t2")
     assert second.status == "up-to-date" and second.commit == first.commit
     assert second.proposal.id == first.proposal.id and len(forge.list_proposals()) == 1
-    again = subprocess.run(["git", "rev-list", "--count", f"refs/tunebot/proposals/{first.proposal.id}"],
-                           cwd=git_repo.path, capture_output=True, text=True).stdout
+    again = subprocess.run(
+        ["git", "rev-list", "--count", f"refs/tunebot/proposals/{first.proposal.id}"],
+        cwd=git_repo.path,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert again == history  # no new history entry on the proposal either
 
 
@@ -65,8 +79,12 @@ def test_no_change_against_base_means_no_commit_and_no_proposal(git_repo, docs, 
     make_commit(other, {OUT: content}, "table")
     result = propose_refresh(other, docs, LocalForge(other), base="main", output=OUT, now="t9")
     assert result.status == "unchanged" and result.commit is None and result.proposal is None
-    assert subprocess.run(["git", "-C", str(other), "branch", "--list", BRANCH], capture_output=True,
-                          text=True).stdout == ""
+    assert (
+        subprocess.run(
+            ["git", "-C", str(other), "branch", "--list", BRANCH], capture_output=True, text=True
+        ).stdout
+        == ""
+    )
     assert LocalForge(other).list_proposals() == []
 
 
@@ -83,10 +101,21 @@ def test_changed_docs_update_the_same_proposal(git_repo, docs):
 
 
 def test_pushes_the_branch_to_a_remote(git_repo, docs):
-    result = propose_refresh(git_repo.path, docs, LocalForge(git_repo.path), base="main", output=OUT,
-                             remote="origin", now="t1")
-    remote = subprocess.run(["git", "rev-parse", f"refs/heads/{BRANCH}"], cwd=git_repo.origin,
-                            capture_output=True, text=True).stdout.strip()
+    result = propose_refresh(
+        git_repo.path,
+        docs,
+        LocalForge(git_repo.path),
+        base="main",
+        output=OUT,
+        remote="origin",
+        now="t1",
+    )
+    remote = subprocess.run(
+        ["git", "rev-parse", f"refs/heads/{BRANCH}"],
+        cwd=git_repo.origin,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert remote == result.commit
 
 
@@ -118,7 +147,10 @@ def test_proposal_closes_itself_when_the_docs_match_the_base_again(git_repo, doc
     reverted = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t2")
     assert reverted.status == "closed" and reverted.proposal.id == changed.proposal.id
     assert forge.get(changed.proposal.id).state == "closed" and forge.list_proposals("open") == []
-    assert propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t3").status == "unchanged"
+    assert (
+        propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t3").status
+        == "unchanged"
+    )
 
 
 def test_a_closed_proposal_is_not_reopened_with_the_same_table_but_a_changed_one_is(git_repo, docs):
@@ -128,8 +160,9 @@ def test_a_closed_proposal_is_not_reopened_with_the_same_table_but_a_changed_one
     again = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t2")
     assert again.status == "declined" and again.proposal.id == first.proposal.id
     assert forge.list_proposals("open") == [] and len(forge.list_proposals(None)) == 1
-    (docs / "cache.md").write_text((docs / "cache.md").read_text(encoding="utf-8") + "\n## 新缓存\n\n新。\n",
-                                   encoding="utf-8")
+    (docs / "cache.md").write_text(
+        (docs / "cache.md").read_text(encoding="utf-8") + "\n## 新缓存\n\n新。\n", encoding="utf-8"
+    )
     changed = propose_refresh(git_repo.path, docs, forge, base="main", output=OUT, now="t3")
     assert changed.status == "proposed" and changed.proposal.id != first.proposal.id
     assert changed.proposal.state == "open"

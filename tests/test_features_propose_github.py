@@ -26,9 +26,15 @@ def test_github_proposal_closes_on_revert_and_is_not_reopened_after_a_review_clo
     docs = tmp_path / "docs"
     shutil.copytree(DOCS, docs)
     repo = world.clone(tmp_path / "work")
-    forge = GithubForge(make_client("t0ken", world.fake.base_url), world.fake.full_name, sleep=lambda s: None)
+    forge = GithubForge(
+        make_client("t0ken", world.fake.base_url), world.fake.full_name, sleep=lambda s: None
+    )
     first = propose_refresh(repo, docs, forge, base="main", output=OUT, remote="origin", now="t1")
-    assert first.status == "proposed" and first.proposal.state == "open" and first.proposal.head == BRANCH
+    assert (
+        first.status == "proposed"
+        and first.proposal.state == "open"
+        and first.proposal.head == BRANCH
+    )
     forge.close(first.proposal.id)  # a reviewer closes it
     again = propose_refresh(repo, docs, forge, base="main", output=OUT, remote="origin", now="t2")
     assert again.status == "declined" and again.proposal.id == first.proposal.id
@@ -41,12 +47,15 @@ def test_github_proposal_closes_on_revert_and_is_not_reopened_after_a_review_clo
     git(repo, "add", OUT)
     git(repo, "commit", "-qm", "take the table")
     git(repo, "push", "-q", "origin", "main")
-    (docs / "cache.md").write_text((docs / "cache.md").read_text(encoding="utf-8") + "\n## 新缓存\n\n新。\n",
-                                   encoding="utf-8")
+    (docs / "cache.md").write_text(
+        (docs / "cache.md").read_text(encoding="utf-8") + "\n## 新缓存\n\n新。\n", encoding="utf-8"
+    )
     changed = propose_refresh(repo, docs, forge, base="main", output=OUT, remote="origin", now="t3")
     assert changed.status == "proposed" and changed.proposal.id != first.proposal.id
     shutil.copy(tmp_path / "cache.orig", docs / "cache.md")
-    reverted = propose_refresh(repo, docs, forge, base="main", output=OUT, remote="origin", now="t4")
+    reverted = propose_refresh(
+        repo, docs, forge, base="main", output=OUT, remote="origin", now="t4"
+    )
     assert reverted.status == "closed" and reverted.proposal.id == changed.proposal.id
     assert forge.find_proposal(BRANCH) is None
     world.fake.assert_no_violations()

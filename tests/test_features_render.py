@@ -44,14 +44,21 @@ def test_parse_reads_back_every_row_and_the_header():
     assert parsed.rows == table.rows
     assert parsed.files == table.files
     assert parsed.meta["docs_version"] == "未声明"
-    assert len(parsed.models) == 29 and parsed.models["Wan2.1"] == ["Atlas 800I A2", "Atlas 800I A3"]
+    assert len(parsed.models) == 29 and parsed.models["Wan2.1"] == [
+        "Atlas 800I A2",
+        "Atlas 800I A3",
+    ]
     assert parsed.anchors["通信掩盖 / 并行"] == "通信掩盖--并行"
 
 
 def test_diff_counts_added_removed_changed_rows():
     table = build_table(DOCS)
     old = table.rows
-    new = [dataclasses.replace(r, models=()) if r.name == "DitCache" else r for r in old if r.name != "W8A16"]
+    new = [
+        dataclasses.replace(r, models=()) if r.name == "DitCache" else r
+        for r in old
+        if r.name != "W8A16"
+    ]
     new.append(dataclasses.replace(old[0], name="W2A2"))
     d = render.diff(old, new)
     assert [r.name for r in d.added] == ["W2A2"]
@@ -65,5 +72,6 @@ def test_diff_counts_added_removed_changed_rows():
 def test_committed_reference_is_current():
     """references/mindiesd-features.md is what the generator makes of the docs in tests/data."""
     fresh = render.render(build_table(DOCS), "x")
-    assert _body(REFERENCE.read_text(encoding="utf-8")) == _body(fresh), \
+    assert _body(REFERENCE.read_text(encoding="utf-8")) == _body(fresh), (
         "regenerate: tunebot refresh-features --docs-dir tests/data/mindiesd-docs"
+    )

@@ -8,12 +8,12 @@ import sys
 
 import git
 import pytest
+from conftest import GitRepo, make_commit, snapshot_checkout
 
 from bot import gitops
 from bot.errors import GitError
 from bot.forge.base import MergeBlocked, ProposalNotFound
 from bot.forge.local import LocalForge, sanitize
-from conftest import GitRepo, make_commit, snapshot_checkout
 
 HEAD = "tunebot/op/best"
 
@@ -23,7 +23,9 @@ def _tuned(git_repo: GitRepo, iterations: int = 2) -> str:
     repo = git_repo.repo
     parent = repo.head.commit.hexsha
     for n in range(1, iterations + 1):
-        parent = gitops.commit_files(repo, parent, {f"perf_opt/op_opt_v{n}.py": f"v{n}\n".encode()}, f"iter {n}")
+        parent = gitops.commit_files(
+            repo, parent, {f"perf_opt/op_opt_v{n}.py": f"v{n}\n".encode()}, f"iter {n}"
+        )
         gitops.create_branch(repo, f"tunebot/op/v{n}", parent)
     delivery = gitops.commit_files(repo, parent, {"perf_opt/op.py": b"best\n"}, "deliver")
     gitops.create_branch(repo, HEAD, delivery)
@@ -35,7 +37,9 @@ def _forge(git_repo: GitRepo, **kw) -> LocalForge:
 
 
 def _history(git_repo: GitRepo, proposal_id: str) -> list[str]:
-    return git_repo.repo.git.log("--format=%s", f"refs/tunebot/proposals/{proposal_id}").splitlines()
+    return git_repo.repo.git.log(
+        "--format=%s", f"refs/tunebot/proposals/{proposal_id}"
+    ).splitlines()
 
 
 def test_propose_is_stored_in_git_and_idempotent(git_repo: GitRepo) -> None:
@@ -45,7 +49,12 @@ def test_propose_is_stored_in_git_and_idempotent(git_repo: GitRepo) -> None:
     forge = _forge(git_repo)
 
     first = forge.propose(HEAD, "main", "tune op", "## Stage Result\n", labels=["tunebot"])
-    assert (first.id, first.head_sha, first.state, first.labels) == ("1", head_sha, "open", ["tunebot"])
+    assert (first.id, first.head_sha, first.state, first.labels) == (
+        "1",
+        head_sha,
+        "open",
+        ["tunebot"],
+    )
     again = forge.propose(HEAD, "main", "tune op", "## Stage Result\n", labels=["tunebot"])
     assert again == first
     assert len(_history(git_repo, "1")) == 1  # an unchanged re-propose adds no history
@@ -116,8 +125,13 @@ def test_merge_gate_requires_approval_on_current_head(git_repo: GitRepo) -> None
     merged = forge.merge("1")
     assert merged.state == "merged"
     history = _history(git_repo, "1")
-    assert history[:2] == ["proposal #1: cleaned up 2 iteration branches", "proposal #1: merged into main at " + newer[:12]]
-    assert any("approved by alice" in h for h in history) and any("approved by bob" in h for h in history)
+    assert history[:2] == [
+        "proposal #1: cleaned up 2 iteration branches",
+        "proposal #1: merged into main at " + newer[:12],
+    ]
+    assert any("approved by alice" in h for h in history) and any(
+        "approved by bob" in h for h in history
+    )
     with pytest.raises(MergeBlocked, match="already merged"):
         forge.merge("1")
     with pytest.raises(MergeBlocked, match="only open proposals"):
@@ -153,7 +167,11 @@ def test_merge_cleanup_keeps_iteration_branches_the_user_took_over(git_repo: Git
     forge.merge("1")
 
     assert gitops.branch_sha(repo, "tunebot/op/v1") is None
-    assert gitops.branch_sha(repo, "tunebot/op/v2") == gitops.branch_sha(repo, "tunebot/op/v3") == users
+    assert (
+        gitops.branch_sha(repo, "tunebot/op/v2")
+        == gitops.branch_sha(repo, "tunebot/op/v3")
+        == users
+    )
     record = json.loads(gitops.read_file(repo, "refs/tunebot/proposals/1", "proposal.json"))
     assert record["deleted_branches"] == ["tunebot/op/v1"]
     assert set(record["kept_branches"]) == {"tunebot/op/v2", "tunebot/op/v3"}
@@ -166,7 +184,10 @@ def test_keep_branches_keeps_iteration_branches(git_repo: GitRepo) -> None:
     forge.propose(HEAD, "main", "t", "b")
     forge.approve("1", "alice")
     forge.merge("1")
-    assert gitops.owned_branches(git_repo.repo, "tunebot/op/v") == ["tunebot/op/v1", "tunebot/op/v2"]
+    assert gitops.owned_branches(git_repo.repo, "tunebot/op/v") == [
+        "tunebot/op/v1",
+        "tunebot/op/v2",
+    ]
 
 
 def test_merge_refuses_dirty_checkout_then_succeeds(git_repo: GitRepo) -> None:
@@ -220,7 +241,9 @@ def test_concurrent_proposals_get_distinct_ids(git_repo: GitRepo) -> None:
     heads = [f"tunebot/op{i}/best" for i in range(3)]
     for head in heads:
         gitops.create_branch(git_repo.repo, head, git_repo.repo.head.commit.hexsha)
-    procs = [subprocess.Popen([sys.executable, "-c", _PROPOSE, str(git_repo.path), h]) for h in heads]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _PROPOSE, str(git_repo.path), h]) for h in heads
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
     found = {p.head: p.id for p in _forge(git_repo).list_proposals()}
     assert sorted(found) == heads and sorted(found.values()) == ["1", "2", "3"]
@@ -241,7 +264,9 @@ def test_merge_follows_tunebot_yml_prefix_and_keep_branches(git_repo: GitRepo) -
     base = repo.head.commit.hexsha
     v1 = gitops.commit_files(repo, base, {"v1.py": b"1"}, "iter 1")
     gitops.create_branch(repo, "perf/op/v1", v1)
-    gitops.create_branch(repo, "perf/op/best", gitops.commit_files(repo, v1, {"op.py": b"b"}, "deliver"))
+    gitops.create_branch(
+        repo, "perf/op/best", gitops.commit_files(repo, v1, {"op.py": b"b"}, "deliver")
+    )
     forge = LocalForge(git_repo.path)  # settings from .tunebot.yml
     forge.propose("perf/op/best", "main", "t", "b")
     forge.approve("1", "alice")

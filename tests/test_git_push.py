@@ -8,27 +8,41 @@ from pathlib import Path
 import pytest
 from fakegithub.harness import git, make_world
 
-from bot.git_push import BadRemote, IsolatedGit, PushError, RefUpdate, common_git_dir, read_refs, repo_url
+from bot.git_push import (
+    BadRemote,
+    IsolatedGit,
+    PushError,
+    RefUpdate,
+    common_git_dir,
+    read_refs,
+    repo_url,
+)
 
 
-@pytest.mark.parametrize(("server", "repo", "expected"), [
-    ("https://github.com", "octo/kernels", "https://github.com/octo/kernels.git"),
-    ("https://ghe.example.com/", "a-b/c.d_e", "https://ghe.example.com/a-b/c.d_e.git"),
-    ("http://127.0.0.1:8080/html", "o/r", "http://127.0.0.1:8080/html/o/r.git"),
-])
+@pytest.mark.parametrize(
+    ("server", "repo", "expected"),
+    [
+        ("https://github.com", "octo/kernels", "https://github.com/octo/kernels.git"),
+        ("https://ghe.example.com/", "a-b/c.d_e", "https://ghe.example.com/a-b/c.d_e.git"),
+        ("http://127.0.0.1:8080/html", "o/r", "http://127.0.0.1:8080/html/o/r.git"),
+    ],
+)
 def test_repo_url_is_built_from_the_actions_variables(server, repo, expected):
     assert repo_url(server, repo) == expected
 
 
-@pytest.mark.parametrize(("server", "repo", "fragment"), [
-    ("http://evil.example.com", "o/r", "https"),
-    ("file:///tmp/x", "o/r", "https URL"),
-    ("https://user:pw@github.com", "o/r", "user"),
-    ("https://github.com?x=1", "o/r", "query"),
-    ("https://github.com", "o/r/../../x", "owner/name"),
-    ("https://github.com", "o", "owner/name"),
-    ("https://github.com", "o/r --upload-pack=x", "owner/name"),
-])
+@pytest.mark.parametrize(
+    ("server", "repo", "fragment"),
+    [
+        ("http://evil.example.com", "o/r", "https"),
+        ("file:///tmp/x", "o/r", "https URL"),
+        ("https://user:pw@github.com", "o/r", "user"),
+        ("https://github.com?x=1", "o/r", "query"),
+        ("https://github.com", "o/r/../../x", "owner/name"),
+        ("https://github.com", "o", "owner/name"),
+        ("https://github.com", "o/r --upload-pack=x", "owner/name"),
+    ],
+)
 def test_repo_url_refuses_anything_else(server, repo, fragment):
     with pytest.raises(BadRemote, match=fragment) as err:
         repo_url(server, repo)
@@ -50,8 +64,10 @@ def test_refs_are_read_as_files_loose_over_packed(tmp_path):
     git(repo, "branch", "-f", "tunebot/x/v1", second)  # loose now, the packed entry is older
     git(repo, "branch", "tunebot/x/v2", first)
     (repo / ".git" / "refs" / "heads" / "tunebot" / "x" / "junk").write_text("not a sha\n")
-    assert read_refs(repo / ".git", "refs/heads/tunebot/x/") == {"refs/heads/tunebot/x/v1": second,
-                                                                 "refs/heads/tunebot/x/v2": first}
+    assert read_refs(repo / ".git", "refs/heads/tunebot/x/") == {
+        "refs/heads/tunebot/x/v1": second,
+        "refs/heads/tunebot/x/v2": first,
+    }
     wt = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", "--detach", str(wt))
     assert common_git_dir(wt) == (repo / ".git").resolve()
@@ -105,7 +121,9 @@ def test_the_private_dir_is_private_and_gone_afterwards(tmp_path):
     assert not where.exists()
     with IsolatedGit("https://github.com/o/r.git", "tok") as g:
         env = g.env(auth=True)
-        assert env["GIT_CONFIG_KEY_0"] == "http.https://github.com/o/r.git.extraheader"  # scoped to the URL
+        assert (
+            env["GIT_CONFIG_KEY_0"] == "http.https://github.com/o/r.git.extraheader"
+        )  # scoped to the URL
         assert "tok" not in " ".join(g._options())  # never in argv
     out = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout
     assert out.startswith("git version")

@@ -39,7 +39,13 @@ def pr(world) -> tuple[int, str]:
 
 def flow(world: World, checkout: Path | None, **kwargs) -> tuple:
     waits: list[float] = []
-    cfg = FlowConfig(repo=world.fake.full_name, checkout=checkout, server_url=world.fake.base_url + "/html", sleep=waits.append, **kwargs)
+    cfg = FlowConfig(
+        repo=world.fake.full_name,
+        checkout=checkout,
+        server_url=world.fake.base_url + "/html",
+        sleep=waits.append,
+        **kwargs,
+    )
     return make_client("t0ken", world.fake.base_url), cfg, waits
 
 
@@ -72,12 +78,23 @@ def test_authorized_tune_end_to_end_and_rerun_duplicates_nothing(world, pr, tmp_
     assert outcome.outputs["head_sha"] == head
     assert world.fake.reactions[payload["comment"]["id"]] == [(world.fake.token_login, "eyes")]
     refs = remote_refs(world)
-    assert {"refs/heads/tunebot/sleepy/v1", "refs/heads/tunebot/sleepy/v2", "refs/heads/tunebot/sleepy/best"} <= set(refs)
+    assert {
+        "refs/heads/tunebot/sleepy/v1",
+        "refs/heads/tunebot/sleepy/v2",
+        "refs/heads/tunebot/sleepy/best",
+    } <= set(refs)
     # iteration 1 is built on the PR head the bot authorized
-    assert git(checkout, "merge-base", "--is-ancestor", head, refs["refs/heads/tunebot/sleepy/v1"]) == ""
+    assert (
+        git(checkout, "merge-base", "--is-ancestor", head, refs["refs/heads/tunebot/sleepy/v1"])
+        == ""
+    )
     (proposal,) = proposals(world)
     assert proposal.base_ref == "feature" and proposal.head_ref == "tunebot/sleepy/best"
-    assert "/tune help" in proposal.body and "Effective config" in proposal.body and "```mermaid" in proposal.body
+    assert (
+        "/tune help" in proposal.body
+        and "Effective config" in proposal.body
+        and "```mermaid" in proposal.body
+    )
     # every iteration row links its branch on the repository's web pages
     assert f"](<{world.fake.repo_html}/tree/tunebot/sleepy/v1>)" in proposal.body
     assert "tunebot" in proposal.labels
@@ -94,7 +111,10 @@ def test_authorized_tune_end_to_end_and_rerun_duplicates_nothing(world, pr, tmp_
     assert again.action == "tuned"
     assert len(proposals(world)) == 1 and len(bot_comments(world, number)) == 1
     assert len(world.fake.pulls) == 2
-    assert len(world.fake.calls_to("pulls/create")) == 1 and len(world.fake.calls_to("issues/create-comment")) == 1
+    assert (
+        len(world.fake.calls_to("pulls/create")) == 1
+        and len(world.fake.calls_to("issues/create-comment")) == 1
+    )
     assert remote_refs(world) == refs
     assert len(world.fake.calls) > calls_before
     world.fake.assert_no_violations()
@@ -122,15 +142,27 @@ def test_unauthorized_user_gets_an_answer_and_nothing_runs(world, pr, tmp_path):
 def test_fork_pull_request_is_refused_with_what_a_maintainer_can_do(world, tmp_path):
     fork_sha = world.push_branch("scratch", {"evil.py": "import os\n"}, "from a fork")
     world.fake.git("update-ref", "-d", "refs/heads/scratch")  # the branch lives in the fork only
-    number = world.fake.open_pull("patch-1", user="mallory", fork_owner="mallory", head_sha=fork_sha)
+    number = world.fake.open_pull(
+        "patch-1", user="mallory", fork_owner="mallory", head_sha=fork_sha
+    )
     before = remote_refs(world)
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
 
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "lead"), gh, cfg, tune=must_not_tune)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy", "lead"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
 
     assert outcome.action == "refused"
     (reply,) = bot_comments(world, number)
-    assert "fork" in reply.body and "mallory/kernels" in reply.body and f"pull/{number}/head" in reply.body
+    assert (
+        "fork" in reply.body
+        and "mallory/kernels" in reply.body
+        and f"pull/{number}/head" in reply.body
+    )
     assert remote_refs(world) == before and proposals(world) == [] and world.fake.statuses == {}
     world.fake.assert_no_violations()
 
@@ -156,8 +188,20 @@ def test_malformed_command_gets_the_grammar(world, pr):
     assert "--max-iters" in reply.body and "/tune <op> [<op>...]" in reply.body
     assert world.fake.reactions[payload["comment"]["id"]] == [(world.fake.token_login, "eyes")]
     # help and status are answered too, each in its own reply
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune help", "visitor"), gh, cfg, tune=must_not_tune)
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune status", "visitor"), gh, cfg, tune=must_not_tune)
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune help", "visitor"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune status", "visitor"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     bodies = [c.body for c in bot_comments(world, number)]
     assert len(bodies) == 3 and "tunebot commands" in bodies[1] and "No tunebot runs" in bodies[2]
     world.fake.assert_no_violations()
@@ -166,7 +210,13 @@ def test_malformed_command_gets_the_grammar(world, pr):
 def test_unknown_op_lists_the_repository_ops(world, pr, tmp_path):
     number, _ = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune nosuch", "dev"), gh, cfg, tune=must_not_tune)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune nosuch", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert outcome.action == "refused"
     (reply,) = bot_comments(world, number)
     assert "nosuch" in reply.body and OP in reply.body
@@ -179,15 +229,22 @@ def test_gate_phase_pins_the_sha_and_tune_phase_refuses_a_moved_head(world, pr, 
     payload = world.fake.comment_event(number, "/tune sleepy", "dev")
     (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
     assert gate.action == "authorized" and gate.outputs == {
-        "authorized": "true", "head_sha": head, "pr": str(number), "ops": "sleepy", "max_parallel": "1",
-        "matrix": '{"include":[{"op":"sleepy","runs_on":["self-hosted","npu"]}]}'}
+        "authorized": "true",
+        "head_sha": head,
+        "pr": str(number),
+        "ops": "sleepy",
+        "max_parallel": "1",
+        "matrix": '{"include":[{"op":"sleepy","runs_on":["self-hosted","npu"]}]}',
+    }
     (queued,) = bot_comments(world, number)
     assert "queued" in queued.body.lower()
     assert world.fake.statuses[head][0]["state"] == "pending"
 
     world.push_branch("feature", {"notes.md": "pushed after the gate\n"}, "late push")
     before = remote_refs(world)
-    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head)
+    _, tune_cfg, _ = flow(
+        world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head
+    )
     (tuned,) = handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
     assert tuned.action == "stale" and "moved" in tuned.message
     assert remote_refs(world) == before and proposals(world) == []
@@ -198,9 +255,16 @@ def test_head_moving_mid_run_marks_results_stale_and_blocks_merge(world, pr, tmp
     number, head = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
     # The developer pushes while the bot is tuning (at its first status edit).
-    world.fake.before["issues/update-comment"] = lambda: world.push_branch("feature", {"notes.md": "moved\n"}, "moved on")
+    world.fake.before["issues/update-comment"] = lambda: world.push_branch(
+        "feature", {"notes.md": "moved\n"}, "moved on"
+    )
 
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+    )
 
     assert outcome.action == "stale"
     (status,) = bot_comments(world, number)
@@ -219,12 +283,22 @@ def test_head_moving_mid_run_marks_results_stale_and_blocks_merge(world, pr, tmp
 def test_approval_on_old_sha_refused_then_current_sha_merges_and_cleans_up(world, pr, tmp_path):
     number, _ = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev"), gh, cfg)
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev"),
+        gh,
+        cfg,
+    )
     (proposal,) = proposals(world)
     old = world.fake.head_sha(proposal.number)
     # A reviewer pushes a fix-up to the proposal after someone approved the old head.
     world.fake.add_review(proposal.number, "lead", "APPROVED", commit_id=old)
-    world.push_branch("tunebot/sleepy/best", {"NOTE.md": "reviewed\n"}, "fix-up", start="origin/tunebot/sleepy/best")
+    world.push_branch(
+        "tunebot/sleepy/best",
+        {"NOTE.md": "reviewed\n"},
+        "fix-up",
+        start="origin/tunebot/sleepy/best",
+    )
     stale_approval = world.fake.review_event(proposal.number, "dev", "approved", commit_id=old)
 
     (refused,) = handle_event("pull_request_review", stale_approval, gh, cfg)
@@ -232,12 +306,18 @@ def test_approval_on_old_sha_refused_then_current_sha_merges_and_cleans_up(world
     assert refused.action == "gate-refused" and refused.exit_code == 3
     assert old[:10] in refused.message and "re-approve" in refused.message
     assert not world.fake.calls_to("pulls/merge")
-    gate_comment = [c for c in bot_comments(world, proposal.number) if c.body.startswith("<!-- tunebot:gate -->")]
+    gate_comment = [
+        c
+        for c in bot_comments(world, proposal.number)
+        if c.body.startswith("<!-- tunebot:gate -->")
+    ]
     assert len(gate_comment) == 1 and "Not merged yet" in gate_comment[0].body
 
     current = world.fake.head_sha(proposal.number)
     world.fake.add_check_run(current, "ci", "success")
-    approval = world.fake.review_event(proposal.number, "lead", "approved")  # webhook: approved; REST: APPROVED
+    approval = world.fake.review_event(
+        proposal.number, "lead", "approved"
+    )  # webhook: approved; REST: APPROVED
     assert approval["review"]["state"] == "approved"
     assert world.fake.reviews[approval["review"]["id"]].state == "APPROVED"
 
@@ -248,17 +328,31 @@ def test_approval_on_old_sha_refused_then_current_sha_merges_and_cleans_up(world
     assert call.body["sha"] == current
     refs = remote_refs(world)
     assert not any(r.startswith("refs/heads/tunebot/sleepy/v") for r in refs)
-    assert git(world.dev, "fetch", "-q", "origin") == "" and git(world.dev, "merge-base", "--is-ancestor", current, "origin/feature") == ""
-    assert "Merged" in [c for c in bot_comments(world, proposal.number) if c.body.startswith("<!-- tunebot:gate -->")][0].body
+    assert (
+        git(world.dev, "fetch", "-q", "origin") == ""
+        and git(world.dev, "merge-base", "--is-ancestor", current, "origin/feature") == ""
+    )
+    assert (
+        "Merged"
+        in [
+            c
+            for c in bot_comments(world, proposal.number)
+            if c.body.startswith("<!-- tunebot:gate -->")
+        ][0].body
+    )
     world.fake.assert_no_violations()
 
 
 def test_review_that_is_not_an_approval_or_not_on_a_proposal_is_ignored(world, pr):
     number, _ = pr
     gh, cfg, _ = flow(world, None)
-    (outcome,) = handle_event("pull_request_review", world.fake.review_event(number, "lead", "approved"), gh, cfg)
+    (outcome,) = handle_event(
+        "pull_request_review", world.fake.review_event(number, "lead", "approved"), gh, cfg
+    )
     assert outcome.action == "ignored" and "not a tunebot proposal" in outcome.message
-    (outcome,) = handle_event("pull_request_review", world.fake.review_event(number, "lead", "commented"), gh, cfg)
+    (outcome,) = handle_event(
+        "pull_request_review", world.fake.review_event(number, "lead", "commented"), gh, cfg
+    )
     assert outcome.action == "ignored"
     assert not world.fake.calls_to("pulls/merge")
     world.fake.assert_no_violations()
@@ -271,7 +365,12 @@ def test_api_5xx_and_rate_limit_are_retried_without_duplicates(world, pr, tmp_pa
     world.fake.inject(502, r"^POST .*/issues/\d+/comments$")  # the first status comment fails once
     world.fake.inject(503, r"^POST .*/pulls$")  # so does opening the proposal
 
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+    )
 
     assert outcome.action == "tuned", outcome.message
     assert 3.0 in waits and len(waits) == 3
@@ -283,16 +382,30 @@ def test_cancel_marks_the_status_comment(world, pr, tmp_path):
     number, _ = pr
     gh, cfg, _ = flow(world, None, phase="gate")
     handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg)
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune cancel", "dev"), gh, cfg, tune=must_not_tune)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune cancel", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert outcome.action == "replied" and "sleepy" in outcome.message
     status = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
     assert len(status) == 1 and "Cancel requested" in status[0].body
-    (refused,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune cancel", "visitor"), gh, cfg, tune=must_not_tune)
+    (refused,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune cancel", "visitor"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert refused.action == "refused"
     world.fake.assert_no_violations()
 
 
-def test_cli_handle_reads_the_actions_environment_and_writes_outputs(world, pr, tmp_path, monkeypatch):
+def test_cli_handle_reads_the_actions_environment_and_writes_outputs(
+    world, pr, tmp_path, monkeypatch
+):
     import json
 
     from click.testing import CliRunner
@@ -303,13 +416,22 @@ def test_cli_handle_reads_the_actions_environment_and_writes_outputs(world, pr, 
     event = tmp_path / "event.json"
     event.write_text(json.dumps(world.fake.comment_event(number, "/tune sleepy", "dev")))
     outputs = tmp_path / "outputs"
-    env = {"GITHUB_EVENT_NAME": "issue_comment", "GITHUB_EVENT_PATH": str(event), "GITHUB_OUTPUT": str(outputs),
-           "GITHUB_API_URL": world.fake.base_url, "GITHUB_REPOSITORY": world.fake.full_name, "GITHUB_TOKEN": "t0ken",
-           "GITHUB_SERVER_URL": world.fake.base_url + "/html", "GITHUB_RUN_ID": "42"}
+    env = {
+        "GITHUB_EVENT_NAME": "issue_comment",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_OUTPUT": str(outputs),
+        "GITHUB_API_URL": world.fake.base_url,
+        "GITHUB_REPOSITORY": world.fake.full_name,
+        "GITHUB_TOKEN": "t0ken",
+        "GITHUB_SERVER_URL": world.fake.base_url + "/html",
+        "GITHUB_RUN_ID": "42",
+    }
     result = CliRunner().invoke(main, ["github", "handle", "--phase", "gate"], env=env)
     assert result.exit_code == 0, result.output
     assert f"head_sha={head}" in outputs.read_text() and "authorized=true" in outputs.read_text()
-    (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+    (status,) = [
+        c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")
+    ]
     assert "/actions/runs/42" in status.body
 
     event.write_text("not json")
@@ -326,11 +448,26 @@ def test_cli_propose_opens_one_pull_request(world, tmp_path):
 
     from bot.cli import main
 
-    world.push_branch("tunebot/features-refresh", {"references/mindiesd-features.md": "| a |\n"}, "refresh")
+    world.push_branch(
+        "tunebot/features-refresh", {"references/mindiesd-features.md": "| a |\n"}, "refresh"
+    )
     body = tmp_path / "body.md"
     body.write_text("Regenerated.\n")
-    env = {"GITHUB_API_URL": world.fake.base_url, "GITHUB_REPOSITORY": world.fake.full_name, "GITHUB_TOKEN": "t0ken"}
-    args = ["github", "propose", "--head", "tunebot/features-refresh", "--title", "refresh", "--body-file", str(body)]
+    env = {
+        "GITHUB_API_URL": world.fake.base_url,
+        "GITHUB_REPOSITORY": world.fake.full_name,
+        "GITHUB_TOKEN": "t0ken",
+    }
+    args = [
+        "github",
+        "propose",
+        "--head",
+        "tunebot/features-refresh",
+        "--title",
+        "refresh",
+        "--body-file",
+        str(body),
+    ]
     first = CliRunner().invoke(main, args, env=env)
     second = CliRunner().invoke(main, args, env=env)
     assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
@@ -347,15 +484,26 @@ def test_cancel_during_a_run_stops_it_after_the_current_iteration(world, pr, tmp
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
 
     def mark_cancel() -> None:  # what `/tune cancel` does to the status comment
-        (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+        (status,) = [
+            c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")
+        ]
         status.body += f"\n{CANCEL_MARKER}"
 
     # Once the status comment exists, the next read of it sees the cancel.
-    world.fake.before["issues/update-comment"] = lambda: world.fake.before.__setitem__("issues/get-comment", mark_cancel)
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 6", "dev"), gh, cfg)
+    world.fake.before["issues/update-comment"] = lambda: world.fake.before.__setitem__(
+        "issues/get-comment", mark_cancel
+    )
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 6", "dev"),
+        gh,
+        cfg,
+    )
 
     assert outcome.action == "tuned", outcome.message
-    (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+    (status,) = [
+        c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")
+    ]
     assert "已取消" in status.body and "Cancel requested" in status.body
     iterations = [r for r in remote_refs(world) if r.startswith("refs/heads/tunebot/sleepy/v")]
     assert len(iterations) < 6 and "| 6 |" not in status.body
@@ -367,12 +515,19 @@ def test_gate_then_tune_phases_share_one_status_comment(world, pr, tmp_path):
     gh, gate_cfg, _ = flow(world, None, phase="gate")
     payload = world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")
     (gate,) = handle_event("issue_comment", payload, gh, gate_cfg)
-    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=gate.outputs["head_sha"])
+    _, tune_cfg, _ = flow(
+        world,
+        world.clone(tmp_path / "runner"),
+        phase="tune",
+        authorized_sha=gate.outputs["head_sha"],
+    )
     (tuned,) = handle_event("issue_comment", payload, gh, tune_cfg)
     assert tuned.action == "tuned", tuned.message
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
     assert status.body.startswith(status_marker(OP)) and "Verdict" in status.body
-    assert world.fake.reactions[payload["comment"]["id"]] == [(world.fake.token_login, "eyes")]  # gate only
+    assert world.fake.reactions[payload["comment"]["id"]] == [
+        (world.fake.token_login, "eyes")
+    ]  # gate only
     assert [s["state"] for s in world.fake.statuses[head]] == ["pending", "success"]
     world.fake.assert_no_violations()
 
@@ -390,7 +545,9 @@ def test_schedule_tunes_configured_ops_into_the_default_branch(tmp_path):
         (proposal,) = proposals(world)
         assert proposal.base_ref == "main" and proposal.labels == ["tunebot", "scheduled"]
         assert world.fake.calls_to("issues/create-comment") == []  # no PR to comment on
-        (bad,) = handle_event("workflow_dispatch", {"inputs": {"ops": "nosuch"}}, gh, cfg, tune=must_not_tune)
+        (bad,) = handle_event(
+            "workflow_dispatch", {"inputs": {"ops": "nosuch"}}, gh, cfg, tune=must_not_tune
+        )
         assert bad.action == "refused" and bad.exit_code == 2 and "nosuch" in bad.message
         world.fake.assert_no_violations()
     finally:
@@ -406,12 +563,16 @@ def test_a_comment_with_several_commands_gets_one_reply(world, pr):
     (reply,) = bot_comments(world, number)
     assert "tunebot commands" in reply.body and "No tunebot runs" in reply.body
     assert len(world.fake.calls_to("reactions/create-for-issue-comment")) == 1
-    handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)  # re-delivered: edits, no new replies
+    handle_event(
+        "issue_comment", payload, gh, cfg, tune=must_not_tune
+    )  # re-delivered: edits, no new replies
     assert len(bot_comments(world, number)) == 1
     # One bad line: nothing of the comment runs, one reply names the line.
     bad = world.fake.comment_event(number, "/tune help\n/tune sleepy --bogus", "dev")
     outcomes = handle_event("issue_comment", bad, gh, cfg, tune=must_not_tune)
-    replies = [c for c in bot_comments(world, number) if reply_marker(bad["comment"]["id"]) in c.body]
+    replies = [
+        c for c in bot_comments(world, number) if reply_marker(bad["comment"]["id"]) in c.body
+    ]
     assert len(replies) == 1 and "command 2: unknown option `--bogus`" in replies[0].body
     world.fake.assert_no_violations()
 
@@ -438,10 +599,17 @@ def test_head_moving_right_after_authorization_runs_nothing(world, pr, tmp_path)
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
     # The push lands between the permission check and the start of the run.
     world.fake.before["pulls/get"] = lambda: world.fake.before.__setitem__(
-        "pulls/get", lambda: world.push_branch("feature", {"notes.md": "raced\n"}, "race"))
+        "pulls/get", lambda: world.push_branch("feature", {"notes.md": "raced\n"}, "race")
+    )
     before = {k: v for k, v in remote_refs(world).items() if k != "refs/heads/feature"}
 
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
 
     assert outcome.action == "stale"
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
@@ -458,14 +626,26 @@ def test_cancel_sent_while_queued_stops_the_run_before_it_starts(world, pr, tmp_
     gh, gate_cfg, _ = flow(world, None, phase="gate")
     payload = world.fake.comment_event(number, "/tune sleepy", "dev")
     handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune cancel", "dev"), gh, gate_cfg, tune=must_not_tune)
-    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head)
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune cancel", "dev"),
+        gh,
+        gate_cfg,
+        tune=must_not_tune,
+    )
+    _, tune_cfg, _ = flow(
+        world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head
+    )
 
     (outcome,) = handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
 
     assert outcome.action == "tuned" and "cancelled before it started" in outcome.message
-    (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
-    assert CANCEL_MARKER in status.body and "nothing was run" in status.body  # the marker survives the rewrite
+    (status,) = [
+        c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")
+    ]
+    assert (
+        CANCEL_MARKER in status.body and "nothing was run" in status.body
+    )  # the marker survives the rewrite
     # A cancel is not a success: the commit status says it ended without a result.
     assert proposals(world) == [] and world.fake.statuses[head][-1]["state"] == "error"
     assert "cancelled" in world.fake.statuses[head][-1]["description"]
@@ -475,20 +655,35 @@ def test_cancel_sent_while_queued_stops_the_run_before_it_starts(world, pr, tmp_
 def test_results_for_an_older_head_of_the_original_pr_are_not_merged(world, pr, tmp_path):
     number, head = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+    )
     (proposal,) = proposals(world)
     assert f"<!-- tunebot:pinned:{head} -->" in proposal.body  # the full pinned SHA, hidden
-    world.push_branch("feature", {"notes.md": "moved after the run\n"}, "later work")  # the original PR moves on
+    world.push_branch(
+        "feature", {"notes.md": "moved after the run\n"}, "later work"
+    )  # the original PR moves on
     world.fake.add_check_run(world.fake.head_sha(proposal.number), "ci", "success")
 
-    (review,) = handle_event("pull_request_review", world.fake.review_event(proposal.number, "lead", "approved"), gh, cfg)
+    (review,) = handle_event(
+        "pull_request_review", world.fake.review_event(proposal.number, "lead", "approved"), gh, cfg
+    )
 
-    assert review.action == "gate-refused" and "base moved" in review.message and head[:10] in review.message
+    assert (
+        review.action == "gate-refused"
+        and "base moved" in review.message
+        and head[:10] in review.message
+    )
     assert not world.fake.calls_to("pulls/merge")
     world.fake.assert_no_violations()
 
 
-def test_a_failure_in_the_tune_phase_ends_the_pending_status_and_says_what_failed(world, pr, tmp_path):
+def test_a_failure_in_the_tune_phase_ends_the_pending_status_and_says_what_failed(
+    world, pr, tmp_path
+):
     number, head = pr
     gh, gate_cfg, _ = flow(world, None, phase="gate")
     payload = world.fake.comment_event(number, "/tune sleepy", "dev")
@@ -502,7 +697,9 @@ def test_a_failure_in_the_tune_phase_ends_the_pending_status_and_says_what_faile
 
     assert outcome.action == "failed" and outcome.exit_code == 1 and "max_iters" in outcome.message
     assert world.fake.statuses[head][-1]["state"] == "failure"
-    (status,) = [c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")]
+    (status,) = [
+        c for c in bot_comments(world, number) if c.body.startswith("<!-- tunebot:status:")
+    ]
     assert "failed" in status.body and "**Failed:**" in status.body and "max_iters" in status.body
     world.fake.assert_no_violations()
 
@@ -511,13 +708,32 @@ def test_a_marker_in_another_bots_comment_is_not_trusted(world, pr):
     from bot.github_flow import CANCEL_MARKER
 
     number, _ = pr
-    impostor = world.fake.add_comment(number, f"{status_marker('sleepy')}\n### owned\n\n{CANCEL_MARKER}", "impostor[bot]")
+    impostor = world.fake.add_comment(
+        number, f"{status_marker('sleepy')}\n### owned\n\n{CANCEL_MARKER}", "impostor[bot]"
+    )
     gh, cfg, _ = flow(world, None, phase="gate")
-    (status,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune status", "dev"), gh, cfg, tune=must_not_tune)
+    (status,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune status", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert "No tunebot runs" in status.message
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
-    assert world.fake.comments[impostor.id].body.endswith(CANCEL_MARKER) and "owned" in world.fake.comments[impostor.id].body
-    (queued,) = [c for c in bot_comments(world, number) if c.body.startswith(status_marker("sleepy"))]
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
+    assert (
+        world.fake.comments[impostor.id].body.endswith(CANCEL_MARKER)
+        and "owned" in world.fake.comments[impostor.id].body
+    )
+    (queued,) = [
+        c for c in bot_comments(world, number) if c.body.startswith(status_marker("sleepy"))
+    ]
     assert "Queued" in queued.body  # our own comment, created beside the impostor's
     world.fake.assert_no_violations()
 
@@ -533,7 +749,13 @@ def test_an_op_named_twice_is_tuned_once(world, pr, tmp_path):
         runs.append(request.op)
         return _default_tune(request, **kwargs)
 
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, f"/tune sleepy {OP} --max-iters 1", "dev"), gh, cfg, tune=counting)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, f"/tune sleepy {OP} --max-iters 1", "dev"),
+        gh,
+        cfg,
+        tune=counting,
+    )
 
     assert outcome.action == "tuned" and runs == [OP] and len(outcome.message.splitlines()) == 1
     assert len([c for c in bot_comments(world, number) if "tunebot:status:" in c.body]) == 1
@@ -543,11 +765,15 @@ def test_an_op_named_twice_is_tuned_once(world, pr, tmp_path):
 def test_a_fork_proposal_on_a_tunebot_branch_is_never_merged(world, pr):
     sha = world.push_branch("scratch", {"evil.py": "import os\n"}, "from a fork")
     world.fake.git("update-ref", "-d", "refs/heads/scratch")
-    number = world.fake.open_pull("tunebot/sleepy/best", user="mallory", fork_owner="mallory", head_sha=sha)
+    number = world.fake.open_pull(
+        "tunebot/sleepy/best", user="mallory", fork_owner="mallory", head_sha=sha
+    )
     world.fake.add_check_run(sha, "ci", "success")
     gh, cfg, _ = flow(world, None)
 
-    (review,) = handle_event("pull_request_review", world.fake.review_event(number, "lead", "approved"), gh, cfg)
+    (review,) = handle_event(
+        "pull_request_review", world.fake.review_event(number, "lead", "approved"), gh, cfg
+    )
 
     assert review.action == "gate-refused" and "fork (mallory/kernels)" in review.message
     assert not world.fake.calls_to("pulls/merge")
@@ -557,25 +783,40 @@ def test_a_fork_proposal_on_a_tunebot_branch_is_never_merged(world, pr):
 def test_kernels_run_during_a_github_tune_never_see_the_token(world, tmp_path, monkeypatch):
     # the kernel prints what it sees (it may not write outside its own temporary folder); the
     # output tails are kept in the run's records
-    spy = ("import os as _o\n"
-           "print('SPY', [_o.environ.get(k) for k in ('GITHUB_TOKEN', 'GH_TOKEN', 'ACTIONS_RUNTIME_TOKEN')])\n")
+    spy = (
+        "import os as _o\n"
+        "print('SPY', [_o.environ.get(k) for k in ('GITHUB_TOKEN', 'GH_TOKEN', 'ACTIONS_RUNTIME_TOKEN')])\n"
+    )
     source = OP_FILES[f"examples/{OP}/sleepy.py"]
-    sha = world.push_branch("feature", {f"examples/{OP}/sleepy.py": spy + source}, "a kernel that looks around")
+    sha = world.push_branch(
+        "feature", {f"examples/{OP}/sleepy.py": spy + source}, "a kernel that looks around"
+    )
     number = world.fake.open_pull("feature", user="dev")
     for key in ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN"):
         monkeypatch.setenv(key, "s3cret")
     runner = world.clone(tmp_path / "runner")
     gh, cfg, _ = flow(world, runner)
 
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+    )
 
     assert outcome.action == "tuned", outcome.message
     results = Path(runner) / ".git/tunebot/runs" / OP / "results.jsonl"
-    tails = [r[part]["tail"] for r in map(json.loads, results.read_text().splitlines())
-             for part in ("accuracy", "latency") if isinstance(r.get(part), dict)]
+    tails = [
+        r[part]["tail"]
+        for r in map(json.loads, results.read_text().splitlines())
+        for part in ("accuracy", "latency")
+        if isinstance(r.get(part), dict)
+    ]
     seen = [line for tail in tails for line in tail.splitlines() if line.startswith("SPY ")]
     assert seen and all(line == "SPY [None, None, None]" for line in seen), seen
-    assert len(proposals(world)) == 1 and "refs/heads/tunebot/sleepy/best" in remote_refs(world)  # the push still worked
+    assert len(proposals(world)) == 1 and "refs/heads/tunebot/sleepy/best" in remote_refs(
+        world
+    )  # the push still worked
     assert world.fake.head_sha(number) == sha
     world.fake.assert_no_violations()
 
@@ -594,12 +835,21 @@ def test_no_child_started_during_a_github_tune_inherits_the_token(world, pr, tmp
 
     def tune_starting_a_plain_child(request, **kwargs):
         probe = "import os; print([k for k in os.environ if k in ('GITHUB_TOKEN', 'GH_TOKEN') or k.startswith('ACTIONS_')])"
-        seen.append(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip())
+        seen.append(
+            subprocess.run(
+                [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        )
         return _default_tune(request, **kwargs)
 
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg,
-                              tune=tune_starting_a_plain_child)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+        tune=tune_starting_a_plain_child,
+    )
 
     assert outcome.action == "tuned", outcome.message
     assert seen == ["[]"]
@@ -607,27 +857,45 @@ def test_no_child_started_during_a_github_tune_inherits_the_token(world, pr, tmp
     world.fake.assert_no_violations()
 
 
-def test_a_failure_after_the_run_started_is_reported_on_the_same_status_comment(world, pr, tmp_path):
+def test_a_failure_after_the_run_started_is_reported_on_the_same_status_comment(
+    world, pr, tmp_path
+):
     import subprocess
 
     number, head = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
 
     def failing_git(request, **kwargs):
-        raise subprocess.CalledProcessError(128, ["git", "fetch", "origin"], stderr=b"fatal: could not read from remote")
+        raise subprocess.CalledProcessError(
+            128, ["git", "fetch", "origin"], stderr=b"fatal: could not read from remote"
+        )
 
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=failing_git)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy", "dev"),
+        gh,
+        cfg,
+        tune=failing_git,
+    )
 
     assert outcome.action == "failed" and "could not read from remote" in outcome.message
     assert world.fake.statuses[head][-1]["state"] == "failure"
-    (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]  # edited, not a second one
-    assert status.body.startswith(status_marker(OP)) and "git fetch origin" in status.body and "**Failed:**" in status.body
+    (status,) = [
+        c for c in bot_comments(world, number) if "tunebot:status:" in c.body
+    ]  # edited, not a second one
+    assert (
+        status.body.startswith(status_marker(OP))
+        and "git fetch origin" in status.body
+        and "**Failed:**" in status.body
+    )
     world.fake.assert_no_violations()
 
 
 # ---------------------------------------------------------------- bounded answers (API budget)
 
-GATE_CALLS_FIXED = 7  # react, permission, read PR, read repo (once per client), status comments (2), commit status
+GATE_CALLS_FIXED = (
+    7  # react, permission, read PR, read repo (once per client), status comments (2), commit status
+)
 GATE_CALLS_PER_OP = 3  # status comment: read PR, list comments (one page of 30), create or edit
 REPLY_CALLS = 3  # the one reply: read PR, list comments (one page), create or edit
 
@@ -637,7 +905,13 @@ def test_fifty_bad_lines_from_a_read_only_user_get_one_reply_and_few_calls(world
     gh, cfg, _ = flow(world, None, phase="gate")
     before = len(world.fake.calls)
     body = "\n".join(f"/tune sleepy --max-iters x{i}" for i in range(50))
-    handle_event("issue_comment", world.fake.comment_event(number, body, "visitor"), gh, cfg, tune=must_not_tune)
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, body, "visitor"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     (reply,) = bot_comments(world, number)
     assert "at most 3" in reply.body
     assert len(world.fake.calls) - before <= 1 + 1 + REPLY_CALLS  # react, repo, reply
@@ -649,7 +923,9 @@ def test_fifty_valid_lines_cost_a_bounded_number_of_calls(world, pr):
     gh, cfg, _ = flow(world, None, phase="gate")
     before = len(world.fake.calls)
     body = "\n".join("/tune sleepy" for _ in range(50))
-    outcomes = handle_event("issue_comment", world.fake.comment_event(number, body, "dev"), gh, cfg, tune=must_not_tune)
+    outcomes = handle_event(
+        "issue_comment", world.fake.comment_event(number, body, "dev"), gh, cfg, tune=must_not_tune
+    )
     assert [o.action for o in outcomes] == ["replied"]
     assert len(bot_comments(world, number)) == 1 and not world.fake.statuses
     assert len(world.fake.calls) - before <= 1 + 1 + REPLY_CALLS
@@ -663,7 +939,11 @@ def test_invalid_lines_mixed_with_valid_ones_from_anyone_get_one_reply(world, pr
         body = "/tune sleepy\n/tune sleepy --max-iters ３\n/tune\u00a0sleepy"
         payload = world.fake.comment_event(number, body, login)
         handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
-        (reply,) = [c for c in bot_comments(world, number) if reply_marker(payload["comment"]["id"]) in c.body]
+        (reply,) = [
+            c
+            for c in bot_comments(world, number)
+            if reply_marker(payload["comment"]["id"]) in c.body
+        ]
         assert "U+FF13" in reply.body and "U+00A0" in reply.body and "ASCII" in reply.body
     assert len(bot_comments(world, number)) == 2 and not world.fake.statuses  # nothing queued
     world.fake.assert_no_violations()
@@ -672,8 +952,13 @@ def test_invalid_lines_mixed_with_valid_ones_from_anyone_get_one_reply(world, pr
 def test_two_tune_commands_in_one_comment_run_nothing_and_get_one_reply(world, pr):
     number, _ = pr
     gh, cfg, _ = flow(world, None, phase="gate")
-    (out,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy\n/tune sleepy --max-iters 2", "dev"),
-                          gh, cfg, tune=must_not_tune)
+    (out,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy\n/tune sleepy --max-iters 2", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert out.action == "replied" and "one tuning run" in out.message and not out.outputs
     (reply,) = bot_comments(world, number)
     assert "op1 op2" in reply.body and not world.fake.statuses
@@ -685,8 +970,13 @@ def test_gate_calls_per_event_stay_within_the_stated_budget(world, pr, ops):
     number, _ = pr
     gh, cfg, _ = flow(world, None, phase="gate")
     before = len(world.fake.calls)
-    (gate,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune " + " ".join(ops), "dev"), gh, cfg,
-                           tune=must_not_tune)
+    (gate,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune " + " ".join(ops), "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert gate.action == "authorized"
     used = len(world.fake.calls) - before
     summary = REPLY_CALLS if len(ops) > 1 else 0  # a multi-op command also gets its summary comment
@@ -742,9 +1032,14 @@ def test_a_500_at_pr_creation_is_recovered_by_a_rerun_on_a_fresh_runner(world, p
     (again,) = handle_event("issue_comment", payload, gh, fresh, tune=_no_kernel_runs)
     assert again.action == "tuned" and again.exit_code == 0, again.message
     (proposal,) = proposals(world)
-    assert [r for r in _records(world) if r["kind"] == "iteration"] == measured  # nothing measured twice
+    assert [
+        r for r in _records(world) if r["kind"] == "iteration"
+    ] == measured  # nothing measured twice
     assert world.fake.statuses[head][-1]["state"] == "success"
-    assert f"#{proposal.number}" in world.fake.comments[status.id].body and "done" in world.fake.comments[status.id].body
+    assert (
+        f"#{proposal.number}" in world.fake.comments[status.id].body
+        and "done" in world.fake.comments[status.id].body
+    )
     world.fake.assert_no_violations()
 
 
@@ -757,7 +1052,10 @@ def _no_kernel_runs(request, **kwargs):
     def refuse(*args, **kw):
         raise AssertionError("a kernel ran during a resumed delivery")
 
-    with mock.patch("bot.measure.sandbox.run_sandboxed", refuse), mock.patch("bot.measure.accuracy.run_sandboxed", refuse):
+    with (
+        mock.patch("bot.measure.sandbox.run_sandboxed", refuse),
+        mock.patch("bot.measure.accuracy.run_sandboxed", refuse),
+    ):
         return _default_tune(request, **kwargs)
 
 
@@ -774,8 +1072,14 @@ def test_a_scheduled_rerun_on_a_fresh_runner_does_nothing_twice(tmp_path):
         refs = remote_refs(world)
         checkout2 = world.clone(tmp_path / "runner2")
         _, cfg2, _ = flow(world, checkout2, repo_cfg=load_repo_config(checkout2))
-        (again,) = handle_event("schedule", {"schedule": "23 2 * * 6"}, gh, cfg2, tune=must_not_tune)
-        assert again.action == "tuned" and again.exit_code == 0 and "already delivered" in again.message
+        (again,) = handle_event(
+            "schedule", {"schedule": "23 2 * * 6"}, gh, cfg2, tune=must_not_tune
+        )
+        assert (
+            again.action == "tuned"
+            and again.exit_code == 0
+            and "already delivered" in again.message
+        )
         assert remote_refs(world) == refs and len(proposals(world)) == 1
         world.fake.assert_no_violations()
     finally:
@@ -785,15 +1089,27 @@ def test_a_scheduled_rerun_on_a_fresh_runner_does_nothing_twice(tmp_path):
 def test_a_new_head_restarts_and_replaces_the_delivery_branch_tunebot_made(world, pr, tmp_path):
     number, head = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+    )
     old_best = remote_refs(world)["refs/heads/tunebot/sleepy/best"]
     new_head = world.push_branch("feature", {"notes.md": "second version\n"}, "more work")
     _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
-    (again,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, fresh)
+    (again,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        fresh,
+    )
     assert again.action == "tuned" and again.exit_code == 0, again.message
     new_best = remote_refs(world)["refs/heads/tunebot/sleepy/best"]
     assert new_best != old_best
-    world.fake.git("merge-base", "--is-ancestor", new_head, new_best)  # raises unless built on the new head
+    world.fake.git(
+        "merge-base", "--is-ancestor", new_head, new_best
+    )  # raises unless built on the new head
     assert world.fake.statuses[new_head][-1]["state"] == "success"
     world.fake.assert_no_violations()
 
@@ -801,11 +1117,26 @@ def test_a_new_head_restarts_and_replaces_the_delivery_branch_tunebot_made(world
 def test_a_delivery_branch_someone_else_moved_is_never_overwritten(world, pr, tmp_path):
     number, _ = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner1"))
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
-    theirs = world.push_branch("tunebot/sleepy/best", {"notes.md": "a human fix on the proposal\n"}, "human", start="origin/tunebot/sleepy/best")
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+    )
+    theirs = world.push_branch(
+        "tunebot/sleepy/best",
+        {"notes.md": "a human fix on the proposal\n"},
+        "human",
+        start="origin/tunebot/sleepy/best",
+    )
     world.push_branch("feature", {"notes.md": "second version\n"}, "more work")
     _, fresh, _ = flow(world, world.clone(tmp_path / "runner2"))
-    (again,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, fresh)
+    (again,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        fresh,
+    )
     assert again.action == "failed" and "never overwrites" in again.message
     assert remote_refs(world)["refs/heads/tunebot/sleepy/best"] == theirs
     world.fake.assert_no_violations()
@@ -818,9 +1149,20 @@ def test_a_422_on_request_reviewers_keeps_the_delivery_and_says_so(world, pr, tm
     from bot.config import GithubSettings, RepoConfig
 
     number, head = pr
-    gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"), repo_cfg=RepoConfig(github=GithubSettings(reviewers=("alice",))))
-    world.fake.inject(422, r"requested_reviewers", message="Reviews may only be requested from collaborators.")
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    gh, cfg, _ = flow(
+        world,
+        world.clone(tmp_path / "runner"),
+        repo_cfg=RepoConfig(github=GithubSettings(reviewers=("alice",))),
+    )
+    world.fake.inject(
+        422, r"requested_reviewers", message="Reviews may only be requested from collaborators."
+    )
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+    )
     assert outcome.action == "tuned" and outcome.exit_code == 0, outcome.message
     assert len(proposals(world)) == 1 and world.fake.statuses[head][-1]["state"] == "success"
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
@@ -831,8 +1173,15 @@ def test_a_422_on_request_reviewers_keeps_the_delivery_and_says_so(world, pr, tm
 def test_a_failed_status_edit_does_not_abort_the_tune(world, pr, tmp_path):
     number, head = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
-    world.fake.inject(502, r"^PATCH /repos/[^/]+/[^/]+/issues/comments/", times=4)  # one edit fails for good
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev"), gh, cfg)
+    world.fake.inject(
+        502, r"^PATCH /repos/[^/]+/[^/]+/issues/comments/", times=4
+    )  # one edit fails for good
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 2", "dev"),
+        gh,
+        cfg,
+    )
     assert outcome.action == "tuned" and outcome.exit_code == 0, outcome.message
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
     assert "Verdict" in status.body and len(proposals(world)) == 1
@@ -846,7 +1195,9 @@ def test_a_stale_refusal_ends_the_queued_status_comment(world, pr, tmp_path):
     payload = world.fake.comment_event(number, "/tune sleepy", "dev")
     handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
     world.push_branch("feature", {"notes.md": "pushed after the gate\n"}, "late push")
-    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head)
+    _, tune_cfg, _ = flow(
+        world, world.clone(tmp_path / "runner"), phase="tune", authorized_sha=head
+    )
     handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
     assert "queued" not in status.body.splitlines()[1] and "stale" in status.body.splitlines()[1]
@@ -858,7 +1209,13 @@ def test_a_gate_failure_leaves_no_queued_comment_behind(world, pr):
     number, head = pr
     gh, cfg, _ = flow(world, None, phase="gate")
     world.fake.inject(500, r"^POST /repos/[^/]+/[^/]+/statuses/", times=8)
-    (gate,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+    (gate,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert gate.action == "failed" and gate.exit_code == 1 and gate.outputs["authorized"] == "false"
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
     assert "failed" in status.body.splitlines()[1] and "Nothing was run" in status.body
@@ -868,10 +1225,17 @@ def test_a_gate_failure_leaves_no_queued_comment_behind(world, pr):
 def test_a_merge_api_failure_is_posted_on_the_proposal(world, pr, tmp_path):
     number, _ = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"), repo_cfg=_no_checks_cfg())
-    handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"), gh, cfg)
+    handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"),
+        gh,
+        cfg,
+    )
     (proposal,) = proposals(world)
     world.fake.inject(502, r"^PUT /repos/[^/]+/[^/]+/pulls/\d+/merge", times=4)
-    (review,) = handle_event("pull_request_review", world.fake.review_event(proposal.number, "lead", "approved"), gh, cfg)
+    (review,) = handle_event(
+        "pull_request_review", world.fake.review_event(proposal.number, "lead", "approved"), gh, cfg
+    )
     assert review.action == "failed" and review.exit_code == 1
     (answer,) = [c for c in bot_comments(world, proposal.number) if "tunebot:gate" in c.body]
     assert "Not merged" in answer.body and "502" in answer.body
@@ -917,7 +1281,10 @@ def test_a_matrix_run_gives_one_pr_per_op_and_one_summary(tmp_path):
         matrix = json.loads(gate.outputs["matrix"])["include"]
         assert gate.outputs["max_parallel"] == "2"
         assert [(m["op"], m["runs_on"]) for m in matrix] == [
-            ("sleepy", ["self-hosted", "npu"]), ("nap", ["self-hosted", "npu"]), ("doze", ["self-hosted", "310P"])]
+            ("sleepy", ["self-hosted", "npu"]),
+            ("nap", ["self-hosted", "npu"]),
+            ("doze", ["self-hosted", "310P"]),
+        ]
         for i, job in enumerate(matrix):  # each job on its own fresh runner
             runner = world.clone(tmp_path / f"runner{i}")
             _, cfg, _ = flow(world, runner, phase="tune", authorized_sha=head, only_op=job["op"])
@@ -927,12 +1294,23 @@ def test_a_matrix_run_gives_one_pr_per_op_and_one_summary(tmp_path):
         (rep,) = handle_event("issue_comment", payload, gh, report_cfg, tune=must_not_tune)
 
         assert rep.action == "reported" and rep.exit_code == 0, rep.message
-        assert sorted(p.head_ref for p in proposals(world)) == ["tunebot/doze/best", "tunebot/nap/best", "tunebot/sleepy/best"]
-        (summary,) = [c for c in bot_comments(world, number) if "tunebot:summary:" in c.body]  # the gate's, finished
+        assert sorted(p.head_ref for p in proposals(world)) == [
+            "tunebot/doze/best",
+            "tunebot/nap/best",
+            "tunebot/sleepy/best",
+        ]
+        (summary,) = [
+            c for c in bot_comments(world, number) if "tunebot:summary:" in c.body
+        ]  # the gate's, finished
         assert "all done" in summary.body and summary.body.count("| done |") == 3
         assert all(f"#{p.number}" in summary.body for p in proposals(world))
         latest = {s["context"]: s["state"] for s in world.fake.statuses[head]}
-        assert latest == {"tunebot": "success", "tunebot/sleepy": "success", "tunebot/nap": "success", "tunebot/doze": "success"}
+        assert latest == {
+            "tunebot": "success",
+            "tunebot/sleepy": "success",
+            "tunebot/nap": "success",
+            "tunebot/doze": "success",
+        }
         world.fake.assert_no_violations()
     finally:
         world.fake.stop()
@@ -949,7 +1327,11 @@ def test_the_report_job_finishes_an_op_whose_job_died(world, pr, tmp_path):
     assert rep.action == "reported" and rep.exit_code == 1
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
     assert "· failed" in status.body and "ended while it was `queued`" in status.body
-    assert world.fake.statuses[head][-1] == {**world.fake.statuses[head][-1], "state": "failure", "context": "tunebot"}
+    assert world.fake.statuses[head][-1] == {
+        **world.fake.statuses[head][-1],
+        "state": "failure",
+        "context": "tunebot",
+    }
     world.fake.assert_no_violations()
 
 
@@ -961,13 +1343,18 @@ def test_the_report_trusts_the_jobs_own_status_over_a_lagging_comment(world, pr)
     payload = world.fake.comment_event(number, "/tune sleepy", "dev")
     handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
     # The job finished and set its status, but its last comment edit never got through.
-    GithubForge(gh, world.fake.full_name).set_status(head, "success", "tunebot tuned", context="tunebot/sleepy")
+    GithubForge(gh, world.fake.full_name).set_status(
+        head, "success", "tunebot tuned", context="tunebot/sleepy"
+    )
     _, report_cfg, _ = flow(world, None, phase="report", authorized_sha=head)
     (rep,) = handle_event("issue_comment", payload, gh, report_cfg, tune=must_not_tune)
     assert rep.action == "reported" and rep.exit_code == 0
     (status,) = [c for c in bot_comments(world, number) if "tunebot:status:" in c.body]
     assert "· failed" not in status.body  # not called lost
-    assert world.fake.statuses[head][-1]["state"] == "success" and world.fake.statuses[head][-1]["context"] == "tunebot"
+    assert (
+        world.fake.statuses[head][-1]["state"] == "success"
+        and world.fake.statuses[head][-1]["context"] == "tunebot"
+    )
     world.fake.assert_no_violations()
 
 
@@ -975,14 +1362,22 @@ def test_an_api_failure_during_authorization_is_answered_and_fails_the_job(world
     number, _ = pr
     gh, cfg, _ = flow(world, None, phase="gate")
     world.fake.inject(502, r"/collaborators/dev/permission", times=4)
-    (out,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune sleepy", "dev"), gh, cfg, tune=must_not_tune)
+    (out,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune sleepy", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert out.action == "failed" and out.exit_code == 1 and out.outputs == {"authorized": "false"}
     (reply,) = bot_comments(world, number)
     assert "could not handle" in reply.body and "502" in reply.body and not world.fake.statuses
     world.fake.assert_no_violations()
 
 
-def test_a_persistent_runner_with_older_records_takes_the_newer_ones_from_the_remote(world, pr, tmp_path):
+def test_a_persistent_runner_with_older_records_takes_the_newer_ones_from_the_remote(
+    world, pr, tmp_path
+):
     from bot.remote_runs import local_records
 
     number, head = pr
@@ -994,7 +1389,9 @@ def test_a_persistent_runner_with_older_records_takes_the_newer_ones_from_the_re
     assert failed.action == "failed"
     older = local_records(persistent, OP).read_text()
     _, other, _ = flow(world, world.clone(tmp_path / "other"))
-    (done,) = handle_event("issue_comment", payload, gh, other, tune=_no_kernel_runs)  # delivered elsewhere
+    (done,) = handle_event(
+        "issue_comment", payload, gh, other, tune=_no_kernel_runs
+    )  # delivered elsewhere
     assert done.action == "tuned" and len(proposals(world)) == 1
 
     (again,) = handle_event("issue_comment", payload, gh, cfg, tune=must_not_tune)
@@ -1014,19 +1411,29 @@ def test_a_redelivered_comment_through_gate_and_tune_keeps_the_done_comment(worl
     done = status.body
     _, gate_cfg, _ = flow(world, None, phase="gate")
     (gate,) = handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
-    assert gate.action == "authorized" and world.fake.comments[status.id].body == done  # not back to "queued"
-    _, tune_cfg, _ = flow(world, world.clone(tmp_path / "runner2"), phase="tune", authorized_sha=head)
+    assert (
+        gate.action == "authorized" and world.fake.comments[status.id].body == done
+    )  # not back to "queued"
+    _, tune_cfg, _ = flow(
+        world, world.clone(tmp_path / "runner2"), phase="tune", authorized_sha=head
+    )
     (again,) = handle_event("issue_comment", payload, gh, tune_cfg, tune=must_not_tune)
     assert again.action == "tuned" and again.exit_code == 0 and "already delivered" in again.message
-    assert world.fake.comments[status.id].body == done and world.fake.statuses[head][-1]["state"] == "success"
+    assert (
+        world.fake.comments[status.id].body == done
+        and world.fake.statuses[head][-1]["state"] == "success"
+    )
     assert len(proposals(world)) == 1
     world.fake.assert_no_violations()
 
 
 def test_a_run_with_nothing_to_propose_rerun_on_a_fresh_runner_is_a_no_op(tmp_path):
     # the op starts at its optimum: every move is slower, so the run ends without a proposal
-    source = OP_FILES[f"examples/{OP}/sleepy.py"].replace("\nBLOCK = 16", "\nBLOCK = 64", 1).replace(
-        "\nNUM_STAGES = 1", "\nNUM_STAGES = 2", 1)
+    source = (
+        OP_FILES[f"examples/{OP}/sleepy.py"]
+        .replace("\nBLOCK = 16", "\nBLOCK = 64", 1)
+        .replace("\nNUM_STAGES = 1", "\nNUM_STAGES = 2", 1)
+    )
     world = make_world(tmp_path, {**OP_FILES, f"examples/{OP}/sleepy.py": source})
     try:
         world.fake.set_permission("dev", "write")

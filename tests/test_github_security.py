@@ -24,14 +24,13 @@ from pathlib import Path
 import pytest
 from fakegithub.harness import make_world
 from fakegithub.trap import Trap
-
 from test_github_flow import OP, OP_FILES, bot_comments, proposals, remote_refs
 
 # Unique per run: the scans look at every process of the machine, where other tests may be using
 # the fake's default token at the same moment.
 TOKEN = "tok" + secrets.token_hex(12)
 
-HOSTILE = r'''
+HOSTILE = r"""
 import base64 as _b64, os as _os, subprocess as _sp, time as _time, pathlib as _pl
 _EVIDENCE = _pl.Path({evidence!r})
 _DONE = _pl.Path({evidence!r} + ".done")
@@ -92,7 +91,7 @@ if not _DONE.exists():
             _os._exit(0)
         _os._exit(0)
     _time.sleep(0.2)
-'''
+"""
 
 
 @pytest.fixture
@@ -110,31 +109,65 @@ def test_hostile_pr_code_cannot_steal_the_token_or_redirect_the_push(tmp_path, t
         runner = world.clone(tmp_path / "runner")
         evidence = tmp_path / "evidence.txt"
         daemon_pid = tmp_path / "daemon.pid"
-        files = {name: tmp_path / name.lower() for name in ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT",
-                                                            "GITHUB_STEP_SUMMARY", "GITHUB_STATE")}
+        files = {
+            name: tmp_path / name.lower()
+            for name in (
+                "GITHUB_ENV",
+                "GITHUB_PATH",
+                "GITHUB_OUTPUT",
+                "GITHUB_STEP_SUMMARY",
+                "GITHUB_STATE",
+            )
+        }
         for path in files.values():
             path.write_text("KEEP=1\n")
         server = world.fake.base_url + "/html"
-        hostile = HOSTILE.format(evidence=str(evidence), token=TOKEN, git_dir=str(runner / ".git"), trap=trap.url,
-                                 server=world.fake.base_url, file_commands={k: str(v) for k, v in files.items()},
-                                 daemon_pid=str(daemon_pid))
+        hostile = HOSTILE.format(
+            evidence=str(evidence),
+            token=TOKEN,
+            git_dir=str(runner / ".git"),
+            trap=trap.url,
+            server=world.fake.base_url,
+            file_commands={k: str(v) for k, v in files.items()},
+            daemon_pid=str(daemon_pid),
+        )
         source = OP_FILES[f"examples/{OP}/sleepy.py"]
         # this kernel leaves evidence in files outside its sandbox, so the file-system confinement
         # (tests/test_fault_*.py) is switched off here: the test checks the other defences
         tune_yaml = OP_FILES[f"examples/{OP}/tune.yaml"] + "limits:\n  filesystem: open\n"
-        head = world.push_branch("feature", {f"examples/{OP}/sleepy.py": hostile + source,
-                                             f"examples/{OP}/tune.yaml": tune_yaml}, "hostile kernel")
+        head = world.push_branch(
+            "feature",
+            {f"examples/{OP}/sleepy.py": hostile + source, f"examples/{OP}/tune.yaml": tune_yaml},
+            "hostile kernel",
+        )
         number = world.fake.open_pull("feature", user="dev")
         event = tmp_path / "event.json"
-        event.write_text(json.dumps(world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev")))
-        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_EVENT_NAME": "issue_comment",
-               "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": world.fake.base_url,
-               "GITHUB_REPOSITORY": world.fake.full_name, "GITHUB_SERVER_URL": server, "GITHUB_TOKEN": TOKEN,
-               "ACTIONS_RUNTIME_TOKEN": TOKEN, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": TOKEN, "INPUT_TOKEN": TOKEN,
-               **{k: str(v) for k, v in files.items()}}
+        event.write_text(
+            json.dumps(world.fake.comment_event(number, "/tune sleepy --max-iters 1", "dev"))
+        )
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "GITHUB_EVENT_NAME": "issue_comment",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_API_URL": world.fake.base_url,
+            "GITHUB_REPOSITORY": world.fake.full_name,
+            "GITHUB_SERVER_URL": server,
+            "GITHUB_TOKEN": TOKEN,
+            "ACTIONS_RUNTIME_TOKEN": TOKEN,
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN": TOKEN,
+            "INPUT_TOKEN": TOKEN,
+            **{k: str(v) for k, v in files.items()},
+        }
 
-        proc = subprocess.run([sys.executable, "-m", "bot", "github", "handle", "--checkout", str(runner)],
-                              env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        proc = subprocess.run(
+            [sys.executable, "-m", "bot", "github", "handle", "--checkout", str(runner)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+        )
 
         assert proc.returncode == 0, proc.stdout + proc.stderr
         seen = evidence.read_text().splitlines()
@@ -150,11 +183,20 @@ def test_hostile_pr_code_cannot_steal_the_token_or_redirect_the_push(tmp_path, t
         # The daemon was killed before the push (it would have scanned the push's git processes).
         pid = int(daemon_pid.read_text())
         time.sleep(0.1)
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+        )
         assert "daemon survived" not in seen
         # File commands are exactly as before the step (plus tunebot's own outputs).
-        assert files["GITHUB_ENV"].read_text() == "KEEP=1\n" and files["GITHUB_PATH"].read_text() == "KEEP=1\n"
-        assert files["GITHUB_OUTPUT"].read_text().startswith("KEEP=1\n") and "authorized=true" in files["GITHUB_OUTPUT"].read_text()
+        assert (
+            files["GITHUB_ENV"].read_text() == "KEEP=1\n"
+            and files["GITHUB_PATH"].read_text() == "KEEP=1\n"
+        )
+        assert (
+            files["GITHUB_OUTPUT"].read_text().startswith("KEEP=1\n")
+            and "authorized=true" in files["GITHUB_OUTPUT"].read_text()
+        )
         assert "wrote to $GITHUB_ENV" in proc.stderr
         # And the work still landed, through the explicit URL.
         assert "refs/heads/tunebot/sleepy/best" in remote_refs(world) and len(proposals(world)) == 1
@@ -175,7 +217,9 @@ def test_the_push_authenticates_only_to_the_repository_url(tmp_path):
 
         runner = world.clone(tmp_path / "runner")
         base = world.fake.git("rev-parse", "main")
-        subprocess.run(["git", "-C", str(runner), "branch", "tunebot/sleepy/best", base], check=True)
+        subprocess.run(
+            ["git", "-C", str(runner), "branch", "tunebot/sleepy/best", base], check=True
+        )
         RemoteRuns(world.fake.git_url, TOKEN, runner).push_branches("tunebot/sleepy/best", base)
         expected = "Basic " + base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
         authed = [r for r in world.fake.git_requests if r.authorization]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import git
 import pytest
+from conftest import GitRepo, make_commit, snapshot_checkout
 
 from bot import gitops
 from bot.errors import GitError
-from conftest import GitRepo, make_commit, snapshot_checkout
 
 
 def _refs(repo: git.Repo) -> str:
@@ -37,7 +37,11 @@ def test_open_repo_from_subdir_and_linked_worktree(git_repo: GitRepo, tmp_path: 
     opened = gitops.open_repo(linked)
     assert Path(opened.working_tree_dir) == linked
     # one state dir shared by every worktree of the repository
-    assert gitops.state_dir(opened) == gitops.state_dir(git_repo.repo) == (git_repo.path / ".git" / "tunebot").resolve()
+    assert (
+        gitops.state_dir(opened)
+        == gitops.state_dir(git_repo.repo)
+        == (git_repo.path / ".git" / "tunebot").resolve()
+    )
 
 
 def test_open_repo_errors_are_bad_input(tmp_path: Path) -> None:
@@ -57,7 +61,9 @@ def test_open_repo_errors_are_bad_input(tmp_path: Path) -> None:
 def test_open_repo_refuses_bare_repository(git_repo: GitRepo) -> None:
     # the fixture's origin is bare: no working tree for tunebot to read or merge into
     for where in (git_repo.origin, git_repo.origin / "refs"):
-        with pytest.raises(gitops.NotARepository, match="bare repository.*working tree.*clone it first") as err:
+        with pytest.raises(
+            gitops.NotARepository, match="bare repository.*working tree.*clone it first"
+        ) as err:
             gitops.open_repo(where)
         assert err.value.exit_code == 2
 
@@ -93,11 +99,17 @@ def test_read_file_reads_commits_not_the_checkout(git_repo: GitRepo) -> None:
 
 def test_list_files_reads_the_commit_below_a_folder(git_repo: GitRepo) -> None:
     repo = git_repo.repo
-    sha = make_commit(git_repo, {"ops/p/o/o.py": "k\n", "ops/p/o/tune.yaml": "t\n", "ops2/x.py": "x\n"}, "ops")
+    sha = make_commit(
+        git_repo, {"ops/p/o/o.py": "k\n", "ops/p/o/tune.yaml": "t\n", "ops2/x.py": "x\n"}, "ops"
+    )
     (git_repo.path / "ops" / "p" / "o" / "uncommitted.py").write_text("u\n")
     assert gitops.list_files(repo, sha, "ops") == ["ops/p/o/o.py", "ops/p/o/tune.yaml"]
-    assert gitops.list_files(repo, sha, "ops/") == gitops.list_files(gitops.open_repo(git_repo.path / "ops"), sha, "ops")
-    assert gitops.list_files(repo, sha, "missing") == [] and gitops.list_files(repo, sha, "op") == []
+    assert gitops.list_files(repo, sha, "ops/") == gitops.list_files(
+        gitops.open_repo(git_repo.path / "ops"), sha, "ops"
+    )
+    assert (
+        gitops.list_files(repo, sha, "missing") == [] and gitops.list_files(repo, sha, "op") == []
+    )
     assert {"ops2/x.py", "ops/p/o/o.py"} <= set(gitops.list_files(repo, sha))
     with pytest.raises(gitops.InvalidName):
         gitops.list_files(repo, sha, "../elsewhere")
@@ -133,7 +145,10 @@ def test_commit_files_builds_tree_without_touching_checkout(git_repo: GitRepo) -
     before, refs_before = snapshot_checkout(git_repo), _refs(repo)
 
     sha = gitops.commit_files(
-        repo, "HEAD", {"new/v1.py": b"x = 1\n", "README.md": b"changed\n", "gone.txt": None}, "iter 1\n\ndetail"
+        repo,
+        "HEAD",
+        {"new/v1.py": b"x = 1\n", "README.md": b"changed\n", "gone.txt": None},
+        "iter 1\n\ndetail",
     )
 
     assert snapshot_checkout(git_repo) == before
@@ -141,7 +156,11 @@ def test_commit_files_builds_tree_without_touching_checkout(git_repo: GitRepo) -
     commit = repo.commit(sha)
     assert [p.hexsha for p in commit.parents] == [repo.head.commit.hexsha]
     assert commit.message == "iter 1\n\ndetail"
-    assert _tree(repo, sha) == {"new/v1.py": b"x = 1\n", "README.md": b"changed\n", "keep.txt": b"keep"}
+    assert _tree(repo, sha) == {
+        "new/v1.py": b"x = 1\n",
+        "README.md": b"changed\n",
+        "keep.txt": b"keep",
+    }
     assert not list(gitops.state_dir(repo).glob("index.*"))  # temporary index cleaned up
 
 
@@ -159,7 +178,9 @@ def test_commit_files_root_commit_and_mode_preserved(git_repo: GitRepo) -> None:
     assert (repo.commit(sha).tree / "run.sh").mode == 0o100755
 
 
-def test_commit_files_is_deterministic_for_fixed_dates(git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_commit_files_is_deterministic_for_fixed_dates(
+    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-01-01T00:00:00+0000")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-01-01T00:00:00+0000")
     args = (git_repo.repo, "HEAD", {"a.py": b"a", "b.py": b"b"}, "same")
@@ -168,9 +189,13 @@ def test_commit_files_is_deterministic_for_fixed_dates(git_repo: GitRepo, monkey
     assert gitops.commit_files(git_repo.repo, "HEAD", {"a.py": b"A", "b.py": b"b"}, "same") != first
 
 
-def test_commit_files_identity(git_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_commit_files_identity(
+    git_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = git_repo.repo
-    sha = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "m", author="Ada Lovelace <ada@example.com>")
+    sha = gitops.commit_files(
+        repo, "HEAD", {"a": b"a"}, "m", author="Ada Lovelace <ada@example.com>"
+    )
     commit = repo.commit(sha)
     assert (commit.author.name, commit.author.email) == ("Ada Lovelace", "ada@example.com")
     assert commit.committer.email == "test@example.com"  # the repo's configured identity
@@ -182,7 +207,9 @@ def test_commit_files_identity(git_repo: GitRepo, tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     repo.git.config("--unset", "user.name")
     repo.git.config("--unset", "user.email")
-    commit = gitops.open_repo(git_repo.path).commit(gitops.commit_files(gitops.open_repo(git_repo.path), "HEAD", {"b": b"b"}, "m"))
+    commit = gitops.open_repo(git_repo.path).commit(
+        gitops.commit_files(gitops.open_repo(git_repo.path), "HEAD", {"b": b"b"}, "m")
+    )
     assert (commit.author.name, commit.author.email) == (gitops.DEFAULT_NAME, gitops.DEFAULT_EMAIL)
     with pytest.raises(GitError, match="Name <email>"):
         gitops.commit_files(repo, "HEAD", {"c": b"c"}, "m", author="nobody")
@@ -219,7 +246,9 @@ def test_ensure_worktree_detached_reused_and_reset(git_repo: GitRepo) -> None:
     assert snapshot_checkout(git_repo) == before
 
 
-def test_ensure_worktree_recovers_from_vanished_dir_and_remove(git_repo: GitRepo, tmp_path: Path) -> None:
+def test_ensure_worktree_recovers_from_vanished_dir_and_remove(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
     import shutil
 
     repo = git_repo.repo
@@ -294,11 +323,21 @@ def test_update_branch_compare_and_swap(git_repo: GitRepo) -> None:
 def test_owned_branches_delete_and_cleanup(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     sha = repo.head.commit.hexsha
-    names = ["tunebot/op/v10", "tunebot/op/v2", "tunebot/op/v1", "tunebot/op/best", "tunebot/other/v1"]
+    names = [
+        "tunebot/op/v10",
+        "tunebot/op/v2",
+        "tunebot/op/v1",
+        "tunebot/op/best",
+        "tunebot/other/v1",
+    ]
     for name in names:
         gitops.create_branch(repo, name, sha)
     repo.git.branch("tunebot/op/v3")  # made by the user: never ours
-    assert gitops.owned_branches(repo, "tunebot/op/v") == ["tunebot/op/v1", "tunebot/op/v2", "tunebot/op/v10"]
+    assert gitops.owned_branches(repo, "tunebot/op/v") == [
+        "tunebot/op/v1",
+        "tunebot/op/v2",
+        "tunebot/op/v10",
+    ]
     repo.git.push("-q", "origin", "tunebot/op/v1", "tunebot/op/v2")
 
     result = gitops.cleanup_iteration_branches(repo, "op", remote="origin")
@@ -362,19 +401,29 @@ def test_branch_moved_or_recreated_by_user_is_theirs(git_repo: GitRepo) -> None:
             gitops.push(repo, "origin", [f"+refs/heads/{name}:refs/heads/{name}"])
     assert gitops.owned_branches(repo, "tunebot/") == []
     result = gitops.delete_branches(repo, ["tunebot/op/v1", "tunebot/op/v2"])
-    assert result.deleted == [] and all("moved since tunebot set it" in why for why in result.skipped.values())
+    assert result.deleted == [] and all(
+        "moved since tunebot set it" in why for why in result.skipped.values()
+    )
     result = gitops.cleanup_iteration_branches(repo, "op")
     assert result.deleted == [] and set(result.skipped) == {"tunebot/op/v1", "tunebot/op/v2"}
     assert gitops.archive_branches(repo, ["tunebot/op/v1", "tunebot/op/v2"], "r1") == []
-    assert gitops.branch_sha(repo, "tunebot/op/v1") == gitops.branch_sha(repo, "tunebot/op/v2") == users
+    assert (
+        gitops.branch_sha(repo, "tunebot/op/v1")
+        == gitops.branch_sha(repo, "tunebot/op/v2")
+        == users
+    )
 
 
 def test_branch_recorded_before_a_crash_then_made_by_user_is_theirs(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     a = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "a")
     # tunebot recorded the name and sha, then died before writing the ref
-    gitops.write_atomic(gitops.state_dir(repo) / "branches.json",
-                        json.dumps({"branches": {"tunebot/op/v1": {"created": 1.0, "sha": a, "pending": a}}}).encode())
+    gitops.write_atomic(
+        gitops.state_dir(repo) / "branches.json",
+        json.dumps(
+            {"branches": {"tunebot/op/v1": {"created": 1.0, "sha": a, "pending": a}}}
+        ).encode(),
+    )
     repo.git.branch("tunebot/op/v1")  # the user's own branch at HEAD
     assert not gitops.is_owned(repo, "tunebot/op/v1")
     assert "moved since" in gitops.delete_branches(repo, ["tunebot/op/v1"]).skipped["tunebot/op/v1"]
@@ -389,7 +438,9 @@ def test_crash_mid_move_leaves_branch_ours(git_repo: GitRepo) -> None:
     gitops.create_branch(repo, "tunebot/x", a)
     owned = _owned_json(repo)
     owned["tunebot/x"]["pending"] = b  # recorded the move to b, then died: ref still at a ...
-    gitops.write_atomic(gitops.state_dir(repo) / "branches.json", json.dumps({"branches": owned}).encode())
+    gitops.write_atomic(
+        gitops.state_dir(repo) / "branches.json", json.dumps({"branches": owned}).encode()
+    )
     assert gitops.is_owned(repo, "tunebot/x")
     repo.git.update_ref("refs/heads/tunebot/x", b, a)  # ... or died just after moving it
     assert gitops.is_owned(repo, "tunebot/x")
@@ -402,8 +453,10 @@ def test_old_ownership_file_without_shas_still_works(git_repo: GitRepo) -> None:
     head = repo.head.commit.hexsha
     a = gitops.commit_files(repo, head, {"a": b"a"}, "a")
     repo.git.branch("tunebot/x", head)
-    gitops.write_atomic(gitops.state_dir(repo) / "branches.json",
-                        json.dumps({"branches": {"tunebot/x": {"created": 1.0}}}).encode())
+    gitops.write_atomic(
+        gitops.state_dir(repo) / "branches.json",
+        json.dumps({"branches": {"tunebot/x": {"created": 1.0}}}).encode(),
+    )
     assert gitops.is_owned(repo, "tunebot/x")  # trusted by name, as it was
     gitops.create_branch(repo, "tunebot/x", a)
     assert _owned_json(repo)["tunebot/x"] == {"created": 1.0, "sha": a}
@@ -411,11 +464,19 @@ def test_old_ownership_file_without_shas_still_works(git_repo: GitRepo) -> None:
     assert not gitops.is_owned(repo, "tunebot/x")
 
 
-def test_archive_branches_keeps_commits_under_refs_tunebot(git_repo: GitRepo, tmp_path: Path) -> None:
+def test_archive_branches_keeps_commits_under_refs_tunebot(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
     repo = git_repo.repo
     base = repo.head.commit.hexsha
     shas = {}
-    for name in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best", "tunebot/op/v3", "tunebot/op/v4"):
+    for name in (
+        "tunebot/op/v1",
+        "tunebot/op/v2",
+        "tunebot/op/best",
+        "tunebot/op/v3",
+        "tunebot/op/v4",
+    ):
         shas[name] = gitops.commit_files(repo, base, {"f": name.encode()}, name)
         gitops.create_branch(repo, name, shas[name])
     repo.git.branch("-f", "tunebot/op/v3", base)  # moved by the user: theirs
@@ -424,14 +485,26 @@ def test_archive_branches_keeps_commits_under_refs_tunebot(git_repo: GitRepo, tm
     # a run that crashed after writing an archive ref but before deleting the branch
     repo.git.update_ref("refs/tunebot/archive/r1/tunebot/op/v2", shas["tunebot/op/v2"])
 
-    names = ["tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best", "tunebot/op/v3", "tunebot/op/v4", "tunebot/op/v5"]
+    names = [
+        "tunebot/op/v1",
+        "tunebot/op/v2",
+        "tunebot/op/best",
+        "tunebot/op/v3",
+        "tunebot/op/v4",
+        "tunebot/op/v5",
+    ]
     archived = gitops.archive_branches(repo, names, "r1")
-    assert archived == [f"refs/tunebot/archive/r1/{n}" for n in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best")]
+    assert archived == [
+        f"refs/tunebot/archive/r1/{n}"
+        for n in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best")
+    ]
     for name in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best"):
         assert gitops.branch_sha(repo, name) is None
         assert gitops.ref_sha(repo, f"refs/tunebot/archive/r1/{name}") == shas[name]
         assert name not in _owned_json(repo)
-    assert gitops.branch_sha(repo, "tunebot/op/v3") == gitops.branch_sha(repo, "tunebot/op/v5") == base
+    assert (
+        gitops.branch_sha(repo, "tunebot/op/v3") == gitops.branch_sha(repo, "tunebot/op/v5") == base
+    )
     assert gitops.branch_sha(repo, "tunebot/op/v4") == shas["tunebot/op/v4"]
     gitops.create_branch(repo, "tunebot/op/v1", base)  # a new run starts the names afresh
     assert gitops.is_owned(repo, "tunebot/op/v1")
@@ -456,7 +529,8 @@ for i in range(8):
 
 def test_concurrent_processes_keep_every_ownership_record(git_repo: GitRepo) -> None:
     procs = [
-        subprocess.Popen([sys.executable, "-c", _CREATE_MANY, str(git_repo.path), tag]) for tag in ("p", "q", "r")
+        subprocess.Popen([sys.executable, "-c", _CREATE_MANY, str(git_repo.path), tag])
+        for tag in ("p", "q", "r")
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
     owned = gitops.owned_branches(git_repo.repo, "tunebot/")
@@ -474,8 +548,12 @@ with gitops.file_lock(Path(sys.argv[1]), timeout_s=5):
 
 
 def _lock_holder(lock: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(lock)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(lock)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "locked"
     return proc
 
@@ -553,7 +631,13 @@ def test_push_to_bare_origin_and_retry_transient(git_repo: GitRepo, tmp_path: Pa
     sha = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "a")
     gitops.create_branch(repo, "tunebot/op/v1", sha)
     counter = _flaky_receive_pack(git_repo, tmp_path, fails=2)
-    gitops.push(repo, "origin", ["refs/heads/tunebot/op/v1:refs/heads/tunebot/op/v1"], retries=3, backoff_s=0.01)
+    gitops.push(
+        repo,
+        "origin",
+        ["refs/heads/tunebot/op/v1:refs/heads/tunebot/op/v1"],
+        retries=3,
+        backoff_s=0.01,
+    )
     assert counter.read_text().strip() == "3"
     assert git.Repo(git_repo.origin).commit("tunebot/op/v1").hexsha == sha
 
@@ -659,7 +743,9 @@ def test_merge_refuses_dirty_checkout_of_base(git_repo: GitRepo) -> None:
     head = gitops.commit_files(repo, "main", {"op.py": b"x"}, "deliver")
     (git_repo.path / "README.md").write_text("work in progress\n")
     before = snapshot_checkout(git_repo)
-    with pytest.raises(GitError, match="(?i)commit or stash your changes, then run tunebot merge again"):
+    with pytest.raises(
+        GitError, match="(?i)commit or stash your changes, then run tunebot merge again"
+    ):
         gitops.merge_into(repo, "main", head, "merge")
     assert snapshot_checkout(git_repo) == before
     with pytest.raises(GitError, match="base branch 'nope' does not exist"):

@@ -12,14 +12,29 @@ import pytest
 from bot.job_guard import FileCommands, Sealed, seal, withheld
 
 
-@pytest.mark.parametrize("name", ["GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL",
-                                  "INPUT_TOKEN", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY",
-                                  "GITHUB_STATE", "github_token"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+        "INPUT_TOKEN",
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_STATE",
+        "github_token",
+    ],
+)
 def test_secrets_and_file_commands_are_withheld(name):
     assert withheld(name)
 
 
-@pytest.mark.parametrize("name", ["PATH", "HOME", "GITHUB_REPOSITORY", "GITHUB_SHA", "GITHUB_SERVER_URL", "RUNNER_TEMP"])
+@pytest.mark.parametrize(
+    "name", ["PATH", "HOME", "GITHUB_REPOSITORY", "GITHUB_SHA", "GITHUB_SERVER_URL", "RUNNER_TEMP"]
+)
 def test_plain_context_is_not_withheld(name):
     assert not withheld(name)
 
@@ -29,7 +44,9 @@ def test_seal_without_reexec_takes_the_values_out_of_the_environment(monkeypatch
     monkeypatch.setenv("GITHUB_OUTPUT", "/tmp/out")
     monkeypatch.setenv("GITHUB_REPOSITORY", "o/r")
     sealed = seal(reexec=False)
-    assert sealed.get("GITHUB_TOKEN") == "s3cret" and sealed.file_commands() == {"GITHUB_OUTPUT": "/tmp/out"}
+    assert sealed.get("GITHUB_TOKEN") == "s3cret" and sealed.file_commands() == {
+        "GITHUB_OUTPUT": "/tmp/out"
+    }
     assert "GITHUB_TOKEN" not in os.environ and "GITHUB_OUTPUT" not in os.environ
     assert os.environ["GITHUB_REPOSITORY"] == "o/r"
 
@@ -38,7 +55,13 @@ def test_file_commands_are_put_back_as_they_were(tmp_path):
     env_file, path_file, new_file = tmp_path / "env", tmp_path / "path", tmp_path / "summary"
     env_file.write_text("A=1\n")
     path_file.write_text("")
-    guard = FileCommands({"GITHUB_ENV": str(env_file), "GITHUB_PATH": str(path_file), "GITHUB_STEP_SUMMARY": str(new_file)})
+    guard = FileCommands(
+        {
+            "GITHUB_ENV": str(env_file),
+            "GITHUB_PATH": str(path_file),
+            "GITHUB_STEP_SUMMARY": str(new_file),
+        }
+    )
     env_file.write_text("A=1\nLD_PRELOAD=/tmp/evil.so\n")
     new_file.write_text("# pwned")
     assert sorted(guard.restore()) == ["GITHUB_ENV", "GITHUB_STEP_SUMMARY"]
@@ -58,14 +81,14 @@ def test_leftover_daemons_are_killed_by_the_subreaper(tmp_path):
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid()))
+                pathlib.Path({str(tmp_path / "pid")!r}).write_text(str(os.getpid()))
                 time.sleep(60)
                 os._exit(0)
             os._exit(0)
-        while not pathlib.Path({str(tmp_path / 'pid')!r}).exists():
+        while not pathlib.Path({str(tmp_path / "pid")!r}).exists():
             time.sleep(0.01)
         time.sleep(0.1)
-        pid = int(pathlib.Path({str(tmp_path / 'pid')!r}).read_text())
+        pid = int(pathlib.Path({str(tmp_path / "pid")!r}).read_text())
         assert pid in descendants(), (pid, descendants())
         print(kill_descendants(), os.path.exists(f"/proc/{{pid}}"))
     """)
@@ -76,7 +99,9 @@ def test_leftover_daemons_are_killed_by_the_subreaper(tmp_path):
 
 
 def test_sealed_lists_only_set_file_commands():
-    assert Sealed({"GITHUB_ENV": "", "GITHUB_PATH": "/p", "GITHUB_TOKEN": "t"}).file_commands() == {"GITHUB_PATH": "/p"}
+    assert Sealed({"GITHUB_ENV": "", "GITHUB_PATH": "/p", "GITHUB_TOKEN": "t"}).file_commands() == {
+        "GITHUB_PATH": "/p"
+    }
 
 
 def test_the_guarded_process_is_not_dumpable_but_its_children_are():

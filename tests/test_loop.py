@@ -30,14 +30,18 @@ def add_sleepy_op(repo, tune_yaml: str | None = None, **knob_overrides: int) -> 
     source = (OP_FILES / "sleepy.py").read_text()
     for name, value in knob_overrides.items():
         source = source.replace(f"\n{name} = ", f"\n{name} = {value}  # was ", 1)
-    files = {f"{OP_DIR}/sleepy.py": source,
-             f"{OP_DIR}/tune.yaml": tune_yaml or (OP_FILES / "tune.yaml").read_text(),
-             f"{OP_DIR}/DESIGN.md": (OP_FILES / "DESIGN.md").read_text()}
+    files = {
+        f"{OP_DIR}/sleepy.py": source,
+        f"{OP_DIR}/tune.yaml": tune_yaml or (OP_FILES / "tune.yaml").read_text(),
+        f"{OP_DIR}/DESIGN.md": (OP_FILES / "DESIGN.md").read_text(),
+    }
     return make_commit(repo, files, "add sleepy op")
 
 
 def git(repo_path: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo_path, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo_path, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def records(repo_path: Path) -> list[dict]:
@@ -68,10 +72,18 @@ def test_tune_records_one_commit_per_iteration_on_best_so_far(git_repo):
         assert branch_sha == rec["sha"]
         parents = git(git_repo.path, "rev-list", "--parents", "-n1", rec["sha"]).split()[1:]
         assert parents == [best_sha], f"v{n} must have exactly one parent, the best-so-far"
-        changed = git(git_repo.path, "diff-tree", "--no-commit-id", "--name-status", "-r", rec["sha"]).splitlines()
-        assert sorted(changed) == sorted([f"A\t{OP_DIR}/perf_opt/sleepy_opt_v{n}.py",
-                                          f"{'A' if n == 1 else 'M'}\t{OP_DIR}/perf_opt/opt_log.md"])
-        assert rec["change"]["strategy"] in git(git_repo.path, "log", "-1", "--format=%s", rec["sha"])
+        changed = git(
+            git_repo.path, "diff-tree", "--no-commit-id", "--name-status", "-r", rec["sha"]
+        ).splitlines()
+        assert sorted(changed) == sorted(
+            [
+                f"A\t{OP_DIR}/perf_opt/sleepy_opt_v{n}.py",
+                f"{'A' if n == 1 else 'M'}\t{OP_DIR}/perf_opt/opt_log.md",
+            ]
+        )
+        assert rec["change"]["strategy"] in git(
+            git_repo.path, "log", "-1", "--format=%s", rec["sha"]
+        )
         assert rec["environment"]["backend"] == "cpu"
         assert rec["latency"] is None or rec["latency"]["q1_us"] is not None
         if rec["verdict"] == "better":
@@ -86,7 +98,9 @@ def test_tune_records_one_commit_per_iteration_on_best_so_far(git_repo):
     report = parse_report(outcome.report)
     assert report.iterations == outcome.iterations and report.operator == "sleepy"
     assert report.stop_reason == outcome.stop_reason
-    assert outcome.drift_pct is not None and "drifted" in report.summary, "the end-of-run re-measure is reported"
+    assert outcome.drift_pct is not None and "drifted" in report.summary, (
+        "the end-of-run re-measure is reported"
+    )
     tree = git(git_repo.path, "ls-tree", "-r", "--name-only", delivery).splitlines()
     for name in ["sleepy.py", "baseline.py", "opt_log.md", "results.jsonl"]:
         assert f"{OP_DIR}/perf_opt/{name}" in tree
@@ -117,9 +131,12 @@ def test_hanging_and_crashing_variants_are_results_and_the_run_goes_on(git_repo)
     outcome = tune(git_repo.path, max_iters=5, strategies=("block_size",))
     by_block = {r["change"]["new"]: r for r in records(git_repo.path) if r["kind"] == "iteration"}
     assert by_block[32]["verdict"] == "timeout" and by_block[32]["accuracy"]["status"] == "timeout"
-    assert by_block[128]["verdict"] == "error" and "SIGSEGV" in by_block[128]["accuracy"]["tail"] + \
-        by_block[128]["accuracy"].get("reason", "")
-    assert any(r["verdict"] == "better" for r in by_block.values()), "the run carried on and found a gain"
+    assert by_block[128]["verdict"] == "error" and "SIGSEGV" in by_block[128]["accuracy"][
+        "tail"
+    ] + by_block[128]["accuracy"].get("reason", "")
+    assert any(r["verdict"] == "better" for r in by_block.values()), (
+        "the run carried on and found a gain"
+    )
     assert outcome.best_us < outcome.baseline_us
     report = parse_report(outcome.report)
     assert "timeout" in report.issues and "error" in report.issues
@@ -154,8 +171,13 @@ def test_unknown_op_and_malformed_config_exit_2(git_repo):
     result = runner.invoke(main, ["tune", "sleepie", "--repo", str(git_repo.path)])
     assert result.exit_code == 2
     assert "testproj/sleepy" in result.output
-    make_commit(git_repo, {f"{OP_DIR}/tune.yaml": "knobs:\n  - name: BLOCK\n    strategy: block_size\n    values: []\n"},
-                "break tune.yaml")
+    make_commit(
+        git_repo,
+        {
+            f"{OP_DIR}/tune.yaml": "knobs:\n  - name: BLOCK\n    strategy: block_size\n    values: []\n"
+        },
+        "break tune.yaml",
+    )
     result = runner.invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path)])
     assert result.exit_code == 2
     assert "tune.yaml" in result.output and "values" in result.output
@@ -173,23 +195,43 @@ def test_merge_needs_approval_then_merges_and_cleans_up(git_repo):
     assert runner.invoke(main, ["approve", "1", *repo_arg]).exit_code == 0
     merged = runner.invoke(main, ["merge", "1", *repo_arg])
     assert merged.exit_code == 0, merged.output
-    assert (git_repo.path / OP_DIR / "perf_opt/sleepy.py").exists(), "the clean checkout follows the merge"
+    assert (git_repo.path / OP_DIR / "perf_opt/sleepy.py").exists(), (
+        "the clean checkout follows the merge"
+    )
     assert git(git_repo.path, "branch", "--list", "tunebot/sleepy/v*") == ""
 
 
 def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(git_repo, tmp_path):
     add_sleepy_op(git_repo)
     results = git_repo.path / ".git/tunebot/runs/testproj/sleepy/results.jsonl"
-    cmd = [sys.executable, "-m", "bot.cli", "tune", "sleepy", "--max-iters", "5", "--repo", str(git_repo.path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "tune",
+        "sleepy",
+        "--max-iters",
+        "5",
+        "--repo",
+        str(git_repo.path),
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True
+    )
     deadline = time.monotonic() + 120
     # Kill while iteration 3 is being measured: iter:2 is recorded and v3's file exists.
     while time.monotonic() < deadline:
         text = results.read_text() if results.exists() else ""
-        if '"iter:2"' in text and (git_repo.path / ".git/tunebot/worktrees/testproj__sleepy" / OP_DIR /
-                                   "perf_opt/sleepy_opt_v3.py").exists():
+        if (
+            '"iter:2"' in text
+            and (
+                git_repo.path
+                / ".git/tunebot/worktrees/testproj__sleepy"
+                / OP_DIR
+                / "perf_opt/sleepy_opt_v3.py"
+            ).exists()
+        ):
             break
         time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -206,7 +248,9 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(git_repo, tmp_
     assert after[: len(before)] == before, "recorded measurements are kept, not re-measured"
     iterations = [r for r in after if r["kind"] == "iteration"]
     assert [r["iteration"] for r in iterations] == list(range(1, outcome.iterations + 1))
-    branches = git(git_repo.path, "branch", "--list", "tunebot/sleepy/v*", "--format=%(refname:short)").split()
+    branches = git(
+        git_repo.path, "branch", "--list", "tunebot/sleepy/v*", "--format=%(refname:short)"
+    ).split()
     assert sorted(branches) == sorted(f"tunebot/sleepy/v{r['iteration']}" for r in iterations)
     for line in results.read_text().splitlines():
         json.loads(line)  # no torn line
@@ -218,12 +262,24 @@ def test_repeated_sigkill_at_random_moments_never_loses_or_duplicates(git_repo):
 
     add_sleepy_op(git_repo)
     results = git_repo.path / ".git/tunebot/runs/testproj/sleepy/results.jsonl"
-    cmd = [sys.executable, "-m", "bot", "tune", "sleepy", "--max-iters", "4", "--repo", str(git_repo.path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bot",
+        "tune",
+        "sleepy",
+        "--max-iters",
+        "4",
+        "--repo",
+        str(git_repo.path),
+    ]
     rng = random.Random(7)
     seen: list[dict] = []
     kills = 0
     for _ in range(6):
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             proc.wait(timeout=rng.uniform(0.2, 1.0))  # decisions in one process made runs short
         except subprocess.TimeoutExpired:
@@ -246,39 +302,56 @@ def test_repeated_sigkill_at_random_moments_never_loses_or_duplicates(git_repo):
     assert len(LocalForge(git_repo.path).list_proposals(None)) == 1
 
 
-def test_restart_with_a_bad_flag_changes_nothing_then_restart_archives_instead_of_deleting(git_repo):
+def test_restart_with_a_bad_flag_changes_nothing_then_restart_archives_instead_of_deleting(
+    git_repo,
+):
     add_sleepy_op(git_repo)
     tune(git_repo.path, max_iters=2)
     before = git(git_repo.path, "for-each-ref", "refs/heads/tunebot/")
     lines = records(git_repo.path)
-    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--restart",
-                                       "--strategies", "bogus"])
+    result = CliRunner().invoke(
+        main, ["tune", "sleepy", "--repo", str(git_repo.path), "--restart", "--strategies", "bogus"]
+    )
     assert result.exit_code == 2, result.output
     assert git(git_repo.path, "for-each-ref", "refs/heads/tunebot/") == before
     assert records(git_repo.path) == lines
 
     outcome = tune(git_repo.path, max_iters=1, restart=True)
     assert outcome.iterations == 1
-    archived = git(git_repo.path, "for-each-ref", "--format=%(refname)", "refs/tunebot/archive/").split()
-    assert any(ref.endswith("/tunebot/sleepy/v2") for ref in archived), "old branches are kept aside"
+    archived = git(
+        git_repo.path, "for-each-ref", "--format=%(refname)", "refs/tunebot/archive/"
+    ).split()
+    assert any(ref.endswith("/tunebot/sleepy/v2") for ref in archived), (
+        "old branches are kept aside"
+    )
     old_logs = list((git_repo.path / ".git/tunebot/runs/testproj/sleepy").glob("results.*.jsonl"))
-    assert len(old_logs) == 1 and [json.loads(x) for x in old_logs[0].read_text().splitlines()] == lines
+    assert (
+        len(old_logs) == 1
+        and [json.loads(x) for x in old_logs[0].read_text().splitlines()] == lines
+    )
 
 
 def test_flags_that_contradict_the_recorded_run_are_refused(git_repo):
     add_sleepy_op(git_repo)
     tune(git_repo.path, max_iters=2)
-    result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "4"])
+    result = CliRunner().invoke(
+        main, ["tune", "sleepy", "--repo", str(git_repo.path), "--max-iters", "4"]
+    )
     assert result.exit_code == 2
     assert "--restart" in result.output and "--max-iters 4" in result.output
 
 
 def test_op_name_shared_by_two_projects_cannot_overwrite_the_other_run(git_repo):
     add_sleepy_op(git_repo)
-    other = {f"examples/otherproj/sleepy/{name}": (OP_FILES / name).read_text()
-             for name in ("sleepy.py", "tune.yaml", "DESIGN.md")}
+    other = {
+        f"examples/otherproj/sleepy/{name}": (OP_FILES / name).read_text()
+        for name in ("sleepy.py", "tune.yaml", "DESIGN.md")
+    }
     make_commit(git_repo, other, "a second project with an op of the same name")
-    run_tune(TuneRequest(repo=git_repo.path, op="testproj/sleepy", max_iters=1), LocalForge(git_repo.path))
+    run_tune(
+        TuneRequest(repo=git_repo.path, op="testproj/sleepy", max_iters=1),
+        LocalForge(git_repo.path),
+    )
     branches = git(git_repo.path, "for-each-ref", "refs/heads/tunebot/")
     result = CliRunner().invoke(main, ["tune", "otherproj/sleepy", "--repo", str(git_repo.path)])
     assert result.exit_code == 2 and "testproj/sleepy already has a tunebot run" in result.output
@@ -306,7 +379,7 @@ def test_tuning_another_branch_proposes_into_that_branch(git_repo):
 
 def test_crash_between_record_and_ref_is_repaired_on_resume(git_repo, monkeypatch):
     """Deterministic fault injection in the two gaps a SIGKILL only hits by chance."""
-    import bot.loop as loop
+    from bot import loop
 
     add_sleepy_op(git_repo)
     real_create, real_propose = loop.gitops.create_branch, LocalForge.propose
@@ -339,12 +412,21 @@ def test_crash_between_record_and_ref_is_repaired_on_resume(git_repo, monkeypatc
     assert len(LocalForge(git_repo.path).list_proposals(None)) == 1 and outcome.proposal.id == "1"
 
 
-def test_report_and_stop_event_state_the_smallest_detectable_gain_and_warn_above_the_level(git_repo):
+def test_report_and_stop_event_state_the_smallest_detectable_gain_and_warn_above_the_level(
+    git_repo,
+):
     add_sleepy_op(git_repo)
-    make_commit(git_repo, {".tunebot.yml": "defaults:\n  noise_warn: 0.02\n"}, "a strict noise warning level")
+    make_commit(
+        git_repo,
+        {".tunebot.yml": "defaults:\n  noise_warn: 0.02\n"},
+        "a strict noise warning level",
+    )
     events = []
-    outcome = run_tune(TuneRequest(repo=git_repo.path, op="sleepy", max_iters=2), LocalForge(git_repo.path),
-                       events.append)
+    outcome = run_tune(
+        TuneRequest(repo=git_repo.path, op="sleepy", max_iters=2),
+        LocalForge(git_repo.path),
+        events.append,
+    )
     iterations = [r for r in records(git_repo.path) if r["kind"] == "iteration"]
     decided = [r["decision"]["detectable"] for r in iterations if r["decision"]]
     assert decided and all(d >= 0.03 for d in decided)  # never below the 3 % floor

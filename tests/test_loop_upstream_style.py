@@ -22,14 +22,19 @@ OP_DIR = "examples/upstream/attn"
 
 
 def add_op(repo) -> str:
-    files = {f"{OP_DIR}/{p.relative_to(OP).as_posix()}": p.read_text()
-             for p in OP.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    files = {
+        f"{OP_DIR}/{p.relative_to(OP).as_posix()}": p.read_text()
+        for p in OP.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     return make_commit(repo, files, "add upstream-style op")
 
 
 def test_dry_run_lists_what_is_not_planned_and_why(git_repo):
     add_op(git_repo)
-    outcome = run_tune(TuneRequest(repo=git_repo.path, op="attn", dry_run=True), LocalForge(git_repo.path))
+    outcome = run_tune(
+        TuneRequest(repo=git_repo.path, op="attn", dry_run=True), LocalForge(git_repo.path)
+    )
     text = "\n".join(outcome.plan)
     assert "block_size: block_K: never read by the kernel" in text
     assert "block_M=512 refused" in text and "M % block_M == 0" in text
@@ -38,11 +43,19 @@ def test_dry_run_lists_what_is_not_planned_and_why(git_repo):
 
 def test_loop_reaches_the_known_optimum_within_10_iterations(git_repo):
     add_op(git_repo)
-    outcome = run_tune(TuneRequest(repo=git_repo.path, op="attn", max_iters=10), LocalForge(git_repo.path))
-    recs = [json.loads(line) for line in
-            (git_repo.path / ".git/tunebot/runs/upstream/attn/results.jsonl").read_text().splitlines()]
+    outcome = run_tune(
+        TuneRequest(repo=git_repo.path, op="attn", max_iters=10), LocalForge(git_repo.path)
+    )
+    recs = [
+        json.loads(line)
+        for line in (git_repo.path / ".git/tunebot/runs/upstream/attn/results.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     baseline = next(r for r in recs if r["kind"] == "baseline")
-    assert baseline["accuracy"]["status"] == "pass", baseline["accuracy"]  # no --level passed to a strict script
+    assert baseline["accuracy"]["status"] == "pass", baseline[
+        "accuracy"
+    ]  # no --level passed to a strict script
     iterations = [r for r in recs if r["kind"] == "iteration"]
     assert iterations and len(iterations) <= 10
     # nothing the kernel refuses, and no dead knob, ever reaches measurement
@@ -53,8 +66,14 @@ def test_loop_reaches_the_known_optimum_within_10_iterations(git_repo):
     best = next(r for r in iterations if r["iteration"] == outcome.best_iteration)
     best_source = (git_repo.path / ".git").parent  # the variant is in the recorded commit
     import subprocess
-    text = subprocess.run(["git", "show", f"{best['sha']}:{OP_DIR}/perf_opt/attn_opt_v{best['iteration']}.py"],
-                          cwd=best_source, check=True, capture_output=True, text=True).stdout
+
+    text = subprocess.run(
+        ["git", "show", f"{best['sha']}:{OP_DIR}/perf_opt/attn_opt_v{best['iteration']}.py"],
+        cwd=best_source,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert knobs.current_value(text, "block_M") == 256
     assert pipeline.current_depth(text, 0) == 3
     assert outcome.best_us is not None and abs(outcome.best_us - 100.0) < 1.0

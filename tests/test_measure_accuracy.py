@@ -39,15 +39,18 @@ def test_command_mode_out_of_memory_is_an_error_not_a_failure():
     assert "MemoryError" in r.tail
 
 
-@pytest.mark.parametrize("script, status", [
-    ("assert 1 == 2, 'max abs err 0.5'", "fail"),  # the template's own assert
-    ("print('L0 FAILED: 3 elements off'); raise SystemExit(1)", "fail"),
-    ("raise SystemExit(1)", "error"),  # no reason given: not known to be a wrong result
-    ("x = (", "error"),  # SyntaxError
-    ("raise RuntimeError('tilelang compile error: unsupported op')", "error"),
-    ("raise MemoryError()", "error"),
-    ("assert False, 'CUDA out of memory'", "error"),  # out of memory wins over the assert
-])
+@pytest.mark.parametrize(
+    "script, status",
+    [
+        ("assert 1 == 2, 'max abs err 0.5'", "fail"),  # the template's own assert
+        ("print('L0 FAILED: 3 elements off'); raise SystemExit(1)", "fail"),
+        ("raise SystemExit(1)", "error"),  # no reason given: not known to be a wrong result
+        ("x = (", "error"),  # SyntaxError
+        ("raise RuntimeError('tilelang compile error: unsupported op')", "error"),
+        ("raise MemoryError()", "error"),
+        ("assert False, 'CUDA out of memory'", "error"),  # out of memory wins over the assert
+    ],
+)
 def test_command_mode_non_zero_exit_is_fail_only_for_a_mismatch(tmp_path, script, status):
     op = tmp_path / "op.py"
     op.write_text(script + "\n")
@@ -86,7 +89,7 @@ def test_harness_wrong_result_records_max_errors_and_cosine():
     r = l0_harness(KERNELS / "wrong.py", KERNELS, AccuracySettings(timeout_s=120))
     assert r.status == "fail"
     assert r.max_abs_err == pytest.approx(0.5, rel=1e-6)
-    assert 0 < r.max_rel_err
+    assert r.max_rel_err > 0
     assert r.cosine < 1.0
     assert "1 of 4096 elements" in r.reason
 
@@ -120,7 +123,8 @@ def test_harness_shape_and_count_mismatch(tmp_path):
         "import torch\n"
         "def get_inputs(seed=0):\n    return (torch.ones(4, 4),)\n"
         "def reference(x):\n    return x, x\n"
-        "def kernel(x):\n    return x.reshape(16), x\n")
+        "def kernel(x):\n    return x.reshape(16), x\n"
+    )
     r = l0_harness(op, tmp_path, AccuracySettings(timeout_s=120))
     assert r.status == "fail" and "shape [16]" in r.reason
     op.write_text(op.read_text().replace("return x.reshape(16), x", "return x"))
@@ -129,8 +133,16 @@ def test_harness_shape_and_count_mismatch(tmp_path):
 
 
 def test_judge_rules():
-    good = {"index": 0, "dtype": "float32", "mismatched": 0, "numel": 10, "rtol": 1e-4, "atol": 1e-4,
-            "max_abs_err": 0.0, "cosine": 1.0}
+    good = {
+        "index": 0,
+        "dtype": "float32",
+        "mismatched": 0,
+        "numel": 10,
+        "rtol": 1e-4,
+        "atol": 1e-4,
+        "max_abs_err": 0.0,
+        "cosine": 1.0,
+    }
     assert judge([good], 0.999) == ("pass", "")
     assert judge([], 0.999)[0] == "fail"
     status, why = judge([{**good, "cosine": 0.5}], 0.999)
@@ -139,13 +151,13 @@ def test_judge_rules():
     assert status == "fail" and "3 of 10 elements" in why
 
 
-STRICT_UPSTREAM = '''import argparse
+STRICT_UPSTREAM = """import argparse
 parser = argparse.ArgumentParser()
 parser.add_argument("--M", type=int, default=64)
 args = parser.parse_args()  # strict: an unknown --level would exit 2
 assert args.M == 64
 print("All check passed.")
-'''
+"""
 
 
 def test_command_mode_does_not_pass_level_to_a_script_without_that_option(tmp_path):
@@ -162,7 +174,9 @@ def test_command_mode_does_not_pass_level_to_a_script_without_that_option(tmp_pa
 
 def test_command_mode_still_passes_level_to_the_template(tmp_path):
     op = tmp_path / "tpl.py"
-    op.write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--level', default='L1')\n"
-                  "a = p.parse_args()\nassert a.level == 'L0', a.level\n")
+    op.write_text(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--level', default='L1')\n"
+        "a = p.parse_args()\nassert a.level == 'L0', a.level\n"
+    )
     r = l0_command(op, tmp_path, timeout_s=60)
     assert r.passed and r.command[-2:] == ["--level", "L0"] and r.details == {}

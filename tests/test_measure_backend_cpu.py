@@ -25,7 +25,8 @@ def test_process_start_and_imports_are_not_timed(tmp_path):
     slow_import.write_text(
         "import time\ntime.sleep(0.3)\n"
         "def get_inputs(seed=0):\n    time.sleep(0.3)\n    return (1,)\n"
-        "def kernel(x):\n    return x + 1\n")
+        "def kernel(x):\n    return x + 1\n"
+    )
     r = measure_cpu(slow_import, warmup=1, repeats=5, timeout_s=60)
     assert r.ok
     assert r.median_us < 100_000  # far below the 300 000 us the import and inputs cost
@@ -79,7 +80,9 @@ def test_missing_entry_is_named(tmp_path):
 
 def test_seedless_input_generator_and_single_input(tmp_path):
     op = tmp_path / "op.py"
-    op.write_text("def get_inputs():\n    return 5\ndef kernel(x):\n    assert x == 5\n    return x\n")
+    op.write_text(
+        "def get_inputs():\n    return 5\ndef kernel(x):\n    assert x == 5\n    return x\n"
+    )
     r = measure_cpu(op, warmup=0, repeats=2, timeout_s=60)
     assert r.ok, r.tail
 
@@ -87,8 +90,10 @@ def test_seedless_input_generator_and_single_input(tmp_path):
 def test_cpu_time_is_the_primary_figure_and_wall_time_is_kept(tmp_path):
     # a kernel that sleeps 2 ms per call: wall time sees the sleep, CPU time does not
     sleeper = tmp_path / "sleeper.py"
-    sleeper.write_text("import time\ndef get_inputs(seed=0):\n    return (0.002,)\n"
-                       "def kernel(s):\n    time.sleep(s)\n")
+    sleeper.write_text(
+        "import time\ndef get_inputs(seed=0):\n    return (0.002,)\n"
+        "def kernel(s):\n    time.sleep(s)\n"
+    )
     r = measure_cpu(sleeper, warmup=1, repeats=5, timeout_s=60)
     assert r.ok and r.extra["clock"] == "cpu"
     assert r.extra["wall"]["median_us"] >= 2000
@@ -100,10 +105,12 @@ def test_cpu_time_is_the_primary_figure_and_wall_time_is_kept(tmp_path):
 
 def test_threads_are_pinned_and_counted(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("import os, threading\nSEEN = os.environ.get('OMP_NUM_THREADS')\n"
-                     "def get_inputs(seed=0):\n    return ()\n"
-                     "def kernel():\n    t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
-                     "    assert SEEN == '1'\n")
+    probe.write_text(
+        "import os, threading\nSEEN = os.environ.get('OMP_NUM_THREADS')\n"
+        "def get_inputs(seed=0):\n    return ()\n"
+        "def kernel():\n    t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+        "    assert SEEN == '1'\n"
+    )
     r = measure_cpu(probe, warmup=0, repeats=3, timeout_s=60)
     assert r.ok and r.extra["pinned_threads"] == 1 and r.extra["threads"] >= 1
     # the kernel's assert would have made the run an error had the variable not been set before import
@@ -111,6 +118,7 @@ def test_threads_are_pinned_and_counted(tmp_path):
 
 def test_pair_mode_times_two_variants_in_one_process(tmp_path):
     from bot.measure.backends.cpu import measure_cpu_pair
+
     src = (KERNELS / "work.py").read_text()
     small, big = tmp_path / "small.py", tmp_path / "big.py"
     small.write_text(src.replace("WORK = 4000", "WORK = 2000"))

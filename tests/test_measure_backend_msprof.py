@@ -14,8 +14,15 @@ import pytest
 
 from bot.errors import MeasureError
 from bot.measure.backends import msprof as msprof_backend
-from bot.measure.backends.msprof import (collect, find_csvs, kernel_name_of, measure_msprof,
-                                         parse_opbasicinfo, private_dir, summarize_launches)
+from bot.measure.backends.msprof import (
+    collect,
+    find_csvs,
+    kernel_name_of,
+    measure_msprof,
+    parse_opbasicinfo,
+    private_dir,
+    summarize_launches,
+)
 
 HERE = Path(__file__).parent
 KERNELS = HERE / "measure_kernels"
@@ -29,14 +36,21 @@ def standin(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
     log = tmp_path / "msprof-argv.jsonl"
     monkeypatch.setenv("TUNEBOT_FAKE_MSPROF_LOG", str(log))
-    for var in ("TUNEBOT_FAKE_MSPROF_LAYOUT", "TUNEBOT_FAKE_MSPROF_CHIP", "TUNEBOT_FAKE_MSPROF_FREQ",
-                "TUNEBOT_FAKE_MSPROF_NA", "TUNEBOT_FAKE_KERNELS", "TUNEBOT_FAKE_MSPROF_US",
-                "TUNEBOT_FAKE_MSPROF_EXIT0"):
+    for var in (
+        "TUNEBOT_FAKE_MSPROF_LAYOUT",
+        "TUNEBOT_FAKE_MSPROF_CHIP",
+        "TUNEBOT_FAKE_MSPROF_FREQ",
+        "TUNEBOT_FAKE_MSPROF_NA",
+        "TUNEBOT_FAKE_KERNELS",
+        "TUNEBOT_FAKE_MSPROF_US",
+        "TUNEBOT_FAKE_MSPROF_EXIT0",
+    ):
         monkeypatch.delenv(var, raising=False)
     return log
 
 
 # -- parser on the real samples ------------------------------------------------
+
 
 def test_parses_the_real_rated_freq_sample():
     (launch,) = parse_opbasicinfo((FIXTURES / "OpBasicInfo_rated_freq.csv").read_text())
@@ -57,16 +71,20 @@ def test_flags_the_real_down_clocked_sample():
 
 
 def test_310p_header_without_mix_block_dim():
-    text = ("Op Name,Op Type,Task Duration(us),Block Dim,Device Id,Pid,Current Freq,Rated Freq,\n"
-            "add_custom_0,vector,12.500000,8,0,4242,1000,1000,\n")
+    text = (
+        "Op Name,Op Type,Task Duration(us),Block Dim,Device Id,Pid,Current Freq,Rated Freq,\n"
+        "add_custom_0,vector,12.500000,8,0,4242,1000,1000,\n"
+    )
     (launch,) = parse_opbasicinfo(text)
     assert launch.duration_us == 12.5 and launch.block_dim == 8
     assert launch.mix_block_dim is None and launch.device_id == 0
 
 
 def test_na_duration_is_skipped_with_a_note():
-    text = ("Op Name,Op Type,Task Duration(us),Block Dim,Mix Block Dim,Device Id,Pid,Current Freq,Rated Freq,\n"
-            "k_0,mix,NA,20,40,0,1,1800,1800,\nk_0,mix,30.0,20,40,0,1,1800,1800,\n")
+    text = (
+        "Op Name,Op Type,Task Duration(us),Block Dim,Mix Block Dim,Device Id,Pid,Current Freq,Rated Freq,\n"
+        "k_0,mix,NA,20,40,0,1,1800,1800,\nk_0,mix,30.0,20,40,0,1,1800,1800,\n"
+    )
     launches = parse_opbasicinfo(text)
     durations, extra, notes, _ = summarize_launches(launches)
     assert durations == [30.0] and extra["mix_block_dim"] == [40]
@@ -116,12 +134,15 @@ def test_private_dir_is_mode_700_under_a_private_parent():
 
 
 def test_kernel_name_is_the_prim_func_name():
-    src = "import tilelang.language as T\n@T.prim_func\ndef rms_norm_kernel(A: T.Tensor):\n    pass\n"
+    src = (
+        "import tilelang.language as T\n@T.prim_func\ndef rms_norm_kernel(A: T.Tensor):\n    pass\n"
+    )
     assert kernel_name_of(src) == "rms_norm_kernel"
     assert kernel_name_of("def kernel(x):\n    return x\n") is None
 
 
 # -- the backend through the stand-in -------------------------------------------
+
 
 def test_nested_layout_collects_every_launch(standin, monkeypatch):
     r = measure_msprof(KERNELS / "pure.py", "add_kernel", warmup=2, repeats=12, timeout_s=60)
@@ -182,8 +203,9 @@ def test_a_crash_under_an_msprof_that_exits_0_is_an_error_result(standin, monkey
 
 def test_an_op_contract_error_under_an_msprof_that_exits_0_is_an_error_result(standin, monkeypatch):
     monkeypatch.setenv("TUNEBOT_FAKE_MSPROF_EXIT0", "1")
-    r = measure_msprof(KERNELS / "pure.py", "add_kernel", entry="no_such_entry", warmup=0, repeats=2,
-                       timeout_s=60)
+    r = measure_msprof(
+        KERNELS / "pure.py", "add_kernel", entry="no_such_entry", warmup=0, repeats=2, timeout_s=60
+    )
     assert r.status == "error"
     assert any("the launched program failed" in n and "no_such_entry" in n for n in r.notes)
 
@@ -193,8 +215,14 @@ def test_the_name_rerun_keeps_the_memory_limit(standin, monkeypatch, tmp_path):
     monkeypatch.setenv("TUNEBOT_RUN_LOG", str(log))
     monkeypatch.setenv("TUNEBOT_FAKE_KERNELS", "other_kernel_0")
     with pytest.raises(MeasureError, match="kernels seen: other_kernel_0"):
-        measure_msprof(KERNELS / "runs_twice.py", "mine", warmup=0, repeats=2, timeout_s=60,
-                       memory_limit_mb=2048)
+        measure_msprof(
+            KERNELS / "runs_twice.py",
+            "mine",
+            warmup=0,
+            repeats=2,
+            timeout_s=60,
+            memory_limit_mb=2048,
+        )
     limits = log.read_text().split()
     assert len(limits) == 2 and set(limits) == {str(2048 * 1024 * 1024)}
     assert resource.getrlimit(resource.RLIMIT_AS)[0] != 2048 * 1024 * 1024  # not inherited from us
@@ -206,7 +234,9 @@ def test_the_name_rerun_has_a_bounded_timeout(standin, monkeypatch, tmp_path):
     monkeypatch.setenv("TUNEBOT_FAKE_KERNELS", "other_kernel_0")
     monkeypatch.setattr(msprof_backend, "NAMES_TIMEOUT_S", 2.0)
     start = time.monotonic()
-    with pytest.raises(MeasureError, match="wrote no OpBasicInfo"):  # the rerun saw nothing before its cut
+    with pytest.raises(
+        MeasureError, match="wrote no OpBasicInfo"
+    ):  # the rerun saw nothing before its cut
         measure_msprof(KERNELS / "runs_twice.py", "mine", warmup=0, repeats=2, timeout_s=120)
     assert time.monotonic() - start < 30  # the hanging rerun was cut at NAMES_TIMEOUT_S, not 120 s
 

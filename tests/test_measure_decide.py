@@ -58,7 +58,9 @@ def test_far_beyond_threshold_is_better_without_remeasure():
 
 def test_close_call_is_remeasured_interleaved_and_the_new_medians_decide():
     # first look says +5 %; the interleaved re-measure finds the candidate a little slower
-    m = Sequence({A: [result(100), result(100), result(100)], B: [result(99), result(99), result(101)]})
+    m = Sequence(
+        {A: [result(100), result(100), result(100)], B: [result(99), result(99), result(101)]}
+    )
     d = decide(A, result(105), B, result(100), m, Rule(rounds=3))
     assert d.remeasured and not d.better
     assert m.calls == [A, B, B, A, A, B]  # A B, B A, A B
@@ -99,8 +101,10 @@ def suspect(center: float) -> LatencyResult:
 
 @pytest.mark.parametrize("side", ["best", "candidate", "both"])
 def test_suspect_samples_in_the_remeasure_are_never_better(side):
-    remeasure = {A: suspect(100) if side in ("best", "both") else result(100),
-                 B: suspect(50) if side in ("candidate", "both") else result(50)}
+    remeasure = {
+        A: suspect(100) if side in ("best", "both") else result(100),
+        B: suspect(50) if side in ("candidate", "both") else result(50),
+    }
     # a suspect first look forces the re-measure; what the re-measure sees decides
     d = decide(A, result(100), B, suspect(50), Recorder(remeasure))
     assert d.remeasured and not d.better
@@ -180,7 +184,9 @@ def test_one_disturbed_pair_of_five_is_tolerated():
 
 def test_two_lost_pairs_are_not_better():
     cand = [result(92), result(110), result(92), result(110), result(92)]
-    d = decide(A, result(100), B, result(95), Sequence({A: [result(100)] * 5, B: cand}), Rule(rounds=5))
+    d = decide(
+        A, result(100), B, result(95), Sequence({A: [result(100)] * 5, B: cand}), Rule(rounds=5)
+    )
     # the fourth pair is the second lost one: "better" is out of reach, the fifth is not measured
     assert not d.better and "stopped after 4 of 5 pairs, faster in only 2 of 4 pairs" in d.reason
 
@@ -189,7 +195,9 @@ def test_scattered_pairs_raise_the_noise_above_the_floor():
     # every pair is faster, but by 1 % to 12 %: the median (4 %) is within the scatter
     gains = [0.01, 0.02, 0.04, 0.09, 0.12]
     cand = [result(100 * (1 - g)) for g in gains]
-    d = decide(A, result(100), B, result(95), Sequence({A: [result(100)] * 5, B: cand}), Rule(rounds=5))
+    d = decide(
+        A, result(100), B, result(95), Sequence({A: [result(100)] * 5, B: cand}), Rule(rounds=5)
+    )
     assert d.gain == pytest.approx(0.04)
     assert d.noise > 0.04 and d.threshold == d.noise and not d.better
 
@@ -199,7 +207,9 @@ def test_median_standard_error():
 
     assert median_standard_error([0.05]) == 0.0
     assert median_standard_error([0.05] * 5) == 0.0
-    assert median_standard_error([0.0, 0.1, 0.2, 0.3, 0.4]) == pytest.approx(1.2533 * 1.4826 * 0.1 / 5 ** 0.5)
+    assert median_standard_error([0.0, 0.1, 0.2, 0.3, 0.4]) == pytest.approx(
+        1.2533 * 1.4826 * 0.1 / 5**0.5
+    )
 
 
 def test_a_huge_first_look_gain_with_a_wide_interval_is_remeasured_not_discarded():
@@ -208,7 +218,9 @@ def test_a_huge_first_look_gain_with_a_wide_interval_is_remeasured_not_discarded
     cand = result(15)  # +85 % at first look
     m = Sequence({A: [result(100)] * 5, B: [result(15)] * 5})
     d = decide(A, wide, B, cand, m)
-    assert d.details["first"]["gain"] < 0.5 * d.details["first"]["threshold"]  # the old rule discarded it
+    assert (
+        d.details["first"]["gain"] < 0.5 * d.details["first"]["threshold"]
+    )  # the old rule discarded it
     assert d.remeasured and d.better and m.calls
 
 
@@ -233,18 +245,22 @@ def test_results_on_different_clocks_are_not_compared_at_first_look():
 
 def test_every_decision_states_its_smallest_detectable_gain():
     from bot.measure.decide import detectable_gain
+
     d = decide(A, result(100), B, result(101), Recorder({}), spread=0.05)
     assert d.detectable == pytest.approx(detectable_gain(Rule(), 0.05))
     assert 0.07 < d.detectable < 0.09  # 2 x 1.2533 x sqrt(2) x 5 % / sqrt(5)
     noisy = decide(A, result(100), B, result(101), Recorder({}), spread=0.30)
     assert noisy.detectable > 0.4
-    assert decide(A, result(100), B, result(101), Recorder({}), spread=0.001).detectable == 0.03  # the floor
+    assert (
+        decide(A, result(100), B, result(101), Recorder({}), spread=0.001).detectable == 0.03
+    )  # the floor
 
 
 def test_spread_tracker_pools_repeated_sources_and_falls_back_to_the_prior():
     import math
 
     from bot.measure.decide import PRIOR_SPREAD, SpreadTracker
+
     t = SpreadTracker(min_df=3)
     t.add("a", 100.0)
     t.add("b", 50.0)
@@ -255,7 +271,9 @@ def test_spread_tracker_pools_repeated_sources_and_falls_back_to_the_prior():
     assert t.df == 3
     logs_a = [math.log(x) for x in (100, 110, 90)]
     logs_b = [math.log(x) for x in (50, 55)]
-    ss = sum((x - sum(logs_a) / 3) ** 2 for x in logs_a) + sum((x - sum(logs_b) / 2) ** 2 for x in logs_b)
+    ss = sum((x - sum(logs_a) / 3) ** 2 for x in logs_a) + sum(
+        (x - sum(logs_b) / 2) ** 2 for x in logs_b
+    )
     assert t.spread() == pytest.approx(math.sqrt(ss / 3))
 
 
@@ -274,7 +292,9 @@ class Pairs:
 
 def test_pairs_timed_in_one_process_decide_when_available():
     pairs = Pairs([0.05, 0.05, 0.05])
-    d = decide(A, result(100), B, result(99), Recorder({}), Rule(pair_rounds=3), pair=pairs, spread=0.05)
+    d = decide(
+        A, result(100), B, result(99), Recorder({}), Rule(pair_rounds=3), pair=pairs, spread=0.05
+    )
     # -1 % at first look is no reason to reject when the best was measured in another process
     assert d.remeasured and d.better and d.gain == pytest.approx(0.05)
     assert pairs.calls == [(A, B), (B, A), (A, B)]  # the order alternates between rounds
@@ -294,12 +314,23 @@ def test_with_pairs_only_a_clear_first_look_loss_skips_the_remeasure():
 
 def test_in_one_process_a_loss_takes_one_run_and_a_win_always_two():
     from bot.measure.decide import decide_in_pairs
+
     loss = Pairs([0.01])
     cand, d = decide_in_pairs(A, B, loss)
-    assert not d.better and not d.remeasured and len(loss.calls) == 1 and cand.median_us == pytest.approx(99)
+    assert (
+        not d.better
+        and not d.remeasured
+        and len(loss.calls) == 1
+        and cand.median_us == pytest.approx(99)
+    )
     win = Pairs([0.30, 0.29])
     cand, d = decide_in_pairs(A, B, win)
-    assert d.better and len(win.calls) == 2 and d.gain == pytest.approx(0.295) and "one process" in d.reason
+    assert (
+        d.better
+        and len(win.calls) == 2
+        and d.gain == pytest.approx(0.295)
+        and "one process" in d.reason
+    )
     assert d.details["first"]["in_one_process"]
     fluke = Pairs([0.07, 0.001])  # one pair alone can be off by several percent
     _, d = decide_in_pairs(A, B, fluke)
@@ -308,11 +339,14 @@ def test_in_one_process_a_loss_takes_one_run_and_a_win_always_two():
 
 def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_swapped():
     from bot.measure.decide import decide_in_pairs
+
     pairs = Pairs([0.04, 0.045, 0.05])  # under twice the floor: a third pair confirms
     cand, d = decide_in_pairs(A, B, pairs)
     assert d.better and d.remeasured and pairs.calls == [(A, B), (B, A), (A, B)]
     assert d.gain == pytest.approx(0.045)
-    aa = Pairs([0.035, 0.046, 0.004])  # an identical copy seen 3.5 % and 4.6 % faster (benchmarks/noise.py)
+    aa = Pairs(
+        [0.035, 0.046, 0.004]
+    )  # an identical copy seen 3.5 % and 4.6 % faster (benchmarks/noise.py)
     _, d = decide_in_pairs(A, B, aa)
     assert not d.better and len(aa.calls) == 3
     lost = Pairs([0.04, -0.002])
@@ -326,6 +360,7 @@ def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_s
 
 def test_in_one_process_a_failed_candidate_has_no_decision_to_make():
     from bot.measure.decide import decide_in_pairs
+
     broken = LatencyResult(status="error", backend="cpu", notes=["exit code 1"])
     cand, d = decide_in_pairs(A, B, lambda a, b: (broken, broken))
     assert cand.status == "error" and not d.better

@@ -34,8 +34,12 @@ def test_cann_version_from_ascend_home_path_arch_dir(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / env.TOOLKIT_INFO).write_text("version=8.3.RC1\n")
-    assert env.cann_version({"ASCEND_TOOLKIT_HOME": str(other),
-                             "ASCEND_HOME_PATH": str(tmp_path / "latest")}) == "8.3.RC1"
+    assert (
+        env.cann_version(
+            {"ASCEND_TOOLKIT_HOME": str(other), "ASCEND_HOME_PATH": str(tmp_path / "latest")}
+        )
+        == "8.3.RC1"
+    )
 
 
 def test_no_cann_is_none(tmp_path, monkeypatch):
@@ -52,7 +56,8 @@ def test_parse_npu_smi_real_layout():
         "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |\n"
         "+===========================+===============+====================================================+\n"
         "| 1     910B4               | OK            | 95.9        39                0    / 0             |\n"
-        "| 0                         | 0000:C1:00.0  | 0           0    / 0          3338 / 65536         |\n")
+        "| 0                         | 0000:C1:00.0  | 0           0    / 0          3338 / 65536         |\n"
+    )
     assert env.parse_npu_smi(text) == ("23.0.6", "910B4")
     assert env.parse_npu_smi("") == (None, None)
 

@@ -28,8 +28,12 @@ def worktree(tmp_path):
 
 
 def op_config(**kw) -> OpConfig:
-    base = OpConfig(project="demo", name="work", dir=Path("examples/demo/work"),
-                    latency=LatencySettings(backend="cpu", warmup=2, repeats=10, timeout_s=60))
+    base = OpConfig(
+        project="demo",
+        name="work",
+        dir=Path("examples/demo/work"),
+        latency=LatencySettings(backend="cpu", warmup=2, repeats=10, timeout_s=60),
+    )
     return replace(base, **kw)
 
 
@@ -44,8 +48,11 @@ def test_baseline_accuracy_and_latency_with_relative_paths(worktree):
 
 
 def test_misbehaving_variants_are_results_and_the_run_goes_on(worktree):
-    ev = Evaluator(op_config(latency=LatencySettings(backend="cpu", repeats=5, timeout_s=2)), worktree,
-                   memory_limit_mb=512)
+    ev = Evaluator(
+        op_config(latency=LatencySettings(backend="cpu", repeats=5, timeout_s=2)),
+        worktree,
+        memory_limit_mb=512,
+    )
     perf = Path("examples/demo/work/perf_opt")
     assert ev.latency(perf / "hang.py").status == "timeout"
     assert ev.latency(perf / "segfault.py").status == "error"
@@ -77,19 +84,33 @@ def test_msprof_backend_uses_the_prim_func_name(worktree, monkeypatch, tmp_path)
     monkeypatch.setenv("TUNEBOT_FAKE_MSPROF_LOG", str(log))
     monkeypatch.setenv("TUNEBOT_FAKE_KERNELS", "add_kernel_mix_aiv")
     src = worktree / "examples/demo/work/work.py"
-    src.write_text(src.read_text() + (
-        "\n\nclass T:  # stands in for tilelang.language on this CPU\n"
-        "    prim_func = staticmethod(lambda f: f)\n\n\n"
-        "@T.prim_func\ndef add_kernel(x):\n    return x\n"))
+    src.write_text(
+        src.read_text()
+        + (
+            "\n\nclass T:  # stands in for tilelang.language on this CPU\n"
+            "    prim_func = staticmethod(lambda f: f)\n\n\n"
+            "@T.prim_func\ndef add_kernel(x):\n    return x\n"
+        )
+    )
     # the fake msprof logs its argv to a test folder: a confined kernel could not write there
-    ev = Evaluator(op_config(latency=LatencySettings(backend="npu-msprof", warmup=1, repeats=4),
-                             limits=KernelLimits(filesystem="open")), worktree)
+    ev = Evaluator(
+        op_config(
+            latency=LatencySettings(backend="npu-msprof", warmup=1, repeats=4),
+            limits=KernelLimits(filesystem="open"),
+        ),
+        worktree,
+    )
     assert ev.kernel_name(Path("examples/demo/work/work.py")) == "add_kernel"
     r = ev.latency(Path("examples/demo/work/work.py"))
     assert r.ok and r.extra["op_names"] == ["add_kernel_mix_aiv"] and len(r.samples_us) == 4
     assert "--kernel-name=add_kernel" in log.read_text()
-    tuned = Evaluator(op_config(latency=LatencySettings(backend="npu-msprof", kernel_name="add_k"),
-                                limits=KernelLimits(filesystem="open")), worktree)
+    tuned = Evaluator(
+        op_config(
+            latency=LatencySettings(backend="npu-msprof", kernel_name="add_k"),
+            limits=KernelLimits(filesystem="open"),
+        ),
+        worktree,
+    )
     assert tuned.kernel_name(Path("examples/demo/work/work.py")) == "add_k"
 
 
@@ -116,7 +137,10 @@ def test_decide_and_drift(worktree):
 
 
 def test_compare_on_the_cpu_backend_times_both_in_one_process(worktree):
-    ev = Evaluator(op_config(latency=LatencySettings(backend="cpu", warmup=2, repeats=20, timeout_s=60)), worktree)
+    ev = Evaluator(
+        op_config(latency=LatencySettings(backend="cpu", warmup=2, repeats=20, timeout_s=60)),
+        worktree,
+    )
     base = Path("examples/demo/work/work.py")
     perf = worktree / "examples/demo/work/perf_opt"
     fast = perf / "fast.py"

@@ -13,13 +13,17 @@ from bot.measure.runners.common import EXIT_BAD_OP, load_entry, to_device
 def _args(tmp_path, source_text: str, entry: str = "kernel") -> argparse.Namespace:
     source = tmp_path / "op.py"
     source.write_text(source_text)
-    return argparse.Namespace(source=source, entry=entry, inputs="get_inputs", seed=3,
-                              result=tmp_path / "result.json")
+    return argparse.Namespace(
+        source=source, entry=entry, inputs="get_inputs", seed=3, result=tmp_path / "result.json"
+    )
 
 
 def test_load_entry_returns_the_entry_and_seeded_inputs(tmp_path):
-    args = _args(tmp_path, "def get_inputs(seed=0):\n    return [seed, seed + 1]\n\n"
-                           "def kernel(a, b):\n    return a + b\n")
+    args = _args(
+        tmp_path,
+        "def get_inputs(seed=0):\n    return [seed, seed + 1]\n\n"
+        "def kernel(a, b):\n    return a + b\n",
+    )
     fn, inputs = load_entry(args, "the timed entry")
     assert inputs == (3, 4) and fn(*inputs) == 7
 

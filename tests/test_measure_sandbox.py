@@ -8,7 +8,14 @@ import sys
 import time
 from pathlib import Path
 
-from bot.measure.sandbox import OUTPUT_KEEP_BYTES, child_env, describe_exit, is_secret, run_sandboxed, tail_of
+from bot.measure.sandbox import (
+    OUTPUT_KEEP_BYTES,
+    child_env,
+    describe_exit,
+    is_secret,
+    run_sandboxed,
+    tail_of,
+)
 
 KERNELS = Path(__file__).parent / "measure_kernels"
 
@@ -18,8 +25,11 @@ def py(code: str) -> list[str]:
 
 
 def test_ok_run_captures_stdout_and_stderr_in_order(tmp_path):
-    r = run_sandboxed(py("import sys; print('one', flush=True); print('two', file=sys.stderr)"),
-                      tmp_path, timeout_s=30)
+    r = run_sandboxed(
+        py("import sys; print('one', flush=True); print('two', file=sys.stderr)"),
+        tmp_path,
+        timeout_s=30,
+    )
     assert r.status == "ok" and r.returncode == 0
     assert r.output.index("one") < r.output.index("two")
     assert r.cwd == str(tmp_path)
@@ -59,14 +69,20 @@ def test_segfault_names_the_signal(tmp_path):
 
 
 def test_nonzero_exit_keeps_the_tail(tmp_path):
-    r = run_sandboxed([sys.executable, str(KERNELS / "exit_nonzero.py"), "--level", "L0"], tmp_path, 30)
+    r = run_sandboxed(
+        [sys.executable, str(KERNELS / "exit_nonzero.py"), "--level", "L0"], tmp_path, 30
+    )
     assert (r.status, r.returncode, r.reason) == ("error", 7, "exit code 7")
     assert "kernel launch failed" in r.tail
 
 
 def test_address_space_limit_turns_a_hog_into_an_out_of_memory_error(tmp_path):
-    r = run_sandboxed([sys.executable, str(KERNELS / "oom.py"), "--level", "L0"], tmp_path, 60,
-                      memory_limit_mb=512)
+    r = run_sandboxed(
+        [sys.executable, str(KERNELS / "oom.py"), "--level", "L0"],
+        tmp_path,
+        60,
+        memory_limit_mb=512,
+    )
     assert r.status == "error"
     assert "MemoryError" in r.tail
     assert "out of memory" in r.reason
@@ -103,13 +119,25 @@ def test_child_env_makes_the_bot_and_the_variant_dir_importable(tmp_path):
 
 
 def test_kernels_get_no_forge_or_ci_credentials(tmp_path, monkeypatch):
-    secrets = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_ID", "ACTIONS_RUNTIME_TOKEN",
-               "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_CACHE_URL")
+    secrets = (
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_APP_PRIVATE_KEY",
+        "GITHUB_APP_ID",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+        "ACTIONS_CACHE_URL",
+    )
     for name in secrets:
         monkeypatch.setenv(name, "secret")
     monkeypatch.setenv("GITHUB_WORKSPACE", "kept")  # not a credential
-    r = run_sandboxed([sys.executable, str(KERNELS / "print_env.py"), "--level", "L0"], tmp_path, 60,
-                      env=child_env([KERNELS]))
+    r = run_sandboxed(
+        [sys.executable, str(KERNELS / "print_env.py"), "--level", "L0"],
+        tmp_path,
+        60,
+        env=child_env([KERNELS]),
+    )
     assert r.ok
     env = json.loads(next(line for line in r.output.splitlines() if line.startswith("ENV "))[4:])
     assert not [k for k in secrets if k in env] and env["GITHUB_WORKSPACE"] == "kept"

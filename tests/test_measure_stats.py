@@ -13,7 +13,7 @@ from bot.measure.stats import median_ci_ranks, quantile, relative_change, summar
 def binom_coverage(n: int, lo: int) -> float:
     # X ~ Bin(n, 1/2) samples below the median; the CI [x_lo, x_{n-1-lo}] (0-based) covers
     # the median when lo + 1 <= X <= n - 1 - lo, with probability 1 - 2 P(X <= lo)
-    tail = sum(math.comb(n, i) for i in range(lo + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(lo + 1)) / 2**n
     return 1 - 2 * tail
 
 
@@ -66,7 +66,7 @@ def test_relative_change_sign():
 @pytest.mark.parametrize("n", [500, 1001, 4000])
 def test_log_space_ranks_equal_the_exact_integer_sum(n):
     # the exact rule with big integers: the largest k with P(X <= k) <= 2.5 %
-    total, cdf, k = 2 ** n, 0, -1
+    total, cdf, k = 2**n, 0, -1
     for i in range(n + 1):
         cdf += math.comb(n, i)
         if cdf * 40 > total:

@@ -23,10 +23,16 @@ from bot.github_flow import FlowConfig, handle_event
 
 def files(effects: dict) -> dict[str, str]:
     behavior = {"base_ms": 100.0, "jitter": 0.002, "analysis": ANALYSIS, "effects": effects}
-    return {"references/mindiesd-features.md": (ROOT / "references/mindiesd-features.md").read_text(encoding="utf-8"),
-            f"{MODEL_DIR}/model.yaml": MODEL_YAML, f"{MODEL_DIR}/settings.yaml": SETTINGS,
-            f"{MODEL_DIR}/behavior.json": json.dumps(behavior), f"{MODEL_DIR}/fakepipe.py": (FIX / "fakepipe.py").read_text(),
-            f"{MODEL_DIR}/mindiesd/__init__.py": (FIX / "mindiesd/__init__.py").read_text()}
+    return {
+        "references/mindiesd-features.md": (ROOT / "references/mindiesd-features.md").read_text(
+            encoding="utf-8"
+        ),
+        f"{MODEL_DIR}/model.yaml": MODEL_YAML,
+        f"{MODEL_DIR}/settings.yaml": SETTINGS,
+        f"{MODEL_DIR}/behavior.json": json.dumps(behavior),
+        f"{MODEL_DIR}/fakepipe.py": (FIX / "fakepipe.py").read_text(),
+        f"{MODEL_DIR}/mindiesd/__init__.py": (FIX / "mindiesd/__init__.py").read_text(),
+    }
 
 
 @pytest.fixture
@@ -41,8 +47,12 @@ def test_tune_a_model_from_a_pull_request_comment(world, tmp_path):
     head = world.push_branch("feature", {"notes.md": "x\n"}, "feature work")
     number = world.fake.open_pull("feature", user="dev", title="Feature")
     checkout = world.clone(tmp_path / "runner")
-    cfg = FlowConfig(repo=world.fake.full_name, checkout=checkout, server_url=world.fake.base_url + "/html",
-                     sleep=lambda s: None)
+    cfg = FlowConfig(
+        repo=world.fake.full_name,
+        checkout=checkout,
+        server_url=world.fake.base_url + "/html",
+        sleep=lambda s: None,
+    )
     gh = make_client("t0ken", world.fake.base_url)
     payload = world.fake.comment_event(number, "/tune fakeproj/fake", "dev")
 
@@ -58,7 +68,10 @@ def test_tune_a_model_from_a_pull_request_comment(world, tmp_path):
     (status,) = [c for c in world.fake.comments_on(number) if c.user == world.fake.token_login]
     assert status.body.startswith(status_marker("fakeproj/fake"))
     assert "quant: false -> true [W8A8_DYNAMIC]" in status.body and "stale_api" in status.body
-    assert "**Verdict:** 特性耗尽 (features table may be stale: iter 3: sparse_attention: ImportError" in status.body
+    assert (
+        "**Verdict:** 特性耗尽 (features table may be stale: iter 3: sparse_attention: ImportError"
+        in status.body
+    )
     assert [s["state"] for s in world.fake.statuses[head]] == ["success"]
     world.fake.assert_no_violations()
 
@@ -67,13 +80,22 @@ def test_unknown_name_is_refused_and_nothing_runs(world, tmp_path):
     world.push_branch("feature", {"notes.md": "x\n"}, "feature work")
     number = world.fake.open_pull("feature", user="dev", title="Feature")
     gh = make_client("t0ken", world.fake.base_url)
-    cfg = FlowConfig(repo=world.fake.full_name, checkout=world.clone(tmp_path / "runner"),
-                     server_url=world.fake.base_url + "/html", sleep=lambda s: None)
+    cfg = FlowConfig(
+        repo=world.fake.full_name,
+        checkout=world.clone(tmp_path / "runner"),
+        server_url=world.fake.base_url + "/html",
+        sleep=lambda s: None,
+    )
 
     def must_not_tune(*args, **kwargs):
         raise AssertionError("nothing may run for an unknown name")
 
-    (outcome,) = handle_event("issue_comment", world.fake.comment_event(number, "/tune otherproj/fake", "dev"), gh, cfg,
-                              tune=must_not_tune)
+    (outcome,) = handle_event(
+        "issue_comment",
+        world.fake.comment_event(number, "/tune otherproj/fake", "dev"),
+        gh,
+        cfg,
+        tune=must_not_tune,
+    )
     assert outcome.action == "refused"
     world.fake.assert_no_violations()

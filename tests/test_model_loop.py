@@ -44,18 +44,34 @@ settings:
 stop: {max_iters: 10, noise_floor: 0.03, patience: 2}
 remeasure_rounds: 2
 """
-SETTINGS = "# the fake pipeline's settings\nfused: false\nquant: false\nwindow: 0\ncache: 0\ncfg: false\n"
+SETTINGS = (
+    "# the fake pipeline's settings\nfused: false\nquant: false\nwindow: 0\ncache: 0\ncfg: false\n"
+)
 # compute bound and MatMul-led (50 + 35 > 60), FA 35 > 30, compile path off, adjacent steps alike:
 # advise fires pattern, quantization, sparsity (attention) and cache; CFG Parallel is tier 2.
-ANALYSIS = {"system": {"peak_memory_gb": 10, "memory_capacity_gb": 64},
-            "pipeline": {"steps": 8, "step_similarity": 0.95},
-            "compute": {"matmul_pct": 50, "attention_pct": 35, "vector_pct": 15, "comm_pct": 0, "compiled": False},
-            "communication": {"comm_pct": 0},
-            "operator": {"dit_matmul_pct": 50, "fa_pct": 35, "vector_pct": 15}}
+ANALYSIS = {
+    "system": {"peak_memory_gb": 10, "memory_capacity_gb": 64},
+    "pipeline": {"steps": 8, "step_similarity": 0.95},
+    "compute": {
+        "matmul_pct": 50,
+        "attention_pct": 35,
+        "vector_pct": 15,
+        "comm_pct": 0,
+        "compiled": False,
+    },
+    "communication": {"comm_pct": 0},
+    "operator": {"dit_matmul_pct": 50, "fa_pct": 35, "vector_pct": 15},
+}
 EFFECTS = {
     "fused=true": {"factor": 0.995},
-    "quant=true": {"factor": 0.6, "perturb": 0.005,
-                   "analysis": {"compute": {"matmul_pct": 25, "attention_pct": 55}, "operator": {"dit_matmul_pct": 25, "fa_pct": 55}}},
+    "quant=true": {
+        "factor": 0.6,
+        "perturb": 0.005,
+        "analysis": {
+            "compute": {"matmul_pct": 25, "attention_pct": 55},
+            "operator": {"dit_matmul_pct": 25, "fa_pct": 55},
+        },
+    },
     "window=128": {"factor": 0.9, "perturb": 0.3},
     "cache=2": {"factor": 0.7, "perturb": 0.002},
     "cache=4": {"factor": 0.99, "perturb": 0.004},
@@ -63,23 +79,38 @@ EFFECTS = {
 }
 
 
-def add_model(repo, model_yaml: str = MODEL_YAML, effects: dict | None = None, analysis: dict | None = None,
-              table_version: str | None = None, settings: str = SETTINGS) -> str:
+def add_model(
+    repo,
+    model_yaml: str = MODEL_YAML,
+    effects: dict | None = None,
+    analysis: dict | None = None,
+    table_version: str | None = None,
+    settings: str = SETTINGS,
+) -> str:
     table = (ROOT / "references/mindiesd-features.md").read_text(encoding="utf-8")
     if table_version:
         table = table.replace("- 文档版本: 未声明", f"- 文档版本: {table_version}")
-    behavior = {"base_ms": 100.0, "jitter": 0.002, "analysis": analysis if analysis is not None else ANALYSIS,
-                "effects": EFFECTS if effects is None else effects}
-    files = {"references/mindiesd-features.md": table,
-             f"{MODEL_DIR}/model.yaml": model_yaml, f"{MODEL_DIR}/settings.yaml": settings,
-             f"{MODEL_DIR}/behavior.json": json.dumps(behavior, indent=1),
-             f"{MODEL_DIR}/fakepipe.py": (FIX / "fakepipe.py").read_text(),
-             f"{MODEL_DIR}/mindiesd/__init__.py": (FIX / "mindiesd/__init__.py").read_text()}
+    behavior = {
+        "base_ms": 100.0,
+        "jitter": 0.002,
+        "analysis": analysis if analysis is not None else ANALYSIS,
+        "effects": EFFECTS if effects is None else effects,
+    }
+    files = {
+        "references/mindiesd-features.md": table,
+        f"{MODEL_DIR}/model.yaml": model_yaml,
+        f"{MODEL_DIR}/settings.yaml": settings,
+        f"{MODEL_DIR}/behavior.json": json.dumps(behavior, indent=1),
+        f"{MODEL_DIR}/fakepipe.py": (FIX / "fakepipe.py").read_text(),
+        f"{MODEL_DIR}/mindiesd/__init__.py": (FIX / "mindiesd/__init__.py").read_text(),
+    }
     return make_commit(repo, files, "add the fake model")
 
 
 def git(repo_path: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo_path, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo_path, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def records(repo_path: Path) -> list[dict]:
@@ -101,7 +132,9 @@ def control(tmp_path, monkeypatch):
 
 def tune(repo_path: Path, events: list | None = None, **kwargs):
     sink = events.append if events is not None else None
-    return run_model(TuneRequest(repo=repo_path, op="fakeproj/fake", **kwargs), LocalForge(repo_path), sink)
+    return run_model(
+        TuneRequest(repo=repo_path, op="fakeproj/fake", **kwargs), LocalForge(repo_path), sink
+    )
 
 
 def test_model_run_one_setting_per_iteration_with_citations_gate_and_refusal(git_repo, control):
@@ -119,14 +152,24 @@ def test_model_run_one_setting_per_iteration_with_citations_gate_and_refusal(git
         ("window", 128, "quality_fail"),  # sparsity; cosine ~0.83 < 0.99
         ("cache", 2, "better"),  # generic (cache); window=64 is skipped: beyond a failed value
         ("cache", 4, "not_better"),
-        ("cfg", True, "workload_changed"),  # tier 2: no finding points to CFG Parallel; steps 8 -> 4 refused
+        (
+            "cfg",
+            True,
+            "workload_changed",
+        ),  # tier 2: no finding points to CFG Parallel; steps 8 -> 4 refused
     ]
     assert [r["setting"]["tier"] for r in its] == [1, 1, 1, 1, 1, 2]
-    assert its[0]["setting"]["citation"].startswith("references/mindiesd-features.md#编译路径优化 row 'Pattern 融合'")
+    assert its[0]["setting"]["citation"].startswith(
+        "references/mindiesd-features.md#编译路径优化 row 'Pattern 融合'"
+    )
     assert "compile path not used" in its[0]["setting"]["reasons"][0]
     assert "MatMul-led" in its[1]["setting"]["reasons"][0]
     assert its[2]["quality"]["cosine"] < 0.99 and its[2]["quality"]["passed"] is False
-    assert "steps: 8 -> 4" in its[5]["note"] and its[5]["quality"] is None and its[5]["decision"] is None
+    assert (
+        "steps: 8 -> 4" in its[5]["note"]
+        and its[5]["quality"] is None
+        and its[5]["decision"] is None
+    )
     # each iteration: its own branch, parent = best so far, exactly one settings key changed
     best = base
     for r in its:
@@ -134,9 +177,15 @@ def test_model_run_one_setting_per_iteration_with_citations_gate_and_refusal(git
         sha = git(git_repo.path, "rev-parse", f"tunebot/fake/v{n}")
         assert sha == r["sha"] and git(git_repo.path, "rev-parse", f"{sha}^") == best == r["parent"]
         diff = git(git_repo.path, "diff", "-U0", best, sha, "--", f"{MODEL_DIR}/settings.yaml")
-        changed = [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-        assert changed == [f"-{r['setting']['key']}: {_yaml(r['setting']['old'])}",
-                           f"+{r['setting']['key']}: {_yaml(r['setting']['new'])}"]
+        changed = [
+            line
+            for line in diff.splitlines()
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        assert changed == [
+            f"-{r['setting']['key']}: {_yaml(r['setting']['old'])}",
+            f"+{r['setting']['key']}: {_yaml(r['setting']['new'])}",
+        ]
         if r["verdict"] == "better":
             best = sha
     # the analysis was re-run after the quantization and the figures' move recorded
@@ -149,11 +198,16 @@ def test_model_run_one_setting_per_iteration_with_citations_gate_and_refusal(git
     delivered = git(git_repo.path, "show", f"tunebot/fake/best:{MODEL_DIR}/settings.yaml")
     assert "quant: true" in delivered and "cache: 2" in delivered and "window: 0" in delivered
     log = git(git_repo.path, "show", f"tunebot/fake/best:{MODEL_DIR}/perf_opt/opt_log.md")
-    assert "工作负载: device_count=1" in log and "| 3 | window: 0 -> 128 | sparse_attention |" in log
+    assert (
+        "工作负载: device_count=1" in log and "| 3 | window: 0 -> 128 | sparse_attention |" in log
+    )
     assert "中止原因: 特性耗尽" in log
     proposal = LocalForge(git_repo.path).list_proposals()[0]
     assert proposal.body.startswith("### Enabled, and why")
-    assert "**quant: false -> true** — references/mindiesd-features.md#matmul-量化 row 'W8A8_DYNAMIC'" in proposal.body
+    assert (
+        "**quant: false -> true** — references/mindiesd-features.md#matmul-量化 row 'W8A8_DYNAMIC'"
+        in proposal.body
+    )
     assert "## Stage Result" in proposal.body and "- stop_reason: 特性耗尽" in proposal.body
     assert "- issues: iter 3 (window=128): quality_fail" in proposal.body
     # the baseline settings re-measured at the end: the fake pipeline's machine does not drift
@@ -195,19 +249,35 @@ def test_stop_reasons_are_recorded_with_evidence(git_repo, control, case):
     elif case == "noise":
         effects = {"fused=true": {"factor": 0.995}, "quant=true": {"factor": 0.99}}
         add_model(git_repo, effects=effects)
-        expected, evidence = "差距在噪声内", "the last 2 measured iterations moved latency by less than"
+        expected, evidence = (
+            "差距在噪声内",
+            "the last 2 measured iterations moved latency by less than",
+        )
     elif case == "external":
-        analysis = {"compute": {"matmul_pct": 20, "attention_pct": 10, "compiled": True},
-                    "communication": {"comm_pct": 40, "exposed_comm_pct": 45},
-                    "pipeline": {"redundant_steps": False}, "system": {"peak_memory_gb": 8, "memory_capacity_gb": 64}}
-        yaml_text = MODEL_YAML.split("settings:\n")[0] + "settings:\n  - {key: fused, values: [true], row: Pattern 融合}\n"
+        analysis = {
+            "compute": {"matmul_pct": 20, "attention_pct": 10, "compiled": True},
+            "communication": {"comm_pct": 40, "exposed_comm_pct": 45},
+            "pipeline": {"redundant_steps": False},
+            "system": {"peak_memory_gb": 8, "memory_capacity_gb": 64},
+        }
+        yaml_text = (
+            MODEL_YAML.split("settings:\n", maxsplit=1)[0]
+            + "settings:\n  - {key: fused, values: [true], row: Pattern 融合}\n"
+        )
         expected = "外部根因"
-        evidence = ("HCCL (communication not hidden by compute); analysis of the baseline: "
-                    "exposed communication 45% of communication time > 30%")
+        evidence = (
+            "HCCL (communication not hidden by compute); analysis of the baseline: "
+            "exposed communication 45% of communication time > 30%"
+        )
     elif case == "hardware":
-        analysis = {"compute": {"matmul_pct": 20, "attention_pct": 10, "compiled": True},
-                    "system": {"peak_memory_gb": 62, "memory_capacity_gb": 64}}
-        yaml_text = MODEL_YAML.split("settings:\n")[0] + "settings:\n  - {key: fused, values: [true], row: Pattern 融合}\n"
+        analysis = {
+            "compute": {"matmul_pct": 20, "attention_pct": 10, "compiled": True},
+            "system": {"peak_memory_gb": 62, "memory_capacity_gb": 64},
+        }
+        yaml_text = (
+            MODEL_YAML.split("settings:\n", maxsplit=1)[0]
+            + "settings:\n  - {key: fused, values: [true], row: Pattern 融合}\n"
+        )
         expected, evidence = "硬件上限", "peak memory 62 GB of 64 GB = 97% >= 90% of capacity"
     else:
         kwargs = {"max_iters": 1}
@@ -239,8 +309,11 @@ def test_mindiesd_api_failure_flags_the_table_stale(git_repo, control, crash):
     tune(git_repo.path, events)
     it = next(r for r in iterations(git_repo.path) if r["setting"]["key"] == "window")
     assert it["verdict"] == "stale_api"
-    expected = ("ImportError: cannot import name 'sparse_attention' from 'mindiesd'" if crash == "import"
-                else "TypeError: attention_forward() got an unexpected keyword argument 'fused'")
+    expected = (
+        "ImportError: cannot import name 'sparse_attention' from 'mindiesd'"
+        if crash == "import"
+        else "TypeError: attention_forward() got an unexpected keyword argument 'fused'"
+    )
     assert expected in it["stale"]
     # the run went on (window=64 is a different value: tried next) and the report flags the table
     body = LocalForge(git_repo.path).list_proposals()[0].body
@@ -266,10 +339,19 @@ def test_same_version_is_not_stale(git_repo, control):
     assert "no sign of staleness" in LocalForge(git_repo.path).list_proposals()[0].body
 
 
-def _cli(repo_path: Path, control: Path, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def _cli(
+    repo_path: Path, control: Path, *extra: str, timeout: float = 120
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "FAKEPIPE_CONTROL": str(control)}
-    return subprocess.run([sys.executable, "-m", "bot", "tune", "fakeproj/fake", "--repo", str(repo_path), *extra],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "tune", "fakeproj/fake", "--repo", str(repo_path), *extra],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_garbage_benchmark_at_baseline_is_a_clear_error_and_loses_nothing(git_repo, control):
@@ -286,7 +368,9 @@ def test_garbage_benchmark_at_baseline_is_a_clear_error_and_loses_nothing(git_re
 
 
 @pytest.mark.parametrize("fault", ["benchmark_garbage", "analysis_garbage", "quality_crash"])
-def test_harness_fault_mid_run_is_a_clear_error_then_resume_loses_and_duplicates_nothing(git_repo, control, fault):
+def test_harness_fault_mid_run_is_a_clear_error_then_resume_loses_and_duplicates_nothing(
+    git_repo, control, fault
+):
     add_model(git_repo)
     seen: list = []
 
@@ -296,10 +380,15 @@ def test_harness_fault_mid_run_is_a_clear_error_then_resume_loses_and_duplicates
             control.write_text(json.dumps({fault: True}))
 
     with pytest.raises(cmd.OutputError) as err:
-        run_model(TuneRequest(repo=git_repo.path, op="fakeproj/fake"), LocalForge(git_repo.path), progress)
+        run_model(
+            TuneRequest(repo=git_repo.path, op="fakeproj/fake"), LocalForge(git_repo.path), progress
+        )
     message = str(err.value)
-    expected = {"benchmark_garbage": "printed no JSON object", "analysis_garbage": "does not parse",
-                "quality_crash": "quality command"}[fault]
+    expected = {
+        "benchmark_garbage": "printed no JSON object",
+        "analysis_garbage": "does not parse",
+        "quality_crash": "quality command",
+    }[fault]
     assert expected in message and err.value.exit_code == 2
     kept = iterations(git_repo.path)
     assert [r["iteration"] for r in kept] == [1]
@@ -321,8 +410,13 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(git_repo, tmp_
     log = git_repo.path / ".git/tunebot/runs/fakeproj/fake/results.jsonl"
     kills = 0
     for wait_for in ("iter:1", "iter:3"):
-        proc = subprocess.Popen([sys.executable, "-m", "bot", "tune", "fakeproj/fake", "--repo", str(git_repo.path)],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot", "tune", "fakeproj/fake", "--repo", str(git_repo.path)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
             if log.exists() and f'"key": "{wait_for}"' in log.read_text():
@@ -338,10 +432,16 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(git_repo, tmp_
     done = _cli(git_repo.path, control)
     assert done.returncode == 0, done.stderr
     final = iterations(git_repo.path)
-    assert final[:len(midway)] == midway
+    assert final[: len(midway)] == midway
     assert [r["iteration"] for r in final] == [1, 2, 3, 4, 5, 6]
-    assert [r["verdict"] for r in final] == ["not_better", "better", "quality_fail", "better", "not_better",
-                                              "workload_changed"]
+    assert [r["verdict"] for r in final] == [
+        "not_better",
+        "better",
+        "quality_fail",
+        "better",
+        "not_better",
+        "workload_changed",
+    ]
     keys = [r["key"] for r in records(git_repo.path)]
     assert len(keys) == len(set(keys))
     for r in final:
@@ -359,9 +459,17 @@ def test_bad_model_yaml_is_refused_before_anything_is_written(git_repo, control)
 
 
 def test_workload_facts_missing_is_a_clear_error(git_repo, control, tmp_path):
-    result = cmd.CommandResult(["python", "bench.py"], 0, json.dumps(
-        {"latency_ms": [1.0], "workload": {"model": "m", "resolution": "1x1"}}), "", 0.1)
-    with pytest.raises(cmd.OutputError, match="workload fact\\(s\\) frames, steps, precision, device_count, hardware missing"):
+    result = cmd.CommandResult(
+        ["python", "bench.py"],
+        0,
+        json.dumps({"latency_ms": [1.0], "workload": {"model": "m", "resolution": "1x1"}}),
+        "",
+        0.1,
+    )
+    with pytest.raises(
+        cmd.OutputError,
+        match="workload fact\\(s\\) frames, steps, precision, device_count, hardware missing",
+    ):
         cmd.parse_benchmark(result)
 
 
@@ -369,7 +477,10 @@ def test_cli_dispatches_a_model_name_and_keeps_ops_working(git_repo, control):
     add_model(git_repo, effects={"fused=true": {"factor": 0.5}})
     done = _cli(git_repo.path, control, "--dry-run")
     assert done.returncode == 0, done.stderr
-    assert "tier 2 fused: false -> true -> references/mindiesd-features.md#编译路径优化 row 'Pattern 融合'" in done.stdout
+    assert (
+        "tier 2 fused: false -> true -> references/mindiesd-features.md#编译路径优化 row 'Pattern 融合'"
+        in done.stdout
+    )
     assert records(git_repo.path) == []  # a dry run writes nothing
     refused = _cli(git_repo.path, control, "--strategies", "block_size")
     assert refused.returncode == 2 and "settings listed in its model.yaml" in refused.stderr
@@ -380,17 +491,37 @@ def test_cancel_stops_a_model_run_before_its_next_iteration(git_repo, tmp_path):
     control = tmp_path / "control.json"
     control.write_text(json.dumps({"sleep_s": 0.3}))
     env = {**os.environ, "FAKEPIPE_CONTROL": str(control)}
-    nothing = subprocess.run([sys.executable, "-m", "bot", "cancel", "fakeproj/fake", "--repo", str(git_repo.path)],
-                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    nothing = subprocess.run(
+        [sys.executable, "-m", "bot", "cancel", "fakeproj/fake", "--repo", str(git_repo.path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert nothing.returncode == 3 and "nothing to cancel" in nothing.stderr
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "tune", "fakeproj/fake", "--repo", str(git_repo.path)],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot", "tune", "fakeproj/fake", "--repo", str(git_repo.path)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     log = git_repo.path / ".git/tunebot/runs/fakeproj/fake/results.jsonl"
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (log.exists() and '"key": "iter:1"' in log.read_text()):
+    while time.monotonic() < deadline and not (
+        log.exists() and '"key": "iter:1"' in log.read_text()
+    ):
         time.sleep(0.05)
-    asked = subprocess.run([sys.executable, "-m", "bot", "cancel", "fakeproj/fake", "--repo", str(git_repo.path)],
-                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    asked = subprocess.run(
+        [sys.executable, "-m", "bot", "cancel", "fakeproj/fake", "--repo", str(git_repo.path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert asked.returncode == 0, asked.stderr
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
     stop = next(r for r in records(git_repo.path) if r["kind"] == "model-stop")
@@ -398,4 +529,7 @@ def test_cancel_stops_a_model_run_before_its_next_iteration(git_repo, tmp_path):
     assert 1 <= len(iterations(git_repo.path)) < 6
     assert LocalForge(git_repo.path).list_proposals() == []  # a cancelled run proposes nothing
     delivered = git(git_repo.path, "show", f"tunebot/fake/best:{MODEL_DIR}/perf_opt/report.md")
-    assert "- verdict: TUNING_CANCELLED" in delivered and "no proposal: the run was cancelled" in delivered
+    assert (
+        "- verdict: TUNING_CANCELLED" in delivered
+        and "no proposal: the run was cancelled" in delivered
+    )

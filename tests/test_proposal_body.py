@@ -43,24 +43,42 @@ def _run_with_proposal(git_repo):
 def test_the_body_leads_with_the_change_then_gain_then_iterations_chart_report_config(git_repo):
     outcome, proposal = _run_with_proposal(git_repo)
     body = proposal.body
-    order = ["**What changed**", "**Gain:**", "**Smallest gain this run could detect:**", "### Iterations",
-             "```mermaid", "**Legend.**", "## Stage Result", "Effective config"]
+    order = [
+        "**What changed**",
+        "**Gain:**",
+        "**Smallest gain this run could detect:**",
+        "### Iterations",
+        "```mermaid",
+        "**Legend.**",
+        "## Stage Result",
+        "Effective config",
+    ]
     positions = [body.index(marker) for marker in order]
     assert positions == sorted(positions), "sections in the order a reviewer needs them"
 
     iterations = [r for r in records(git_repo.path) if r["kind"] == "iteration"]
     kept = [r for r in iterations if r["verdict"] == "better"]
-    chain_text = body[:body.index("**Gain:**")]
+    chain_text = body[: body.index("**Gain:**")]
     for rec in kept:  # each kept step as a one-line diff naming the line the variant changed
         variant = git(git_repo.path, "show", f"{rec['sha']}:{rec['path']}").splitlines()
-        line = next(i for i, text in enumerate(variant, start=1) if text.startswith(f"{rec['change']['knob']} = "))
+        line = next(
+            i
+            for i, text in enumerate(variant, start=1)
+            if text.startswith(f"{rec['change']['knob']} = ")
+        )
         step = f"`{rec['change']['knob']} {rec['change']['old']} -> {rec['change']['new']} (line {line})`"
         assert step in chain_text
     assert proposal.title.startswith(f"tunebot: testproj/sleepy {outcome.improvement_pct:+.1f}%: ")
-    assert f"{kept[-1]['change']['knob']} {kept[-1]['change']['old']} -> {kept[-1]['change']['new']}" in proposal.title
+    assert (
+        f"{kept[-1]['change']['knob']} {kept[-1]['change']['old']} -> {kept[-1]['change']['new']}"
+        in proposal.title
+    )
 
-    gain = re.search(r"\*\*Gain:\*\* [\d.]+ us -> [\d.]+ us, \*\*([+-][\d.]+)%\*\* \(range "
-                     r"([+-][\d.]+)% \.\. ([+-][\d.]+)%: what the two medians' 95 % confidence intervals allow", body)
+    gain = re.search(
+        r"\*\*Gain:\*\* [\d.]+ us -> [\d.]+ us, \*\*([+-][\d.]+)%\*\* \(range "
+        r"([+-][\d.]+)% \.\. ([+-][\d.]+)%: what the two medians' 95 % confidence intervals allow",
+        body,
+    )
     assert gain, body[:800]
     value, low, high = (float(g) for g in gain.groups())
     assert low <= value <= high
@@ -76,9 +94,18 @@ def test_the_iteration_table_renders_as_a_table_with_a_reason_for_every_row(git_
     tables = [i for i, t in enumerate(tokens) if t.type == "table_open"]
     assert len(tables) == 1
     html = md.render(proposal.body)
-    table = html[html.index("<table>"):html.index("</table>")]
+    table = html[html.index("<table>") : html.index("</table>")]
     header = re.findall(r"<th>(.*?)</th>", table)
-    assert header == ["iter", "change", "latency (us)", "vs baseline", "vs best", "verdict", "reason", "branch"]
+    assert header == [
+        "iter",
+        "change",
+        "latency (us)",
+        "vs baseline",
+        "vs best",
+        "verdict",
+        "reason",
+        "branch",
+    ]
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)[1:]
     assert len(rows) == len(iterations)
     for row, rec in zip(rows, iterations):
@@ -98,7 +125,7 @@ def test_the_chart_is_a_mermaid_block_from_zero_with_the_best_marked_and_a_legen
     chart = fences[0].content
     assert re.search(r'y-axis "latency \(us\)" 0 --> ', chart)
     assert f'"{outcome.best_iteration} best"' in chart
-    legend = proposal.body[proposal.body.index("**Legend.**"):].split("\n")[0]
+    legend = proposal.body[proposal.body.index("**Legend.**") :].split("\n")[0]
     assert "Bars:" in legend and "Line:" in legend and "starts at 0" in legend
 
 

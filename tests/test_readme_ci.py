@@ -1,4 +1,5 @@
 """README's test command and CI's entry point must be the same line, and it must install what it needs."""
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,9 @@ def _readme_test_command() -> str:
 
 def test_ci_runs_the_readme_test_command_verbatim():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    commands = [ln.strip() for ln in ci if ln.strip() and not ln.lstrip().startswith(("#", "set ", "cd "))]
+    commands = [
+        ln.strip() for ln in ci if ln.strip() and not ln.lstrip().startswith(("#", "set ", "cd "))
+    ]
     assert commands[-1] == _readme_test_command()
 
 

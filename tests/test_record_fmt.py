@@ -45,7 +45,10 @@ def test_gain_pct_is_none_when_a_side_is_unknown():
     assert gain_pct(0.0, 8.0) is None
 
 
-@pytest.mark.parametrize("text,value", [("12.34", 12.34), ("12.34 us", 12.34), (" 7us ", 7.0), ("-", None), ("- us", None)])
+@pytest.mark.parametrize(
+    "text,value",
+    [("12.34", 12.34), ("12.34 us", 12.34), (" 7us ", 7.0), ("-", None), ("- us", None)],
+)
 def test_parse_us_accepts_canonical_and_hand_written_forms(text, value):
     assert parse_us(text) == value
 
@@ -56,7 +59,9 @@ def test_parse_us_rejects_non_numbers(text):
         parse_us(text)
 
 
-@pytest.mark.parametrize("text,value", [("+12.3%", 12.3), ("12.3 %", 12.3), ("-4%", -4.0), ("-", None)])
+@pytest.mark.parametrize(
+    "text,value", [("+12.3%", 12.3), ("12.3 %", 12.3), ("-4%", -4.0), ("-", None)]
+)
 def test_parse_pct_accepts_sign_optional(text, value):
     assert parse_pct(text) == value
 
@@ -101,7 +106,10 @@ def test_random_cells_round_trip():
     rng = random.Random(11)
     alphabet = "ab |\\-> _中文"
     for _ in range(500):
-        cells = [one_line("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))) for _ in range(4)]
+        cells = [
+            one_line("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))))
+            for _ in range(4)
+        ]
         assert split_row("| " + " | ".join(escape_cell(c) for c in cells) + " |") == cells
 
 

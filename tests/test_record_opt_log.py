@@ -55,12 +55,16 @@ def test_the_conclusion_section_is_omitted_until_the_run_stops():
     log = parse_opt_log(SEED_EXAMPLE)
     log.conclusion = None
     text = render_opt_log(log)
-    assert "## 结论" not in text and text.endswith("| 3 | block_size BLOCK_N 32->64 | 26.00 | -2.4% | pass |\n")
+    assert "## 结论" not in text and text.endswith(
+        "| 3 | block_size BLOCK_N 32->64 | 26.00 | -2.4% | pass |\n"
+    )
     assert parse_opt_log(text) == log
 
 
 def test_an_empty_table_and_a_baseline_best():
-    log = OptLog("softmax", 9.99, "softmax.py", [], Conclusion("softmax.py", None, 9.99, 0.0, "策略耗尽"))
+    log = OptLog(
+        "softmax", 9.99, "softmax.py", [], Conclusion("softmax.py", None, 9.99, 0.0, "策略耗尽")
+    )
     text = render_opt_log(log)
     assert "- 最优版本: softmax.py (baseline)" in text
     assert "|------|------|-------------|------|------|\n\n## 结论" in text
@@ -85,10 +89,20 @@ def _random_log(rng: random.Random) -> OptLog:
     conclusion = None
     if rng.random() < 0.6:
         best = rng.choice([None] + [r.iter for r in rows])
-        conclusion = Conclusion(_random_text(rng), best, rng.choice([None, round(rng.uniform(0.1, 5000), 2)]),
-                                rng.choice([None, round(rng.uniform(-50, 90), 1)]), rng.choice(STOP_REASONS))
-    return OptLog(rng.choice(["rms_norm", "matmul_tiled", "attn-mix", "中文算子"]), base, _random_text(rng), rows,
-                  conclusion)
+        conclusion = Conclusion(
+            _random_text(rng),
+            best,
+            rng.choice([None, round(rng.uniform(0.1, 5000), 2)]),
+            rng.choice([None, round(rng.uniform(-50, 90), 1)]),
+            rng.choice(STOP_REASONS),
+        )
+    return OptLog(
+        rng.choice(["rms_norm", "matmul_tiled", "attn-mix", "中文算子"]),
+        base,
+        _random_text(rng),
+        rows,
+        conclusion,
+    )
 
 
 def test_random_logs_round_trip_both_ways():
@@ -103,7 +117,11 @@ def test_random_logs_round_trip_both_ways():
 def test_values_are_rounded_to_the_documented_precision():
     log = OptLog("op", 12.3456, "op.py", [LogRow(1, "s", 10.004, 18.96, "pass")])
     parsed = parse_opt_log(render_opt_log(log))
-    assert parsed.baseline_us == 12.35 and parsed.rows[0].latency_us == 10.0 and parsed.rows[0].gain_pct == 19.0
+    assert (
+        parsed.baseline_us == 12.35
+        and parsed.rows[0].latency_us == 10.0
+        and parsed.rows[0].gain_pct == 19.0
+    )
 
 
 def test_pipes_and_newlines_in_the_strategy_cell_are_safe():
@@ -150,22 +168,34 @@ def _line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), start=1) if needle in line)
 
 
-@pytest.mark.parametrize("old,new,needle,words", [
-    ("| pass |\n| 2 |", "| ok |\n| 2 |", "| ok |", "精度 'ok'"),
-    ("| 21.12 | +16.9%", "| fast | +16.9%", "| fast |", "latency(us)"),
-    ("| 21.12 | +16.9%", "| 21.12 | 16.9", "| 21.12 | 16.9 |", "提升"),
-    ("| 1 | block", "| one | block", "| one |", "iter 'one'"),
-    ("| 3 | block_size BLOCK_N", "| 2 | block_size BLOCK_N", "| 2 | block_size BLOCK_N", "iter 2 appears twice"),
-    ("| 2 | pipeline NUM_STAGES 2->3 | - | - | fail |", "| 2 | pipeline | fail |", "| 2 | pipeline | fail |",
-     "5 cells"),
-    ("- 中止原因: 连续无提升", "- 中止原因: 累了", "累了", "中止原因"),
-    ("- 最优版本: rms_norm.py (iter 1)", "- 最优版本: rms_norm.py", "- 最优版本", "最优版本"),
-    ("- latency: 25.40 us", "- latency: quick", "quick", "baseline latency"),
-    ("- 来源: rms_norm.py", "- 来源: rms_norm.py\n- owner: me", "owner", "unknown key 'owner'"),
-    ("## 结论", "## 总结", "## 总结", "unknown section"),
-    ("|------|------|", "|  |------|", "|  |------|", "separator"),
-    ("| iter | 策略 |", "| it | 策略 |", "| it | 策略 |", "table header"),
-])
+@pytest.mark.parametrize(
+    "old,new,needle,words",
+    [
+        ("| pass |\n| 2 |", "| ok |\n| 2 |", "| ok |", "精度 'ok'"),
+        ("| 21.12 | +16.9%", "| fast | +16.9%", "| fast |", "latency(us)"),
+        ("| 21.12 | +16.9%", "| 21.12 | 16.9", "| 21.12 | 16.9 |", "提升"),
+        ("| 1 | block", "| one | block", "| one |", "iter 'one'"),
+        (
+            "| 3 | block_size BLOCK_N",
+            "| 2 | block_size BLOCK_N",
+            "| 2 | block_size BLOCK_N",
+            "iter 2 appears twice",
+        ),
+        (
+            "| 2 | pipeline NUM_STAGES 2->3 | - | - | fail |",
+            "| 2 | pipeline | fail |",
+            "| 2 | pipeline | fail |",
+            "5 cells",
+        ),
+        ("- 中止原因: 连续无提升", "- 中止原因: 累了", "累了", "中止原因"),
+        ("- 最优版本: rms_norm.py (iter 1)", "- 最优版本: rms_norm.py", "- 最优版本", "最优版本"),
+        ("- latency: 25.40 us", "- latency: quick", "quick", "baseline latency"),
+        ("- 来源: rms_norm.py", "- 来源: rms_norm.py\n- owner: me", "owner", "unknown key 'owner'"),
+        ("## 结论", "## 总结", "## 总结", "unknown section"),
+        ("|------|------|", "|  |------|", "|  |------|", "separator"),
+        ("| iter | 策略 |", "| it | 策略 |", "| it | 策略 |", "table header"),
+    ],
+)
 def test_errors_name_the_line_and_the_problem(old, new, needle, words):
     text = SEED_EXAMPLE.replace(old, new, 1)
     assert text != SEED_EXAMPLE
@@ -175,12 +205,15 @@ def test_errors_name_the_line_and_the_problem(old, new, needle, words):
     assert str(err).startswith(f"perf_opt/opt_log.md:{err.line}: ") and "Fix: " in str(err)
 
 
-@pytest.mark.parametrize("drop,words", [
-    ("# rms_norm 性能调优日志\n", "title"),
-    ("## 基线\n- latency: 25.40 us\n- 来源: rms_norm.py\n", "'## 基线' is missing"),
-    ("- 来源: rms_norm.py\n", "'- 来源: ...' is missing"),
-    ("- 总提升: +16.9%\n", "'- 总提升: ...' is missing"),
-])
+@pytest.mark.parametrize(
+    "drop,words",
+    [
+        ("# rms_norm 性能调优日志\n", "title"),
+        ("## 基线\n- latency: 25.40 us\n- 来源: rms_norm.py\n", "'## 基线' is missing"),
+        ("- 来源: rms_norm.py\n", "'- 来源: ...' is missing"),
+        ("- 总提升: +16.9%\n", "'- 总提升: ...' is missing"),
+    ],
+)
 def test_a_missing_required_part_is_named(drop, words):
     text = SEED_EXAMPLE.replace(drop, "", 1)
     assert words in str(_error(text))
@@ -189,7 +222,9 @@ def test_a_missing_required_part_is_named(drop, words):
 def test_duplicate_sections_titles_and_keys_are_refused():
     assert "twice" in str(_error(SEED_EXAMPLE + "\n## 结论\n"))
     assert "second" in str(_error(SEED_EXAMPLE + "\n# other 性能调优日志\n"))
-    assert "twice" in str(_error(SEED_EXAMPLE.replace("- 来源: rms_norm.py", "- 来源: a.py\n- 来源: b.py")))
+    assert "twice" in str(
+        _error(SEED_EXAMPLE.replace("- 来源: rms_norm.py", "- 来源: a.py\n- 来源: b.py"))
+    )
 
 
 def test_text_before_the_title_or_outside_sections_is_refused():
@@ -206,16 +241,24 @@ def test_render_refuses_values_that_could_not_be_parsed_back():
 
 def test_stop_reasons_match_the_loop_contract():
     """bot.loop.StopReason and STOP_REASONS must list the same reasons (read from source: no import cycle)."""
-    tree = ast.parse(Path(__file__).resolve().parents[1].joinpath("bot/loop.py").read_text(encoding="utf-8"))
-    literal = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                   and any(isinstance(t, ast.Name) and t.id == "StopReason" for t in node.targets))
+    tree = ast.parse(
+        Path(__file__).resolve().parents[1].joinpath("bot/loop.py").read_text(encoding="utf-8")
+    )
+    literal = next(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "StopReason" for t in node.targets)
+    )
     assert tuple(ast.literal_eval(literal.slice)) == STOP_REASONS
 
 
 def _doc_block(after: str) -> str:
-    text = Path(__file__).resolve().parents[1].joinpath("docs/records.md").read_text(encoding="utf-8")
+    text = (
+        Path(__file__).resolve().parents[1].joinpath("docs/records.md").read_text(encoding="utf-8")
+    )
     start = text.index("```\n", text.index(after)) + 4
-    return text[start:text.index("```", start)]
+    return text[start : text.index("```", start)]
 
 
 def test_the_documented_example_is_what_the_code_renders():

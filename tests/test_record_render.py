@@ -6,8 +6,10 @@ from bot.record.fmt import split_row
 from bot.record.opt_log import LogRow
 from bot.record.render import HEADER, iteration_table
 
-ROWS = [LogRow(1, "block_size BLOCK_M 64->128", 21.12, 16.9, "pass"),
-        LogRow(2, "pipeline a|b", None, None, "fail")]
+ROWS = [
+    LogRow(1, "block_size BLOCK_M 64->128", 21.12, 16.9, "pass"),
+    LogRow(2, "pipeline a|b", None, None, "fail"),
+]
 
 
 def test_table_without_links():
@@ -19,15 +21,20 @@ def test_table_without_links():
 
 
 def test_links_column_per_iteration_in_the_given_order():
-    links = {1: {"branch": "https://github.com/o/r/tree/tunebot/rms_norm/v1",
-                 "commit": "https://github.com/o/r/commit/abc123",
-                 "diff": "https://github.com/o/r/compare/main...tunebot/rms_norm/v1"}}
+    links = {
+        1: {
+            "branch": "https://github.com/o/r/tree/tunebot/rms_norm/v1",
+            "commit": "https://github.com/o/r/commit/abc123",
+            "diff": "https://github.com/o/r/compare/main...tunebot/rms_norm/v1",
+        }
+    }
     lines = iteration_table(ROWS, links).splitlines()
     assert split_row(lines[0])[-1] == "links"
     assert lines[2].endswith(
         "| [branch](<https://github.com/o/r/tree/tunebot/rms_norm/v1>) · "
         "[commit](<https://github.com/o/r/commit/abc123>) · "
-        "[diff](<https://github.com/o/r/compare/main...tunebot/rms_norm/v1>) |")
+        "[diff](<https://github.com/o/r/compare/main...tunebot/rms_norm/v1>) |"
+    )
     assert split_row(lines[3])[-1] == "-"  # no links for iteration 2
 
 

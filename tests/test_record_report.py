@@ -30,10 +30,18 @@ SEED_EXAMPLE = """\
 
 
 def _example(**overrides) -> CompletionReport:
-    values = dict(project="demo", operator="rms_norm", iterations=6, baseline_latency=25.4, final_latency=21.12,
-                  improvement=16.9, stop_reason="连续无提升", summary="BLOCK_M 64->128 gave the best variant.",
-                  skills_consulted=["docs/perf_guide.md", "examples/demo/rms_norm/DESIGN.md"],
-                  issues=["iter 2 (pipeline): fail_l0"])
+    values = dict(
+        project="demo",
+        operator="rms_norm",
+        iterations=6,
+        baseline_latency=25.4,
+        final_latency=21.12,
+        improvement=16.9,
+        stop_reason="连续无提升",
+        summary="BLOCK_M 64->128 gave the best variant.",
+        skills_consulted=["docs/perf_guide.md", "examples/demo/rms_norm/DESIGN.md"],
+        issues=["iter 2 (pipeline): fail_l0"],
+    )
     values.update(overrides)
     return CompletionReport(**values)
 
@@ -90,8 +98,13 @@ def test_random_reports_round_trip_both_ways():
             improvement=rng.choice([None, round(rng.uniform(-100, 99), 1)]),
             stop_reason=rng.choice(STOP_REASONS),
             summary=" ".join(rng.choice(words) for _ in range(rng.randint(0, 8))),
-            skills_consulted=[f"docs/{rng.choice(words)}{i}.md".replace(" ", "_") for i in range(rng.randint(0, 3))],
-            issues=[" ".join(rng.choice(words) for _ in range(3)) for _ in range(rng.randint(0, 3))],
+            skills_consulted=[
+                f"docs/{rng.choice(words)}{i}.md".replace(" ", "_")
+                for i in range(rng.randint(0, 3))
+            ],
+            issues=[
+                " ".join(rng.choice(words) for _ in range(3)) for _ in range(rng.randint(0, 3))
+            ],
             output=rng.choice([None, "custom/out.py"]),
             stage=rng.randint(1, 5),
             verdict=rng.choice(["TUNING_COMPLETED", "TUNING_CANCELLED"]),
@@ -114,30 +127,42 @@ def _error(text: str) -> RecordFormatError:
     return info.value
 
 
-@pytest.mark.parametrize("old,new,words", [
-    ("- iterations: 6", "- iterations: six", "iterations 'six'"),
-    ("- baseline_latency: 25.40 us", "- baseline_latency: slow", "baseline_latency"),
-    ("- improvement: +16.9%", "- improvement: 16.9", "improvement"),
-    ("- stop_reason: 连续无提升", "- stop_reason: bored", "stop_reason 'bored'"),
-    ("- stage: 4", "- stage: 4\n- colour: red", "unknown key 'colour'"),
-    ("- stage: 4", "- stage: 4\n- stage: 4", "twice"),
-    ("- stage: 4", "- stage: 4\nfree text", "expected '- <key>: <value>'"),
-])
+@pytest.mark.parametrize(
+    "old,new,words",
+    [
+        ("- iterations: 6", "- iterations: six", "iterations 'six'"),
+        ("- baseline_latency: 25.40 us", "- baseline_latency: slow", "baseline_latency"),
+        ("- improvement: +16.9%", "- improvement: 16.9", "improvement"),
+        ("- stop_reason: 连续无提升", "- stop_reason: bored", "stop_reason 'bored'"),
+        ("- stage: 4", "- stage: 4\n- colour: red", "unknown key 'colour'"),
+        ("- stage: 4", "- stage: 4\n- stage: 4", "twice"),
+        ("- stage: 4", "- stage: 4\nfree text", "expected '- <key>: <value>'"),
+    ],
+)
 def test_errors_name_the_line(old, new, words):
     text = SEED_EXAMPLE.replace(old, new, 1)
     err = _error(text)
-    bad = next(i for i, (a, b) in enumerate(zip(text.splitlines(), SEED_EXAMPLE.splitlines() + [""]), 1) if a != b)
+    bad = next(
+        i
+        for i, (a, b) in enumerate(zip(text.splitlines(), SEED_EXAMPLE.splitlines() + [""]), 1)
+        if a != b
+    )
     assert words in err.problem and err.line == bad and str(err).startswith(f"PR body:{bad}: ")
 
 
 def test_missing_heading_or_key_is_named():
-    assert "'## Stage Result' heading not found" in str(_error(SEED_EXAMPLE.replace("## Stage Result", "## Result")))
-    assert "'- summary: ...' is missing" in str(_error(SEED_EXAMPLE.replace("- summary: BLOCK_M 64->128 gave "
-                                                                             "the best variant.\n", "")))
+    assert "'## Stage Result' heading not found" in str(
+        _error(SEED_EXAMPLE.replace("## Stage Result", "## Result"))
+    )
+    assert "'- summary: ...' is missing" in str(
+        _error(SEED_EXAMPLE.replace("- summary: BLOCK_M 64->128 gave the best variant.\n", ""))
+    )
 
 
 def test_the_documented_example_is_what_the_code_renders():
-    text = Path(__file__).resolve().parents[1].joinpath("docs/records.md").read_text(encoding="utf-8")
+    text = (
+        Path(__file__).resolve().parents[1].joinpath("docs/records.md").read_text(encoding="utf-8")
+    )
     start = text.index("```\n", text.index("## Completion report")) + 4
-    block = text[start:text.index("```", start)]
+    block = text[start : text.index("```", start)]
     assert render_report(parse_report(block)) == block

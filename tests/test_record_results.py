@@ -23,12 +23,18 @@ def test_append_writes_one_sorted_utf8_line_per_record_and_reads_back(tmp_path):
     path = tmp_path / "runs" / "demo" / "rms_norm" / "results.jsonl"  # directories are created
     log = ResultsLog(path)
     first = {"key": "baseline", "kind": "baseline", "latency": {"median_us": 25.4}, "note": "基线"}
-    second = {"key": iteration_key(1), "kind": "iteration", "iteration": 1, "strategy": "block_size"}
+    second = {
+        "key": iteration_key(1),
+        "kind": "iteration",
+        "iteration": 1,
+        "strategy": "block_size",
+    }
     log.append(first)
     log.append(second)
     assert path.read_text(encoding="utf-8") == (
         '{"key": "baseline", "kind": "baseline", "latency": {"median_us": 25.4}, "note": "基线"}\n'
-        '{"iteration": 1, "key": "iter:1", "kind": "iteration", "strategy": "block_size"}\n')
+        '{"iteration": 1, "key": "iter:1", "kind": "iteration", "strategy": "block_size"}\n'
+    )
     assert log.read() == [first, second]
     assert ResultsLog(path).read() == [first, second]  # a fresh reader sees the same
 
@@ -49,13 +55,16 @@ def test_a_duplicate_key_is_refused_and_nothing_is_written(tmp_path):
     assert log.get("iter:3") == {"key": "iter:3", "latency": 1.0}
 
 
-@pytest.mark.parametrize("record,words", [
-    ({"kind": "iteration"}, "needs a non-empty string 'key'"),
-    ({"key": ""}, "needs a non-empty string 'key'"),
-    ({"key": 3}, "needs a non-empty string 'key'"),
-    ({"key": "iter:1", "latency": float("nan")}, "NaN"),
-    ({"key": "iter:1", "when": object()}, "not plain JSON"),
-])
+@pytest.mark.parametrize(
+    "record,words",
+    [
+        ({"kind": "iteration"}, "needs a non-empty string 'key'"),
+        ({"key": ""}, "needs a non-empty string 'key'"),
+        ({"key": 3}, "needs a non-empty string 'key'"),
+        ({"key": "iter:1", "latency": float("nan")}, "NaN"),
+        ({"key": "iter:1", "when": object()}, "not plain JSON"),
+    ],
+)
 def test_records_that_cannot_be_written_faithfully_are_refused(tmp_path, record, words):
     log = ResultsLog(tmp_path / "results.jsonl")
     with pytest.raises(ValueError, match=words):
@@ -68,8 +77,12 @@ def test_a_torn_final_line_is_cut_off_saved_and_the_log_keeps_working(tmp_path):
     log.append({"key": "baseline", "kind": "baseline"})
     log.append({"key": "iter:1", "kind": "iteration"})
     whole = log.path.read_bytes()
-    line = json.dumps({"key": "iter:2", "kind": "iteration", "note": "中文"}, ensure_ascii=False).encode()
-    torn = line[: len(line) // 2 + 1]  # half a line, cut inside a multi-byte character's neighbourhood
+    line = json.dumps(
+        {"key": "iter:2", "kind": "iteration", "note": "中文"}, ensure_ascii=False
+    ).encode()
+    torn = line[
+        : len(line) // 2 + 1
+    ]  # half a line, cut inside a multi-byte character's neighbourhood
     with open(log.path, "ab") as f:  # what a crash mid-write leaves behind
         f.write(torn)
 
@@ -114,8 +127,14 @@ def test_blank_lines_are_ignored(tmp_path):
     assert [r["key"] for r in ResultsLog(path).read()] == ["a", "b"]
 
 
-@pytest.mark.parametrize("bad,words", [("not json", "not valid JSON"), ('["key"]', "string 'key'"),
-                                       ('{"kind": "stop"}', "string 'key'")])
+@pytest.mark.parametrize(
+    "bad,words",
+    [
+        ("not json", "not valid JSON"),
+        ('["key"]', "string 'key'"),
+        ('{"kind": "stop"}', "string 'key'"),
+    ],
+)
 def test_a_corrupt_complete_line_is_an_error_naming_the_line(tmp_path, bad, words):
     path = tmp_path / "results.jsonl"
     path.write_text('{"key": "a"}\n' + bad + '\n{"key": "b"}\n', encoding="utf-8")
@@ -138,8 +157,12 @@ WRITER = textwrap.dedent("""
 
 def _writer(path: Path, name: str, count: int, size: int) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(count), str(size)],
-                            env=env, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), name, str(count), str(size)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_concurrent_appends_from_two_processes_never_interleave(tmp_path):
@@ -163,7 +186,9 @@ def test_sigkill_during_appends_leaves_only_whole_records(tmp_path):
     proc = _writer(path, "k", 100_000, 2_000)
     assert proc.stdout.readline().strip() == "ready"
     deadline = time.monotonic() + 30
-    while (not path.exists() or path.read_bytes().count(b"\n") < 20) and time.monotonic() < deadline:
+    while (
+        not path.exists() or path.read_bytes().count(b"\n") < 20
+    ) and time.monotonic() < deadline:
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -171,7 +196,9 @@ def test_sigkill_during_appends_leaves_only_whole_records(tmp_path):
     log = ResultsLog(path)
     records = log.read()
     assert len(records) >= 20
-    assert [r["i"] for r in records] == list(range(len(records)))  # nothing lost in between, no duplicate
+    assert [r["i"] for r in records] == list(
+        range(len(records))
+    )  # nothing lost in between, no duplicate
     log.append({"key": f"k:{len(records)}", "i": len(records)})  # and the run can go on
     assert len(log.read()) == len(records) + 1
 
@@ -192,7 +219,7 @@ def test_a_long_lived_log_sees_other_writers_replacements_and_truncation(tmp_pat
     mine.append({"key": "a"})  # "a" belonged to the old file
     # cut back by hand to its first line
     data = path.read_bytes()
-    path.write_bytes(data[:data.index(b"\n") + 1])
+    path.write_bytes(data[: data.index(b"\n") + 1])
     assert [r["key"] for r in mine.read()] == ["x"]
 
 
@@ -203,7 +230,9 @@ def test_a_line_rewritten_in_place_at_the_same_size_is_parsed_again(tmp_path):
     assert log.read()[0]["v"] == 1
     time.sleep(0.01)
     path.write_text(path.read_text().replace('"v": 1', '"v": 2'))
-    os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))  # a coarse clock would hide the edit
+    os.utime(
+        path, ns=(time.time_ns(), time.time_ns() + 1_000_000)
+    )  # a coarse clock would hide the edit
     assert log.read()[0]["v"] == 2
 
 

@@ -8,18 +8,46 @@ from bot import run_state as rs
 from bot.record.results import ResultsLog
 
 
-def iteration(n: int, verdict: str, knob: str = "BLOCK", old: int = 16, new: int = 32,
-              detectable: float | None = 0.03, gain: float = 0.0) -> dict:
-    return {"key": f"iter:{n}", "kind": rs.ITERATION, "iteration": n, "parent": "p", "branch": f"b{n}",
-            "sha": f"s{n}", "path": f"v{n}.py", "change": {"strategy": "block_size", "description": "d",
-                                                          "knob": knob, "old": old, "new": new},
-            "source_hash": f"h{n}", "parent_hash": "ph", "accuracy": {"status": "pass"},
-            "latency": {"status": "ok", "backend": "cpu", "median_us": 100.0 - n},
-            "decision": {"gain": gain, "detectable": detectable, "candidate_us": 99.0 - n}, "verdict": verdict}
+def iteration(
+    n: int,
+    verdict: str,
+    knob: str = "BLOCK",
+    old: int = 16,
+    new: int = 32,
+    detectable: float | None = 0.03,
+    gain: float = 0.0,
+) -> dict:
+    return {
+        "key": f"iter:{n}",
+        "kind": rs.ITERATION,
+        "iteration": n,
+        "parent": "p",
+        "branch": f"b{n}",
+        "sha": f"s{n}",
+        "path": f"v{n}.py",
+        "change": {
+            "strategy": "block_size",
+            "description": "d",
+            "knob": knob,
+            "old": old,
+            "new": new,
+        },
+        "source_hash": f"h{n}",
+        "parent_hash": "ph",
+        "accuracy": {"status": "pass"},
+        "latency": {"status": "ok", "backend": "cpu", "median_us": 100.0 - n},
+        "decision": {"gain": gain, "detectable": detectable, "candidate_us": 99.0 - n},
+        "verdict": verdict,
+    }
 
 
-BASELINE = {"key": "baseline", "kind": rs.BASELINE, "sha": "base", "path": "op.py",
-            "latency": {"status": "ok", "backend": "cpu", "median_us": 120.0}}
+BASELINE = {
+    "key": "baseline",
+    "kind": rs.BASELINE,
+    "sha": "base",
+    "path": "op.py",
+    "latency": {"status": "ok", "backend": "cpu", "median_us": 120.0},
+}
 
 
 def test_fold_applies_only_new_records_and_equals_a_full_replay(tmp_path):
@@ -37,7 +65,9 @@ def test_fold_applies_only_new_records_and_equals_a_full_replay(tmp_path):
     assert [i.n for i in state.iterations] == [i.n for i in full.iterations] == [1, 2, 3]
     assert state.best_sha == full.best_sha == "s2" and state.best_us == full.best_us == 97.0
     assert state.no_gain_streak == full.no_gain_streak == 1
-    assert state.smallest_detectable == full.smallest_detectable == 0.03  # median of 0.03, 0.03, 0.2
+    assert (
+        state.smallest_detectable == full.smallest_detectable == 0.03
+    )  # median of 0.03, 0.03, 0.2
 
 
 def test_fold_starts_over_when_the_log_is_replaced(tmp_path):
@@ -55,16 +85,30 @@ def test_fold_starts_over_when_the_log_is_replaced(tmp_path):
 
 
 def test_noise_warning_only_above_the_level():
-    state = rs.replay([BASELINE, iteration(1, "not_better", detectable=0.22), iteration(2, "not_better", detectable=0.25)])
-    assert rs.noise_warning(state, 0.10).startswith("this runner is too noisy to see gains below 24 %")
+    state = rs.replay(
+        [
+            BASELINE,
+            iteration(1, "not_better", detectable=0.22),
+            iteration(2, "not_better", detectable=0.25),
+        ]
+    )
+    assert rs.noise_warning(state, 0.10).startswith(
+        "this runner is too noisy to see gains below 24 %"
+    )
     assert rs.noise_warning(state, 0.30) is None
     assert rs.noise_warning(rs.replay([BASELINE]), 0.10) is None  # no decision yet: nothing to say
 
 
 def test_a_win_timed_in_one_process_is_chained_onto_the_best_figure():
     win = iteration(1, "better", gain=0.2)
-    win["decision"].update({"best_us": 50.0, "candidate_us": 40.0, "details": {"first": {"in_one_process": True}}})
+    win["decision"].update(
+        {"best_us": 50.0, "candidate_us": 40.0, "details": {"first": {"in_one_process": True}}}
+    )
     state = rs.replay([BASELINE, win])
-    assert state.best_us == 120.0 * 40.0 / 50.0  # the baseline's 120 us, 20 % faster as measured side by side
-    solo = iteration(1, "better", gain=0.2)  # a decision against the best's earlier result: its own median
+    assert (
+        state.best_us == 120.0 * 40.0 / 50.0
+    )  # the baseline's 120 us, 20 % faster as measured side by side
+    solo = iteration(
+        1, "better", gain=0.2
+    )  # a decision against the best's earlier result: its own median
     assert rs.replay([BASELINE, solo]).best_us == 98.0

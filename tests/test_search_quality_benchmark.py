@@ -41,7 +41,9 @@ def test_every_method_spends_at_most_its_budget_of_measurements():
         for seed in range(3):
             found, used = sq.run_tunebot(land, budget, random.Random(seed), None, planner)
             assert used <= budget and found in land.true.values()
-            found, used = sq.run_tunebot(land, budget, random.Random(seed), None, planner, pairs=False)
+            found, used = sq.run_tunebot(
+                land, budget, random.Random(seed), None, planner, pairs=False
+            )
             assert used <= budget
     sim = sq.Simulator(land, 2, random.Random(0))
     sim.measure_point(land.start)
@@ -55,8 +57,23 @@ def test_every_method_spends_at_most_its_budget_of_measurements():
 
 
 def test_a_tiny_run_prints_the_verdicts():
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_quality.py"), "--generated", "2",
-                           "--seeds", "2", "--tpe-seeds", "1", "--budgets", "6"],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "search_quality.py"),
+            "--generated",
+            "2",
+            "--seeds",
+            "2",
+            "--tpe-seeds",
+            "1",
+            "--budgets",
+            "6",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "| generated/1 |" in proc.stdout and "budget 6, tunebot:" in proc.stdout

@@ -18,7 +18,7 @@ TEMPLATE = (Path(__file__).parent / "data/seed/seed-template.md").read_text(enco
 
 def _block(after: str, fence: str) -> list[str]:
     start = TEMPLATE.index(f"```{fence}", TEMPLATE.index(after)) + len(f"```{fence}\n")
-    return TEMPLATE[start:TEMPLATE.index("```", start)].splitlines()
+    return TEMPLATE[start : TEMPLATE.index("```", start)].splitlines()
 
 
 def seed_tree() -> list[str]:
@@ -36,14 +36,27 @@ def seed_log() -> list[str]:
 
 
 def seed_report_keys() -> list[str]:
-    return [re.match(r"- (\w+):", line).group(1) for line in _block("## 5. 完成报告", "markdown")[1:] if line.strip()]
+    return [
+        re.match(r"- (\w+):", line).group(1)
+        for line in _block("## 5. 完成报告", "markdown")[1:]
+        if line.strip()
+    ]
 
 
 def test_the_template_reads_as_expected():
     # guards the parsing helpers above against a silently empty expectation
-    assert seed_tree() == ["{op}.py", "{op}_opt_v1.py", "{op}_opt_v2.py", "opt_log.md", "baseline.py"]
+    assert seed_tree() == [
+        "{op}.py",
+        "{op}_opt_v1.py",
+        "{op}_opt_v2.py",
+        "opt_log.md",
+        "baseline.py",
+    ]
     assert "- 最优版本: {op}.py (iter {N})" in seed_log()
-    assert seed_report_keys()[:3] == ["stage", "project", "operator"] and seed_report_keys()[-1] == "issues"
+    assert (
+        seed_report_keys()[:3] == ["stage", "project", "operator"]
+        and seed_report_keys()[-1] == "issues"
+    )
 
 
 def test_the_delivery_has_the_seed_files_and_every_iteration_file(git_repo):
@@ -56,7 +69,7 @@ def test_the_delivery_has_the_seed_files_and_every_iteration_file(git_repo):
         if "_opt_v" in name:
             continue  # one per iteration, checked below against the records
         assert perf + name.replace("{op}", "sleepy") in tree, name
-    variants = sorted(p[len(perf):] for p in tree if p.startswith(perf) and "_opt_v" in p)
+    variants = sorted(p[len(perf) :] for p in tree if p.startswith(perf) and "_opt_v" in p)
     pattern = seed_tree()[1].replace("{op}", "sleepy").replace("1", "{}")
     assert variants == sorted(pattern.format(r["iteration"]) for r in iterations)
     assert outcome.iterations == len(iterations) >= 1
@@ -65,18 +78,22 @@ def test_the_delivery_has_the_seed_files_and_every_iteration_file(git_repo):
 def test_opt_log_keeps_the_seed_columns_and_conclusion_exactly(git_repo):
     add_sleepy_op(git_repo, BLOCK=64)
     outcome = tune(git_repo.path, max_iters=3)
-    log = git(git_repo.path, "show", f"tunebot/sleepy/best:{OP_DIR}/perf_opt/opt_log.md").splitlines()
+    log = git(
+        git_repo.path, "show", f"tunebot/sleepy/best:{OP_DIR}/perf_opt/opt_log.md"
+    ).splitlines()
     template = seed_log()
     # title and section headings, in the seed's order
     headings = [line for line in template if line.startswith("#")]
-    assert [line for line in log if line.startswith("#")] == [h.replace("{op}", "sleepy") for h in headings]
+    assert [line for line in log if line.startswith("#")] == [
+        h.replace("{op}", "sleepy") for h in headings
+    ]
     # the table: the seed's five columns first, extra columns only after them
     seed_header = next(line for line in template if line.startswith("| iter"))
     header = next(line for line in log if line.startswith("| iter"))
     assert header.startswith(seed_header.rstrip())
     # 结论: the same keys in the same order, and 最优版本 exactly as the seed writes it
-    conclusion = template[template.index("## 结论") + 1:]
-    ours = log[log.index("## 结论") + 1:]
+    conclusion = template[template.index("## 结论") + 1 :]
+    ours = log[log.index("## 结论") + 1 :]
     assert [line.split(":")[0] for line in ours] == [line.split(":")[0] for line in conclusion]
     best_line = next(line for line in conclusion if line.startswith("- 最优版本"))
     expected = best_line.replace("{op}", "sleepy").replace("{N}", str(outcome.best_iteration))

@@ -22,7 +22,7 @@ def bs(name: str) -> Knob:
     return Knob(name, "block_size", BS)
 
 
-ARGPARSE = src('''
+ARGPARSE = src("""
     import argparse
     import tilelang
     import tilelang.language as T
@@ -48,18 +48,26 @@ ARGPARSE = src('''
 
     if __name__ == "__main__":
         run(parser.parse_args())
-''')
+""")
 
 
 def test_argparse_default_is_the_site_and_dead_parameters_are_dropped():
     assert knobs.discover(ARGPARSE) == ["block_M"]
     site = knobs.locate(ARGPARSE, "block_M")
-    assert not isinstance(site, str) and site.kind == "argparse" and site.line == 7 and site.value == 128
+    assert (
+        not isinstance(site, str)
+        and site.kind == "argparse"
+        and site.line == 7
+        and site.value == 128
+    )
     v = knobs.set_knob(ARGPARSE, bs("block_M"), 256)
     assert isinstance(v, Variant), v
     assert changed_lines(ARGPARSE, v.source) == [
-        ('parser.add_argument("--block_M", type=int, default=128, help="rows per tile")',
-         'parser.add_argument("--block_M", type=int, default=256, help="rows per tile")')]
+        (
+            'parser.add_argument("--block_M", type=int, default=128, help="rows per tile")',
+            'parser.add_argument("--block_M", type=int, default=256, help="rows per tile")',
+        )
+    ]
     dropped = {d.name: d.reason for d in knobs.dropped(ARGPARSE)}
     assert "never read by the kernel" in dropped["block_unused"]
 
@@ -72,7 +80,7 @@ def test_divisibility_from_the_shapes_the_op_runs_with():
     assert [v for v, _ in refused] == [1024, 2048]
 
 
-CONFIG_DICT = src('''
+CONFIG_DICT = src("""
     import tilelang
     import tilelang.language as T
 
@@ -89,20 +97,26 @@ CONFIG_DICT = src('''
     def main(M=256, N=128):
         config = {"block_M": 64, "block_N": 32}
         return add(M, N, **config)
-''')
+""")
 
 
 def test_config_dict_entries_are_knobs_with_the_callers_shapes():
     assert knobs.discover(CONFIG_DICT) == ["block_M", "block_N"]
     v = knobs.set_knob(CONFIG_DICT, bs("block_N"), 64)
     assert isinstance(v, Variant), v
-    assert changed_lines(CONFIG_DICT, v.source) == [('    config = {"block_M": 64, "block_N": 32}',
-                                                     '    config = {"block_M": 64, "block_N": 64}')]
-    r = knobs.set_knob(CONFIG_DICT, bs("block_N"), 256)  # N = 128 (main's default), no tail handling
+    assert changed_lines(CONFIG_DICT, v.source) == [
+        (
+            '    config = {"block_M": 64, "block_N": 32}',
+            '    config = {"block_M": 64, "block_N": 64}',
+        )
+    ]
+    r = knobs.set_knob(
+        CONFIG_DICT, bs("block_N"), 256
+    )  # N = 128 (main's default), no tail handling
     assert isinstance(r, Refusal) and "does not divide 128" in r.reason
 
 
-ASSERTS = src('''
+ASSERTS = src("""
     import tilelang
     import tilelang.language as T
 
@@ -121,7 +135,7 @@ ASSERTS = src('''
         return main
 
     kernel = attn(top_k=16, block_I=8)
-''')
+""")
 
 
 def test_the_kernels_asserts_refuse_a_move_before_it_is_measured():
@@ -132,14 +146,15 @@ def test_the_kernels_asserts_refuse_a_move_before_it_is_measured():
     r = knobs.set_knob(ASSERTS, bs("block_N"), 64)
     assert isinstance(r, Refusal) and "`group == block_N`" in r.reason
     # the planner never offers a refused value: only the legal neighbours are planned
-    plan = Planner(OpConfig("p", "attn", Path("x"), kernel_kind="vector",
-                            strategies=("block_size",))).plan(PlanContext(best_source=ASSERTS))
+    plan = Planner(
+        OpConfig("p", "attn", Path("x"), kernel_kind="vector", strategies=("block_size",))
+    ).plan(PlanContext(best_source=ASSERTS))
     text = "\n".join(plan)
     assert "block_I: 8 -> 16" in text and "8 -> 32" not in text
     assert "block_size: block_N=64 refused" in text and "group == block_N" in text
 
 
-SYMBOLIC = src('''
+SYMBOLIC = src("""
     import tilelang
     import tilelang.language as T
 
@@ -154,7 +169,7 @@ SYMBOLIC = src('''
                 T.copy(A[cid * block_M, 0], buf)
 
         return main
-''')
+""")
 
 
 def test_unknown_extents_allow_only_divisors_of_the_current_value():
@@ -163,7 +178,7 @@ def test_unknown_extents_allow_only_divisors_of_the_current_value():
     assert isinstance(r, Refusal) and "only divisors of the current 32" in r.reason
 
 
-TAILS = src('''
+TAILS = src("""
     import tilelang
     import tilelang.language as T
 
@@ -179,16 +194,18 @@ TAILS = src('''
                     T.copy(A[k * block_k], A[k * block_k], size=[size])
 
         return main
-''')
+""")
 
 
 def test_handled_tails_need_no_divisibility_but_block_must_fit_the_extent():
-    assert isinstance(knobs.set_knob(TAILS, bs("block_k"), 96), Variant)  # tail handled: 96 need not divide 128
+    assert isinstance(
+        knobs.set_knob(TAILS, bs("block_k"), 96), Variant
+    )  # tail handled: 96 need not divide 128
     r = knobs.set_knob(TAILS, bs("block_k"), 256)
     assert isinstance(r, Refusal) and "exceeds the extent 128" in r.reason
 
 
-SCOPES = src('''
+SCOPES = src("""
     import tilelang
     import tilelang.language as T
 
@@ -208,21 +225,24 @@ SCOPES = src('''
         return main
 
     kernel = gemm(1024, 128)
-''')
+""")
 
 
 def test_a_same_named_variable_in_another_function_is_never_the_knob():
     v = pipeline.set_depth(SCOPES, 3)
     assert isinstance(v, Variant), v
-    assert changed_lines(SCOPES, v.source) == [("def gemm(K, block_M, num_stages=2):",
-                                                "def gemm(K, block_M, num_stages=3):")]
+    assert changed_lines(SCOPES, v.source) == [
+        ("def gemm(K, block_M, num_stages=2):", "def gemm(K, block_M, num_stages=3):")
+    ]
     assert pipeline.current_depth(SCOPES) == 2
     v = knobs.set_knob(SCOPES, bs("block_M"), 256)
     assert isinstance(v, Variant), v
-    assert changed_lines(SCOPES, v.source) == [("kernel = gemm(1024, 128)", "kernel = gemm(1024, 256)")]
+    assert changed_lines(SCOPES, v.source) == [
+        ("kernel = gemm(1024, 128)", "kernel = gemm(1024, 256)")
+    ]
 
 
-SHARED_NAME = src('''
+SHARED_NAME = src("""
     import tilelang as tl
     import tilelang.language as T
 
@@ -244,7 +264,7 @@ SHARED_NAME = src('''
 
     x = a(1024, 128)
     y = b(1024, 64)
-''')
+""")
 
 
 def test_one_name_bound_for_two_kernels_is_dropped_with_its_places():
@@ -255,7 +275,7 @@ def test_one_name_bound_for_two_kernels_is_dropped_with_its_places():
     assert isinstance(r, Refusal) and "one change cannot pick one" in r.reason
 
 
-GROUPS = src('''
+GROUPS = src("""
     import tilelang
     import tilelang.language as T
 
@@ -272,7 +292,7 @@ GROUPS = src('''
                     A[k * block_K] = A[k * block_K] * S[k]
 
         return main
-''')
+""")
 
 
 def test_a_loop_over_tiles_indexing_per_group_data_ties_the_block_to_the_group():
@@ -289,17 +309,22 @@ def test_the_demo_ops_keep_name_based_knobs():
 
 def test_not_planned_is_data_for_the_records():
     from bot.strategies.explain import not_planned
+
     op = OpConfig("p", "vec", Path("x"), kernel_kind="vector")
     lines = not_planned(Planner(op), PlanContext(best_source=ARGPARSE))
-    assert any(line.startswith("block_size: block_unused: never read by the kernel") for line in lines)
-    assert any(line.startswith("block_size: block_M=1024 refused: block_M=1024 does not divide 512")
-               for line in lines)
+    assert any(
+        line.startswith("block_size: block_unused: never read by the kernel") for line in lines
+    )
+    assert any(
+        line.startswith("block_size: block_M=1024 refused: block_M=1024 does not divide 512")
+        for line in lines
+    )
     assert any("needs an external proposer" in line for line in lines)
 
 
 def test_a_declared_knob_set_by_an_argparse_default_is_found():
     # tune.yaml `knobs: [{name: h_blk, strategy: block_size, values: [...]}]` on an argparse default
-    text = src('''
+    text = src("""
         import argparse
         import tilelang
         import tilelang.language as T
@@ -317,11 +342,15 @@ def test_a_declared_knob_set_by_an_argparse_default_is_found():
 
         args = parser.parse_args()
         kernel = post(4096, args.h_blk)
-    ''')
+    """)
     v = knobs.set_knob(text, Knob("h_blk", "block_size", (512, 1024, 2048)), 2048)
     assert isinstance(v, Variant), v
-    assert changed_lines(text, v.source) == [('parser.add_argument("--h-blk", type=int, default=1024)',
-                                              'parser.add_argument("--h-blk", type=int, default=2048)')]
+    assert changed_lines(text, v.source) == [
+        (
+            'parser.add_argument("--h-blk", type=int, default=1024)',
+            'parser.add_argument("--h-blk", type=int, default=2048)',
+        )
+    ]
     # a script without a kernel factory: the option's default is still a site, by name
     plain = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--BLOCK", type=int, default=64)\n'
     v = knobs.set_knob(plain, Knob("BLOCK", "block_size", (32, 64, 128)), 128)
@@ -338,22 +367,36 @@ def test_only_the_intended_line_changes_where_libcst_does_not_round_trip():
 
 def test_a_comment_after_the_last_keyword_stays_on_its_line():
     from bot.strategies import multibuffer
-    text = ("import tilelang\n\n@tilelang.jit(\n    target='npuir',\n    out_idx=-1,  # output made at runtime\n)\n"
-            "def f():\n    pass\n")
+
+    text = (
+        "import tilelang\n\n@tilelang.jit(\n    target='npuir',\n    out_idx=-1,  # output made at runtime\n)\n"
+        "def f():\n    pass\n"
+    )
     v = multibuffer.set_flag(text, False)
     assert isinstance(v, Variant), v
-    assert changed_lines(text, v.source) == [("", '    pass_configs={"npuir.enable_auto_multi_buffer": False},')]
+    assert changed_lines(text, v.source) == [
+        ("", '    pass_configs={"npuir.enable_auto_multi_buffer": False},')
+    ]
     text = "import tilelang\n\nk = tilelang.compile(\n    make(1, 2), target='npuir'\n)\n"
     v = multibuffer.set_flag(text, False)
     assert isinstance(v, Variant), v
     assert changed_lines(text, v.source) == [
-        ("    make(1, 2), target='npuir'",
-         "    make(1, 2), target='npuir', pass_configs={\"npuir.enable_auto_multi_buffer\": False}")]
+        (
+            "    make(1, 2), target='npuir'",
+            "    make(1, 2), target='npuir', pass_configs={\"npuir.enable_auto_multi_buffer\": False}",
+        )
+    ]
 
 
 def test_declared_knobs_meet_the_kernels_rules_too():
-    op = OpConfig("p", "attn", Path("x"), kernel_kind="vector", strategies=("block_size",),
-                  knobs=(Knob("block_I", "block_size", (8, 16, 32)),))
+    op = OpConfig(
+        "p",
+        "attn",
+        Path("x"),
+        kernel_kind="vector",
+        strategies=("block_size",),
+        knobs=(Knob("block_I", "block_size", (8, 16, 32)),),
+    )
     text = "\n".join(Planner(op).plan(PlanContext(best_source=ASSERTS)))
     assert "block_I: 8 -> 16" in text and "-> 32" not in text
     assert "block_size: block_I=32 refused" in text

@@ -10,8 +10,15 @@ REFERENCE = Path(__file__).resolve().parents[1] / "references" / "strategies.md"
 
 
 def test_ids_and_required_fields():
-    assert catalog.IDS == ("block_size", "pipeline_depth", "multi_buffer", "vectorize", "data_reuse",
-                           "fewer_buffers", "vprefix")
+    assert catalog.IDS == (
+        "block_size",
+        "pipeline_depth",
+        "multi_buffer",
+        "vectorize",
+        "data_reuse",
+        "fewer_buffers",
+        "vprefix",
+    )
     for s in catalog.CATALOG:
         assert s.kinds and set(s.kinds) <= set(catalog.KINDS)
         assert s.applied in ("transform", "proposer")

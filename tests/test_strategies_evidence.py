@@ -20,7 +20,7 @@ def test_wins_raise_and_losses_lower_the_weight():
         e.record("multi_buffer", "vector", -0.01, False)
     assert e.weight("block_size", "vector") > 1.0 > e.weight("multi_buffer", "vector")
     assert e.weight("block_size", "cube") == 1.0  # per kernel kind
-    assert 0.25 <= e.weight("multi_buffer", "vector") and e.weight("block_size", "vector") <= 2.0
+    assert e.weight("multi_buffer", "vector") >= 0.25 and e.weight("block_size", "vector") <= 2.0
 
 
 def test_bigger_gains_weigh_more_at_equal_win_rate():
@@ -42,7 +42,11 @@ def test_round_trip_is_deterministic_and_order_independent():
     assert again.dumps() == a.dumps()
     assert again.weight("block_size", "vector") == a.weight("block_size", "vector")
     data = json.loads(a.dumps())
-    assert data["strategies"]["block_size"]["vector"] == {"tries": 1, "wins": 1, "gain_sum": 0.123457}
+    assert data["strategies"]["block_size"]["vector"] == {
+        "tries": 1,
+        "wins": 1,
+        "gain_sum": 0.123457,
+    }
 
 
 def test_losses_do_not_add_gain():
@@ -51,12 +55,21 @@ def test_losses_do_not_add_gain():
     assert e.tally("block_size", "mix").gain_sum == 0.0 and e.tally("block_size", "mix").tries == 1
 
 
-@pytest.mark.parametrize("text, key", [
-    ("{not json", "(file)"),
-    ('{"strategies": []}', "strategies"),
-    ('{"strategies": {"block_size": {"vector": {"tries": "x"}}}}', "strategies.block_size.vector"),
-    ('{"strategies": {"block_size": {"vector": {"tries": 1, "wins": 3}}}}', "strategies.block_size.vector"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("{not json", "(file)"),
+        ('{"strategies": []}', "strategies"),
+        (
+            '{"strategies": {"block_size": {"vector": {"tries": "x"}}}}',
+            "strategies.block_size.vector",
+        ),
+        (
+            '{"strategies": {"block_size": {"vector": {"tries": 1, "wins": 3}}}}',
+            "strategies.block_size.vector",
+        ),
+    ],
+)
 def test_malformed_file_is_a_clear_config_error(text, key):
     with pytest.raises(ConfigError) as err:
         Evidence.load(text)

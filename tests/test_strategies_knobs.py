@@ -21,25 +21,58 @@ def bs(name: str, values=(8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), **kw)
     return Knob(name, "block_size", tuple(values), **kw)
 
 
-@pytest.mark.parametrize("op, knob, new, removed, added", [
-    # module constant (the CPU demo ops' style), comment kept
-    ("vec_add", "BLOCK_N", 2048, "BLOCK_N = 1024  # columns per tile; UB holds 3 tiles of BLOCK_M x BLOCK_N",
-     "BLOCK_N = 2048  # columns per tile; UB holds 3 tiles of BLOCK_M x BLOCK_N"),
-    # call-site keyword wins over the factory default block_M=16
-    ("rms_norm", "block_M", 32, "    return rms_norm(ROWS, HIDDEN, block_M=16)(x, gamma)",
-     "    return rms_norm(ROWS, HIDDEN, block_M=32)(x, gamma)"),
-    # positional call-site argument mapped to the factory's parameter name
-    ("gemm_developer", "block_K", 128, "    return matmul(M, N, K, 128, 256, 64)(a, b)",
-     "    return matmul(M, N, K, 128, 256, 128)(a, b)"),
-    ("gemm_expert", "block_N", 256, "    return matmul(M, N, K, block_M=128, block_N=128, block_K=64)(a, b)",
-     "    return matmul(M, N, K, block_M=128, block_N=256, block_K=64)(a, b)"),
-    # tuple assignment inside the factory: only block_N's element changes
-    ("flash_attention", "block_N", 64, "    block_M, block_N = 64, 128  # query rows per core, KV rows per step",
-     "    block_M, block_N = 64, 64  # query rows per core, KV rows per step"),
-    # a multiplicity knob (strategy multi_buffer) is a knob like any other
-    ("gemm_expert", "multi_l1", 3, "    multi_l1 = 2  # L1 slots the K loop rotates over (2 = double buffering)",
-     "    multi_l1 = 3  # L1 slots the K loop rotates over (2 = double buffering)"),
-])
+@pytest.mark.parametrize(
+    "op, knob, new, removed, added",
+    [
+        # module constant (the CPU demo ops' style), comment kept
+        (
+            "vec_add",
+            "BLOCK_N",
+            2048,
+            "BLOCK_N = 1024  # columns per tile; UB holds 3 tiles of BLOCK_M x BLOCK_N",
+            "BLOCK_N = 2048  # columns per tile; UB holds 3 tiles of BLOCK_M x BLOCK_N",
+        ),
+        # call-site keyword wins over the factory default block_M=16
+        (
+            "rms_norm",
+            "block_M",
+            32,
+            "    return rms_norm(ROWS, HIDDEN, block_M=16)(x, gamma)",
+            "    return rms_norm(ROWS, HIDDEN, block_M=32)(x, gamma)",
+        ),
+        # positional call-site argument mapped to the factory's parameter name
+        (
+            "gemm_developer",
+            "block_K",
+            128,
+            "    return matmul(M, N, K, 128, 256, 64)(a, b)",
+            "    return matmul(M, N, K, 128, 256, 128)(a, b)",
+        ),
+        (
+            "gemm_expert",
+            "block_N",
+            256,
+            "    return matmul(M, N, K, block_M=128, block_N=128, block_K=64)(a, b)",
+            "    return matmul(M, N, K, block_M=128, block_N=256, block_K=64)(a, b)",
+        ),
+        # tuple assignment inside the factory: only block_N's element changes
+        (
+            "flash_attention",
+            "block_N",
+            64,
+            "    block_M, block_N = 64, 128  # query rows per core, KV rows per step",
+            "    block_M, block_N = 64, 64  # query rows per core, KV rows per step",
+        ),
+        # a multiplicity knob (strategy multi_buffer) is a knob like any other
+        (
+            "gemm_expert",
+            "multi_l1",
+            3,
+            "    multi_l1 = 2  # L1 slots the K loop rotates over (2 = double buffering)",
+            "    multi_l1 = 3  # L1 slots the K loop rotates over (2 = double buffering)",
+        ),
+    ],
+)
 def test_exactly_the_intended_line_changes(op, knob, new, removed, added):
     src = kernel(op)
     v = set_knob(src, bs(knob), new)
@@ -79,7 +112,12 @@ def test_unknown_knob_and_ambiguous_sites_refuse():
     assert isinstance(r, Refusal) and "'block_Z' is not set by an integer literal" in r.reason
     src = "BLOCK = 4\n\ndef f():\n    BLOCK = 8\n    return BLOCK\n"
     r = set_knob(src, bs("BLOCK"), 16)
-    assert isinstance(r, Refusal) and "set at 2 places" in r.reason and "line 1" in r.reason and "line 4" in r.reason
+    assert (
+        isinstance(r, Refusal)
+        and "set at 2 places" in r.reason
+        and "line 1" in r.reason
+        and "line 4" in r.reason
+    )
 
 
 def test_two_call_sites_are_ambiguous():

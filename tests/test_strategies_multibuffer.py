@@ -22,8 +22,11 @@ def test_existing_attribute_key_is_toggled():
     v = set_flag(src, True)
     assert isinstance(v, Variant), v
     assert changed_lines(src, v.source) == [
-        ("    tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,",
-         "    tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: True,")]
+        (
+            "    tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,",
+            "    tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: True,",
+        )
+    ]
     assert current(v.source) is True
 
 
@@ -34,10 +37,21 @@ def test_absent_flag_is_on_in_both_modes():
     assert not developer_mode(kernel("vec_add")) and current(kernel("vec_add")) is True
 
 
-@pytest.mark.parametrize("value, developer", [("Developer", True), ("Dev", True), ("dev", True),
-                                              ("Expert", False), ("exp", False), ("E", False)])
+@pytest.mark.parametrize(
+    "value, developer",
+    [
+        ("Developer", True),
+        ("Dev", True),
+        ("dev", True),
+        ("Expert", False),
+        ("exp", False),
+        ("E", False),
+    ],
+)
 def test_mode_spellings(value, developer):
-    assert developer_mode(f'import os\nos.environ["TILELANG_ASCEND_MODE"] = "{value}"\n') is developer
+    assert (
+        developer_mode(f'import os\nos.environ["TILELANG_ASCEND_MODE"] = "{value}"\n') is developer
+    )
     assert developer_mode("import os\n") is False  # unset = Expert
 
 
@@ -45,7 +59,9 @@ def test_installed_tilelang_default_is_read_not_imported(tmp_path, monkeypatch):
     pkg = tmp_path / "tilelang"
     (pkg / "jit").mkdir(parents=True)
     (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
-    (pkg / "jit" / "jit_npu.py").write_text('x = cfg.get(\n    "npuir.enable_auto_multi_buffer",\n    False,\n)\n')
+    (pkg / "jit" / "jit_npu.py").write_text(
+        'x = cfg.get(\n    "npuir.enable_auto_multi_buffer",\n    False,\n)\n'
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     default_enabled.cache_clear()
     try:
@@ -72,8 +88,9 @@ def test_tl_alias_is_a_jit_call():
     src = "import tilelang as tl\n\n@tl.jit(target='npuir')\ndef f():\n    pass\n"
     v = set_flag(src, False)
     assert isinstance(v, Variant), v
-    assert changed_lines(src, v.source) == [("@tl.jit(target='npuir')",
-                                             f"@tl.jit(target='npuir', pass_configs={{\"{FLAG}\": False}})")]
+    assert changed_lines(src, v.source) == [
+        ("@tl.jit(target='npuir')", f"@tl.jit(target='npuir', pass_configs={{\"{FLAG}\": False}})")
+    ]
 
 
 def test_double_star_options_are_not_given_a_second_pass_configs():
@@ -83,9 +100,11 @@ def test_double_star_options_are_not_given_a_second_pass_configs():
 
 
 def test_manual_sync_kernels_do_not_get_automatic_multi_buffering():
-    src = ("import tilelang as tl\n\n@tl.jit(pass_configs={\n"
-           "    tl.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n"
-           "    tl.PassConfigKey.NPUIR_DISABLE_HIVM_AUTO_INJECT_SYNC: True,\n})\ndef f():\n    pass\n")
+    src = (
+        "import tilelang as tl\n\n@tl.jit(pass_configs={\n"
+        "    tl.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n"
+        "    tl.PassConfigKey.NPUIR_DISABLE_HIVM_AUTO_INJECT_SYNC: True,\n})\ndef f():\n    pass\n"
+    )
     assert current(src) is False
     r = set_flag(src, True)
     assert isinstance(r, Refusal) and "sync" in r.reason
@@ -104,8 +123,11 @@ def test_absent_flag_without_dict_adds_pass_configs_to_the_jit_call():
     v = set_flag(src, False)
     assert isinstance(v, Variant), v
     assert changed_lines(src, v.source) == [
-        ('@tilelang.jit(out_idx=[-1], target="npuir")',
-         f'@tilelang.jit(out_idx=[-1], target="npuir", pass_configs={{"{FLAG}": False}})')]
+        (
+            '@tilelang.jit(out_idx=[-1], target="npuir")',
+            f'@tilelang.jit(out_idx=[-1], target="npuir", pass_configs={{"{FLAG}": False}})',
+        )
+    ]
     cst.parse_module(v.source)
 
 

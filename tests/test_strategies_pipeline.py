@@ -30,8 +30,11 @@ def test_absent_keyword_is_added_and_means_zero():
     v = set_depth(src, 2)
     assert isinstance(v, Variant), v
     assert changed_lines(src, v.source) == [
-        ("            for k in T.Pipelined(T.ceildiv(K, block_K)):",
-         "            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):")]
+        (
+            "            for k in T.Pipelined(T.ceildiv(K, block_K)):",
+            "            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):",
+        )
+    ]
     assert current_depth(v.source) == 2
 
 
@@ -45,26 +48,33 @@ def test_multi_line_call_keeps_its_layout():
     src = "for k in T.Pipelined(\n    n,\n    order=[0, 1],\n):\n    pass\n"
     v = set_depth(src, 2)
     assert isinstance(v, Variant)
-    assert v.source == "for k in T.Pipelined(\n    n,\n    order=[0, 1],\n    num_stages=2,\n):\n    pass\n"
+    assert (
+        v.source
+        == "for k in T.Pipelined(\n    n,\n    order=[0, 1],\n    num_stages=2,\n):\n    pass\n"
+    )
 
 
 def test_second_loop_only():
     src = "for a in T.Pipelined(4, num_stages=1):\n    pass\nfor b in T.Pipelined(8, num_stages=1):\n    pass\n"
     v = set_depth(src, 3, index=1)
     assert isinstance(v, Variant)
-    assert changed_lines(src, v.source) == [("for b in T.Pipelined(8, num_stages=1):",
-                                             "for b in T.Pipelined(8, num_stages=3):")]
+    assert changed_lines(src, v.source) == [
+        ("for b in T.Pipelined(8, num_stages=1):", "for b in T.Pipelined(8, num_stages=3):")
+    ]
 
 
 def test_num_stages_bound_to_a_parameter_changes_the_call_site():
-    src = ("def matmul(K, num_stages):\n    for k in T.Pipelined(K, num_stages=num_stages):\n        pass\n\n"
-           "kernel = matmul(1024, num_stages=0)\n")
+    src = (
+        "def matmul(K, num_stages):\n    for k in T.Pipelined(K, num_stages=num_stages):\n        pass\n\n"
+        "kernel = matmul(1024, num_stages=0)\n"
+    )
     assert find_loops(src)[0].bound_to == "num_stages"
     assert current_depth(src) == 0
     v = set_depth(src, 2)
     assert isinstance(v, Variant), v
-    assert changed_lines(src, v.source) == [("kernel = matmul(1024, num_stages=0)",
-                                             "kernel = matmul(1024, num_stages=2)")]
+    assert changed_lines(src, v.source) == [
+        ("kernel = matmul(1024, num_stages=0)", "kernel = matmul(1024, num_stages=2)")
+    ]
 
 
 def test_refusals_say_why():

@@ -14,20 +14,26 @@ from bot.strategies.source import source_hash
 ROOT = Path(__file__).resolve().parents[1]
 # A CPU-demo-style op: module constants declared as knobs in tune.yaml.
 DEMO = "import torch\n\nBLOCK_M = 64  # rows per tile\nBLOCK_N = 64\nSTAGES = 1\n\n\ndef kernel(x):\n    return x\n"
-DEMO_KNOBS = (Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256), divides=256),
-              Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256)),
-              Knob("STAGES", "pipeline_depth", (0, 1, 2, 3)))
+DEMO_KNOBS = (
+    Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256), divides=256),
+    Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256)),
+    Knob("STAGES", "pipeline_depth", (0, 1, 2, 3)),
+)
 
 
 def demo_op(**kw) -> OpConfig:
     kw.setdefault("knobs", DEMO_KNOBS)
-    return OpConfig(project="demo", name="tiles", dir=Path("examples/demo/tiles"), kernel_kind="vector", **kw)
+    return OpConfig(
+        project="demo", name="tiles", dir=Path("examples/demo/tiles"), kernel_kind="vector", **kw
+    )
 
 
 def latency(source: str) -> float:
     """A synthetic landscape with its optimum at BLOCK_M=128, BLOCK_N=32, STAGES=2."""
     m, n, s = (knobs.current_value(source, k) for k in ("BLOCK_M", "BLOCK_N", "STAGES"))
-    return 100 + abs({16: 4, 32: 3, 64: 2, 128: 0, 256: 1}[m]) * 10 + abs(n - 32) / 8 + abs(s - 2) * 5
+    return (
+        100 + abs({16: 4, 32: 3, 64: 2, 128: 0, 256: 1}[m]) * 10 + abs(n - 32) / 8 + abs(s - 2) * 5
+    )
 
 
 def run(planner: Planner, source: str, budget: int, allowed=None):
@@ -42,7 +48,9 @@ def run(planner: Planner, source: str, budget: int, allowed=None):
             return best, history, v
         gain = (latency(best) - latency(v.source)) / latency(best)
         better = gain >= 0.03 or (gain > 0 and v.change.strategy != "vprefix" and gain >= 0.005)
-        verdict = "style" if v.change.strategy == "vprefix" else ("better" if better else "not_better")
+        verdict = (
+            "style" if v.change.strategy == "vprefix" else ("better" if better else "not_better")
+        )
         history.append(Attempt(v.change, v.source_hash, source_hash(best), verdict, gain))
         if verdict == "better":
             best = v.source
@@ -59,7 +67,11 @@ def test_next_is_a_pure_function_of_best_source_and_history():
 
 def test_first_move_is_the_highest_priority_knob_towards_more_room_ties_up():
     v = Planner(demo_op()).next(PlanContext(best_source=DEMO))
-    assert isinstance(v, Variant) and v.change.knob == "BLOCK_M" and (v.change.old, v.change.new) == (64, 128)
+    assert (
+        isinstance(v, Variant)
+        and v.change.knob == "BLOCK_M"
+        and (v.change.old, v.change.new) == (64, 128)
+    )
 
 
 def test_moves_on_in_a_winning_direction_and_abandons_a_losing_one():
@@ -81,7 +93,10 @@ def test_never_evaluates_a_source_twice_and_reports_exhausted():
     hashes = [a.source_hash for a in history]
     assert len(hashes) == len(set(hashes)) and source_hash(DEMO) not in hashes
     assert isinstance(final, Refusal) and final.exhausted
-    assert "already evaluated" in final.reason and "vectorize: needs an external proposer" in final.reason
+    assert (
+        "already evaluated" in final.reason
+        and "vectorize: needs an external proposer" in final.reason
+    )
     assert latency(best) == 100.0  # this landscape is separable: coordinate moves reach the optimum
     assert len(history) < 5 * 5 * 4  # far fewer than the exhaustive sweep
 
@@ -92,8 +107,10 @@ def test_constraints_skip_to_the_next_valid_neighbour():
     # the side with more room is tried first
     v = Planner(op).next(PlanContext(best_source=DEMO))
     assert isinstance(v, Variant) and v.change.new == 32
-    ctx = PlanContext(best_source=DEMO, history=(Attempt(v.change, v.source_hash, source_hash(DEMO),
-                                                         "not_better", -0.1),))
+    ctx = PlanContext(
+        best_source=DEMO,
+        history=(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", -0.1),),
+    )
     up = Planner(op).next(ctx)
     assert isinstance(up, Variant) and up.change.new == 128
 
@@ -117,15 +134,25 @@ def test_evidence_reorders_strategies():
     plan = Planner(demo_op(), evidence=e).plan(PlanContext(best_source=DEMO))
     assert "STAGES" in plan[1] and "evidence x2.00" in plan[1]
     v = Planner(demo_op(), evidence=e).next(PlanContext(best_source=DEMO))
-    assert v == Planner(demo_op(), evidence=Evidence.load(e.dumps())).next(PlanContext(best_source=DEMO))
+    assert v == Planner(demo_op(), evidence=Evidence.load(e.dumps())).next(
+        PlanContext(best_source=DEMO)
+    )
 
 
 def test_vprefix_comes_last_on_a_tilelang_kernel():
     src = (ROOT / "examples" / "tilelang" / "layer_norm" / "layer_norm.py").read_text()
-    op = OpConfig(project="tilelang", name="layer_norm", dir=Path("examples/tilelang/layer_norm"),
-                  knobs=(Knob("block_M", "block_size", (4, 8, 16)),))
+    op = OpConfig(
+        project="tilelang",
+        name="layer_norm",
+        dir=Path("examples/tilelang/layer_norm"),
+        knobs=(Knob("block_M", "block_size", (4, 8, 16)),),
+    )
     p = Planner(op)
-    plan = [line for line in p.plan(PlanContext(best_source=src)) if line[:3].strip().rstrip(".").isdigit()]
+    plan = [
+        line
+        for line in p.plan(PlanContext(best_source=src))
+        if line[:3].strip().rstrip(".").isdigit()
+    ]
     assert "vprefix" in plan[-1] and "block_M" in plan[0]
     history, best = [], src
     while True:
@@ -134,17 +161,23 @@ def test_vprefix_comes_last_on_a_tilelang_kernel():
             break
         history.append(Attempt(v.change, v.source_hash, source_hash(best), "not_better", -0.05))
     assert [a.change.strategy for a in history][-1] == "vprefix"
-    assert len({a.change.strategy for a in history}) == 4  # block_size, pipeline_depth, multi_buffer, vprefix
+    assert (
+        len({a.change.strategy for a in history}) == 4
+    )  # block_size, pipeline_depth, multi_buffer, vprefix
 
 
 def test_proposer_strategies_are_asked_once_per_best_and_rejections_move_on():
     script = ROOT / "tests" / "proposers" / "fixed.py"
     op = demo_op(knobs=())
-    p = Planner(op, proposer=ExternalProposer((sys.executable, str(script), "invalid"), timeout_s=30))
+    p = Planner(
+        op, proposer=ExternalProposer((sys.executable, str(script), "invalid"), timeout_s=30)
+    )
     src = DEMO.replace("BLOCK_M = 64  # rows per tile\nBLOCK_N = 64\n", "")  # no knobs at all
     _, history, final = run(p, src, 10)
     assert [a.change.strategy for a in history] == ["vectorize", "data_reuse", "fewer_buffers"]
-    assert all(a.verdict == "rejected" and "not valid Python" in a.change.description for a in history)
+    assert all(
+        a.verdict == "rejected" and "not valid Python" in a.change.description for a in history
+    )
     assert isinstance(final, Refusal) and final.exhausted
 
 
@@ -153,7 +186,9 @@ def test_plan_lists_what_is_not_planned_and_why():
     assert lines[0].startswith("plan for demo/tiles (vector kernel)")
     assert any("vectorize: needs an external proposer" in line for line in lines)
     missing = demo_op(knobs=(Knob("BLOCK_Q", "block_size", (8, 16)),))
-    assert any("knob 'BLOCK_Q'" in line for line in Planner(missing).plan(PlanContext(best_source=DEMO)))
+    assert any(
+        "knob 'BLOCK_Q'" in line for line in Planner(missing).plan(PlanContext(best_source=DEMO))
+    )
 
 
 def test_every_example_op_resolves_and_plans_one_parsable_change():
@@ -182,10 +217,14 @@ def test_exploration_jumps_further_only_after_both_neighbours_lost():
         assert isinstance(v, Variant) and v.change.new in (128, 32)  # the two neighbours first
         history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", -0.05))
     far = [p.next(PlanContext(best_source=DEMO, history=tuple(history)))]
-    history.append(Attempt(far[0].change, far[0].source_hash, source_hash(DEMO), "not_better", -0.05))
+    history.append(
+        Attempt(far[0].change, far[0].source_hash, source_hash(DEMO), "not_better", -0.05)
+    )
     far.append(p.next(PlanContext(best_source=DEMO, history=tuple(history))))
     assert [v.change.new for v in far] == [256, 16]  # two steps away, up first
-    assert "tier 4" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]  # valley crossing
+    assert (
+        "tier 4" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]
+    )  # valley crossing
 
 
 def attempt(v: Variant, parent: str, verdict: str, gain: float | None) -> Attempt:
@@ -193,8 +232,12 @@ def attempt(v: Variant, parent: str, verdict: str, gain: float | None) -> Attemp
 
 
 def test_a_value_that_failed_l0_is_never_planned_again_from_any_parent():
-    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),
-                        Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256))))
+    op = demo_op(
+        knobs=(
+            Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),
+            Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256)),
+        )
+    )
     p = Planner(op)
     first = p.next(PlanContext(best_source=DEMO))
     assert isinstance(first, Variant) and (first.change.knob, first.change.new) == ("BLOCK_M", 128)
@@ -233,18 +276,26 @@ def test_long_knobs_stride_then_bisect_then_cross_the_valley():
 
 
 def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first():
-    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),
-                        Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256))))
+    op = demo_op(
+        knobs=(
+            Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),
+            Knob("BLOCK_N", "block_size", (16, 32, 64, 128, 256)),
+        )
+    )
     p = Planner(op)
     up = p.next(PlanContext(best_source=DEMO))  # no evidence, equal room: up
     assert isinstance(up, Variant) and up.change.new == 128
     history = [attempt(up, DEMO, "not_better", -0.2)]
     n = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
-    assert isinstance(n, Variant) and n.change.knob == "BLOCK_N"  # another knob before BLOCK_M's other side
+    assert (
+        isinstance(n, Variant) and n.change.knob == "BLOCK_N"
+    )  # another knob before BLOCK_M's other side
     history.append(attempt(n, DEMO, "better", 0.1))
     # from the new best, BLOCK_M's evidence says up lost 20 %: down is tried first
     m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
-    assert isinstance(m, Variant) and m.change.knob == "BLOCK_N" and m.change.new == 256  # the win continues
+    assert (
+        isinstance(m, Variant) and m.change.knob == "BLOCK_N" and m.change.new == 256
+    )  # the win continues
     history.append(attempt(m, n.source, "not_better", -0.01))
     m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
     assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_M", 32)
@@ -256,6 +307,7 @@ def test_patience_counts_different_things_not_repeats_of_one():
 
     def a(knob, old, new):
         return Attempt(Change("block_size", "x", knob, old, new), "h", "p", "not_better", 0.01)
+
     same = [a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 256), a("BLOCK_M", 64, 512)]
     assert patience_count(same) == 1  # one knob: one thing (with the backstop: 3 // 2)
     assert patience_count([a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 32), a("BLOCK_N", 8, 16)]) == 2

@@ -33,9 +33,14 @@ def test_a_valid_proposal_becomes_a_variant_with_its_description():
     assert v.change.strategy == "vectorize"
     assert v.change.description == "gamma multiply: scalar T.Parallel loop -> T.npuir_mul"
     removed = [old for old, _ in changed_lines(RMS, v.source) if old]
-    assert removed == ["                for i, j in T.Parallel(block_M, hidden):",
-                       "                    x_ub[i, j] = x_ub[i, j] * gamma_ub[0, j]"]
-    assert v.source_hash == source_hash(v.source) and "+                T.npuir_mul(x_ub, gamma_ub, x_ub)" in v.diff
+    assert removed == [
+        "                for i, j in T.Parallel(block_M, hidden):",
+        "                    x_ub[i, j] = x_ub[i, j] * gamma_ub[0, j]",
+    ]
+    assert (
+        v.source_hash == source_hash(v.source)
+        and "+                T.npuir_mul(x_ub, gamma_ub, x_ub)" in v.diff
+    )
 
 
 def test_without_a_description_the_change_names_the_proposer_script():
@@ -47,29 +52,53 @@ def test_without_a_description_the_change_names_the_proposer_script():
 def test_the_context_file_carries_the_protocol_fields(tmp_path, monkeypatch):
     copy = tmp_path / "ctx.json"
     monkeypatch.setenv("PROPOSER_CONTEXT_COPY", str(copy))
-    history = (Attempt(Change("block_size", "block_M: 16 -> 32", "block_M", 16, 32), "a" * 64, "b" * 64,
-                       "not_better", -0.02),)
-    proposer("comment").propose(OP, "fewer_buffers", ctx(history=history, profile_summary={"best_us": 61.5},
-                                                         last_failure="L0 failed: max abs err 0.3"), set())
+    history = (
+        Attempt(
+            Change("block_size", "block_M: 16 -> 32", "block_M", 16, 32),
+            "a" * 64,
+            "b" * 64,
+            "not_better",
+            -0.02,
+        ),
+    )
+    proposer("comment").propose(
+        OP,
+        "fewer_buffers",
+        ctx(
+            history=history,
+            profile_summary={"best_us": 61.5},
+            last_failure="L0 failed: max abs err 0.3",
+        ),
+        set(),
+    )
     data = json.loads(copy.read_text())
     assert data["protocol"] == 1
     assert data["op"]["qualified"] == "tilelang/rms_norm" and data["op"]["entry"] == "kernel"
-    assert data["strategy"]["id"] == "fewer_buffers" and data["strategy"]["expected_gain"] == [0.05, 0.10]
+    assert data["strategy"]["id"] == "fewer_buffers" and data["strategy"]["expected_gain"] == [
+        0.05,
+        0.10,
+    ]
     assert data["profile_summary"] == {"best_us": 61.5}
     assert data["previous_failure"] == "L0 failed: max abs err 0.3"
-    assert data["history"][0]["description"] == "block_M: 16 -> 32" and data["history"][0]["verdict"] == "not_better"
+    assert (
+        data["history"][0]["description"] == "block_M: 16 -> 32"
+        and data["history"][0]["verdict"] == "not_better"
+    )
     assert data["best_source_hash"] == source_hash(RMS)
     assert not Path(data["best_source_path"]).exists()  # the scratch dir is cleaned up
 
 
-@pytest.mark.parametrize("mode, reason", [
-    ("invalid", "not valid Python: line"),
-    ("signature", "changes the kernel's signature: @prim_func rms_norm.rmsNorm"),
-    ("reference", "changes the accuracy check: function reference was edited"),
-    ("identical", "identical to the best-so-far source"),
-    ("fail", "the proposer exited 3: cannot help with this kernel"),
-    ("nothing", "wrote nothing"),
-])
+@pytest.mark.parametrize(
+    "mode, reason",
+    [
+        ("invalid", "not valid Python: line"),
+        ("signature", "changes the kernel's signature: @prim_func rms_norm.rmsNorm"),
+        ("reference", "changes the accuracy check: function reference was edited"),
+        ("identical", "identical to the best-so-far source"),
+        ("fail", "the proposer exited 3: cannot help with this kernel"),
+        ("nothing", "wrote nothing"),
+    ],
+)
 def test_bad_proposals_are_rejected_with_a_recorded_reason(mode, reason):
     r = proposer(mode).propose(OP, "data_reuse", ctx(), set())
     assert isinstance(r, Refusal) and not r.exhausted
@@ -118,8 +147,14 @@ def test_argv_is_never_a_shell_string():
     with pytest.raises(ValueError):
         ExternalProposer(())
     # a shell metacharacter is just an argument: nothing is interpreted
-    r = ExternalProposer(("echo hi; touch /tmp/tunebot-pwned",)).propose(OP, "vectorize", ctx(), set())
-    assert isinstance(r, Refusal) and "not found" in r.reason and not Path("/tmp/tunebot-pwned").exists()
+    r = ExternalProposer(("echo hi; touch /tmp/tunebot-pwned",)).propose(
+        OP, "vectorize", ctx(), set()
+    )
+    assert (
+        isinstance(r, Refusal)
+        and "not found" in r.reason
+        and not Path("/tmp/tunebot-pwned").exists()
+    )
 
 
 def test_signatures_cover_prim_funcs_and_the_entry():
@@ -129,7 +164,9 @@ def test_signatures_cover_prim_funcs_and_the_entry():
     assert "entry kernel" in (check_proposal(RMS, changed, set(), "kernel") or "")
 
 
-def test_a_proposer_that_exits_0_leaving_a_background_child_is_accepted_at_once(tmp_path, monkeypatch):
+def test_a_proposer_that_exits_0_leaving_a_background_child_is_accepted_at_once(
+    tmp_path, monkeypatch
+):
     pid_file = tmp_path / "child.pid"
     monkeypatch.setenv("PROPOSER_PID_FILE", str(pid_file))
     start = time.monotonic()
@@ -147,8 +184,15 @@ def test_a_proposer_that_exits_0_leaving_a_background_child_is_accepted_at_once(
 def test_the_proposer_gets_no_forge_or_ci_credentials(tmp_path, monkeypatch):
     copy = tmp_path / "env.json"
     monkeypatch.setenv("PROPOSER_ENV_COPY", str(copy))
-    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_APP_PRIVATE_KEY", "ACTIONS_RUNTIME_TOKEN",
-                 "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_CACHE_URL"):
+    for name in (
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_APP_PRIVATE_KEY",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+        "ACTIONS_CACHE_URL",
+    ):
         monkeypatch.setenv(name, "secret")
     monkeypatch.setenv("MY_AGENT_KEY", "kept")
     assert isinstance(proposer("env").propose(OP, "vectorize", ctx(), set()), Variant)
@@ -156,17 +200,37 @@ def test_the_proposer_gets_no_forge_or_ci_credentials(tmp_path, monkeypatch):
     assert "secret" not in env.values() and env["MY_AGENT_KEY"] == "kept"
 
 
-MAIN_OLD = "    torch.testing.assert_close(kernel(*inputs), reference(*inputs), rtol=1e-4, atol=1e-4)\n"
+MAIN_OLD = (
+    "    torch.testing.assert_close(kernel(*inputs), reference(*inputs), rtol=1e-4, atol=1e-4)\n"
+)
 
 
-@pytest.mark.parametrize("old, new, reason", [
-    ("def reference(x, gamma):\n", "def reference(x, gamma):\n    return kernel(x, gamma)\n",
-     "function reference was edited"),
-    ("    torch.manual_seed(seed)\n", "    torch.manual_seed(0)\n", "function get_inputs was edited"),
-    (MAIN_OLD, MAIN_OLD.replace("1e-4", "1.0"), "`if __name__ == \"__main__\":` block was edited"),
-    ("if __name__ == \"__main__\":", "if False:", "`if __name__ == \"__main__\":` block is gone"),
-    ("def get_inputs(seed: int = 0):", "def make_inputs(seed: int = 0):", "function get_inputs is gone"),
-])
+@pytest.mark.parametrize(
+    "old, new, reason",
+    [
+        (
+            "def reference(x, gamma):\n",
+            "def reference(x, gamma):\n    return kernel(x, gamma)\n",
+            "function reference was edited",
+        ),
+        (
+            "    torch.manual_seed(seed)\n",
+            "    torch.manual_seed(0)\n",
+            "function get_inputs was edited",
+        ),
+        (
+            MAIN_OLD,
+            MAIN_OLD.replace("1e-4", "1.0"),
+            '`if __name__ == "__main__":` block was edited',
+        ),
+        ('if __name__ == "__main__":', "if False:", '`if __name__ == "__main__":` block is gone'),
+        (
+            "def get_inputs(seed: int = 0):",
+            "def make_inputs(seed: int = 0):",
+            "function get_inputs is gone",
+        ),
+    ],
+)
 def test_a_proposal_may_not_touch_the_accuracy_check(old, new, reason):
     assert old in RMS
     got = check_proposal(RMS, RMS.replace(old, new, 1), set(), "kernel")
@@ -174,15 +238,29 @@ def test_a_proposal_may_not_touch_the_accuracy_check(old, new, reason):
 
 
 def test_the_configured_inputs_and_reference_names_are_protected():
-    src = RMS.replace("def reference(", "def ref_program(").replace("reference(*inputs)", "ref_program(*inputs)")
-    weakened = src.replace("def ref_program(x, gamma):\n", "def ref_program(x, gamma):\n    return kernel(x, gamma)\n")
-    assert check_proposal(src, weakened, set(), "kernel") is None  # not the configured name: unprotected
-    assert "function ref_program was edited" in check_proposal(src, weakened, set(), "kernel", reference="ref_program")
+    src = RMS.replace("def reference(", "def ref_program(").replace(
+        "reference(*inputs)", "ref_program(*inputs)"
+    )
+    weakened = src.replace(
+        "def ref_program(x, gamma):\n", "def ref_program(x, gamma):\n    return kernel(x, gamma)\n"
+    )
+    assert (
+        check_proposal(src, weakened, set(), "kernel") is None
+    )  # not the configured name: unprotected
+    assert "function ref_program was edited" in check_proposal(
+        src, weakened, set(), "kernel", reference="ref_program"
+    )
 
 
 def test_kernel_bodies_may_change():
-    body = RMS.replace("return rms_norm(ROWS, HIDDEN, block_M=16)(x, gamma)", "return rms_norm(ROWS, HIDDEN, block_M=32)(x, gamma)")
-    body = body.replace("T.npuir_rsqrt(sum_ub, sum_ub)", "T.npuir_rsqrt(sum_ub, sum_ub)  # same\n                pass")
+    body = RMS.replace(
+        "return rms_norm(ROWS, HIDDEN, block_M=16)(x, gamma)",
+        "return rms_norm(ROWS, HIDDEN, block_M=32)(x, gamma)",
+    )
+    body = body.replace(
+        "T.npuir_rsqrt(sum_ub, sum_ub)",
+        "T.npuir_rsqrt(sum_ub, sum_ub)  # same\n                pass",
+    )
     assert body != RMS and check_proposal(RMS, body, set(), "kernel") is None
 
 

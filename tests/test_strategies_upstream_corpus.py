@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import third_party_corpus
 import yaml
+from conftest import third_party_corpus
 
 from bot.config import Knob, OpConfig
 from bot.strategies import knobs, multibuffer, pipeline, vprefix
@@ -51,10 +51,14 @@ def source_of(kid: str) -> str:
     shared = third_party_corpus("upstream_kernels", f"{kid}.py")
     path = shared / f"{kid}.py" if shared is not None else CORPUS / "src" / f"{kid}.py"
     if not path.is_file():
-        pytest.skip(f"corpus source {path} is not materialised: run "
-                    f"`python scripts/upstream_corpus.py --git-dir <clone of {MANIFEST['source']['repo']}>`")
+        pytest.skip(
+            f"corpus source {path} is not materialised: run "
+            f"`python scripts/upstream_corpus.py --git-dir <clone of {MANIFEST['source']['repo']}>`"
+        )
     data = path.read_bytes()
-    assert hashlib.sha256(data).hexdigest() == KERNELS[kid]["sha256"], f"{path} differs from the manifest"
+    assert hashlib.sha256(data).hexdigest() == KERNELS[kid]["sha256"], (
+        f"{path} differs from the manifest"
+    )
     return data.decode("utf-8")
 
 
@@ -91,7 +95,9 @@ class Tally:
     noop: list[str] = field(default_factory=list)
     breaking: list[str] = field(default_factory=list)
     refused: int = 0
-    refused_valid: list[str] = field(default_factory=list)  # a value the expectation calls valid was refused
+    refused_valid: list[str] = field(
+        default_factory=list
+    )  # a value the expectation calls valid was refused
     missed_knobs: list[str] = field(default_factory=list)  # expected knobs not discovered
     unexplained: list[str] = field(default_factory=list)  # a refusal or drop without a reason
 
@@ -101,7 +107,9 @@ class Tally:
 
 
 def _op(kid: str) -> OpConfig:
-    return OpConfig(project="upstream", name=kid, dir=Path("examples/upstream") / kid, kernel_kind="mix")
+    return OpConfig(
+        project="upstream", name=kid, dir=Path("examples/upstream") / kid, kernel_kind="mix"
+    )
 
 
 def judge_kernel(kid: str) -> Tally:
@@ -113,16 +121,24 @@ def judge_kernel(kid: str) -> Tally:
     expected_knobs = exp.get("block_size") or {}
     dropped = set(exp.get("dropped") or [])
     for name in dropped:  # must be listed as not planned, with its reason
-        if not any(s.startswith(f"block_size: {name}: ") and len(s) > len(f"block_size: {name}: ") + 10
-                   for s in skipped):
+        if not any(
+            s.startswith(f"block_size: {name}: ") and len(s) > len(f"block_size: {name}: ") + 10
+            for s in skipped
+        ):
             t.unexplained.append(f"{kid}: {name} is not listed as dropped with a reason")
-    if exp["multi_buffer"]["edit_lines"] is None and not any(s.startswith("multi_buffer: ") for s in skipped):
+    if exp["multi_buffer"]["edit_lines"] is None and not any(
+        s.startswith("multi_buffer: ") for s in skipped
+    ):
         t.unexplained.append(f"{kid}: the multi_buffer refusal is not listed with its reason")
 
     def judge_block(v: Variant, name: str) -> None:
         t.produced += 1
         lines = changed_parent_lines(src, v.source)
-        matches = [k for k, e in expected_knobs.items() if lines == {e["line"]} and e["value"] == v.change.old]
+        matches = [
+            k
+            for k, e in expected_knobs.items()
+            if lines == {e["line"]} and e["value"] == v.change.old
+        ]
         if name in dropped or not matches:
             (t.noop if name in dropped else t.wrong_site).append(f"{kid}: {v.change.description}")
             return
@@ -138,7 +154,9 @@ def judge_kernel(kid: str) -> Tally:
             assert spec.knob is not None
             ordered = sorted(set(spec.values))
             i = ordered.index(current) if current in ordered else None
-            neighbours = [] if i is None else [ordered[j] for j in (i - 1, i + 1) if 0 <= j < len(ordered)]
+            neighbours = (
+                [] if i is None else [ordered[j] for j in (i - 1, i + 1) if 0 <= j < len(ordered)]
+            )
             site = knobs.locate(src, spec.key)
             if not isinstance(site, str):
                 found_lines.add((site.line, site.value))
@@ -150,15 +168,24 @@ def judge_kernel(kid: str) -> Tally:
                     t.refused += 1
             # every value outside the legal space must be refused by the transform itself, with a reason
             for new in sorted(set(DISCOVERED_BLOCK_VALUES) - set(spec.values)):
-                r = knobs.set_knob(src, Knob(spec.key, "block_size", tuple(DISCOVERED_BLOCK_VALUES)), new,
-                                   "block_size", f"{kid}.py")
+                r = knobs.set_knob(
+                    src,
+                    Knob(spec.key, "block_size", tuple(DISCOVERED_BLOCK_VALUES)),
+                    new,
+                    "block_size",
+                    f"{kid}.py",
+                )
                 if isinstance(r, Variant):
                     judge_block(r, spec.key)
                 else:
                     t.refused += 1
                     if not r.reason.strip():
                         t.unexplained.append(f"{kid}: {spec.key}={new} refused without a reason")
-                    matches = [e for e in expected_knobs.values() if e["line"] == getattr(site, "line", None)]
+                    matches = [
+                        e
+                        for e in expected_knobs.values()
+                        if e["line"] == getattr(site, "line", None)
+                    ]
                     if matches and all(valid(e["valid"], new) for e in matches):
                         t.refused_valid.append(f"{kid}: {spec.key}={new}: {r.reason}")
         elif spec.kind == "stages":
@@ -194,7 +221,11 @@ def judge_kernel(kid: str) -> Tally:
                 t.correct += 1
             else:
                 t.breaking.append(f"{kid}: {r.change.description}")
-    if not any(s.kind == "flag" for s in specs) and "multi_buffer" in exp and exp["multi_buffer"]["edit_lines"]:
+    if (
+        not any(s.kind == "flag" for s in specs)
+        and "multi_buffer" in exp
+        and exp["multi_buffer"]["edit_lines"]
+    ):
         t.missed_knobs.append(f"{kid}: multi_buffer flag not planned")
     v = vprefix.rename(src, f"{kid}.py")
     if isinstance(v, Variant):
@@ -250,16 +281,21 @@ def corpus_report() -> str:
         for kid in _ids(which):
             total.add(judge_kernel(kid))
         n = total.produced
-        lines.append(f"{which}: {len(_ids(which))} kernels, {n} variants, {total.correct} correct "
-                     f"({total.correct / n:.1%}, 95 % CI {_interval(total.correct, n)}), "
-                     f"{len(total.wrong_site)} wrong-site, {len(total.noop)} no-op, "
-                     f"{len(total.breaking)} semantics-breaking, {total.refused} refused "
-                     f"({len(total.refused_valid)} of them valid by the expectation), "
-                     f"{len(total.missed_knobs)} expected knobs/flags not planned")
-        for label, items in (("wrong site", total.wrong_site), ("no-op", total.noop),
-                             ("semantics-breaking", total.breaking), ("refused although valid",
-                                                                     total.refused_valid),
-                             ("not planned", total.missed_knobs)):
+        lines.append(
+            f"{which}: {len(_ids(which))} kernels, {n} variants, {total.correct} correct "
+            f"({total.correct / n:.1%}, 95 % CI {_interval(total.correct, n)}), "
+            f"{len(total.wrong_site)} wrong-site, {len(total.noop)} no-op, "
+            f"{len(total.breaking)} semantics-breaking, {total.refused} refused "
+            f"({len(total.refused_valid)} of them valid by the expectation), "
+            f"{len(total.missed_knobs)} expected knobs/flags not planned"
+        )
+        for label, items in (
+            ("wrong site", total.wrong_site),
+            ("no-op", total.noop),
+            ("semantics-breaking", total.breaking),
+            ("refused although valid", total.refused_valid),
+            ("not planned", total.missed_knobs),
+        ):
             lines.extend(f"  {label}: {item}" for item in items)
     return "\n".join(lines)
 

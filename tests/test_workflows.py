@@ -47,9 +47,17 @@ def test_all_workflows_exist():
     assert sorted(p.name for p in WORKFLOWS.glob("*.yml")) == sorted(NAMES)
 
 
-@pytest.mark.skipif(shutil.which("zizmor") is None, reason="zizmor is installed by the test extra (pip install -e '.[test]')")
+@pytest.mark.skipif(
+    shutil.which("zizmor") is None,
+    reason="zizmor is installed by the test extra (pip install -e '.[test]')",
+)
 def test_zizmor_reports_no_findings():
-    out = subprocess.run(["zizmor", "--offline", "--no-progress", str(WORKFLOWS)], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        ["zizmor", "--offline", "--no-progress", str(WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "No findings to report" in out.stdout
 
@@ -59,14 +67,18 @@ def test_every_zizmor_ignore_is_justified():
         for line in (WORKFLOWS / name).read_text().splitlines():
             if "zizmor: ignore[" in line:
                 reason = line.split("]", 1)[1].strip()
-                assert len(reason) > 20, f"{name}: an ignore needs a reason beside it: {line.strip()}"
+                assert len(reason) > 20, (
+                    f"{name}: an ignore needs a reason beside it: {line.strip()}"
+                )
 
 
 def test_actions_are_pinned_by_full_sha_with_the_tag_noted():
     for name in NAMES:
         for line in (WORKFLOWS / name).read_text().splitlines():
             if re.match(r"\s*(- )?uses:", line):
-                assert PINNED.search(line), f"{name}: not pinned by SHA with a tag comment: {line.strip()}"
+                assert PINNED.search(line), (
+                    f"{name}: not pinned by SHA with a tag comment: {line.strip()}"
+                )
 
 
 def test_untrusted_text_never_reaches_a_script():
@@ -74,22 +86,46 @@ def test_untrusted_text_never_reaches_a_script():
         for job in load(name)["jobs"].values():
             for step in job.get("steps", []):
                 for script in scripts(step):
-                    assert not untrusted_expressions(script), f"{name}: untrusted text in a script: {untrusted_expressions(script)}"
+                    assert not untrusted_expressions(script), (
+                        f"{name}: untrusted text in a script: {untrusted_expressions(script)}"
+                    )
 
 
-@pytest.mark.parametrize("expr", [
-    "github.head_ref", "github.event.pull_request.head.ref", "github.event.pull_request.title",
-    "github.event.comment.body", "github.event.issue.title", "github.event.review.body", "inputs.ops",
-    "github.event.inputs.ops", "github['head_ref']", "format('{0}', github.event.comment.body)", "inputs['ops']",
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "github.head_ref",
+        "github.event.pull_request.head.ref",
+        "github.event.pull_request.title",
+        "github.event.comment.body",
+        "github.event.issue.title",
+        "github.event.review.body",
+        "inputs.ops",
+        "github.event.inputs.ops",
+        "github['head_ref']",
+        "format('{0}', github.event.comment.body)",
+        "inputs['ops']",
+    ],
+)
 def test_the_untrusted_check_catches_each_source_in_run_and_github_script(expr):
     assert untrusted_expressions(f"echo ${{{{ {expr} }}}}")
-    step = {"uses": "actions/github-script@0000000000000000000000000000000000000000", "with": {"script": f"core.info('${{{{ {expr} }}}}')"}}
+    step = {
+        "uses": "actions/github-script@0000000000000000000000000000000000000000",
+        "with": {"script": f"core.info('${{{{ {expr} }}}}')"},
+    }
     assert any(untrusted_expressions(s) for s in scripts(step))
 
 
-@pytest.mark.parametrize("expr", ["github.run_id", "needs.gate.outputs.head_sha", "github.event.repository.default_branch",
-                                  "github.token", "steps.gate.outputs.inputs_seen"])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "github.run_id",
+        "needs.gate.outputs.head_sha",
+        "github.event.repository.default_branch",
+        "github.token",
+        "steps.gate.outputs.inputs_seen",
+    ],
+)
 def test_the_untrusted_check_lets_trusted_values_through(expr):
     assert not untrusted_expressions(f"echo ${{{{ {expr} }}}}")
 
@@ -100,14 +136,20 @@ def test_the_tune_checkout_keeps_no_credential_and_the_step_execs():
         if "actions/checkout" in str(step.get("uses", "")):
             assert step["with"]["persist-credentials"] is False, step
     script = next(s for s in tune["steps"] if s.get("name") == "tune")["run"]
-    assert all(line.strip().startswith("exec ") for line in script.splitlines() if "tunebot github handle" in line)
+    assert all(
+        line.strip().startswith("exec ")
+        for line in script.splitlines()
+        if "tunebot github handle" in line
+    )
 
 
 def test_every_job_has_a_timeout_and_workflows_start_without_permissions():
     for name in NAMES:
         wf = load(name)
         for job_name, job in wf["jobs"].items():
-            assert isinstance(job.get("timeout-minutes"), int), f"{name}:{job_name} lacks timeout-minutes"
+            assert isinstance(job.get("timeout-minutes"), int), (
+                f"{name}:{job_name} lacks timeout-minutes"
+            )
         if name != "ci.yml":
             assert wf["permissions"] == {}, f"{name}: top-level permissions must be empty"
 
@@ -122,9 +164,14 @@ def test_tune_workflow_gates_before_the_self_hosted_job():
     assert "--phase gate" in str(gate["steps"])
     assert tune["needs"] == "gate" and tune["if"] == "needs.gate.outputs.authorized == 'true'"
     work = next(s for s in tune["steps"] if s.get("with", {}).get("path") == "work")
-    assert work["with"]["ref"].startswith("${{ needs.gate.outputs.head_sha")  # exactly the pinned SHA
+    assert work["with"]["ref"].startswith(
+        "${{ needs.gate.outputs.head_sha"
+    )  # exactly the pinned SHA
     script = next(s for s in tune["steps"] if s.get("name") == "tune")
-    assert script["env"]["HEAD_SHA"] == "${{ needs.gate.outputs.head_sha }}" and '--sha "$HEAD_SHA"' in script["run"]
+    assert (
+        script["env"]["HEAD_SHA"] == "${{ needs.gate.outputs.head_sha }}"
+        and '--sha "$HEAD_SHA"' in script["run"]
+    )
 
 
 def test_tune_fans_out_one_job_per_op_and_a_report_job_aggregates():
@@ -161,4 +208,6 @@ def test_refresh_features_runs_on_schedule_and_dispatch():
     wf = load("refresh-features.yml")
     assert "schedule" in wf["on"] and "workflow_dispatch" in wf["on"]
     steps = str(wf["jobs"]["refresh"]["steps"])
-    assert "tunebot refresh-features" in steps and "--propose" in steps and "--forge github" in steps
+    assert (
+        "tunebot refresh-features" in steps and "--propose" in steps and "--forge github" in steps
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 import click
 
@@ -35,8 +35,11 @@ def handle_errors(func: Callable) -> Callable:
             click.secho(f"error: {diskfull.message(exc)}", fg="red", err=True)
             sys.exit(EXIT_DISK_FULL)
         except KeyboardInterrupt:
-            click.secho("interrupted: every recorded iteration is kept; run the same command again to resume",
-                        fg="yellow", err=True)
+            click.secho(
+                "interrupted: every recorded iteration is kept; run the same command again to resume",
+                fg="yellow",
+                err=True,
+            )
             sys.exit(EXIT_INTERRUPTED)
 
     return wrapper

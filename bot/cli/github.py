@@ -17,7 +17,6 @@ import click
 from bot.cli.common import handle_errors
 
 
-
 def _write_outputs(outputs: dict[str, str], target: str | None) -> None:
     if not target or not outputs:
         return
@@ -31,7 +30,9 @@ def _load_event(event_name: str | None, event_path: str | None) -> tuple[str, di
     name = event_name or os.environ.get("GITHUB_EVENT_NAME")
     path = event_path or os.environ.get("GITHUB_EVENT_PATH")
     if not name or not path:
-        raise click.UsageError("no event: pass --event-name and --event-path (GitHub Actions sets GITHUB_EVENT_NAME/GITHUB_EVENT_PATH)")
+        raise click.UsageError(
+            "no event: pass --event-name and --event-path (GitHub Actions sets GITHUB_EVENT_NAME/GITHUB_EVENT_PATH)"
+        )
     try:
         payload = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -48,19 +49,51 @@ def github() -> None:
 
 @github.command("handle")
 @click.option("--event-name", help="Event name (default: $GITHUB_EVENT_NAME).")
-@click.option("--event-path", type=click.Path(dir_okay=False), help="Event payload JSON (default: $GITHUB_EVENT_PATH).")
-@click.option("--phase", type=click.Choice(["all", "gate", "tune", "report"]), default="all", show_default=True,
-              help="gate: react, authorize, pin the SHA, plan the matrix (hosted runner); tune: run on the pinned SHA "
-                   "(self-hosted runner, one job per op with --op); report: one summary and the combined status.")
-@click.option("--checkout", type=click.Path(file_okay=False, path_type=Path), help="The repository checkout (tune phase).")
+@click.option(
+    "--event-path",
+    type=click.Path(dir_okay=False),
+    help="Event payload JSON (default: $GITHUB_EVENT_PATH).",
+)
+@click.option(
+    "--phase",
+    type=click.Choice(["all", "gate", "tune", "report"]),
+    default="all",
+    show_default=True,
+    help="gate: react, authorize, pin the SHA, plan the matrix (hosted runner); tune: run on the pinned SHA "
+    "(self-hosted runner, one job per op with --op); report: one summary and the combined status.",
+)
+@click.option(
+    "--checkout",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The repository checkout (tune phase).",
+)
 @click.option("--sha", "authorized_sha", help="Tune phase: the head SHA the gate authorized.")
-@click.option("--hosted", is_flag=True, help="Running on a GitHub-hosted runner: fork heads may be handled (never on self-hosted).")
-@click.option("--bot-login", envvar="TUNEBOT_BOT_LOGIN", default="github-actions[bot]", show_default=True,
-              help="The login the token comments as (a GitHub App: '<app-slug>[bot]'); only its comments are trusted.")
-@click.option("--op", "only_op", help="A matrix job: tune only this op of the command (one job per op).")
+@click.option(
+    "--hosted",
+    is_flag=True,
+    help="Running on a GitHub-hosted runner: fork heads may be handled (never on self-hosted).",
+)
+@click.option(
+    "--bot-login",
+    envvar="TUNEBOT_BOT_LOGIN",
+    default="github-actions[bot]",
+    show_default=True,
+    help="The login the token comments as (a GitHub App: '<app-slug>[bot]'); only its comments are trusted.",
+)
+@click.option(
+    "--op", "only_op", help="A matrix job: tune only this op of the command (one job per op)."
+)
 @handle_errors
-def handle(event_name: str | None, event_path: str | None, phase: str, checkout: Path | None, authorized_sha: str | None,
-           hosted: bool, bot_login: str, only_op: str | None) -> None:
+def handle(
+    event_name: str | None,
+    event_path: str | None,
+    phase: str,
+    checkout: Path | None,
+    authorized_sha: str | None,
+    hosted: bool,
+    bot_login: str,
+    only_op: str | None,
+) -> None:
     """Handle one GitHub event: /tune comments, review approvals, schedule and dispatch."""
     from bot import config
     from bot.forge.github import client_from_env
@@ -72,22 +105,39 @@ def handle(event_name: str | None, event_path: str | None, phase: str, checkout:
     sealed = seal()
     # Killing leftovers (and becoming their subreaper) only in a real tunebot process, never in a
     # test runner that imported the CLI.
-    guard = JobGuard(sealed, reap=phase in ("all", "tune") and (sealed.reexecuted or is_real_cli())).start()
+    guard = JobGuard(
+        sealed, reap=phase in ("all", "tune") and (sealed.reexecuted or is_real_cli())
+    ).start()
     name, payload = _load_event(event_name, event_path)
     gh, repo = client_from_env({**os.environ, **sealed.values})
     repo_cfg = config.load_repo_config(checkout) if checkout else config.RepoConfig()
     server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
     run_id = os.environ.get("GITHUB_RUN_ID")
     run_url = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None
-    flow = FlowConfig(repo=repo, repo_cfg=repo_cfg, checkout=checkout, self_hosted=not hosted, phase=phase,  # type: ignore[arg-type]
-                      server_url=server, run_url=run_url, authorized_sha=authorized_sha, bot_login=bot_login,
-                      guard=guard, only_op=only_op)
+    flow = FlowConfig(
+        repo=repo,
+        repo_cfg=repo_cfg,
+        checkout=checkout,
+        self_hosted=not hosted,
+        phase=phase,  # type: ignore[arg-type]
+        server_url=server,
+        run_url=run_url,
+        authorized_sha=authorized_sha,
+        bot_login=bot_login,
+        guard=guard,
+        only_op=only_op,
+    )
     try:
         outcomes = handle_event(name, payload, gh, flow)
     finally:
-        tampered = guard.finish()  # PR code's leftovers die; its writes to GITHUB_ENV & co. are undone
+        tampered = (
+            guard.finish()
+        )  # PR code's leftovers die; its writes to GITHUB_ENV & co. are undone
     for channel in tampered:
-        click.echo(f"warning: the tuned code wrote to ${channel}; that was undone, later steps never see it", err=True)
+        click.echo(
+            f"warning: the tuned code wrote to ${channel}; that was undone, later steps never see it",
+            err=True,
+        )
     outputs: dict[str, str] = {"authorized": "false"}
     code = 0
     for outcome in outcomes:
@@ -99,10 +149,16 @@ def handle(event_name: str | None, event_path: str | None, phase: str, checkout:
 
 
 @github.command("propose")
-@click.option("--head", required=True, help="Branch to propose (already pushed), e.g. tunebot/features-refresh.")
+@click.option(
+    "--head",
+    required=True,
+    help="Branch to propose (already pushed), e.g. tunebot/features-refresh.",
+)
 @click.option("--base", help="Branch to merge into (default: the repository's default branch).")
 @click.option("--title", required=True)
-@click.option("--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True
+)
 @handle_errors
 def propose(head: str, base: str | None, title: str, body_file: Path) -> None:
     """Open the pull request from HEAD, or update the open one (never a second)."""
@@ -110,7 +166,9 @@ def propose(head: str, base: str | None, title: str, body_file: Path) -> None:
 
     gh, repo = client_from_env()
     forge = GithubForge(gh, repo)  # no PR code runs here
-    proposal = forge.propose(head, base or forge.repo.default_branch, title, body_file.read_text(encoding="utf-8"))
+    proposal = forge.propose(
+        head, base or forge.repo.default_branch, title, body_file.read_text(encoding="utf-8")
+    )
     click.echo(f"#{proposal.id} {proposal.url}")
 
 

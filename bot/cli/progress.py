@@ -31,8 +31,11 @@ def style(text: str, fg: str | None) -> str:
 
 def fmt_duration(seconds: float) -> str:
     seconds = round(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
         else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 def _us(value: float | None) -> str:
@@ -46,7 +49,9 @@ def _pct(value: float | None) -> str:
 class Progress:
     """The stderr progress line, with an estimate from the iterations done so far."""
 
-    def __init__(self, stream: TextIO | None = None, live: bool | None = None, clock=time.monotonic) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, live: bool | None = None, clock=time.monotonic
+    ) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.clock = clock
@@ -120,6 +125,7 @@ class Printer:
         self.progress.clear()
         if self.as_json:
             import dataclasses
+
             click.echo(json.dumps({"event": dataclasses.asdict(event)}, ensure_ascii=False))
             return
         click.echo(self.line(event))
@@ -129,22 +135,28 @@ class Printer:
             return f"  rejected      {event.strategy or '-'}: {event.change or ''}  refused before evaluation: {event.message}"
         if event.kind == "iteration":
             self.progress.finished_iteration()
-            colour = {"better": "green", "not_better": "yellow", "style": None}.get(event.verdict or "", "red")
+            colour = {"better": "green", "not_better": "yellow", "style": None}.get(
+                event.verdict or "", "red"
+            )
             max_iters = event.data.get("max_iters") or self.max_iters
             of = f"/{max_iters}" if max_iters else ""
             vs_best = _pct(event.data.get("gain_vs_best_pct"))
             # numbers first, so an 80-column terminal never breaks one; the change and branch last
-            return (f"  iter {event.iteration}{of}  L0 {event.accuracy:<4}  {_us(event.latency_us):>11}  "
-                    f"{_pct(event.gain_pct):>6} vs baseline  {vs_best:>6} vs best  "
-                    + style(event.verdict or "", colour)
-                    + f": {event.message}  ({event.strategy}: {event.change}; {event.branch})")
+            return (
+                f"  iter {event.iteration}{of}  L0 {event.accuracy:<4}  {_us(event.latency_us):>11}  "
+                f"{_pct(event.gain_pct):>6} vs baseline  {vs_best:>6} vs best  "
+                + style(event.verdict or "", colour)
+                + f": {event.message}  ({event.strategy}: {event.change}; {event.branch})"
+            )
         if event.kind == "plan":
-            lines = [f"plan for {event.op} (nothing will be run or written):",
-                     f"  settings: {json.dumps(event.data.get('settings', {}), ensure_ascii=False)}"]
+            lines = [
+                f"plan for {event.op} (nothing will be run or written):",
+                f"  settings: {json.dumps(event.data.get('settings', {}), ensure_ascii=False)}",
+            ]
             return "\n".join(lines + [f"  - {line}" for line in event.message.splitlines()])
         if event.kind == "delivered":
             return f"delivered: branch {event.branch} ({(event.sha or '')[:10]})"
         if event.kind == "stop":
             d = event.data
-            return (f"stop: {stop_reason_text(event.message, max_iters=d.get('max_iters'), patience=d.get('patience'), target_us=d.get('target_us'))}")
+            return f"stop: {stop_reason_text(event.message, max_iters=d.get('max_iters'), patience=d.get('patience'), target_us=d.get('target_us'))}"
         return f"{event.kind}: {event.message}"

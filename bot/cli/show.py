@@ -59,7 +59,10 @@ def _chart(block: list[str]) -> list[str]:
 def _table(rows: list[str]) -> list[str]:
     cells = [split_row(r) or [r] for r in rows]
     body = [c for c in cells if not is_separator_row(c)]
-    widths = [max(len(_plain(row[i])) if i < len(row) else 0 for row in body) for i in range(max(map(len, body)))]
+    widths = [
+        max(len(_plain(row[i])) if i < len(row) else 0 for row in body)
+        for i in range(max(map(len, body)))
+    ]
     out = []
     for n, row in enumerate(body):
         out.append("  ".join(_plain(c).ljust(widths[i]) for i, c in enumerate(row)).rstrip())
@@ -75,13 +78,17 @@ def render_body(body: str) -> str:
     while i < len(lines):
         line = lines[i]
         if line.strip() == "```mermaid":
-            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
-            out += _chart(lines[i + 1:end])
+            end = next(
+                (j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines)
+            )
+            out += _chart(lines[i + 1 : end])
             i = end + 1
             continue
         if line.strip().startswith("```"):  # other code: indented, without its fences
-            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
-            out += ["    " + text for text in lines[i + 1:end]]
+            end = next(
+                (j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines)
+            )
+            out += ["    " + text for text in lines[i + 1 : end]]
             i = end + 1
             continue
         if line.lstrip().startswith("|"):
@@ -108,9 +115,16 @@ def render_proposal(p: Proposal) -> str:
 
 @click.command()
 @click.argument("proposal_id")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-              help="The git repository (any directory inside it).")
-@click.option("--json", "as_json", is_flag=True, help="Machine output: the proposal record, body as markdown.")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The git repository (any directory inside it).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Machine output: the proposal record, body as markdown."
+)
 @handle_errors
 def show(proposal_id: str, repo: Path, as_json: bool) -> None:
     """Show proposal PROPOSAL_ID: what changed, the gain, every iteration, the report."""

@@ -22,7 +22,7 @@ from bot.cli.progress import Printer
 from bot.cli.show import render_proposal
 from bot.errors import TunebotError
 from bot.forge.local import LocalForge
-from bot.loop import BadRequest, RunOutcome, TuneRequest, cancel, run_tune
+from bot.loop import BadRequest, RunOutcome, TuneRequest, run_tune
 from bot.model import cli as model_cli
 from bot.record.verdicts import stop_reason_text
 
@@ -43,47 +43,94 @@ def _outcome_dict(outcome: RunOutcome) -> dict:
 
 def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
     click.echo("")
-    click.echo(f"stop reason: {outcome.stop_text or stop_reason_text(outcome.stop_reason)}; "
-               f"iterations: {outcome.iterations}; "
-               f"baseline {_fmt_us(outcome.baseline_us)} -> best {_fmt_us(outcome.best_us)} "
-               f"({outcome.improvement_pct:+.1f}%)")
+    click.echo(
+        f"stop reason: {outcome.stop_text or stop_reason_text(outcome.stop_reason)}; "
+        f"iterations: {outcome.iterations}; "
+        f"baseline {_fmt_us(outcome.baseline_us)} -> best {_fmt_us(outcome.best_us)} "
+        f"({outcome.improvement_pct:+.1f}%)"
+    )
     if outcome.drift_pct is not None:
         click.echo(f"baseline re-measured at the end: drift {outcome.drift_pct:+.1f}%")
-    click.echo(f"branches:  git -C {repo} branch --list '{outcome.iteration_prefix}*' '{outcome.delivery_branch}'")
-    click.echo(f"log:       git -C {repo} show {outcome.delivery_branch}:{outcome.perf_dir}/opt_log.md")
+    click.echo(
+        f"branches:  git -C {repo} branch --list '{outcome.iteration_prefix}*' '{outcome.delivery_branch}'"
+    )
+    click.echo(
+        f"log:       git -C {repo} show {outcome.delivery_branch}:{outcome.perf_dir}/opt_log.md"
+    )
     click.echo(f"records:   {outcome.results_path}")
     click.echo(f"verdict:   {outcome.verdict}")
     if outcome.proposal:
-        click.echo(f"proposal:  #{outcome.proposal.id} {outcome.proposal.head} -> {outcome.proposal.base}"
-                   f"   (tunebot show {outcome.proposal.id}; tunebot approve {outcome.proposal.id}; "
-                   f"tunebot merge {outcome.proposal.id})")
+        click.echo(
+            f"proposal:  #{outcome.proposal.id} {outcome.proposal.head} -> {outcome.proposal.base}"
+            f"   (tunebot show {outcome.proposal.id}; tunebot approve {outcome.proposal.id}; "
+            f"tunebot merge {outcome.proposal.id})"
+        )
     else:
-        click.echo(f"no proposal: {outcome.no_proposal_reason}. The branches and records stay; "
-                   "`tunebot tune --restart` tunes again.")
+        click.echo(
+            f"no proposal: {outcome.no_proposal_reason}. The branches and records stay; "
+            "`tunebot tune --restart` tunes again."
+        )
     click.echo("")
     click.echo(outcome.report)
 
 
 @click.command()
 @click.argument("op")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-              help="The git repository holding the op (any directory inside it).")
-@click.option("--base", "base_ref", metavar="REF", help="Commit or branch to tune at (default: HEAD).")
-@click.option("--into", "base_branch", metavar="BRANCH",
-              help="Branch the proposal merges into (default: base_branch in .tunebot.yml, else the current branch).")
-@click.option("--max-iters", type=click.IntRange(min=1), help="Stop after N iterations (default 10).")
-@click.option("--patience", type=click.IntRange(min=1),
-              help="Stop after N different things (knobs, strategies) were tried without a gain (default 3).")
-@click.option("--target-us", type=click.FloatRange(min=0, min_open=True),
-              help="Stop once the best latency is at or under this many microseconds.")
-@click.option("--strategies", metavar="A,B", help="Only use these strategies (ids from references/strategies.md).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The git repository holding the op (any directory inside it).",
+)
+@click.option(
+    "--base", "base_ref", metavar="REF", help="Commit or branch to tune at (default: HEAD)."
+)
+@click.option(
+    "--into",
+    "base_branch",
+    metavar="BRANCH",
+    help="Branch the proposal merges into (default: base_branch in .tunebot.yml, else the current branch).",
+)
+@click.option(
+    "--max-iters", type=click.IntRange(min=1), help="Stop after N iterations (default 10)."
+)
+@click.option(
+    "--patience",
+    type=click.IntRange(min=1),
+    help="Stop after N different things (knobs, strategies) were tried without a gain (default 3).",
+)
+@click.option(
+    "--target-us",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Stop once the best latency is at or under this many microseconds.",
+)
+@click.option(
+    "--strategies",
+    metavar="A,B",
+    help="Only use these strategies (ids from references/strategies.md).",
+)
 @click.option("--restart", is_flag=True, help="Discard the recorded run of this op and start over.")
-@click.option("--dry-run", is_flag=True, help="Print the resolved op, settings and plan; run and write nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the resolved op, settings and plan; run and write nothing.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine output: one JSON object per line.")
 @handle_errors
-def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max_iters: int | None,
-         patience: int | None, target_us: float | None, strategies: str | None, restart: bool, dry_run: bool,
-         as_json: bool) -> None:
+def tune(
+    op: str,
+    repo: Path,
+    base_ref: str | None,
+    base_branch: str | None,
+    max_iters: int | None,
+    patience: int | None,
+    target_us: float | None,
+    strategies: str | None,
+    restart: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Tune OP (`<op>` or `<project>/<op>`): baseline, one change per iteration, propose the best.
 
     Each iteration is a commit on branch tunebot/<op>/v<N>; the best variant lands on
@@ -93,9 +140,18 @@ def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max
     your checkout is never switched or modified. Killed or interrupted? Run the same
     command again: it resumes after the last recorded measurement.
     """
-    request = TuneRequest(repo=repo.resolve(), op=op, base_ref=base_ref, base_branch=base_branch,
-                          max_iters=max_iters, target_us=target_us, strategies=_strategies(strategies),
-                          restart=restart, dry_run=dry_run, patience=patience)
+    request = TuneRequest(
+        repo=repo.resolve(),
+        op=op,
+        base_ref=base_ref,
+        base_branch=base_branch,
+        max_iters=max_iters,
+        target_us=target_us,
+        strategies=_strategies(strategies),
+        restart=restart,
+        dry_run=dry_run,
+        patience=patience,
+    )
     forge = LocalForge(repo.resolve())
     if model_cli.is_model(request):  # a model target: <project>/<model>/model.yaml (docs/model.md)
         model_cli.tune(request, forge, as_json)
@@ -112,8 +168,13 @@ def tune(op: str, repo: Path, base_ref: str | None, base_branch: str | None, max
 
 
 @click.command("ops")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-              help="The git repository (any directory inside it).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The git repository (any directory inside it).",
+)
 @handle_errors
 def list_ops(repo: Path) -> None:
     """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
@@ -121,15 +182,22 @@ def list_ops(repo: Path) -> None:
     cfg = cfgmod.load_repo_config(root)
     names = cfgmod.list_ops(root, cfg)
     if not names:
-        click.echo(f"no ops found under {cfg.ops_root}/ (an op is {cfg.ops_root}/<project>/<op>/<op>.py; "
-                   "ops_root is set in .tunebot.yml)")
+        click.echo(
+            f"no ops found under {cfg.ops_root}/ (an op is {cfg.ops_root}/<project>/<op>/<op>.py; "
+            "ops_root is set in .tunebot.yml)"
+        )
     for name in names:
         click.echo(name)
 
 
 @click.command()
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-              help="The git repository (any directory inside it).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The git repository (any directory inside it).",
+)
 @click.option("--all", "show_all", is_flag=True, help="Include merged and closed proposals.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output.")
 @handle_errors
@@ -142,14 +210,21 @@ def proposals(repo: Path, show_all: bool, as_json: bool) -> None:
     if not items:
         click.echo("no proposals" + ("" if show_all else " open (use --all to see merged ones)"))
     for p in items:
-        approved = "approved" if p.approved_sha and p.approved_sha == p.head_sha else "needs approval"
+        approved = (
+            "approved" if p.approved_sha and p.approved_sha == p.head_sha else "needs approval"
+        )
         click.echo(f"#{p.id:<4} {p.state:<7} {p.head} -> {p.base}  {approved}  {p.title}")
 
 
 @click.command()
 @click.argument("proposal_id")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-              help="The git repository (any directory inside it).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The git repository (any directory inside it).",
+)
 @click.option("--reviewer", default=None, help="Who approves (default: git user.name).")
 @handle_errors
 def approve(proposal_id: str, repo: Path, reviewer: str | None) -> None:
@@ -162,8 +237,13 @@ def approve(proposal_id: str, repo: Path, reviewer: str | None) -> None:
 
 @click.command()
 @click.argument("proposal_id")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-              help="The git repository (any directory inside it).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The git repository (any directory inside it).",
+)
 @handle_errors
 def merge(proposal_id: str, repo: Path) -> None:
     """Merge proposal PROPOSAL_ID into its base branch (only once approved on its current head)."""
@@ -173,8 +253,13 @@ def merge(proposal_id: str, repo: Path) -> None:
 
 @click.command("cancel")
 @click.argument("op")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-              help="The git repository (any directory inside it).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The git repository (any directory inside it).",
+)
 @handle_errors
 def cancel_run(op: str, repo: Path) -> None:
     """Ask a running tune of OP to stop after its current iteration.
@@ -196,10 +281,22 @@ DEMO_PATHS = (".tunebot.yml", "examples/demo", "references")
 
 @click.command()
 @click.option("--op", default="demo/rms_norm", show_default=True, help="Demo op to tune.")
-@click.option("--dir", "target", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where to create the demo repository (default: a new temporary directory).")
-@click.option("--max-iters", type=click.IntRange(min=1), default=None, help="Override the iteration budget.")
-@click.option("--model", "model", is_flag=True, help=f"Tune the demo model {model_cli.DEMO_MODEL} instead (docs/model.md).")
+@click.option(
+    "--dir",
+    "target",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the demo repository (default: a new temporary directory).",
+)
+@click.option(
+    "--max-iters", type=click.IntRange(min=1), default=None, help="Override the iteration budget."
+)
+@click.option(
+    "--model",
+    "model",
+    is_flag=True,
+    help=f"Tune the demo model {model_cli.DEMO_MODEL} instead (docs/model.md).",
+)
 @handle_errors
 def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> None:
     """Create a scratch git repo with the demo ops and tune one of them on the CPU.
@@ -210,7 +307,9 @@ def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> No
     meets it at once. Your own repositories are not touched.
     """
     source = _project_root()
-    cfgmod.resolve_op(source, cfgmod.load_repo_config(source), op)  # an unknown op: exit 2, nothing created
+    cfgmod.resolve_op(
+        source, cfgmod.load_repo_config(source), op
+    )  # an unknown op: exit 2, nothing created
     if target is not None and target.exists() and any(target.iterdir()):
         raise BadRequest(f"{target} is not empty; pass --dir with a new or empty directory")
     made = target is None or not target.exists()
@@ -220,7 +319,9 @@ def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> No
         for rel in DEMO_PATHS:
             src = source / rel
             if src.is_dir():
-                shutil.copytree(src, target / rel, ignore=shutil.ignore_patterns("__pycache__", "perf_opt"))
+                shutil.copytree(
+                    src, target / rel, ignore=shutil.ignore_patterns("__pycache__", "perf_opt")
+                )
             elif src.exists():
                 (target / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, target / rel)
@@ -230,24 +331,34 @@ def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> No
             shutil.rmtree(target, ignore_errors=True)
         raise
     click.echo(f"demo repository: {target}")
-    click.echo("demo: tuning without the op's DESIGN.md target, so the loop runs until the patience "
-               "or the iteration limit stops it")
+    click.echo(
+        "demo: tuning without the op's DESIGN.md target, so the loop runs until the patience "
+        "or the iteration limit stops it"
+    )
     forge = LocalForge(target)
     if model:
-        model_cli.tune(TuneRequest(repo=target, op=model_cli.DEMO_MODEL, max_iters=max_iters), forge, False)
+        model_cli.tune(
+            TuneRequest(repo=target, op=model_cli.DEMO_MODEL, max_iters=max_iters), forge, False
+        )
         click.echo(f"next: cd {target} && tunebot proposals")
         return
     printer = Printer()
     try:
-        outcome = run_tune(TuneRequest(repo=target, op=op, max_iters=max_iters, no_target=True), forge, printer)
+        outcome = run_tune(
+            TuneRequest(repo=target, op=op, max_iters=max_iters, no_target=True), forge, printer
+        )
     finally:
         printer.progress.clear()
     _print_outcome(outcome, target)
     if outcome.proposal:
         click.echo("")
-        click.echo(f"---- proposal #{outcome.proposal.id} (tunebot show {outcome.proposal.id}) ----")
+        click.echo(
+            f"---- proposal #{outcome.proposal.id} (tunebot show {outcome.proposal.id}) ----"
+        )
         click.echo(render_proposal(forge.get(outcome.proposal.id)))
-        click.echo(f"next: cd {target} && tunebot approve {outcome.proposal.id} && tunebot merge {outcome.proposal.id}")
+        click.echo(
+            f"next: cd {target} && tunebot approve {outcome.proposal.id} && tunebot merge {outcome.proposal.id}"
+        )
 
 
 def _project_root() -> Path:
@@ -255,7 +366,9 @@ def _project_root() -> Path:
     for candidate in (Path.cwd(), Path(__file__).resolve().parents[2]):
         if (candidate / "examples" / "demo").is_dir():
             return candidate
-    raise TunebotError("cannot find examples/demo; run `tunebot demo` from a clone of the tunebot repository")
+    raise TunebotError(
+        "cannot find examples/demo; run `tunebot demo` from a clone of the tunebot repository"
+    )
 
 
 COMMANDS: list[click.Command] = [tune, list_ops, proposals, approve, merge, cancel_run, demo]

@@ -12,4 +12,12 @@ from bot.features.extract import build_table
 from bot.features.model import DocsError, FeatureRow, FeatureTable
 from bot.features.refresh import DEFAULT_OUTPUT, refresh_file, regenerate
 
-__all__ = ["build_table", "DocsError", "FeatureRow", "FeatureTable", "DEFAULT_OUTPUT", "refresh_file", "regenerate"]
+__all__ = [
+    "build_table",
+    "DocsError",
+    "FeatureRow",
+    "FeatureTable",
+    "DEFAULT_OUTPUT",
+    "refresh_file",
+    "regenerate",
+]

@@ -41,7 +41,9 @@ class Finding:
     reason: str
     directions: list[str] = field(default_factory=list)
     strength: float = 0.0  # how far past its threshold (ranking within a category)
-    only: str | None = None  # restrict to rows whose name matches this word set (e.g. graph capture)
+    only: str | None = (
+        None  # restrict to rows whose name matches this word set (e.g. graph capture)
+    )
 
 
 @dataclass
@@ -96,40 +98,91 @@ def walk_tree(a: Analysis) -> list[Finding]:
     out: list[Finding] = []
     mm, at = _pct(a.get("compute", "matmul_pct")), _pct(a.get("compute", "attention_pct"))
     if mm is None or at is None:
-        out.append(Finding("compute", None, "compute.matmul_pct / compute.attention_pct missing: compute-bound check not evaluated"))
+        out.append(
+            Finding(
+                "compute",
+                None,
+                "compute.matmul_pct / compute.attention_pct missing: compute-bound check not evaluated",
+            )
+        )
     else:
         total = mm + at
         led = "MatMul" if mm >= at else "Attention"
         if total > COMPUTE_BOUND_PCT:
-            out.append(Finding(
-                "compute.matmul" if led == "MatMul" else "compute.attention", True,
-                f"compute bound: MatMul {mm:g}% + Attention {at:g}% = {total:g}% > {COMPUTE_BOUND_PCT:g}%, {led}-led",
-                [DIR_QUANT] if led == "MatMul" else [DIR_ATTN], total - COMPUTE_BOUND_PCT,
-            ))
+            out.append(
+                Finding(
+                    "compute.matmul" if led == "MatMul" else "compute.attention",
+                    True,
+                    f"compute bound: MatMul {mm:g}% + Attention {at:g}% = {total:g}% > {COMPUTE_BOUND_PCT:g}%, {led}-led",
+                    [DIR_QUANT] if led == "MatMul" else [DIR_ATTN],
+                    total - COMPUTE_BOUND_PCT,
+                )
+            )
         else:
-            out.append(Finding("compute", False, f"not compute bound: MatMul + Attention = {total:g}% <= {COMPUTE_BOUND_PCT:g}%"))
+            out.append(
+                Finding(
+                    "compute",
+                    False,
+                    f"not compute bound: MatMul + Attention = {total:g}% <= {COMPUTE_BOUND_PCT:g}%",
+                )
+            )
     peak, cap = _pct(a.get("system", "peak_memory_gb")), _pct(a.get("system", "memory_capacity_gb"))
     if peak is None or not cap:
-        out.append(Finding("memory", None, "system.peak_memory_gb / system.memory_capacity_gb missing: memory check not evaluated"))
+        out.append(
+            Finding(
+                "memory",
+                None,
+                "system.peak_memory_gb / system.memory_capacity_gb missing: memory check not evaluated",
+            )
+        )
     else:
         ratio = peak / cap
         fired = ratio >= MEMORY_BOUND_RATIO
-        out.append(Finding("memory", fired, f"peak memory {peak:g} GB of {cap:g} GB = {ratio:.0%} "
-                           f"{'>=' if fired else '<'} {MEMORY_BOUND_RATIO:.0%} of capacity", [DIR_MEMORY], (ratio - MEMORY_BOUND_RATIO) * 100))
+        out.append(
+            Finding(
+                "memory",
+                fired,
+                f"peak memory {peak:g} GB of {cap:g} GB = {ratio:.0%} "
+                f"{'>=' if fired else '<'} {MEMORY_BOUND_RATIO:.0%} of capacity",
+                [DIR_MEMORY],
+                (ratio - MEMORY_BOUND_RATIO) * 100,
+            )
+        )
     out.append(_communication(a))
     compiled = a.get("compute", "compiled")
     if compiled is None:
-        out.append(Finding("compile", None, "compute.compiled missing: compile-path check not evaluated"))
+        out.append(
+            Finding("compile", None, "compute.compiled missing: compile-path check not evaluated")
+        )
     else:
-        out.append(Finding("compile", not compiled, "compile path not used (torch.compile with the MindIE-SD backend off)"
-                           if not compiled else "compile path already used", [DIR_COMPILE], 10.0))
+        out.append(
+            Finding(
+                "compile",
+                not compiled,
+                "compile path not used (torch.compile with the MindIE-SD backend off)"
+                if not compiled
+                else "compile path already used",
+                [DIR_COMPILE],
+                10.0,
+            )
+        )
     redundant = a.get("pipeline", "redundant_steps")
     similarity = _pct(a.get("pipeline", "step_similarity"))
     if redundant is None and similarity is None:
-        out.append(Finding("cache", None, "pipeline.redundant_steps / pipeline.step_similarity missing: step-redundancy check not evaluated"))
+        out.append(
+            Finding(
+                "cache",
+                None,
+                "pipeline.redundant_steps / pipeline.step_similarity missing: step-redundancy check not evaluated",
+            )
+        )
     else:
         fired = bool(redundant) or (similarity is not None and similarity >= 0.9)
-        why = "adjacent denoising steps recompute near-identical results" if fired else "no redundant computation across steps reported"
+        why = (
+            "adjacent denoising steps recompute near-identical results"
+            if fired
+            else "no redundant computation across steps reported"
+        )
         out.append(Finding("cache", fired, why, [DIR_CACHE], 5.0))
     out += _operator_triggers(a)
     return out
@@ -140,15 +193,30 @@ def _communication(a: Analysis) -> Finding:
     comm = _pct(a.get("communication", "comm_pct"))
     if comm is None:
         comm = _pct(a.get("compute", "comm_pct"))
-    if exposed is not None:  # a timeline says how much communication compute does not hide: it decides
+    if (
+        exposed is not None
+    ):  # a timeline says how much communication compute does not hide: it decides
         fired = exposed > EXPOSED_COMM_PCT
-        return Finding("communication", fired, f"exposed communication {exposed:g}% of communication time "
-                       f"{'>' if fired else '<='} {EXPOSED_COMM_PCT:g}%", [DIR_COMM], exposed - EXPOSED_COMM_PCT)
+        return Finding(
+            "communication",
+            fired,
+            f"exposed communication {exposed:g}% of communication time "
+            f"{'>' if fired else '<='} {EXPOSED_COMM_PCT:g}%",
+            [DIR_COMM],
+            exposed - EXPOSED_COMM_PCT,
+        )
     if comm is not None:  # only op shares known (e.g. kernel_details.csv): the share decides
         fired = comm > COMM_PCT
-        return Finding("communication", fired, f"communication {comm:g}% of device time {'>' if fired else '<='} {COMM_PCT:g}%",
-                       [DIR_COMM], comm - COMM_PCT)
-    return Finding("communication", None, "communication shares missing: communication check not evaluated")
+        return Finding(
+            "communication",
+            fired,
+            f"communication {comm:g}% of device time {'>' if fired else '<='} {COMM_PCT:g}%",
+            [DIR_COMM],
+            comm - COMM_PCT,
+        )
+    return Finding(
+        "communication", None, "communication shares missing: communication check not evaluated"
+    )
 
 
 def _operator_triggers(a: Analysis) -> list[Finding]:
@@ -157,17 +225,35 @@ def _operator_triggers(a: Analysis) -> list[Finding]:
         ("operator.dit_matmul", "dit_matmul_pct", DIT_MATMUL_PCT, "DiT MatMul", [DIR_QUANT], None),
         ("operator.fa", "fa_pct", FA_PCT, "FA", [DIR_ATTN], None),
         ("operator.vector", "vector_pct", VECTOR_PCT, "Vector", [DIR_COMPILE], "fusion"),
-        ("operator.host_bound", "host_bound_pct", HOST_BOUND_PCT, "Host Bound", [DIR_COMPILE], "graph"),
+        (
+            "operator.host_bound",
+            "host_bound_pct",
+            HOST_BOUND_PCT,
+            "Host Bound",
+            [DIR_COMPILE],
+            "graph",
+        ),
     ]
     for branch, key, limit, label, directions, only in checks:
         value = _pct(a.get("operator", key))
         if value is None and key == "host_bound_pct":
             value = _pct(a.get("system", key))
         if value is None:
-            out.append(Finding(branch, None, f"operator.{key} missing: {label} trigger not evaluated"))
+            out.append(
+                Finding(branch, None, f"operator.{key} missing: {label} trigger not evaluated")
+            )
             continue
         fired = value > limit
-        out.append(Finding(branch, fired, f"{label} {value:g}% {'>' if fired else '<='} {limit:g}%", directions, value - limit, only))
+        out.append(
+            Finding(
+                branch,
+                fired,
+                f"{label} {value:g}% {'>' if fired else '<='} {limit:g}%",
+                directions,
+                value - limit,
+                only,
+            )
+        )
     return out
 
 
@@ -210,7 +296,9 @@ def _preference(row: FeatureRow) -> int:
     return cls.preference(row.preference)[0]
 
 
-def _exclusion(row: FeatureRow, hw_name: str, model: str, model_name: str | None, moe: bool) -> str | None:
+def _exclusion(
+    row: FeatureRow, hw_name: str, model: str, model_name: str | None, moe: bool
+) -> str | None:
     """Why the docs exclude `row` for this hardware and model; None when they do not."""
     if not hw.allows(row.hardware, hw_name):
         limits = "; ".join(l.render() for l in row.hardware)
@@ -219,13 +307,21 @@ def _exclusion(row: FeatureRow, hw_name: str, model: str, model_name: str | None
         listed = ", ".join(row.models) or "none"
         return f"model: the support matrix lists {listed}; not {model}"
     if is_moe_row(row) and not moe:
-        return (f"MoE: a feature for mixture-of-experts layers; the docs do not mark {model} as a MoE model "
-                "(pass --moe if it has MoE layers)")
+        return (
+            f"MoE: a feature for mixture-of-experts layers; the docs do not mark {model} as a MoE model "
+            "(pass --moe if it has MoE layers)"
+        )
     return None
 
 
-def advise(table: ParsedTable, analysis: Analysis, hardware: str, model: str, features_file: str,
-           moe: bool = False) -> Advice:
+def advise(
+    table: ParsedTable,
+    analysis: Analysis,
+    hardware: str,
+    model: str,
+    features_file: str,
+    moe: bool = False,
+) -> Advice:
     """Recommendations for `model` on `hardware`, ranked by the priority rule, then by the docs' own
     preference statements, then by how far the decision tree's numbers are past their thresholds."""
     hw_name = hw.normalize(hardware)
@@ -233,24 +329,40 @@ def advise(table: ParsedTable, analysis: Analysis, hardware: str, model: str, fe
     warnings: list[str] = []
     model_name = known_models.get(_norm_model(model))
     if model_name is None:
-        warnings.append(f"model '{model}' is not in the support matrix: its support is 未声明 for every feature; "
-                        "the features below follow from the analysis alone, check them on this model.")
+        warnings.append(
+            f"model '{model}' is not in the support matrix: its support is 未声明 for every feature; "
+            "the features below follow from the analysis alone, check them on this model."
+        )
     model_hardware = table.models.get(model_name, []) if model_name else []
-    known_hw = {h for hws in table.models.values() for h in hws} | {l.product for r in table.rows for l in r.hardware}
+    known_hw = {h for hws in table.models.values() for h in hws} | {
+        l.product for r in table.rows for l in r.hardware
+    }
     if hw_name not in known_hw:
-        warnings.append(f"hardware '{hardware}' is not named in the docs: features limited to named hardware are skipped.")
+        warnings.append(
+            f"hardware '{hardware}' is not named in the docs: features limited to named hardware are skipped."
+        )
     findings = walk_tree(analysis)
     fired = [f for f in findings if f.fired]
     candidates: dict[tuple[str, str], tuple[FeatureRow, list[Finding]]] = {}
     for finding in fired:
         for row in table.rows:
-            if row.kind == KIND_FEATURE and row.direction in finding.directions and _matches(row, finding.only):
+            if (
+                row.kind == KIND_FEATURE
+                and row.direction in finding.directions
+                and _matches(row, finding.only)
+            ):
                 candidates.setdefault(row.key, (row, []))[1].append(finding)
     kept, skipped = [], []
     for row, hits in candidates.values():
         if model_hardware and hw_name not in model_hardware:
-            skipped.append(Skipped(row.name, row.direction, f"model: the support matrix lists {model_name} only on "
-                                   f"{', '.join(model_hardware)}; this run is on {hw_name}"))
+            skipped.append(
+                Skipped(
+                    row.name,
+                    row.direction,
+                    f"model: the support matrix lists {model_name} only on "
+                    f"{', '.join(model_hardware)}; this run is on {hw_name}",
+                )
+            )
             continue
         why = _exclusion(row, hw_name, model, model_name, moe)
         if why:
@@ -258,16 +370,29 @@ def advise(table: ParsedTable, analysis: Analysis, hardware: str, model: str, fe
         else:
             kept.append((row, hits))
     if model_hardware and hw_name not in model_hardware:
-        warnings.append(f"the support matrix lists {model_name} only on {', '.join(model_hardware)}, not on {hw_name}: "
-                        "nothing is recommended for this combination.")
-    kept.sort(key=lambda item: (CATEGORIES.index(category_of(item[0])), -_preference(item[0]),
-                                -max(f.strength for f in item[1]), item[0].name))
+        warnings.append(
+            f"the support matrix lists {model_name} only on {', '.join(model_hardware)}, not on {hw_name}: "
+            "nothing is recommended for this combination."
+        )
+    kept.sort(
+        key=lambda item: (
+            CATEGORIES.index(category_of(item[0])),
+            -_preference(item[0]),
+            -max(f.strength for f in item[1]),
+            item[0].name,
+        )
+    )
     present = sorted({CATEGORIES.index(category_of(r)) for r, _ in kept})
     recommendations = []
     for rank, (row, hits) in enumerate(kept, start=1):
         level = min(present.index(CATEGORIES.index(category_of(row))), len(PRIORITIES) - 1)
-        variants = [r.name for r in table.rows if r.parent == row.name and r.direction == row.direction
-                    and _exclusion(r, hw_name, model, model_name, moe) is None]
+        variants = [
+            r.name
+            for r in table.rows
+            if r.parent == row.name
+            and r.direction == row.direction
+            and _exclusion(r, hw_name, model, model_name, moe) is None
+        ]
         peers = [r for r, _ in kept if category_of(r) == category_of(row) and r is not row]
         if row.preference:
             ranked_by = f"docs: {row.preference}"
@@ -275,15 +400,33 @@ def advise(table: ParsedTable, analysis: Analysis, hardware: str, model: str, fe
             ranked_by = "docs: no preference stated for this feature (ranked after those the docs recommend)"
         else:
             ranked_by = "tie-break: how far the analysis is past the threshold, then name (the docs state no preference)"
-        recommendations.append(Recommendation(
-            priority=PRIORITIES[level], rank=rank, name=row.name, direction=row.direction, category=category_of(row),
-            reasons=[f.reason for f in hits],
-            citation=Citation(file=features_file, anchor=table.anchors.get(row.direction, ""), row=row.name,
-                              sources=list(row.sources)),
-            variants=variants, ranked_by=ranked_by,
-        ))
-    advice = Advice(model=model, hardware=hw_name, report=analysis.source, findings=findings,
-                    recommendations=recommendations, skipped=skipped, warnings=warnings + analysis.notes)
+        recommendations.append(
+            Recommendation(
+                priority=PRIORITIES[level],
+                rank=rank,
+                name=row.name,
+                direction=row.direction,
+                category=category_of(row),
+                reasons=[f.reason for f in hits],
+                citation=Citation(
+                    file=features_file,
+                    anchor=table.anchors.get(row.direction, ""),
+                    row=row.name,
+                    sources=list(row.sources),
+                ),
+                variants=variants,
+                ranked_by=ranked_by,
+            )
+        )
+    advice = Advice(
+        model=model,
+        hardware=hw_name,
+        report=analysis.source,
+        findings=findings,
+        recommendations=recommendations,
+        skipped=skipped,
+        warnings=warnings + analysis.notes,
+    )
     if not recommendations:
         advice.nothing_applies = _why_nothing(findings, fired, skipped)
     return advice
@@ -300,7 +443,9 @@ def _why_nothing(findings: list[Finding], fired: list[Finding], skipped: list[Sk
             text += f". Not evaluated (inputs missing): {', '.join(missing)}"
         return text + "."
     if skipped:
-        return (f"{len(fired)} branch(es) fired, but every matching feature is excluded for this hardware or model "
-                "(see skipped).")
+        return (
+            f"{len(fired)} branch(es) fired, but every matching feature is excluded for this hardware or model "
+            "(see skipped)."
+        )
     directions = sorted({d for f in fired for d in f.directions})
     return f"branches fired for {', '.join(directions)}, but the features table has no feature rows there."

@@ -28,9 +28,20 @@ SCHEMA = "tunebot.analysis/v1"
 LAYERS: dict[str, dict[str, str]] = {  # layer -> field -> kind ("pct", "number", "bool")
     "system": {"peak_memory_gb": "number", "memory_capacity_gb": "number", "host_bound_pct": "pct"},
     "pipeline": {"steps": "number", "redundant_steps": "bool", "step_similarity": "fraction"},
-    "compute": {"matmul_pct": "pct", "attention_pct": "pct", "vector_pct": "pct", "comm_pct": "pct", "compiled": "bool"},
+    "compute": {
+        "matmul_pct": "pct",
+        "attention_pct": "pct",
+        "vector_pct": "pct",
+        "comm_pct": "pct",
+        "compiled": "bool",
+    },
     "communication": {"comm_pct": "pct", "exposed_comm_pct": "pct"},
-    "operator": {"dit_matmul_pct": "pct", "fa_pct": "pct", "vector_pct": "pct", "host_bound_pct": "pct"},
+    "operator": {
+        "dit_matmul_pct": "pct",
+        "fa_pct": "pct",
+        "vector_pct": "pct",
+        "host_bound_pct": "pct",
+    },
 }
 
 
@@ -54,7 +65,9 @@ def load(path: Path) -> Analysis:
     """Read a JSON analysis or a kernel_details.csv (chosen by content, not by file name)."""
     path = Path(path)
     if not path.is_file():
-        raise AnalysisError(f"report {path} does not exist. Pass a 5-layer analysis JSON or a torch_npu kernel_details.csv.")
+        raise AnalysisError(
+            f"report {path} does not exist. Pass a 5-layer analysis JSON or a torch_npu kernel_details.csv."
+        )
     text = path.read_text(encoding="utf-8-sig", errors="replace")
     if text.lstrip().startswith("{"):
         return from_json(text, str(path))
@@ -65,19 +78,27 @@ def from_json(text: str, source: str) -> Analysis:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise AnalysisError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}). Fix the file, see docs/features.md.") from None
+        raise AnalysisError(
+            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}). Fix the file, see docs/features.md."
+        ) from None
     if not isinstance(data, dict):
-        raise AnalysisError(f"{source}: the top level must be an object with a 'layers' key (docs/features.md).")
+        raise AnalysisError(
+            f"{source}: the top level must be an object with a 'layers' key (docs/features.md)."
+        )
     schema = data.get("schema", SCHEMA)
     if schema != SCHEMA:
         raise AnalysisError(f"{source}: key 'schema' is '{schema}'; this tunebot reads '{SCHEMA}'.")
     layers = data.get("layers")
     if not isinstance(layers, dict) or not layers:
-        raise AnalysisError(f"{source}: key 'layers' must be a non-empty object with any of {', '.join(LAYERS)}.")
+        raise AnalysisError(
+            f"{source}: key 'layers' must be a non-empty object with any of {', '.join(LAYERS)}."
+        )
     out = Analysis(source=source)
     for layer, values in layers.items():
         if layer not in LAYERS:
-            raise AnalysisError(f"{source}: unknown layer 'layers.{layer}'. Known layers: {', '.join(LAYERS)}.")
+            raise AnalysisError(
+                f"{source}: unknown layer 'layers.{layer}'. Known layers: {', '.join(LAYERS)}."
+            )
         if not isinstance(values, dict):
             raise AnalysisError(f"{source}: 'layers.{layer}' must be an object of measurements.")
         out.layers[layer] = {}
@@ -85,7 +106,9 @@ def from_json(text: str, source: str) -> Analysis:
             kind = LAYERS[layer].get(name)
             where = f"layers.{layer}.{name}"
             if kind is None:
-                raise AnalysisError(f"{source}: unknown field '{where}'. Fields of {layer}: {', '.join(LAYERS[layer])}.")
+                raise AnalysisError(
+                    f"{source}: unknown field '{where}'. Fields of {layer}: {', '.join(LAYERS[layer])}."
+                )
             out.layers[layer][name] = _check(source, where, kind, value)
     return out
 
@@ -93,12 +116,16 @@ def from_json(text: str, source: str) -> Analysis:
 def _check(source: str, where: str, kind: str, value: object) -> float | bool:
     if kind == "bool":
         if not isinstance(value, bool):
-            raise AnalysisError(f"{source}: '{where}' must be true or false, not {json.dumps(value)}.")
+            raise AnalysisError(
+                f"{source}: '{where}' must be true or false, not {json.dumps(value)}."
+            )
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise AnalysisError(f"{source}: '{where}' must be a number, not {json.dumps(value)}.")
     if kind == "pct" and not 0 <= value <= 100:
-        raise AnalysisError(f"{source}: '{where}' is a percentage and must be within 0..100, not {value}.")
+        raise AnalysisError(
+            f"{source}: '{where}' is a percentage and must be within 0..100, not {value}."
+        )
     if kind == "fraction" and not 0 <= value <= 1:
         raise AnalysisError(f"{source}: '{where}' must be within 0..1, not {value}.")
     if kind == "number" and value < 0:
@@ -109,8 +136,11 @@ def _check(source: str, where: str, kind: str, value: object) -> float | bool:
 # ---------------------------------------------------------------- kernel_details.csv
 
 CLASSES = ("FA", "MatMul", "Vector", "Comm")
-_COMM = re.compile(r"hcom|hccl|all_?reduce|all_?gather|all_?to_?all|reduce_?scatter|broadcast|batch_?send_?recv"
-                   r"|(?<![a-z])(send|recv|receive)(?![a-z])", re.I)
+_COMM = re.compile(
+    r"hcom|hccl|all_?reduce|all_?gather|all_?to_?all|reduce_?scatter|broadcast|batch_?send_?recv"
+    r"|(?<![a-z])(send|recv|receive)(?![a-z])",
+    re.I,
+)
 _FA = re.compile(r"attention|flash|(?<![a-z])fa(?![a-z])", re.I)
 _MATMUL = re.compile(r"mat_?mul|gemm|(?<![a-z])mm(?![a-z])|conv|linear|mmad", re.I)
 
@@ -138,7 +168,9 @@ def _column(header: list[str], *names: str) -> int | None:
 def from_kernel_details(text: str, source: str) -> Analysis:
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
-        raise AnalysisError(f"{source}: empty file. Pass a kernel_details.csv from torch_npu profiler, or a JSON analysis.")
+        raise AnalysisError(
+            f"{source}: empty file. Pass a kernel_details.csv from torch_npu profiler, or a JSON analysis."
+        )
     header = rows[0]
     name_col = _column(header, "name", "op name")
     dur_col = _column(header, "duration(us)", "task duration(us)", "duration")
@@ -158,8 +190,10 @@ def from_kernel_details(text: str, source: str) -> Analysis:
         try:
             duration = float(row[dur_col])
         except (ValueError, IndexError):
-            raise AnalysisError(f"{source}: line {number}: Duration '{row[dur_col] if dur_col < len(row) else ''}' is not a number.") from None
-        cell = (lambda col: row[col] if col is not None and col < len(row) else "")
+            raise AnalysisError(
+                f"{source}: line {number}: Duration '{row[dur_col] if dur_col < len(row) else ''}' is not a number."
+            ) from None
+        cell = lambda col: row[col] if col is not None and col < len(row) else ""
         totals[classify_op(row[name_col], cell(type_col), cell(core_col))] += duration
         if wait_col is not None and cell(wait_col).strip():
             try:
@@ -168,14 +202,26 @@ def from_kernel_details(text: str, source: str) -> Analysis:
                 pass
     busy = sum(totals.values())
     if busy <= 0:
-        raise AnalysisError(f"{source}: no kernel with a positive duration; profile a real run and pass its kernel_details.csv.")
+        raise AnalysisError(
+            f"{source}: no kernel with a positive duration; profile a real run and pass its kernel_details.csv."
+        )
     pct = {k: round(100.0 * v / busy, 2) for k, v in totals.items()}
     out = Analysis(source=source)
-    out.layers["compute"] = {"matmul_pct": pct["MatMul"], "attention_pct": pct["FA"], "vector_pct": pct["Vector"],
-                             "comm_pct": pct["Comm"]}
+    out.layers["compute"] = {
+        "matmul_pct": pct["MatMul"],
+        "attention_pct": pct["FA"],
+        "vector_pct": pct["Vector"],
+        "comm_pct": pct["Comm"],
+    }
     out.layers["communication"] = {"comm_pct": pct["Comm"]}
-    out.layers["operator"] = {"dit_matmul_pct": pct["MatMul"], "fa_pct": pct["FA"], "vector_pct": pct["Vector"]}
-    out.notes.append("shares are of summed kernel time in kernel_details.csv; all MatMul counts as DiT MatMul.")
+    out.layers["operator"] = {
+        "dit_matmul_pct": pct["MatMul"],
+        "fa_pct": pct["FA"],
+        "vector_pct": pct["Vector"],
+    }
+    out.notes.append(
+        "shares are of summed kernel time in kernel_details.csv; all MatMul counts as DiT MatMul."
+    )
     if wait_col is not None:
         host = round(100.0 * wait / (wait + busy), 2)
         out.layers["operator"]["host_bound_pct"] = host

@@ -25,13 +25,41 @@ DIRECTIONS: list[tuple[str, list[str]]] = [
 ]
 _KEYWORDS: dict[str, list[str]] = {  # noqa: E501
     "缓存加速": ["cache", "缓存", "以存代算", "时间步", "timestep"],
-    "通信掩盖 / 并行": ["并行", "parallel", "通信", "ulysses", "专家", "eplb", "moe", "负载均衡", "alltoall", "hccl"],
+    "通信掩盖 / 并行": [
+        "并行",
+        "parallel",
+        "通信",
+        "ulysses",
+        "专家",
+        "eplb",
+        "moe",
+        "负载均衡",
+        "alltoall",
+        "hccl",
+    ],
     "显存优化": ["显存", "内存", "offload", "卸载", "memory"],
-    "编译路径优化": ["编译", "compile", "compilation", "融合", "pattern", "graph", "aclgraph", "图模式", "fused"],
+    "编译路径优化": [
+        "编译",
+        "compile",
+        "compilation",
+        "融合",
+        "pattern",
+        "graph",
+        "aclgraph",
+        "图模式",
+        "fused",
+    ],
     "Attention 优化": ["注意力", "attention", "FA", "稀疏", "sparse", "flash"],
     "MatMul 量化": ["量化", "quant", "quantize", "quantization", "matmul", "gemm"],
 }
-_PRECEDENCE = ["缓存加速", "通信掩盖 / 并行", "显存优化", "编译路径优化", "Attention 优化", "MatMul 量化"]
+_PRECEDENCE = [
+    "缓存加速",
+    "通信掩盖 / 并行",
+    "显存优化",
+    "编译路径优化",
+    "Attention 优化",
+    "MatMul 量化",
+]
 DIRECTIONS = [(name, _KEYWORDS[name]) for name, _ in DIRECTIONS]
 DIRECTION_ORDER = [name for name, _ in DIRECTIONS] + [OTHER]
 
@@ -41,7 +69,10 @@ MATRIX_TOPICS: list[tuple[str, list[str]]] = [
     ("quant", ["量化", "quant", "quantization"]),
     ("cache", ["cache", "缓存", "以存代算"]),
     ("parallel", ["并行", "parallel", "parallelism"]),
-    ("fusion", ["融合算子", "算子融合", "pattern", "fused ops", "fused operators", "fused operator"]),
+    (
+        "fusion",
+        ["融合算子", "算子融合", "pattern", "fused ops", "fused operators", "fused operator"],
+    ),
     ("moe", ["moe", "专家", "expert"]),
 ]
 
@@ -49,16 +80,110 @@ MATRIX_TOPICS: list[tuple[str, list[str]]] = [
 MOE_WORDS = ["moe", "专家", "expert", "eplb"]
 
 _GENERIC = [
-    "概述", "简介", "介绍", "原理", "特点", "接口", "说明", "使用", "用法", "示例", "样例", "参数", "返回",
-    "签名", "注意", "限制", "约束", "迁移", "配置", "方式", "场景", "背景", "流程", "方法", "推荐", "定位",
-    "问题", "补充", "命名", "速查", "代码", "设计", "实现", "理论", "适配", "准备", "安装", "依赖", "前提",
-    "处理", "技巧", "支持的", "faq", "overview", "introduction", "principle", "usage", "example", "parameter",
-    "argument", "return", "signature", "note", "limitation", "constraint", "migration", "configuration",
-    "background", "interface", "reference", "install", "prerequisite", "troubleshoot", "api",
-    "约定", "异常", "exception", "排查", "验证", "收益", "示意", "步骤", "教程", "troubleshooting", "description",
-    "general", "technical", "handling", "integration", "process", "recommended", "method", "supported", "applicable",
-    "scenario", "supplementary", "flow", "execution", "strategy", "策略", "benefit", "validation", "diagram",
-    "tutorial", "step", "guide", "notes", "faq", "when to use", "code", "summary", "总结", "附录", "appendix",
+    "概述",
+    "简介",
+    "介绍",
+    "原理",
+    "特点",
+    "接口",
+    "说明",
+    "使用",
+    "用法",
+    "示例",
+    "样例",
+    "参数",
+    "返回",
+    "签名",
+    "注意",
+    "限制",
+    "约束",
+    "迁移",
+    "配置",
+    "方式",
+    "场景",
+    "背景",
+    "流程",
+    "方法",
+    "推荐",
+    "定位",
+    "问题",
+    "补充",
+    "命名",
+    "速查",
+    "代码",
+    "设计",
+    "实现",
+    "理论",
+    "适配",
+    "准备",
+    "安装",
+    "依赖",
+    "前提",
+    "处理",
+    "技巧",
+    "支持的",
+    "faq",
+    "overview",
+    "introduction",
+    "principle",
+    "usage",
+    "example",
+    "parameter",
+    "argument",
+    "return",
+    "signature",
+    "note",
+    "limitation",
+    "constraint",
+    "migration",
+    "configuration",
+    "background",
+    "interface",
+    "reference",
+    "install",
+    "prerequisite",
+    "troubleshoot",
+    "api",
+    "约定",
+    "异常",
+    "exception",
+    "排查",
+    "验证",
+    "收益",
+    "示意",
+    "步骤",
+    "教程",
+    "troubleshooting",
+    "description",
+    "general",
+    "technical",
+    "handling",
+    "integration",
+    "process",
+    "recommended",
+    "method",
+    "supported",
+    "applicable",
+    "scenario",
+    "supplementary",
+    "flow",
+    "execution",
+    "strategy",
+    "策略",
+    "benefit",
+    "validation",
+    "diagram",
+    "tutorial",
+    "step",
+    "guide",
+    "notes",
+    "faq",
+    "when to use",
+    "code",
+    "summary",
+    "总结",
+    "附录",
+    "appendix",
 ]
 # Headings that are generic only as a whole ("特性" alone, but "编译特性" names a feature).
 _GENERIC_EXACT = {"特性", "features", "核心特性", "支持情况", "功能", "功能概述"}
@@ -68,12 +193,30 @@ _STEP = re.compile(r"^(?:第\s*[一二三四五六七八九十\d]+\s*步|step\s*
 # A whole doc that is a guide or an index, not a feature doc.
 GUIDE_WORDS = ["指南", "guide", "readme", "index", "目录"]
 # A path the docs reserve or do not support yet: never a feature row.
-_UNSUPPORTED_TITLE = ["预留", "暂不支持", "不支持", "reserved", "unsupported", "not supported", "not yet supported"]
+_UNSUPPORTED_TITLE = [
+    "预留",
+    "暂不支持",
+    "不支持",
+    "reserved",
+    "unsupported",
+    "not supported",
+    "not yet supported",
+]
 _UNSUPPORTED_TEXT = re.compile(r"暂不支持|尚不支持|not (?:yet )?supported", re.I)
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*(\(\))?")
 
 ALGORITHM_HEADERS = ("算法", "algorithm", "algo")
-PARAM_HEADERS = ("参数", "参数名", "配置项", "parameter", "parameters", "param", "option", "选项", "name")
+PARAM_HEADERS = (
+    "参数",
+    "参数名",
+    "配置项",
+    "parameter",
+    "parameters",
+    "param",
+    "option",
+    "选项",
+    "name",
+)
 MODEL_HEADERS = ("模型", "model", "models", "模型名称", "model name")
 HARDWARE_HEADERS = ("硬件", "hardware", "硬件型号", "产品")
 REQUIRED_HEADERS = ("必选", "必填", "required", "mandatory")
@@ -132,7 +275,9 @@ def has_topic(texts: list[str], topic: str) -> bool:
 def is_generic(title: str) -> bool:
     """A heading that structures a feature's doc (原理, 参数说明, 使用示例...) rather than naming one."""
     bare = re.sub(r"^[\d.\s]+|[:：\s]+$", "", title).strip().lower()
-    return bare in _GENERIC_EXACT or is_example(title) or any(_has(title, word) for word in _GENERIC)
+    return (
+        bare in _GENERIC_EXACT or is_example(title) or any(_has(title, word) for word in _GENERIC)
+    )
 
 
 def is_example(title: str) -> bool:
@@ -146,7 +291,10 @@ def is_step(title: str) -> bool:
 
 def is_unsupported(title: str, first_sentence: str = "") -> bool:
     """A path the docs reserve or do not support yet ("融合算子路径（预留）", "当前版本暂不支持...")."""
-    return any(_has(title, w) for w in _UNSUPPORTED_TITLE) or _UNSUPPORTED_TEXT.search(first_sentence) is not None
+    return (
+        any(_has(title, w) for w in _UNSUPPORTED_TITLE)
+        or _UNSUPPORTED_TEXT.search(first_sentence) is not None
+    )
 
 
 def is_moe(texts: list[str]) -> bool:
@@ -156,8 +304,14 @@ def is_moe(texts: list[str]) -> bool:
 # Preference statements of the docs: strongest first; the first that matches decides.
 _PREFERENCE: list[tuple[int, re.Pattern]] = [
     (-2, re.compile(r"不推荐优先使用|不推荐|不建议|not recommended|avoid", re.I)),
-    (2, re.compile(r"推荐优先使用|优先使用|推荐首先|首先尝试|首选|recommended as (?:a|the) first choice|first choice|"
-                   r"preferred|\bprefer\b|try first", re.I)),
+    (
+        2,
+        re.compile(
+            r"推荐优先使用|优先使用|推荐首先|首先尝试|首选|recommended as (?:a|the) first choice|first choice|"
+            r"preferred|\bprefer\b|try first",
+            re.I,
+        ),
+    ),
     (-1, re.compile(r"备选|fallback|alternative", re.I)),
     (1, re.compile(r"推荐使用|推荐|建议使用|recommended", re.I)),
 ]

@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from urllib.parse import unquote
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import unquote
 
 from bot.features import classify as cls
 from bot.features import hardware as hw
@@ -53,7 +53,9 @@ class Doc:
     rel: str  # path relative to the docs dir, posix
     root: md.Section  # the title section (H1) or the synthetic root
     stem: str
-    aliases: dict[str, str] = field(default_factory=dict)  # hardware abbreviations its legend defines
+    aliases: dict[str, str] = field(
+        default_factory=dict
+    )  # hardware abbreviations its legend defines
 
 
 @dataclass
@@ -70,8 +72,10 @@ MAX_TOTAL_BYTES = 32 * 1024 * 1024
 def _decode(raw: bytes, rel: str) -> str:
     """UTF-8 text of a doc; binary or other encodings are refused (never decoded lossily)."""
     if b"\x00" in raw[:65536]:
-        raise DocsError(f"{rel} is a binary file, not Markdown text. Remove it from the docs dir "
-                        "(only the MindIE-SD feature *.md files belong there).")
+        raise DocsError(
+            f"{rel} is a binary file, not Markdown text. Remove it from the docs dir "
+            "(only the MindIE-SD feature *.md files belong there)."
+        )
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -81,24 +85,35 @@ def _decode(raw: bytes, rel: str) -> str:
         guess = " It decodes as GBK/GB18030: convert it with `iconv -f GB18030 -t UTF-8`."
     except UnicodeDecodeError:
         guess = " Convert it to UTF-8."
-    raise DocsError(f"{rel} is not valid UTF-8 ({where}); tunebot reads the docs as UTF-8 and does not guess.{guess}")
+    raise DocsError(
+        f"{rel} is not valid UTF-8 ({where}); tunebot reads the docs as UTF-8 and does not guess.{guess}"
+    )
 
 
 def read_docs(docs_dir: Path) -> tuple[list[Doc], list[str]]:
     """Every *.md under `docs_dir` (sorted), parsed; DocsError for any file that cannot be read faithfully."""
     if not docs_dir.exists():
-        raise DocsError(f"docs dir {docs_dir} does not exist. Pass --docs-dir <MindIE-SD>/docs/zh/features.")
+        raise DocsError(
+            f"docs dir {docs_dir} does not exist. Pass --docs-dir <MindIE-SD>/docs/zh/features."
+        )
     if not docs_dir.is_dir():
-        raise DocsError(f"{docs_dir} is not a directory. Pass the folder that holds the feature *.md files.")
-    paths = sorted((p for p in docs_dir.rglob("*.md") if p.is_file()), key=lambda p: p.relative_to(docs_dir).as_posix())
+        raise DocsError(
+            f"{docs_dir} is not a directory. Pass the folder that holds the feature *.md files."
+        )
+    paths = sorted(
+        (p for p in docs_dir.rglob("*.md") if p.is_file()),
+        key=lambda p: p.relative_to(docs_dir).as_posix(),
+    )
     if not paths:
         raise DocsError(
             f"docs dir {docs_dir} holds no *.md files. Pass the MindIE-SD feature docs folder "
             "(docs/zh/features in the MindIE-SD repository)."
         )
     if len(paths) > MAX_DOCS:
-        raise DocsError(f"docs dir {docs_dir} holds {len(paths)} *.md files (limit {MAX_DOCS}); "
-                        "pass the feature docs folder, not a whole repository.")
+        raise DocsError(
+            f"docs dir {docs_dir} holds {len(paths)} *.md files (limit {MAX_DOCS}); "
+            "pass the feature docs folder, not a whole repository."
+        )
     docs: list[Doc] = []
     warnings: list[str] = []
     total = 0
@@ -107,25 +122,39 @@ def read_docs(docs_dir: Path) -> tuple[list[Doc], list[str]]:
         size = path.stat().st_size
         total += size
         if size > md.MAX_DOC_BYTES:
-            raise DocsError(f"{rel}: {size} bytes is over the {md.MAX_DOC_BYTES} byte limit for one feature doc "
-                            "(real ones are < 100 KB). Remove or split it.")
+            raise DocsError(
+                f"{rel}: {size} bytes is over the {md.MAX_DOC_BYTES} byte limit for one feature doc "
+                "(real ones are < 100 KB). Remove or split it."
+            )
         if total > MAX_TOTAL_BYTES:
-            raise DocsError(f"docs dir {docs_dir} holds over {MAX_TOTAL_BYTES} bytes of Markdown; "
-                            "pass the feature docs folder only.")
+            raise DocsError(
+                f"docs dir {docs_dir} holds over {MAX_TOTAL_BYTES} bytes of Markdown; "
+                "pass the feature docs folder only."
+            )
         text = _decode(path.read_bytes(), rel)
         text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
         try:
             tree = md.parse(text, title=path.stem, name=rel)
         except md.MarkdownError as exc:
             raise DocsError(str(exc)) from None
-        docs.append(Doc(rel=rel, root=_title_section(tree, path.stem), stem=path.stem,
-                        aliases=hw.legend(text)))
+        docs.append(
+            Doc(
+                rel=rel,
+                root=_title_section(tree, path.stem),
+                stem=path.stem,
+                aliases=hw.legend(text),
+            )
+        )
     return docs, warnings
 
 
 def _title_section(tree: md.Section, stem: str) -> md.Section:
     """The single H1 when the doc is one titled tree, else the synthetic root (titled by file name)."""
-    if len(tree.children) == 1 and tree.children[0].level == 1 and not (tree.prose or tree.code or tree.tables):
+    if (
+        len(tree.children) == 1
+        and tree.children[0].level == 1
+        and not (tree.prose or tree.code or tree.tables)
+    ):
         return tree.children[0]
     return tree
 
@@ -198,8 +227,13 @@ def _owners(root: md.Section, rows: list[md.Section]) -> dict[int, md.Section]:
             inherited = current
             # A heading level slipped ("### 函数签名" next to "### api" instead of under it):
             # a generic section right after an empty row heading continues that row.
-            if current is None and previous is not None and id(previous) in row_ids and not previous.children \
-                    and cls.is_generic(child.title):
+            if (
+                current is None
+                and previous is not None
+                and id(previous) in row_ids
+                and not previous.children
+                and cls.is_generic(child.title)
+            ):
                 inherited = previous
             pending.append((child, inherited))
             previous = child
@@ -222,7 +256,9 @@ def _group(root: md.Section, owner: dict[int, md.Section]) -> dict[int, list[md.
 def _imports(sections: list[md.Section]) -> list[str]:
     out: list[str] = []
     for section in sections:
-        texts = [b.text for b in section.code] + [n for line in section.prose for n in md.code_names(line)]
+        texts = [b.text for b in section.code] + [
+            n for line in section.prose for n in md.code_names(line)
+        ]
         for text in texts:
             out += [s for s in md.imports(text) if s not in out]
     return out
@@ -245,15 +281,20 @@ def _param_tables(section: md.Section) -> list[tuple[md.Table, list[_Param]]]:
         if not table.header or not cls.header_is(md.cell_text(table.header[0]), cls.PARAM_HEADERS):
             continue
         heads = [md.cell_text(h) for h in table.header]
-        req_col = next((i for i, h in enumerate(heads) if any(w in h.lower() for w in cls.REQUIRED_HEADERS)), None)
+        req_col = next(
+            (i for i, h in enumerate(heads) if any(w in h.lower() for w in cls.REQUIRED_HEADERS)),
+            None,
+        )
         desc_col = len(heads) - 1
         params = []
         for cells in table.rows:
             name = md.cell_text(cells[0])
             if not name:
                 continue
-            required = (req_col is not None and md.cell_text(cells[req_col]) in ("是", "Yes", "yes", "Y", "必选", "必填")) \
-                or any(md.cell_text(c) == "必填" for c in cells[1:])
+            required = (
+                req_col is not None
+                and md.cell_text(cells[req_col]) in ("是", "Yes", "yes", "Y", "必选", "必填")
+            ) or any(md.cell_text(c) == "必填" for c in cells[1:])
             params.append(_Param(name=name, required=required, description=cells[desc_col]))
         out.append((table, params))
     return out
@@ -274,17 +315,25 @@ def _params(sections: list[md.Section]) -> list[_Param]:
 
 def _key_params(params: list[_Param], signatures: list[str]) -> list[str]:
     names = [p.name for p in params if p.required] + [
-        p.name for p in params if not p.required and "预留" not in p.description and "reserved" not in p.description.lower()
+        p.name
+        for p in params
+        if not p.required
+        and "预留" not in p.description
+        and "reserved" not in p.description.lower()
     ]
     if not names:
         for sig in signatures:
-            names += [n for n in md.signature_params(sig) if not n.startswith("*") and n not in names]
+            names += [
+                n for n in md.signature_params(sig) if not n.startswith("*") and n not in names
+            ]
     if len(names) > MAX_PARAMS:
         names = names[:MAX_PARAMS] + [f"…(+{len(names) - MAX_PARAMS})"]
     return names
 
 
-def _limits(sections: list[md.Section], aliases: dict[str, str] | None = None) -> list[hw.HardwareLimit]:
+def _limits(
+    sections: list[md.Section], aliases: dict[str, str] | None = None
+) -> list[hw.HardwareLimit]:
     """Limits stated in the sections' prose; a line that defines a variant ("`…W8A8_MXFP8)`：支持 A5")
     limits that variant only."""
     out: list[hw.HardwareLimit] = []
@@ -306,7 +355,11 @@ def is_matrix_doc(doc: Doc) -> bool:
     """A doc made only of model tables (and prose): the support matrix, not a feature."""
     sections = list(doc.root.walk())
     tables = [t for s in sections for t in s.tables]
-    return bool(tables) and all(_is_model_table(t) for t in tables) and not any(s.code for s in sections)
+    return (
+        bool(tables)
+        and all(_is_model_table(t) for t in tables)
+        and not any(s.code for s in sections)
+    )
 
 
 def read_matrix(doc: Doc) -> list[MatrixTable]:
@@ -316,24 +369,41 @@ def read_matrix(doc: Doc) -> list[MatrixTable]:
             if not _is_model_table(table):
                 continue
             heads = [md.cell_text(h) for h in table.header]
-            hw_col = next((i for i, h in enumerate(heads) if cls.header_is(h, cls.HARDWARE_HEADERS)), None)
+            hw_col = next(
+                (i for i, h in enumerate(heads) if cls.header_is(h, cls.HARDWARE_HEADERS)), None
+            )
             flag_cols = [
-                i for i in range(1, len(heads))
-                if i != hw_col and any(cls.flag(r[i]) is not None for r in table.rows)
+                i
+                for i in range(1, len(heads))
+                if i != hw_col
+                and any(cls.flag(r[i]) is not None for r in table.rows)
                 and all(cls.flag(r[i]) is not None for r in table.rows if md.cell_text(r[i]))
             ]
             models = [md.cell_text(r[0]) for r in table.rows if md.cell_text(r[0])]
-            flags = {heads[i]: [md.cell_text(r[0]) for r in table.rows if cls.flag(r[i])] for i in flag_cols}
+            flags = {
+                heads[i]: [md.cell_text(r[0]) for r in table.rows if cls.flag(r[i])]
+                for i in flag_cols
+            }
             products = {}
             if hw_col is not None:
                 for r in table.rows:
-                    names = [p for item in md.cell_items(r[hw_col]) for p in hw.products(item, doc.aliases)]
+                    names = [
+                        p
+                        for item in md.cell_items(r[hw_col])
+                        for p in hw.products(item, doc.aliases)
+                    ]
                     products[md.cell_text(r[0])] = list(dict.fromkeys(names))
             anchor = section.anchor
-            out.append(MatrixTable(
-                source=f"{doc.rel}#{anchor}" if anchor else doc.rel, title=section.title,
-                columns=[heads[i] for i in flag_cols], models=models, flags=flags, hardware=products,
-            ))
+            out.append(
+                MatrixTable(
+                    source=f"{doc.rel}#{anchor}" if anchor else doc.rel,
+                    title=section.title,
+                    columns=[heads[i] for i in flag_cols],
+                    models=models,
+                    flags=flags,
+                    hardware=products,
+                )
+            )
     return out
 
 
@@ -372,7 +442,8 @@ _STUB_WORDS = re.compile(r"参考|参见|请见|详见|\bsee\b|\brefer", re.I)
 _ALGO_CONST = re.compile(r"`[^`]*?\b[A-Za-z]*Algo[A-Za-z]*\.([A-Z][A-Z0-9_]+)\b[^`]*`")
 _PROSE_ALGOS = re.compile(
     r"((?:`[A-Za-z][A-Za-z0-9_]*`\s*(?:和|与|及|、|,|，|and|or)\s*)*`[A-Za-z][A-Za-z0-9_]*`)\s*(?:算法|algorithms?)",
-    re.I)
+    re.I,
+)
 _BOLD_SUBJECT = re.compile(r"^\s*\*\*(.+?)\*\*")
 
 
@@ -411,7 +482,18 @@ def _preferences(doc: Doc) -> list[tuple[str, int, str]]:
     return out
 
 
-_NAME_STOP = {"parallel", "parallelism", "sequence", "并行", "序列并行", "模式", "mode", "优先", "优先使用", "备选"}
+_NAME_STOP = {
+    "parallel",
+    "parallelism",
+    "sequence",
+    "并行",
+    "序列并行",
+    "模式",
+    "mode",
+    "优先",
+    "优先使用",
+    "备选",
+}
 
 
 def _initials(name: str) -> str:
@@ -423,8 +505,11 @@ def _about(subject: str, name: str) -> bool:
     words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_.]*", subject)} - _NAME_STOP
     mine = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_.]*", name)} - _NAME_STOP
     abbrevs = {a.upper() for a in re.findall(r"[（(]([A-Za-z]{2,6})[）)]", subject)}
-    return bool(words & mine) or (len(_initials(name)) >= 2 and _initials(name) in abbrevs) \
+    return (
+        bool(words & mine)
+        or (len(_initials(name)) >= 2 and _initials(name) in abbrevs)
         or (len(name) >= 2 and name in subject)
+    )
 
 
 def is_guide(doc: Doc) -> bool:
@@ -436,7 +521,11 @@ def _title_limits(title: str, aliases: dict[str, str]) -> list[hw.HardwareLimit]
     """Hardware a feature heading names in parentheses ("W8A8 动态量化（A2/A3）"): only those."""
     out: list[hw.HardwareLimit] = []
     for inner in re.findall(r"[（(]([^（）()]*)[）)]", title):
-        out += [hw.HardwareLimit("仅", p) for p in hw.products(inner, aliases) if hw.HardwareLimit("仅", p) not in out]
+        out += [
+            hw.HardwareLimit("仅", p)
+            for p in hw.products(inner, aliases)
+            if hw.HardwareLimit("仅", p) not in out
+        ]
     return out
 
 
@@ -464,10 +553,21 @@ def _doc_rows(doc: Doc, matrix: list[MatrixTable]) -> tuple[list[FeatureRow], li
         name = section.title or doc.stem
         said = [(score, words) for subject, score, words in statements if _about(subject, name)]
         row = FeatureRow(
-            direction=cls.direction_of(texts), name=name, kind=KIND_FEATURE, parent="",
-            api=tuple(imports + signatures), params=tuple(params),
-            hardware=tuple(sorted(set(_limits(own, doc.aliases) + shared_limits + _title_limits(name, doc.aliases)))),
-            models=_models_for(texts, matrix), sources=(_source(doc, section),),
+            direction=cls.direction_of(texts),
+            name=name,
+            kind=KIND_FEATURE,
+            parent="",
+            api=tuple(imports + signatures),
+            params=tuple(params),
+            hardware=tuple(
+                sorted(
+                    set(
+                        _limits(own, doc.aliases) + shared_limits + _title_limits(name, doc.aliases)
+                    )
+                )
+            ),
+            models=_models_for(texts, matrix),
+            sources=(_source(doc, section),),
             preference=f"{said[0][1]} ({doc.rel})" if said else "",
         )
         target = _stub_target(doc, section, own)
@@ -506,18 +606,36 @@ def _variants(
             texts = _texts(row_section, doc)
         else:
             # Shared section: the variant belongs to the nearest named heading above it (e.g. CacheConfig).
-            named = next((s for s in [section, *section.path()] if not cls.is_generic(s.title)), doc.root)
+            named = next(
+                (s for s in [section, *section.path()] if not cls.is_generic(s.title)), doc.root
+            )
             texts = _texts(section, doc)
             local = _imports(list(named.walk())) or shared_imports
             direction, parent, api = cls.direction_of(texts), named.title or doc.stem, tuple(local)
             limits = tuple(sorted(set(shared_limits)))
         source = (_source(doc, section),)
 
-        def add(name: str, kind: str, params: tuple[str, ...], note: str,
-                extra: tuple[hw.HardwareLimit, ...] = ()) -> None:
-            out.append(FeatureRow(name=name, kind=kind, params=params, note=note, sources=source,
-                                  hardware=tuple(sorted(set(limits + extra))), direction=direction, parent=parent,
-                                  api=api, models=_models_for([name, *texts], matrix)))
+        def add(
+            name: str,
+            kind: str,
+            params: tuple[str, ...],
+            note: str,
+            extra: tuple[hw.HardwareLimit, ...] = (),
+        ) -> None:
+            out.append(
+                FeatureRow(
+                    name=name,
+                    kind=kind,
+                    params=params,
+                    note=note,
+                    sources=source,
+                    hardware=tuple(sorted(set(limits + extra))),
+                    direction=direction,
+                    parent=parent,
+                    api=api,
+                    models=_models_for([name, *texts], matrix),
+                )
+            )
 
         for table in section.tables:
             heads = [md.cell_text(h) for h in table.header]
@@ -525,7 +643,11 @@ def _variants(
                 for cells in table.rows:
                     name = md.cell_text(cells[0])
                     if name:
-                        note = "; ".join(f"{h}: {md.cell_text(c)}" for h, c in zip(heads[1:], cells[1:]) if md.cell_text(c))
+                        note = "; ".join(
+                            f"{h}: {md.cell_text(c)}"
+                            for h, c in zip(heads[1:], cells[1:])
+                            if md.cell_text(c)
+                        )
                         add(name, KIND_ALGORITHM, parent_row.params if parent_row else (), note)
         for _, params in _param_tables(section):
             for param in params:
@@ -539,13 +661,20 @@ def _variants(
                 for value in re.findall(r'`["\']([^"\'`]+)["\']`', param.description):
                     setting = f'{short}="{value}"'
                     related = tuple(
-                        p.name for p in params
-                        if p is not param and re.search(rf"{re.escape(short)}\s*=\s*[\"']{re.escape(value)}[\"']", p.description)
+                        p.name
+                        for p in params
+                        if p is not param
+                        and re.search(
+                            rf"{re.escape(short)}\s*=\s*[\"']{re.escape(value)}[\"']", p.description
+                        )
                     )
                     add(setting, KIND_VALUE, (setting, *related), "")
         for line in section.prose:
-            own_limits = tuple(l for sentence in hw.sentences([md.inline_text(line)])
-                               for l in hw.limits_in(sentence, doc.aliases))
+            own_limits = tuple(
+                l
+                for sentence in hw.sentences([md.inline_text(line)])
+                for l in hw.limits_in(sentence, doc.aliases)
+            )
             for group in _PROSE_ALGOS.findall(line):
                 for name in md.code_names(group):
                     add(name, KIND_ALGORITHM, parent_row.params if parent_row else (), "")
@@ -579,16 +708,26 @@ def _resolve_stubs(rows: list[FeatureRow], stubs: list[Stub]) -> tuple[list[Feat
     warnings = []
     for stub in stubs:
         rel, anchor = stub.target
-        candidates = [i for i, r in enumerate(rows) if r.kind == KIND_FEATURE and r.sources[0].split("#")[0] == rel]
+        candidates = [
+            i
+            for i, r in enumerate(rows)
+            if r.kind == KIND_FEATURE and r.sources[0].split("#")[0] == rel
+        ]
         exact = [i for i in candidates if r_anchor(rows[i]) == anchor] if anchor else []
-        index = exact[0] if exact else (candidates[0] if not anchor and len(candidates) == 1 else None)
+        index = (
+            exact[0] if exact else (candidates[0] if not anchor and len(candidates) == 1 else None)
+        )
         if index is None:
-            warnings.append(f"{stub.row.sources[0]} points to {rel}{'#' + anchor if anchor else ''}, "
-                            "which is not a feature row; kept as its own row.")
+            warnings.append(
+                f"{stub.row.sources[0]} points to {rel}{'#' + anchor if anchor else ''}, "
+                "which is not a feature row; kept as its own row."
+            )
             rows.append(stub.row)
             continue
         target = rows[index]
-        rows[index] = replace(target, sources=tuple(dict.fromkeys(target.sources + stub.row.sources)))
+        rows[index] = replace(
+            target, sources=tuple(dict.fromkeys(target.sources + stub.row.sources))
+        )
     return rows, warnings
 
 
@@ -645,9 +784,17 @@ def _link_warnings(docs: list[Doc], docs_dir: Path) -> list[str]:
                     if rel.startswith("../") or rel.startswith("/"):
                         continue
                     if rel not in anchors:
-                        out.append(f"{doc.rel} links to {target}, which is not in the docs dir (renamed or removed?).")
-                    elif anchor and md.slugify(anchor[1:]) not in anchors[rel] and anchor[1:] not in anchors[rel]:
-                        out.append(f"{doc.rel} links to {target}{anchor}, a heading {target} no longer has.")
+                        out.append(
+                            f"{doc.rel} links to {target}, which is not in the docs dir (renamed or removed?)."
+                        )
+                    elif (
+                        anchor
+                        and md.slugify(anchor[1:]) not in anchors[rel]
+                        and anchor[1:] not in anchors[rel]
+                    ):
+                        out.append(
+                            f"{doc.rel} links to {target}{anchor}, a heading {target} no longer has."
+                        )
     return list(dict.fromkeys(out))
 
 
@@ -658,7 +805,9 @@ def build_table(docs_dir: Path, previous_files: list[str] | None = None) -> Feat
     matrix_docs = [d for d in docs if is_matrix_doc(d)]
     matrix = [t for d in matrix_docs for t in read_matrix(d)]
     if not matrix:
-        warnings.append("no support-matrix doc found (a doc of model tables): supported models are 未声明 everywhere.")
+        warnings.append(
+            "no support-matrix doc found (a doc of model tables): supported models are 未声明 everywhere."
+        )
     rows: list[FeatureRow] = []
     stubs: list[Stub] = []
     for doc in docs:
@@ -671,11 +820,20 @@ def build_table(docs_dir: Path, previous_files: list[str] | None = None) -> Feat
     files = [d.rel for d in docs]
     for gone in previous_files or []:
         if gone not in files:
-            warnings.append(f"{gone} was read for the previous table but is missing now (renamed or removed?).")
+            warnings.append(
+                f"{gone} was read for the previous table but is missing now (renamed or removed?)."
+            )
     warnings += _link_warnings(docs, docs_dir)
     label, commit = provenance(docs_dir)
-    rows = sorted(_merge(rows), key=lambda r: cls.DIRECTION_ORDER.index(r.direction))  # stable: doc order within
+    rows = sorted(
+        _merge(rows), key=lambda r: cls.DIRECTION_ORDER.index(r.direction)
+    )  # stable: doc order within
     return FeatureTable(
-        rows=rows, matrix=matrix, files=files, docs_label=label, source_commit=commit,
-        docs_version=docs_version(docs), warnings=warnings,
+        rows=rows,
+        matrix=matrix,
+        files=files,
+        docs_label=label,
+        source_commit=commit,
+        docs_version=docs_version(docs),
+        warnings=warnings,
     )

@@ -17,13 +17,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_ATLAS = re.compile(r"Atlas\s*(\d{3,4}[A-Za-z]{0,2})(?:\s*(A\d|DUO|PRO|SuperPoD)(?![A-Za-z0-9]))?", re.I)
+_ATLAS = re.compile(
+    r"Atlas\s*(\d{3,4}[A-Za-z]{0,2})(?:\s*(A\d|DUO|PRO|SuperPoD)(?![A-Za-z0-9]))?", re.I
+)
 _ASCEND = re.compile(r"Ascend\s*(9\d{2}[A-Z]{0,2})(?![A-Za-z0-9])")
 # Short forms: "A2", "A3", "A5", "DUO"/"Duo", "300I DUO"; never "A2A" (all-to-all) or "W8A8".
-_SHORT = re.compile(r"(?<![A-Za-z0-9_])(?:Atlas\s*)?(300I\s*(?:DUO|Duo|duo)|DUO|Duo|A[235])(?![A-Za-z0-9_])")
-DEFAULT_ALIASES = {"A2": "Atlas 800I A2", "A3": "Atlas 800I A3", "A5": "A5", "DUO": "Atlas 300I DUO"}
-_LEGEND = re.compile(r"(?<![A-Za-z0-9])(A[2-9]|DUO|Duo)\s*(?:代表|表示|指|即|stands for|means|refers to)\s*[:：]?\s*"
-                     r"((?:Atlas\s*)?[0-9A-Za-z][0-9A-Za-z ]{1,30})")
+_SHORT = re.compile(
+    r"(?<![A-Za-z0-9_])(?:Atlas\s*)?(300I\s*(?:DUO|Duo|duo)|DUO|Duo|A[235])(?![A-Za-z0-9_])"
+)
+DEFAULT_ALIASES = {
+    "A2": "Atlas 800I A2",
+    "A3": "Atlas 800I A3",
+    "A5": "A5",
+    "DUO": "Atlas 300I DUO",
+}
+_LEGEND = re.compile(
+    r"(?<![A-Za-z0-9])(A[2-9]|DUO|Duo)\s*(?:代表|表示|指|即|stands for|means|refers to)\s*[:：]?\s*"
+    r"((?:Atlas\s*)?[0-9A-Za-z][0-9A-Za-z ]{1,30})"
+)
 _ONLY = re.compile(
     r"(?:仅|只|限于)\s*(?:限|在|于|支持|适用于|能在|可在|面向|可用于)?\s*(?:在|于)?\s*(?:Atlas|Ascend|A[235]\b|300I)"
     r"|硬件要求|支持的硬件|\bonly\b[^.;]{0,30}(?:Atlas|Ascend)|(?:Atlas|Ascend)[^.;,，。]{0,30}\bonly\b"

@@ -22,7 +22,9 @@ MAX_TABLE_ROWS = 5000  # the largest real table (support matrix) has < 100 rows
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]*)(?:\s+\"[^\"]*\")?\)")
 _TAG = re.compile(r"<[^>]+>")
-_IMPORT = re.compile(r"^\s*from\s+(mindiesd(?:\.[A-Za-z_]\w*)*)\s+import\s+\(?([A-Za-z_][\w, ]*)\)?\s*(?:#.*)?$")
+_IMPORT = re.compile(
+    r"^\s*from\s+(mindiesd(?:\.[A-Za-z_]\w*)*)\s+import\s+\(?([A-Za-z_][\w, ]*)\)?\s*(?:#.*)?$"
+)
 _SIGNATURE = re.compile(r"^([A-Za-z_][\w.]*)\s*\((.*)\)\s*(->\s*[^\n]+)?$", re.S)
 _PIPE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 VARIATION_SELECTOR = "\ufe0f"
@@ -52,11 +54,13 @@ class Section:
     level: int  # 0: the synthetic document root
     title: str  # heading text with inline markup removed
     anchor: str  # GitHub-style slug, unique within the document ("" for the root)
-    prose: list[str] = field(default_factory=list)  # paragraphs / list items / quotes, one entry per source line
+    prose: list[str] = field(
+        default_factory=list
+    )  # paragraphs / list items / quotes, one entry per source line
     code: list[CodeBlock] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
-    children: list["Section"] = field(default_factory=list)
-    parent: "Section | None" = field(default=None, repr=False, compare=False)
+    children: list[Section] = field(default_factory=list)
+    parent: Section | None = field(default=None, repr=False, compare=False)
 
     def walk(self):
         """This section and every descendant, in document order (iterative: deep trees are fine)."""
@@ -66,7 +70,7 @@ class Section:
             yield node
             stack.extend(reversed(node.children))
 
-    def path(self) -> list["Section"]:
+    def path(self) -> list[Section]:
         """Ancestors from the nearest up to the root (self excluded)."""
         out, node = [], self.parent
         while node is not None:
@@ -134,8 +138,10 @@ def parse(text: str, title: str = "", name: str = "document") -> Section:
     """
     size = len(text.encode("utf-8"))
     if size > MAX_DOC_BYTES:
-        raise MarkdownError(f"{name}: {size} bytes is over the {MAX_DOC_BYTES} byte limit for one feature doc. "
-                            "Pass the MindIE-SD feature docs folder; split or remove this file.")
+        raise MarkdownError(
+            f"{name}: {size} bytes is over the {MAX_DOC_BYTES} byte limit for one feature doc. "
+            "Pass the MindIE-SD feature docs folder; split or remove this file."
+        )
     root = Section(level=0, title=title, anchor="")
     stack = [root]
     seen: dict[str, int] = {}
@@ -155,13 +161,17 @@ def parse(text: str, title: str = "", name: str = "document") -> Section:
             heading = inline_text(tokens[i + 1].content)
             while stack[-1].level >= level:
                 stack.pop()
-            section = Section(level=level, title=heading, anchor=_unique(slugify(heading), seen), parent=stack[-1])
+            section = Section(
+                level=level, title=heading, anchor=_unique(slugify(heading), seen), parent=stack[-1]
+            )
             stack[-1].children.append(section)
             stack.append(section)
             i += 3
             continue
         if tok.type in ("fence", "code_block"):
-            current.code.append(CodeBlock(lang=(tok.info or "").strip(), text=_dedent(tok.content.rstrip("\n"))))
+            current.code.append(
+                CodeBlock(lang=(tok.info or "").strip(), text=_dedent(tok.content.rstrip("\n")))
+            )
         elif tok.type == "table_open":
             i = _table(tokens, i, current, name)
             continue
@@ -169,9 +179,11 @@ def parse(text: str, title: str = "", name: str = "document") -> Section:
             line = (tok.map[0] + 1) if tok.map else 0
             lines = tok.content.split("\n")
             if len(lines) >= 2 and all(_PIPE_ROW.match(l) for l in lines):
-                raise MarkdownError(f"{name}:{line}: these lines look like a pipe table but do not form one "
-                                    "(a missing or malformed '|---|' separator row, or a column count that "
-                                    "differs from the header). Fix the table in the doc.")
+                raise MarkdownError(
+                    f"{name}:{line}: these lines look like a pipe table but do not form one "
+                    "(a missing or malformed '|---|' separator row, or a column count that "
+                    "differs from the header). Fix the table in the doc."
+                )
             current.prose.extend(l for l in lines if l.strip())
         elif tok.type == "html_block":
             current.prose.extend(l for l in tok.content.split("\n") if l.strip())
@@ -203,8 +215,10 @@ def _table(tokens: list, i: int, section: Section, name: str) -> int:
             else:
                 rows.append((row + [""] * len(header))[: len(header)])
                 if len(rows) > MAX_TABLE_ROWS:
-                    raise MarkdownError(f"{name}:{line}: a table of more than {MAX_TABLE_ROWS} rows; a feature doc "
-                                        "table this large is not documentation. Remove or split it.")
+                    raise MarkdownError(
+                        f"{name}:{line}: a table of more than {MAX_TABLE_ROWS} rows; a feature doc "
+                        "table this large is not documentation. Remove or split it."
+                    )
             row = None
         i += 1
     section.tables.append(Table(header=header, rows=rows, line=line))

@@ -29,7 +29,9 @@ class FeatureRow:
     models: tuple[str, ...] | None  # None = the support matrix says nothing for this feature
     sources: tuple[str, ...]  # "file.md#anchor", first = where the row was found
     note: str = ""
-    preference: str = ""  # the docs' own words of preference and where, e.g. "推荐优先使用 (parallelism.md)"
+    preference: str = (
+        ""  # the docs' own words of preference and where, e.g. "推荐优先使用 (parallelism.md)"
+    )
 
     @property
     def key(self) -> tuple[str, str]:
@@ -43,7 +45,9 @@ class MatrixTable:
     columns: list[str]  # flag columns, as headed in the doc
     models: list[str]
     flags: dict[str, list[str]]  # column -> models marked supported
-    hardware: dict[str, list[str]]  # model -> canonical products (when the table has a hardware column)
+    hardware: dict[
+        str, list[str]
+    ]  # model -> canonical products (when the table has a hardware column)
 
 
 @dataclass

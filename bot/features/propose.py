@@ -40,11 +40,17 @@ class ProposeResult:
 def _fetch_remote_branch(repo_dir: Path, remote: str) -> str | None:
     """The remote's tip of BRANCH (fetched into refs/remotes), or None when it has none."""
     ref = f"refs/remotes/{remote}/{BRANCH}"
-    proc = subprocess.run(["git", "fetch", "-q", remote, f"+refs/heads/{BRANCH}:{ref}"], cwd=repo_dir,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "fetch", "-q", remote, f"+refs/heads/{BRANCH}:{ref}"],
+        cwd=repo_dir,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         return None
-    out = subprocess.run(["git", "rev-parse", "--verify", "-q", ref], cwd=repo_dir, capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "rev-parse", "--verify", "-q", ref], cwd=repo_dir, capture_output=True, text=True
+    )
     return out.stdout.strip() or None
 
 
@@ -61,8 +67,13 @@ def fingerprint(text: str) -> str:
     return hashlib.sha256(render.same_content_key(text).encode("utf-8")).hexdigest()
 
 
-def body(result_diff: render.TableDiff, table_meta: dict[str, str], rows: int, warnings: list[str],
-         mark: str = "") -> str:
+def body(
+    result_diff: render.TableDiff,
+    table_meta: dict[str, str],
+    rows: int,
+    warnings: list[str],
+    mark: str = "",
+) -> str:
     lines = [
         "tunebot regenerated `references/mindiesd-features.md` from the MindIE-SD feature docs.",
         "",
@@ -76,7 +87,10 @@ def body(result_diff: render.TableDiff, table_meta: dict[str, str], rows: int, w
     ]
     if warnings:
         lines += ["", "## 警告", ""] + [f"- {w}" for w in warnings]
-    lines += ["", "Review the rows against the docs; merge to make the table the new reference for `tunebot advise`."]
+    lines += [
+        "",
+        "Review the rows against the docs; merge to make the table the new reference for `tunebot advise`.",
+    ]
     if mark:
         lines += ["", f"<!-- tunebot-features-table: {mark} -->"]
     return "\n".join(lines) + "\n"
@@ -106,14 +120,18 @@ def propose_refresh(
     repo = gitops.open_repo(repo_path)
     base = base or gitops.current_branch(repo)
     if not base:
-        raise GitError("HEAD is detached: pass --base <branch> (the branch the proposal merges into).")
+        raise GitError(
+            "HEAD is detached: pass --base <branch> (the branch the proposal merges into)."
+        )
     base_sha = gitops.resolve(repo, base)
     previous = gitops.read_file(repo, base_sha, output, missing_ok=True)
     result = regenerate(Path(docs_dir), previous, now)
     if not result.changed:
         stale = forge.find_proposal(BRANCH)
         if stale is not None:  # the docs match the base again: the open proposal is out of date
-            return ProposeResult("closed", None, forge.close(stale.id), result.diff, result.table.warnings)
+            return ProposeResult(
+                "closed", None, forge.close(stale.id), result.diff, result.table.warnings
+            )
         return ProposeResult("unchanged", None, None, result.diff, result.table.warnings)
     mark = fingerprint(result.text)
     if forge.find_proposal(BRANCH) is None:
@@ -134,7 +152,10 @@ def propose_refresh(
     gitops.create_branch(repo, BRANCH, commit)  # ours: created, or moved onto the new commit
     if remote:
         gitops.push(repo, remote, [f"+refs/heads/{BRANCH}:refs/heads/{BRANCH}"])
-    meta = {"source_commit": result.table.source_commit or "", "docs_version": result.table.docs_version or ""}
+    meta = {
+        "source_commit": result.table.source_commit or "",
+        "docs_version": result.table.docs_version or "",
+    }
     text = body(result.diff, meta, len(result.table.rows), result.table.warnings, mark)
     proposal = forge.propose(head=BRANCH, base=base, title=TITLE, body=text, labels=list(LABELS))
     return ProposeResult(status, commit, proposal, result.diff, result.table.warnings)

@@ -34,24 +34,37 @@ def regenerate(docs_dir: Path, previous: str | None, now: str | None = None) -> 
     table = build_table(Path(docs_dir), previous_files=old.files if old else None)
     text = render.render(table, now or utc_now(), previous=previous)
     changed = previous is None or not render.same_content(previous, text)
-    return Refreshed(text=text, table=table, changed=changed, diff=render.diff(old.rows if old else [], table.rows))
+    return Refreshed(
+        text=text,
+        table=table,
+        changed=changed,
+        diff=render.diff(old.rows if old else [], table.rows),
+    )
 
 
 def read_previous(output: Path) -> str | None:
     """The existing features file, or None; DocsError when `output` is no readable UTF-8 file."""
     if output.is_dir():
-        raise DocsError(f"--output {output} is a directory. Pass the features file path, e.g. {DEFAULT_OUTPUT}.")
+        raise DocsError(
+            f"--output {output} is a directory. Pass the features file path, e.g. {DEFAULT_OUTPUT}."
+        )
     if not output.exists():
         if output.parent.exists() and not output.parent.is_dir():
-            raise DocsError(f"--output {output}: {output.parent} is not a directory. Pass a path in a folder.")
+            raise DocsError(
+                f"--output {output}: {output.parent} is not a directory. Pass a path in a folder."
+            )
         return None
     try:
         return output.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise DocsError(f"--output {output} exists and is not UTF-8 text, so it is no features file tunebot wrote. "
-                        "Move it away or pass another --output.") from None
+        raise DocsError(
+            f"--output {output} exists and is not UTF-8 text, so it is no features file tunebot wrote. "
+            "Move it away or pass another --output."
+        ) from None
     except OSError as exc:
-        raise DocsError(f"--output {output} cannot be read ({exc.strerror}). Pass a readable path.") from None
+        raise DocsError(
+            f"--output {output} cannot be read ({exc.strerror}). Pass a readable path."
+        ) from None
 
 
 def refresh_file(docs_dir: Path, output: Path, now: str | None = None) -> Refreshed:

@@ -18,7 +18,18 @@ from bot.features.model import UNDECLARED, FeatureRow, FeatureTable
 
 TITLE = "# MindIE-SD 特性映射表"
 SYNC_PREFIX = "- 同步时间: "
-COLUMNS = ["特性 / 算法", "类型", "所属特性", "API", "关键参数", "硬件约束", "支持模型", "来源", "说明", "文档推荐"]
+COLUMNS = [
+    "特性 / 算法",
+    "类型",
+    "所属特性",
+    "API",
+    "关键参数",
+    "硬件约束",
+    "支持模型",
+    "来源",
+    "说明",
+    "文档推荐",
+]
 MATRIX_SECTION = "支持矩阵"
 WARNINGS_SECTION = "生成警告"
 _META = {"来源提交": "source_commit", "文档版本": "docs_version", "文档目录": "docs_label"}
@@ -92,8 +103,14 @@ def render(table: FeatureTable, sync_time: str, previous: str | None = None) -> 
                 products += [p for p in t.hardware.get(model, []) if p not in products]
                 marks += [c for c in t.columns if model in t.flags[c] and c not in marks]
             sources = [t.source for t in table.matrix if model in t.models]
-            matrix_rows.append([_cell(model), ", ".join(products) or UNDECLARED, ", ".join(_cell(m) for m in marks) or "—",
-                                "<br>".join(_code(s) for s in sources)])
+            matrix_rows.append(
+                [
+                    _cell(model),
+                    ", ".join(products) or UNDECLARED,
+                    ", ".join(_cell(m) for m in marks) or "—",
+                    "<br>".join(_code(s) for s in sources),
+                ]
+            )
         lines += _table(["模型", "硬件", "标记支持的列", "来源"], matrix_rows)
     if table.warnings:
         lines += ["", f"## {WARNINGS_SECTION}", ""] + [f"- {_cell(w)}" for w in table.warnings]
@@ -173,15 +190,27 @@ def parse(text: str) -> ParsedTable:
                 start = len(parsed.rows)
                 for c in table.rows:
                     models_text = md.cell_text(c[6])
-                    parsed.rows.append(FeatureRow(
-                        direction=section.title, name=md.cell_text(c[0]), kind=md.cell_text(c[1]),
-                        parent="" if md.cell_text(c[2]) == "—" else md.cell_text(c[2]),
-                        api=(SAME_AS_PARENT,) if md.cell_text(c[3]) == SAME_AS_PARENT else _codes(c[3]),
-                        params=_codes(c[4]), hardware=_limits(c[5]),
-                        models=None if models_text == UNDECLARED else (() if models_text == "无" else _list(c[6])),
-                        sources=_codes(c[7]), note="" if md.cell_text(c[8]) == "—" else md.cell_text(c[8]),
-                        preference="" if len(c) < 10 or md.cell_text(c[9]) == "—" else md.cell_text(c[9]),
-                    ))
+                    parsed.rows.append(
+                        FeatureRow(
+                            direction=section.title,
+                            name=md.cell_text(c[0]),
+                            kind=md.cell_text(c[1]),
+                            parent="" if md.cell_text(c[2]) == "—" else md.cell_text(c[2]),
+                            api=(SAME_AS_PARENT,)
+                            if md.cell_text(c[3]) == SAME_AS_PARENT
+                            else _codes(c[3]),
+                            params=_codes(c[4]),
+                            hardware=_limits(c[5]),
+                            models=None
+                            if models_text == UNDECLARED
+                            else (() if models_text == "无" else _list(c[6])),
+                            sources=_codes(c[7]),
+                            note="" if md.cell_text(c[8]) == "—" else md.cell_text(c[8]),
+                            preference=""
+                            if len(c) < 10 or md.cell_text(c[9]) == "—"
+                            else md.cell_text(c[9]),
+                        )
+                    )
                 apis = {r.name: r.api for r in parsed.rows[start:] if not r.parent}
                 for i in range(start, len(parsed.rows)):
                     row = parsed.rows[i]
@@ -190,7 +219,9 @@ def parse(text: str) -> ParsedTable:
             elif heads[:2] == ["模型", "硬件"]:
                 for c in table.rows:
                     hw_text = md.cell_text(c[1])
-                    parsed.models[md.cell_text(c[0])] = [] if hw_text == UNDECLARED else list(_list(c[1]))
+                    parsed.models[md.cell_text(c[0])] = (
+                        [] if hw_text == UNDECLARED else list(_list(c[1]))
+                    )
     return parsed
 
 

@@ -29,7 +29,9 @@ class Forge(Protocol):
     def find_proposal(self, head: str) -> Proposal | None:
         """The open proposal from branch `head`, if any (used to update instead of duplicate)."""
 
-    def propose(self, head: str, base: str, title: str, body: str, labels: list[str] | None = None) -> Proposal:
+    def propose(
+        self, head: str, base: str, title: str, body: str, labels: list[str] | None = None
+    ) -> Proposal:
         """Open a proposal, or update title/body of the open one from `head` (idempotent)."""
 
     def list_proposals(self, state: str | None = "open") -> list[Proposal]: ...

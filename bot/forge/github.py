@@ -15,9 +15,10 @@ import fnmatch
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
 import requests
@@ -34,11 +35,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 STALE_LABEL = "tunebot-stale"
 RETRYABLE_5XX = {500, 502, 503, 504}
-DEFAULT_BOT_LOGIN = "github-actions[bot]"  # who GITHUB_TOKEN comments as; an App token: "<app-slug>[bot]"
+DEFAULT_BOT_LOGIN = (
+    "github-actions[bot]"  # who GITHUB_TOKEN comments as; an App token: "<app-slug>[bot]"
+)
 PINNED_MARKER = re.compile(r"<!-- tunebot:pinned:([0-9a-f]{40}) -->")
 RUN_ID = re.compile(r"/actions/runs/(\d+)(?:/|$)")
-NO_CI = ("no CI ran on the proposal head `{sha}` (pushes made with GITHUB_TOKEN start no workflows): push with a "
-         "GitHub App token or set `github.required_checks`, or opt in with `github.allow_no_checks: true`")
+NO_CI = (
+    "no CI ran on the proposal head `{sha}` (pushes made with GITHUB_TOKEN start no workflows): push with a "
+    "GitHub App token or set `github.required_checks`, or opt in with `github.allow_no_checks: true`"
+)
 
 
 class GithubError(TunebotError):
@@ -73,7 +78,11 @@ def status_marker(op: str) -> str:
 
 
 def reply_marker(comment_id: int | str, index: int = 0) -> str:
-    return f"<!-- tunebot:reply:{comment_id} -->" if index == 0 else f"<!-- tunebot:reply:{comment_id}:{index} -->"
+    return (
+        f"<!-- tunebot:reply:{comment_id} -->"
+        if index == 0
+        else f"<!-- tunebot:reply:{comment_id}:{index} -->"
+    )
 
 
 def client_from_env(env: dict[str, str] | None = None) -> tuple[Github, str]:
@@ -82,21 +91,35 @@ def client_from_env(env: dict[str, str] | None = None) -> tuple[Github, str]:
     token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
     repo = env.get("GITHUB_REPOSITORY", "")
     if not token:
-        raise GithubSetupError("GITHUB_TOKEN is not set: pass the workflow's token (or a GitHub App installation token) in env")
+        raise GithubSetupError(
+            "GITHUB_TOKEN is not set: pass the workflow's token (or a GitHub App installation token) in env"
+        )
     if "/" not in repo:
-        raise GithubSetupError("GITHUB_REPOSITORY is not set to owner/name (GitHub Actions sets it)")
+        raise GithubSetupError(
+            "GITHUB_REPOSITORY is not set to owner/name (GitHub Actions sets it)"
+        )
     return make_client(token, env.get("GITHUB_API_URL") or "https://api.github.com"), repo
 
 
 def make_client(token: str, base_url: str) -> Github:
-    return Github(auth=Auth.Token(token), base_url=base_url.rstrip("/"), retry=None,
-                  seconds_between_requests=None, seconds_between_writes=None)
+    return Github(
+        auth=Auth.Token(token),
+        base_url=base_url.rstrip("/"),
+        retry=None,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+    )
 
 
-def _wait_for(exc: GithubException, attempt: int, policy: RetryPolicy, now: Callable[[], float]) -> float | None:
+def _wait_for(
+    exc: GithubException, attempt: int, policy: RetryPolicy, now: Callable[[], float]
+) -> float | None:
     """Seconds to wait before retrying after `exc`, or None when it must not be retried."""
     headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-    limited = exc.status == 429 or (exc.status == 403 and (headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers))
+    limited = exc.status == 429 or (
+        exc.status == 403
+        and (headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers)
+    )
     if limited:
         if "retry-after" in headers and str(headers["retry-after"]).isdigit():
             wait = float(headers["retry-after"])
@@ -127,7 +150,7 @@ class GithubForge:
         run_url: str | None = None,
         bot_login: str = DEFAULT_BOT_LOGIN,
         own_checks: tuple[str, ...] = (),
-        remote_runs: "RemoteRuns | None" = None,
+        remote_runs: RemoteRuns | None = None,
         base_sha: str | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -141,11 +164,19 @@ class GithubForge:
         self.waits: list[float] = []  # every back-off taken (tests and logs)
         self.last_status: str | None = None
         self.status_aliases: tuple[str, ...] = ()  # markers of the same op under another name
-        self.bot_login = bot_login  # only comments by this login are the bot's (never trust a marker alone)
-        self.own_checks = own_checks  # check names of the running job: in progress while it runs, never waited on
-        self.remote_runs = remote_runs  # set: propose() pushes the run's branches through it (isolated git)
+        self.bot_login = (
+            bot_login  # only comments by this login are the bot's (never trust a marker alone)
+        )
+        self.own_checks = (
+            own_checks  # check names of the running job: in progress while it runs, never waited on
+        )
+        self.remote_runs = (
+            remote_runs  # set: propose() pushes the run's branches through it (isolated git)
+        )
         self.base_sha = base_sha or guard_sha  # what every pushed commit must descend from
-        self.warnings: list[str] = []  # what went wrong after delivery (reviewers, labels): said, never fatal
+        self.warnings: list[
+            str
+        ] = []  # what went wrong after delivery (reviewers, labels): said, never fatal
         self._comment_ids: dict[str, int] = {}  # marker -> id of the bot's comment holding it
         self._comment_bodies: dict[int, str] = {}  # id -> the body as last written or read
         self._repo = None
@@ -162,7 +193,9 @@ class GithubForge:
                     raise GithubError(self._explain(what, exc)) from None
             except requests.exceptions.RequestException as exc:  # connection reset, timeout
                 if attempt == self.retry.attempts - 1:
-                    raise GithubError(f"GitHub API: {what} failed: cannot reach {self.gh.requester.base_url} ({exc})") from None
+                    raise GithubError(
+                        f"GitHub API: {what} failed: cannot reach {self.gh.requester.base_url} ({exc})"
+                    ) from None
                 wait = min(self.retry.backoff_s * 2**attempt, self.retry.max_wait_s)
             self.waits.append(wait)
             self.sleep(wait)
@@ -202,16 +235,34 @@ class GithubForge:
     def _proposal(self, pr) -> Proposal:
         labels = [label.name for label in pr.labels]
         state = "merged" if pr.merged else pr.state
-        return Proposal(id=str(pr.number), title=pr.title, body=pr.body or "", head=pr.head.ref, base=pr.base.ref,
-                        head_sha=pr.head.sha, state=state, url=pr.html_url, labels=labels,
-                        approved_sha=self._approved_sha(pr.number, pr.head.sha) if state == "open" else None)
+        return Proposal(
+            id=str(pr.number),
+            title=pr.title,
+            body=pr.body or "",
+            head=pr.head.ref,
+            base=pr.base.ref,
+            head_sha=pr.head.sha,
+            state=state,
+            url=pr.html_url,
+            labels=labels,
+            approved_sha=self._approved_sha(pr.number, pr.head.sha) if state == "open" else None,
+        )
 
     def pull_info(self, number: int) -> PullInfo:
         def step() -> PullInfo:
             pr = self.repo.get_pull(number)
             head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
-            return PullInfo(pr.number, pr.state, pr.head.sha, pr.head.ref, head_repo, pr.base.ref,
-                            pr.base.repo.full_name, pr.user.login, bool(pr.merged))
+            return PullInfo(
+                pr.number,
+                pr.state,
+                pr.head.sha,
+                pr.head.ref,
+                head_repo,
+                pr.base.ref,
+                pr.base.repo.full_name,
+                pr.user.login,
+                bool(pr.merged),
+            )
 
         return self.call(f"read pull request #{number}", step)
 
@@ -224,7 +275,9 @@ class GithubForge:
         pr = self.call(f"look for the pull request from {head}", step)
         return self._proposal(pr) if pr is not None else None
 
-    def propose(self, head: str, base: str, title: str, body: str, labels: list[str] | None = None) -> Proposal:
+    def propose(
+        self, head: str, base: str, title: str, body: str, labels: list[str] | None = None
+    ) -> Proposal:
         if self.remote_runs is not None:
             self.remote_runs.push_branches(head, self.base_sha)
         stale = self.head_moved()
@@ -237,10 +290,16 @@ class GithubForge:
             for pr in self.repo.get_pulls(state="open", head=f"{self.owner}:{head}"):
                 pr.edit(title=title, body=body)
                 return pr, False
-            return self.repo.create_pull(base=base, head=head, title=title, body=body, draft=bool(stale)), True
+            return self.repo.create_pull(
+                base=base, head=head, title=title, body=body, draft=bool(stale)
+            ), True
 
         pr, created = self.call(f"open the pull request from {head}", step)
-        wanted = list(dict.fromkeys([*self.settings.labels, *(labels or []), *([STALE_LABEL] if stale else [])]))
+        wanted = list(
+            dict.fromkeys(
+                [*self.settings.labels, *(labels or []), *([STALE_LABEL] if stale else [])]
+            )
+        )
         # The pull request exists from here on: labels and reviewers are extras whose failure is
         # reported with the delivery, never turned into a failed run.
         if wanted:
@@ -252,14 +311,23 @@ class GithubForge:
             reviewers = [r for r in self.reviewers(head) if r.lower() != pr.user.login.lower()]
             if reviewers:
                 try:
-                    self.call("request reviewers", lambda: pr.create_review_request(reviewers=reviewers))
+                    self.call(
+                        "request reviewers", lambda: pr.create_review_request(reviewers=reviewers)
+                    )
                 except GithubError as exc:
-                    self.warnings.append(f"reviewers {', '.join('@' + r for r in reviewers)} not requested: {exc}")
-        return self._proposal(self.call("re-read the pull request", lambda: self.repo.get_pull(pr.number)))
+                    self.warnings.append(
+                        f"reviewers {', '.join('@' + r for r in reviewers)} not requested: {exc}"
+                    )
+        return self._proposal(
+            self.call("re-read the pull request", lambda: self.repo.get_pull(pr.number))
+        )
 
     def add_labels(self, number: int, labels: list[str]) -> None:
         # The object form: the spec no longer lists the bare array PyGithub's add_to_labels sends.
-        self.call("label the pull request", lambda: self._api("POST", f"/issues/{number}/labels", input={"labels": labels}))
+        self.call(
+            "label the pull request",
+            lambda: self._api("POST", f"/issues/{number}/labels", input={"labels": labels}),
+        )
 
     def list_proposals(self, state: str | None = "open") -> list[Proposal]:
         wanted = state or "all"
@@ -278,11 +346,17 @@ class GithubForge:
         return self._proposal(self.call(f"close pull request #{proposal_id}", step))
 
     def get(self, proposal_id: str) -> Proposal:
-        return self._proposal(self.call(f"read pull request #{proposal_id}", lambda: self.repo.get_pull(int(proposal_id))))
+        return self._proposal(
+            self.call(
+                f"read pull request #{proposal_id}", lambda: self.repo.get_pull(int(proposal_id))
+            )
+        )
 
     def approve(self, proposal_id: str, reviewer: str) -> Proposal:
         """Submit an approving review as the token's user on the current head SHA."""
-        pr = self.call(f"read pull request #{proposal_id}", lambda: self.repo.get_pull(int(proposal_id)))
+        pr = self.call(
+            f"read pull request #{proposal_id}", lambda: self.repo.get_pull(int(proposal_id))
+        )
         review = {"commit_id": pr.head.sha, "event": "APPROVE", "body": f"Approved for {reviewer}"}
         self.call("approve", lambda: self._api("POST", f"/pulls/{pr.number}/reviews", input=review))
         return self.get(proposal_id)
@@ -297,7 +371,9 @@ class GithubForge:
         for rel in (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"):
             path = self.checkout / rel
             if path.is_file():
-                return codeowners_for(path.read_text(encoding="utf-8", errors="replace"), self._op_paths())
+                return codeowners_for(
+                    path.read_text(encoding="utf-8", errors="replace"), self._op_paths()
+                )
         return []
 
     def _op_paths(self) -> list[str]:
@@ -313,9 +389,13 @@ class GithubForge:
         self.last_status = text
         if self.pr_number is None or self.op is None:
             return
-        self.upsert_comment(self.pr_number, status_marker(self.op), text, aliases=self.status_aliases)
+        self.upsert_comment(
+            self.pr_number, status_marker(self.op), text, aliases=self.status_aliases
+        )
 
-    def upsert_comment(self, number: int, marker: str, text: str, aliases: tuple[str, ...] = ()) -> int:
+    def upsert_comment(
+        self, number: int, marker: str, text: str, aliases: tuple[str, ...] = ()
+    ) -> int:
         """The bot's comment holding `marker` (or an alias, e.g. the op as typed), edited in place, or created once.
 
         Once found, the comment's id is kept: later edits are one API call, not a search of the thread.
@@ -326,7 +406,10 @@ class GithubForge:
             if self._comment_bodies.get(known) == body:
                 return known  # unchanged: no call
             try:
-                self.call(f"update comment {known}", lambda: self._api("PATCH", f"/issues/comments/{known}", input={"body": body}))
+                self.call(
+                    f"update comment {known}",
+                    lambda: self._api("PATCH", f"/issues/comments/{known}", input={"body": body}),
+                )
                 self._comment_bodies[known] = body
                 return known
             except GithubError:
@@ -350,11 +433,19 @@ class GithubForge:
         known = self._comment_ids.get(marker)
         if known is not None:
             try:
-                data = self.call(f"read comment {known}", lambda: self._api("GET", f"/issues/comments/{known}"))
+                data = self.call(
+                    f"read comment {known}", lambda: self._api("GET", f"/issues/comments/{known}")
+                )
             except GithubError:
                 data = None
-            login = ((data or {}).get("user") or {}).get("login", "") if isinstance(data, dict) else ""
-            if data and login.lower() == self.bot_login.lower() and marker in (data.get("body") or ""):
+            login = (
+                ((data or {}).get("user") or {}).get("login", "") if isinstance(data, dict) else ""
+            )
+            if (
+                data
+                and login.lower() == self.bot_login.lower()
+                and marker in (data.get("body") or "")
+            ):
                 self._comment_bodies[known] = data["body"]
                 return data["body"]
 
@@ -393,11 +484,17 @@ class GithubForge:
 
     def reply(self, number: int, comment_id: int | None, text: str, index: int = 0) -> int:
         """Answer a command once (re-delivered events edit the same reply)."""
-        return self.upsert_comment(number, reply_marker(comment_id if comment_id is not None else "none", index), text)
+        return self.upsert_comment(
+            number, reply_marker(comment_id if comment_id is not None else "none", index), text
+        )
 
     def react(self, comment_id: int, content: str = "eyes") -> None:
-        self.call("react to the comment",
-                  lambda: self._api("POST", f"/issues/comments/{comment_id}/reactions", input={"content": content}))
+        self.call(
+            "react to the comment",
+            lambda: self._api(
+                "POST", f"/issues/comments/{comment_id}/reactions", input={"content": content}
+            ),
+        )
 
     # -- permissions, statuses, checks ----------------------------------------
     def permission(self, login: str) -> str:
@@ -415,17 +512,30 @@ class GithubForge:
 
         return self.call(f"read the permission of {login}", step)
 
-    def set_status(self, sha: str, state: str, description: str, context: str | None = None) -> None:
+    def set_status(
+        self, sha: str, state: str, description: str, context: str | None = None
+    ) -> None:
         """A commit status on `sha` (state: pending | success | failure | error)."""
-        payload = {"state": state, "description": description[:140], "context": context or f"tunebot/{self.op or 'run'}"}
+        payload = {
+            "state": state,
+            "description": description[:140],
+            "context": context or f"tunebot/{self.op or 'run'}",
+        }
         if self.run_url:
             payload["target_url"] = self.run_url
-        self.call("set the commit status", lambda: self._api("POST", f"/statuses/{sha}", input=payload))
+        self.call(
+            "set the commit status", lambda: self._api("POST", f"/statuses/{sha}", input=payload)
+        )
 
     def commit_statuses(self, sha: str) -> dict[str, str]:
         """context -> latest state of the commit statuses on `sha`."""
-        return self.call(f"read the statuses of {sha[:10]}",
-                         lambda: {st["context"]: st["state"] for st in self._paged(f"/commits/{sha}/status", "statuses")})
+        return self.call(
+            f"read the statuses of {sha[:10]}",
+            lambda: {
+                st["context"]: st["state"]
+                for st in self._paged(f"/commits/{sha}/status", "statuses")
+            },
+        )
 
     def checks(self, sha: str, ignore_contexts: tuple[str, ...] = ()) -> list[str]:
         """Problems with the checks of `sha` (empty: green).
@@ -437,9 +547,16 @@ class GithubForge:
         def step() -> list[str]:
             results: dict[str, str | None] = {}  # name -> problem (None: green)
             for status in self._paged(f"/commits/{sha}/status", "statuses"):
-                if status["context"] in ignore_contexts or status["context"].split("/")[0] == "tunebot":
+                if (
+                    status["context"] in ignore_contexts
+                    or status["context"].split("/")[0] == "tunebot"
+                ):
                     continue
-                results[status["context"]] = None if status["state"] == "success" else f"status `{status['context']}` is {status['state']}"
+                results[status["context"]] = (
+                    None
+                    if status["state"] == "success"
+                    else f"status `{status['context']}` is {status['state']}"
+                )
             for run in self._paged(f"/commits/{sha}/check-runs", "check_runs"):
                 if self._is_own_run(run):
                     continue
@@ -451,7 +568,11 @@ class GithubForge:
     def _check_problems(self, sha: str, results: dict[str, str | None]) -> list[str]:
         problems = [p for p in results.values() if p]
         required = self.settings.required_checks
-        problems += [f"required check `{name}` did not run on `{sha[:10]}`" for name in required if name not in results]
+        problems += [
+            f"required check `{name}` did not run on `{sha[:10]}`"
+            for name in required
+            if name not in results
+        ]
         if not results and not required and not self.settings.allow_no_checks:
             problems.append(NO_CI.format(sha=sha[:10]))
         return problems
@@ -487,9 +608,11 @@ class GithubForge:
         return current if current != self.guard_sha else None
 
     def stale_notice(self, current: str) -> str:
-        return (f"> [!WARNING]\n> **Stale results.** Pull request #{self.pr_number} moved from `{(self.guard_sha or '')[:10]}` "
-                f"to `{current[:10]}` during the run; these measurements are for `{(self.guard_sha or '')[:10]}`. "
-                "Nothing will be merged: comment `/tune <op>` again to tune the new head.")
+        return (
+            f"> [!WARNING]\n> **Stale results.** Pull request #{self.pr_number} moved from `{(self.guard_sha or '')[:10]}` "
+            f"to `{current[:10]}` during the run; these measurements are for `{(self.guard_sha or '')[:10]}`. "
+            "Nothing will be merged: comment `/tune <op>` again to tune the new head."
+        )
 
     def footer(self) -> str:
         lines = ["---"]
@@ -497,9 +620,13 @@ class GithubForge:
             lines.append(f"Tuned for #{self.pr_number} at `{self.guard_sha[:10]}`.")
             # The merge gate compares this with the original PR's head: results of an older head never merge.
             lines.append(f"<!-- tunebot:pinned:{self.guard_sha} -->")
-        lines.append("Approve this pull request to merge it (tunebot merges an approved, green, mergeable head).")
+        lines.append(
+            "Approve this pull request to merge it (tunebot merges an approved, green, mergeable head)."
+        )
         if self.op:
-            lines.append("Commands on the original pull request: `/tune <op>` · `/tune status` · `/tune cancel` · `/tune help`")
+            lines.append(
+                "Commands on the original pull request: `/tune <op>` · `/tune status` · `/tune cancel` · `/tune help`"
+            )
         if self.run_url:
             lines.append(f"Run: {self.run_url}")
         return "\n".join(lines)
@@ -511,14 +638,22 @@ class GithubForge:
 
     def _review_summary(self, number: int) -> tuple[dict[str, str], list[str]]:
         """Latest review per user: {login: sha} of approvals by permitted users, and who requested changes."""
-        reviews = self.call(f"read the reviews of #{number}", lambda: list(self.repo.get_pull(number).get_reviews()))
+        reviews = self.call(
+            f"read the reviews of #{number}", lambda: list(self.repo.get_pull(number).get_reviews())
+        )
         latest: dict[str, tuple[str, str]] = {}
         for review in reviews:
-            state = (review.state or "").upper()  # REST: APPROVED; tolerate lower-case spellings too
+            state = (
+                review.state or ""
+            ).upper()  # REST: APPROVED; tolerate lower-case spellings too
             if state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED") and review.user is not None:
                 latest[review.user.login] = (state, review.commit_id)
         approvals = {u: sha for u, (s, sha) in latest.items() if s == "APPROVED"}
-        approvals = {u: sha for u, sha in approvals.items() if role_allows(self.permission(u), self.settings.min_permission)}
+        approvals = {
+            u: sha
+            for u, sha in approvals.items()
+            if role_allows(self.permission(u), self.settings.min_permission)
+        }
         changes = [u for u, (s, _) in latest.items() if s == "CHANGES_REQUESTED"]
         return approvals, changes
 
@@ -530,13 +665,21 @@ class GithubForge:
         missing: list[str] = self._origin_problems(pr)
         head = pr.head.sha
         if STALE_LABEL in [label.name for label in pr.labels]:
-            missing.append(f"its results are stale (label `{STALE_LABEL}`): re-run `/tune` on the new head")
+            missing.append(
+                f"its results are stale (label `{STALE_LABEL}`): re-run `/tune` on the new head"
+            )
         approvals, changes = self._review_summary(number)
         on_head = [u for u, sha in approvals.items() if sha == head]
         if not on_head:
             old = [f"@{u} on `{sha[:10]}`" for u, sha in approvals.items()]
-            detail = f" (approvals on older commits: {', '.join(old)}; re-approve the current head)" if old else ""
-            missing.append(f"no approval on the current head `{head[:10]}` by a user with `{self.settings.min_permission}` permission{detail}")
+            detail = (
+                f" (approvals on older commits: {', '.join(old)}; re-approve the current head)"
+                if old
+                else ""
+            )
+            missing.append(
+                f"no approval on the current head `{head[:10]}` by a user with `{self.settings.min_permission}` permission{detail}"
+            )
         if changes:
             missing.append("changes requested by " + ", ".join(f"@{u}" for u in changes))
         missing += self.checks(head)
@@ -548,7 +691,9 @@ class GithubForge:
         if mergeable is False:
             missing.append("it is not mergeable (conflicts with the base branch)")
         elif mergeable is None:
-            missing.append("GitHub has not computed mergeability yet; approve again or re-run the review workflow")
+            missing.append(
+                "GitHub has not computed mergeability yet; approve again or re-run the review workflow"
+            )
         return missing, pr
 
     def _origin_problems(self, pr) -> list[str]:
@@ -556,19 +701,27 @@ class GithubForge:
         problems = []
         head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
         if head_repo != pr.base.repo.full_name:
-            problems.append(f"its head is in a fork ({head_repo or 'a deleted fork'}), not a tunebot branch of {pr.base.repo.full_name}")
+            problems.append(
+                f"its head is in a fork ({head_repo or 'a deleted fork'}), not a tunebot branch of {pr.base.repo.full_name}"
+            )
         if not pr.head.ref.startswith(self.branch_prefix + "/"):
-            problems.append(f"its head branch `{pr.head.ref}` does not start with `{self.branch_prefix}/`")
+            problems.append(
+                f"its head branch `{pr.head.ref}` does not start with `{self.branch_prefix}/`"
+            )
         pinned = PINNED_MARKER.search(pr.body or "")
         if pinned:
             current = self._branch_sha(pr.base.ref)
             if current != pinned.group(1):
-                problems.append(f"base moved: `{pr.base.ref}` is at `{(current or 'deleted')[:10]}`, the results are for "
-                                f"`{pinned.group(1)[:10]}`; re-run `/tune` on the original pull request")
+                problems.append(
+                    f"base moved: `{pr.base.ref}` is at `{(current or 'deleted')[:10]}`, the results are for "
+                    f"`{pinned.group(1)[:10]}`; re-run `/tune` on the original pull request"
+                )
         return problems
 
     def _branch_sha(self, branch: str) -> str | None:
-        refs = self.call(f"read branch {branch}", lambda: self._api("GET", f"/git/matching-refs/heads/{branch}"))
+        refs = self.call(
+            f"read branch {branch}", lambda: self._api("GET", f"/git/matching-refs/heads/{branch}")
+        )
         return next((r["object"]["sha"] for r in refs if r["ref"] == f"refs/heads/{branch}"), None)
 
     def merge(self, proposal_id: str) -> Proposal:
@@ -579,10 +732,19 @@ class GithubForge:
             raise GateRefused(number, missing)
         head = pr.head.sha
         try:
-            pr.merge(sha=head, merge_method="merge", commit_title=f"tunebot: merge #{number} ({pr.head.ref})")
+            pr.merge(
+                sha=head,
+                merge_method="merge",
+                commit_title=f"tunebot: merge #{number} ({pr.head.ref})",
+            )
         except GithubException as exc:
             if exc.status in (405, 409):
-                raise GateRefused(number, [f"GitHub refused the merge at `{head[:10]}`: {exc.data.get('message') if isinstance(exc.data, dict) else exc.data}"]) from None
+                raise GateRefused(
+                    number,
+                    [
+                        f"GitHub refused the merge at `{head[:10]}`: {exc.data.get('message') if isinstance(exc.data, dict) else exc.data}"
+                    ],
+                ) from None
             raise GithubError(self._explain(f"merge #{number}", exc)) from None
         self.delete_iteration_branches(pr.head.ref)
         return self.get(proposal_id)
@@ -592,12 +754,18 @@ class GithubForge:
         if not delivery_branch.startswith(self.branch_prefix + "/"):
             return []
         run_prefix = delivery_branch.removesuffix("/best")
-        refs = self.call("list iteration branches", lambda: list(self.repo.get_git_matching_refs(f"heads/{run_prefix}/v")))
+        refs = self.call(
+            "list iteration branches",
+            lambda: list(self.repo.get_git_matching_refs(f"heads/{run_prefix}/v")),
+        )
         deleted = []
         for ref in refs:
             name = ref.ref.removeprefix("refs/heads/")
             if name.startswith(run_prefix + "/v") and name[len(run_prefix) + 2 :].isdigit():
-                self.call(f"delete {name}", lambda name=name: self._api("DELETE", f"/git/refs/heads/{name}"))
+                self.call(
+                    f"delete {name}",
+                    lambda name=name: self._api("DELETE", f"/git/refs/heads/{name}"),
+                )
                 deleted.append(name)
         return deleted
 
@@ -636,8 +804,17 @@ def _codeowners_match(pattern: str, path: str) -> bool:
         pat += "**"
     if pat == "*":
         return True
-    candidates = [path] if anchored or "/" in pat.rstrip("*") else [path] + [path.split("/", i)[-1] for i in range(1, path.count("/") + 1)]
+    candidates = (
+        [path]
+        if anchored or "/" in pat.rstrip("*")
+        else [path] + [path.split("/", i)[-1] for i in range(1, path.count("/") + 1)]
+    )
     for cand in candidates:
-        if fnmatch.fnmatch(cand, pat) or fnmatch.fnmatch(cand, pat + "/**") or cand.startswith(pat.rstrip("*")) and pat.endswith("**"):
+        if (
+            fnmatch.fnmatch(cand, pat)
+            or fnmatch.fnmatch(cand, pat + "/**")
+            or cand.startswith(pat.rstrip("*"))
+            and pat.endswith("**")
+        ):
             return True
     return False

@@ -14,8 +14,9 @@ import dataclasses
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from bot import gitops
 from bot.errors import GitError, TunebotError
@@ -80,7 +81,7 @@ class LocalForge:
 
     def _ids(self) -> list[int]:
         names = gitops.list_refs(self.repo, REF_PREFIX)
-        return sorted(int(n[len(REF_PREFIX):]) for n in names if n[len(REF_PREFIX):].isdigit())
+        return sorted(int(n[len(REF_PREFIX) :]) for n in names if n[len(REF_PREFIX) :].isdigit())
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -123,29 +124,55 @@ class LocalForge:
     def get(self, proposal_id: str) -> Proposal:
         return self._proposal(self._load(proposal_id)[0])
 
-    def propose(self, head: str, base: str, title: str, body: str, labels: list[str] | None = None) -> Proposal:
+    def propose(
+        self, head: str, base: str, title: str, body: str, labels: list[str] | None = None
+    ) -> Proposal:
         head_sha = gitops.branch_sha(self.repo, head)
         if head_sha is None:
-            raise GitError(f"cannot propose '{head}': no such branch. Run the tune that creates it first.")
+            raise GitError(
+                f"cannot propose '{head}': no such branch. Run the tune that creates it first."
+            )
         if gitops.branch_sha(self.repo, base) is None:
-            raise GitError(f"cannot propose into '{base}': no such branch. Pass an existing base branch.")
+            raise GitError(
+                f"cannot propose into '{base}': no such branch. Pass an existing base branch."
+            )
         with self._locked():
             existing = self.find_proposal(head)
             if existing is None:
                 return self._open(head, base, title, body, labels or [], head_sha)
             record, parent = self._load(existing.id)
-            update = {"base": base, "title": title, "body": body, "labels": list(labels or []), "head_sha": head_sha}
+            update = {
+                "base": base,
+                "title": title,
+                "body": body,
+                "labels": list(labels or []),
+                "head_sha": head_sha,
+            }
             if all(record.get(k) == v for k, v in update.items()):
                 return self._proposal(record)  # nothing changed: no new history entry
             record.update(update, updated=_now())
             self._save(record, parent, "update")
             return self._proposal(record)
 
-    def _open(self, head: str, base: str, title: str, body: str, labels: list[str], head_sha: str) -> Proposal:
+    def _open(
+        self, head: str, base: str, title: str, body: str, labels: list[str], head_sha: str
+    ) -> Proposal:
         ids = self._ids()
         new_id = str(ids[-1] + 1 if ids else 1)
-        proposal = Proposal(id=new_id, title=title, body=body, head=head, base=base, head_sha=head_sha, labels=labels)
-        record = dataclasses.asdict(proposal) | {"created": _now(), "updated": _now(), "approvals": []}
+        proposal = Proposal(
+            id=new_id,
+            title=title,
+            body=body,
+            head=head,
+            base=base,
+            head_sha=head_sha,
+            labels=labels,
+        )
+        record = dataclasses.asdict(proposal) | {
+            "created": _now(),
+            "updated": _now(),
+            "approvals": [],
+        }
         self._save(record, None, f"open {head} -> {base}")
         return self._proposal(record)
 
@@ -155,10 +182,14 @@ class LocalForge:
         with self._locked():
             record, parent = self._load(proposal_id)
             if record["state"] != "open":
-                raise MergeBlocked(f"proposal #{record['id']} is {record['state']}; only open proposals are approved.")
+                raise MergeBlocked(
+                    f"proposal #{record['id']} is {record['state']}; only open proposals are approved."
+                )
             head_sha = self._current_head(record)
             record["approved_sha"] = head_sha
-            record.setdefault("approvals", []).append({"reviewer": reviewer, "sha": head_sha, "time": _now()})
+            record.setdefault("approvals", []).append(
+                {"reviewer": reviewer, "sha": head_sha, "time": _now()}
+            )
             record["updated"] = _now()
             self._save(record, parent, f"approved by {reviewer} at {head_sha[:12]}")
             return self._proposal(record)
@@ -176,7 +207,13 @@ class LocalForge:
             head_sha = self._check_gates(record)
             message = f"Merge proposal #{record['id']}: {record['title']}\n\nfrom {record['head']} at {head_sha}\n"
             merged = gitops.merge_into(self.repo, record["base"], head_sha, message)
-            record.update(state="merged", head_sha=head_sha, merged_sha=merged, merged_at=_now(), updated=_now())
+            record.update(
+                state="merged",
+                head_sha=head_sha,
+                merged_sha=merged,
+                merged_at=_now(),
+                updated=_now(),
+            )
             self._save(record, parent, f"merged into {record['base']} at {merged[:12]}")
             return self._cleanup(record, gitops.ref_sha(self.repo, self._ref(record["id"])))
 
@@ -194,10 +231,16 @@ class LocalForge:
         """Write the run's status to state_dir/status/<head-branch-sanitized>.md (replaced atomically)."""
         folder = gitops.state_dir(self.repo) / "status"
         folder.mkdir(exist_ok=True)
-        gitops.write_atomic(folder / f"{sanitize(head or self.status_head or 'run')}.md", text.encode())
+        gitops.write_atomic(
+            folder / f"{sanitize(head or self.status_head or 'run')}.md", text.encode()
+        )
 
     def status_path(self, head: str | None = None) -> Path:
-        return gitops.state_dir(self.repo) / "status" / f"{sanitize(head or self.status_head or 'run')}.md"
+        return (
+            gitops.state_dir(self.repo)
+            / "status"
+            / f"{sanitize(head or self.status_head or 'run')}.md"
+        )
 
     # ------------------------------------------------------------ gates and cleanup
 
@@ -218,7 +261,9 @@ class LocalForge:
         head_sha = self._current_head(record)
         approved = record.get("approved_sha")
         if not approved:
-            raise MergeBlocked(f"proposal #{pid} is not approved. Review it, then run `tunebot approve {pid}`.")
+            raise MergeBlocked(
+                f"proposal #{pid} is not approved. Review it, then run `tunebot approve {pid}`."
+            )
         if approved != head_sha:
             raise MergeBlocked(
                 f"proposal #{pid} was approved at {approved[:12]}, but {record['head']} is now at {head_sha[:12]}: "
@@ -244,4 +289,3 @@ class LocalForge:
             record["kept_branches"] = dict(result.skipped)
         self._save(record, parent, f"cleaned up {len(deleted)} iteration branches")
         return self._proposal(record)
-

@@ -34,10 +34,15 @@ from bot.measure.sandbox import (
 from bot.measure.types import AccuracyResult, Status
 
 # torch.testing.assert_close's messages, and an explicit "L0 ... FAIL" line from the op's script
-_MISMATCH = re.compile(r"Mismatched elements|Tensor-likes are not close|Scalars are not close"
-                       r"|^\s*L0\b.*\bFAIL", re.MULTILINE | re.IGNORECASE)
+_MISMATCH = re.compile(
+    r"Mismatched elements|Tensor-likes are not close|Scalars are not close"
+    r"|^\s*L0\b.*\bFAIL",
+    re.MULTILINE | re.IGNORECASE,
+)
 # the last line of a Python traceback: "AssertionError", "ImportError: ...", "torch.OutOfMemoryError: ..."
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b(?::|$)", re.MULTILINE)
+_EXCEPTION_LINE = re.compile(
+    r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b(?::|$)", re.MULTILINE
+)
 
 
 def _shows_mismatch(output: str) -> bool:
@@ -77,8 +82,14 @@ def accepts_level(text: str) -> bool:
     return bool(_LEVEL_OPTION.search(text))
 
 
-def l0_command(source: Path, cwd: Path, level: str = "L0", timeout_s: float = 120.0,
-               memory_limit_mb: int | None = None, seed: int = 0) -> AccuracyResult:
+def l0_command(
+    source: Path,
+    cwd: Path,
+    level: str = "L0",
+    timeout_s: float = 120.0,
+    memory_limit_mb: int | None = None,
+    seed: int = 0,
+) -> AccuracyResult:
     """`python <source> --level <level>` in `cwd` (no flag for a script without `--level`) with
     TUNEBOT_SEED=<seed>; exit 0 = pass."""
     source = Path(source).resolve()
@@ -91,10 +102,18 @@ def l0_command(source: Path, cwd: Path, level: str = "L0", timeout_s: float = 12
     env[SEED_ENV] = str(seed)
     run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
     status = _status_of(run)
-    details = {} if flags else {"flags": "none: the script declares no --level option; its own check ran"}
-    return AccuracyResult(status=status, mode="command", command=argv, duration_s=round(run.duration_s, 3),
-                          tail=run.tail, reason="" if status == "pass" else run.reason,
-                          details={**details, **({"seed": seed} if seed else {})})
+    details = (
+        {} if flags else {"flags": "none: the script declares no --level option; its own check ran"}
+    )
+    return AccuracyResult(
+        status=status,
+        mode="command",
+        command=argv,
+        duration_s=round(run.duration_s, 3),
+        tail=run.tail,
+        reason="" if status == "pass" else run.reason,
+        details={**details, **({"seed": seed} if seed else {})},
+    )
 
 
 def judge(outputs: list[dict], min_cosine: float) -> tuple[Status, str]:
@@ -108,23 +127,47 @@ def judge(outputs: list[dict], min_cosine: float) -> tuple[Status, str]:
             problems.append(f"{where}: {o['problem']}")
             continue
         if o["mismatched"]:
-            problems.append(f"{where}: {o['mismatched']} of {o['numel']} elements beyond "
-                            f"rtol={o['rtol']:g} atol={o['atol']:g} (max abs err {o['max_abs_err']:.3g})")
+            problems.append(
+                f"{where}: {o['mismatched']} of {o['numel']} elements beyond "
+                f"rtol={o['rtol']:g} atol={o['atol']:g} (max abs err {o['max_abs_err']:.3g})"
+            )
         if o["cosine"] < min_cosine:
             problems.append(f"{where}: cosine {o['cosine']:.6f} < {min_cosine}")
     return ("fail", "; ".join(problems)) if problems else ("pass", "")
 
 
-def l0_harness(source: Path, cwd: Path, settings: AccuracySettings, entry: str = "kernel",
-               inputs: str = "get_inputs", reference: str = "reference", seed: int = 0,
-               memory_limit_mb: int | None = None) -> AccuracyResult:
+def l0_harness(
+    source: Path,
+    cwd: Path,
+    settings: AccuracySettings,
+    entry: str = "kernel",
+    inputs: str = "get_inputs",
+    reference: str = "reference",
+    seed: int = 0,
+    memory_limit_mb: int | None = None,
+) -> AccuracyResult:
     """Kernel vs reference in a sandboxed runner; records max abs/rel error and cosine."""
     source = Path(source).resolve()
-    args = ["--source", str(source), "--entry", entry, "--inputs", inputs, "--reference", reference,
-            "--seed", str(seed), "--rtol", json.dumps(dict(settings.rtol)),
-            "--atol", json.dumps(dict(settings.atol))]
+    args = [
+        "--source",
+        str(source),
+        "--entry",
+        entry,
+        "--inputs",
+        inputs,
+        "--reference",
+        reference,
+        "--seed",
+        str(seed),
+        "--rtol",
+        json.dumps(dict(settings.rtol)),
+        "--atol",
+        json.dumps(dict(settings.atol)),
+    ]
     run, payload = run_runner("harness", args, cwd, settings.timeout_s, source, memory_limit_mb)
-    base = dict(mode="harness", command=run.argv, duration_s=round(run.duration_s, 3), tail=run.tail)
+    base = dict(
+        mode="harness", command=run.argv, duration_s=round(run.duration_s, 3), tail=run.tail
+    )
     if not run.ok or payload is None or "outputs" not in payload:
         reason = (payload or {}).get("error") or run.reason
         status: Status = "timeout" if run.timed_out else "error"
@@ -135,7 +178,9 @@ def l0_harness(source: Path, cwd: Path, settings: AccuracySettings, entry: str =
     status, reason = judge(outputs, settings.min_cosine)
     measured = [o for o in outputs if "max_abs_err" in o]
     return AccuracyResult(
-        status=status, reason=reason, **base,
+        status=status,
+        reason=reason,
+        **base,
         max_abs_err=max((o["max_abs_err"] for o in measured), default=None),
         max_rel_err=max((o["max_rel_err"] for o in measured), default=None),
         cosine=min((o["cosine"] for o in measured), default=None),

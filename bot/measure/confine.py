@@ -29,7 +29,16 @@ _O_PATH = getattr(os, "O_PATH", 0o10000000)
 
 # LANDLOCK_ACCESS_FS_* bits that change the file system, by the ABI version that added them
 _WRITE_ACCESS = {
-    1: (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12),
+    1: (1 << 1)
+    | (1 << 4)
+    | (1 << 5)
+    | (1 << 6)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 9)
+    | (1 << 10)
+    | (1 << 11)
+    | (1 << 12),
     2: 1 << 13,  # REFER (link or rename across folders)
     3: 1 << 14,  # TRUNCATE
 }
@@ -50,7 +59,13 @@ def _lib():
         try:
             _libc = ctypes.CDLL(None, use_errno=True)
             _libc.syscall.restype = ctypes.c_long
-            _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+            _libc.prctl.argtypes = [
+                ctypes.c_int,
+                ctypes.c_ulong,
+                ctypes.c_ulong,
+                ctypes.c_ulong,
+                ctypes.c_ulong,
+            ]
         except (OSError, AttributeError):
             _libc = False
     return _libc or None
@@ -61,7 +76,11 @@ def landlock_abi() -> int:
     global _abi
     if _abi is None:
         lib = _lib()
-        version = lib.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION) if lib else -1
+        version = (
+            lib.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+            if lib
+            else -1
+        )
         _abi = max(0, int(version))
     return _abi
 
@@ -82,10 +101,14 @@ class Limits:
 
     def describe(self) -> dict:
         abi = landlock_abi()
-        return {"memory_mb": self.memory_mb, "memory_rlimit": f"RLIMIT_{self.memory_kind.upper()}",
-                "cpu_s": self.cpu_s, "file_size_mb": self.file_size_mb,
-                "writes": ("landlock" if abi and self.writable is not None else "unrestricted"),
-                "writable": [str(p) for p in self.writable or ()]}
+        return {
+            "memory_mb": self.memory_mb,
+            "memory_rlimit": f"RLIMIT_{self.memory_kind.upper()}",
+            "cpu_s": self.cpu_s,
+            "file_size_mb": self.file_size_mb,
+            "writes": ("landlock" if abi and self.writable is not None else "unrestricted"),
+            "writable": [str(p) for p in self.writable or ()],
+        }
 
 
 @dataclass
@@ -133,7 +156,16 @@ def _restrict_writes(lib, plan: _Plan) -> None:
             fd = os.open(path, _O_PATH | os.O_CLOEXEC)
             try:
                 rule = _PathBeneath(plan.handled, fd)
-                if lib.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), _RULE_PATH_BENEATH, ctypes.byref(rule), 0) < 0:
+                if (
+                    lib.syscall(
+                        _SYS_ADD_RULE,
+                        ctypes.c_int(ruleset),
+                        _RULE_PATH_BENEATH,
+                        ctypes.byref(rule),
+                        0,
+                    )
+                    < 0
+                ):
                     raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path!r}")
             finally:
                 os.close(fd)

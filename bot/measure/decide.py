@@ -48,7 +48,9 @@ Measure = Callable[[Path], LatencyResult]
 MeasurePair = Callable[[Path, Path], "tuple[LatencyResult, LatencyResult]"]
 
 
-PRIOR_SPREAD = 0.05  # between-process sd of a median before the run has measured its own (cpu, 2-core host)
+PRIOR_SPREAD = (
+    0.05  # between-process sd of a median before the run has measured its own (cpu, 2-core host)
+)
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,9 @@ class Rule:
     fast_z: float = 3.5  # first-look acceptance needs gain >= fast_z * sqrt(2) * spread
     pair_rounds: int = 2  # rounds when the backend times both variants in one process
     pair_rounds_close: int = 3  # ... when their median gain is under twice the floor
-    reject_z: float = 1.5  # with pairs, first-look rejection allows for reject_z * sqrt(2) * spread of bad luck
+    reject_z: float = (
+        1.5  # with pairs, first-look rejection allows for reject_z * sqrt(2) * spread of bad luck
+    )
 
 
 class SpreadTracker:
@@ -87,7 +91,11 @@ class SpreadTracker:
     def spread(self) -> float:
         if self.df < self.min_df:
             return self.prior
-        ss = sum(sum((x - statistics.fmean(v)) ** 2 for x in v) for v in self._logs.values() if len(v) > 1)
+        ss = sum(
+            sum((x - statistics.fmean(v)) ** 2 for x in v)
+            for v in self._logs.values()
+            if len(v) > 1
+        )
         return math.sqrt(ss / self.df)
 
 
@@ -122,7 +130,9 @@ def median_standard_error(xs: list[float]) -> float:
     return 1.2533 * 1.4826 * mad / math.sqrt(len(xs))
 
 
-def first_look(best: LatencyResult, candidate: LatencyResult, noise_floor: float) -> tuple[float, float, float]:
+def first_look(
+    best: LatencyResult, candidate: LatencyResult, noise_floor: float
+) -> tuple[float, float, float]:
     """(gain, noise, threshold) from the two results as measured."""
     gain = _gain(best, candidate)
     noise = measured_noise(best, candidate)
@@ -133,19 +143,34 @@ def pooled(results: list[LatencyResult]) -> LatencyResult:
     """One result holding every sample of `results` (same backend)."""
     samples = [s for r in results for s in r.samples_us]
     s = summarize(samples)
-    return LatencyResult(status="ok", backend=results[0].backend, samples_us=samples, median_us=s.median,
-                         min_us=s.min, q1_us=s.q1, q3_us=s.q3, ci_low_us=s.ci_low, ci_high_us=s.ci_high,
-                         command=results[0].command, suspect=any(r.suspect for r in results),
-                         notes=[f"pooled from {len(results)} interleaved runs"])
+    return LatencyResult(
+        status="ok",
+        backend=results[0].backend,
+        samples_us=samples,
+        median_us=s.median,
+        min_us=s.min,
+        q1_us=s.q1,
+        q3_us=s.q3,
+        ci_low_us=s.ci_low,
+        ci_high_us=s.ci_high,
+        command=results[0].command,
+        suspect=any(r.suspect for r in results),
+        notes=[f"pooled from {len(results)} interleaved runs"],
+    )
 
 
 def allowed_losses(rounds: int) -> int:
     return 1 if rounds >= 4 else 0
 
 
-def interleave(measure: Measure, a: Path, b: Path, rounds: int,
-               stop_after_losses: int | None = None,
-               pair: MeasurePair | None = None) -> tuple[list[LatencyResult], list[LatencyResult]]:
+def interleave(
+    measure: Measure,
+    a: Path,
+    b: Path,
+    rounds: int,
+    stop_after_losses: int | None = None,
+    pair: MeasurePair | None = None,
+) -> tuple[list[LatencyResult], list[LatencyResult]]:
     """A B, B A, A B, ...: alternating the order cancels a linear drift within each pair.
 
     With `pair` (a backend that times two variants in one process, call by call), each
@@ -179,9 +204,16 @@ def _fmt(x: float) -> str:
     return f"{x * 100:+.1f}%"
 
 
-def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candidate: LatencyResult,
-           measure: Measure, rule: Rule = Rule(), spread: float | None = None,
-           pair: MeasurePair | None = None) -> Decision:
+def decide(
+    best_source: Path,
+    best: LatencyResult,
+    candidate_source: Path,
+    candidate: LatencyResult,
+    measure: Measure,
+    rule: Rule = Rule(),
+    spread: float | None = None,
+    pair: MeasurePair | None = None,
+) -> Decision:
     """Apply the rule above; `measure(source)` runs one latency measurement (used to re-measure).
 
     `spread` is the run's between-process spread (SpreadTracker.spread()); None: the prior.
@@ -192,16 +224,39 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     spread = PRIOR_SPREAD if spread is None else spread
     detectable = floor if pair is not None else detectable_gain(rule, spread)
     if not candidate.ok:
-        return Decision(False, 0.0, floor, 0.0, False, f"candidate has no latency (status {candidate.status})",
-                        best.median_us, None, detectable=detectable)
+        return Decision(
+            False,
+            0.0,
+            floor,
+            0.0,
+            False,
+            f"candidate has no latency (status {candidate.status})",
+            best.median_us,
+            None,
+            detectable=detectable,
+        )
     if not best.ok or best.median_us is None:
         # a guard: the loop always holds a measured best; nothing can be "better" than no number
-        return Decision(False, 0.0, floor, 0.0, False,
-                        f"the best so far has no latency (status {best.status}); cannot compare",
-                        None, candidate.median_us, detectable=detectable)
+        return Decision(
+            False,
+            0.0,
+            floor,
+            0.0,
+            False,
+            f"the best so far has no latency (status {best.status}); cannot compare",
+            None,
+            candidate.median_us,
+            detectable=detectable,
+        )
     gain, noise, threshold = first_look(best, candidate, floor)
-    first = {"gain": gain, "noise": noise, "threshold": threshold, "spread": spread,
-             "best_us": best.median_us, "candidate_us": candidate.median_us}
+    first = {
+        "gain": gain,
+        "noise": noise,
+        "threshold": threshold,
+        "spread": spread,
+        "best_us": best.median_us,
+        "candidate_us": candidate.median_us,
+    }
     suspect = best.suspect or candidate.suspect
     comparable = _clock(best) == _clock(candidate)
     fast = max(threshold * rule.close_high, rule.fast_z * math.sqrt(2) * spread)
@@ -211,34 +266,67 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
         # look like a small loss at first; the cheap in-process re-measure settles it
         reject_below -= rule.reject_z * math.sqrt(2) * spread
     if comparable and gain < reject_below:
-        return Decision(False, gain, threshold, noise, False,
-                        f"gain {_fmt(gain)} is below the threshold {threshold * 100:.1f}%",
-                        best.median_us, candidate.median_us, {"first": first},
-                        detectable=min(detectable, fast))
+        return Decision(
+            False,
+            gain,
+            threshold,
+            noise,
+            False,
+            f"gain {_fmt(gain)} is below the threshold {threshold * 100:.1f}%",
+            best.median_us,
+            candidate.median_us,
+            {"first": first},
+            detectable=min(detectable, fast),
+        )
     if comparable and gain >= fast and not suspect:
-        return Decision(True, gain, threshold, noise, False,
-                        f"gain {_fmt(gain)} is far beyond the threshold {threshold * 100:.1f}%",
-                        best.median_us, candidate.median_us, {"first": first},
-                        detectable=min(detectable, fast))
+        return Decision(
+            True,
+            gain,
+            threshold,
+            noise,
+            False,
+            f"gain {_fmt(gain)} is far beyond the threshold {threshold * 100:.1f}%",
+            best.median_us,
+            candidate.median_us,
+            {"first": first},
+            detectable=min(detectable, fast),
+        )
     rounds = rule.pair_rounds if pair is not None else rule.rounds
     allowed = allowed_losses(rounds)
-    ra, rb = interleave(measure, best_source, candidate_source, rounds, stop_after_losses=allowed, pair=pair)
+    ra, rb = interleave(
+        measure, best_source, candidate_source, rounds, stop_after_losses=allowed, pair=pair
+    )
     failed = [r for r in ra + rb if not r.ok]
     if failed:
-        return Decision(False, gain, threshold, noise, True,
-                        f"re-measure failed ({failed[0].status}: {'; '.join(failed[0].notes)})",
-                        best.median_us, candidate.median_us, {"first": first}, detectable=detectable)
+        return Decision(
+            False,
+            gain,
+            threshold,
+            noise,
+            True,
+            f"re-measure failed ({failed[0].status}: {'; '.join(failed[0].notes)})",
+            best.median_us,
+            candidate.median_us,
+            {"first": first},
+            detectable=detectable,
+        )
     pa, pb = pooled(ra), pooled(rb)
     round_gains = [_gain(a, b) for a, b in zip(ra, rb)]
     # the median of paired gains shrugs off one pair disturbed by a load spike
     gain2 = statistics.median(round_gains)
     # pairs of separate processes: their gains cannot be surer than the known spread allows
     # (a few pairs can agree by chance); pairs timed in one process do not carry that spread
-    if pair is not None:  # each pair's own interval: pooling would add the offsets between processes
+    if (
+        pair is not None
+    ):  # each pair's own interval: pooling would add the offsets between processes
         within = statistics.median(measured_noise(a, b) for a, b in zip(ra, rb))
         noise2 = max(within, 2 * median_standard_error(round_gains))
     else:
-        noise2 = max(measured_noise(pa, pb), 2 * median_standard_error(round_gains), detectable_gain(rule, spread))
+        noise2 = max(
+            measured_noise(pa, pb),
+            2 * median_standard_error(round_gains),
+            detectable_gain(rule, spread),
+        )
     threshold2 = max(floor, noise2)
     lost = sum(1 for g in round_gains if g <= 0)
     stopped = len(round_gains) < rounds
@@ -248,22 +336,40 @@ def decide(best_source: Path, best: LatencyResult, candidate_source: Path, candi
     pairs = f"{len(round_gains) - lost} of {len(round_gains)} pairs"
     if down_clocked:
         side = "both" if pa.suspect and pb.suspect else "best" if pa.suspect else "candidate"
-        reason = (f"interleaved re-measure: suspect (down-clocked) samples ({side}); "
-                  f"gain {_fmt(gain2)} not trusted")
+        reason = (
+            f"interleaved re-measure: suspect (down-clocked) samples ({side}); "
+            f"gain {_fmt(gain2)} not trusted"
+        )
     elif better:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, faster in {pairs}"
     elif stopped:
-        reason = (f"interleaved re-measure: stopped after {len(round_gains)} of {rounds} pairs, "
-                  f"faster in only {pairs}")
+        reason = (
+            f"interleaved re-measure: stopped after {len(round_gains)} of {rounds} pairs, "
+            f"faster in only {pairs}"
+        )
     elif gain2 < threshold2:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (faster in {pairs})"
     else:
         reason = f"interleaved re-measure: gain {_fmt(gain2)} but faster in only {pairs}"
-    details = {"first": first, "round_gains": round_gains,
-               "best_rounds_us": [r.median_us for r in ra], "candidate_rounds_us": [r.median_us for r in rb],
-               "suspect": suspect or pa.suspect or pb.suspect}
-    return Decision(better, gain2, threshold2, noise2, True, reason, pa.median_us, pb.median_us, details,
-                    detectable=detectable if stopped else max(threshold2, floor))
+    details = {
+        "first": first,
+        "round_gains": round_gains,
+        "best_rounds_us": [r.median_us for r in ra],
+        "candidate_rounds_us": [r.median_us for r in rb],
+        "suspect": suspect or pa.suspect or pb.suspect,
+    }
+    return Decision(
+        better,
+        gain2,
+        threshold2,
+        noise2,
+        True,
+        reason,
+        pa.median_us,
+        pb.median_us,
+        details,
+        detectable=detectable if stopped else max(threshold2, floor),
+    )
 
 
 def _median(r: LatencyResult) -> float:
@@ -280,8 +386,9 @@ def _clock(r: LatencyResult) -> str:
     return str((r.extra or {}).get("clock", "wall"))
 
 
-def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair,
-                    rule: Rule = Rule()) -> tuple[LatencyResult, Decision]:
+def decide_in_pairs(
+    best_source: Path, candidate_source: Path, pair: MeasurePair, rule: Rule = Rule()
+) -> tuple[LatencyResult, Decision]:
     """The cpu backend's comparison: best and candidate timed in one process from the start.
 
     Both sides share the process, core, memory layout and load, so a pair compares like with
@@ -302,29 +409,68 @@ def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair
     ra, rb = pair(best_source, candidate_source)
     if not (ra.ok and rb.ok):
         failed = rb if not rb.ok else ra
-        return failed, Decision(False, 0.0, floor, 0.0, False,
-                                f"candidate has no latency (status {failed.status})", None, None, detectable=floor)
+        return failed, Decision(
+            False,
+            0.0,
+            floor,
+            0.0,
+            False,
+            f"candidate has no latency (status {failed.status})",
+            None,
+            None,
+            detectable=floor,
+        )
     gain = _gain(ra, rb)
     noise = measured_noise(ra, rb)
-    first = {"gain": gain, "noise": noise, "threshold": floor, "best_us": ra.median_us,
-             "candidate_us": rb.median_us, "in_one_process": True}
+    first = {
+        "gain": gain,
+        "noise": noise,
+        "threshold": floor,
+        "best_us": ra.median_us,
+        "candidate_us": rb.median_us,
+        "in_one_process": True,
+    }
     if gain < rule.close_low * floor:
-        return rb, Decision(False, gain, floor, noise, False,
-                            f"gain {_fmt(gain)} is below the threshold {floor * 100:.1f}% (timed in one process)",
-                            ra.median_us, rb.median_us, {"first": first}, detectable=floor)
+        return rb, Decision(
+            False,
+            gain,
+            floor,
+            noise,
+            False,
+            f"gain {_fmt(gain)} is below the threshold {floor * 100:.1f}% (timed in one process)",
+            ra.median_us,
+            rb.median_us,
+            {"first": first},
+            detectable=floor,
+        )
     pa_list, pb_list = [ra], [rb]
     rounds = rule.pair_rounds
     i = 0
-    while len(pa_list) < rounds or (len(pa_list) < rule.pair_rounds_close and _close(pa_list, pb_list, floor)):
+    while len(pa_list) < rounds or (
+        len(pa_list) < rule.pair_rounds_close and _close(pa_list, pb_list, floor)
+    ):
         i += 1
         if _gain(pa_list[-1], pb_list[-1]) < floor:
             break  # a pair not beyond the floor: better is out of reach
         # the order of import swaps each round: the candidate loads first in the second pair
-        x, y = pair(candidate_source, best_source)[::-1] if i % 2 else pair(best_source, candidate_source)
+        x, y = (
+            pair(candidate_source, best_source)[::-1]
+            if i % 2
+            else pair(best_source, candidate_source)
+        )
         if not (x.ok and y.ok):
-            return rb, Decision(False, gain, floor, noise, True,
-                                f"re-measure failed ({(x if not x.ok else y).status})",
-                                ra.median_us, rb.median_us, {"first": first}, detectable=floor)
+            return rb, Decision(
+                False,
+                gain,
+                floor,
+                noise,
+                True,
+                f"re-measure failed ({(x if not x.ok else y).status})",
+                ra.median_us,
+                rb.median_us,
+                {"first": first},
+                detectable=floor,
+            )
         pa_list.append(x)
         pb_list.append(y)
     round_gains = [_gain(a, b) for a, b in zip(pa_list, pb_list)]
@@ -332,25 +478,44 @@ def decide_in_pairs(best_source: Path, candidate_source: Path, pair: MeasurePair
     noise2 = 2 * median_standard_error(round_gains)
     threshold2 = max(floor, noise2)
     short = sum(1 for g in round_gains if g < floor)
-    complete = len(round_gains) >= rule.pair_rounds and (len(round_gains) >= rule.pair_rounds_close
-                                                          or not _close(pa_list, pb_list, floor))
+    complete = len(round_gains) >= rule.pair_rounds and (
+        len(round_gains) >= rule.pair_rounds_close or not _close(pa_list, pb_list, floor)
+    )
     suspect = any(r.suspect for r in pa_list + pb_list)
     better = complete and short == 0 and gain2 >= threshold2 and not suspect
     pairs = f"{len(round_gains) - short} of {len(round_gains)} pairs"
     if suspect:
-        reason = f"pairs in one process: suspect (down-clocked) samples; gain {_fmt(gain2)} not trusted"
+        reason = (
+            f"pairs in one process: suspect (down-clocked) samples; gain {_fmt(gain2)} not trusted"
+        )
     elif better:
-        reason = (f"pairs in one process: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, "
-                  f"beyond the floor in {pairs}")
+        reason = (
+            f"pairs in one process: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, "
+            f"beyond the floor in {pairs}"
+        )
     elif short or not complete:
         reason = f"pairs in one process: gain {_fmt(gain2)}, beyond the {floor * 100:.1f}% floor in only {pairs}"
     else:
         reason = f"pairs in one process: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (the pairs disagree)"
-    details = {"first": first, "round_gains": round_gains, "best_rounds_us": [r.median_us for r in pa_list],
-               "candidate_rounds_us": [r.median_us for r in pb_list], "suspect": suspect}
-    return rb, Decision(better, gain2, threshold2, noise2, len(round_gains) > 1, reason,
-                        statistics.median(_median(r) for r in pa_list),
-                        statistics.median(_median(r) for r in pb_list), details, detectable=threshold2)
+    details = {
+        "first": first,
+        "round_gains": round_gains,
+        "best_rounds_us": [r.median_us for r in pa_list],
+        "candidate_rounds_us": [r.median_us for r in pb_list],
+        "suspect": suspect,
+    }
+    return rb, Decision(
+        better,
+        gain2,
+        threshold2,
+        noise2,
+        len(round_gains) > 1,
+        reason,
+        statistics.median(_median(r) for r in pa_list),
+        statistics.median(_median(r) for r in pb_list),
+        details,
+        detectable=threshold2,
+    )
 
 
 def _close(pa: list[LatencyResult], pb: list[LatencyResult], floor: float) -> bool:

@@ -105,16 +105,24 @@ def nvidia_device() -> str | None:
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20).stdout
+        out = subprocess.run(
+            [exe, "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.strip().splitlines()[0] if out.strip() else None
 
 
-def capture(backend: str, git_sha: str | None = None, command: list[str] | None = None) -> Environment:
+def capture(
+    backend: str, git_sha: str | None = None, command: list[str] | None = None
+) -> Environment:
     """Everything we can learn without importing torch; call once per run and copy per measurement."""
-    driver, npu = npu_smi() if backend.startswith("npu") or shutil.which("npu-smi") else (None, None)
+    driver, npu = (
+        npu_smi() if backend.startswith("npu") or shutil.which("npu-smi") else (None, None)
+    )
     cpu = cpu_model()
     if backend.startswith("npu"):
         device = f"Ascend {npu}" if npu else None

@@ -44,13 +44,16 @@ def l0_seeds(source_text: str, count: int) -> list[int]:
     """Fresh seeds for the repeated L0 runs: derived from the variant's text, so a rerun of the
     same variant uses the same inputs (reproducible) and different variants use different ones."""
     digest = hashlib.sha256(source_text.encode("utf-8", "surrogateescape")).digest()
-    return [1 + int.from_bytes(digest[4 * i:4 * i + 4], "big") % 1_000_000 for i in range(min(count, 8))] + \
-        [1_000_001 + i for i in range(max(0, count - 8))]
+    return [
+        1 + int.from_bytes(digest[4 * i : 4 * i + 4], "big") % 1_000_000
+        for i in range(min(count, 8))
+    ] + [1_000_001 + i for i in range(max(0, count - 8))]
 
 
 class Evaluator:
-    def __init__(self, op: OpConfig, workdir: Path, memory_limit_mb: int | None = None,
-                 rounds: int = 5) -> None:
+    def __init__(
+        self, op: OpConfig, workdir: Path, memory_limit_mb: int | None = None, rounds: int = 5
+    ) -> None:
         """`workdir` is the worktree root; variant paths are given relative to it or absolute.
 
         `memory_limit_mb` caps each child's address space (RLIMIT_AS); `rounds` is
@@ -87,8 +90,12 @@ class Evaluator:
             if name == "auto":
                 name = backends.detect()
             elif name not in backends.BACKENDS:
-                raise ConfigError(self._config_file(), "latency.backend", f"unknown backend '{name}'",
-                                  "use one of auto, " + ", ".join(backends.BACKENDS))
+                raise ConfigError(
+                    self._config_file(),
+                    "latency.backend",
+                    f"unknown backend '{name}'",
+                    "use one of auto, " + ", ".join(backends.BACKENDS),
+                )
             self._backend = name
         return self._backend
 
@@ -115,8 +122,13 @@ class Evaluator:
         size = cfg.file_size_mb if cfg.file_size_mb is not None else DEFAULT_FILE_SIZE_MB
         # GPU drivers reserve huge address ranges: cap what is allocated instead (confine.py)
         kind = "as" if self._backend_for_limits() == "cpu" else "data"
-        return Limits(memory_mb=memory or None, memory_kind=kind, cpu_s=cpu_s or None, file_size_mb=size or None,
-                      writable=() if cfg.filesystem == "restricted" else None)
+        return Limits(
+            memory_mb=memory or None,
+            memory_kind=kind,
+            cpu_s=cpu_s or None,
+            file_size_mb=size or None,
+            writable=() if cfg.filesystem == "restricted" else None,
+        )
 
     def _backend_for_limits(self) -> str:
         try:
@@ -145,8 +157,12 @@ class Evaluator:
             runs[extra] = again.status
             if not again.passed:
                 flips = ", ".join(f"seed {k}: {v}" for k, v in runs.items())
-                return replace(again, status="fail", reason=f"flaky L0: {flips} ({again.reason or again.status})",
-                               details={**again.details, "flaky": True, "l0_runs": runs})
+                return replace(
+                    again,
+                    status="fail",
+                    reason=f"flaky L0: {flips} ({again.reason or again.status})",
+                    details={**again.details, "flaky": True, "l0_runs": runs},
+                )
         return replace(first, details={**first.details, "l0_runs": runs})
 
     def _accuracy_once(self, source: Path, seed: int) -> AccuracyResult:
@@ -154,14 +170,32 @@ class Evaluator:
         settings = self.op.accuracy
         with kernel_limits(self.limits(settings.timeout_s)):
             if settings.mode == "command":
-                result = acc.l0_command(path, self._cwd(path), settings.level, settings.timeout_s,
-                                        self.memory_limit_mb, seed=seed)
+                result = acc.l0_command(
+                    path,
+                    self._cwd(path),
+                    settings.level,
+                    settings.timeout_s,
+                    self.memory_limit_mb,
+                    seed=seed,
+                )
             elif settings.mode == "harness":
-                result = acc.l0_harness(path, self._cwd(path), settings, self.op.entry, self.op.inputs,
-                                        self.op.reference, seed=seed, memory_limit_mb=self.memory_limit_mb)
+                result = acc.l0_harness(
+                    path,
+                    self._cwd(path),
+                    settings,
+                    self.op.entry,
+                    self.op.inputs,
+                    self.op.reference,
+                    seed=seed,
+                    memory_limit_mb=self.memory_limit_mb,
+                )
             else:
-                raise ConfigError(self._config_file(), "accuracy.mode", f"unknown mode '{settings.mode}'",
-                                  "use command (python <op>.py --level L0) or harness (kernel vs reference)")
+                raise ConfigError(
+                    self._config_file(),
+                    "accuracy.mode",
+                    f"unknown mode '{settings.mode}'",
+                    "use command (python <op>.py --level L0) or harness (kernel vs reference)",
+                )
         self._commands.setdefault(path, result.command)
         return result
 
@@ -173,8 +207,15 @@ class Evaluator:
     def _latency(self, source: Path) -> LatencyResult:
         path = self._abs(source)
         lat = self.op.latency
-        common = dict(entry=self.op.entry, inputs=self.op.inputs, warmup=lat.warmup, repeats=lat.repeats,
-                      timeout_s=lat.timeout_s, cwd=self._cwd(path), memory_limit_mb=self.memory_limit_mb)
+        common = dict(
+            entry=self.op.entry,
+            inputs=self.op.inputs,
+            warmup=lat.warmup,
+            repeats=lat.repeats,
+            timeout_s=lat.timeout_s,
+            cwd=self._cwd(path),
+            memory_limit_mb=self.memory_limit_mb,
+        )
         backend = self.backend
         if backend == "cpu":
             result = measure_cpu(path, **common)
@@ -184,8 +225,12 @@ class Evaluator:
             result = measure_npu_torch(path, kernel_name=lat.kernel_name, **common)
         elif backend == "command":
             if not lat.command:
-                raise ConfigError(self._config_file(), "latency.command", "backend 'command' has no command",
-                                  "add `command: [python, bench.py, \"{source}\"]` under latency")
+                raise ConfigError(
+                    self._config_file(),
+                    "latency.command",
+                    "backend 'command' has no command",
+                    'add `command: [python, bench.py, "{source}"]` under latency',
+                )
             result = measure_command(path, lat.command, **common)
         else:
             result = measure_msprof(path, self.kernel_name(path), **common)
@@ -210,9 +255,17 @@ class Evaluator:
         return ra, rb
 
     def _pair(self, pa: Path, pb: Path, lat) -> tuple[LatencyResult, LatencyResult]:
-        return measure_cpu_pair(pa, pb, entry=self.op.entry, inputs=self.op.inputs, warmup=lat.warmup,
-                                  repeats=max(5, lat.repeats // 2), timeout_s=lat.timeout_s, cwd=self._cwd(pa),
-                                  memory_limit_mb=self.memory_limit_mb)
+        return measure_cpu_pair(
+            pa,
+            pb,
+            entry=self.op.entry,
+            inputs=self.op.inputs,
+            warmup=lat.warmup,
+            repeats=max(5, lat.repeats // 2),
+            timeout_s=lat.timeout_s,
+            cwd=self._cwd(pa),
+            memory_limit_mb=self.memory_limit_mb,
+        )
 
     def _track(self, path: Path, result: LatencyResult) -> None:
         if result.ok:
@@ -221,20 +274,34 @@ class Evaluator:
             except OSError:
                 pass
 
-    def decide(self, best_source: Path, best: LatencyResult, candidate_source: Path,
-               candidate: LatencyResult, noise_floor: float) -> Decision:
+    def decide(
+        self,
+        best_source: Path,
+        best: LatencyResult,
+        candidate_source: Path,
+        candidate: LatencyResult,
+        noise_floor: float,
+    ) -> Decision:
         """Better only if gain >= max(noise_floor, measured noise); re-measures A/B/A/B when close.
 
         The between-process spread learned from this evaluator's repeated measurements sets the
         first-look acceptance and the decision's `detectable` gain.
         """
         rule = decide_mod.Rule(noise_floor=noise_floor, rounds=self.rounds)
-        return decide_mod.decide(self._abs(best_source), best, self._abs(candidate_source), candidate,
-                                 self.latency, rule, spread=self.spread.spread(),
-                                 pair=self.latency_pair if self.backend == "cpu" else None)
+        return decide_mod.decide(
+            self._abs(best_source),
+            best,
+            self._abs(candidate_source),
+            candidate,
+            self.latency,
+            rule,
+            spread=self.spread.spread(),
+            pair=self.latency_pair if self.backend == "cpu" else None,
+        )
 
-    def compare(self, best_source: Path, best: LatencyResult, candidate_source: Path,
-                noise_floor: float) -> tuple[LatencyResult, Decision | None]:
+    def compare(
+        self, best_source: Path, best: LatencyResult, candidate_source: Path, noise_floor: float
+    ) -> tuple[LatencyResult, Decision | None]:
         """Measure a candidate and decide whether it beats the best: (its latency, the decision).
 
         cpu backend: both are timed in one process from the first measurement on
@@ -243,8 +310,9 @@ class Evaluator:
         """
         if self.backend == "cpu":
             rule = decide_mod.Rule(noise_floor=noise_floor)
-            latency, decision = decide_mod.decide_in_pairs(self._abs(best_source), self._abs(candidate_source),
-                                                           self.latency_pair, rule)
+            latency, decision = decide_mod.decide_in_pairs(
+                self._abs(best_source), self._abs(candidate_source), self.latency_pair, rule
+            )
             return latency, decision if latency.ok else None
         latency = self.latency(candidate_source)
         if not latency.ok:

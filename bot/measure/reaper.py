@@ -44,7 +44,13 @@ def _prctl():
     if _libc is None:
         try:
             _libc = ctypes.CDLL(None, use_errno=True)
-            _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+            _libc.prctl.argtypes = [
+                ctypes.c_int,
+                ctypes.c_ulong,
+                ctypes.c_ulong,
+                ctypes.c_ulong,
+                ctypes.c_ulong,
+            ]
         except (OSError, AttributeError):
             _libc = False
     return _libc.prctl if _libc else None
@@ -121,9 +127,14 @@ def guard_tag(tag: str) -> None:
     if _watchdog is None or _watchdog.poll() is not None:
         env = {k: v for k, v in os.environ.items() if k != KERNEL_TAG_ENV}
         try:
-            _watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                         start_new_session=True)
+            _watchdog = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WATCHDOG],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
         except OSError:
             return
         _guarded.clear()
@@ -144,7 +155,7 @@ def _stat(pid: int) -> tuple[int, str] | None:
         text = (_PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
-    fields = text[text.rfind(")") + 2:].split()
+    fields = text[text.rfind(")") + 2 :].split()
     return int(fields[1]), fields[0]
 
 
@@ -213,7 +224,9 @@ def sweep_new_children(before: set[int], rounds: int = 50) -> int:
 
 def _environ_starts(pid: int, prefix: bytes) -> bool:
     try:
-        return any(e.startswith(prefix) for e in (_PROC / str(pid) / "environ").read_bytes().split(b"\0"))
+        return any(
+            e.startswith(prefix) for e in (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
+        )
     except OSError:
         return False
 

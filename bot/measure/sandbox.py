@@ -60,8 +60,12 @@ TOOL_CACHE_DIRS = (".cache", ".triton", ".nv", "ascend", ".tilelang")
 # user set them; a user-set folder is writable to the kernel)
 TOOL_WORK_ENV = ("ASCEND_WORK_PATH", "ASCEND_CACHE_PATH")
 
-_limits: contextvars.ContextVar[Limits | None] = contextvars.ContextVar("tunebot_kernel_limits", default=None)
-_tag: contextvars.ContextVar[str | None] = contextvars.ContextVar("tunebot_kernel_tag", default=None)
+_limits: contextvars.ContextVar[Limits | None] = contextvars.ContextVar(
+    "tunebot_kernel_limits", default=None
+)
+_tag: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "tunebot_kernel_tag", default=None
+)
 
 
 @contextlib.contextmanager
@@ -97,8 +101,12 @@ class SandboxResult:
     signal_name: str | None = None
     reason: str = ""  # one line a user can read: "killed by SIGSEGV (segmentation fault)"
     extra: dict = field(default_factory=dict)
-    messages: list[tuple[float, str, object]] = field(default_factory=list)  # channel: (seconds, kind, data)
-    channel_problems: list[str] = field(default_factory=list)  # what on the channel was not the runner's
+    messages: list[tuple[float, str, object]] = field(
+        default_factory=list
+    )  # channel: (seconds, kind, data)
+    channel_problems: list[str] = field(
+        default_factory=list
+    )  # what on the channel was not the runner's
     swept: int = 0  # processes of the child still alive after it ended, killed by the sweep
 
     @property
@@ -190,8 +198,14 @@ class _ChannelReader:
             frame = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             frame = None
-        if not isinstance(frame, dict) or frame.get("n") != self.nonce or not isinstance(frame.get("k"), str):
-            self.problems.append(f"a line on the result channel did not come from the runner: {line[:80]!r}")
+        if (
+            not isinstance(frame, dict)
+            or frame.get("n") != self.nonce
+            or not isinstance(frame.get("k"), str)
+        ):
+            self.problems.append(
+                f"a line on the result channel did not come from the runner: {line[:80]!r}"
+            )
             return
         self.messages.append((round(at, 6), frame["k"], frame.get("d")))
 
@@ -200,7 +214,9 @@ class _ChannelReader:
         self._stop.set()
         self._thread.join(timeout=1.0)
         if self._buffer.strip():
-            self.problems.append(f"an unterminated line on the result channel: {self._buffer[:80]!r}")
+            self.problems.append(
+                f"an unterminated line on the result channel: {self._buffer[:80]!r}"
+            )
         os.close(self.fd)
 
 
@@ -222,7 +238,9 @@ def _kill_group(pid: int) -> None:
 
 # Credentials a kernel or a proposer never needs: the bot's forge token and the CI
 # runner's tokens. A variant is untrusted code; it must not be able to push or call the API.
-SECRET_NAMES = frozenset({"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"})
+SECRET_NAMES = frozenset(
+    {"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
+)
 SECRET_PREFIXES = ("GITHUB_APP_", "ACTIONS_")
 
 
@@ -237,7 +255,9 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not is_secret(k)}
 
 
-def child_env(extra_paths: list[Path] | None = None, env: dict[str, str] | None = None) -> dict[str, str]:
+def child_env(
+    extra_paths: list[Path] | None = None, env: dict[str, str] | None = None
+) -> dict[str, str]:
     """The environment of a child: ours minus credentials, the bot importable, unbuffered output,
     `extra_paths` first."""
     base = scrub_env(os.environ if env is None else env)
@@ -279,17 +299,27 @@ def run_sandboxed(
     reaper.guard_tag(kernel_tag())  # before the child list below: the watchdog is not the kernel's
     start = time.monotonic()
     with contextlib.ExitStack() as stack:
-        private_tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("kernel"))))
+        private_tmp = Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("kernel")))
+        )
         child = dict(os.environ if env is None else env)
-        child.update({"TMPDIR": str(private_tmp), "TMP": str(private_tmp), "TEMP": str(private_tmp),
-                      reaper.KERNEL_TAG_ENV: kernel_tag()})
+        child.update(
+            {
+                "TMPDIR": str(private_tmp),
+                "TMP": str(private_tmp),
+                "TEMP": str(private_tmp),
+                reaper.KERNEL_TAG_ENV: kernel_tag(),
+            }
+        )
         # CANN writes kernel_meta/ and fusion_result.json into the working directory unless told
         # otherwise; a confined kernel may not write there, so point it at its own folder
         for name in TOOL_WORK_ENV:
             child.setdefault(name, str(private_tmp))
         if limits is not None and limits.writable is not None:
             extra_writable = (*extra_writable, *(Path(child[n]) for n in TOOL_WORK_ENV))
-            limits = replace(limits, writable=writable_for(private_tmp, (*limits.writable, *extra_writable)))
+            limits = replace(
+                limits, writable=writable_for(private_tmp, (*limits.writable, *extra_writable))
+            )
         # output goes to a file, not a pipe: a background grandchild holding the pipe open
         # cannot make us wait, and a chatty kernel cannot fill our memory
         sink = stack.enter_context(tempfile.TemporaryFile())
@@ -316,9 +346,16 @@ def run_sandboxed(
                 if fd >= 0:
                     os.close(fd)
             errno = getattr(exc, "errno", None)
-            return SandboxResult(list(argv), str(cwd), "error", None, str(exc), 0.0,
-                                 reason=f"could not start {argv[0]}: {getattr(exc, 'strerror', None) or exc}",
-                                 extra={"errno": errno})
+            return SandboxResult(
+                list(argv),
+                str(cwd),
+                "error",
+                None,
+                str(exc),
+                0.0,
+                reason=f"could not start {argv[0]}: {getattr(exc, 'strerror', None) or exc}",
+                extra={"errno": errno},
+            )
         reader = None
         if channel:
             os.close(write_fd)
@@ -349,17 +386,49 @@ def run_sandboxed(
     messages = reader.messages if reader else []
     problems = reader.problems if reader else []
     if timed_out:
-        return SandboxResult(list(argv), str(cwd), "timeout", rc, text, duration, timed_out=True,
-                             signal_name="SIGKILL", swept=swept, messages=messages, channel_problems=problems,
-                             reason=f"timed out after {timeout_s:g} s; process group killed")
+        return SandboxResult(
+            list(argv),
+            str(cwd),
+            "timeout",
+            rc,
+            text,
+            duration,
+            timed_out=True,
+            signal_name="SIGKILL",
+            swept=swept,
+            messages=messages,
+            channel_problems=problems,
+            reason=f"timed out after {timeout_s:g} s; process group killed",
+        )
     if rc == 0:
-        return SandboxResult(list(argv), str(cwd), "ok", rc, text, duration, reason="exit code 0", swept=swept,
-                             messages=messages, channel_problems=problems)
+        return SandboxResult(
+            list(argv),
+            str(cwd),
+            "ok",
+            rc,
+            text,
+            duration,
+            reason="exit code 0",
+            swept=swept,
+            messages=messages,
+            channel_problems=problems,
+        )
     sig_name, reason = describe_exit(rc)
     if sig_name is None and OOM_MARKERS.search(tail_of(text)):
         reason += " (out of memory)"
-    return SandboxResult(list(argv), str(cwd), "error", rc, text, duration, signal_name=sig_name, reason=reason,
-                         swept=swept, messages=messages, channel_problems=problems)
+    return SandboxResult(
+        list(argv),
+        str(cwd),
+        "error",
+        rc,
+        text,
+        duration,
+        signal_name=sig_name,
+        reason=reason,
+        swept=swept,
+        messages=messages,
+        channel_problems=problems,
+    )
 
 
 def python_argv(*args: str) -> list[str]:

@@ -22,7 +22,9 @@ class AccuracyResult:
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     cosine: float | None = None
-    reason: str = ""  # one line: why it failed ("exit code 1", "2 of 4096 elements beyond tolerance")
+    reason: str = (
+        ""  # one line: why it failed ("exit code 1", "2 of 4096 elements beyond tolerance")
+    )
     details: dict = field(default_factory=dict)  # harness: per-output errors and tolerances
 
     @property
@@ -85,5 +87,9 @@ class Decision:
     reason: str
     best_us: float | None = None  # medians the decision used (after any re-measurement)
     candidate_us: float | None = None
-    details: dict = field(default_factory=dict)  # first-pass figures, per-round medians of a re-measure
-    detectable: float | None = None  # the smallest gain this decision could have called better (relative)
+    details: dict = field(
+        default_factory=dict
+    )  # first-pass figures, per-round medians of a re-measure
+    detectable: float | None = (
+        None  # the smallest gain this decision could have called better (relative)
+    )

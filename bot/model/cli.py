@@ -39,9 +39,12 @@ def print_event(event: ProgressEvent) -> None:
     if event.kind == "iteration":
         colour = {"better": "green", "not_better": None}.get(event.verdict or "", "red")
         gain = f"{event.gain_pct:+.1f}%" if event.gain_pct is not None else "-"
-        click.echo(f"  iter {event.iteration:>2}  {event.change or '':<48} {event.accuracy or '-':<11} "
-                   f"{_ms(event.latency_us):>11} {gain:>7}  " + click.style(event.verdict or "", fg=colour)
-                   + f"  [{event.branch}]")
+        click.echo(
+            f"  iter {event.iteration:>2}  {event.change or '':<48} {event.accuracy or '-':<11} "
+            f"{_ms(event.latency_us):>11} {gain:>7}  "
+            + click.style(event.verdict or "", fg=colour)
+            + f"  [{event.branch}]"
+        )
         click.echo(f"           row: {event.data.get('citation', '-')}")
         click.echo(f"           why: {'; '.join(event.data.get('reasons') or []) or '-'}")
         if event.message:
@@ -62,15 +65,23 @@ def _json_event(event: ProgressEvent) -> None:
 
 def print_outcome(outcome: RunOutcome, repo: Path) -> None:
     click.echo("")
-    click.echo(f"stop reason: {outcome.stop_reason}; iterations: {outcome.iterations}; baseline "
-               f"{_ms(outcome.baseline_us)} -> best {_ms(outcome.best_us)} ({outcome.improvement_pct:+.1f}%)")
+    click.echo(
+        f"stop reason: {outcome.stop_reason}; iterations: {outcome.iterations}; baseline "
+        f"{_ms(outcome.baseline_us)} -> best {_ms(outcome.best_us)} ({outcome.improvement_pct:+.1f}%)"
+    )
     if outcome.drift_pct is not None:
         click.echo(f"baseline re-measured at the end: drift {outcome.drift_pct:+.1f}%")
-    click.echo(f"branches:  git -C {repo} branch --list '{outcome.iteration_prefix}*' '{outcome.delivery_branch}'")
-    click.echo(f"log:       git -C {repo} show {outcome.delivery_branch}:{outcome.perf_dir}/opt_log.md")
+    click.echo(
+        f"branches:  git -C {repo} branch --list '{outcome.iteration_prefix}*' '{outcome.delivery_branch}'"
+    )
+    click.echo(
+        f"log:       git -C {repo} show {outcome.delivery_branch}:{outcome.perf_dir}/opt_log.md"
+    )
     click.echo(f"records:   {outcome.results_path}")
     if outcome.proposal:
-        click.echo(f"proposal:  #{outcome.proposal.id} {outcome.proposal.head} -> {outcome.proposal.base}")
+        click.echo(
+            f"proposal:  #{outcome.proposal.id} {outcome.proposal.head} -> {outcome.proposal.base}"
+        )
     else:
         click.echo(f"proposal:  none ({outcome.verdict}: {outcome.no_proposal_reason})")
     click.echo("")

@@ -72,7 +72,9 @@ class CommandResult:
 class CommandFailed(TunebotError):
     def __init__(self, what: str, result: CommandResult) -> None:
         self.result = result
-        super().__init__(f"{what} command `{' '.join(result.argv)}` failed ({result.reason}):\n{result.tail[-1500:]}")
+        super().__init__(
+            f"{what} command `{' '.join(result.argv)}` failed ({result.reason}):\n{result.tail[-1500:]}"
+        )
 
 
 def resolve_argv(argv: tuple[str, ...]) -> list[str]:
@@ -83,7 +85,9 @@ def resolve_argv(argv: tuple[str, ...]) -> list[str]:
     return out
 
 
-def run(argv: tuple[str, ...], cwd: Path, timeout_s: float, env_extra: dict[str, str] | None = None) -> CommandResult:
+def run(
+    argv: tuple[str, ...], cwd: Path, timeout_s: float, env_extra: dict[str, str] | None = None
+) -> CommandResult:
     """Run one command; never raises for what the child does."""
     env = child_env()
     env.update(env_extra or {})
@@ -91,10 +95,19 @@ def run(argv: tuple[str, ...], cwd: Path, timeout_s: float, env_extra: dict[str,
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen(args, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                args,
+                cwd=str(cwd),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
         except OSError as exc:
-            return CommandResult(args, 127, "", f"could not start {args[0]}: {exc.strerror or exc}", 0.0)
+            return CommandResult(
+                args, 127, "", f"could not start {args[0]}: {exc.strerror or exc}", 0.0
+            )
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -106,7 +119,9 @@ def run(argv: tuple[str, ...], cwd: Path, timeout_s: float, env_extra: dict[str,
             except (ProcessLookupError, PermissionError):
                 pass
             proc.wait()
-        return CommandResult(args, proc.returncode, _read(out), _read(err), time.monotonic() - start, timed_out)
+        return CommandResult(
+            args, proc.returncode, _read(out), _read(err), time.monotonic() - start, timed_out
+        )
 
 
 def _read(sink) -> str:
@@ -118,7 +133,9 @@ def _read(sink) -> str:
 def json_object(result: CommandResult, what: str, schema: str) -> dict:
     """The JSON object the command printed: all of stdout, or its last line that is an object."""
     text = result.stdout.strip()
-    candidates = [text] + [line.strip() for line in reversed(text.splitlines()) if line.strip().startswith("{")]
+    candidates = [text] + [
+        line.strip() for line in reversed(text.splitlines()) if line.strip().startswith("{")
+    ]
     for candidate in candidates:
         try:
             data = json.loads(candidate)
@@ -127,13 +144,17 @@ def json_object(result: CommandResult, what: str, schema: str) -> dict:
         if isinstance(data, dict):
             found = data.get("schema", schema)
             if found != schema:
-                raise OutputError(f"{what} command `{' '.join(result.argv)}` printed schema '{found}'; "
-                                  f"tunebot reads '{schema}' (docs/model.md)")
+                raise OutputError(
+                    f"{what} command `{' '.join(result.argv)}` printed schema '{found}'; "
+                    f"tunebot reads '{schema}' (docs/model.md)"
+                )
             return data
     shown = text[:200].replace("\n", "\\n") or "(nothing)"
-    raise OutputError(f"{what} command `{' '.join(result.argv)}` exited 0 but printed no JSON object on stdout "
-                      f"(got: {shown!r}). Fix: print one {schema} object as the last line of stdout; "
-                      "logs go to stderr (docs/model.md)")
+    raise OutputError(
+        f"{what} command `{' '.join(result.argv)}` exited 0 but printed no JSON object on stdout "
+        f"(got: {shown!r}). Fix: print one {schema} object as the last line of stdout; "
+        "logs go to stderr (docs/model.md)"
+    )
 
 
 # ---------------------------------------------------------------- benchmark
@@ -153,12 +174,28 @@ class Benchmark:
         """In the measure layer's unit (us), so the decision rule is shared with the op loop."""
         us = [s * 1000.0 for s in self.samples_ms]
         s = summarize(us)
-        return LatencyResult(status="ok", backend="model-benchmark", samples_us=us, median_us=s.median, min_us=s.min,
-                             q1_us=s.q1, q3_us=s.q3, ci_low_us=s.ci_low, ci_high_us=s.ci_high, command=self.command)
+        return LatencyResult(
+            status="ok",
+            backend="model-benchmark",
+            samples_us=us,
+            median_us=s.median,
+            min_us=s.min,
+            q1_us=s.q1,
+            q3_us=s.q3,
+            ci_low_us=s.ci_low,
+            ci_high_us=s.ci_high,
+            command=self.command,
+        )
 
     def to_dict(self) -> dict:
-        return {"samples_ms": self.samples_ms, "stages_ms": self.stages_ms, "workload": self.workload,
-                "mindiesd_version": self.mindiesd_version, "command": self.command, "duration_s": self.duration_s}
+        return {
+            "samples_ms": self.samples_ms,
+            "stages_ms": self.stages_ms,
+            "workload": self.workload,
+            "mindiesd_version": self.mindiesd_version,
+            "command": self.command,
+            "duration_s": self.duration_s,
+        }
 
 
 def parse_benchmark(result: CommandResult) -> Benchmark:
@@ -166,22 +203,37 @@ def parse_benchmark(result: CommandResult) -> Benchmark:
     where = f"benchmark command `{' '.join(result.argv)}`"
     samples = data.get("latency_ms")
     if not isinstance(samples, list) or not samples or not all(_positive(x) for x in samples):
-        raise OutputError(f"{where}: 'latency_ms' must be a non-empty list of positive numbers (end-to-end "
-                          f"samples in ms), got {json.dumps(samples)[:120]}")
+        raise OutputError(
+            f"{where}: 'latency_ms' must be a non-empty list of positive numbers (end-to-end "
+            f"samples in ms), got {json.dumps(samples)[:120]}"
+        )
     stages = data.get("stages_ms", {})
-    if not isinstance(stages, dict) or not all(isinstance(k, str) and _nonneg(v) for k, v in stages.items()):
-        raise OutputError(f"{where}: 'stages_ms' must map stage names to milliseconds, got {json.dumps(stages)[:120]}")
+    if not isinstance(stages, dict) or not all(
+        isinstance(k, str) and _nonneg(v) for k, v in stages.items()
+    ):
+        raise OutputError(
+            f"{where}: 'stages_ms' must map stage names to milliseconds, got {json.dumps(stages)[:120]}"
+        )
     workload = data.get("workload")
     if not isinstance(workload, dict):
-        raise OutputError(f"{where}: 'workload' is missing; print the facts {', '.join(WORKLOAD_KEYS)}")
+        raise OutputError(
+            f"{where}: 'workload' is missing; print the facts {', '.join(WORKLOAD_KEYS)}"
+        )
     missing = [k for k in WORKLOAD_KEYS if k not in workload]
     if missing:
-        raise OutputError(f"{where}: workload fact(s) {', '.join(missing)} missing; print all of "
-                          f"{', '.join(WORKLOAD_KEYS)} (a gain is only comparable on the same workload)")
+        raise OutputError(
+            f"{where}: workload fact(s) {', '.join(missing)} missing; print all of "
+            f"{', '.join(WORKLOAD_KEYS)} (a gain is only comparable on the same workload)"
+        )
     version = data.get("mindiesd_version")
-    return Benchmark(samples_ms=[float(x) for x in samples], stages_ms={k: float(v) for k, v in stages.items()},
-                     workload=workload, mindiesd_version=str(version) if version not in (None, "") else None,
-                     command=result.argv, duration_s=result.duration_s)
+    return Benchmark(
+        samples_ms=[float(x) for x in samples],
+        stages_ms={k: float(v) for k, v in stages.items()},
+        workload=workload,
+        mindiesd_version=str(version) if version not in (None, "") else None,
+        command=result.argv,
+        duration_s=result.duration_s,
+    )
 
 
 def _positive(x: object) -> bool:
@@ -194,7 +246,11 @@ def _nonneg(x: object) -> bool:
 
 def workload_diff(baseline: dict, now: dict) -> list[str]:
     """The workload facts that differ (a gain on another workload is no gain)."""
-    return [f"{k}: {baseline.get(k)!r} -> {now.get(k)!r}" for k in WORKLOAD_KEYS if baseline.get(k) != now.get(k)]
+    return [
+        f"{k}: {baseline.get(k)!r} -> {now.get(k)!r}"
+        for k in WORKLOAD_KEYS
+        if baseline.get(k) != now.get(k)
+    ]
 
 
 # An ImportError/TypeError whose message or traceback names the MindIE-SD package, or a TypeError
@@ -226,7 +282,7 @@ def stale_api_error(output: str, apis: frozenset[str] = frozenset()) -> str | No
     if not lines:
         return None
     last = lines[-1].strip()
-    trace = output[max(0, output.rfind("Traceback")):]
+    trace = output[max(0, output.rfind("Traceback")) :]
     if "mindiesd" in last.lower() or "mindiesd" in trace.lower():
         return last
     called = _CALLED.match(last)
@@ -239,15 +295,23 @@ def stale_api_error(output: str, apis: frozenset[str] = frozenset()) -> str | No
 def parse_quality(result: CommandResult, min_cosine: float) -> tuple[float, bool]:
     """(cosine, passed). A crashing quality command is an OutputError: the gate cannot be judged."""
     if not result.ok:
-        raise OutputError(f"quality command `{' '.join(result.argv)}` failed ({result.reason}); the quality gate "
-                          f"cannot be judged, nothing was recorded for this step. Fix the command and run again "
-                          f"to resume:\n{result.tail[-1200:]}")
+        raise OutputError(
+            f"quality command `{' '.join(result.argv)}` failed ({result.reason}); the quality gate "
+            f"cannot be judged, nothing was recorded for this step. Fix the command and run again "
+            f"to resume:\n{result.tail[-1200:]}"
+        )
     data = json_object(result, "quality", QUALITY_SCHEMA)
     cosine = data.get("cosine")
-    if not isinstance(cosine, (int, float)) or isinstance(cosine, bool) or not math.isfinite(cosine) \
-            or not -1.0 - 1e-9 <= cosine <= 1.0 + 1e-9:
-        raise OutputError(f"quality command `{' '.join(result.argv)}`: 'cosine' must be a number in [-1, 1], "
-                          f"got {json.dumps(cosine)}")
+    if (
+        not isinstance(cosine, (int, float))
+        or isinstance(cosine, bool)
+        or not math.isfinite(cosine)
+        or not -1.0 - 1e-9 <= cosine <= 1.0 + 1e-9
+    ):
+        raise OutputError(
+            f"quality command `{' '.join(result.argv)}`: 'cosine' must be a number in [-1, 1], "
+            f"got {json.dumps(cosine)}"
+        )
     return float(cosine), cosine >= min_cosine
 
 
@@ -257,11 +321,15 @@ def parse_quality(result: CommandResult, min_cosine: float) -> tuple[float, bool
 def parse_analysis(result: CommandResult, save_to: Path) -> analysis_mod.Analysis:
     """Save what the analysis command printed (JSON or kernel_details.csv) and read it like `advise` does."""
     if not result.ok:
-        raise OutputError(f"analysis command `{' '.join(result.argv)}` failed ({result.reason}); nothing was "
-                          f"recorded for this step. Fix it and run again to resume:\n{result.tail[-1200:]}")
+        raise OutputError(
+            f"analysis command `{' '.join(result.argv)}` failed ({result.reason}); nothing was "
+            f"recorded for this step. Fix it and run again to resume:\n{result.tail[-1200:]}"
+        )
     save_to.parent.mkdir(parents=True, exist_ok=True)
     save_to.write_text(result.stdout, encoding="utf-8")
     try:
         return analysis_mod.load(save_to)
     except analysis_mod.AnalysisError as exc:
-        raise OutputError(f"analysis command `{' '.join(result.argv)}` printed a report that does not parse: {exc}") from None
+        raise OutputError(
+            f"analysis command `{' '.join(result.argv)}` printed a report that does not parse: {exc}"
+        ) from None

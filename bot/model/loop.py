@@ -78,9 +78,13 @@ def list_models(repo, sha: str, ops_root: str) -> list[ModelTarget]:
     out = []
     root_parts = Path(ops_root).parts
     for rel in gitops.list_files(repo, sha, ops_root):
-        parts = Path(rel).parts[len(root_parts):]
-        if len(parts) == 3 and parts[2] == spec_mod.MODEL_FILE and cfgmod.NAME_PART.match(parts[0]) \
-                and cfgmod.NAME_PART.match(parts[1]):
+        parts = Path(rel).parts[len(root_parts) :]
+        if (
+            len(parts) == 3
+            and parts[2] == spec_mod.MODEL_FILE
+            and cfgmod.NAME_PART.match(parts[0])
+            and cfgmod.NAME_PART.match(parts[1])
+        ):
             out.append(ModelTarget(parts[0], parts[1], Path(ops_root) / parts[0] / parts[1]))
     return sorted(out, key=lambda t: t.qualified)
 
@@ -106,8 +110,10 @@ def find_model(repo_path: Path, name: str, base_ref: str | None = None) -> Model
     models = list_models(repo, sha, _repo_config_at(repo, sha).ops_root)
     matches = [m for m in models if m.qualified == name or ("/" not in name and m.name == name)]
     if len(matches) > 1:
-        raise BadRequest(f"model '{name}' is ambiguous; say which one as <project>/<model>: "
-                         f"{', '.join(m.qualified for m in matches)}")
+        raise BadRequest(
+            f"model '{name}' is ambiguous; say which one as <project>/<model>: "
+            f"{', '.join(m.qualified for m in matches)}"
+        )
     return matches[0] if matches else None
 
 
@@ -118,7 +124,11 @@ def model_in_tree(root: Path, ops_root: str, name: str) -> str | None:
     parts = name.split("/")
     if len(parts) > 2 or not all(cfgmod.NAME_PART.match(p) for p in parts):
         return None
-    pattern = f"{parts[0]}/{parts[1]}/{spec_mod.MODEL_FILE}" if len(parts) == 2 else f"*/{parts[0]}/{spec_mod.MODEL_FILE}"
+    pattern = (
+        f"{parts[0]}/{parts[1]}/{spec_mod.MODEL_FILE}"
+        if len(parts) == 2
+        else f"*/{parts[0]}/{spec_mod.MODEL_FILE}"
+    )
     found = sorted(p for p in base.glob(pattern) if p.is_file()) if base.is_dir() else []
     return f"{found[0].parent.parent.name}/{found[0].parent.name}" if len(found) == 1 else None
 
@@ -165,7 +175,9 @@ class _Run:
         return (self.spec.perf_dir / name).as_posix()
 
 
-def run_model(request: TuneRequest, forge: Forge, progress: ProgressCallback | None = None) -> RunOutcome:
+def run_model(
+    request: TuneRequest, forge: Forge, progress: ProgressCallback | None = None
+) -> RunOutcome:
     """Run (or resume) one tuning run of a model target and propose the best settings."""
     run = _prepare(request, forge, progress or (lambda event: None))
     if request.dry_run:
@@ -181,18 +193,24 @@ def _run_lock(state_dir: Path, name: str):
         with gitops.file_lock(state_dir / "run.lock", timeout_s=0):
             yield
     except gitops.LockBusy:
-        raise RunBusy(f"another tunebot process is tuning {name} right now; wait for it to finish") from None
+        raise RunBusy(
+            f"another tunebot process is tuning {name} right now; wait for it to finish"
+        ) from None
 
 
 def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> _Run:
     """Resolve and validate everything before anything is written (a bad flag loses nothing)."""
     if request.strategies:
-        raise BadRequest("--strategies applies to ops; a model's moves are the settings listed in its model.yaml")
+        raise BadRequest(
+            "--strategies applies to ops; a model's moves are the settings listed in its model.yaml"
+        )
     repo = gitops.open_repo(request.repo)
     head = gitops.resolve(repo, request.base_ref or "HEAD")
     target = find_model(request.repo, request.op, request.base_ref)
     if target is None:
-        raise BadRequest(f"no model '{request.op}' (a folder <project>/<model>/ with {spec_mod.MODEL_FILE}) at {head[:10]}")
+        raise BadRequest(
+            f"no model '{request.op}' (a folder <project>/<model>/ with {spec_mod.MODEL_FILE}) at {head[:10]}"
+        )
     runs = gitops.state_dir(repo) / "runs"
     _refuse_name_clash(runs, target, forge)
     log = ResultsLog(runs / target.project / target.name / "results.jsonl")
@@ -218,20 +236,51 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
         spec = dataclasses.replace(spec, stop=stop)
     table_text = gitops.read_file(repo, base_sha, spec.features_file, missing_ok=True)
     if table_text is None:
-        raise cfgmod.ConfigError((spec.dir / spec_mod.MODEL_FILE).as_posix(), "features_file",
-                                 f"{spec.features_file} is not committed at {base_sha[:10]}",
-                                 "commit the features table (tunebot refresh-features writes it) or point features_file at it")
+        raise cfgmod.ConfigError(
+            (spec.dir / spec_mod.MODEL_FILE).as_posix(),
+            "features_file",
+            f"{spec.features_file} is not committed at {base_sha[:10]}",
+            "commit the features table (tunebot refresh-features writes it) or point features_file at it",
+        )
     table = table_render.parse(table_text)
     spec_mod.check_rows(spec, {r.name for r in table.rows})
-    spec_mod.read_settings(gitops.read_file(repo, base_sha, spec.settings_file.as_posix(), missing_ok=True),
-                           spec.settings_file.as_posix())
+    spec_mod.read_settings(
+        gitops.read_file(repo, base_sha, spec.settings_file.as_posix(), missing_ok=True),
+        spec.settings_file.as_posix(),
+    )
     checkout = Path(repo.working_tree_dir)
     if request.dry_run:
-        return _Run(request, repo, target, spec, repo_cfg, table, base_sha, base_branch, checkout, log, forge, progress)
+        return _Run(
+            request,
+            repo,
+            target,
+            spec,
+            repo_cfg,
+            table,
+            base_sha,
+            base_branch,
+            checkout,
+            log,
+            forge,
+            progress,
+        )
     if fresh:
         _archive(repo, repo_cfg, target, log)
     worktree = gitops.ensure_worktree(repo, f"{target.project}__{target.name}", base_sha)
-    return _Run(request, repo, target, spec, repo_cfg, table, base_sha, base_branch, worktree, log, forge, progress)
+    return _Run(
+        request,
+        repo,
+        target,
+        spec,
+        repo_cfg,
+        table,
+        base_sha,
+        base_branch,
+        worktree,
+        log,
+        forge,
+        progress,
+    )
 
 
 def _spec_at(repo, sha: str, target: ModelTarget) -> spec_mod.ModelSpec:
@@ -251,8 +300,10 @@ def _refuse_name_clash(runs: Path, target: ModelTarget, forge: Forge) -> None:
         started = any(r.get("kind") in ("start", ms.START) for r in recs)
         prop = next((r for r in reversed(recs) if r.get("kind") in ("proposal", ms.PROPOSAL)), None)
         if started and not (prop and _closed(forge, prop)):
-            raise BadRequest(f"{other.parent.parent.name}/{target.name} already has a tunebot run, and branches are "
-                             f"named tunebot/{target.name}/v<N> for both; merge or close its proposal first")
+            raise BadRequest(
+                f"{other.parent.parent.name}/{target.name} already has a tunebot run, and branches are "
+                f"named tunebot/{target.name}/v<N> for both; merge or close its proposal first"
+            )
 
 
 def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
@@ -267,9 +318,11 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
     if request.base_branch and request.base_branch != start["base_branch"]:
         differs.append(f"--into {request.base_branch}")
     if differs:
-        raise BadRequest(f"a run of {start['model']} is recorded at {start['base_sha'][:10]} with stop settings "
-                         f"{json.dumps(recorded, sort_keys=True)}; {', '.join(differs)} would change it. Run without "
-                         "those flags to resume it, or add --restart to start over")
+        raise BadRequest(
+            f"a run of {start['model']} is recorded at {start['base_sha'][:10]} with stop settings "
+            f"{json.dumps(recorded, sort_keys=True)}; {', '.join(differs)} would change it. Run without "
+            "those flags to resume it, or add --restart to start over"
+        )
 
 
 def _base_branch(repo, request: TuneRequest) -> str:
@@ -295,7 +348,9 @@ def _archive(repo, repo_cfg: cfgmod.RepoConfig, target: ModelTarget, log: Result
     """Start over: old branches to refs/tunebot/archive/, old records to results.<ts>.jsonl."""
     label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
     prefix = f"{repo_cfg.branch_prefix}/{target.name}"
-    gitops.archive_branches(repo, [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")], label)
+    gitops.archive_branches(
+        repo, [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")], label
+    )
     if log.path.exists():
         log.path.rename(log.path.with_name(f"results.{label}.jsonl"))
 
@@ -306,18 +361,41 @@ def _archive(repo, repo_cfg: cfgmod.RepoConfig, target: ModelTarget, log: Result
 def _run_locked(run: _Run) -> RunOutcome:
     state = ms.replay(run.log.read())
     if state.start is None:
-        run.log.append({"key": "start", "kind": ms.START, "model": run.target.qualified, "base_sha": run.base_sha,
-                        "base_branch": run.base_branch, "stop": dataclasses.asdict(run.spec.stop),
-                        "features_file": run.spec.features_file,
-                        "table_version": run.table.meta.get("docs_version", UNDECLARED),
-                        "requester": run.request.requester, "time": _now()})
-        _cancel_file(run.state_dir).unlink(missing_ok=True)  # a cancel of an earlier run must not stop this one
-        run.progress(ProgressEvent("start", run.target.qualified, sha=run.base_sha,
-                                   message=f"tuning model {run.target.qualified} at {run.base_sha[:10]}"))
+        run.log.append(
+            {
+                "key": "start",
+                "kind": ms.START,
+                "model": run.target.qualified,
+                "base_sha": run.base_sha,
+                "base_branch": run.base_branch,
+                "stop": dataclasses.asdict(run.spec.stop),
+                "features_file": run.spec.features_file,
+                "table_version": run.table.meta.get("docs_version", UNDECLARED),
+                "requester": run.request.requester,
+                "time": _now(),
+            }
+        )
+        _cancel_file(run.state_dir).unlink(
+            missing_ok=True
+        )  # a cancel of an earlier run must not stop this one
+        run.progress(
+            ProgressEvent(
+                "start",
+                run.target.qualified,
+                sha=run.base_sha,
+                message=f"tuning model {run.target.qualified} at {run.base_sha[:10]}",
+            )
+        )
     else:
         _restore_refs(run, ms.replay(run.log.read()))
-        run.progress(ProgressEvent("resumed", run.target.qualified, iteration=len(state.iterations),
-                                   message=f"resuming after {len(state.iterations)} recorded iterations"))
+        run.progress(
+            ProgressEvent(
+                "resumed",
+                run.target.qualified,
+                iteration=len(state.iterations),
+                message=f"resuming after {len(state.iterations)} recorded iterations",
+            )
+        )
     state = ms.replay(run.log.read())
     if state.baseline is None:
         _baseline(run)
@@ -332,7 +410,10 @@ def _run_locked(run: _Run) -> RunOutcome:
 
 
 def _env(run: _Run, out_dir: Path | None = None, ref_dir: Path | None = None) -> dict[str, str]:
-    env = {"TUNEBOT_SETTINGS": str(run.worktree / run.spec.settings_file), "TUNEBOT_MODEL": run.target.qualified}
+    env = {
+        "TUNEBOT_SETTINGS": str(run.worktree / run.spec.settings_file),
+        "TUNEBOT_MODEL": run.target.qualified,
+    }
     if out_dir is not None:
         env["TUNEBOT_OUTPUT_DIR"] = str(out_dir)
     if ref_dir is not None:
@@ -357,8 +438,10 @@ def _apis(run: _Run) -> frozenset[str]:
 def _version_stale(run: _Run, bench: cmd.Benchmark) -> str | None:
     table = run.table.meta.get("docs_version", UNDECLARED)
     if bench.mindiesd_version and table not in ("", UNDECLARED) and bench.mindiesd_version != table:
-        return (f"installed MindIE-SD {bench.mindiesd_version} differs from the features table's docs version "
-                f"{table}")
+        return (
+            f"installed MindIE-SD {bench.mindiesd_version} differs from the features table's docs version "
+            f"{table}"
+        )
     return None
 
 
@@ -368,12 +451,19 @@ def _analyse(run: _Run, label: str) -> dict | None:
     result = cmd.run(run.spec.analysis, run.model_dir, run.spec.timeout_s, _env(run))
     save_to = run.state_dir / "analysis" / f"{label}.report"
     parsed = cmd.parse_analysis(result, save_to)
-    return {"source": save_to.relative_to(run.state_dir).as_posix(), "layers": parsed.layers, "notes": parsed.notes}
+    return {
+        "source": save_to.relative_to(run.state_dir).as_posix(),
+        "layers": parsed.layers,
+        "notes": parsed.notes,
+    }
 
 
 def _hash_dir(path: Path) -> dict[str, str]:
-    return {p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _baseline(run: _Run) -> None:
@@ -382,33 +472,58 @@ def _baseline(run: _Run) -> None:
     staging = run.state_dir / "reference.new"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    result = cmd.run(run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run, out_dir=staging))
+    result = cmd.run(
+        run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run, out_dir=staging)
+    )
     if not result.ok:
         stale = cmd.stale_api_error(result.stderr + "\n" + result.stdout, _apis(run))
         hint = f"\nThe features table may be stale: {stale}" if stale else ""
-        raise BaselineFailed(f"the baseline benchmark of {run.target.qualified} failed ({result.reason}); fix it "
-                             f"first:\n{result.tail[-1500:]}{hint}")
+        raise BaselineFailed(
+            f"the baseline benchmark of {run.target.qualified} failed ({result.reason}); fix it "
+            f"first:\n{result.tail[-1500:]}{hint}"
+        )
     bench = cmd.parse_benchmark(result)
     if not any(staging.rglob("*")):
-        raise BaselineFailed("the baseline benchmark wrote no outputs to $TUNEBOT_OUTPUT_DIR; the quality gate "
-                             "compares against them (docs/model.md)")
+        raise BaselineFailed(
+            "the baseline benchmark wrote no outputs to $TUNEBOT_OUTPUT_DIR; the quality gate "
+            "compares against them (docs/model.md)"
+        )
     reference = run.state_dir / "reference"
     if reference.exists():  # left by an earlier attempt that did not get recorded
         shutil.rmtree(reference)
     staging.rename(reference)
     analysis = _analyse(run, "baseline")
     stale = [s for s in [_version_stale(run, bench)] if s]
-    run.log.append({"key": "baseline", "kind": ms.BASELINE, "iteration": 0, "sha": run.base_sha,
-                    "settings": spec_mod.read_settings(_settings_text(run, run.base_sha), "settings"),
-                    "benchmark": bench.to_dict(), "latency": dataclasses.asdict(bench.latency()),
-                    "analysis": analysis, "reference": _hash_dir(reference), "stale": stale, "time": _now()})
+    run.log.append(
+        {
+            "key": "baseline",
+            "kind": ms.BASELINE,
+            "iteration": 0,
+            "sha": run.base_sha,
+            "settings": spec_mod.read_settings(_settings_text(run, run.base_sha), "settings"),
+            "benchmark": bench.to_dict(),
+            "latency": dataclasses.asdict(bench.latency()),
+            "analysis": analysis,
+            "reference": _hash_dir(reference),
+            "stale": stale,
+            "time": _now(),
+        }
+    )
     state = ms.replay(run.log.read())
-    run.progress(ProgressEvent("baseline", run.target.qualified, iteration=0, latency_us=bench.latency().median_us,
-                               accuracy="reference", sha=run.base_sha,
-                               message=f"baseline {state.baseline_ms:.2f} ms; workload "
-                                       f"{records.workload_line(bench.workload)}; analysis "
-                                       f"{records.figures_line((analysis or {}).get('layers'))}"
-                                       + (f"; features table may be stale: {stale[0]}" if stale else "")))
+    run.progress(
+        ProgressEvent(
+            "baseline",
+            run.target.qualified,
+            iteration=0,
+            latency_us=bench.latency().median_us,
+            accuracy="reference",
+            sha=run.base_sha,
+            message=f"baseline {state.baseline_ms:.2f} ms; workload "
+            f"{records.workload_line(bench.workload)}; analysis "
+            f"{records.figures_line((analysis or {}).get('layers'))}"
+            + (f"; features table may be stale: {stale[0]}" if stale else ""),
+        )
+    )
 
 
 def _hardware(run: _Run, state: ms.ModelState) -> str:
@@ -418,12 +533,21 @@ def _hardware(run: _Run, state: ms.ModelState) -> str:
 def _best_analysis(state: ms.ModelState) -> Analysis | None:
     if state.best_analysis is None:
         return None
-    return Analysis(source=f"analysis of {'iter ' + str(state.best_iteration) if state.best_iteration else 'the baseline'}",
-                    layers=state.best_analysis)
+    return Analysis(
+        source=f"analysis of {'iter ' + str(state.best_iteration) if state.best_iteration else 'the baseline'}",
+        layers=state.best_analysis,
+    )
 
 
 def ranking_for(run: _Run, state: ms.ModelState) -> Ranking:
-    return rank(run.table, _best_analysis(state), _hardware(run, state), run.spec, state.best_settings, state.tried())
+    return rank(
+        run.table,
+        _best_analysis(state),
+        _hardware(run, state),
+        run.spec,
+        state.best_settings,
+        state.tried(),
+    )
 
 
 def _iterate(run: _Run) -> None:
@@ -431,7 +555,10 @@ def _iterate(run: _Run) -> None:
         state = ms.replay(run.log.read())
         stop = stops.before_ranking(state, run.spec.stop)
         if stop is None and _cancel_file(run.state_dir).exists():
-            stop = stops.Stop(stops.CANCELLED, f"cancel requested at {_cancel_file(run.state_dir).read_text().strip()}")
+            stop = stops.Stop(
+                stops.CANCELLED,
+                f"cancel requested at {_cancel_file(run.state_dir).read_text().strip()}",
+            )
         ranking = None
         if stop is None:
             ranking = ranking_for(run, state)
@@ -448,44 +575,76 @@ def _run_iteration(run: _Run, state: ms.ModelState, cand: Candidate) -> None:
     n = state.next_iteration
     parent_text = _settings_text(run, state.best_sha)
     new_text = spec_mod.write_settings(parent_text, {cand.key: cand.new})
-    rec: dict = {"key": ms.iteration_key(n), "kind": ms.ITERATION, "iteration": n, "parent": state.best_sha,
-                 "parent_iteration": state.best_iteration, "branch": f"{run.prefix}/v{n}",
-                 "setting": cand.to_dict(), "benchmark": None, "latency": None, "quality": None,
-                 "decision": None, "analysis": None, "analysis_delta": None, "stale": None, "note": ""}
+    rec: dict = {
+        "key": ms.iteration_key(n),
+        "kind": ms.ITERATION,
+        "iteration": n,
+        "parent": state.best_sha,
+        "parent_iteration": state.best_iteration,
+        "branch": f"{run.prefix}/v{n}",
+        "setting": cand.to_dict(),
+        "benchmark": None,
+        "latency": None,
+        "quality": None,
+        "decision": None,
+        "analysis": None,
+        "analysis_delta": None,
+        "stale": None,
+        "note": "",
+    }
     _write_settings(run, new_text)
     with tempfile.TemporaryDirectory(prefix="tunebot-out-") as tmp:
         out_dir = Path(tmp) / "outputs"
         out_dir.mkdir()
-        result = cmd.run(run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run, out_dir=out_dir))
+        result = cmd.run(
+            run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run, out_dir=out_dir)
+        )
         if not result.ok:
             stale = cmd.stale_api_error(result.stderr + "\n" + result.stdout, _apis(run))
             rec["stale"] = f"{cand.row}: {stale}" if stale else None
             rec["verdict"] = "timeout" if result.timed_out else "stale_api" if stale else "error"
-            rec["note"] = f"benchmark failed ({result.reason}): {result.tail.strip().splitlines()[-1][:300] if result.tail.strip() else ''}"
+            rec["note"] = (
+                f"benchmark failed ({result.reason}): {result.tail.strip().splitlines()[-1][:300] if result.tail.strip() else ''}"
+            )
         else:
             _measured(run, state, rec, cmd.parse_benchmark(result), out_dir, parent_text, new_text)
     _commit_and_record(run, state, rec, new_text)
 
 
-def _measured(run: _Run, state: ms.ModelState, rec: dict, bench: cmd.Benchmark, out_dir: Path,
-              parent_text: str | None, new_text: str) -> None:
+def _measured(
+    run: _Run,
+    state: ms.ModelState,
+    rec: dict,
+    bench: cmd.Benchmark,
+    out_dir: Path,
+    parent_text: str | None,
+    new_text: str,
+) -> None:
     latency = bench.latency()
     rec["benchmark"], rec["latency"] = bench.to_dict(), dataclasses.asdict(latency)
     rec["stale"] = _version_stale(run, bench)
     diff = cmd.workload_diff(state.baseline["benchmark"]["workload"], bench.workload)
     if diff:
         rec["verdict"] = "workload_changed"
-        rec["note"] = ("refused: the workload facts differ from the baseline's (" + "; ".join(diff)
-                       + "); a gain on another workload is no gain")
+        rec["note"] = (
+            "refused: the workload facts differ from the baseline's ("
+            + "; ".join(diff)
+            + "); a gain on another workload is no gain"
+        )
         return
     if not any(out_dir.rglob("*")):
-        rec["verdict"], rec["note"] = "error", "the benchmark wrote no outputs to $TUNEBOT_OUTPUT_DIR"
+        rec["verdict"], rec["note"] = (
+            "error",
+            "the benchmark wrote no outputs to $TUNEBOT_OUTPUT_DIR",
+        )
         return
     cosine, passed = _quality(run, state, out_dir)
     rec["quality"] = {"cosine": cosine, "min_cosine": run.spec.min_cosine, "passed": passed}
     if not passed:
         rec["verdict"] = "quality_fail"
-        rec["note"] = f"cosine {cosine:.6f} < {run.spec.min_cosine} against the baseline outputs: rejected"
+        rec["note"] = (
+            f"cosine {cosine:.6f} < {run.spec.min_cosine} against the baseline outputs: rejected"
+        )
         return
     decision = _decide(run, state, latency, parent_text, new_text)
     rec["decision"] = dataclasses.asdict(decision)
@@ -503,16 +662,25 @@ def _quality(run: _Run, state: ms.ModelState, out_dir: Path) -> tuple[float, boo
     reference = run.state_dir / "reference"
     recorded = state.baseline.get("reference") or {}
     if not reference.is_dir() or _hash_dir(reference) != recorded:
-        raise cmd.OutputError(f"the baseline's reference outputs in {reference} are missing or changed since they "
-                              "were recorded; the quality gate cannot be trusted. Start over with --restart")
+        raise cmd.OutputError(
+            f"the baseline's reference outputs in {reference} are missing or changed since they "
+            "were recorded; the quality gate cannot be trusted. Start over with --restart"
+        )
     with tempfile.TemporaryDirectory(prefix="tunebot-ref-") as tmp:
         copy = Path(tmp) / "reference"
         shutil.copytree(reference, copy)
-        result = cmd.run(run.spec.quality, run.model_dir, run.spec.timeout_s, _env(run, out_dir=out_dir, ref_dir=copy))
+        result = cmd.run(
+            run.spec.quality,
+            run.model_dir,
+            run.spec.timeout_s,
+            _env(run, out_dir=out_dir, ref_dir=copy),
+        )
     return cmd.parse_quality(result, run.spec.min_cosine)
 
 
-def _decide(run: _Run, state: ms.ModelState, latency: LatencyResult, parent_text: str | None, new_text: str):
+def _decide(
+    run: _Run, state: ms.ModelState, latency: LatencyResult, parent_text: str | None, new_text: str
+):
     """The operator loop's noise rule; a close call re-runs both settings interleaved."""
     with tempfile.TemporaryDirectory(prefix="tunebot-settings-") as tmp:
         best_path, cand_path = Path(tmp) / "best.yaml", Path(tmp) / "candidate.yaml"
@@ -523,10 +691,14 @@ def _decide(run: _Run, state: ms.ModelState, latency: LatencyResult, parent_text
             _write_settings(run, path.read_text(encoding="utf-8"))
             again = cmd.run(run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run))
             if not again.ok:
-                return LatencyResult(status="error", backend="model-benchmark", notes=[again.reason])
+                return LatencyResult(
+                    status="error", backend="model-benchmark", notes=[again.reason]
+                )
             return cmd.parse_benchmark(again).latency()
 
-        rule = decide_mod.Rule(noise_floor=run.spec.stop.noise_floor, rounds=run.spec.remeasure_rounds)
+        rule = decide_mod.Rule(
+            noise_floor=run.spec.stop.noise_floor, rounds=run.spec.remeasure_rounds
+        )
         return decide_mod.decide(best_path, state.best_latency, cand_path, latency, measure, rule)
 
 
@@ -537,23 +709,48 @@ def _commit_and_record(run: _Run, state: ms.ModelState, rec: dict, new_text: str
     preview = ms.replay(run.log.read() + [rec])
     opt_log = records.render_opt_log(run.target.name, preview, run.spec.features_file)
     it = preview.iterations[-1]
-    message = (f"tunebot: {run.target.name} v{n}: {it.change}\n\nRow: {it.citation}.\n"
-               f"Parent: best-so-far {'iter ' + str(state.best_iteration) if state.best_iteration else 'baseline'} "
-               f"({state.best_sha[:12]}).\nlatency: {records.fmt_ms(it.latency_ms)} ms; cosine: "
-               f"{it.cosine if it.cosine is not None else '-'}; verdict: {it.verdict}.")
-    sha = gitops.commit_files(run.repo, state.best_sha, {run.spec.settings_file.as_posix(): new_text.encode(),
-                                                          run.rel("opt_log.md"): opt_log.encode()}, message)
+    message = (
+        f"tunebot: {run.target.name} v{n}: {it.change}\n\nRow: {it.citation}.\n"
+        f"Parent: best-so-far {'iter ' + str(state.best_iteration) if state.best_iteration else 'baseline'} "
+        f"({state.best_sha[:12]}).\nlatency: {records.fmt_ms(it.latency_ms)} ms; cosine: "
+        f"{it.cosine if it.cosine is not None else '-'}; verdict: {it.verdict}."
+    )
+    sha = gitops.commit_files(
+        run.repo,
+        state.best_sha,
+        {
+            run.spec.settings_file.as_posix(): new_text.encode(),
+            run.rel("opt_log.md"): opt_log.encode(),
+        },
+        message,
+    )
     rec["sha"] = sha
     run.log.append(rec)  # the commit point
     gitops.create_branch(run.repo, rec["branch"], sha)
     done = ms.replay(run.log.read()).iterations[-1]
     stale = f"; features table may be stale: {done.stale}" if done.stale else ""
-    run.progress(ProgressEvent(
-        "iteration", run.target.qualified, iteration=n, strategy=done.key, change=f"{done.change} [{done.row}]",
-        latency_us=done.latency_ms * 1000.0 if done.latency_ms is not None else None,
-        accuracy=f"cos {done.cosine:.4f}" if done.cosine is not None else "-", verdict=done.verdict,
-        gain_pct=done.gain_pct, branch=rec["branch"], sha=sha, message=(done.note + stale).strip("; "),
-        data={"row": done.row, "citation": done.citation, "reasons": done.reasons, "stale": done.stale}))
+    run.progress(
+        ProgressEvent(
+            "iteration",
+            run.target.qualified,
+            iteration=n,
+            strategy=done.key,
+            change=f"{done.change} [{done.row}]",
+            latency_us=done.latency_ms * 1000.0 if done.latency_ms is not None else None,
+            accuracy=f"cos {done.cosine:.4f}" if done.cosine is not None else "-",
+            verdict=done.verdict,
+            gain_pct=done.gain_pct,
+            branch=rec["branch"],
+            sha=sha,
+            message=(done.note + stale).strip("; "),
+            data={
+                "row": done.row,
+                "citation": done.citation,
+                "reasons": done.reasons,
+                "stale": done.stale,
+            },
+        )
+    )
 
 
 def _finish(run: _Run, state: ms.ModelState, stop: stops.Stop) -> None:
@@ -564,37 +761,84 @@ def _finish(run: _Run, state: ms.ModelState, stop: stops.Stop) -> None:
         latency = cmd.parse_benchmark(result).latency() if result.ok else None
         start_us = (state.baseline_ms or 0) * 1000.0
         drift = (latency.median_us - start_us) / start_us * 100.0 if latency and start_us else None
-        run.log.append({"key": "baseline_end", "kind": ms.BASELINE_END, "sha": run.base_sha,
-                        "latency": dataclasses.asdict(latency) if latency else None,
-                        "error": None if result.ok else result.reason, "drift_pct": drift, "time": _now()})
-    run.log.append({"key": "stop", "kind": ms.STOP, "reason": stop.reason, "evidence": stop.evidence,
-                    "iterations": len(state.iterations), "best_iteration": state.best_iteration,
-                    "best_sha": state.best_sha, "time": _now()})
+        run.log.append(
+            {
+                "key": "baseline_end",
+                "kind": ms.BASELINE_END,
+                "sha": run.base_sha,
+                "latency": dataclasses.asdict(latency) if latency else None,
+                "error": None if result.ok else result.reason,
+                "drift_pct": drift,
+                "time": _now(),
+            }
+        )
+    run.log.append(
+        {
+            "key": "stop",
+            "kind": ms.STOP,
+            "reason": stop.reason,
+            "evidence": stop.evidence,
+            "iterations": len(state.iterations),
+            "best_iteration": state.best_iteration,
+            "best_sha": state.best_sha,
+            "time": _now(),
+        }
+    )
     stale = f" · features table may be stale: {'; '.join(state.stale)}" if state.stale else ""
-    run.progress(ProgressEvent("stop", run.target.qualified, iteration=len(state.iterations),
-                               message=f"{stop.reason}: {stop.evidence}{stale}",
-                               latency_us=state.best_latency.median_us if state.best_latency else None))
+    run.progress(
+        ProgressEvent(
+            "stop",
+            run.target.qualified,
+            iteration=len(state.iterations),
+            message=f"{stop.reason}: {stop.evidence}{stale}",
+            latency_us=state.best_latency.median_us if state.best_latency else None,
+        )
+    )
 
 
 # ---------------------------------------------------------------- delivering
 
 
 def _deliver(run: _Run, state: ms.ModelState) -> None:
-    report = records.render_report(run.target.project, run.target.name, run.spec.settings_file.as_posix(), state,
-                                   run.spec.features_file, run.spec.stop.noise_floor)
+    report = records.render_report(
+        run.target.project,
+        run.target.name,
+        run.spec.settings_file.as_posix(),
+        state,
+        run.spec.features_file,
+        run.spec.stop.noise_floor,
+    )
     files: dict[str, bytes | None] = {
-        run.rel("opt_log.md"): records.render_opt_log(run.target.name, state, run.spec.features_file).encode(),
+        run.rel("opt_log.md"): records.render_opt_log(
+            run.target.name, state, run.spec.features_file
+        ).encode(),
         run.rel("results.jsonl"): run.log.path.read_bytes(),
         run.rel("baseline_settings.yaml"): (_settings_text(run, run.base_sha) or "").encode(),
         run.rel("report.md"): report.encode(),
     }
     which = f"iter {state.best_iteration}" if state.best_iteration else "(baseline kept)"
-    sha = gitops.commit_files(run.repo, state.best_sha, files,
-                              f"tunebot: {run.target.name}: best settings {which}\n\n{report}")
-    run.log.append({"key": "delivery", "kind": ms.DELIVERY, "branch": run.delivery_branch, "sha": sha,
-                    "report": report, "time": _now()})
+    sha = gitops.commit_files(
+        run.repo,
+        state.best_sha,
+        files,
+        f"tunebot: {run.target.name}: best settings {which}\n\n{report}",
+    )
+    run.log.append(
+        {
+            "key": "delivery",
+            "kind": ms.DELIVERY,
+            "branch": run.delivery_branch,
+            "sha": sha,
+            "report": report,
+            "time": _now(),
+        }
+    )
     _ensure_branch(run, run.delivery_branch, sha)
-    run.progress(ProgressEvent("delivered", run.target.qualified, branch=run.delivery_branch, sha=sha, message=report))
+    run.progress(
+        ProgressEvent(
+            "delivered", run.target.qualified, branch=run.delivery_branch, sha=sha, message=report
+        )
+    )
 
 
 def _ensure_branch(run: _Run, name: str, sha: str) -> None:
@@ -623,25 +867,45 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
     gain = records._gain(state) or 0.0
     title = f"tunebot: {run.target.qualified} {gain:+.1f}% ({state.stop['reason']})"
     body = records.proposal_body(state.delivery["report"], state, run.target.name)
-    proposal = run.forge.propose(run.delivery_branch, run.base_branch, title, body,
-                                 labels=list(run.repo_cfg.github.labels))
+    proposal = run.forge.propose(
+        run.delivery_branch, run.base_branch, title, body, labels=list(run.repo_cfg.github.labels)
+    )
     if state.proposal is None or str(state.proposal.get("id")) != str(proposal.id):
-        run.log.append({"key": f"proposal:{proposal.id}", "kind": ms.PROPOSAL, "id": proposal.id,
-                        "url": proposal.url, "time": _now()})
+        run.log.append(
+            {
+                "key": f"proposal:{proposal.id}",
+                "kind": ms.PROPOSAL,
+                "id": proposal.id,
+                "url": proposal.url,
+                "time": _now(),
+            }
+        )
     return proposal
 
 
 def _outcome(run: _Run, state: ms.ModelState, proposal: Proposal | None) -> RunOutcome:
-    us = (lambda v: v * 1000.0 if v is not None else None)
+    us = lambda v: v * 1000.0 if v is not None else None
     # The stale flag rides on the stop reason: every front end (terminal, status comment) shows it.
     stale = f" (features table may be stale: {'; '.join(state.stale)})" if state.stale else ""
-    return RunOutcome(op=run.target.qualified, stop_reason=state.stop["reason"] + stale, iterations=len(state.iterations),
-                      drift_pct=state.drift_pct, verdict=records.run_verdict(state)[0],
-                      no_proposal_reason=records.run_verdict(state)[1], stop_text=state.stop["reason"] + stale,
-                      baseline_us=us(state.baseline_ms), best_us=us(state.best_ms), best_iteration=state.best_iteration,
-                      improvement_pct=records._gain(state) or 0.0, delivery_branch=run.delivery_branch,
-                      proposal=proposal, report=state.delivery["report"], results_path=run.log.path,
-                      perf_dir=run.spec.perf_dir.as_posix(), iteration_prefix=f"{run.prefix}/v")
+    return RunOutcome(
+        op=run.target.qualified,
+        stop_reason=state.stop["reason"] + stale,
+        iterations=len(state.iterations),
+        drift_pct=state.drift_pct,
+        verdict=records.run_verdict(state)[0],
+        no_proposal_reason=records.run_verdict(state)[1],
+        stop_text=state.stop["reason"] + stale,
+        baseline_us=us(state.baseline_ms),
+        best_us=us(state.best_ms),
+        best_iteration=state.best_iteration,
+        improvement_pct=records._gain(state) or 0.0,
+        delivery_branch=run.delivery_branch,
+        proposal=proposal,
+        report=state.delivery["report"],
+        results_path=run.log.path,
+        perf_dir=run.spec.perf_dir.as_posix(),
+        iteration_prefix=f"{run.prefix}/v",
+    )
 
 
 def _dry_run(run: _Run) -> RunOutcome:
@@ -650,12 +914,33 @@ def _dry_run(run: _Run) -> RunOutcome:
     ranking = rank(run.table, None, run.spec.hardware or "cpu", run.spec, current, {})
     lines = [f"tier {c.tier} {c.description} -> {c.citation}" for c in ranking.candidates]
     lines += [f"excluded {e}" for e in ranking.excluded]
-    run.progress(ProgressEvent("plan", run.target.qualified, message="\n".join(lines),
-                               data={"settings": {"stop": dataclasses.asdict(run.spec.stop),
-                                                  "min_cosine": run.spec.min_cosine}}))
-    return RunOutcome(op=run.target.qualified, stop_reason="", iterations=0, baseline_us=None, best_us=None,
-                      best_iteration=None, improvement_pct=0.0, delivery_branch=None, proposal=None, report="",
-                      results_path=run.log.path, plan=lines)
+    run.progress(
+        ProgressEvent(
+            "plan",
+            run.target.qualified,
+            message="\n".join(lines),
+            data={
+                "settings": {
+                    "stop": dataclasses.asdict(run.spec.stop),
+                    "min_cosine": run.spec.min_cosine,
+                }
+            },
+        )
+    )
+    return RunOutcome(
+        op=run.target.qualified,
+        stop_reason="",
+        iterations=0,
+        baseline_us=None,
+        best_us=None,
+        best_iteration=None,
+        improvement_pct=0.0,
+        delivery_branch=None,
+        proposal=None,
+        report="",
+        results_path=run.log.path,
+        plan=lines,
+    )
 
 
 def _cancel_file(state_dir: Path) -> Path:
@@ -670,7 +955,9 @@ def cancel_model(repo_path: Path, name: str) -> Path:
         raise BadRequest(f"no model '{name}'")
     state_dir = gitops.state_dir(repo) / "runs" / target.project / target.name
     if not gitops.lock_is_held(state_dir / "run.lock"):
-        raise NothingToCancel(f"no tunebot run of {target.qualified} is in progress; nothing to cancel")
+        raise NothingToCancel(
+            f"no tunebot run of {target.qualified} is in progress; nothing to cancel"
+        )
     _cancel_file(state_dir).write_text(_now())
     return _cancel_file(state_dir)
 

@@ -49,9 +49,18 @@ class Candidate:
         return f"{self.key}: {_show(self.old)} -> {_show(self.new)}"
 
     def to_dict(self) -> dict:
-        return {"key": self.key, "old": self.old, "new": self.new, "row": self.row, "direction": self.direction,
-                "category": self.category, "tier": self.tier, "priority": self.priority,
-                "reasons": self.reasons, "citation": self.citation}
+        return {
+            "key": self.key,
+            "old": self.old,
+            "new": self.new,
+            "row": self.row,
+            "direction": self.direction,
+            "category": self.category,
+            "tier": self.tier,
+            "priority": self.priority,
+            "reasons": self.reasons,
+            "citation": self.citation,
+        }
 
 
 @dataclass
@@ -67,23 +76,35 @@ class Ranking:
 
 
 def _show(value: object) -> str:
-    return "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    return (
+        "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    )
 
 
 # Every branch of advise's decision tree past its threshold: asking advise with this analysis
 # yields, for every feature row of the table, either a recommendation or the reason it is excluded.
-EVERY_BRANCH = Analysis(source="(constraints only)", layers={
-    "system": {"peak_memory_gb": 1.0, "memory_capacity_gb": 1.0},
-    "pipeline": {"redundant_steps": True},
-    "compute": {"matmul_pct": 100.0, "attention_pct": 0.0, "compiled": False},
-    "communication": {"exposed_comm_pct": 100.0},
-    "operator": {"dit_matmul_pct": 100.0, "fa_pct": 100.0, "vector_pct": 100.0, "host_bound_pct": 100.0},
-})
+EVERY_BRANCH = Analysis(
+    source="(constraints only)",
+    layers={
+        "system": {"peak_memory_gb": 1.0, "memory_capacity_gb": 1.0},
+        "pipeline": {"redundant_steps": True},
+        "compute": {"matmul_pct": 100.0, "attention_pct": 0.0, "compiled": False},
+        "communication": {"exposed_comm_pct": 100.0},
+        "operator": {
+            "dit_matmul_pct": 100.0,
+            "fa_pct": 100.0,
+            "vector_pct": 100.0,
+            "host_bound_pct": 100.0,
+        },
+    },
+)
 
 
 def _allowed(table: ParsedTable, hardware: str, spec: ModelSpec) -> tuple[set[str], dict[str, str]]:
     """(row names the docs allow here, row name -> why excluded), by advise's own rules."""
-    advice = advise_mod.advise(table, EVERY_BRANCH, hardware, spec.features_model, spec.features_file)
+    advice = advise_mod.advise(
+        table, EVERY_BRANCH, hardware, spec.features_model, spec.features_file
+    )
     allowed = {n for rec in advice.recommendations for n in [rec.name, *rec.variants]}
     return allowed, {s.name: s.reason for s in advice.skipped}
 
@@ -98,11 +119,19 @@ def _citation(table: ParsedTable, row: FeatureRow, features_file: str) -> str:
     return f"{features_file}#{anchor} row '{row.name}'" + (f" ({sources})" if sources else "")
 
 
-def next_value(setting: SettingSpec, current: object, tried: dict[str, list[tuple[object, str]]]) -> object | None:
+def next_value(
+    setting: SettingSpec, current: object, tried: dict[str, list[tuple[object, str]]]
+) -> object | None:
     """The first value of `setting` not yet tried and not beyond one that failed the quality gate."""
     done = tried.get(setting.key, [])
-    failed_at = min((setting.values.index(v) for v, verdict in done
-                     if verdict == "quality_fail" and v in setting.values), default=None)
+    failed_at = min(
+        (
+            setting.values.index(v)
+            for v, verdict in done
+            if verdict == "quality_fail" and v in setting.values
+        ),
+        default=None,
+    )
     for i, value in enumerate(setting.values):
         if failed_at is not None and i >= failed_at:
             return None
@@ -112,8 +141,14 @@ def next_value(setting: SettingSpec, current: object, tried: dict[str, list[tupl
     return None
 
 
-def rank(table: ParsedTable, analysis: Analysis | None, hardware: str, spec: ModelSpec, current: dict,
-         tried: dict[str, list[tuple[object, str]]]) -> Ranking:
+def rank(
+    table: ParsedTable,
+    analysis: Analysis | None,
+    hardware: str,
+    spec: ModelSpec,
+    current: dict,
+    tried: dict[str, list[tuple[object, str]]],
+) -> Ranking:
     """Every untried setting in the order the loop should try them."""
     report = analysis or Analysis(source="(no analysis command)")
     advice = advise_mod.advise(table, report, hardware, spec.features_model, spec.features_file)
@@ -136,20 +171,42 @@ def rank(table: ParsedTable, analysis: Analysis | None, hardware: str, spec: Mod
             continue
         feature = row.parent or row.name
         if row.name not in allowed:
-            problem = why_not.get(row.name) or why_not.get(feature) or \
-                "the docs' constraints exclude this variant for this hardware and model"
+            problem = (
+                why_not.get(row.name)
+                or why_not.get(feature)
+                or "the docs' constraints exclude this variant for this hardware and model"
+            )
             out.excluded.append(f"{setting.key} ({setting.row}): {problem}")
             continue
         category = advise_mod.category_of(_row(table, feature) or row)
         rec = recommended.get(row.name) or recommended.get(feature)
         if rec is not None:
-            cand = Candidate(setting.key, current.get(setting.key), value, row.name, row.direction, rec.category, 1,
-                             rec.priority, list(rec.reasons), _citation(table, row, spec.features_file))
+            cand = Candidate(
+                setting.key,
+                current.get(setting.key),
+                value,
+                row.name,
+                row.direction,
+                rec.category,
+                1,
+                rec.priority,
+                list(rec.reasons),
+                _citation(table, row, spec.features_file),
+            )
             order.append(((0, rec.rank, index), cand))
         else:
-            cand = Candidate(setting.key, current.get(setting.key), value, row.name, row.direction, category, 2, "-",
-                             ["no analysis finding points to this row; tried after every recommended row"],
-                             _citation(table, row, spec.features_file))
+            cand = Candidate(
+                setting.key,
+                current.get(setting.key),
+                value,
+                row.name,
+                row.direction,
+                category,
+                2,
+                "-",
+                ["no analysis finding points to this row; tried after every recommended row"],
+                _citation(table, row, spec.features_file),
+            )
             order.append(((1, advise_mod.CATEGORIES.index(category), index), cand))
     out.candidates = [c for _, c in sorted(order, key=lambda item: item[0])]
     return out

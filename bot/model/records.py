@@ -16,10 +16,15 @@ from bot.record.fmt import escape_cell, fmt_pct, one_line
 TITLE_SUFFIX = "模型性能调优日志"
 TABLE_HEADER = ("iter", "特性设置", "引用行", "latency(ms)", "提升", "cosine", "结论")
 # The layer figures shown when they move (the ones the decision tree reads).
-FIGURES = (("compute", "matmul_pct", "MatMul"), ("compute", "attention_pct", "Attention"),
-           ("compute", "vector_pct", "Vector"), ("communication", "comm_pct", "Comm"),
-           ("operator", "host_bound_pct", "Host bound"), ("pipeline", "step_similarity", "step similarity"),
-           ("system", "peak_memory_gb", "peak memory GB"))
+FIGURES = (
+    ("compute", "matmul_pct", "MatMul"),
+    ("compute", "attention_pct", "Attention"),
+    ("compute", "vector_pct", "Vector"),
+    ("communication", "comm_pct", "Comm"),
+    ("operator", "host_bound_pct", "Host bound"),
+    ("pipeline", "step_similarity", "step similarity"),
+    ("system", "peak_memory_gb", "peak memory GB"),
+)
 
 
 def fmt_ms(value: float | None) -> str:
@@ -52,8 +57,12 @@ def delta(before: dict | None, after: dict | None) -> dict:
     for layer, name, _ in FIGURES:
         a = (before or {}).get(layer, {}).get(name)
         b = (after or {}).get(layer, {}).get(name)
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
-                and not isinstance(b, bool):
+        if (
+            isinstance(a, (int, float))
+            and isinstance(b, (int, float))
+            and not isinstance(a, bool)
+            and not isinstance(b, bool)
+        ):
             out[f"{layer}.{name}"] = [a, b]
     return out
 
@@ -62,7 +71,10 @@ def delta_line(moved: dict | None) -> str:
     if not moved:
         return "-"
     labels = {f"{layer}.{name}": label for layer, name, label in FIGURES}
-    return ", ".join(f"{labels.get(k, k)} {a:g} -> {b:g}" for k, (a, b) in moved.items() if a != b) or "no figure moved"
+    return (
+        ", ".join(f"{labels.get(k, k)} {a:g} -> {b:g}" for k, (a, b) in moved.items() if a != b)
+        or "no figure moved"
+    )
 
 
 def render_opt_log(model: str, state: ModelState, features_file: str) -> str:
@@ -85,12 +97,21 @@ def render_opt_log(model: str, state: ModelState, features_file: str) -> str:
         "|" + "------|" * len(TABLE_HEADER),
     ]
     for it in state.iterations:
-        cells = [str(it.n), escape_cell(it.change), escape_cell(it.row), fmt_ms(it.latency_ms), fmt_pct(it.gain_pct),
-                 _cos(it.cosine), it.verdict]
+        cells = [
+            str(it.n),
+            escape_cell(it.change),
+            escape_cell(it.row),
+            fmt_ms(it.latency_ms),
+            fmt_pct(it.gain_pct),
+            _cos(it.cosine),
+            it.verdict,
+        ]
         lines.append("| " + " | ".join(cells) + " |")
-    notes = [f"- iter {it.n}: {escape_cell(it.citation)}; 依据: {'; '.join(it.reasons) or '-'}; "
-             f"分析变化: {delta_line(it.analysis_delta)}" + (f"; {one_line(it.note)}" if it.note else "")
-             for it in state.iterations]
+    notes = [
+        f"- iter {it.n}: {escape_cell(it.citation)}; 依据: {'; '.join(it.reasons) or '-'}; "
+        f"分析变化: {delta_line(it.analysis_delta)}" + (f"; {one_line(it.note)}" if it.note else "")
+        for it in state.iterations
+    ]
     if notes:
         lines += ["", "## 依据与分析变化", *notes]
     if state.stop:
@@ -127,45 +148,94 @@ def run_verdict(state: ModelState) -> tuple[str, str]:
     if n == 0 and reason == "达目标":
         return verdicts.TARGET_ALREADY_MET, "the baseline already meets the target"
     if n == 0:
-        return verdicts.NOTHING_TO_TRY, f"no setting was tried: {(state.stop or {}).get('evidence', '')}"
-    return verdicts.NO_GAIN, (f"none of the {n} settings tried beat the baseline ({fmt_ms(state.baseline_ms)} ms) "
-                              "beyond the noise rule and the quality gate")
+        return (
+            verdicts.NOTHING_TO_TRY,
+            f"no setting was tried: {(state.stop or {}).get('evidence', '')}",
+        )
+    return verdicts.NO_GAIN, (
+        f"none of the {n} settings tried beat the baseline ({fmt_ms(state.baseline_ms)} ms) "
+        "beyond the noise rule and the quality gate"
+    )
 
 
-REPORT_KEYS = ("stage", "project", "model", "output", "verdict", "iterations", "baseline_latency", "final_latency",
-               "improvement", "stop_reason", "stop_evidence", "enabled", "features_table", "skills_consulted",
-               "summary", "issues")
+REPORT_KEYS = (
+    "stage",
+    "project",
+    "model",
+    "output",
+    "verdict",
+    "iterations",
+    "baseline_latency",
+    "final_latency",
+    "improvement",
+    "stop_reason",
+    "stop_evidence",
+    "enabled",
+    "features_table",
+    "skills_consulted",
+    "summary",
+    "issues",
+)
 
 
-def render_report(project: str, model: str, settings_path: str, state: ModelState, features_file: str,
-                  noise_floor: float = 0.03) -> str:
+def render_report(
+    project: str,
+    model: str,
+    settings_path: str,
+    state: ModelState,
+    features_file: str,
+    noise_floor: float = 0.03,
+) -> str:
     enabled = [f"{it.change} ({it.row})" for it in state.iterations if it.verdict == "better"]
     verdict, no_proposal = run_verdict(state)
     issues = [f"no proposal: {no_proposal}"] if no_proposal else []
-    issues += [f"iter {it.n} ({it.key}={it.new}): {it.verdict}" + (f" — {it.note}" if it.note else "")
-               for it in state.iterations if it.verdict not in ("better", "not_better")]
+    issues += [
+        f"iter {it.n} ({it.key}={it.new}): {it.verdict}" + (f" — {it.note}" if it.note else "")
+        for it in state.iterations
+        if it.verdict not in ("better", "not_better")
+    ]
     gain = _gain(state)
     stop = state.stop or {"reason": "-", "evidence": "-"}
     drift = state.drift_pct
-    drift_clause = f"; baseline re-measured at the end drifted {drift:+.1f}%" if drift is not None else ""
+    drift_clause = (
+        f"; baseline re-measured at the end drifted {drift:+.1f}%" if drift is not None else ""
+    )
     if drift is not None and abs(drift) >= noise_floor * 100:
-        issues.append(f"baseline drifted {drift:+.1f}% between start and end of the run (machine load); "
-                      "treat the gains vs the baseline with care")
-    summary = (f"{len(state.iterations)} iterations on {project}/{model}; best "
-               f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'} at "
-               f"{fmt_ms(state.best_ms)} ms ({fmt_pct(gain)} vs baseline), stopped: {stop['reason']}{drift_clause}.")
+        issues.append(
+            f"baseline drifted {drift:+.1f}% between start and end of the run (machine load); "
+            "treat the gains vs the baseline with care"
+        )
+    summary = (
+        f"{len(state.iterations)} iterations on {project}/{model}; best "
+        f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'} at "
+        f"{fmt_ms(state.best_ms)} ms ({fmt_pct(gain)} vs baseline), stopped: {stop['reason']}{drift_clause}."
+    )
     values = {
-        "stage": "model", "project": project, "model": model, "output": settings_path,
-        "verdict": verdict, "iterations": str(len(state.iterations)),
-        "baseline_latency": f"{fmt_ms(state.baseline_ms)} ms", "final_latency": f"{fmt_ms(state.best_ms)} ms",
-        "improvement": fmt_pct(gain), "stop_reason": stop["reason"], "stop_evidence": stop["evidence"],
+        "stage": "model",
+        "project": project,
+        "model": model,
+        "output": settings_path,
+        "verdict": verdict,
+        "iterations": str(len(state.iterations)),
+        "baseline_latency": f"{fmt_ms(state.baseline_ms)} ms",
+        "final_latency": f"{fmt_ms(state.best_ms)} ms",
+        "improvement": fmt_pct(gain),
+        "stop_reason": stop["reason"],
+        "stop_evidence": stop["evidence"],
         "enabled": "; ".join(enabled) or "none",
-        "features_table": (f"STALE ({'; '.join(state.stale)}): refresh with `tunebot refresh-features`"
-                           if state.stale else f"{features_file} (no sign of staleness)"),
+        "features_table": (
+            f"STALE ({'; '.join(state.stale)}): refresh with `tunebot refresh-features`"
+            if state.stale
+            else f"{features_file} (no sign of staleness)"
+        ),
         "skills_consulted": f"{features_file}, references/optimization-dimensions.md",
-        "summary": summary, "issues": "; ".join(issues) or "none",
+        "summary": summary,
+        "issues": "; ".join(issues) or "none",
     }
-    return "\n".join(["## Stage Result"] + [f"- {k}: {one_line(values[k])}" for k in REPORT_KEYS]) + "\n"
+    return (
+        "\n".join(["## Stage Result"] + [f"- {k}: {one_line(values[k])}" for k in REPORT_KEYS])
+        + "\n"
+    )
 
 
 def proposal_body(report: str, state: ModelState, model: str) -> str:
@@ -173,18 +243,30 @@ def proposal_body(report: str, state: ModelState, model: str) -> str:
     lines = ["### Enabled, and why", ""]
     kept = [it for it in state.iterations if it.verdict == "better"]
     for it in kept:
-        lines.append(f"- **{it.change}** — {it.citation}. Finding: {'; '.join(it.reasons) or '-'}. "
-                     f"{fmt_ms(it.latency_ms)} ms, cosine {_cos(it.cosine)}; layer figures: {delta_line(it.analysis_delta)}.")
+        lines.append(
+            f"- **{it.change}** — {it.citation}. Finding: {'; '.join(it.reasons) or '-'}. "
+            f"{fmt_ms(it.latency_ms)} ms, cosine {_cos(it.cosine)}; layer figures: {delta_line(it.analysis_delta)}."
+        )
     if not kept:
         lines.append("- nothing: no setting beat the baseline beyond the noise rule.")
     if state.stale:
-        lines += ["", (f"**Features table may be stale:** {'; '.join(state.stale)}. "
-                       "Refresh it (`tunebot refresh-features`) before trusting its rows.")]
+        lines += [
+            "",
+            (
+                f"**Features table may be stale:** {'; '.join(state.stale)}. "
+                "Refresh it (`tunebot refresh-features`) before trusting its rows."
+            ),
+        ]
     points = [(it.n, it.latency_ms) for it in state.iterations]
     kept_ms, line = state.baseline_ms, [state.baseline_ms]
     for it in state.iterations:
         kept_ms = it.latency_ms if it.verdict == "better" else kept_ms
         line.append(kept_ms)
-    chart = latency_chart(state.baseline_ms, points, state.best_ms, title=f"{model} end-to-end latency (ms)",
-                          best_so_far=line).replace('"latency (us)"', '"latency (ms)"')
+    chart = latency_chart(
+        state.baseline_ms,
+        points,
+        state.best_ms,
+        title=f"{model} end-to-end latency (ms)",
+        best_so_far=line,
+    ).replace('"latency (us)"', '"latency (ms)"')
     return "\n".join(lines) + f"\n\n{report.rstrip()}\n\n### Latency per iteration\n\n{chart}\n"

@@ -30,8 +30,20 @@ from bot.errors import ConfigError
 
 MODEL_FILE = "model.yaml"
 DEFAULT_FEATURES = "references/mindiesd-features.md"
-_TOP_KEYS = ("model", "features_model", "hardware", "features_file", "benchmark", "analysis", "quality",
-             "settings_file", "settings", "stop", "timeout_s", "remeasure_rounds")
+_TOP_KEYS = (
+    "model",
+    "features_model",
+    "hardware",
+    "features_file",
+    "benchmark",
+    "analysis",
+    "quality",
+    "settings_file",
+    "settings",
+    "stop",
+    "timeout_s",
+    "remeasure_rounds",
+)
 _STOP_KEYS = ("max_iters", "target_ms", "noise_floor", "patience")
 _SCALAR = (bool, int, float, str)
 
@@ -89,19 +101,34 @@ class _Check:
         return ConfigError(self.file, key, problem, fix)
 
     def argv(self, value: Any, key: str) -> tuple[str, ...]:
-        if isinstance(value, str) or not isinstance(value, list) or not value or \
-                not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
-            raise self.fail(key, f"must be a non-empty list of arguments, got {value!r}",
-                            f"write e.g. '{key}: [python, pipeline.py, --benchmark]' (no shell string)")
+        if (
+            isinstance(value, str)
+            or not isinstance(value, list)
+            or not value
+            or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value)
+        ):
+            raise self.fail(
+                key,
+                f"must be a non-empty list of arguments, got {value!r}",
+                f"write e.g. '{key}: [python, pipeline.py, --benchmark]' (no shell string)",
+            )
         return tuple(str(v) for v in value)
 
-    def number(self, value: Any, key: str, low: float, high: float = math.inf, integer: bool = False) -> float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    def number(
+        self, value: Any, key: str, low: float, high: float = math.inf, integer: bool = False
+    ) -> float:
+        ok = (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        )
         if integer:
             ok = ok and float(value).is_integer()
         if not ok or not low <= value <= high:
             kind = "a whole number" if integer else "a finite number"
-            raise self.fail(key, f"must be {kind} in [{low:g}, {high:g}], got {value!r}", f"set {key} to such a number")
+            raise self.fail(
+                key,
+                f"must be {kind} in [{low:g}, {high:g}], got {value!r}",
+                f"set {key} to such a number",
+            )
         return value
 
     def text(self, value: Any, key: str) -> str:
@@ -112,7 +139,11 @@ class _Check:
     def relative(self, value: str, key: str) -> Path:
         path = Path(value)
         if path.is_absolute() or ".." in path.parts:
-            raise self.fail(key, f"'{value}' must be a path inside the model folder", "use a relative path without '..'")
+            raise self.fail(
+                key,
+                f"'{value}' must be a path inside the model folder",
+                "use a relative path without '..'",
+            )
         return path
 
 
@@ -126,7 +157,9 @@ def load(root: Path, model_dir: Path) -> ModelSpec:
     except FileNotFoundError:
         raise check.fail("-", "file not found", f"create {rel} (docs/model.md)") from None
     except yaml.YAMLError as exc:
-        raise check.fail("-", f"not valid YAML ({str(exc).splitlines()[0]})", "fix the YAML syntax") from None
+        raise check.fail(
+            "-", f"not valid YAML ({str(exc).splitlines()[0]})", "fix the YAML syntax"
+        ) from None
     if not isinstance(data, dict):
         raise check.fail("-", "the top level must be a mapping", "see docs/model.md for the keys")
     unknown = sorted(set(data) - set(_TOP_KEYS))
@@ -138,61 +171,107 @@ def load(root: Path, model_dir: Path) -> ModelSpec:
     project, folder = model_dir.parts[-2], model_dir.parts[-1]
     name = check.text(data.get("model", folder), "model")
     if name != folder:
-        raise check.fail("model", f"'{name}' differs from the folder name '{folder}'",
-                         "leave it out or use the folder name (branches are named after it)")
+        raise check.fail(
+            "model",
+            f"'{name}' differs from the folder name '{folder}'",
+            "leave it out or use the folder name (branches are named after it)",
+        )
     quality = data["quality"]
     if not isinstance(quality, dict) or set(quality) - {"command", "min_cosine"}:
-        raise check.fail("quality", f"must be a mapping with 'command' and 'min_cosine', got {quality!r}",
-                         "write 'quality: {command: [python, pipeline.py, --quality], min_cosine: 0.995}'")
+        raise check.fail(
+            "quality",
+            f"must be a mapping with 'command' and 'min_cosine', got {quality!r}",
+            "write 'quality: {command: [python, pipeline.py, --quality], min_cosine: 0.995}'",
+        )
     min_cosine = check.number(quality.get("min_cosine"), "quality.min_cosine", -1.0, 1.0)
-    settings_file = check.relative(check.text(data["settings_file"], "settings_file"), "settings_file")
+    settings_file = check.relative(
+        check.text(data["settings_file"], "settings_file"), "settings_file"
+    )
     settings = _settings(check, data["settings"])
     stop = _stop(check, data.get("stop") or {})
-    analysis = check.argv(data["analysis"], "analysis") if data.get("analysis") is not None else None
+    analysis = (
+        check.argv(data["analysis"], "analysis") if data.get("analysis") is not None else None
+    )
     return ModelSpec(
-        project=project, name=name, dir=model_dir, features_model=check.text(data["features_model"], "features_model"),
-        benchmark=check.argv(data["benchmark"], "benchmark"), analysis=analysis,
-        quality=check.argv(quality.get("command"), "quality.command"), min_cosine=float(min_cosine),
-        settings_file=model_dir / settings_file, settings=settings,
-        hardware=check.text(data["hardware"], "hardware") if data.get("hardware") is not None else None,
-        features_file=check.text(data.get("features_file", DEFAULT_FEATURES), "features_file"), stop=stop,
+        project=project,
+        name=name,
+        dir=model_dir,
+        features_model=check.text(data["features_model"], "features_model"),
+        benchmark=check.argv(data["benchmark"], "benchmark"),
+        analysis=analysis,
+        quality=check.argv(quality.get("command"), "quality.command"),
+        min_cosine=float(min_cosine),
+        settings_file=model_dir / settings_file,
+        settings=settings,
+        hardware=check.text(data["hardware"], "hardware")
+        if data.get("hardware") is not None
+        else None,
+        features_file=check.text(data.get("features_file", DEFAULT_FEATURES), "features_file"),
+        stop=stop,
         timeout_s=float(check.number(data.get("timeout_s", 600), "timeout_s", 1, 86400)),
-        remeasure_rounds=int(check.number(data.get("remeasure_rounds", 3), "remeasure_rounds", 1, 20, integer=True)),
+        remeasure_rounds=int(
+            check.number(data.get("remeasure_rounds", 3), "remeasure_rounds", 1, 20, integer=True)
+        ),
     )
 
 
 def _settings(check: _Check, items: Any) -> tuple[SettingSpec, ...]:
     if not isinstance(items, list) or not items:
-        raise check.fail("settings", "must be a non-empty list of {key, values, row}",
-                         "write e.g. '- {key: quantize_linear, values: [true], row: W8A8_DYNAMIC}'")
+        raise check.fail(
+            "settings",
+            "must be a non-empty list of {key, values, row}",
+            "write e.g. '- {key: quantize_linear, values: [true], row: W8A8_DYNAMIC}'",
+        )
     out: list[SettingSpec] = []
     for i, item in enumerate(items):
         where = f"settings[{i}]"
         if not isinstance(item, dict) or set(item) != {"key", "values", "row"}:
-            raise check.fail(where, f"must have exactly the keys key, values, row; got {item!r}",
-                             "write e.g. '- {key: step_cache, values: [2, 4], row: DitCache}'")
+            raise check.fail(
+                where,
+                f"must have exactly the keys key, values, row; got {item!r}",
+                "write e.g. '- {key: step_cache, values: [2, 4], row: DitCache}'",
+            )
         key = check.text(item["key"], f"{where}.key")
         if any(s.key == key for s in out):
-            raise check.fail(f"{where}.key", f"'{key}' is listed twice", "list each setting once, with all its values")
+            raise check.fail(
+                f"{where}.key",
+                f"'{key}' is listed twice",
+                "list each setting once, with all its values",
+            )
         values = item["values"]
-        if not isinstance(values, list) or not values or not all(isinstance(v, _SCALAR) for v in values):
-            raise check.fail(f"{where}.values", f"must be a non-empty list of plain values, got {values!r}",
-                             "write e.g. 'values: [2, 4]'")
-        out.append(SettingSpec(key=key, values=tuple(values), row=check.text(item["row"], f"{where}.row")))
+        if (
+            not isinstance(values, list)
+            or not values
+            or not all(isinstance(v, _SCALAR) for v in values)
+        ):
+            raise check.fail(
+                f"{where}.values",
+                f"must be a non-empty list of plain values, got {values!r}",
+                "write e.g. 'values: [2, 4]'",
+            )
+        out.append(
+            SettingSpec(key=key, values=tuple(values), row=check.text(item["row"], f"{where}.row"))
+        )
     return tuple(out)
 
 
 def _stop(check: _Check, data: Any) -> StopSpec:
     if not isinstance(data, dict):
-        raise check.fail("stop", f"must be a mapping, got {data!r}", f"use the keys {', '.join(_STOP_KEYS)}")
+        raise check.fail(
+            "stop", f"must be a mapping, got {data!r}", f"use the keys {', '.join(_STOP_KEYS)}"
+        )
     unknown = sorted(set(data) - set(_STOP_KEYS))
     if unknown:
         raise check.fail(f"stop.{unknown[0]}", "unknown key", f"use only {', '.join(_STOP_KEYS)}")
     target = data.get("target_ms")
     return StopSpec(
-        max_iters=int(check.number(data.get("max_iters", 10), "stop.max_iters", 1, 1000, integer=True)),
+        max_iters=int(
+            check.number(data.get("max_iters", 10), "stop.max_iters", 1, 1000, integer=True)
+        ),
         target_ms=None if target is None else float(check.number(target, "stop.target_ms", 1e-9)),
-        noise_floor=float(check.number(data.get("noise_floor", 0.03), "stop.noise_floor", 0.0, 0.5)),
+        noise_floor=float(
+            check.number(data.get("noise_floor", 0.03), "stop.noise_floor", 0.0, 0.5)
+        ),
         patience=int(check.number(data.get("patience", 2), "stop.patience", 1, 100, integer=True)),
     )
 
@@ -201,11 +280,16 @@ def check_rows(spec: ModelSpec, row_names: set[str]) -> None:
     """Every setting must cite a row that exists in the features table."""
     for i, s in enumerate(spec.settings):
         if s.row not in row_names:
-            close = sorted(n for n in row_names if s.row.lower() in n.lower() or n.lower() in s.row.lower())[:5]
-            raise ConfigError((spec.dir / MODEL_FILE).as_posix(), f"settings[{i}].row",
-                              f"'{s.row}' is not a row of {spec.features_file}"
-                              + (f" (close: {', '.join(close)})" if close else ""),
-                              "cite a row name exactly as the features table writes it")
+            close = sorted(
+                n for n in row_names if s.row.lower() in n.lower() or n.lower() in s.row.lower()
+            )[:5]
+            raise ConfigError(
+                (spec.dir / MODEL_FILE).as_posix(),
+                f"settings[{i}].row",
+                f"'{s.row}' is not a row of {spec.features_file}"
+                + (f" (close: {', '.join(close)})" if close else ""),
+                "cite a row name exactly as the features table writes it",
+            )
 
 
 def read_settings(text: str | None, source: str) -> dict:
@@ -215,12 +299,18 @@ def read_settings(text: str | None, source: str) -> dict:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(source, "-", f"not valid YAML ({str(exc).splitlines()[0]})", "fix the YAML syntax") from None
+        raise ConfigError(
+            source, "-", f"not valid YAML ({str(exc).splitlines()[0]})", "fix the YAML syntax"
+        ) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(source, "-", "the settings file must be a mapping of setting -> value",
-                          "write one 'key: value' per line")
+        raise ConfigError(
+            source,
+            "-",
+            "the settings file must be a mapping of setting -> value",
+            "write one 'key: value' per line",
+        )
     return data
 
 

@@ -13,8 +13,14 @@ from bot.record.fmt import gain_pct
 from bot.run_state import latency_from_dict
 
 START, BASELINE, ITERATION, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
-    "model-start", "model-baseline", "model-iteration", "model-baseline-end", "model-stop", "model-delivery",
-    "model-proposal")
+    "model-start",
+    "model-baseline",
+    "model-iteration",
+    "model-baseline-end",
+    "model-stop",
+    "model-delivery",
+    "model-proposal",
+)
 MEASURED = ("better", "not_better")  # verdicts with a decision (quality passed, same workload)
 
 
@@ -72,7 +78,11 @@ class ModelState:
 
     @property
     def best_ms(self) -> float | None:
-        return self.best_latency.median_us / 1000.0 if self.best_latency and self.best_latency.median_us else None
+        return (
+            self.best_latency.median_us / 1000.0
+            if self.best_latency and self.best_latency.median_us
+            else None
+        )
 
     @property
     def drift_pct(self) -> float | None:
@@ -130,13 +140,29 @@ def _apply(state: ModelState, rec: dict) -> None:
     s = rec["setting"]
     median = _ms(rec.get("latency"))
     decision = rec.get("decision") or {}
-    state.iterations.append(IterationView(
-        n=rec["iteration"], key=s["key"], old=s["old"], new=s["new"], row=s["row"], citation=s["citation"],
-        verdict=rec["verdict"], latency_ms=median, gain_pct=gain_pct(state.baseline_ms, median),
-        step_gain=decision.get("gain"), cosine=(rec.get("quality") or {}).get("cosine"), sha=rec["sha"],
-        branch=rec["branch"], parent=rec["parent"], reasons=list(s.get("reasons", [])), stale=rec.get("stale"),
-        analysis=(rec.get("analysis") or {}).get("layers"), analysis_delta=rec.get("analysis_delta"),
-        note=rec.get("note", "")))
+    state.iterations.append(
+        IterationView(
+            n=rec["iteration"],
+            key=s["key"],
+            old=s["old"],
+            new=s["new"],
+            row=s["row"],
+            citation=s["citation"],
+            verdict=rec["verdict"],
+            latency_ms=median,
+            gain_pct=gain_pct(state.baseline_ms, median),
+            step_gain=decision.get("gain"),
+            cosine=(rec.get("quality") or {}).get("cosine"),
+            sha=rec["sha"],
+            branch=rec["branch"],
+            parent=rec["parent"],
+            reasons=list(s.get("reasons", [])),
+            stale=rec.get("stale"),
+            analysis=(rec.get("analysis") or {}).get("layers"),
+            analysis_delta=rec.get("analysis_delta"),
+            note=rec.get("note", ""),
+        )
+    )
     if rec["verdict"] == "better":
         state.best_sha, state.best_iteration = rec["sha"], rec["iteration"]
         best = latency_from_dict(rec["latency"])

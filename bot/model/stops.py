@@ -26,12 +26,21 @@ from bot.model.spec import StopSpec
 from bot.model.state import MEASURED, ModelState
 
 TARGET_MET, WITHIN_NOISE, EXTERNAL, HARDWARE_LIMIT, MAX_ITERS, EXHAUSTED, CANCELLED = (
-    "达目标", "差距在噪声内", "外部根因", "硬件上限", "迭代上限", "特性耗尽", "已取消")
+    "达目标",
+    "差距在噪声内",
+    "外部根因",
+    "硬件上限",
+    "迭代上限",
+    "特性耗尽",
+    "已取消",
+)
 STOP_REASONS = (TARGET_MET, WITHIN_NOISE, EXTERNAL, HARDWARE_LIMIT, MAX_ITERS, EXHAUSTED, CANCELLED)
 
 # Findings of advise's decision tree that point outside the pipeline's own code.
-_EXTERNAL = {"communication": "HCCL (communication not hidden by compute)",
-             "operator.host_bound": "torch_npu / CANN host dispatch (the device waits on the host)"}
+_EXTERNAL = {
+    "communication": "HCCL (communication not hidden by compute)",
+    "operator.host_bound": "torch_npu / CANN host dispatch (the device waits on the host)",
+}
 _HARDWARE = {"memory": "device memory capacity"}
 
 
@@ -48,17 +57,28 @@ def before_ranking(state: ModelState, stop: StopSpec) -> Stop | None:
     if target is not None and best is not None and best <= target:
         return Stop(TARGET_MET, f"best {best:.2f} ms <= target {target:.2f} ms")
     if len(state.iterations) >= stop.max_iters:
-        return Stop(MAX_ITERS, f"{len(state.iterations)} iterations recorded (stop.max_iters = {stop.max_iters})")
+        return Stop(
+            MAX_ITERS,
+            f"{len(state.iterations)} iterations recorded (stop.max_iters = {stop.max_iters})",
+        )
     if target is not None and best is not None and (best - target) / target < stop.noise_floor:
-        return Stop(WITHIN_NOISE, f"best {best:.2f} ms is {100 * (best - target) / target:.1f}% above the target "
-                                  f"{target:.2f} ms, under the noise floor {100 * stop.noise_floor:.0f}%")
+        return Stop(
+            WITHIN_NOISE,
+            f"best {best:.2f} ms is {100 * (best - target) / target:.1f}% above the target "
+            f"{target:.2f} ms, under the noise floor {100 * stop.noise_floor:.0f}%",
+        )
     measured = [it for it in state.iterations if it.verdict in MEASURED]
-    last = measured[-stop.patience:]
-    if len(last) == stop.patience and all(it.verdict != "better" and it.step_gain is not None
-                                          and abs(it.step_gain) < stop.noise_floor for it in last):
+    last = measured[-stop.patience :]
+    if len(last) == stop.patience and all(
+        it.verdict != "better" and it.step_gain is not None and abs(it.step_gain) < stop.noise_floor
+        for it in last
+    ):
         gains = ", ".join(f"iter {it.n} {100 * it.step_gain:+.1f}%" for it in last)
-        return Stop(WITHIN_NOISE, f"the last {stop.patience} measured iterations moved latency by less than the "
-                                  f"noise floor {100 * stop.noise_floor:.0f}%: {gains}")
+        return Stop(
+            WITHIN_NOISE,
+            f"the last {stop.patience} measured iterations moved latency by less than the "
+            f"noise floor {100 * stop.noise_floor:.0f}%: {gains}",
+        )
     return None
 
 
@@ -68,12 +88,18 @@ def after_ranking(ranking: Ranking, analysis: Analysis | None) -> Stop | None:
         fired = {f.branch: f for f in advise_mod.walk_tree(analysis) if f.fired}
         for branch, where in _EXTERNAL.items():
             if branch in fired:
-                return Stop(EXTERNAL, f"root cause outside the pipeline: {where}; {analysis.source}: "
-                                      f"{fired[branch].reason}; no untried setting addresses it")
+                return Stop(
+                    EXTERNAL,
+                    f"root cause outside the pipeline: {where}; {analysis.source}: "
+                    f"{fired[branch].reason}; no untried setting addresses it",
+                )
         for branch, what in _HARDWARE.items():
             if branch in fired:
-                return Stop(HARDWARE_LIMIT, f"hardware limit: {what}; {analysis.source}: "
-                                            f"{fired[branch].reason}; no untried setting addresses it")
+                return Stop(
+                    HARDWARE_LIMIT,
+                    f"hardware limit: {what}; {analysis.source}: "
+                    f"{fired[branch].reason}; no untried setting addresses it",
+                )
     if not ranking.candidates:
         why = "; ".join(ranking.excluded) or "every listed value was tried"
         return Stop(EXHAUSTED, f"no untried setting fits ({why})")

@@ -60,8 +60,10 @@ def latency_chart(
                 best = min(best, v)
             best_so_far.append(best)
     elif len(best_so_far) != len(points) + 1:
-        raise ValueError(f"best_so_far needs {len(points) + 1} values (baseline + each point), "
-                         f"got {len(best_so_far)}")
+        raise ValueError(
+            f"best_so_far needs {len(points) + 1} values (baseline + each point), "
+            f"got {len(best_so_far)}"
+        )
     values = measured + list(best_so_far) + ([best_us] if best_us is not None else [])
     lo, hi = nice_range(min(values), max(values))
     if from_zero:
@@ -69,13 +71,18 @@ def latency_chart(
     labels = ['"base best"' if best_iteration == 0 else '"base"']
     labels += [f'"{n} best"' if n == best_iteration else f'"{n}"' for n, _ in points]
     bars = [baseline_us] + [lo if v is None else v for _, v in points]
-    return "\n".join([
-        "```mermaid",
-        "xychart-beta",
-        f"    title {_quote(title)}",
-        f'    x-axis "iteration" [{", ".join(labels)}]',
-        f'    y-axis "latency (us)" {_num(lo)} --> {_num(hi)}',
-        f"    bar [{', '.join(_num(v) for v in bars)}]",
-        f"    line [{', '.join(_num(v) for v in best_so_far)}]",
-        "```",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "```mermaid",
+                "xychart-beta",
+                f"    title {_quote(title)}",
+                f'    x-axis "iteration" [{", ".join(labels)}]',
+                f'    y-axis "latency (us)" {_num(lo)} --> {_num(hi)}',
+                f"    bar [{', '.join(_num(v) for v in bars)}]",
+                f"    line [{', '.join(_num(v) for v in best_so_far)}]",
+                "```",
+            ]
+        )
+        + "\n"
+    )

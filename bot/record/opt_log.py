@@ -46,13 +46,17 @@ class LogRow:
     latency_us: float | None  # None: not measured (L0 failed, timeout, error)
     gain_pct: float | None  # vs the baseline, positive = faster; None when not measured
     accuracy: Accuracy
-    verdict: str | None = None  # the loop's verdict (better, not_better, fail_l0, ...); None: not given
+    verdict: str | None = (
+        None  # the loop's verdict (better, not_better, fail_l0, ...); None: not given
+    )
     reason: str | None = None  # one line: why that verdict
 
 
 @dataclass
 class Conclusion:
-    best_source: str  # the seed's file name of the best version: always "<op>.py" (perf_opt/<op>.py)
+    best_source: (
+        str  # the seed's file name of the best version: always "<op>.py" (perf_opt/<op>.py)
+    )
     best_iter: int | None  # None: the baseline stayed best
     final_us: float | None
     total_gain_pct: float | None
@@ -84,10 +88,21 @@ def render_opt_log(log: OptLog) -> str:
     ]
     for row in log.rows:
         if row.accuracy not in ACCURACY_VALUES:
-            raise ValueError(f"iter {row.iter}: accuracy must be one of {ACCURACY_VALUES}, got {row.accuracy!r}")
-        cells = [str(row.iter), escape_cell(row.strategy), fmt_us(row.latency_us), fmt_pct(row.gain_pct), row.accuracy]
+            raise ValueError(
+                f"iter {row.iter}: accuracy must be one of {ACCURACY_VALUES}, got {row.accuracy!r}"
+            )
+        cells = [
+            str(row.iter),
+            escape_cell(row.strategy),
+            fmt_us(row.latency_us),
+            fmt_pct(row.gain_pct),
+            row.accuracy,
+        ]
         if extra:
-            cells += [escape_cell(one_line(row.verdict or "-")), escape_cell(one_line(row.reason or "-"))]
+            cells += [
+                escape_cell(one_line(row.verdict or "-")),
+                escape_cell(one_line(row.reason or "-")),
+            ]
         lines.append("| " + " | ".join(cells) + " |")
     c = log.conclusion
     if c is not None:
@@ -118,7 +133,9 @@ class _Reader:
 
 _HEADING = re.compile(r"^(#{1,6})\s*(.*?)\s*$")
 _BULLET = re.compile(r"^[-*]\s*([^:：]+?)\s*[:：]\s*(.*?)\s*$")
-_BEST = re.compile(r"^(.*?)\s*[(（]\s*(?:iter\s*(\d{1,9})|(baseline))\s*[)）]$", re.IGNORECASE | re.ASCII)
+_BEST = re.compile(
+    r"^(.*?)\s*[(（]\s*(?:iter\s*(\d{1,9})|(baseline))\s*[)）]$", re.IGNORECASE | re.ASCII
+)
 _ITER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: '²'.isdigit() is true but int('²') fails
 
 
@@ -145,50 +162,87 @@ def _sections(r: _Reader) -> tuple[str, dict[str, list[tuple[int, str]]]]:
         m = _HEADING.match(text)
         if m and len(m.group(1)) == 1:
             if op is not None:
-                raise r.error(number, "a second '# ' title", "keep one '# <op> 性能调优日志' line at the top")
-            if not m.group(2).endswith(TITLE_SUFFIX) or not m.group(2)[: -len(TITLE_SUFFIX)].strip():
-                raise r.error(number, f"title {text!r} is not '# <op> {TITLE_SUFFIX}'", f"write '# <op> {TITLE_SUFFIX}'")
+                raise r.error(
+                    number, "a second '# ' title", "keep one '# <op> 性能调优日志' line at the top"
+                )
+            if (
+                not m.group(2).endswith(TITLE_SUFFIX)
+                or not m.group(2)[: -len(TITLE_SUFFIX)].strip()
+            ):
+                raise r.error(
+                    number,
+                    f"title {text!r} is not '# <op> {TITLE_SUFFIX}'",
+                    f"write '# <op> {TITLE_SUFFIX}'",
+                )
             op = m.group(2)[: -len(TITLE_SUFFIX)].strip()
             continue
         if m and len(m.group(1)) == 2:
             current = m.group(2)
             if current not in (SEC_BASELINE, SEC_ITERS, SEC_CONCLUSION):
-                raise r.error(number, f"unknown section '## {current}'",
-                              f"sections are '## {SEC_BASELINE}', '## {SEC_ITERS}' and '## {SEC_CONCLUSION}'")
+                raise r.error(
+                    number,
+                    f"unknown section '## {current}'",
+                    f"sections are '## {SEC_BASELINE}', '## {SEC_ITERS}' and '## {SEC_CONCLUSION}'",
+                )
             if current in sections:
-                raise r.error(number, f"section '## {current}' appears twice", "merge the two sections into one")
+                raise r.error(
+                    number,
+                    f"section '## {current}' appears twice",
+                    "merge the two sections into one",
+                )
             sections[current] = []
             continue
         if op is None:
-            raise r.error(number, "text before the title", f"start the file with '# <op> {TITLE_SUFFIX}'")
+            raise r.error(
+                number, "text before the title", f"start the file with '# <op> {TITLE_SUFFIX}'"
+            )
         if current is None:
-            raise r.error(number, "text outside any section", f"put it under '## {SEC_BASELINE}' or '## {SEC_ITERS}'")
+            raise r.error(
+                number,
+                "text outside any section",
+                f"put it under '## {SEC_BASELINE}' or '## {SEC_ITERS}'",
+            )
         sections[current].append((number, text))
     if op is None:
-        raise r.error(None, "the title line is missing", f"start the file with '# <op> {TITLE_SUFFIX}'")
+        raise r.error(
+            None, "the title line is missing", f"start the file with '# <op> {TITLE_SUFFIX}'"
+        )
     for required in (SEC_BASELINE, SEC_ITERS):
         if required not in sections:
-            raise r.error(None, f"section '## {required}' is missing", f"add the '## {required}' section")
+            raise r.error(
+                None, f"section '## {required}' is missing", f"add the '## {required}' section"
+            )
     return op, sections
 
 
-def _bullets(r: _Reader, section: str, lines: list[tuple[int, str]], keys: tuple[str, ...]) -> dict[str, tuple[int, str]]:
+def _bullets(
+    r: _Reader, section: str, lines: list[tuple[int, str]], keys: tuple[str, ...]
+) -> dict[str, tuple[int, str]]:
     found: dict[str, tuple[int, str]] = {}
     for number, text in lines:
         m = _BULLET.match(text)
         if not m:
-            raise r.error(number, f"expected '- <key>: <value>' in '## {section}', got {text!r}",
-                          f"use one of: {', '.join(keys)}")
+            raise r.error(
+                number,
+                f"expected '- <key>: <value>' in '## {section}', got {text!r}",
+                f"use one of: {', '.join(keys)}",
+            )
         key = " ".join(m.group(1).split())
         if key not in keys:
-            raise r.error(number, f"unknown key '{key}' in '## {section}'", f"use one of: {', '.join(keys)}")
+            raise r.error(
+                number, f"unknown key '{key}' in '## {section}'", f"use one of: {', '.join(keys)}"
+            )
         if key in found:
             raise r.error(number, f"key '{key}' appears twice", "keep one line per key")
         found[key] = (number, m.group(2))
     last = lines[-1][0] if lines else None
     for key in keys:
         if key not in found:
-            raise r.error(last, f"'- {key}: ...' is missing from '## {section}'", f"add the line '- {key}: ...'")
+            raise r.error(
+                last,
+                f"'- {key}: ...' is missing from '## {section}'",
+                f"add the line '- {key}: ...'",
+            )
     return found
 
 
@@ -196,7 +250,9 @@ def _us(r: _Reader, number: int, value: str, what: str) -> float | None:
     try:
         return parse_us(value)
     except ValueError as exc:
-        raise r.error(number, f"{what}: {_short(value)!r} is not a latency", f"{exc}, e.g. '12.34 us'") from None
+        raise r.error(
+            number, f"{what}: {_short(value)!r} is not a latency", f"{exc}, e.g. '12.34 us'"
+        ) from None
 
 
 def _pct(r: _Reader, number: int, value: str, what: str) -> float | None:
@@ -208,36 +264,66 @@ def _pct(r: _Reader, number: int, value: str, what: str) -> float | None:
 
 def _rows(r: _Reader, lines: list[tuple[int, str]]) -> list[LogRow]:
     if not lines:
-        raise r.error(None, "the 迭代记录 table header is missing", "add '| " + " | ".join(TABLE_HEADER) + " |'")
+        raise r.error(
+            None,
+            "the 迭代记录 table header is missing",
+            "add '| " + " | ".join(TABLE_HEADER) + " |'",
+        )
     number, text = lines[0]
     header = _cells(text)
     if header is None or tuple(header) not in (TABLE_HEADER, TABLE_HEADER + EXTRA_HEADER):
-        raise r.error(number, f"table header is {_short(text)!r}",
-                      "use '| " + " | ".join(TABLE_HEADER + EXTRA_HEADER) + " |' (or the seed's first five columns)")
+        raise r.error(
+            number,
+            f"table header is {_short(text)!r}",
+            "use '| "
+            + " | ".join(TABLE_HEADER + EXTRA_HEADER)
+            + " |' (or the seed's first five columns)",
+        )
     width = len(header)
     if len(lines) < 2 or not is_separator_row(_cells(lines[1][1]) or []):
-        raise r.error(lines[1][0] if len(lines) > 1 else number, "the table separator row is missing",
-                      f"put '{_SEPARATOR}' under the header")
+        raise r.error(
+            lines[1][0] if len(lines) > 1 else number,
+            "the table separator row is missing",
+            f"put '{_SEPARATOR}' under the header",
+        )
     rows: list[LogRow] = []
     for number, text in lines[2:]:
         cells = _cells(text)
         if cells is None or len(cells) != width:
-            raise r.error(number, f"table row needs {width} cells, got {_short(text, 80)!r}",
-                          "write '| <iter> | <策略> | <latency> | <提升> | <精度> |"
-                          + (" <verdict> | <reason> |" if width > len(TABLE_HEADER) else "")
-                          + "' and escape '|' in text as '\\|'")
-        it, strategy, latency, gain, accuracy = cells[:len(TABLE_HEADER)]
-        verdict, reason = (cells[len(TABLE_HEADER):] + ["-", "-"])[:2]
+            raise r.error(
+                number,
+                f"table row needs {width} cells, got {_short(text, 80)!r}",
+                "write '| <iter> | <策略> | <latency> | <提升> | <精度> |"
+                + (" <verdict> | <reason> |" if width > len(TABLE_HEADER) else "")
+                + "' and escape '|' in text as '\\|'",
+            )
+        it, strategy, latency, gain, accuracy = cells[: len(TABLE_HEADER)]
+        verdict, reason = (cells[len(TABLE_HEADER) :] + ["-", "-"])[:2]
         if not _ITER.fullmatch(it):
-            raise r.error(number, f"iter {it[:20]!r} is not a whole number (up to 9 digits)",
-                          "write the iteration number, e.g. '3'")
+            raise r.error(
+                number,
+                f"iter {it[:20]!r} is not a whole number (up to 9 digits)",
+                "write the iteration number, e.g. '3'",
+            )
         if any(row.iter == int(it) for row in rows):
             raise r.error(number, f"iter {it} appears twice", "keep one row per iteration")
         if accuracy not in ACCURACY_VALUES:
-            raise r.error(number, f"精度 {accuracy!r} is not valid", f"use one of: {', '.join(ACCURACY_VALUES)}")
-        rows.append(LogRow(int(it), strategy, _us(r, number, latency, "latency(us)"),
-                           _pct(r, number, gain, "提升"), accuracy,  # type: ignore[arg-type]
-                           None if verdict == "-" else verdict, None if reason == "-" else reason))
+            raise r.error(
+                number,
+                f"精度 {accuracy!r} is not valid",
+                f"use one of: {', '.join(ACCURACY_VALUES)}",
+            )
+        rows.append(
+            LogRow(
+                int(it),
+                strategy,
+                _us(r, number, latency, "latency(us)"),
+                _pct(r, number, gain, "提升"),
+                accuracy,  # type: ignore[arg-type]
+                None if verdict == "-" else verdict,
+                None if reason == "-" else reason,
+            )
+        )
     return rows
 
 
@@ -250,15 +336,27 @@ def parse_opt_log(text: str, source: str = "opt_log.md") -> OptLog:
     rows = _rows(r, sections[SEC_ITERS])
     conclusion = None
     if SEC_CONCLUSION in sections:
-        c = _bullets(r, SEC_CONCLUSION, sections[SEC_CONCLUSION], ("最优版本", "最终 latency", "总提升", "中止原因"))
+        c = _bullets(
+            r,
+            SEC_CONCLUSION,
+            sections[SEC_CONCLUSION],
+            ("最优版本", "最终 latency", "总提升", "中止原因"),
+        )
         number, best = c["最优版本"]
         m = _BEST.match(best)
         if not m or not m.group(1):
-            raise r.error(number, f"最优版本 {_short(best)!r} is not '<file> (iter N)' or '<file> (baseline)'",
-                          "write e.g. 'rms_norm.py (iter 3)'")
+            raise r.error(
+                number,
+                f"最优版本 {_short(best)!r} is not '<file> (iter N)' or '<file> (baseline)'",
+                "write e.g. 'rms_norm.py (iter 3)'",
+            )
         number, reason = c["中止原因"]
         if reason not in STOP_REASONS:
-            raise r.error(number, f"中止原因 {reason!r} is not valid", f"use one of: {' / '.join(STOP_REASONS)}")
+            raise r.error(
+                number,
+                f"中止原因 {reason!r} is not valid",
+                f"use one of: {' / '.join(STOP_REASONS)}",
+            )
         conclusion = Conclusion(
             best_source=m.group(1),
             best_iter=int(m.group(2)) if m.group(2) else None,
@@ -266,4 +364,10 @@ def parse_opt_log(text: str, source: str = "opt_log.md") -> OptLog:
             total_gain_pct=_pct(r, *c["总提升"], "总提升"),
             stop_reason=reason,
         )
-    return OptLog(op=op, baseline_us=baseline_us, baseline_source=base["来源"][1], rows=rows, conclusion=conclusion)
+    return OptLog(
+        op=op,
+        baseline_us=baseline_us,
+        baseline_source=base["来源"][1],
+        rows=rows,
+        conclusion=conclusion,
+    )

@@ -21,7 +21,13 @@ def iteration_table(rows: list[LogRow], links: dict[int, dict[str, str]] | None 
     header = list(HEADER) + (["links"] if links is not None else [])
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for row in rows:
-        cells = [str(row.iter), escape_cell(row.strategy), fmt_us(row.latency_us), fmt_pct(row.gain_pct), row.accuracy]
+        cells = [
+            str(row.iter),
+            escape_cell(row.strategy),
+            fmt_us(row.latency_us),
+            fmt_pct(row.gain_pct),
+            row.accuracy,
+        ]
         if links is not None:
             found = links.get(row.iter, {})
             cells.append(" · ".join(_link(k, v) for k, v in found.items()) if found else "-")

@@ -17,8 +17,19 @@ from bot.record.opt_log import STOP_REASONS
 HEADING = "## Stage Result"
 NONE = "none"
 KEYS: tuple[str, ...] = (
-    "stage", "project", "operator", "output", "verdict", "iterations", "baseline_latency",
-    "final_latency", "improvement", "stop_reason", "skills_consulted", "summary", "issues",
+    "stage",
+    "project",
+    "operator",
+    "output",
+    "verdict",
+    "iterations",
+    "baseline_latency",
+    "final_latency",
+    "improvement",
+    "stop_reason",
+    "skills_consulted",
+    "summary",
+    "issues",
 )
 
 
@@ -52,16 +63,23 @@ class CompletionReport:
         if self.stop_reason not in STOP_REASONS:
             raise ValueError(f"stop_reason must be one of {STOP_REASONS}, got {self.stop_reason!r}")
         self.issues = _issues_text(self.issues)
-        self.skills_consulted = [one_line(p) for p in self.skills_consulted if one_line(p).lower() != NONE]
+        self.skills_consulted = [
+            one_line(p) for p in self.skills_consulted if one_line(p).lower() != NONE
+        ]
         for path in self.skills_consulted:
             if "," in path or not path:
-                raise ValueError(f"skills_consulted entry {path!r} must be a non-empty path without commas")
+                raise ValueError(
+                    f"skills_consulted entry {path!r} must be a non-empty path without commas"
+                )
 
 
 def _issues_text(issues: str | list[str]) -> str:
     if isinstance(issues, str):
         issues = [issues]
-    return "; ".join(one_line(i) for i in issues if one_line(i) and one_line(i).lower() != NONE) or NONE
+    return (
+        "; ".join(one_line(i) for i in issues if one_line(i) and one_line(i).lower() != NONE)
+        or NONE
+    )
 
 
 def render_report(report: CompletionReport) -> str:
@@ -97,7 +115,9 @@ def parse_report(text: str, source: str = "completion report") -> CompletionRepo
     lines = text.splitlines()
     start = next((i for i, raw in enumerate(lines) if raw.strip() == HEADING), None)
     if start is None:
-        raise error(None, f"'{HEADING}' heading not found", f"the report starts with a '{HEADING}' line")
+        raise error(
+            None, f"'{HEADING}' heading not found", f"the report starts with a '{HEADING}' line"
+        )
     found: dict[str, tuple[int, str]] = {}
     for i in range(start + 1, len(lines)):
         number, raw = i + 1, lines[i].strip()
@@ -107,7 +127,11 @@ def parse_report(text: str, source: str = "completion report") -> CompletionRepo
             break
         m = _BULLET.match(raw)
         if not m:
-            raise error(number, f"expected '- <key>: <value>', got {raw!r}", f"use the keys: {', '.join(KEYS)}")
+            raise error(
+                number,
+                f"expected '- <key>: <value>', got {raw!r}",
+                f"use the keys: {', '.join(KEYS)}",
+            )
         key, value = m.group(1), m.group(2)
         if key not in KEYS:
             raise error(number, f"unknown key '{key}'", f"use the keys: {', '.join(KEYS)}")
@@ -121,7 +145,9 @@ def parse_report(text: str, source: str = "completion report") -> CompletionRepo
     def integer(key: str) -> int:
         number, value = found[key]
         if not value.isdigit():
-            raise error(number, f"{key} {value!r} is not a whole number", f"write e.g. '- {key}: 4'")
+            raise error(
+                number, f"{key} {value!r} is not a whole number", f"write e.g. '- {key}: 4'"
+            )
         return int(value)
 
     def latency(key: str) -> float | None:
@@ -129,7 +155,9 @@ def parse_report(text: str, source: str = "completion report") -> CompletionRepo
         try:
             return parse_us(value)
         except ValueError as exc:
-            raise error(number, f"{key} {value!r} is not a latency", f"{exc}, e.g. '12.34 us'") from None
+            raise error(
+                number, f"{key} {value!r} is not a latency", f"{exc}, e.g. '12.34 us'"
+            ) from None
 
     number, improvement = found["improvement"]
     try:
@@ -138,9 +166,17 @@ def parse_report(text: str, source: str = "completion report") -> CompletionRepo
         raise error(number, f"improvement {improvement!r} is not a percentage", str(exc)) from None
     number, reason = found["stop_reason"]
     if reason not in STOP_REASONS:
-        raise error(number, f"stop_reason {reason!r} is not valid", f"use one of: {' / '.join(STOP_REASONS)}")
+        raise error(
+            number,
+            f"stop_reason {reason!r} is not valid",
+            f"use one of: {' / '.join(STOP_REASONS)}",
+        )
     skills_text = found["skills_consulted"][1]
-    skills = [] if skills_text.lower() == NONE else [p.strip() for p in skills_text.split(",") if p.strip()]
+    skills = (
+        []
+        if skills_text.lower() == NONE
+        else [p.strip() for p in skills_text.split(",") if p.strip()]
+    )
     return CompletionReport(
         project=found["project"][1],
         operator=found["operator"][1],

@@ -51,8 +51,10 @@ class ResultsLog:
         try:
             line = json.dumps(record, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"record '{key}' is not plain JSON (convert dataclasses with asdict; "
-                             f"no NaN/inf): {exc}") from None
+            raise ValueError(
+                f"record '{key}' is not plain JSON (convert dataclasses with asdict; "
+                f"no NaN/inf): {exc}"
+            ) from None
         data = line.encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
@@ -85,7 +87,9 @@ class ResultsLog:
             return []
         try:
             fd, repair = os.open(self.path, os.O_RDWR), True
-        except PermissionError:  # a read-only copy (e.g. the one in a delivery branch): read, never repair
+        except (
+            PermissionError
+        ):  # a read-only copy (e.g. the one in a delivery branch): read, never repair
             fd, repair = os.open(self.path, os.O_RDONLY), False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if repair else fcntl.LOCK_SH)
@@ -107,8 +111,11 @@ class ResultsLog:
         repairing) a torn tail first; everything again if the file was replaced or rewritten."""
         st = os.stat(self.path)
         same_file = self._ident is not None and self._ident[:2] == (st.st_dev, st.st_ino)
-        if not same_file or st.st_size < self._offset or (
-                st.st_size == self._offset and st.st_mtime_ns != self._ident[2]):  # type: ignore[index]
+        if (
+            not same_file
+            or st.st_size < self._offset
+            or (st.st_size == self._offset and st.st_mtime_ns != self._ident[2])
+        ):  # type: ignore[index]
             self._forget()
         with open(self.path, "rb") as f:
             f.seek(self._offset)
@@ -127,12 +134,20 @@ class ResultsLog:
                 record = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 self._forget()
-                raise RecordFormatError(str(self.path), number, f"line is not valid JSON ({exc})",
-                                        "remove or fix that line, or start over with --restart") from None
+                raise RecordFormatError(
+                    str(self.path),
+                    number,
+                    f"line is not valid JSON ({exc})",
+                    "remove or fix that line, or start over with --restart",
+                ) from None
             if not isinstance(record, dict) or not isinstance(record.get("key"), str):
                 self._forget()
-                raise RecordFormatError(str(self.path), number, "line is not a record with a string 'key'",
-                                        "remove or fix that line, or start over with --restart")
+                raise RecordFormatError(
+                    str(self.path),
+                    number,
+                    "line is not a record with a string 'key'",
+                    "remove or fix that line, or start over with --restart",
+                )
             records.append(record)
             keys.append(record["key"])
         self._records.extend(records)

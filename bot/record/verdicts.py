@@ -33,8 +33,13 @@ STOP_REASON_EN: dict[str, str] = {
 }
 
 
-def stop_reason_text(reason: str, *, max_iters: int | None = None, patience: int | None = None,
-                     target_us: float | None = None) -> str:
+def stop_reason_text(
+    reason: str,
+    *,
+    max_iters: int | None = None,
+    patience: int | None = None,
+    target_us: float | None = None,
+) -> str:
     """'连续无提升 (no gain from 3 different things tried)': the seed's term with its English meaning."""
     english = STOP_REASON_EN.get(reason)
     if english is None:

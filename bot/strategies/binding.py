@@ -34,7 +34,9 @@ from bot.strategies.source import bool_value, dotted, int_value, line_of, parse
 class Site:
     """The literal that sets a knob's effective value."""
 
-    name: str  # the name the literal is written under (constant, parameter, argparse dest, dict key)
+    name: (
+        str  # the name the literal is written under (constant, parameter, argparse dest, dict key)
+    )
     kind: str  # constant | local | default | keyword | positional | argparse | dict
     line: int
     value: int | bool
@@ -51,11 +53,17 @@ class Function:
     parents: tuple[Function, ...]  # enclosing functions, outermost first
     params: list[str]  # positional parameters in order
     defaults: dict[str, cst.BaseExpression]
-    assigns: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)  # direct body, name -> values
-    loads: set[str] = field(default_factory=set)  # every Name loaded anywhere inside (nested included)
+    assigns: dict[str, list[cst.BaseExpression]] = field(
+        default_factory=dict
+    )  # direct body, name -> values
+    loads: set[str] = field(
+        default_factory=set
+    )  # every Name loaded anywhere inside (nested included)
     prim_funcs: list[cst.FunctionDef] = field(default_factory=list)  # directly nested @T.prim_func
     asserts: list[cst.Assert] = field(default_factory=list)  # direct body
-    returns: list[str] = field(default_factory=list)  # names returned (`return _func`: an inner factory)
+    returns: list[str] = field(
+        default_factory=list
+    )  # names returned (`return _func`: an inner factory)
 
     @property
     def chain(self) -> tuple[Function, ...]:
@@ -69,8 +77,12 @@ class Call:
 
 
 def _is_prim_func(fn: cst.FunctionDef) -> bool:
-    return any(dotted(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func)
-               .endswith("prim_func") for d in fn.decorators)
+    return any(
+        dotted(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func).endswith(
+            "prim_func"
+        )
+        for d in fn.decorators
+    )
 
 
 class _Loads(cst.CSTVisitor):
@@ -93,8 +105,11 @@ def _simple_targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
         t = target.target
         if isinstance(t, cst.Name):
             out.append((t.value, stmt.value))
-        elif isinstance(t, cst.Tuple) and isinstance(stmt.value, cst.Tuple) \
-                and len(t.elements) == len(stmt.value.elements):
+        elif (
+            isinstance(t, cst.Tuple)
+            and isinstance(stmt.value, cst.Tuple)
+            and len(t.elements) == len(stmt.value.elements)
+        ):
             for te, ve in zip(t.elements, stmt.value.elements):
                 if isinstance(te.value, cst.Name):
                     out.append((te.value.value, ve.value))
@@ -113,8 +128,11 @@ class _Collector(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         p = node.params
         params = [x.name.value for x in (*p.posonly_params, *p.params)]
-        defaults = {x.name.value: x.default for x in (*p.posonly_params, *p.params, *p.kwonly_params)
-                    if x.default is not None}
+        defaults = {
+            x.name.value: x.default
+            for x in (*p.posonly_params, *p.params, *p.kwonly_params)
+            if x.default is not None
+        }
         fn = Function(node, node.name.value, tuple(self.stack), params, defaults)
         fn.loads = _names_in(node.body)
         if self.stack and _is_prim_func(node):
@@ -169,7 +187,8 @@ class _Collector(cst.CSTVisitor):
         value = _literal(default)
         if dest and default is not None and value is not None:
             self.argparse.setdefault(str(dest), []).append(
-                Site(str(dest), "argparse", line_of(self.wrapper, default), value, default))
+                Site(str(dest), "argparse", line_of(self.wrapper, default), value, default)
+            )
 
 
 def _literal(node: cst.BaseExpression | None) -> int | bool | None:
@@ -196,8 +215,11 @@ class Facts:
     def chain_at(self, line: int) -> tuple[Function, ...]:
         """The functions enclosing source line `line`, outermost first (() at module level)."""
         positions = self.wrapper.resolve(PositionProvider)
-        inside = [fn for fn in self.functions
-                  if positions[fn.node].start.line <= line <= positions[fn.node].end.line]
+        inside = [
+            fn
+            for fn in self.functions
+            if positions[fn.node].start.line <= line <= positions[fn.node].end.line
+        ]
         return max((fn.chain for fn in inside), key=len, default=())
 
 
@@ -211,6 +233,7 @@ def facts(source: str) -> Facts:
 
 
 # ------------------------------------------------------------------ resolution
+
 
 @dataclass(frozen=True)
 class Resolution:
@@ -255,11 +278,19 @@ class Resolver:
             return self.expr(values[0], (), depth + 1, name, "constant")
         return _unresolved(f"'{name}' is not bound in this module")
 
-    def expr(self, node: cst.BaseExpression, chain: tuple[Function, ...], depth: int, name: str, kind: str
-             ) -> Resolution:
+    def expr(
+        self,
+        node: cst.BaseExpression,
+        chain: tuple[Function, ...],
+        depth: int,
+        name: str,
+        kind: str,
+    ) -> Resolution:
         value = _literal(node)
         if value is not None:
-            return Resolution(Site(name, kind, self.f.line(node), value, node), value, (f"{kind} {name}",))
+            return Resolution(
+                Site(name, kind, self.f.line(node), value, node), value, (f"{kind} {name}",)
+            )
         if isinstance(node, cst.Name) and node.value not in ("None",):
             r = self.name(node.value, chain, depth + 1)
             return Resolution(r.site, r.value, (f"{name} = {node.value}", *r.path), r.problem)
@@ -267,13 +298,23 @@ class Resolver:
             sites = self.f.argparse.get(node.attr.value)
             if sites:
                 if len(sites) > 1:
-                    return _unresolved(f"argparse option --{node.attr.value} is declared {len(sites)} times")
-                return Resolution(sites[0], sites[0].value, (f"{name} = {dotted(node)}", "argparse default"))
+                    return _unresolved(
+                        f"argparse option --{node.attr.value} is declared {len(sites)} times"
+                    )
+                return Resolution(
+                    sites[0], sites[0].value, (f"{name} = {dotted(node)}", "argparse default")
+                )
         computed = evaluate(node, Env(self, chain, depth + 1))
         if computed is not None:
-            return Resolution(None, computed, (f"{name} computed",),
-                              f"'{name}' is computed at line {self.f.line(node)}, not set by a literal")
-        return _unresolved(f"'{name}' is set by an expression at line {self.f.line(node)}, not by a literal")
+            return Resolution(
+                None,
+                computed,
+                (f"{name} computed",),
+                f"'{name}' is computed at line {self.f.line(node)}, not set by a literal",
+            )
+        return _unresolved(
+            f"'{name}' is set by an expression at line {self.f.line(node)}, not by a literal"
+        )
 
     def param(self, fn: Function, name: str, depth: int) -> Resolution:
         """A parameter: its call sites (by the function's name), else its default."""
@@ -284,20 +325,27 @@ class Resolver:
             bound = self._bound_by(call, fn, name)
             if bound is None:
                 continue
-            found.append(self.expr(bound[0], call.scope, depth + 1, name, bound[1]) if bound[1] != "dict"
-                          else self._dict_entry(bound[0], call.scope, name, depth + 1))
+            found.append(
+                self.expr(bound[0], call.scope, depth + 1, name, bound[1])
+                if bound[1] != "dict"
+                else self._dict_entry(bound[0], call.scope, name, depth + 1)
+            )
         if found:
             nodes = {id(r.site.node) if r.site else None for r in found}
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
                 r = found[0]
                 return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
             lines = sorted({r.site.line for r in found if r.site})
-            return _unresolved(f"'{name}' of {fn.name}() is bound at {len(found)} call sites"
-                               f"{' (lines ' + ', '.join(map(str, lines)) + ')' if lines else ''}; "
-                               f"one change cannot pick one")
+            return _unresolved(
+                f"'{name}' of {fn.name}() is bound at {len(found)} call sites"
+                f"{' (lines ' + ', '.join(map(str, lines)) + ')' if lines else ''}; "
+                f"one change cannot pick one"
+            )
         if name in fn.defaults:
             return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
-        return _unresolved(f"'{name}' of {fn.name}() has no default and no call site in this file binds it")
+        return _unresolved(
+            f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
+        )
 
     def _calls(self, call: Call, fn: Function) -> bool:
         """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`."""
@@ -312,11 +360,17 @@ class Resolver:
             values = scope.assigns.get(func.value)
             if values:
                 v = values[0]
-                return len(values) == 1 and isinstance(v, cst.Call) and isinstance(v.func, cst.Name) \
+                return (
+                    len(values) == 1
+                    and isinstance(v, cst.Call)
+                    and isinstance(v.func, cst.Name)
                     and v.func.value == fn.parents[-1].name
+                )
         return False
 
-    def _bound_by(self, call: Call, fn: Function, name: str) -> tuple[cst.BaseExpression, str] | None:
+    def _bound_by(
+        self, call: Call, fn: Function, name: str
+    ) -> tuple[cst.BaseExpression, str] | None:
         positional = 0
         for arg in call.node.args:
             if arg.keyword is not None:
@@ -324,7 +378,9 @@ class Resolver:
                     return arg.value, "keyword"
                 continue
             if arg.star == "**":
-                if isinstance(arg.value, cst.Name) and self._dict_has(arg.value.value, call.scope, name):
+                if isinstance(arg.value, cst.Name) and self._dict_has(
+                    arg.value.value, call.scope, name
+                ):
                     return arg.value, "dict"
                 continue
             if arg.star == "*":
@@ -346,17 +402,25 @@ class Resolver:
 
     def _dict_has(self, var: str, chain: tuple[Function, ...], key: str) -> bool:
         d = self._dict_literal(var, chain)
-        return d is not None and any(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
-                                     and e.key.evaluated_value == key for e in d.elements)
+        return d is not None and any(
+            isinstance(e, cst.DictElement)
+            and isinstance(e.key, cst.SimpleString)
+            and e.key.evaluated_value == key
+            for e in d.elements
+        )
 
-    def _dict_entry(self, node: cst.BaseExpression, chain: tuple[Function, ...], name: str, depth: int
-                    ) -> Resolution:
+    def _dict_entry(
+        self, node: cst.BaseExpression, chain: tuple[Function, ...], name: str, depth: int
+    ) -> Resolution:
         assert isinstance(node, cst.Name)
         d = self._dict_literal(node.value, chain)
         assert d is not None
         for e in d.elements:
-            if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) \
-                    and e.key.evaluated_value == name:
+            if (
+                isinstance(e, cst.DictElement)
+                and isinstance(e.key, cst.SimpleString)
+                and e.key.evaluated_value == name
+            ):
                 r = self.expr(e.value, chain, depth, name, "dict")
                 return Resolution(r.site, r.value, (f"**{node.value}", *r.path), r.problem)
         return _unresolved(f"'{name}' is not in dict '{node.value}'")
@@ -364,11 +428,17 @@ class Resolver:
 
 # ------------------------------------------------------------------ evaluation
 
+
 class Env:
     """Values of names in a scope, resolved lazily; `overrides` pins knob values."""
 
-    def __init__(self, resolver: Resolver, chain: tuple[Function, ...], depth: int = 0,
-                 overrides: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        resolver: Resolver,
+        chain: tuple[Function, ...],
+        depth: int = 0,
+        overrides: dict[str, int] | None = None,
+    ) -> None:
         self.resolver, self.chain, self.depth = resolver, chain, depth
         self.overrides = dict(overrides or {})
 
@@ -394,13 +464,19 @@ class Env:
 
 
 _BINOPS = {
-    cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
-    cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b,
-    cst.Power: lambda a, b: a ** b if 0 <= b <= 64 else None,
+    cst.Add: lambda a, b: a + b,
+    cst.Subtract: lambda a, b: a - b,
+    cst.Multiply: lambda a, b: a * b,
+    cst.FloorDivide: lambda a, b: a // b,
+    cst.Modulo: lambda a, b: a % b,
+    cst.Power: lambda a, b: a**b if 0 <= b <= 64 else None,
 }
 _CMPS = {
-    cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
-    cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThan: lambda a, b: a > b,
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b,
     cst.GreaterThanEqual: lambda a, b: a >= b,
 }
 CEILDIV = ("ceildiv", "cdiv")
@@ -421,8 +497,13 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
     if isinstance(node, cst.Name):
         return env.get(node.value)
     if isinstance(node, cst.Attribute):
-        return env.get(node.attr.value) if isinstance(node.value, cst.Name) and \
-            node.attr.value in env.resolver.f.argparse and node.value.value not in ("T", "tl", "tilelang") else None
+        return (
+            env.get(node.attr.value)
+            if isinstance(node.value, cst.Name)
+            and node.attr.value in env.resolver.f.argparse
+            and node.value.value not in ("T", "tl", "tilelang")
+            else None
+        )
     if isinstance(node, cst.UnaryOperation):
         v = _eval(node.expression, env)
         if v is None:
@@ -452,8 +533,14 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
     if isinstance(node, cst.BooleanOperation):
         a, b = _eval(node.left, env), _eval(node.right, env)
         if isinstance(node.operator, cst.And):
-            return False if a is False or b is False else (None if a is None or b is None else bool(a and b))
-        return True if a is True or b is True else (None if a is None or b is None else bool(a or b))
+            return (
+                False
+                if a is False or b is False
+                else (None if a is None or b is None else bool(a and b))
+            )
+        return (
+            True if a is True or b is True else (None if a is None or b is None else bool(a or b))
+        )
     if isinstance(node, cst.Call):
         return _eval_call(node, env)
     return None
@@ -474,14 +561,19 @@ def _eval_call(node: cst.Call, env: Env) -> object:
         return (max if short == "max" else min)(values)  # type: ignore[type-var]
     if name == "math.gcd" and len(values) == 2:
         import math
+
         return math.gcd(*values)  # type: ignore[arg-type]
     # a module helper whose body is `return <expr>` (e.g. an align-up)
     for fn in env.resolver.by_name.get(name, []):
         if fn.parents or len(fn.params) != len(values):
             continue
         body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
-        if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) \
-                and isinstance(body[0].body[0], cst.Return) and body[0].body[0].value is not None:
+        if (
+            len(body) == 1
+            and isinstance(body[0], cst.SimpleStatementLine)
+            and isinstance(body[0].body[0], cst.Return)
+            and body[0].body[0].value is not None
+        ):
             inner = Env(env.resolver, (), env.depth + 1, dict(zip(fn.params, values)))  # type: ignore[arg-type]
             return _eval(body[0].body[0].value, inner)
     return None

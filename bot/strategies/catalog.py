@@ -135,7 +135,9 @@ def markdown_table() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for s in CATALOG:
-        gain = "style only, no expected gain" if s.gain is None else f"{s.gain[0]:.0%}-{s.gain[1]:.0%}"
+        gain = (
+            "style only, no expected gain" if s.gain is None else f"{s.gain[0]:.0%}-{s.gain[1]:.0%}"
+        )
         lines.append(
             f"| `{s.id}` | {s.title} | {s.when} | {gain} | {', '.join(s.kinds)} | {s.priority} | {s.applied} |"
         )

@@ -47,7 +47,6 @@ class _Rules(cst.CSTVisitor):
         self.tails = False
         self.iterators = _iterators(f)
 
-
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         fn = self.by_node.get(id(node))
         if fn is not None and (not self.stack or self.stack[-1] is not fn):
@@ -66,9 +65,12 @@ class _Rules(cst.CSTVisitor):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         left = node.left
-        if isinstance(node.operator, (cst.FloorDivide, cst.Modulo)) and self._is_knob(node.right) \
-                and isinstance(left, (cst.Name, cst.Integer, cst.Attribute)) \
-                and not (isinstance(left, cst.Name) and left.value in self.iterators):
+        if (
+            isinstance(node.operator, (cst.FloorDivide, cst.Modulo))
+            and self._is_knob(node.right)
+            and isinstance(left, (cst.Name, cst.Integer, cst.Attribute))
+            and not (isinstance(left, cst.Name) and left.value in self.iterators)
+        ):
             self.rules.append(self._rule("exact", node.left, node))
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -121,8 +123,12 @@ def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
         changed = False
         for fn in scopes:
             for local, values in fn.assigns.items():
-                if local not in names and len(values) == 1 and isinstance(values[0], cst.Name) \
-                        and values[0].value in names:
+                if (
+                    local not in names
+                    and len(values) == 1
+                    and isinstance(values[0], cst.Name)
+                    and values[0].value in names
+                ):
                     names.add(local)
                     changed = True
     return names
@@ -154,34 +160,44 @@ class Constraints:
 
     def _check(self, rule: Rule, value: int, current: int | None) -> str | None:
         if rule.kind == "assert":
-            now = evaluate(rule.node, self._env(rule.chain, current)) if current is not None else None
+            now = (
+                evaluate(rule.node, self._env(rule.chain, current)) if current is not None else None
+            )
             if now is False:
                 return None  # the kernel's own assert already fails: not ours to judge
             if evaluate(rule.node, self._env(rule.chain, value)) is False:
                 return f"{self.name}={value} breaks the kernel's assert at line {rule.line}: `{rule.text}`"
             return None
-        extent = evaluate(rule.node, self._env(rule.chain, current if current is not None else value))
+        extent = evaluate(
+            rule.node, self._env(rule.chain, current if current is not None else value)
+        )
         if isinstance(extent, bool) or (extent is not None and not isinstance(extent, int)):
             return None
         if rule.kind == "exact":
             if extent is None:
                 if current and current % value != 0:
-                    return (f"{self.name}={value}: `{rule.text}` (line {rule.line}) needs full tiles and its "
-                            f"extent is not known in this file; only divisors of the current {current} are safe")
+                    return (
+                        f"{self.name}={value}: `{rule.text}` (line {rule.line}) needs full tiles and its "
+                        f"extent is not known in this file; only divisors of the current {current} are safe"
+                    )
                 return None
             if current and extent % current != 0:
                 return None  # the current value does not divide it either: not a requirement here
             if extent % value != 0:
-                return (f"{self.name}={value} does not divide {extent} "
-                        f"(`{rule.text}` at line {rule.line} needs full tiles)")
+                return (
+                    f"{self.name}={value} does not divide {extent} "
+                    f"(`{rule.text}` at line {rule.line} needs full tiles)"
+                )
             return None
         if rule.kind == "equal":
             target = extent if extent is not None else current
             if target is not None and current is not None and current != target:
                 return None
             if target is not None and value != target:
-                return (f"{self.name}={value}: the loop over {self.name}-sized tiles indexes `{rule.text}` "
-                        f"(line {rule.line}), laid out in groups of {target}")
+                return (
+                    f"{self.name}={value}: the loop over {self.name}-sized tiles indexes `{rule.text}` "
+                    f"(line {rule.line}), laid out in groups of {target}"
+                )
             return None
         if rule.kind == "cap" and extent is not None:
             if current and current > extent:
@@ -191,8 +207,9 @@ class Constraints:
         return None
 
 
-def constraints_for(f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function]]
-                    ) -> Constraints:
+def constraints_for(
+    f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function]]
+) -> Constraints:
     """Rules for `name` as read by each (owner, factory): owner holds the name, factory the prim_func."""
     rules: list[Rule] = []
     all_aliases: set[str] = set()
@@ -205,11 +222,15 @@ def constraints_for(f: Facts, resolver: Resolver, name: str, owners: list[tuple[
         root.node.visit(v)
         rules.extend(v.rules)
         rules.extend(_group_rules(f, factory, aliases))
-        rules.extend(Rule("cap" if v.tails else "exact", r.node, r.chain, r.line, r.text) for r in v.ceil)
+        rules.extend(
+            Rule("cap" if v.tails else "exact", r.node, r.chain, r.line, r.text) for r in v.ceil
+        )
     return Constraints(name, frozenset(all_aliases), rules, resolver)
 
 
-def _ceildiv_args(node: cst.BaseExpression | None) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+def _ceildiv_args(
+    node: cst.BaseExpression | None,
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] in CEILDIV:
         args = [a.value for a in node.args if a.keyword is None]
         if len(args) == 2:
@@ -230,8 +251,12 @@ def _group_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
         tensors: dict[str, list[cst.BaseExpression]] = {}
         for p in pf.params.params:
             ann = p.annotation.annotation if p.annotation else None
-            if isinstance(ann, cst.Call) and dotted(ann.func).endswith("Tensor") and ann.args \
-                    and isinstance(ann.args[0].value, (cst.Tuple, cst.List)):
+            if (
+                isinstance(ann, cst.Call)
+                and dotted(ann.func).endswith("Tensor")
+                and ann.args
+                and isinstance(ann.args[0].value, (cst.Tuple, cst.List))
+            ):
                 tensors[p.name.value] = [e.value for e in ann.args[0].value.elements]
         locals_: dict[str, list[cst.BaseExpression]] = {}
         for fn in chain:  # innermost wins
@@ -252,7 +277,11 @@ class _Loops(cst.CSTVisitor):
         self.extents: dict[str, cst.BaseExpression] = {}
 
     def visit_For(self, n: cst.For) -> None:
-        if not isinstance(n.target, cst.Name) or not isinstance(n.iter, cst.Call) or not n.iter.args:
+        if (
+            not isinstance(n.target, cst.Name)
+            or not isinstance(n.iter, cst.Call)
+            or not n.iter.args
+        ):
             return
         extent = n.iter.args[0].value
         if isinstance(extent, cst.Name) and len(self.locals.get(extent.value, [])) == 1:
@@ -265,9 +294,21 @@ class _Loops(cst.CSTVisitor):
 class _GroupIndex(cst.CSTVisitor):
     """`S[.., v]` where v walks knob tiles of X and S's dimension is `T.ceildiv(X, G)`: knob must be G."""
 
-    def __init__(self, f: Facts, tensors: dict[str, list[cst.BaseExpression]],
-                 loops: dict[str, cst.BaseExpression], aliases: set[str], chain: tuple[Function, ...]) -> None:
-        self.f, self.tensors, self.loops, self.aliases, self.chain = f, tensors, loops, aliases, chain
+    def __init__(
+        self,
+        f: Facts,
+        tensors: dict[str, list[cst.BaseExpression]],
+        loops: dict[str, cst.BaseExpression],
+        aliases: set[str],
+        chain: tuple[Function, ...],
+    ) -> None:
+        self.f, self.tensors, self.loops, self.aliases, self.chain = (
+            f,
+            tensors,
+            loops,
+            aliases,
+            chain,
+        )
         self.rules: list[Rule] = []
 
     def visit_Subscript(self, n: cst.Subscript) -> None:
@@ -279,6 +320,9 @@ class _GroupIndex(cst.CSTVisitor):
             if not (isinstance(idx, cst.Name) and idx.value in self.loops) or i >= len(dims):
                 continue
             pair = _ceildiv_args(dims[i])
-            if pair and _code(pair[0]) == _code(self.loops[idx.value]) and not (
-                    isinstance(pair[1], cst.Name) and pair[1].value in self.aliases):
+            if (
+                pair
+                and _code(pair[0]) == _code(self.loops[idx.value])
+                and not (isinstance(pair[1], cst.Name) and pair[1].value in self.aliases)
+            ):
                 self.rules.append(Rule("equal", pair[1], self.chain, self.f.line(n), _code(n)))

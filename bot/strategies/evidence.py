@@ -26,6 +26,8 @@ EVIDENCE_DIR = ".tunebot/evidence"
 def op_evidence_path(project: str, op: str) -> str:
     """The file one op's runs write: `.tunebot/evidence/<project>/<op>.json`."""
     return f"{EVIDENCE_DIR}/{project}/{op}.json"
+
+
 VERSION = 1
 PRIOR_TRIES = 2.0  # pseudo-observations: 1 win in 2 tries (a 50 % prior)
 PRIOR_WINS = 1.0
@@ -67,26 +69,45 @@ class Evidence:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(path, "(file)", f"not valid JSON ({exc.msg} at line {exc.lineno})",
-                              "fix the JSON or delete the file to start the evidence afresh") from None
+            raise ConfigError(
+                path,
+                "(file)",
+                f"not valid JSON ({exc.msg} at line {exc.lineno})",
+                "fix the JSON or delete the file to start the evidence afresh",
+            ) from None
         if not isinstance(data, dict) or not isinstance(data.get("strategies", {}), dict):
-            raise ConfigError(path, "strategies", "must be a mapping strategy -> kind -> tally",
-                              "delete the file to start the evidence afresh")
+            raise ConfigError(
+                path,
+                "strategies",
+                "must be a mapping strategy -> kind -> tally",
+                "delete the file to start the evidence afresh",
+            )
         tallies: dict[tuple[str, str], Tally] = {}
         for strategy, kinds in data.get("strategies", {}).items():
             if not isinstance(kinds, dict):
-                raise ConfigError(path, f"strategies.{strategy}", "must map kernel kinds to tallies",
-                                  "delete the file to start the evidence afresh")
+                raise ConfigError(
+                    path,
+                    f"strategies.{strategy}",
+                    "must map kernel kinds to tallies",
+                    "delete the file to start the evidence afresh",
+                )
             for kind, t in kinds.items():
                 try:
                     tally = Tally(int(t["tries"]), int(t["wins"]), float(t.get("gain_sum", 0.0)))
                 except (KeyError, TypeError, ValueError):
-                    raise ConfigError(path, f"strategies.{strategy}.{kind}",
-                                      "needs integer 'tries' and 'wins' and a number 'gain_sum'",
-                                      "fix the entry or delete the file") from None
+                    raise ConfigError(
+                        path,
+                        f"strategies.{strategy}.{kind}",
+                        "needs integer 'tries' and 'wins' and a number 'gain_sum'",
+                        "fix the entry or delete the file",
+                    ) from None
                 if tally.tries < 0 or not 0 <= tally.wins <= tally.tries:
-                    raise ConfigError(path, f"strategies.{strategy}.{kind}",
-                                      "needs 0 <= wins <= tries", "fix the entry or delete the file")
+                    raise ConfigError(
+                        path,
+                        f"strategies.{strategy}.{kind}",
+                        "needs 0 <= wins <= tries",
+                        "fix the entry or delete the file",
+                    )
                 tallies[(strategy, kind)] = tally
         return cls(tallies)
 
@@ -118,4 +139,7 @@ class Evidence:
         strategies: dict[str, dict[str, dict]] = {}
         for (strategy, kind), t in sorted(self.tallies.items()):
             strategies.setdefault(strategy, {})[kind] = t.to_json()
-        return json.dumps({"version": VERSION, "strategies": strategies}, indent=2, sort_keys=True) + "\n"
+        return (
+            json.dumps({"version": VERSION, "strategies": strategies}, indent=2, sort_keys=True)
+            + "\n"
+        )

@@ -75,6 +75,7 @@ def _live_names(factory: Function, f: Facts) -> set[str]:
     """Names whose value reaches a prim_func body of `factory` (through local assignments)."""
     used: set[str] = set()
     from bot.strategies.binding import _names_in
+
     for pf in factory.prim_funcs:
         used |= _names_in(pf)
     scopes = [fn for fn in f.functions if any(p is c for c in factory.chain for p in fn.chain)]
@@ -92,7 +93,9 @@ def _live_names(factory: Function, f: Facts) -> set[str]:
     return used
 
 
-def _owners(f: Facts, wanted=BLOCK_NAME.match) -> dict[str, list[tuple[Function | None, Function, bool]]]:
+def _owners(
+    f: Facts, wanted=BLOCK_NAME.match
+) -> dict[str, list[tuple[Function | None, Function, bool]]]:
     """name -> (owner, factory, live) for every wanted name a factory chain holds."""
     out: dict[str, list[tuple[Function | None, Function, bool]]] = {}
     for factory in f.factories:
@@ -103,24 +106,39 @@ def _owners(f: Facts, wanted=BLOCK_NAME.match) -> dict[str, list[tuple[Function 
                 if wanted(name):
                     out.setdefault(name, []).append((owner, factory, name in live))
         for name in sorted(live):
-            if wanted(name) and name in f.module_assigns and not any(
-                    name in o.params or name in o.defaults or name in o.assigns for o in factory.chain):
+            if (
+                wanted(name)
+                and name in f.module_assigns
+                and not any(
+                    name in o.params or name in o.defaults or name in o.assigns
+                    for o in factory.chain
+                )
+            ):
                 out.setdefault(name, []).append((None, factory, True))
     return out
 
 
-def _bind(f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function, bool]]
-          ) -> KnobInfo | Dropped:
+def _bind(
+    f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function, bool]]
+) -> KnobInfo | Dropped:
     live = [(o, fac) for o, fac, is_live in owners if is_live]
     if not live:
         where = ", ".join(sorted({f"{fac.name}()" for _, fac, _ in owners}))
-        return Dropped("block_size", name, f"never read by the kernel ({where}): tuning it cannot change anything")
+        return Dropped(
+            "block_size",
+            name,
+            f"never read by the kernel ({where}): tuning it cannot change anything",
+        )
     results = [(o, fac, resolver.name(name, o.chain if o else ())) for o, fac in live]
     sites = {id(r.site.node): r for _, _, r in results if r.site is not None and r.problem is None}
     if len(sites) > 1:
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
-        return Dropped("block_size", name, f"bound at {len(sites)} different places ({lines}) for different "
-                                           f"kernels; one change cannot pick one")
+        return Dropped(
+            "block_size",
+            name,
+            f"bound at {len(sites)} different places ({lines}) for different "
+            f"kernels; one change cannot pick one",
+        )
     if not sites:
         problems = "; ".join(dict.fromkeys(r.problem or "not a literal" for _, _, r in results))
         return Dropped("block_size", name, problems)
@@ -129,7 +147,9 @@ def _bind(f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function |
     assert site is not None
     if isinstance(site.value, bool) or not isinstance(site.value, int):
         return Dropped("block_size", name, f"set to {site.value!r}, not an integer")
-    bound = [(o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node]
+    bound = [
+        (o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node
+    ]
     return KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
 
 
@@ -152,7 +172,9 @@ def inventory(source: str) -> Inventory:
             dropped.append(found)
         elif id(found.site.node) not in taken:  # the same literal under another name is one knob
             if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
-                found.name = found.site.name  # a module constant keeps its own name (BLOCK_M, not block_M)
+                found.name = (
+                    found.site.name
+                )  # a module constant keeps its own name (BLOCK_M, not block_M)
             taken[id(found.site.node)] = found.name
             knobs.append(found)
     _unread_literals(f, taken, dropped)
@@ -185,5 +207,10 @@ def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) ->
     """Block-like argparse options and module constants no kernel factory reads."""
     for dest, sites in f.argparse.items():
         if BLOCK_NAME.match(dest) and not any(id(s.node) in taken for s in sites):
-            dropped.append(Dropped("block_size", dest, f"argparse option at line {sites[0].line} is not passed "
-                                                       f"to any kernel factory"))
+            dropped.append(
+                Dropped(
+                    "block_size",
+                    dest,
+                    f"argparse option at line {sites[0].line} is not passed to any kernel factory",
+                )
+            )

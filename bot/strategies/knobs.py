@@ -43,7 +43,15 @@ from bot.strategies.source import (
 )
 
 # Call sites win over constants, constants over defaults (lower = wins).
-_LEVEL = {"keyword": 0, "positional": 0, "constant": 1, "local": 1, "argparse": 1, "dict": 1, "default": 2}
+_LEVEL = {
+    "keyword": 0,
+    "positional": 0,
+    "constant": 1,
+    "local": 1,
+    "argparse": 1,
+    "dict": 1,
+    "default": 2,
+}
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 
 
@@ -81,7 +89,9 @@ class _SiteFinder(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
         params = node.params
-        self.functions.setdefault(node.name.value, [p.name.value for p in (*params.posonly_params, *params.params)])
+        self.functions.setdefault(
+            node.name.value, [p.name.value for p in (*params.posonly_params, *params.params)]
+        )
         for p in (*params.posonly_params, *params.params, *params.kwonly_params):
             if p.default is not None:
                 self._add(p.name.value, "default", p.default)
@@ -114,7 +124,9 @@ class _SiteFinder(cst.CSTVisitor):
                 if _literal(arg.value) is not None:
                     self._add(arg.keyword.value, "keyword", arg.value)
                 elif isinstance(arg.value, cst.Name):
-                    self.indirect.append((arg.keyword.value, arg.value.value, line_of(self.wrapper, arg.value)))
+                    self.indirect.append(
+                        (arg.keyword.value, arg.value.value, line_of(self.wrapper, arg.value))
+                    )
 
     def finish(self) -> None:
         """Positional call-site arguments of factories defined in this module."""
@@ -128,7 +140,9 @@ class _SiteFinder(cst.CSTVisitor):
                 if _literal(arg.value) is not None:
                     self._add(names[i], "positional", arg.value)
                 elif isinstance(arg.value, cst.Name):
-                    self.indirect.append((names[i], arg.value.value, line_of(self.wrapper, arg.value)))
+                    self.indirect.append(
+                        (names[i], arg.value.value, line_of(self.wrapper, arg.value))
+                    )
 
 
 @lru_cache(maxsize=256)  # the planner asks about the same best source many times per step
@@ -140,8 +154,11 @@ def find_sites(source: str) -> tuple[MetadataWrapper, list[KnobSite], list[tuple
     wrapper.visit(finder)
     finder.finish()
     # `parser.add_argument("--block_M", default=128)`: the option's default is a site of its own
-    finder.sites.extend(KnobSite(s.name, s.kind, s.line, s.value, s.node) for sites in f.argparse.values()
-                        for s in sites)
+    finder.sites.extend(
+        KnobSite(s.name, s.kind, s.line, s.value, s.node)
+        for sites in f.argparse.values()
+        for s in sites
+    )
     return wrapper, finder.sites, finder.indirect
 
 
@@ -166,8 +183,12 @@ def _bound(source: str, name: str) -> KnobSite | str | None:
     return KnobSite(s.name, s.kind, s.line, s.value, s.node)
 
 
-def _choose(name: str, sites: list[KnobSite], indirect: list[tuple[str, str, int]], seen: frozenset = frozenset()
-            ) -> KnobSite | str:
+def _choose(
+    name: str,
+    sites: list[KnobSite],
+    indirect: list[tuple[str, str, int]],
+    seen: frozenset = frozenset(),
+) -> KnobSite | str:
     mine = [s for s in sites if s.name == name]
     # `f(num_stages=num_stages)` only forwards a parameter: not a site of its own.
     bound = [(n, line) for k, n, line in indirect if k == name and n != name]
@@ -179,7 +200,9 @@ def _choose(name: str, sites: list[KnobSite], indirect: list[tuple[str, str, int
         target, line = bound[0]
         if target in seen:
             return f"knob '{name}' is passed as '{target}' (line {line}) in a cycle of names"
-        found = _choose(target, [s for s in sites if s.kind in ("constant", "local")], [], seen | {name})
+        found = _choose(
+            target, [s for s in sites if s.kind in ("constant", "local")], [], seen | {name}
+        )
         if isinstance(found, str):
             return f"knob '{name}' is passed as '{target}' (line {line}), which is not a single integer constant"
         return found
@@ -256,8 +279,9 @@ def kernel_violation(source: str, name: str, value: int) -> str | None:
 
 
 @lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
-def set_knob(source: str, knob: Knob, new: int | bool, strategy: str | None = None, name: str = "kernel.py"
-             ) -> Variant | Refusal:
+def set_knob(
+    source: str, knob: Knob, new: int | bool, strategy: str | None = None, name: str = "kernel.py"
+) -> Variant | Refusal:
     """Set knob `knob.name` to `new` at its one effective site."""
     strategy = strategy or knob.strategy
     try:
@@ -274,7 +298,12 @@ def set_knob(source: str, knob: Knob, new: int | bool, strategy: str | None = No
     if site.value == new and type(site.value) is type(new):
         return Refusal((f"{knob.name} is already {new}",), strategy=strategy)
     label = knob.name if site.name == knob.name else f"{knob.name} (via {site.name})"
-    change = Change(strategy=strategy, description=f"{label}: {site.value} -> {new} ({site.where()})",
-                    knob=knob.name, old=site.value, new=new)
+    change = Change(
+        strategy=strategy,
+        description=f"{label}: {site.value} -> {new} ({site.where()})",
+        knob=knob.name,
+        old=site.value,
+        new=new,
+    )
     new_source = replace_node(wrapper.module, site.node, literal_node(new))
     return make_variant(source, new_source, change, name)

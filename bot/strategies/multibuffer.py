@@ -51,7 +51,11 @@ MANUAL_SYNC_ATTR = "NPUIR_DISABLE_HIVM_AUTO_INJECT_SYNC"
 MANUAL_SYNC = "npuir.disable_hivm_auto_inject_sync"
 UPSTREAM_DEFAULT = True  # tile-ai/tilelang-ascend npuir, tilelang/jit/jit_npu.py, both modes
 _MODE = re.compile(r"""TILELANG_ASCEND_MODE['"]\s*\]?\s*[,=]\s*['"]([^'"]*)['"]""")
-_EXPERT = ("expert", "exp", "e")  # upstream's spellings of Expert; anything else is Developer ("Dev", ...)
+_EXPERT = (
+    "expert",
+    "exp",
+    "e",
+)  # upstream's spellings of Expert; anything else is Developer ("Dev", ...)
 _DEFAULT_IN_SOURCE = re.compile(r"""["']npuir\.enable_auto_multi_buffer["']\s*,\s*(True|False)""")
 
 
@@ -77,13 +81,18 @@ def default_enabled() -> tuple[bool, str]:
             continue
         if m:
             return m.group(1) == "True", f"installed TileLang ({path})"
-    return UPSTREAM_DEFAULT, "upstream TileLang-Ascend default (jit_npu.py: on in Expert and Developer mode)"
+    return (
+        UPSTREAM_DEFAULT,
+        "upstream TileLang-Ascend default (jit_npu.py: on in Expert and Developer mode)",
+    )
 
 
 def _tilelang_names(module: cst.Module) -> tuple[set[str], set[str]]:
     """Names bound to the tilelang module, and names imported from it (`from tilelang import jit`)."""
     modules, members = import_bindings(module, "tilelang")
-    return {"tilelang"} | {name for name, target in modules.items() if target == "tilelang"}, set(members)
+    return {"tilelang"} | {name for name, target in modules.items() if target == "tilelang"}, set(
+        members
+    )
 
 
 def _is_flag_key(key: cst.BaseExpression | None) -> bool:
@@ -99,31 +108,44 @@ class _Finder(cst.CSTVisitor):
         self.manual_sync = False  # a pass_configs entry disables automatic sync injection
         self.entries: list[cst.DictElement] = []
         self.config_dicts: list[cst.Dict] = []  # `pass_configs = {...}` / `pass_configs={...}`
-        self.compile_calls: list[cst.Call] = []  # tilelang.jit(...) / tilelang.compile(...) without pass_configs
+        self.compile_calls: list[
+            cst.Call
+        ] = []  # tilelang.jit(...) / tilelang.compile(...) without pass_configs
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         if _is_flag_key(node.key):
             self.entries.append(node)
         key = node.key
-        if ((isinstance(key, cst.SimpleString) and key.evaluated_value == MANUAL_SYNC)
-                or (key is not None and dotted(key).endswith(MANUAL_SYNC_ATTR))) and bool_value(node.value):
+        if (
+            (isinstance(key, cst.SimpleString) and key.evaluated_value == MANUAL_SYNC)
+            or (key is not None and dotted(key).endswith(MANUAL_SYNC_ATTR))
+        ) and bool_value(node.value):
             self.manual_sync = True
 
     def _is_compile(self, name: str) -> bool:
         base, _, attr = name.rpartition(".")
         if attr not in ("jit", "compile"):
             return False
-        return base in self.modules or base.endswith(".jit") and base.split(".")[0] in self.modules \
+        return (
+            base in self.modules
+            or base.endswith(".jit")
+            and base.split(".")[0] in self.modules
             or (not base and attr in self.members)
+        )
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Dict) and any(
-                isinstance(t.target, cst.Name) and t.target.value == "pass_configs" for t in node.targets):
+            isinstance(t.target, cst.Name) and t.target.value == "pass_configs"
+            for t in node.targets
+        ):
             self.config_dicts.append(node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted(node.func)
-        kw = next((a for a in node.args if a.keyword is not None and a.keyword.value == "pass_configs"), None)
+        kw = next(
+            (a for a in node.args if a.keyword is not None and a.keyword.value == "pass_configs"),
+            None,
+        )
         if kw is not None and isinstance(kw.value, cst.Dict):
             self.config_dicts.append(kw.value)
         elif kw is None and self._is_compile(name):
@@ -160,19 +182,28 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
         return Refusal((str(exc),), strategy=STRATEGY)
     module = wrapper.module
     if enabled and f.manual_sync:
-        return Refusal((f"the kernel disables automatic sync injection ({MANUAL_SYNC_ATTR}: True) and "
-                        f"synchronises by hand; automatic multi-buffering would add buffers its manual flags "
-                        f"do not cover",), strategy=STRATEGY)
+        return Refusal(
+            (
+                f"the kernel disables automatic sync injection ({MANUAL_SYNC_ATTR}: True) and "
+                f"synchronises by hand; automatic multi-buffering would add buffers its manual flags "
+                f"do not cover",
+            ),
+            strategy=STRATEGY,
+        )
     if len(f.entries) > 1:
         lines = ", ".join(str(line_of(wrapper, e)) for e in f.entries)
-        return Refusal((f"{FLAG} is set {len(f.entries)} times (lines {lines}); one change cannot pick one",),
-                       strategy=STRATEGY)
+        return Refusal(
+            (f"{FLAG} is set {len(f.entries)} times (lines {lines}); one change cannot pick one",),
+            strategy=STRATEGY,
+        )
     if f.entries:
         entry = f.entries[0]
         old = bool_value(entry.value)
         if old is None:
-            return Refusal((f"{FLAG} at line {line_of(wrapper, entry)} is an expression, not True/False",),
-                           strategy=STRATEGY)
+            return Refusal(
+                (f"{FLAG} at line {line_of(wrapper, entry)} is an expression, not True/False",),
+                strategy=STRATEGY,
+            )
         if old == enabled:
             return Refusal((f"{FLAG} is already {enabled}",), strategy=STRATEGY)
         new_source = replace_node(module, entry.value, literal_node(enabled))
@@ -180,7 +211,9 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
     else:
         old, origin = default_enabled()
         if old == enabled:
-            return Refusal((f"{FLAG} is absent, which already means {enabled} ({origin})",), strategy=STRATEGY)
+            return Refusal(
+                (f"{FLAG} is absent, which already means {enabled} ({origin})",), strategy=STRATEGY
+            )
         element = cst.DictElement(key=cst.SimpleString(f'"{FLAG}"'), value=literal_node(enabled))
         if len(f.config_dicts) == 1:
             d = f.config_dicts[0]
@@ -189,19 +222,33 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
         elif not f.config_dicts and len(f.compile_calls) == 1:
             call = f.compile_calls[0]
             if any(a.star == "**" for a in call.args):
-                return Refusal((f"{dotted(call.func)}(...) at line {line_of(wrapper, call)} takes **options that "
-                                f"may already hold pass_configs; adding the keyword could pass it twice "
-                                f"(set {FLAG} where those options are built)",), strategy=STRATEGY)
+                return Refusal(
+                    (
+                        f"{dotted(call.func)}(...) at line {line_of(wrapper, call)} takes **options that "
+                        f"may already hold pass_configs; adding the keyword could pass it twice "
+                        f"(set {FLAG} where those options are built)",
+                    ),
+                    strategy=STRATEGY,
+                )
             new_call = with_keyword(call, "pass_configs", cst.Dict([element]))
             new_source = replace_node(module, call, new_call)
             where = f"{dotted(call.func)}(...) at line {line_of(wrapper, call)}"
         else:
-            return Refusal((f"{FLAG} is absent and there is no single pass_configs dict or tilelang jit/compile "
-                            f"call to add it to ({len(f.config_dicts)} dicts, {len(f.compile_calls)} calls); "
-                            f"one change cannot pick one",),
-                           strategy=STRATEGY)
-    change = Change(strategy=STRATEGY, description=f"{FLAG}: {old} -> {enabled} ({where})",
-                    knob=FLAG, old=old, new=enabled)
+            return Refusal(
+                (
+                    f"{FLAG} is absent and there is no single pass_configs dict or tilelang jit/compile "
+                    f"call to add it to ({len(f.config_dicts)} dicts, {len(f.compile_calls)} calls); "
+                    f"one change cannot pick one",
+                ),
+                strategy=STRATEGY,
+            )
+    change = Change(
+        strategy=STRATEGY,
+        description=f"{FLAG}: {old} -> {enabled} ({where})",
+        knob=FLAG,
+        old=old,
+        new=enabled,
+    )
     return make_variant(source, new_source, change, name)
 
 

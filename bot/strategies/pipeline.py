@@ -52,14 +52,19 @@ class _Finder(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if not dotted(node.func).endswith("Pipelined"):
             return
-        kw = next((a for a in node.args if a.keyword is not None and a.keyword.value == "num_stages"), None)
+        kw = next(
+            (a for a in node.args if a.keyword is not None and a.keyword.value == "num_stages"),
+            None,
+        )
         stages: int | None = 0
         bound: str | None = None
         if kw is not None:
             stages = int_value(kw.value)
             if stages is None and isinstance(kw.value, cst.Name):
                 bound = kw.value.value
-        self.loops.append(PipelinedLoop(len(self.loops), line_of(self.wrapper, node), stages, bound, node))
+        self.loops.append(
+            PipelinedLoop(len(self.loops), line_of(self.wrapper, node), stages, bound, node)
+        )
 
 
 def find_loops(source: str) -> list[PipelinedLoop]:
@@ -94,7 +99,9 @@ class _SetStages(cst.CSTTransformer):
 
 
 @lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
-def set_depth(source: str, depth: int, index: int = 0, name: str = "kernel.py") -> Variant | Refusal:
+def set_depth(
+    source: str, depth: int, index: int = 0, name: str = "kernel.py"
+) -> Variant | Refusal:
     """Set num_stages of the `index`-th T.Pipelined loop to `depth`."""
     if depth < 0:
         return Refusal((f"num_stages must be >= 0 (0 = off), not {depth}",), strategy=STRATEGY)
@@ -103,23 +110,39 @@ def set_depth(source: str, depth: int, index: int = 0, name: str = "kernel.py") 
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=STRATEGY)
     if not loops:
-        return Refusal(("no T.Pipelined(...) loop in the source; declare a pipeline_depth knob in tune.yaml "
-                        "to tune a constant instead",), strategy=STRATEGY)
+        return Refusal(
+            (
+                "no T.Pipelined(...) loop in the source; declare a pipeline_depth knob in tune.yaml "
+                "to tune a constant instead",
+            ),
+            strategy=STRATEGY,
+        )
     if index >= len(loops):
-        return Refusal((f"there are only {len(loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY)
+        return Refusal(
+            (f"there are only {len(loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY
+        )
     loop = loops[index]
     if loop.bound_to is not None:
         # num_stages=<name>: change the one literal that name is bound to where the loop reads it.
         return _set_bound(source, loop, depth, name)
     if loop.stages is None:
-        return Refusal((f"T.Pipelined at line {loop.line}: num_stages is an expression, not a literal",),
-                       strategy=STRATEGY)
+        return Refusal(
+            (f"T.Pipelined at line {loop.line}: num_stages is an expression, not a literal",),
+            strategy=STRATEGY,
+        )
     if loop.stages == depth:
-        return Refusal((f"T.Pipelined at line {loop.line} already has num_stages={depth}",), strategy=STRATEGY)
+        return Refusal(
+            (f"T.Pipelined at line {loop.line} already has num_stages={depth}",), strategy=STRATEGY
+        )
     new_source = wrapper.module.visit(_SetStages(loop.call, depth)).code
     where = f"T.Pipelined #{index + 1} at line {loop.line}"
-    change = Change(strategy=STRATEGY, description=f"num_stages: {loop.stages} -> {depth} ({where})",
-                    knob=f"num_stages#{index}", old=loop.stages, new=depth)
+    change = Change(
+        strategy=STRATEGY,
+        description=f"num_stages: {loop.stages} -> {depth} ({where})",
+        knob=f"num_stages#{index}",
+        old=loop.stages,
+        new=depth,
+    )
     return make_variant(source, new_source, change, name)
 
 
@@ -134,13 +157,21 @@ def _set_bound(source: str, loop: PipelinedLoop, depth: int, name: str) -> Varia
     site = r.site
     if site is None or r.problem or isinstance(site.value, bool):
         why = r.problem or f"'{loop.bound_to}' is not an integer literal"
-        return Refusal((f"T.Pipelined at line {loop.line}: num_stages={loop.bound_to}: {why}",), strategy=STRATEGY)
+        return Refusal(
+            (f"T.Pipelined at line {loop.line}: num_stages={loop.bound_to}: {why}",),
+            strategy=STRATEGY,
+        )
     if site.value == depth:
         return Refusal((f"{loop.bound_to} is already {depth}",), strategy=STRATEGY)
     new_source = replace_node(binding.facts(source).wrapper.module, site.node, literal_node(depth))
     label = loop.bound_to if site.name == loop.bound_to else f"{loop.bound_to} (via {site.name})"
-    change = Change(strategy=STRATEGY, description=f"{label}: {site.value} -> {depth} ({site.where()})",
-                    knob=loop.bound_to, old=site.value, new=depth)
+    change = Change(
+        strategy=STRATEGY,
+        description=f"{label}: {site.value} -> {depth} ({site.where()})",
+        knob=loop.bound_to,
+        old=site.value,
+        new=depth,
+    )
     return make_variant(source, new_source, change, name)
 
 

@@ -77,13 +77,22 @@ class Move:
 
     def sort_key(self) -> tuple:
         # distance orders exploration (nearest first); a stride's length says nothing about promise
-        return (self.tier, self.tries, self.distance if self.tier == EXPLORE_TIER else 0, -self.score,
-                self.order, 0 if _direction(self.old, self.new) >= 0 else 1)
+        return (
+            self.tier,
+            self.tries,
+            self.distance if self.tier == EXPLORE_TIER else 0,
+            -self.score,
+            self.order,
+            0 if _direction(self.old, self.new) >= 0 else 1,
+        )
 
     def describe(self) -> str:
         if self.spec is None:
-            return f"{self.strategy}: ask the external proposer" if self.strategy != "vprefix" \
+            return (
+                f"{self.strategy}: ask the external proposer"
+                if self.strategy != "vprefix"
                 else "vprefix: rename T.npuir_xxx -> T.vxxx (style only, never counted as a gain)"
+            )
         return f"{self.strategy}: {self.key}: {self.old} -> {self.new}"
 
 
@@ -95,8 +104,12 @@ def _direction(old: object, new: object) -> int:
 
 
 class Planner:
-    def __init__(self, op: OpConfig, evidence: Evidence | None = None,
-                 proposer: ExternalProposer | None = None) -> None:
+    def __init__(
+        self,
+        op: OpConfig,
+        evidence: Evidence | None = None,
+        proposer: ExternalProposer | None = None,
+    ) -> None:
         self.op = op
         self.evidence = evidence or Evidence()
         self.proposer = proposer
@@ -122,14 +135,18 @@ class Planner:
         if evaluated:
             reasons.append(f"{evaluated} remaining candidate change(s) were already evaluated")
         if not moves and not skipped:
-            reasons.append("no strategy applies to this op (declare knobs in tune.yaml or configure a proposer)")
+            reasons.append(
+                "no strategy applies to this op (declare knobs in tune.yaml or configure a proposer)"
+            )
         return Refusal(tuple(dict.fromkeys(reasons)), exhausted=True)
 
     def plan(self, ctx: PlanContext) -> list[str]:
         """What `next` would try from this best source, in order (for --dry-run)."""
         moves, skipped = self._moves(ctx)
-        lines = [f"plan for {self.op.qualified} ({self.op.kernel_kind} kernel), "
-                 f"best source {source_hash(ctx.best_source)[:12]}, {len(ctx.history)} attempts so far:"]
+        lines = [
+            f"plan for {self.op.qualified} ({self.op.kernel_kind} kernel), "
+            f"best source {source_hash(ctx.best_source)[:12]}, {len(ctx.history)} attempts so far:"
+        ]
         seen = _seen(ctx)
         n = 0
         explore = [m for m in moves if m.tier == EXPLORE_TIER]
@@ -137,8 +154,10 @@ class Planner:
         for move in moves:
             if move.tier == EXPLORE_TIER and id(move) not in shown:
                 if len(shown) == 4:  # say it once, where the hidden moves would be
-                    lines.append(f"  ... and {len(explore) - 4} more exploration moves (tier {EXPLORE_TIER}, "
-                                 "further values)")
+                    lines.append(
+                        f"  ... and {len(explore) - 4} more exploration moves (tier {EXPLORE_TIER}, "
+                        "further values)"
+                    )
                     shown.add(-1)
                 continue
             note = ""
@@ -152,8 +171,10 @@ class Planner:
                 n += 1
             weight = self.evidence.weight(move.strategy, self.op.kernel_kind)
             label = f"{n:2d}." if not note else "  -"
-            lines.append(f"{label} {move.describe()}  (tier {move.tier}, score {move.score:.3f}, "
-                         f"evidence x{weight:.2f}){note}")
+            lines.append(
+                f"{label} {move.describe()}  (tier {move.tier}, score {move.score:.3f}, "
+                f"evidence x{weight:.2f}){note}"
+            )
         lines.extend(f"  - not planned: {s}" for s in skipped)
         if n == 0:
             lines.append("nothing left to try: the run would stop with 'strategies exhausted'")
@@ -173,8 +194,10 @@ class Planner:
                 skipped.append(f"{s.id}: does not apply to {self.op.kernel_kind} kernels")
                 continue
             if s.applied == "proposer" and self.proposer is None:
-                skipped.append(f"{s.id}: needs an external proposer (set 'proposer' in .tunebot.yml; "
-                               f"see docs/proposer.md)")
+                skipped.append(
+                    f"{s.id}: needs an external proposer (set 'proposer' in .tunebot.yml; "
+                    f"see docs/proposer.md)"
+                )
                 continue
             ids.append(s.id)
         return ids, skipped
@@ -190,9 +213,13 @@ class Planner:
             if knobs.current_value(source, k.name) is None:
                 skipped.append(f"{k.strategy}: knob '{k.name}': {knobs.locate(source, k.name)}")
                 continue
-            legal, refused = knobs.legal_values(source, k.name, tuple(k.values))  # the kernel's own rules
+            legal, refused = knobs.legal_values(
+                source, k.name, tuple(k.values)
+            )  # the kernel's own rules
             skipped.extend(knobs.refusal_lines(k.strategy, k.name, refused))
-            k = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # hashable, for the caches
+            k = Knob(
+                k.name, k.strategy, legal, k.divides, k.multiple_of
+            )  # hashable, for the caches
             specs.append(KnobSpec(k.name, k.strategy, "knob", k.values, k, order=len(specs)))
         names = {s.key for s in specs}
         if "block_size" in strategies and "block_size" not in declared:
@@ -203,8 +230,16 @@ class Planner:
                 values = tuple(sorted(set(DISCOVERED_BLOCK_VALUES) | {value}))
                 values, refused = knobs.legal_values(source, name, values)  # the kernel's own rules
                 skipped.extend(knobs.refusal_lines("block_size", name, refused))
-                specs.append(KnobSpec(name, "block_size", "knob", values, Knob(name, "block_size", values),
-                                      order=len(specs)))
+                specs.append(
+                    KnobSpec(
+                        name,
+                        "block_size",
+                        "knob",
+                        values,
+                        Knob(name, "block_size", values),
+                        order=len(specs),
+                    )
+                )
                 names.add(name)
         if "block_size" in strategies and "block_size" not in declared:
             skipped.extend(str(d) for d in knobs.dropped(source))
@@ -213,13 +248,29 @@ class Planner:
                 key = loop.bound_to or f"num_stages#{loop.index}"
                 if key in names or pipeline.current_depth(source, loop.index) is None:
                     continue
-                specs.append(KnobSpec(key, "pipeline_depth", "stages", pipeline.DEFAULT_DEPTHS,
-                                      index=loop.index, order=len(specs)))
+                specs.append(
+                    KnobSpec(
+                        key,
+                        "pipeline_depth",
+                        "stages",
+                        pipeline.DEFAULT_DEPTHS,
+                        index=loop.index,
+                        order=len(specs),
+                    )
+                )
                 names.add(key)
-        if "multi_buffer" in strategies and "tilelang" in source and multibuffer.current(source) is not None:
+        if (
+            "multi_buffer" in strategies
+            and "tilelang" in source
+            and multibuffer.current(source) is not None
+        ):
             flip = multibuffer.set_flag(source, not multibuffer.current(source))
             if not isinstance(flip, Refusal):
-                specs.append(KnobSpec(multibuffer.FLAG, "multi_buffer", "flag", (False, True), order=len(specs)))
+                specs.append(
+                    KnobSpec(
+                        multibuffer.FLAG, "multi_buffer", "flag", (False, True), order=len(specs)
+                    )
+                )
             else:
                 skipped.append(f"multi_buffer: {multibuffer.FLAG}: {flip.reason}")
         return specs, skipped
@@ -238,7 +289,9 @@ class Planner:
         wins = [a for a in history if a.verdict == "better"]
         last_win = wins[-1] if wins else None
         for spec in specs:
-            score = catalog.get(spec.strategy).expected_gain * self.evidence.weight(spec.strategy, kind)
+            score = catalog.get(spec.strategy).expected_gain * self.evidence.weight(
+                spec.strategy, kind
+            )
             current = self._current(spec, source)
             mine = [a for a in history if a.change.knob == spec.key]
             failed = {_value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
@@ -249,26 +302,59 @@ class Planner:
                 if not ladder:
                     continue
                 # a move that failed L0 or errored says nothing about speed: it is only never retried
-                lost = [a for a in from_here if _direction(a.change.old, a.change.new) == d
-                        and a.verdict not in FAILED_VERDICTS and a.verdict != "better"]
-                plateau = [a for a in lost if a.verdict == "not_better" and a.gain is not None and a.gain > 0]
+                lost = [
+                    a
+                    for a in from_here
+                    if _direction(a.change.old, a.change.new) == d
+                    and a.verdict not in FAILED_VERDICTS
+                    and a.verdict != "better"
+                ]
+                plateau = [
+                    a
+                    for a in lost
+                    if a.verdict == "not_better" and a.gain is not None and a.gain > 0
+                ]
                 planned: dict[object, int] = {}
 
-                def add(value: object, tier: int, planned: dict = planned, ladder: list = ladder,
-                        spec: KnobSpec = spec, score: float = score, current: object = current,
-                        tries: int = len(mine)) -> None:
+                def add(
+                    value: object,
+                    tier: int,
+                    planned: dict = planned,
+                    ladder: list = ladder,
+                    spec: KnobSpec = spec,
+                    score: float = score,
+                    current: object = current,
+                    tries: int = len(mine),
+                ) -> None:
                     key = _value_key(value)
                     if key not in planned or planned[key] > tier:
                         planned[key] = tier
-                        moves[:] = [m for m in moves if not (m.key == spec.key and _value_key(m.new) == key)]
-                        moves.append(Move(spec.strategy, spec.key, tier, score, spec.order, current, value, spec,
-                                          ladder.index(value) + 1, tries))
+                        moves[:] = [
+                            m for m in moves if not (m.key == spec.key and _value_key(m.new) == key)
+                        ]
+                        moves.append(
+                            Move(
+                                spec.strategy,
+                                spec.key,
+                                tier,
+                                score,
+                                spec.order,
+                                current,
+                                value,
+                                spec,
+                                ladder.index(value) + 1,
+                                tries,
+                            )
+                        )
 
                 step = _stride(ladder)
                 if not lost:
-                    continuing = (last_win is not None and last_win.change.knob == spec.key
-                                  and _direction(last_win.change.old, last_win.change.new) == d
-                                  and last_win.change.new == current)
+                    continuing = (
+                        last_win is not None
+                        and last_win.change.knob == spec.key
+                        and _direction(last_win.change.old, last_win.change.new) == d
+                        and last_win.change.new == current
+                    )
                     if continuing:
                         add(step, 0 if every_knob_tried else 2)
                     elif d == preferred:
@@ -276,14 +362,20 @@ class Planner:
                     else:
                         add(step, 3)
                 else:
-                    nearest = min((ladder.index(a.change.new) for a in lost if a.change.new in ladder),
-                                  default=len(ladder))
+                    nearest = min(
+                        (ladder.index(a.change.new) for a in lost if a.change.new in ladder),
+                        default=len(ladder),
+                    )
                     if nearest > 0:  # a stride lost: bisect the values short of it
                         add(ladder[(nearest - 1) // 2], 3)
                     if plateau and nearest + 1 < len(ladder):
-                        add(ladder[nearest + 1], 3)  # faster within the noise: look one value further
-                    farthest = max((ladder.index(a.change.new) for a in lost if a.change.new in ladder),
-                                   default=len(ladder))
+                        add(
+                            ladder[nearest + 1], 3
+                        )  # faster within the noise: look one value further
+                    farthest = max(
+                        (ladder.index(a.change.new) for a in lost if a.change.new in ladder),
+                        default=len(ladder),
+                    )
                     for value in _valley_crossing(ladder[farthest:]):  # past the farthest loss
                         add(value, 4)
                 for value in ladder:
@@ -292,10 +384,14 @@ class Planner:
             if sid not in strategies:
                 continue
             mine_p = [a for a in history if a.change.strategy == sid and a.change.knob is None]
-            if len(mine_p) >= MAX_PROPOSALS_PER_STRATEGY or any(a.parent_hash == best for a in mine_p):
+            if len(mine_p) >= MAX_PROPOSALS_PER_STRATEGY or any(
+                a.parent_hash == best for a in mine_p
+            ):
                 continue
             score = catalog.get(sid).expected_gain * self.evidence.weight(sid, kind)
-            moves.append(Move(sid, sid, 1, score, len(specs) + catalog.get(sid).priority, tries=len(mine_p)))
+            moves.append(
+                Move(sid, sid, 1, score, len(specs) + catalog.get(sid).priority, tries=len(mine_p))
+            )
         if "vprefix" in strategies and vprefix.applicable(source):
             moves.append(Move("vprefix", "vprefix", STYLE_TIER, 0.0, 999))
         moves.sort(key=Move.sort_key)
@@ -343,7 +439,9 @@ def _ladder(spec: KnobSpec, current: object, d: int) -> list:
         return [other] if _direction(current, other) == d else []
     ordered = sorted(v for v in spec.values if _direction(current, v) == d)
     ordered = ordered if d > 0 else list(reversed(ordered))
-    return [v for v in ordered if spec.knob is None or knobs.check_constraints(spec.knob, v) is None]
+    return [
+        v for v in ordered if spec.knob is None or knobs.check_constraints(spec.knob, v) is None
+    ]
 
 
 def _stride(ladder: list) -> object:
@@ -361,17 +459,28 @@ def _valley_crossing(ladder: list) -> list:
     if len(ladder) >= 3:
         inner = ladder[1:-1]
         try:
-            target = math.sqrt(float(ladder[0]) * float(far)) if float(ladder[0]) > 0 and float(far) > 0 \
+            target = (
+                math.sqrt(float(ladder[0]) * float(far))
+                if float(ladder[0]) > 0 and float(far) > 0
                 else (float(ladder[0]) + float(far)) / 2
-            mid = min(inner, key=lambda v: abs(math.log(float(v) / target)) if float(v) > 0 and target > 0
-                      else abs(float(v) - target))
+            )
+            mid = min(
+                inner,
+                key=lambda v: (
+                    abs(math.log(float(v) / target))
+                    if float(v) > 0 and target > 0
+                    else abs(float(v) - target)
+                ),
+            )
         except (TypeError, ValueError):
             mid = inner[len(inner) // 2]
         out.insert(0, mid)
     return out
 
 
-def _preferred_direction(spec: KnobSpec, current: object, mine: list[Attempt], last_win: Attempt | None) -> int:
+def _preferred_direction(
+    spec: KnobSpec, current: object, mine: list[Attempt], last_win: Attempt | None
+) -> int:
     """The direction to try first for this knob (see the module doc)."""
     if last_win is not None and last_win.change.knob == spec.key and last_win.change.new == current:
         d = _direction(last_win.change.old, last_win.change.new)

@@ -78,7 +78,9 @@ def _is_main_block(node: ast.stmt) -> bool:
     return "__name__" in names and any(n.strip("'\"") == "__main__" for n in names)
 
 
-def protected_parts(source: str, inputs: str = "get_inputs", reference: str = "reference") -> dict[str, str]:
+def protected_parts(
+    source: str, inputs: str = "get_inputs", reference: str = "reference"
+) -> dict[str, str]:
     """Part name -> ast.dump of what a proposal must leave alone: the functions the L0
     check trusts (reference, inputs) and the `__main__` block that runs it. A proposal
     that edits them could pass L0 by weakening the check instead of improving the kernel.
@@ -86,16 +88,25 @@ def protected_parts(source: str, inputs: str = "get_inputs", reference: str = "r
     tree = ast.parse(source)
     parts: dict[str, str] = {}
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (inputs, reference):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
+            inputs,
+            reference,
+        ):
             parts[f"function {node.name}"] = ast.dump(node)
         elif _is_main_block(node):
-            key = "the `if __name__ == \"__main__\":` block"
+            key = 'the `if __name__ == "__main__":` block'
             parts[key] = parts.get(key, "") + ast.dump(node)
     return parts
 
 
-def check_proposal(parent: str, proposal: str, seen: set[str], entry: str | None = None,
-                   inputs: str = "get_inputs", reference: str = "reference") -> str | None:
+def check_proposal(
+    parent: str,
+    proposal: str,
+    seen: set[str],
+    entry: str | None = None,
+    inputs: str = "get_inputs",
+    reference: str = "reference",
+) -> str | None:
     """Why `proposal` must be rejected, or None when it may be evaluated."""
     try:
         new_sigs = signatures(proposal, entry)
@@ -110,7 +121,10 @@ def check_proposal(parent: str, proposal: str, seen: set[str], entry: str | None
     added = sorted(set(new_sigs) - set(old_sigs))
     if added:
         return f"changes the kernel's signature: adds {', '.join(added)}"
-    old_parts, new_parts = protected_parts(parent, inputs, reference), protected_parts(proposal, inputs, reference)
+    old_parts, new_parts = (
+        protected_parts(parent, inputs, reference),
+        protected_parts(proposal, inputs, reference),
+    )
     for name in sorted(set(old_parts) | set(new_parts)):
         if name not in new_parts:
             return f"changes the accuracy check: {name} is gone"
@@ -127,9 +141,17 @@ def check_proposal(parent: str, proposal: str, seen: set[str], entry: str | None
 
 
 def _attempt_json(a: Attempt) -> dict:
-    return {"strategy": a.change.strategy, "description": a.change.description, "knob": a.change.knob,
-            "old": _plain(a.change.old), "new": _plain(a.change.new), "verdict": a.verdict, "gain": a.gain,
-            "source_hash": a.source_hash, "parent_hash": a.parent_hash}
+    return {
+        "strategy": a.change.strategy,
+        "description": a.change.description,
+        "knob": a.change.knob,
+        "old": _plain(a.change.old),
+        "new": _plain(a.change.new),
+        "verdict": a.verdict,
+        "gain": a.gain,
+        "source_hash": a.source_hash,
+        "parent_hash": a.parent_hash,
+    }
 
 
 def _plain(value: object) -> object:
@@ -137,7 +159,9 @@ def _plain(value: object) -> object:
 
 
 class ExternalProposer:
-    def __init__(self, argv: tuple[str, ...], cwd: Path | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self, argv: tuple[str, ...], cwd: Path | None = None, timeout_s: float = 600.0
+    ) -> None:
         if not argv or not all(isinstance(a, str) and a for a in argv):
             raise ValueError("proposer argv must be a non-empty list of strings")
         self.argv, self.cwd, self.timeout_s = tuple(argv), cwd, timeout_s
@@ -146,18 +170,37 @@ class ExternalProposer:
     def name(self) -> str:
         """The proposer's name for descriptions: the script, not the interpreter running it."""
         names = [Path(a).name for a in self.argv if not a.startswith("-")]
-        scripts = [n for n in names[1:] if "." in n] if names and names[0].startswith("python") else []
+        scripts = (
+            [n for n in names[1:] if "." in n] if names and names[0].startswith("python") else []
+        )
         return scripts[0] if scripts else names[0] if names else self.argv[0]
 
-    def context(self, op: OpConfig, strategy: str, ctx: PlanContext, best_path: Path, output_path: Path,
-                description_path: Path) -> dict:
+    def context(
+        self,
+        op: OpConfig,
+        strategy: str,
+        ctx: PlanContext,
+        best_path: Path,
+        output_path: Path,
+        description_path: Path,
+    ) -> dict:
         s = catalog.get(strategy)
         return {
             "protocol": PROTOCOL,
-            "op": {"project": op.project, "name": op.name, "qualified": op.qualified,
-                   "kernel_kind": op.kernel_kind, "entry": op.entry, "source": op.source.as_posix()},
-            "strategy": {"id": s.id, "title": s.title, "when": s.when,
-                         "expected_gain": list(s.gain) if s.gain else None},
+            "op": {
+                "project": op.project,
+                "name": op.name,
+                "qualified": op.qualified,
+                "kernel_kind": op.kernel_kind,
+                "entry": op.entry,
+                "source": op.source.as_posix(),
+            },
+            "strategy": {
+                "id": s.id,
+                "title": s.title,
+                "when": s.when,
+                "expected_gain": list(s.gain) if s.gain else None,
+            },
             "best_source_path": str(best_path),
             "best_source_hash": source_hash(ctx.best_source),
             "output_path": str(output_path),
@@ -174,14 +217,18 @@ class ExternalProposer:
             ],
         }
 
-    def propose(self, op: OpConfig, strategy: str, ctx: PlanContext, seen: set[str]) -> Variant | Refusal:
+    def propose(
+        self, op: OpConfig, strategy: str, ctx: PlanContext, seen: set[str]
+    ) -> Variant | Refusal:
         """Run the command once; a Variant, or a Refusal carrying the rejected Attempt."""
         parent_hash = source_hash(ctx.best_source)
 
         def reject(reason: str, proposal: str | None = None) -> Refusal:
             digest = source_hash(proposal) if proposal is not None else ""
             change = Change(strategy=strategy, description=f"proposal rejected: {reason}")
-            attempt = Attempt(change=change, source_hash=digest, parent_hash=parent_hash, verdict="rejected")
+            attempt = Attempt(
+                change=change, source_hash=digest, parent_hash=parent_hash, verdict="rejected"
+            )
             return Refusal((f"{strategy}: {reason}",), strategy=strategy, attempt=attempt)
 
         tmp = Path(tempfile.mkdtemp(prefix="tunebot-proposal-"))
@@ -190,15 +237,20 @@ class ExternalProposer:
             best.parent.mkdir()
             best.write_text(ctx.best_source)
             out, desc, ctx_path = tmp / "variant.py", tmp / "description.txt", tmp / "context.json"
-            ctx_path.write_text(json.dumps(self.context(op, strategy, ctx, best, out, desc), indent=2,
-                                           sort_keys=True))
+            ctx_path.write_text(
+                json.dumps(
+                    self.context(op, strategy, ctx, best, out, desc), indent=2, sort_keys=True
+                )
+            )
             ran = self._run(ctx_path, out)
             if ran is not None:
                 return reject(ran)
             if not out.is_file():
                 return reject(f"the proposer exited 0 but wrote nothing to {out.name}")
             proposal = out.read_text(encoding="utf-8", errors="replace")
-            problem = check_proposal(ctx.best_source, proposal, seen, op.entry, op.inputs, op.reference)
+            problem = check_proposal(
+                ctx.best_source, proposal, seen, op.entry, op.inputs, op.reference
+            )
             if problem:
                 return reject(problem, proposal)
             text = desc.read_text(errors="replace").strip().splitlines() if desc.is_file() else []
@@ -216,7 +268,9 @@ class ExternalProposer:
         when the command returns or times out, so nothing it started outlives it.
         """
         env = dict(scrub_env(os.environ), TUNEBOT_CONTEXT=str(ctx_path), TUNEBOT_OUTPUT=str(out))
-        run = run_sandboxed([*self.argv, str(ctx_path), str(out)], self.cwd or Path.cwd(), self.timeout_s, env=env)
+        run = run_sandboxed(
+            [*self.argv, str(ctx_path), str(out)], self.cwd or Path.cwd(), self.timeout_s, env=env
+        )
         if run.ok:
             return None
         if run.timed_out:

@@ -46,10 +46,17 @@ def keep_untouched_lines(parent: str, rendered_parent: str, new_source: str) -> 
         for k in range(block.size):
             to_parent[block.a + k] = block.b + k
     out = list(p)
-    edits = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    edits = [
+        op
+        for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
     for _, i1, i2, j1, j2 in reversed(edits):
         if i1 < i2:
-            if any(i not in to_parent for i in range(i1, i2)) or to_parent[i2 - 1] - to_parent[i1] != i2 - 1 - i1:
+            if (
+                any(i not in to_parent for i in range(i1, i2))
+                or to_parent[i2 - 1] - to_parent[i1] != i2 - 1 - i1
+            ):
                 return new_source
             start, end = to_parent[i1], to_parent[i2 - 1] + 1
         else:  # pure insertion before rendered line i1
@@ -63,7 +70,9 @@ def keep_untouched_lines(parent: str, rendered_parent: str, new_source: str) -> 
     return "".join(out)
 
 
-def make_variant(parent: str, new_source: str, change: Change, name: str = "kernel.py") -> Variant | Refusal:
+def make_variant(
+    parent: str, new_source: str, change: Change, name: str = "kernel.py"
+) -> Variant | Refusal:
     """A Variant from parent -> new_source, or a Refusal when nothing changed."""
     from bot.strategies.binding import facts  # the parent's parse is cached there
 
@@ -73,9 +82,16 @@ def make_variant(parent: str, new_source: str, change: Change, name: str = "kern
         rendered = parent
     new_source = keep_untouched_lines(parent, rendered, new_source)
     if new_source == parent:
-        return Refusal((f"{change.strategy}: the change leaves the source identical",), strategy=change.strategy)
-    return Variant(change=change, source=new_source, diff=unified_diff(parent, new_source, name),
-                   source_hash=source_hash(new_source))
+        return Refusal(
+            (f"{change.strategy}: the change leaves the source identical",),
+            strategy=change.strategy,
+        )
+    return Variant(
+        change=change,
+        source=new_source,
+        diff=unified_diff(parent, new_source, name),
+        source_hash=source_hash(new_source),
+    )
 
 
 class ParseFailure(Exception):
@@ -87,7 +103,9 @@ def parse(source: str) -> MetadataWrapper:
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        raise ParseFailure(f"not valid Python: line {exc.raw_line}, column {exc.raw_column}: {exc.message}") from None
+        raise ParseFailure(
+            f"not valid Python: line {exc.raw_line}, column {exc.raw_column}: {exc.message}"
+        ) from None
     return MetadataWrapper(module)
 
 
@@ -154,10 +172,16 @@ def import_bindings(module: cst.Module, package: str) -> tuple[dict[str, str], d
             if isinstance(small, cst.Import):
                 for alias in small.names:
                     name = dotted(alias.name)
-                    if alias.asname is not None and (name == package or name.startswith(package + ".")):
+                    if alias.asname is not None and (
+                        name == package or name.startswith(package + ".")
+                    ):
                         modules[alias.asname.name.value] = name  # type: ignore[union-attr]
-            elif isinstance(small, cst.ImportFrom) and small.module is not None \
-                    and dotted(small.module) == package and not isinstance(small.names, cst.ImportStar):
+            elif (
+                isinstance(small, cst.ImportFrom)
+                and small.module is not None
+                and dotted(small.module) == package
+                and not isinstance(small.names, cst.ImportStar)
+            ):
                 for alias in small.names:
                     if isinstance(alias.name, cst.Name):
                         bound = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore[union-attr]
@@ -190,7 +214,9 @@ def append_item(items: list, item, opener_ws: cst.BaseParenthesizableWhitespace)
         prev = items[-2].comma if len(items) > 1 else None
         sep = prev.whitespace_after if isinstance(prev, cst.Comma) else opener_ws
         after = last.comma.whitespace_after
-        if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(sep, cst.ParenthesizedWhitespace):
+        if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
+            sep, cst.ParenthesizedWhitespace
+        ):
             # a comment after the last item stays on its line; the new item's line gets none
             sep = sep.with_changes(first_line=after.first_line)
             after = after.with_changes(first_line=cst.TrailingWhitespace())
@@ -208,9 +234,13 @@ def append_item(items: list, item, opener_ws: cst.BaseParenthesizableWhitespace)
 
 def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
     """`call` with `name=value` appended, in the call's own layout."""
-    new = cst.Arg(value=value, keyword=cst.Name(name),
-                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                        whitespace_after=cst.SimpleWhitespace("")))
+    new = cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
     return call.with_changes(args=append_item(call.args, new, call.whitespace_before_args))
 
 

@@ -22,16 +22,39 @@ STRATEGY = "vprefix"
 
 # npuir name -> v-prefixed alias (upstream: `npuir_<op> as v<op>`).
 ALIASES: dict[str, str] = {
-    "npuir_add": "vadd", "npuir_sub": "vsub", "npuir_mul": "vmul", "npuir_div": "vdiv",
-    "npuir_max": "vmax", "npuir_min": "vmin",
-    "npuir_or": "vor", "npuir_and": "vand", "npuir_xor": "vxor", "npuir_not": "vnot",
-    "npuir_pow": "vpow", "npuir_shl": "vshl", "npuir_shr": "vshr",
-    "npuir_exp": "vexp", "npuir_ln": "vln", "npuir_exp2": "vexp2", "npuir_log2": "vlog2",
-    "npuir_sqrt": "vsqrt", "npuir_rsqrt": "vrsqrt", "npuir_abs": "vabs", "npuir_rec": "vrec",
-    "npuir_relu": "vrelu", "npuir_sigmoid": "vsigmoid",
-    "npuir_brc": "vbrc", "npuir_cast": "vcast", "npuir_clamp": "vclamp",
-    "npuir_select": "vselect", "npuir_cmp": "vcmp", "npuir_bitcast": "vbitcast",
-    "npuir_vcos": "vcos", "npuir_vsin": "vsin", "npuir_verf": "verf", "npuir_vtanh": "vtanh",
+    "npuir_add": "vadd",
+    "npuir_sub": "vsub",
+    "npuir_mul": "vmul",
+    "npuir_div": "vdiv",
+    "npuir_max": "vmax",
+    "npuir_min": "vmin",
+    "npuir_or": "vor",
+    "npuir_and": "vand",
+    "npuir_xor": "vxor",
+    "npuir_not": "vnot",
+    "npuir_pow": "vpow",
+    "npuir_shl": "vshl",
+    "npuir_shr": "vshr",
+    "npuir_exp": "vexp",
+    "npuir_ln": "vln",
+    "npuir_exp2": "vexp2",
+    "npuir_log2": "vlog2",
+    "npuir_sqrt": "vsqrt",
+    "npuir_rsqrt": "vrsqrt",
+    "npuir_abs": "vabs",
+    "npuir_rec": "vrec",
+    "npuir_relu": "vrelu",
+    "npuir_sigmoid": "vsigmoid",
+    "npuir_brc": "vbrc",
+    "npuir_cast": "vcast",
+    "npuir_clamp": "vclamp",
+    "npuir_select": "vselect",
+    "npuir_cmp": "vcmp",
+    "npuir_bitcast": "vbitcast",
+    "npuir_vcos": "vcos",
+    "npuir_vsin": "vsin",
+    "npuir_verf": "verf",
+    "npuir_vtanh": "vtanh",
 }
 
 
@@ -48,7 +71,9 @@ class _Rename(cst.CSTTransformer):
         self.language = language
         self.renamed: dict[str, int] = {}
 
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.Attribute:
         if isinstance(updated_node.value, cst.Name) and updated_node.value.value in self.language:
             old = updated_node.attr.value
             new = ALIASES.get(old)
@@ -69,10 +94,17 @@ def rename(source: str, name: str = "kernel.py") -> Variant | Refusal:
     t = _Rename(_language_aliases(module))
     new_source = module.visit(t).code
     if not t.renamed:
-        return Refusal(("no T.npuir_<op> call with a v-prefixed alias in the source",), strategy=STRATEGY)
+        return Refusal(
+            ("no T.npuir_<op> call with a v-prefixed alias in the source",), strategy=STRATEGY
+        )
     what = ", ".join(f"{k} -> {ALIASES[k]} (x{n})" for k, n in sorted(t.renamed.items()))
-    change = Change(strategy=STRATEGY, description=f"v-prefix style: {what}", knob=None,
-                    old=sorted(t.renamed), new=sorted(ALIASES[k] for k in t.renamed))
+    change = Change(
+        strategy=STRATEGY,
+        description=f"v-prefix style: {what}",
+        knob=None,
+        old=sorted(t.renamed),
+        new=sorted(ALIASES[k] for k in t.renamed),
+    )
     return make_variant(source, new_source, change, name)
 
 

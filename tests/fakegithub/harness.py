@@ -12,7 +12,9 @@ IDENTITY = ["-c", "user.name=Test User", "-c", "user.email=test@example.com"]
 
 
 def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(["git", *IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", *IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True
+    )
     return out.stdout.strip()
 
 
@@ -22,11 +24,15 @@ class World:
     dev: Path  # a developer's clone, used to push PR branches
     fake: FakeGitHub
 
-    def push_branch(self, branch: str, files: dict[str, str], message: str, start: str = "main") -> str:
+    def push_branch(
+        self, branch: str, files: dict[str, str], message: str, start: str = "main"
+    ) -> str:
         """Commit `files` on `branch` (created from `start` if new) in the dev clone and push it."""
         git(self.dev, "fetch", "-q", "origin")
         existing = git(self.dev, "branch", "--list", branch)
-        git(self.dev, "checkout", "-q", branch) if existing else git(self.dev, "checkout", "-q", "-b", branch, start)
+        git(self.dev, "checkout", "-q", branch) if existing else git(
+            self.dev, "checkout", "-q", "-b", branch, start
+        )
         for rel, text in files.items():
             path = self.dev / rel
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -55,15 +55,27 @@ OPERATIONS: list[tuple[str, str]] = [
 # webhook key in the spec -> (event name in the examples package, action, derived file name)
 WEBHOOKS: dict[str, tuple[str, str, str]] = {
     "issue-comment-created": ("issue_comment", "created", "issue_comment.pr.created.json"),
-    "pull-request-review-submitted": ("pull_request_review", "submitted", "pull_request_review.approved.json"),
+    "pull-request-review-submitted": (
+        "pull_request_review",
+        "submitted",
+        "pull_request_review.approved.json",
+    ),
 }
 
 
 def npm_pack(package: str, version: str, dest: Path) -> Path:
     """Download and unpack an npm package; returns its `package/` directory."""
-    out = subprocess.run(
-        ["npm", "pack", f"{package}@{version}", "--silent"], cwd=dest, check=True, capture_output=True, text=True
-    ).stdout.strip().splitlines()[-1]
+    out = (
+        subprocess.run(
+            ["npm", "pack", f"{package}@{version}", "--silent"],
+            cwd=dest,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     target = dest / package.replace("/", "_")
     target.mkdir()
     with tarfile.open(dest / out) as tar:
@@ -148,7 +160,9 @@ def _minimal(spec: dict, schema: dict) -> object:
     if "enum" in schema:
         return schema["enum"][0]
     kind = schema.get("type", "object")
-    return {"object": {}, "array": [], "string": "", "integer": 0, "number": 0, "boolean": False}[kind]
+    return {"object": {}, "array": [], "string": "", "integer": 0, "number": 0, "boolean": False}[
+        kind
+    ]
 
 
 def complete(spec: dict, schema: dict, payload: dict) -> dict:
@@ -156,7 +170,9 @@ def complete(spec: dict, schema: dict, payload: dict) -> dict:
     from openapi_schema_validator import OAS30Validator
 
     for _ in range(50):
-        missing = [e for e in OAS30Validator(schema).iter_errors(payload) if e.validator == "required"]
+        missing = [
+            e for e in OAS30Validator(schema).iter_errors(payload) if e.validator == "required"
+        ]
         if not missing:
             return payload
         for err in missing:

@@ -21,10 +21,10 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import spec
@@ -128,10 +128,18 @@ def _rewrite(node: object, replacements: list[tuple[str, str]]) -> object:
 
 
 class FakeGitHub:
-    def __init__(self, bare_repo: Path, owner: str = "octo-org", name: str = "kernels", default_branch: str = "main") -> None:
+    def __init__(
+        self,
+        bare_repo: Path,
+        owner: str = "octo-org",
+        name: str = "kernels",
+        default_branch: str = "main",
+    ) -> None:
         self.bare = Path(bare_repo)
         self.owner, self.name, self.default_branch = owner, name, default_branch
-        self.permissions: dict[str, str] = {}  # login -> role: admin | maintain | write | triage | read
+        self.permissions: dict[
+            str, str
+        ] = {}  # login -> role: admin | maintain | write | triage | read
         self.pulls: dict[int, PullState] = {}
         self.comments: dict[int, CommentState] = {}
         self.reactions: dict[int, list[tuple[str, str]]] = {}
@@ -141,17 +149,21 @@ class FakeGitHub:
         self.calls: list[Call] = []
         self.violations: list[str] = []
         self.injections: list[Injection] = []
-        self.before: dict[str, Callable[[], None]] = {}  # op_id -> run just before handling it (races)
+        self.before: dict[
+            str, Callable[[], None]
+        ] = {}  # op_id -> run just before handling it (races)
         self.token_login = "github-actions[bot]"  # whom the token authenticates
         self.token = "t0ken"  # the only credential git over HTTP accepts
-        self.git_requests: list[GitRequest] = []  # every smart-HTTP git request, with its Authorization
+        self.git_requests: list[
+            GitRequest
+        ] = []  # every smart-HTTP git request, with its Authorization
         self._ids = 1000
         self._lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------
-    def start(self) -> "FakeGitHub":
+    def start(self) -> FakeGitHub:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -176,7 +188,7 @@ class FakeGitHub:
             self._server.shutdown()
             self._server.server_close()
 
-    def __enter__(self) -> "FakeGitHub":
+    def __enter__(self) -> FakeGitHub:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -203,10 +215,19 @@ class FakeGitHub:
     def assert_no_violations(self) -> None:
         assert not self.violations, "spec violations:\n" + "\n".join(self.violations)
 
-    def inject(self, status: int, match: str = ".*", times: int = 1, headers: dict[str, str] | None = None, message: str = "injected") -> None:
+    def inject(
+        self,
+        status: int,
+        match: str = ".*",
+        times: int = 1,
+        headers: dict[str, str] | None = None,
+        message: str = "injected",
+    ) -> None:
         """Answer the next `times` requests whose "METHOD /path" matches `match` with `status`."""
         with self._lock:
-            self.injections.append(Injection(re.compile(match), status, headers or {}, message, times))
+            self.injections.append(
+                Injection(re.compile(match), status, headers or {}, message, times)
+            )
 
     def set_permission(self, login: str, role: str) -> None:
         self.permissions[login] = role
@@ -217,27 +238,56 @@ class FakeGitHub:
     def calls_to(self, op_id: str) -> list[Call]:
         return [c for c in self.calls if c.op_id == op_id and not c.injected]
 
-    def open_pull(self, head: str, base: str | None = None, user: str = "dev", title: str = "Add kernel", body: str = "", fork_owner: str | None = None, head_sha: str | None = None) -> int:
+    def open_pull(
+        self,
+        head: str,
+        base: str | None = None,
+        user: str = "dev",
+        title: str = "Add kernel",
+        body: str = "",
+        fork_owner: str | None = None,
+        head_sha: str | None = None,
+    ) -> int:
         """A PR from `head` (a branch of the bare repo; for a fork, `head_sha` becomes refs/pull/N/head)."""
         with self._lock:
             number = max(self.pulls, default=0) + 1
-            pr = PullState(number, title, body, head, base or self.default_branch, user, fork_owner or self.owner)
+            pr = PullState(
+                number,
+                title,
+                body,
+                head,
+                base or self.default_branch,
+                user,
+                fork_owner or self.owner,
+            )
             self.pulls[number] = pr
         sha = head_sha or self.git("rev-parse", f"refs/heads/{head}")
         self.git("update-ref", f"refs/pull/{number}/head", sha)
         return number
 
-    def add_review(self, pull: int, user: str, state: str, commit_id: str | None = None, body: str = "") -> ReviewState:
+    def add_review(
+        self, pull: int, user: str, state: str, commit_id: str | None = None, body: str = ""
+    ) -> ReviewState:
         with self._lock:
             rid = self._next_id()
-            review = ReviewState(rid, pull, user, state.upper(), commit_id or self.head_sha(pull), body)
+            review = ReviewState(
+                rid, pull, user, state.upper(), commit_id or self.head_sha(pull), body
+            )
             self.reviews[rid] = review
             return review
 
-    def add_check_run(self, sha: str, name: str, conclusion: str | None = "success", status: str = "completed",
-                      run_id: int | None = None) -> None:
+    def add_check_run(
+        self,
+        sha: str,
+        name: str,
+        conclusion: str | None = "success",
+        status: str = "completed",
+        run_id: int | None = None,
+    ) -> None:
         """A check run on `sha`; `run_id`: it belongs to that Actions workflow run (details_url names it)."""
-        self.check_runs.setdefault(sha, []).append({"name": name, "status": status, "conclusion": conclusion, "run_id": run_id})
+        self.check_runs.setdefault(sha, []).append(
+            {"name": name, "status": status, "conclusion": conclusion, "run_id": run_id}
+        )
 
     def add_comment(self, issue: int, body: str, user: str) -> CommentState:
         with self._lock:
@@ -268,22 +318,40 @@ class FakeGitHub:
         return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
     # -- webhook payloads (derived from @octokit/webhooks-examples, validated) --
-    def comment_event(self, number: int, body: str, login: str, user_type: str | None = None) -> dict:
+    def comment_event(
+        self, number: int, body: str, login: str, user_type: str | None = None
+    ) -> dict:
         """Post `body` as `login` on PR `number` and return the `issue_comment` payload GitHub would send."""
         comment = self.add_comment(number, body, login)
         payload = self._retarget(spec.webhook_template("issue_comment.pr.created.json"))
         kind = user_type or ("Bot" if login.endswith("[bot]") else "User")
         issue = payload["issue"]
-        issue.update(number=number, title=self.pulls[number].title, url=f"{self.repo_api}/issues/{number}", state="open")
-        issue["pull_request"].update(url=f"{self.repo_api}/pulls/{number}", html_url=f"{self.repo_html}/pull/{number}")
-        issue["user"] = self._webhook_user(payload["issue"]["user"], self.pulls[number].user, "User")
-        payload["comment"].update(id=comment.id, body=body, url=f"{self.repo_api}/issues/comments/{comment.id}", issue_url=f"{self.repo_api}/issues/{number}")
+        issue.update(
+            number=number,
+            title=self.pulls[number].title,
+            url=f"{self.repo_api}/issues/{number}",
+            state="open",
+        )
+        issue["pull_request"].update(
+            url=f"{self.repo_api}/pulls/{number}", html_url=f"{self.repo_html}/pull/{number}"
+        )
+        issue["user"] = self._webhook_user(
+            payload["issue"]["user"], self.pulls[number].user, "User"
+        )
+        payload["comment"].update(
+            id=comment.id,
+            body=body,
+            url=f"{self.repo_api}/issues/comments/{comment.id}",
+            issue_url=f"{self.repo_api}/issues/{number}",
+        )
         payload["comment"]["user"] = self._webhook_user(payload["comment"]["user"], login, kind)
         payload["sender"] = self._webhook_user(payload["sender"], login, kind)
         self._check_webhook("issue-comment-created", payload)
         return payload
 
-    def review_event(self, number: int, login: str, state: str = "approved", commit_id: str | None = None) -> dict:
+    def review_event(
+        self, number: int, login: str, state: str = "approved", commit_id: str | None = None
+    ) -> dict:
         """Submit a review as `login` (REST state stored upper-case) and return the webhook payload (lower-case)."""
         review = self.add_review(number, login, state.upper(), commit_id)
         payload = self._retarget(spec.webhook_template("pull_request_review.approved.json"))
@@ -292,10 +360,20 @@ class FakeGitHub:
         payload["review"]["user"] = self._webhook_user(payload["review"]["user"], login, "User")
         payload["sender"] = self._webhook_user(payload["sender"], login, "User")
         p = payload["pull_request"]
-        p.update(number=number, url=f"{self.repo_api}/pulls/{number}", state=pr.state, title=pr.title)
-        p["head"].update(ref=pr.head_ref, sha=self.head_sha(number), label=f"{pr.head_owner}:{pr.head_ref}")
-        p["head"]["repo"].update(full_name=f"{pr.head_owner}/{self.name}", fork=pr.head_owner != self.owner)
-        p["base"].update(ref=pr.base_ref, sha=self.git("rev-parse", f"refs/heads/{pr.base_ref}"), label=f"{self.owner}:{pr.base_ref}")
+        p.update(
+            number=number, url=f"{self.repo_api}/pulls/{number}", state=pr.state, title=pr.title
+        )
+        p["head"].update(
+            ref=pr.head_ref, sha=self.head_sha(number), label=f"{pr.head_owner}:{pr.head_ref}"
+        )
+        p["head"]["repo"].update(
+            full_name=f"{pr.head_owner}/{self.name}", fork=pr.head_owner != self.owner
+        )
+        p["base"].update(
+            ref=pr.base_ref,
+            sha=self.git("rev-parse", f"refs/heads/{pr.base_ref}"),
+            label=f"{self.owner}:{pr.base_ref}",
+        )
         self._check_webhook("pull-request-review-submitted", payload)
         return payload
 
@@ -303,8 +381,18 @@ class FakeGitHub:
         repo = payload["repository"]
         old_full, old_html = repo["full_name"], repo["html_url"]
         old_api = repo["url"]
-        out = _rewrite(payload, [(old_api, self.repo_api), (old_html, self.repo_html), ("https://api.github.com", self.base_url), (old_full, self.full_name)])
-        out["repository"].update(name=self.name, full_name=self.full_name, default_branch=self.default_branch)
+        out = _rewrite(
+            payload,
+            [
+                (old_api, self.repo_api),
+                (old_html, self.repo_html),
+                ("https://api.github.com", self.base_url),
+                (old_full, self.full_name),
+            ],
+        )
+        out["repository"].update(
+            name=self.name, full_name=self.full_name, default_branch=self.default_branch
+        )
         out["repository"]["owner"]["login"] = self.owner
         return out  # type: ignore[return-value]
 
@@ -315,7 +403,9 @@ class FakeGitHub:
         return user
 
     def _check_webhook(self, name: str, payload: dict) -> None:
-        self.violations += [f"webhook {name}: {e}" for e in spec.validate(spec.webhook_schema(name), payload)]
+        self.violations += [
+            f"webhook {name}: {e}" for e in spec.validate(spec.webhook_schema(name), payload)
+        ]
 
     # -- HTTP ------------------------------------------------------------------
     def _next_id(self) -> int:
@@ -354,12 +444,23 @@ class FakeGitHub:
             injected = self._injection(f"{h.command} {path}")
             if injected is not None:
                 call.injected = True
-                return self._send(h, call, injected.status, {"message": injected.message, "documentation_url": "https://docs.github.com/rest"}, injected.headers)
+                return self._send(
+                    h,
+                    call,
+                    injected.status,
+                    {
+                        "message": injected.message,
+                        "documentation_url": "https://docs.github.com/rest",
+                    },
+                    injected.headers,
+                )
             hook = self.before.pop(op.op_id, None)
             if hook is not None:
                 hook()
             try:
-                status, answer = getattr(self, "op_" + re.sub(r"\W", "_", op.op_id))(params, query, body)
+                status, answer = getattr(self, "op_" + re.sub(r"\W", "_", op.op_id))(
+                    params, query, body
+                )
             except Exception as exc:  # a bug in the fake: make it loud
                 self.violations.append(f"fake crashed on {op.op_id}: {exc!r}")
                 return self._send(h, call, 500, {"message": repr(exc)})
@@ -378,16 +479,26 @@ class FakeGitHub:
             h.send_header("Content-Length", "0")
             h.end_headers()
             return
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_PROJECT_ROOT": str(self.bare.parent),
-               "GIT_HTTP_EXPORT_ALL": "1", "REMOTE_USER": "x-access-token", "REQUEST_METHOD": h.command,
-               "PATH_INFO": f"/{self.bare.name}{rest}", "QUERY_STRING": query,
-               "CONTENT_TYPE": h.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(raw)),
-               "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": str(self.bare.parent),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REMOTE_USER": "x-access-token",
+            "REQUEST_METHOD": h.command,
+            "PATH_INFO": f"/{self.bare.name}{rest}",
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": h.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(raw)),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+        }
         for header in ("Content-Encoding", "Git-Protocol"):
             if h.headers.get(header):
                 env["HTTP_" + header.upper().replace("-", "_")] = h.headers[header]
         # No lock: git itself keeps concurrent pushes to different refs of one repository safe.
-        out = subprocess.run(["git", "http-backend"], input=raw, env=env, capture_output=True).stdout
+        out = subprocess.run(
+            ["git", "http-backend"], input=raw, env=env, capture_output=True
+        ).stdout
         head, _, body = out.partition(b"\r\n\r\n")
         status, headers = 200, []
         for line in head.decode("latin-1").split("\r\n"):
@@ -410,13 +521,24 @@ class FakeGitHub:
                 return inj
         return None
 
-    def _send(self, h: BaseHTTPRequestHandler, call: Call, status: int, answer: object, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        call: Call,
+        status: int,
+        answer: object,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         call.status = status
         data = b"" if answer is None else json.dumps(answer).encode()
         h.send_response(status)
         h.send_header("Content-Type", "application/json; charset=utf-8")
         h.send_header("Content-Length", str(len(data)))
-        merged = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": str(int(time.time()) + 3600)}
+        merged = {
+            "X-RateLimit-Limit": "5000",
+            "X-RateLimit-Remaining": "4999",
+            "X-RateLimit-Reset": str(int(time.time()) + 3600),
+        }
         for key, value in (headers or {}).items():
             merged = {k: v for k, v in merged.items() if k.lower() != key.lower()}
             merged[key] = value
@@ -430,21 +552,42 @@ class FakeGitHub:
         value = spec.example(op_id, status)
         if isinstance(value, list):
             value = value[0]
-        repl = [(EXAMPLE_API_REPO, self.repo_api), (EXAMPLE_HTML_REPO, self.repo_html), ("https://api.github.com", self.base_url), ("https://github.com", self.base_url + "/html")]
+        repl = [
+            (EXAMPLE_API_REPO, self.repo_api),
+            (EXAMPLE_HTML_REPO, self.repo_html),
+            ("https://api.github.com", self.base_url),
+            ("https://github.com", self.base_url + "/html"),
+        ]
         if number is not None:
-            repl = [(f"/pulls/{1347}", f"/pulls/{number}"), (f"/pull/{1347}", f"/pull/{number}"), (f"/issues/{1347}", f"/issues/{number}")] + repl
+            repl = [
+                (f"/pulls/{1347}", f"/pulls/{number}"),
+                (f"/pull/{1347}", f"/pull/{number}"),
+                (f"/issues/{1347}", f"/issues/{number}"),
+            ] + repl
         return _rewrite(value, repl)  # type: ignore[return-value]
 
     def _user(self, login: str) -> dict:
         user = self._from_example("pulls/get", 200)["user"]
-        user.update(login=login, id=abs(hash(login)) % 10**7 + 1, type="Bot" if login.endswith("[bot]") else "User", url=f"{self.base_url}/users/{login}", html_url=f"{self.base_url}/html/{login}")
+        user.update(
+            login=login,
+            id=abs(hash(login)) % 10**7 + 1,
+            type="Bot" if login.endswith("[bot]") else "User",
+            url=f"{self.base_url}/users/{login}",
+            html_url=f"{self.base_url}/html/{login}",
+        )
         return user
 
     def _repo_obj(self, owner: str) -> dict:
         repo = self._from_example("pulls/get", 200)["base"]["repo"]
         full = f"{owner}/{self.name}"
         repo = _rewrite(repo, [(self.full_name, full)]) if owner != self.owner else repo
-        repo.update(name=self.name, full_name=full, fork=owner != self.owner, default_branch=self.default_branch, url=f"{self.base_url}/repos/{full}")
+        repo.update(
+            name=self.name,
+            full_name=full,
+            fork=owner != self.owner,
+            default_branch=self.default_branch,
+            url=f"{self.base_url}/repos/{full}",
+        )
         repo["owner"] = self._user(owner)
         return repo
 
@@ -453,16 +596,44 @@ class FakeGitHub:
         head_sha = self.head_sha(pr.number)
         base_sha = self.git("rev-parse", f"refs/heads/{pr.base_ref}")
         out.update(
-            id=pr.number * 7, number=pr.number, title=pr.title, body=pr.body, state=pr.state, locked=False,
-            user=self._user(pr.user), draft=pr.draft, merged=pr.merged, merge_commit_sha=pr.merge_commit_sha,
-            merged_at=NOW if pr.merged else None, closed_at=NOW if pr.state == "closed" else None,
-            merged_by=self._user(pr.merged_by) if pr.merged_by else None, mergeable=self._mergeable(pr),
-            mergeable_state="clean" if self._mergeable(pr) else "dirty", milestone=None, assignee=None, assignees=[],
-            requested_reviewers=[self._user(u) for u in pr.requested_reviewers], requested_teams=[], auto_merge=None,
-            labels=[self._label(name) for name in pr.labels], comments=len(self.comments_on(pr.number)),
+            id=pr.number * 7,
+            number=pr.number,
+            title=pr.title,
+            body=pr.body,
+            state=pr.state,
+            locked=False,
+            user=self._user(pr.user),
+            draft=pr.draft,
+            merged=pr.merged,
+            merge_commit_sha=pr.merge_commit_sha,
+            merged_at=NOW if pr.merged else None,
+            closed_at=NOW if pr.state == "closed" else None,
+            merged_by=self._user(pr.merged_by) if pr.merged_by else None,
+            mergeable=self._mergeable(pr),
+            mergeable_state="clean" if self._mergeable(pr) else "dirty",
+            milestone=None,
+            assignee=None,
+            assignees=[],
+            requested_reviewers=[self._user(u) for u in pr.requested_reviewers],
+            requested_teams=[],
+            auto_merge=None,
+            labels=[self._label(name) for name in pr.labels],
+            comments=len(self.comments_on(pr.number)),
         )
-        out["head"].update(ref=pr.head_ref, sha=head_sha, label=f"{pr.head_owner}:{pr.head_ref}", user=self._user(pr.head_owner), repo=self._repo_obj(pr.head_owner))
-        out["base"].update(ref=pr.base_ref, sha=base_sha, label=f"{self.owner}:{pr.base_ref}", user=self._user(self.owner), repo=self._repo_obj(self.owner))
+        out["head"].update(
+            ref=pr.head_ref,
+            sha=head_sha,
+            label=f"{pr.head_owner}:{pr.head_ref}",
+            user=self._user(pr.head_owner),
+            repo=self._repo_obj(pr.head_owner),
+        )
+        out["base"].update(
+            ref=pr.base_ref,
+            sha=base_sha,
+            label=f"{self.owner}:{pr.base_ref}",
+            user=self._user(self.owner),
+            repo=self._repo_obj(self.owner),
+        )
         return out
 
     def _simple_pull(self, pr: PullState) -> dict:
@@ -472,20 +643,36 @@ class FakeGitHub:
 
     def _label(self, name: str) -> dict:
         label = self._from_example("issues/add-labels", 200)
-        label.update(name=name, url=f"{self.repo_api}/labels/{name}", id=abs(hash(name)) % 10**6 + 1)
+        label.update(
+            name=name, url=f"{self.repo_api}/labels/{name}", id=abs(hash(name)) % 10**6 + 1
+        )
         return label
 
     def _comment_obj(self, c: CommentState) -> dict:
         out = self._from_example("issues/get-comment", 200)
-        out.update(id=c.id, body=c.body, user=self._user(c.user), url=f"{self.repo_api}/issues/comments/{c.id}",
-                   html_url=f"{self.repo_html}/pull/{c.issue}#issuecomment-{c.id}", issue_url=f"{self.repo_api}/issues/{c.issue}",
-                   created_at=c.created_at, updated_at=c.updated_at)
+        out.update(
+            id=c.id,
+            body=c.body,
+            user=self._user(c.user),
+            url=f"{self.repo_api}/issues/comments/{c.id}",
+            html_url=f"{self.repo_html}/pull/{c.issue}#issuecomment-{c.id}",
+            issue_url=f"{self.repo_api}/issues/{c.issue}",
+            created_at=c.created_at,
+            updated_at=c.updated_at,
+        )
         return out
 
     def _review_obj(self, r: ReviewState) -> dict:
         out = self._from_example("pulls/list-reviews", 200, r.pull)
-        out.update(id=r.id, user=self._user(r.user), state=r.state, commit_id=r.commit_id, body=r.body, submitted_at=NOW,
-                   pull_request_url=f"{self.repo_api}/pulls/{r.pull}")
+        out.update(
+            id=r.id,
+            user=self._user(r.user),
+            state=r.state,
+            commit_id=r.commit_id,
+            body=r.body,
+            submitted_at=NOW,
+            pull_request_url=f"{self.repo_api}/pulls/{r.pull}",
+        )
         return out
 
     def _mergeable(self, pr: PullState) -> bool:
@@ -493,7 +680,19 @@ class FakeGitHub:
             return pr.mergeable
         if pr.merged:
             return False
-        out = subprocess.run(["git", "-C", str(self.bare), "merge-tree", "--write-tree", f"refs/heads/{pr.base_ref}", self.head_sha(pr.number)], capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(self.bare),
+                "merge-tree",
+                "--write-tree",
+                f"refs/heads/{pr.base_ref}",
+                self.head_sha(pr.number),
+            ],
+            capture_output=True,
+            text=True,
+        )
         return out.returncode == 0
 
     def _error(self, status: int, message: str) -> tuple[int, dict]:
@@ -533,9 +732,19 @@ class FakeGitHub:
         owner, _, ref = head.rpartition(":")
         if not self.git("rev-parse", "--verify", f"refs/heads/{ref}", check=False):
             return self._error(422, f"head branch {ref} does not exist")
-        if any(p.state == "open" and p.head_ref == ref and p.base_ref == base for p in self.pulls.values()):
+        if any(
+            p.state == "open" and p.head_ref == ref and p.base_ref == base
+            for p in self.pulls.values()
+        ):
             return self._error(422, f"A pull request already exists for {self.owner}:{ref}.")
-        number = self.open_pull(ref, base, user=self.token_login, title=body.get("title", ""), body=body.get("body") or "", fork_owner=owner or None)
+        number = self.open_pull(
+            ref,
+            base,
+            user=self.token_login,
+            title=body.get("title", ""),
+            body=body.get("body") or "",
+            fork_owner=owner or None,
+        )
         self.pulls[number].draft = bool(body.get("draft"))
         return 201, self._pull_obj(self.pulls[number])
 
@@ -567,23 +776,49 @@ class FakeGitHub:
             return self._error(405, "Pull Request is not mergeable")
         base_ref = f"refs/heads/{pr.base_ref}"
         tree = self.git("merge-tree", "--write-tree", base_ref, head).splitlines()[0]
-        message = body.get("commit_title") or f"Merge pull request #{pr.number} from {pr.head_owner}/{pr.head_ref}"
-        commit = self.git("commit-tree", tree, "-p", self.git("rev-parse", base_ref), "-p", head, "-m", message)
+        message = (
+            body.get("commit_title")
+            or f"Merge pull request #{pr.number} from {pr.head_owner}/{pr.head_ref}"
+        )
+        commit = self.git(
+            "commit-tree", tree, "-p", self.git("rev-parse", base_ref), "-p", head, "-m", message
+        )
         self.git("update-ref", base_ref, commit)
-        pr.merged, pr.state, pr.merge_commit_sha, pr.merged_by = True, "closed", commit, self.token_login
+        pr.merged, pr.state, pr.merge_commit_sha, pr.merged_by = (
+            True,
+            "closed",
+            commit,
+            self.token_login,
+        )
         return 200, {"sha": commit, "merged": True, "message": "Pull Request successfully merged"}
 
     def op_pulls_list_reviews(self, params: dict, query: dict, body: object) -> tuple[int, object]:
         number = int(params["pull_number"])
-        return 200, [self._review_obj(r) for r in sorted(self.reviews.values(), key=lambda r: r.id) if r.pull == number]
+        return 200, [
+            self._review_obj(r)
+            for r in sorted(self.reviews.values(), key=lambda r: r.id)
+            if r.pull == number
+        ]
 
     def op_pulls_create_review(self, params: dict, query: dict, body: dict) -> tuple[int, object]:
         number = int(params["pull_number"])
-        state = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}.get((body or {}).get("event", ""), "PENDING")
-        review = self.add_review(number, self.token_login, state, (body or {}).get("commit_id"), (body or {}).get("body", ""))
+        state = {
+            "APPROVE": "APPROVED",
+            "REQUEST_CHANGES": "CHANGES_REQUESTED",
+            "COMMENT": "COMMENTED",
+        }.get((body or {}).get("event", ""), "PENDING")
+        review = self.add_review(
+            number,
+            self.token_login,
+            state,
+            (body or {}).get("commit_id"),
+            (body or {}).get("body", ""),
+        )
         return 200, self._review_obj(review)
 
-    def op_pulls_request_reviewers(self, params: dict, query: dict, body: dict) -> tuple[int, object]:
+    def op_pulls_request_reviewers(
+        self, params: dict, query: dict, body: dict
+    ) -> tuple[int, object]:
         pr = self._pull(params)
         for login in body.get("reviewers", []):
             if login == pr.user:
@@ -592,7 +827,9 @@ class FakeGitHub:
                 pr.requested_reviewers.append(login)
         return 201, self._simple_pull(pr)
 
-    def op_issues_list_comments(self, params: dict, query: dict, body: object) -> tuple[int, object]:
+    def op_issues_list_comments(
+        self, params: dict, query: dict, body: object
+    ) -> tuple[int, object]:
         number = int(params["issue_number"])
         per_page = int(query.get("per_page", ["30"])[0])
         page = int(query.get("page", ["1"])[0])
@@ -625,7 +862,9 @@ class FakeGitHub:
         c.body, c.updated_at = body["body"], NOW
         return 200, self._comment_obj(c)
 
-    def op_reactions_create_for_issue_comment(self, params: dict, query: dict, body: dict) -> tuple[int, object]:
+    def op_reactions_create_for_issue_comment(
+        self, params: dict, query: dict, body: dict
+    ) -> tuple[int, object]:
         cid = int(params["comment_id"])
         out = self._from_example("reactions/create-for-issue-comment", 201)
         out.update(id=self._next_id(), content=body["content"], user=self._user(self.token_login))
@@ -635,22 +874,42 @@ class FakeGitHub:
         existing.append((self.token_login, body["content"]))
         return 201, out
 
-    def op_repos_get_collaborator_permission_level(self, params: dict, query: dict, body: object) -> tuple[int, object]:
+    def op_repos_get_collaborator_permission_level(
+        self, params: dict, query: dict, body: object
+    ) -> tuple[int, object]:
         login = params["username"]
         role = self.permissions.get(login, "none")
         legacy = {"maintain": "write", "triage": "read"}.get(role, role)
         out = self._from_example("repos/get-collaborator-permission-level", 200)
         out.update(permission=legacy, role_name=role)
         out["user"].update(login=login, role_name=role, url=f"{self.base_url}/users/{login}")
-        out["user"]["permissions"] = {"admin": role == "admin", "maintain": role in ("admin", "maintain"), "push": role in ("admin", "maintain", "write"), "triage": role != "none", "pull": role != "none"}
+        out["user"]["permissions"] = {
+            "admin": role == "admin",
+            "maintain": role in ("admin", "maintain"),
+            "push": role in ("admin", "maintain", "write"),
+            "triage": role != "none",
+            "pull": role != "none",
+        }
         return 200, out
 
-    def op_repos_create_commit_status(self, params: dict, query: dict, body: dict) -> tuple[int, object]:
+    def op_repos_create_commit_status(
+        self, params: dict, query: dict, body: dict
+    ) -> tuple[int, object]:
         sha = params["sha"]
         out = self._from_example("repos/create-commit-status", 201)
-        entry = {"state": body["state"], "context": body.get("context", "default"), "description": body.get("description"), "target_url": body.get("target_url")}
+        entry = {
+            "state": body["state"],
+            "context": body.get("context", "default"),
+            "description": body.get("description"),
+            "target_url": body.get("target_url"),
+        }
         self.statuses.setdefault(sha, []).append(entry)
-        out.update(id=self._next_id(), url=f"{self.repo_api}/statuses/{sha}", **entry, creator=self._user(self.token_login))
+        out.update(
+            id=self._next_id(),
+            url=f"{self.repo_api}/statuses/{sha}",
+            **entry,
+            creator=self._user(self.token_login),
+        )
         return 201, out
 
     def _latest_statuses(self, sha: str) -> list[dict]:
@@ -659,7 +918,9 @@ class FakeGitHub:
             latest[entry["context"]] = entry
         return list(latest.values())
 
-    def op_repos_get_combined_status_for_ref(self, params: dict, query: dict, body: object) -> tuple[int, object]:
+    def op_repos_get_combined_status_for_ref(
+        self, params: dict, query: dict, body: object
+    ) -> tuple[int, object]:
         sha = self.git("rev-parse", params["ref"], check=False) or params["ref"]
         out = self._from_example("repos/get-combined-status-for-ref", 200)
         template = out["statuses"][0]
@@ -669,9 +930,24 @@ class FakeGitHub:
             item.update(id=self._next_id(), **entry)
             items.append(item)
         states = {e["state"] for e in items}
-        combined = "failure" if states & {"failure", "error"} else "pending" if ("pending" in states or not items) else "success"
-        out.update(state=combined, sha=sha, total_count=len(items), statuses=items, commit_url=f"{self.repo_api}/commits/{sha}", url=f"{self.repo_api}/commits/{sha}/status")
-        out["repository"] = {k: v for k, v in self._repo_obj(self.owner).items() if k in out["repository"]}
+        combined = (
+            "failure"
+            if states & {"failure", "error"}
+            else "pending"
+            if ("pending" in states or not items)
+            else "success"
+        )
+        out.update(
+            state=combined,
+            sha=sha,
+            total_count=len(items),
+            statuses=items,
+            commit_url=f"{self.repo_api}/commits/{sha}",
+            url=f"{self.repo_api}/commits/{sha}/status",
+        )
+        out["repository"] = {
+            k: v for k, v in self._repo_obj(self.owner).items() if k in out["repository"]
+        }
         return 200, out
 
     def op_checks_list_for_ref(self, params: dict, query: dict, body: object) -> tuple[int, object]:
@@ -681,21 +957,35 @@ class FakeGitHub:
         runs = []
         for run in self.check_runs.get(sha, []):
             item = copy.deepcopy(template)
-            item.update(id=self._next_id(), head_sha=sha, name=run["name"], status=run["status"], conclusion=run["conclusion"],
-                        completed_at=NOW if run["status"] == "completed" else None)
+            item.update(
+                id=self._next_id(),
+                head_sha=sha,
+                name=run["name"],
+                status=run["status"],
+                conclusion=run["conclusion"],
+                completed_at=NOW if run["status"] == "completed" else None,
+            )
             if run.get("run_id") is not None:  # Actions jobs link to their workflow run
-                item["details_url"] = item["html_url"] = f"{self.repo_html}/actions/runs/{run['run_id']}/job/{item['id']}"
+                item["details_url"] = item["html_url"] = (
+                    f"{self.repo_html}/actions/runs/{run['run_id']}/job/{item['id']}"
+                )
             runs.append(item)
         per_page = int(query.get("per_page", ["30"])[0])
         page = int(query.get("page", ["1"])[0])
         out.update(total_count=len(runs), check_runs=runs[(page - 1) * per_page : page * per_page])
         return 200, out
 
-    def op_git_list_matching_refs(self, params: dict, query: dict, body: object) -> tuple[int, object]:
+    def op_git_list_matching_refs(
+        self, params: dict, query: dict, body: object
+    ) -> tuple[int, object]:
         prefix = "refs/" + params["ref"]
         template = self._from_example("git/list-matching-refs", 200)
         items = []
-        out = self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix if prefix.endswith("/") else prefix + "*")
+        out = self.git(
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            prefix if prefix.endswith("/") else prefix + "*",
+        )
         for line in out.splitlines():
             name, sha = line.split(" ")
             if not name.startswith(prefix):

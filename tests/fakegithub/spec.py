@@ -41,10 +41,16 @@ def validate(schema: dict, instance: object) -> list[str]:
     root = {**schema, "components": load_spec()["components"]}
     validator = OAS30Validator(root, format_checker=OAS30Validator.FORMAT_CHECKER)
     errors = [
-        e for e in validator.iter_errors(instance)
+        e
+        for e in validator.iter_errors(instance)
         # GitHub's spec pairs `nullable: true` with an `enum` lacking null (e.g. a running check's
         # `conclusion`); read it the OpenAPI 3.0.0 way: null is allowed.
-        if not (e.instance is None and e.validator == "enum" and isinstance(e.schema, dict) and e.schema.get("nullable"))
+        if not (
+            e.instance is None
+            and e.validator == "enum"
+            and isinstance(e.schema, dict)
+            and e.schema.get("nullable")
+        )
     ]
     return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message[:300]}" for e in errors]
 
@@ -71,7 +77,9 @@ def _compile(template: str) -> re.Pattern[str]:
         out += re.escape(literal)
         if name:
             # Git refs contain slashes (heads/tunebot/op/v1); every other parameter is one segment.
-            out += f"(?P<{name}>.+)" if name == "ref" and "/git/" in template else f"(?P<{name}>[^/]+)"
+            out += (
+                f"(?P<{name}>.+)" if name == "ref" and "/git/" in template else f"(?P<{name}>[^/]+)"
+            )
     return re.compile(f"^{out}$")
 
 
@@ -83,7 +91,16 @@ def operations() -> tuple[Operation, ...]:
         for method, definition in item.items():
             if method == "parameters":
                 continue
-            ops.append(Operation(method.upper(), template, definition["operationId"], _compile(template), definition, shared))
+            ops.append(
+                Operation(
+                    method.upper(),
+                    template,
+                    definition["operationId"],
+                    _compile(template),
+                    definition,
+                    shared,
+                )
+            )
     # The most literal template wins (…/commits/{ref}/status before a looser match).
     return tuple(sorted(ops, key=lambda o: -len(re.sub(r"\{\w+\}", "", o.template))))
 
@@ -107,7 +124,13 @@ def _coerce(value: str, schema: dict) -> object:
     return value
 
 
-def check_request(op: Operation, path_params: dict[str, str], query: dict[str, list[str]], body: object, has_body: bool) -> list[str]:
+def check_request(
+    op: Operation,
+    path_params: dict[str, str],
+    query: dict[str, list[str]],
+    body: object,
+    has_body: bool,
+) -> list[str]:
     problems: list[str] = []
     where = f"{op.method} {op.template}"
     declared = {(p["name"], p["in"]): p for p in op.parameters}
@@ -116,14 +139,20 @@ def check_request(op: Operation, path_params: dict[str, str], query: dict[str, l
         if param is None:
             problems.append(f"{where}: undeclared path parameter {name}")
             continue
-        problems += [f"{where}: path {name}: {e}" for e in validate(param["schema"], _coerce(value, param["schema"]))]
+        problems += [
+            f"{where}: path {name}: {e}"
+            for e in validate(param["schema"], _coerce(value, param["schema"]))
+        ]
     for name, values in query.items():
         param = declared.get((name, "query"))
         if param is None:
             problems.append(f"{where}: undeclared query parameter {name!r}")
             continue
         for value in values:
-            problems += [f"{where}: query {name}: {e}" for e in validate(param["schema"], _coerce(value, param["schema"]))]
+            problems += [
+                f"{where}: query {name}: {e}"
+                for e in validate(param["schema"], _coerce(value, param["schema"]))
+            ]
     for (name, loc), param in declared.items():
         if loc == "query" and param.get("required") and name not in query:
             problems.append(f"{where}: missing required query parameter {name}")
@@ -144,7 +173,9 @@ def response_schema(op: Operation, status: int) -> tuple[dict | None, list[str]]
     responses = op.definition["responses"]
     entry = responses.get(str(status)) or responses.get("default")
     if entry is None:
-        return None, [f"{op.method} {op.template}: status {status} is not a declared response ({', '.join(responses)})"]
+        return None, [
+            f"{op.method} {op.template}: status {status} is not a declared response ({', '.join(responses)})"
+        ]
     content = resolve(entry).get("content", {}).get("application/json")
     return (content or {}).get("schema"), []
 
@@ -154,7 +185,11 @@ def check_response(op: Operation, status: int, body: object) -> list[str]:
     if problems:
         return problems
     if schema is None:
-        return [f"{op.method} {op.template}: status {status} has no body in the spec"] if body is not None else []
+        return (
+            [f"{op.method} {op.template}: status {status} has no body in the spec"]
+            if body is not None
+            else []
+        )
     return [f"{op.method} {op.template} -> {status}: {e}" for e in validate(schema, body)]
 
 

@@ -77,7 +77,10 @@ def main() -> int:
             from mindiesd import sparse_attention  # noqa: F401  (the fake package lacks it)
         if e.get("crash") == "type":
             from mindiesd import attention_forward
-            attention_forward(1, 2, 3, fused=True)  # the table's signature; the installed one lacks it
+
+            attention_forward(
+                1, 2, 3, fused=True
+            )  # the table's signature; the installed one lacks it
         if e.get("crash") == "exit":
             print("segfault-like failure", file=sys.stderr)
             return 3
@@ -91,8 +94,15 @@ def main() -> int:
         return 0
     latency = behavior.get("base_ms", 100.0)
     vector = [float(i % 7 + 1) for i in range(32)]
-    workload = {"model": "fake", "resolution": "64x64", "frames": 1, "steps": 8, "precision": "fp32",
-                "device_count": 1, "hardware": "cpu"}
+    workload = {
+        "model": "fake",
+        "resolution": "64x64",
+        "frames": 1,
+        "steps": 8,
+        "precision": "fp32",
+        "device_count": 1,
+        "hardware": "cpu",
+    }
     for n, e in enumerate(effects):
         latency *= e.get("factor", 1.0)
         p = e.get("perturb", 0.0)
@@ -104,9 +114,17 @@ def main() -> int:
     if out_dir:
         (Path(out_dir) / "out.json").write_text(json.dumps(vector))
     print("pipeline log line on stdout before the result")
-    print(json.dumps({"schema": "tunebot.benchmark/v1", "latency_ms": samples,
-                      "stages_ms": {"dit": latency * 0.9, "vae": latency * 0.1}, "workload": workload,
-                      "mindiesd_version": ctl.get("mindiesd_version")}))
+    print(
+        json.dumps(
+            {
+                "schema": "tunebot.benchmark/v1",
+                "latency_ms": samples,
+                "stages_ms": {"dit": latency * 0.9, "vae": latency * 0.1},
+                "workload": workload,
+                "mindiesd_version": ctl.get("mindiesd_version"),
+            }
+        )
+    )
     return 0
 
 

@@ -33,21 +33,31 @@ def main() -> int:
         with open(os.environ["PROPOSER_CONTEXT_COPY"], "w") as f:
             json.dump(ctx, f)
     if mode == "vectorize":
-        loop = re.compile(r"( *)for i, j in T\.Parallel\(block_M, hidden\):\n\s*x_ub\[i, j\] = x_ub\[i, j\] \* gamma_ub\[0, j\]\n")
-        new, n = loop.subn(r"\1T.npuir_mul(x_ub, gamma_ub, x_ub)  # vector op instead of a scalar loop\n", best)
+        loop = re.compile(
+            r"( *)for i, j in T\.Parallel\(block_M, hidden\):\n\s*x_ub\[i, j\] = x_ub\[i, j\] \* gamma_ub\[0, j\]\n"
+        )
+        new, n = loop.subn(
+            r"\1T.npuir_mul(x_ub, gamma_ub, x_ub)  # vector op instead of a scalar loop\n", best
+        )
         if n != 1:
             print("no scalar gamma loop found")
             return 1
         write(output_path, new)
         write(ctx["description_path"], "gamma multiply: scalar T.Parallel loop -> T.npuir_mul\n")
     elif mode == "comment":
-        write(output_path, best + f"# {ctx['strategy']['id']} proposal after {len(ctx['history'])} attempts\n")
+        write(
+            output_path,
+            best + f"# {ctx['strategy']['id']} proposal after {len(ctx['history'])} attempts\n",
+        )
     elif mode == "identical":
         write(output_path, best)
     elif mode == "invalid":
         write(output_path, best + "\ndef broken(:\n")
     elif mode == "signature":
-        write(output_path, re.sub(r"(@T\.prim_func\s*\n\s*def \w+\(\s*)(\w+)", r"\1Renamed", best, count=1))
+        write(
+            output_path,
+            re.sub(r"(@T\.prim_func\s*\n\s*def \w+\(\s*)(\w+)", r"\1Renamed", best, count=1),
+        )
     elif mode == "fail":
         print("cannot help with this kernel")
         return 3
@@ -56,7 +66,13 @@ def main() -> int:
         child = subprocess.Popen(["sleep", "30"])  # inherits our stdout; never waited for
         write(os.environ["PROPOSER_PID_FILE"], str(child.pid))
     elif mode == "reference":
-        write(output_path, best.replace("def reference(x, gamma):\n", "def reference(x, gamma):\n    return kernel(x, gamma)\n"))
+        write(
+            output_path,
+            best.replace(
+                "def reference(x, gamma):\n",
+                "def reference(x, gamma):\n    return kernel(x, gamma)\n",
+            ),
+        )
     elif mode == "env":
         write(output_path, best + "# env proposal\n")
         write(os.environ["PROPOSER_ENV_COPY"], json.dumps(dict(os.environ)))

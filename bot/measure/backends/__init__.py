@@ -20,14 +20,21 @@ BACKENDS = ("cpu", "cuda", "npu-msprof", "npu-torch", "command")
 
 def _imports_in_child(code: str, timeout_s: float = 120.0) -> bool:
     try:
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=timeout_s).returncode == 0
+        return (
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, timeout=timeout_s
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
 @functools.cache
 def torch_npu_imports() -> bool:
-    return importlib.util.find_spec("torch_npu") is not None and _imports_in_child("import torch, torch_npu")
+    return importlib.util.find_spec("torch_npu") is not None and _imports_in_child(
+        "import torch, torch_npu"
+    )
 
 
 @functools.cache

@@ -66,8 +66,10 @@ def parse_output(output: str) -> tuple[list[float], dict, bool]:
         if isinstance(obj, dict) and ("samples" in obj or "median" in obj):
             found.append(obj)
     if not found:
-        raise OutputError('printed no JSON object with "samples" or "median" (print one on a line of its own, '
-                          'e.g. {"samples": [12.5, 12.7], "unit": "us"})')
+        raise OutputError(
+            'printed no JSON object with "samples" or "median" (print one on a line of its own, '
+            'e.g. {"samples": [12.5, 12.7], "unit": "us"})'
+        )
     if len(found) > 1:
         raise OutputError(f"printed {len(found)} result objects; print exactly one")
     obj = found[0]
@@ -81,12 +83,18 @@ def parse_output(output: str) -> tuple[list[float], dict, bool]:
         raise OutputError('"samples" must be a non-empty list of numbers')
     samples = []
     for value in raw:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             raise OutputError(f"latency {value!r} is not a positive finite number")
         samples.append(float(value) * scale)
     env = obj.get("environment", {})
-    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
-                                            for k, v in env.items()):
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in env.items()
+    ):
         raise OutputError('"environment" must be an object of plain facts (strings or numbers)')
     return samples, dict(env), median_only
 
@@ -99,14 +107,31 @@ def _failure(run: SandboxResult, message: str) -> LatencyResult:
     return result
 
 
-def measure_command(source: Path, argv: tuple[str, ...] | list[str], entry: str = "kernel", warmup: int = 5,
-                    repeats: int = 30, timeout_s: float = 300.0, cwd: Path | None = None,
-                    memory_limit_mb: int | None = None, **_: object) -> LatencyResult:
+def measure_command(
+    source: Path,
+    argv: tuple[str, ...] | list[str],
+    entry: str = "kernel",
+    warmup: int = 5,
+    repeats: int = 30,
+    timeout_s: float = 300.0,
+    cwd: Path | None = None,
+    memory_limit_mb: int | None = None,
+    **_: object,
+) -> LatencyResult:
     """Run the user's benchmark command on `source` and turn its JSON object into a LatencyResult."""
     source = Path(source).resolve()
     workdir = Path(cwd or source.parent)
-    command = expand(argv, {"source": str(source), "op_dir": str(workdir), "warmup": str(warmup),
-                            "repeats": str(repeats), "entry": entry, "python": sys.executable})
+    command = expand(
+        argv,
+        {
+            "source": str(source),
+            "op_dir": str(workdir),
+            "warmup": str(warmup),
+            "repeats": str(repeats),
+            "entry": entry,
+            "python": sys.executable,
+        },
+    )
     env = child_env([source.parent, workdir])
     samples: list[float] = []
     facts: dict = {}
@@ -126,6 +151,8 @@ def measure_command(source: Path, argv: tuple[str, ...] | list[str], entry: str 
         tails.append(run.tail)
         if not median_only or runs >= MEDIAN_RUNS:
             break
-    notes = [f"command run {runs}x" + (f", one median per run ({MEDIAN_RUNS} runs)" if runs > 1 else "")]
+    notes = [
+        f"command run {runs}x" + (f", one median per run ({MEDIAN_RUNS} runs)" if runs > 1 else "")
+    ]
     extra = {"environment": facts} if facts else {}
     return from_samples(NAME, samples, command, tail=tails[-1], notes=notes, extra=extra)

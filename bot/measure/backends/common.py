@@ -10,40 +10,76 @@ from bot.measure.stats import summarize
 from bot.measure.types import LatencyResult
 
 
-def from_samples(backend: str, samples_us: list[float], command: list[str], tail: str = "",
-                 notes: list[str] | None = None, extra: dict | None = None,
-                 suspect: bool = False) -> LatencyResult:
+def from_samples(
+    backend: str,
+    samples_us: list[float],
+    command: list[str],
+    tail: str = "",
+    notes: list[str] | None = None,
+    extra: dict | None = None,
+    suspect: bool = False,
+) -> LatencyResult:
     s = summarize(samples_us)
     return LatencyResult(
-        status="ok", backend=backend, samples_us=list(samples_us), median_us=s.median, min_us=s.min,
-        q1_us=s.q1, q3_us=s.q3, ci_low_us=s.ci_low, ci_high_us=s.ci_high, command=list(command),
-        tail=tail, suspect=suspect, notes=list(notes or []), extra=dict(extra or {}))
+        status="ok",
+        backend=backend,
+        samples_us=list(samples_us),
+        median_us=s.median,
+        min_us=s.min,
+        q1_us=s.q1,
+        q3_us=s.q3,
+        ci_low_us=s.ci_low,
+        ci_high_us=s.ci_high,
+        command=list(command),
+        tail=tail,
+        suspect=suspect,
+        notes=list(notes or []),
+        extra=dict(extra or {}),
+    )
 
 
 def from_failure(backend: str, run: SandboxResult, message: str | None = None) -> LatencyResult:
     """A kernel that hung or crashed is a result, not an exception."""
     status = "timeout" if run.timed_out else "error"
     notes = [run.reason] + ([message] if message else [])
-    return LatencyResult(status=status, backend=backend, command=list(run.argv), tail=run.tail, notes=notes)
+    return LatencyResult(
+        status=status, backend=backend, command=list(run.argv), tail=run.tail, notes=notes
+    )
 
 
-def run_runner(runner: str, args: list[str], cwd: Path, timeout_s: float, source: Path,
-               memory_limit_mb: int | None = None,
-               extra_writable: tuple[Path, ...] = (),
-               extra_paths: list[Path] | None = None) -> tuple[SandboxResult, dict | None]:
+def run_runner(
+    runner: str,
+    args: list[str],
+    cwd: Path,
+    timeout_s: float,
+    source: Path,
+    memory_limit_mb: int | None = None,
+    extra_writable: tuple[Path, ...] = (),
+    extra_paths: list[Path] | None = None,
+) -> tuple[SandboxResult, dict | None]:
     """Run `python -m bot.measure.runners.<runner> ...` with a result channel; return the run and
     the runner's result. A result that did not arrive exactly once, or a channel that carried
     anything else, gives no payload and turns the run into an error (the kernel meddled)."""
     argv = python_argv("-m", f"bot.measure.runners.{runner}", *args)
     env = child_env([source.resolve().parent, *(extra_paths or [])])
-    run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb, channel=True,
-                        extra_writable=extra_writable)
+    run = run_sandboxed(
+        argv,
+        cwd,
+        timeout_s,
+        env=env,
+        memory_limit_mb=memory_limit_mb,
+        channel=True,
+        extra_writable=extra_writable,
+    )
     results = [data for _, kind, data in run.messages if kind == "result"]
     problems = list(run.channel_problems)
     if len(results) > 1:
         problems.append(f"{len(results)} results on the channel, expected one")
     if problems:
-        run.status, run.reason = "error", "result channel tampered with: " + "; ".join(problems)[:500]
+        run.status, run.reason = (
+            "error",
+            "result channel tampered with: " + "; ".join(problems)[:500],
+        )
         return run, None
     payload = results[0] if results and isinstance(results[0], dict) else None
     return run, payload
@@ -57,7 +93,9 @@ def phase_seconds(run: SandboxResult, start: str, end: str = "result") -> float 
     return None
 
 
-def implausible_samples(samples: object, repeats: int, wall_s: float | None, exact: bool) -> str | None:
+def implausible_samples(
+    samples: object, repeats: int, wall_s: float | None, exact: bool
+) -> str | None:
     """Why `samples` cannot be what the runner measured, or None.
 
     The count must be `repeats` and every sample a positive finite number. `wall_s` is
@@ -67,8 +105,10 @@ def implausible_samples(samples: object, repeats: int, wall_s: float | None, exa
     """
     if not isinstance(samples, list) or len(samples) != repeats:
         return f"expected {repeats} samples, got {len(samples) if isinstance(samples, list) else type(samples).__name__}"
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-               for x in samples):
+    if not all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+        for x in samples
+    ):
         return "a sample is not a positive finite number"
     if wall_s is None:
         return None
@@ -77,6 +117,8 @@ def implausible_samples(samples: object, repeats: int, wall_s: float | None, exa
     if total_s > wall_s + slack_s:
         return f"the samples add up to {total_s:.3f} s but the timed loop took {wall_s:.3f} s"
     if exact and wall_s - total_s > max(slack_s, 0.5 * wall_s):
-        return (f"the timed loop took {wall_s:.3f} s by tunebot's clock but the samples add up to only "
-                f"{total_s:.3f} s")
+        return (
+            f"the timed loop took {wall_s:.3f} s by tunebot's clock but the samples add up to only "
+            f"{total_s:.3f} s"
+        )
     return None

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.measure.backends.common import from_failure, from_samples, implausible_samples, phase_seconds, run_runner
+from bot.measure.backends.common import (
+    from_failure,
+    from_samples,
+    implausible_samples,
+    phase_seconds,
+    run_runner,
+)
 from bot.measure.stats import summarize
 from bot.measure.types import LatencyResult
 
@@ -19,10 +25,19 @@ NAME = "cpu"
 CLOCKS = ("cpu", "wall")
 
 
-def measure_cpu(source: Path, entry: str = "kernel", inputs: str = "get_inputs", warmup: int = 5,
-                repeats: int = 30, timeout_s: float = 300.0, cwd: Path | None = None,
-                memory_limit_mb: int | None = None, seed: int = 0, clock: str = "cpu",
-                threads: int = 1) -> LatencyResult:
+def measure_cpu(
+    source: Path,
+    entry: str = "kernel",
+    inputs: str = "get_inputs",
+    warmup: int = 5,
+    repeats: int = 30,
+    timeout_s: float = 300.0,
+    cwd: Path | None = None,
+    memory_limit_mb: int | None = None,
+    seed: int = 0,
+    clock: str = "cpu",
+    threads: int = 1,
+) -> LatencyResult:
     """Time `entry(*inputs(seed))` from `source` in a sandboxed subprocess.
 
     Returns status "ok" with samples and their summary, or "timeout"/"error"
@@ -34,25 +49,51 @@ def measure_cpu(source: Path, entry: str = "kernel", inputs: str = "get_inputs",
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {CLOCKS}, got {clock!r}")
     source = Path(source).resolve()
-    args = ["--source", str(source), "--entry", entry, "--inputs", inputs, "--seed", str(seed),
-            "--warmup", str(warmup), "--repeats", str(repeats), "--threads", str(threads)]
+    args = [
+        "--source",
+        str(source),
+        "--entry",
+        entry,
+        "--inputs",
+        inputs,
+        "--seed",
+        str(seed),
+        "--warmup",
+        str(warmup),
+        "--repeats",
+        str(repeats),
+        "--threads",
+        str(threads),
+    ]
     run, payload = run_runner("cpu", args, cwd or source.parent, timeout_s, source, memory_limit_mb)
     if not run.ok or not payload or "samples_us" not in payload:
         message = (payload or {}).get("error")
         if run.ok and not message:
             message = "the cpu runner wrote no samples"
         return from_failure(NAME, run, message)
-    forged = implausible_samples(payload["samples_us"], repeats, phase_seconds(run, "timing"), exact=True)
+    forged = implausible_samples(
+        payload["samples_us"], repeats, phase_seconds(run, "timing"), exact=True
+    )
     if forged:
         run.reason = f"the runner's result is not credible: {forged}"
         return from_failure(NAME, run)
     return _result(payload, "", clock, run, warmup, repeats)
 
 
-def measure_cpu_pair(a: Path, b: Path, entry: str = "kernel", inputs: str = "get_inputs", warmup: int = 5,
-                     repeats: int = 30, timeout_s: float = 300.0, cwd: Path | None = None,
-                     memory_limit_mb: int | None = None, seed: int = 0, clock: str = "cpu",
-                     threads: int = 1) -> tuple[LatencyResult, LatencyResult]:
+def measure_cpu_pair(
+    a: Path,
+    b: Path,
+    entry: str = "kernel",
+    inputs: str = "get_inputs",
+    warmup: int = 5,
+    repeats: int = 30,
+    timeout_s: float = 300.0,
+    cwd: Path | None = None,
+    memory_limit_mb: int | None = None,
+    seed: int = 0,
+    clock: str = "cpu",
+    threads: int = 1,
+) -> tuple[LatencyResult, LatencyResult]:
     """Time a and b in one fresh process, call by call alternately; one result per side.
 
     A failed run gives the same failure for both sides.
@@ -60,9 +101,27 @@ def measure_cpu_pair(a: Path, b: Path, entry: str = "kernel", inputs: str = "get
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
     a, b = Path(a).resolve(), Path(b).resolve()
-    args = ["--source", str(a), "--source-b", str(b), "--entry", entry, "--inputs", inputs, "--seed", str(seed),
-            "--warmup", str(warmup), "--repeats", str(repeats), "--threads", str(threads)]
-    run, payload = run_runner("cpu", args, cwd or a.parent, timeout_s, a, memory_limit_mb, extra_paths=[b.parent])
+    args = [
+        "--source",
+        str(a),
+        "--source-b",
+        str(b),
+        "--entry",
+        entry,
+        "--inputs",
+        inputs,
+        "--seed",
+        str(seed),
+        "--warmup",
+        str(warmup),
+        "--repeats",
+        str(repeats),
+        "--threads",
+        str(threads),
+    ]
+    run, payload = run_runner(
+        "cpu", args, cwd or a.parent, timeout_s, a, memory_limit_mb, extra_paths=[b.parent]
+    )
     if not run.ok or not payload or "b_samples_us" not in payload:
         message = (payload or {}).get("error")
         if run.ok and not message:
@@ -75,25 +134,42 @@ def measure_cpu_pair(a: Path, b: Path, entry: str = "kernel", inputs: str = "get
         run.reason = f"the runner's result is not credible: {forged}"
         failure = from_failure(NAME, run)
         return failure, failure
-    side_b = dict(payload, samples_us=payload["b_samples_us"], cpu_samples_us=payload.get("b_cpu_samples_us"))
+    side_b = dict(
+        payload, samples_us=payload["b_samples_us"], cpu_samples_us=payload.get("b_cpu_samples_us")
+    )
     note = "timed in one process alternately with {}"
-    return (_result(payload, note.format(b.name), clock, run, warmup, repeats),
-            _result(side_b, note.format(a.name), clock, run, warmup, repeats))
+    return (
+        _result(payload, note.format(b.name), clock, run, warmup, repeats),
+        _result(side_b, note.format(a.name), clock, run, warmup, repeats),
+    )
 
 
 def _result(payload: dict, note: str, clock: str, run, warmup: int, repeats: int) -> LatencyResult:
     wall = [float(x) for x in payload["samples_us"]]
     cpu = [float(x) for x in payload.get("cpu_samples_us") or []]
     if clock == "cpu" and (len(cpu) != len(wall) or not any(cpu)):
-        clock, cpu = "wall", []  # a platform without a process CPU clock: say so, decide on wall time
+        clock, cpu = (
+            "wall",
+            [],
+        )  # a platform without a process CPU clock: say so, decide on wall time
     primary = cpu if clock == "cpu" else wall
     w = summarize(wall)
-    wall_summary: dict = {"median_us": w.median, "min_us": w.min, "q1_us": w.q1, "q3_us": w.q3,
-                          "ci_low_us": w.ci_low, "ci_high_us": w.ci_high}
+    wall_summary: dict = {
+        "median_us": w.median,
+        "min_us": w.min,
+        "q1_us": w.q1,
+        "q3_us": w.q3,
+        "ci_low_us": w.ci_low,
+        "ci_high_us": w.ci_high,
+    }
     if clock == "cpu":
         wall_summary["samples_us"] = wall
-    extra = {"clock": clock, "threads": payload.get("threads"), "pinned_threads": payload.get("pinned_threads"),
-             "wall": wall_summary}
+    extra = {
+        "clock": clock,
+        "threads": payload.get("threads"),
+        "pinned_threads": payload.get("pinned_threads"),
+        "wall": wall_summary,
+    }
     notes = [f"warmup={warmup} repeats={repeats} clock={clock} threads={payload.get('threads')}"]
     if note:
         notes.append(note)

@@ -5,29 +5,63 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.errors import MeasureError
-from bot.measure.backends.common import from_failure, from_samples, implausible_samples, phase_seconds, run_runner
+from bot.measure.backends.common import (
+    from_failure,
+    from_samples,
+    implausible_samples,
+    phase_seconds,
+    run_runner,
+)
 from bot.measure.types import LatencyResult
 
 NAME = "cuda"
 
 
-def measure_cuda(source: Path, entry: str = "kernel", inputs: str = "get_inputs", warmup: int = 5,
-                 repeats: int = 30, timeout_s: float = 300.0, cwd: Path | None = None,
-                 memory_limit_mb: int | None = None) -> LatencyResult:
+def measure_cuda(
+    source: Path,
+    entry: str = "kernel",
+    inputs: str = "get_inputs",
+    warmup: int = 5,
+    repeats: int = 30,
+    timeout_s: float = 300.0,
+    cwd: Path | None = None,
+    memory_limit_mb: int | None = None,
+) -> LatencyResult:
     """Raises MeasureError when CUDA is not available; kernel failures are results."""
     source = Path(source).resolve()
-    args = ["--source", str(source), "--entry", entry, "--inputs", inputs, "--warmup", str(warmup),
-            "--repeats", str(repeats)]
-    run, payload = run_runner("cuda", args, cwd or source.parent, timeout_s, source, memory_limit_mb)
+    args = [
+        "--source",
+        str(source),
+        "--entry",
+        entry,
+        "--inputs",
+        inputs,
+        "--warmup",
+        str(warmup),
+        "--repeats",
+        str(repeats),
+    ]
+    run, payload = run_runner(
+        "cuda", args, cwd or source.parent, timeout_s, source, memory_limit_mb
+    )
     if payload and payload.get("unavailable"):
-        raise MeasureError(f"{payload['unavailable']}. Fix: run on a machine with an NVIDIA GPU and a "
-                           "CUDA build of torch, or set latency.backend to cpu")
+        raise MeasureError(
+            f"{payload['unavailable']}. Fix: run on a machine with an NVIDIA GPU and a "
+            "CUDA build of torch, or set latency.backend to cpu"
+        )
     if not run.ok or not payload or "samples_us" not in payload:
         return from_failure(NAME, run, (payload or {}).get("error"))
-    forged = implausible_samples(payload["samples_us"], repeats, phase_seconds(run, "timing"), exact=False)
+    forged = implausible_samples(
+        payload["samples_us"], repeats, phase_seconds(run, "timing"), exact=False
+    )
     if forged:
         run.reason = f"the runner's result is not credible: {forged}"
         return from_failure(NAME, run)
-    return from_samples(NAME, payload["samples_us"], run.argv, tail=run.tail,
-                        notes=[f"CUDA events, L2 flushed; warmup={warmup} repeats={repeats}"],
-                        extra={"device": payload.get("device")})
+    return from_samples(
+        NAME,
+        payload["samples_us"],
+        run.argv,
+        tail=run.tail,
+        notes=[f"CUDA events, L2 flushed; warmup={warmup} repeats={repeats}"],
+        extra={"device": payload.get("device")},
+    )

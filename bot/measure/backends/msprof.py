@@ -53,8 +53,11 @@ class Launch:
     @property
     def down_clocked(self) -> bool:
         """The AI core ran below its rated frequency: the duration is not comparable."""
-        return (self.current_freq is not None and self.rated_freq is not None
-                and self.current_freq < self.rated_freq)
+        return (
+            self.current_freq is not None
+            and self.rated_freq is not None
+            and self.current_freq < self.rated_freq
+        )
 
 
 def _num(value: str | None, kind=float):
@@ -91,32 +94,42 @@ def parse_opbasicinfo(text: str, file: str = "") -> list[Launch]:
     if csv.field_size_limit() < _FIELD_LIMIT:
         csv.field_size_limit(_FIELD_LIMIT)
     try:
-        rows = [r for r in csv.reader(io.StringIO(text.lstrip("\ufeff").replace("\0", ""))) if any(c.strip() for c in r)]
+        rows = [
+            r
+            for r in csv.reader(io.StringIO(text.lstrip("\ufeff").replace("\0", "")))
+            if any(c.strip() for c in r)
+        ]
     except csv.Error as exc:
-        raise MeasureError(f"{file or 'OpBasicInfo.csv'}: not a readable CSV file ({exc})") from None
+        raise MeasureError(
+            f"{file or 'OpBasicInfo.csv'}: not a readable CSV file ({exc})"
+        ) from None
     if not rows:
         return []
     header = [h.strip() for h in rows[0]]
     if "Op Name" not in header or "Task Duration(us)" not in header:
-        raise MeasureError(f"{file or 'OpBasicInfo.csv'}: not an msprof OpBasicInfo file "
-                           f"(header: {','.join(h for h in header if h)})")
+        raise MeasureError(
+            f"{file or 'OpBasicInfo.csv'}: not an msprof OpBasicInfo file "
+            f"(header: {','.join(h for h in header if h)})"
+        )
     launches = []
     named = max(i for i, h in enumerate(header) if h) + 1
     for row in rows[1:]:
         if len(row) < named:  # a row cut short (a truncated file): its last cell may be cut too
             row = row[:-1]
         cell = {h: (row[i] if i < len(row) else None) for i, h in enumerate(header) if h}
-        launches.append(Launch(
-            op_name=(cell.get("Op Name") or "").strip(),
-            op_type=(cell.get("Op Type") or "").strip() or None,
-            duration_us=_duration(cell.get("Task Duration(us)")),
-            block_dim=_num(cell.get("Block Dim"), int),
-            mix_block_dim=_num(cell.get("Mix Block Dim"), int),  # absent on 310P
-            device_id=_num(cell.get("Device Id"), int),
-            current_freq=_num(cell.get("Current Freq")),
-            rated_freq=_num(cell.get("Rated Freq")),
-            file=file,
-        ))
+        launches.append(
+            Launch(
+                op_name=(cell.get("Op Name") or "").strip(),
+                op_type=(cell.get("Op Type") or "").strip() or None,
+                duration_us=_duration(cell.get("Task Duration(us)")),
+                block_dim=_num(cell.get("Block Dim"), int),
+                mix_block_dim=_num(cell.get("Mix Block Dim"), int),  # absent on 310P
+                device_id=_num(cell.get("Device Id"), int),
+                current_freq=_num(cell.get("Current Freq")),
+                rated_freq=_num(cell.get("Rated Freq")),
+                file=file,
+            )
+        )
     return launches
 
 
@@ -141,15 +154,17 @@ def collect(output_dir: Path, kernel_prefix: str) -> tuple[list[Launch], list[st
         raise MeasureError(f"msprof wrote no OpBasicInfo*.csv under {output_dir}")
     launches: list[Launch] = []
     for f in files:
-        launches += parse_opbasicinfo(f.read_text(encoding="utf-8", errors="replace"),
-                                      str(f.relative_to(output_dir)))
+        launches += parse_opbasicinfo(
+            f.read_text(encoding="utf-8", errors="replace"), str(f.relative_to(output_dir))
+        )
     seen = sorted({l.op_name for l in launches})
     matched = [l for l in launches if l.op_name.startswith(kernel_prefix)]
     if not matched:
         raise MeasureError(
             f"kernel name '{kernel_prefix}' matched no launch msprof collected; kernels seen: "
             f"{', '.join(seen) or '(none)'}. Fix: set latency.kernel_name in tune.yaml to one of them "
-            f"(a prefix is enough)")
+            f"(a prefix is enough)"
+        )
     return matched, seen
 
 
@@ -160,12 +175,16 @@ def summarize_launches(launches: list[Launch]) -> tuple[list[float], dict, list[
     down = [l for l in launches if l.down_clocked]
     notes = []
     if missing:
-        notes.append(f"{missing} launch(es) without a Task Duration (NA, empty, negative, zero or not "
-                     "a finite number) were skipped")
+        notes.append(
+            f"{missing} launch(es) without a Task Duration (NA, empty, negative, zero or not "
+            "a finite number) were skipped"
+        )
     if down:
         worst = min(down, key=lambda l: l.current_freq or 0)
-        notes.append(f"{len(down)} of {len(launches)} launches ran down-clocked "
-                     f"(Current Freq {worst.current_freq:g} < Rated Freq {worst.rated_freq:g} MHz): suspect")
+        notes.append(
+            f"{len(down)} of {len(launches)} launches ran down-clocked "
+            f"(Current Freq {worst.current_freq:g} < Rated Freq {worst.rated_freq:g} MHz): suspect"
+        )
     extra = {
         "launches": len(launches),
         "op_names": sorted({l.op_name for l in launches}),
@@ -180,8 +199,14 @@ def summarize_launches(launches: list[Launch]) -> tuple[list[float], dict, list[
     return durations, extra, notes, bool(down)
 
 
-def msprof_argv(msprof: str, kernel_name: str | None, output: Path, launch_count: int, warmup: int,
-                command: list[str]) -> list[str]:
+def msprof_argv(
+    msprof: str,
+    kernel_name: str | None,
+    output: Path,
+    launch_count: int,
+    warmup: int,
+    command: list[str],
+) -> list[str]:
     argv = [msprof, "op"]
     if kernel_name:
         argv.append(f"--kernel-name={kernel_name}")
@@ -191,7 +216,9 @@ def msprof_argv(msprof: str, kernel_name: str | None, output: Path, launch_count
 
 def private_dir(parent: Path | None = None) -> Path:
     """A fresh mode-700 directory whose parent is not group/other writable (msprof checks)."""
-    base = Path(tempfile.mkdtemp(prefix=reaper.temp_prefix("msprof"), dir=parent))  # mkdtemp: mode 700
+    base = Path(
+        tempfile.mkdtemp(prefix=reaper.temp_prefix("msprof"), dir=parent)
+    )  # mkdtemp: mode 700
     out = base / "out"
     out.mkdir(mode=0o700)
     os.chmod(out, 0o700)  # umask may have masked bits of mkdir's mode
@@ -207,15 +234,25 @@ def kernel_name_of(source_text: str) -> str | None:
 def find_msprof() -> str:
     path = shutil.which("msprof")
     if path is None:
-        raise MeasureError("msprof was not found on PATH. Fix: source the CANN toolkit's set_env.sh "
-                           "(e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh) or set latency.backend "
-                           "to npu-torch or cpu in tune.yaml")
+        raise MeasureError(
+            "msprof was not found on PATH. Fix: source the CANN toolkit's set_env.sh "
+            "(e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh) or set latency.backend "
+            "to npu-torch or cpu in tune.yaml"
+        )
     return path
 
 
-def measure_msprof(source: Path, kernel_name: str, entry: str = "kernel", inputs: str = "get_inputs",
-                   warmup: int = 5, repeats: int = 30, timeout_s: float = 300.0,
-                   cwd: Path | None = None, memory_limit_mb: int | None = None) -> LatencyResult:
+def measure_msprof(
+    source: Path,
+    kernel_name: str,
+    entry: str = "kernel",
+    inputs: str = "get_inputs",
+    warmup: int = 5,
+    repeats: int = 30,
+    timeout_s: float = 300.0,
+    cwd: Path | None = None,
+    memory_limit_mb: int | None = None,
+) -> LatencyResult:
     """Device time of each launch of `kernel_name*` from `msprof op` around the launch runner."""
     msprof = find_msprof()
     source = Path(source).resolve()
@@ -224,36 +261,72 @@ def measure_msprof(source: Path, kernel_name: str, entry: str = "kernel", inputs
     out = private_dir()
     try:
         result_file = out.parent / "launch.json"
-        command = python_argv("-m", "bot.measure.runners.launch", "--source", str(source), "--entry", entry,
-                              "--inputs", inputs, "--calls", str(warmup + launch_count),
-                              "--result", str(result_file))
+        command = python_argv(
+            "-m",
+            "bot.measure.runners.launch",
+            "--source",
+            str(source),
+            "--entry",
+            entry,
+            "--inputs",
+            inputs,
+            "--calls",
+            str(warmup + launch_count),
+            "--result",
+            str(result_file),
+        )
         argv = msprof_argv(msprof, kernel_name, out, launch_count, warmup, command)
         env = child_env([source.parent])
-        run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb,
-                            extra_writable=(out.parent,))
+        run = run_sandboxed(
+            argv,
+            cwd,
+            timeout_s,
+            env=env,
+            memory_limit_mb=memory_limit_mb,
+            extra_writable=(out.parent,),
+        )
         if not run.ok:
             return from_failure(NAME, run)
         crashed = _launch_failure(result_file)
         if crashed:  # msprof exited 0, but the program it profiled did not finish: a result, not a setup error
-            return LatencyResult(status="error", backend=NAME, command=list(argv), tail=run.tail,
-                                 notes=[crashed, f"msprof itself: {run.reason}"])
+            return LatencyResult(
+                status="error",
+                backend=NAME,
+                command=list(argv),
+                tail=run.tail,
+                notes=[crashed, f"msprof itself: {run.reason}"],
+            )
         try:
             launches, _ = collect(out, kernel_name)
         except MeasureError as exc:
             if find_csvs(out):
                 raise
             seen = _names_without_filter(msprof, command, cwd, timeout_s, env, memory_limit_mb)
-            hint = (f"kernel name '{kernel_name}' matched no launch; kernels seen: {', '.join(seen)}. "
-                    f"Fix: set latency.kernel_name in tune.yaml to one of them") if seen else str(exc)
-            raise MeasureError(f"{hint}\nmsprof output (tail):\n{tail_of(run.output, 15)}") from None
+            hint = (
+                (
+                    f"kernel name '{kernel_name}' matched no launch; kernels seen: {', '.join(seen)}. "
+                    f"Fix: set latency.kernel_name in tune.yaml to one of them"
+                )
+                if seen
+                else str(exc)
+            )
+            raise MeasureError(
+                f"{hint}\nmsprof output (tail):\n{tail_of(run.output, 15)}"
+            ) from None
         durations, extra, notes, suspect = summarize_launches(launches)
         if not durations:
-            raise MeasureError(f"msprof collected {len(launches)} launches of '{kernel_name}' "
-                               "but none had a Task Duration (all NA)")
+            raise MeasureError(
+                f"msprof collected {len(launches)} launches of '{kernel_name}' "
+                "but none had a Task Duration (all NA)"
+            )
         notes.insert(0, f"msprof op: launch-count={launch_count} warm-up={warmup}")
         if repeats > MAX_LAUNCH_COUNT:
-            notes.insert(1, f"repeats={repeats} clamped to msprof's maximum launch-count {MAX_LAUNCH_COUNT}")
-        return from_samples(NAME, durations, argv, tail=run.tail, notes=notes, extra=extra, suspect=suspect)
+            notes.insert(
+                1, f"repeats={repeats} clamped to msprof's maximum launch-count {MAX_LAUNCH_COUNT}"
+            )
+        return from_samples(
+            NAME, durations, argv, tail=run.tail, notes=notes, extra=extra, suspect=suspect
+        )
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
 
@@ -275,8 +348,14 @@ def _launch_failure(result_file: Path) -> str | None:
     return None
 
 
-def _names_without_filter(msprof: str, command: list[str], cwd: Path, timeout_s: float,
-                          env: dict, memory_limit_mb: int | None = None) -> list[str]:
+def _names_without_filter(
+    msprof: str,
+    command: list[str],
+    cwd: Path,
+    timeout_s: float,
+    env: dict,
+    memory_limit_mb: int | None = None,
+) -> list[str]:
     """Diagnose a prefix that matched nothing: profile once without --kernel-name, list names.
 
     Same memory limit as the measurement, and a shorter timeout: it only lists names.
@@ -284,8 +363,14 @@ def _names_without_filter(msprof: str, command: list[str], cwd: Path, timeout_s:
     out = private_dir()
     try:
         argv = msprof_argv(msprof, None, out, 20, 0, command)
-        run_sandboxed(argv, cwd, min(timeout_s, NAMES_TIMEOUT_S), env=env, memory_limit_mb=memory_limit_mb,
-                      extra_writable=(out.parent,))
+        run_sandboxed(
+            argv,
+            cwd,
+            min(timeout_s, NAMES_TIMEOUT_S),
+            env=env,
+            memory_limit_mb=memory_limit_mb,
+            extra_writable=(out.parent,),
+        )
         names = set()
         for f in find_csvs(out):
             names |= {l.op_name for l in parse_opbasicinfo(f.read_text(errors="replace"))}

@@ -47,8 +47,15 @@ def parse_kernel_details(text: str, name_prefix: str | None = None) -> list[Kern
             continue  # "N/A" rows carry no time
         if name_prefix and not row["Name"].startswith(name_prefix):
             continue
-        rows.append(KernelRow(step=row.get("Step Id") or None, name=row["Name"], type=row.get("Type") or None,
-                              duration_us=duration, block_dim=row.get("Block Dim") or None))
+        rows.append(
+            KernelRow(
+                step=row.get("Step Id") or None,
+                name=row["Name"],
+                type=row.get("Type") or None,
+                duration_us=duration,
+                block_dim=row.get("Block Dim") or None,
+            )
+        )
     return rows
 
 
@@ -64,33 +71,79 @@ def per_step_us(rows: list[KernelRow]) -> list[float]:
     return [steps[k] for k in sorted(steps, key=lambda s: (len(s), s))] + loose
 
 
-def measure_npu_torch(source: Path, entry: str = "kernel", inputs: str = "get_inputs", warmup: int = 5,
-                      repeats: int = 30, timeout_s: float = 300.0, cwd: Path | None = None,
-                      kernel_name: str | None = None, memory_limit_mb: int | None = None) -> LatencyResult:
+def measure_npu_torch(
+    source: Path,
+    entry: str = "kernel",
+    inputs: str = "get_inputs",
+    warmup: int = 5,
+    repeats: int = 30,
+    timeout_s: float = 300.0,
+    cwd: Path | None = None,
+    kernel_name: str | None = None,
+    memory_limit_mb: int | None = None,
+) -> LatencyResult:
     if importlib.util.find_spec("torch_npu") is None:
-        raise MeasureError("torch_npu cannot be imported (not installed in this Python). Fix: install "
-                           "torch_npu matching your CANN and torch, or set latency.backend to cpu")
+        raise MeasureError(
+            "torch_npu cannot be imported (not installed in this Python). Fix: install "
+            "torch_npu matching your CANN and torch, or set latency.backend to cpu"
+        )
     source = Path(source).resolve()
     trace = Path(tempfile.mkdtemp(prefix=reaper.temp_prefix("npuprof")))
     try:
-        args = ["--source", str(source), "--entry", entry, "--inputs", inputs, "--warmup", str(warmup),
-                "--repeats", str(repeats), "--trace-dir", str(trace)]
-        run, payload = run_runner("npu_torch", args, cwd or source.parent, timeout_s, source, memory_limit_mb,
-                                  extra_writable=(trace,))
+        args = [
+            "--source",
+            str(source),
+            "--entry",
+            entry,
+            "--inputs",
+            inputs,
+            "--warmup",
+            str(warmup),
+            "--repeats",
+            str(repeats),
+            "--trace-dir",
+            str(trace),
+        ]
+        run, payload = run_runner(
+            "npu_torch",
+            args,
+            cwd or source.parent,
+            timeout_s,
+            source,
+            memory_limit_mb,
+            extra_writable=(trace,),
+        )
         if payload and payload.get("unavailable"):
-            raise MeasureError(f"{payload['unavailable']}. Fix: source CANN's set_env.sh and install a "
-                               "torch_npu matching it, or set latency.backend to cpu")
+            raise MeasureError(
+                f"{payload['unavailable']}. Fix: source CANN's set_env.sh and install a "
+                "torch_npu matching it, or set latency.backend to cpu"
+            )
         if not run.ok:
             return from_failure(NAME, run, (payload or {}).get("error"))
         files = sorted(trace.rglob("kernel_details.csv"))
         if not files:
             raise MeasureError(f"the torch_npu profiler wrote no kernel_details.csv under {trace}")
-        rows = [r for f in files for r in parse_kernel_details(f.read_text(encoding="utf-8", errors="replace"), kernel_name)]
+        rows = [
+            r
+            for f in files
+            for r in parse_kernel_details(
+                f.read_text(encoding="utf-8", errors="replace"), kernel_name
+            )
+        ]
         if not rows:
             raise MeasureError(f"no kernel in kernel_details.csv matched '{kernel_name}'")
         samples = per_step_us(rows)
-        extra = {"kernels": sorted({r.name for r in rows}), "block_dim": sorted({r.block_dim for r in rows if r.block_dim})}
-        return from_samples(NAME, samples, run.argv, tail=run.tail, extra=extra,
-                            notes=[f"torch_npu profiler: warmup={warmup} active={repeats}"])
+        extra = {
+            "kernels": sorted({r.name for r in rows}),
+            "block_dim": sorted({r.block_dim for r in rows if r.block_dim}),
+        }
+        return from_samples(
+            NAME,
+            samples,
+            run.argv,
+            tail=run.tail,
+            extra=extra,
+            notes=[f"torch_npu profiler: warmup={warmup} active={repeats}"],
+        )
     finally:
         shutil.rmtree(trace, ignore_errors=True)

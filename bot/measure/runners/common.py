@@ -43,7 +43,8 @@ def attribute(module: ModuleType, name: str, what: str) -> Callable[..., Any]:
     fn = getattr(module, name, None)
     if not callable(fn):
         raise OpContractError(
-            f"{module.__file__} has no function '{name}' ({what}); define it or set its name in tune.yaml")
+            f"{module.__file__} has no function '{name}' ({what}); define it or set its name in tune.yaml"
+        )
     return fn
 
 
@@ -64,7 +65,9 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--entry", default="kernel")
     p.add_argument("--inputs", default="get_inputs")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--result", type=Path, help="JSON result file to write (default: the parent's channel)")
+    p.add_argument(
+        "--result", type=Path, help="JSON result file to write (default: the parent's channel)"
+    )
     return p
 
 
@@ -75,10 +78,12 @@ class Channel:
         self._fd, self._nonce = fd, nonce
 
     def send(self, kind: str, data: object = None) -> None:
-        line = json.dumps({"n": self._nonce, "k": kind, "d": data}, allow_nan=False).encode() + b"\n"
+        line = (
+            json.dumps({"n": self._nonce, "k": kind, "d": data}, allow_nan=False).encode() + b"\n"
+        )
         view = memoryview(line)
         while view:
-            view = view[os.write(self._fd, view):]
+            view = view[os.write(self._fd, view) :]
 
     def finish(self, payload: dict, code: int = 0) -> NoReturn:
         """Send the result and end the process at once: nothing the kernel registered to run at

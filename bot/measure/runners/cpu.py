@@ -42,7 +42,9 @@ from bot.measure.runners.common import (
     write_result,
 )
 
-_clock = time.perf_counter_ns  # bound before the variant is imported: patching time.* does not reach them
+_clock = (
+    time.perf_counter_ns
+)  # bound before the variant is imported: patching time.* does not reach them
 _cpu_clock = time.process_time_ns
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -69,8 +71,9 @@ def os_threads() -> int:
     return threading.active_count()
 
 
-def time_calls(fn, inputs: tuple, warmup: int, repeats: int,
-               started: Callable[[], None] = lambda: None) -> tuple[list[float], list[float], int]:
+def time_calls(
+    fn, inputs: tuple, warmup: int, repeats: int, started: Callable[[], None] = lambda: None
+) -> tuple[list[float], list[float], int]:
     """Per-call (wall, cpu) time in microseconds and the most OS threads seen; gc is off while timing.
     `started` is called right before the timed loop (the parent stamps it)."""
     for _ in range(warmup):
@@ -103,8 +106,15 @@ def _timed(fn, inputs: tuple) -> tuple[float, float]:
     return (t1 - t0) / 1000.0, (c1 - c0) / 1000.0
 
 
-def time_pair(fa, ia: tuple, fb, ib: tuple, warmup: int, repeats: int,
-              started: Callable[[], None] = lambda: None) -> dict:
+def time_pair(
+    fa,
+    ia: tuple,
+    fb,
+    ib: tuple,
+    warmup: int,
+    repeats: int,
+    started: Callable[[], None] = lambda: None,
+) -> dict:
     """Alternate a and b call by call, the order swapped every round (a b, b a, ...)."""
     for _ in range(warmup):
         fa(*ia)
@@ -115,7 +125,7 @@ def time_pair(fa, ia: tuple, fb, ib: tuple, warmup: int, repeats: int,
     try:
         started()
         for i in range(repeats):
-            for side in ("ab" if i % 2 == 0 else "ba"):
+            for side in "ab" if i % 2 == 0 else "ba":
                 wall, cpu = _timed(fa, ia) if side == "a" else _timed(fb, ib)
                 out[f"{side}_wall"].append(wall)
                 out[f"{side}_cpu"].append(cpu)
@@ -128,32 +138,59 @@ def main() -> None:
     p = base_parser(__doc__)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=30)
-    p.add_argument("--threads", type=int, default=1, help="math-library threads (0: library default)")
-    p.add_argument("--source-b", type=Path, help="a second variant, timed alternately with --source")
+    p.add_argument(
+        "--threads", type=int, default=1, help="math-library threads (0: library default)"
+    )
+    p.add_argument(
+        "--source-b", type=Path, help="a second variant, timed alternately with --source"
+    )
     args = parse_args(p)
     pin_threads(args.threads)
     fn, inputs = load_entry(args, "the timed entry")
     if args.source_b is not None:
         try:
             module_b = load_module(args.source_b, name="tunebot_variant_b")
-            fb, ib = attribute(module_b, args.entry, "the timed entry"), build_inputs(module_b, args.inputs, args.seed)
+            fb, ib = (
+                attribute(module_b, args.entry, "the timed entry"),
+                build_inputs(module_b, args.inputs, args.seed),
+            )
         except OpContractError as exc:
             fail_contract(args.result, exc)
-        s = time_pair(fn, inputs, fb, ib, args.warmup, args.repeats, lambda: mark(args.result, "timing"))
-        write_result(args.result, {"samples_us": s["a_wall"], "cpu_samples_us": s["a_cpu"],
-                                   "b_samples_us": s["b_wall"], "b_cpu_samples_us": s["b_cpu"],
-                                   "threads": os_threads(), "pinned_threads": args.threads})
+        s = time_pair(
+            fn, inputs, fb, ib, args.warmup, args.repeats, lambda: mark(args.result, "timing")
+        )
+        write_result(
+            args.result,
+            {
+                "samples_us": s["a_wall"],
+                "cpu_samples_us": s["a_cpu"],
+                "b_samples_us": s["b_wall"],
+                "b_cpu_samples_us": s["b_cpu"],
+                "threads": os_threads(),
+                "pinned_threads": args.threads,
+            },
+        )
         return
     try:  # torch may have read the variables before us in an odd setup; tell it too
         import sys
+
         torch = sys.modules.get("torch")
         if torch is not None and args.threads > 0:
             torch.set_num_threads(args.threads)
     except Exception:  # noqa: BLE001 - a torch without threading controls keeps its default
         pass
-    wall, cpu, threads = time_calls(fn, inputs, args.warmup, args.repeats, lambda: mark(args.result, "timing"))
-    write_result(args.result, {"samples_us": wall, "cpu_samples_us": cpu, "threads": threads,
-                               "pinned_threads": args.threads})
+    wall, cpu, threads = time_calls(
+        fn, inputs, args.warmup, args.repeats, lambda: mark(args.result, "timing")
+    )
+    write_result(
+        args.result,
+        {
+            "samples_us": wall,
+            "cpu_samples_us": cpu,
+            "threads": threads,
+            "pinned_threads": args.threads,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -7,10 +7,20 @@ from __future__ import annotations
 
 import sys
 
-from bot.measure.runners.common import EXIT_BAD_OP, base_parser, load_entry, to_device, write_result, parse_args, mark
+from bot.measure.runners.common import (
+    EXIT_BAD_OP,
+    base_parser,
+    load_entry,
+    mark,
+    parse_args,
+    to_device,
+    write_result,
+)
 
 
-def time_events(fn, inputs: tuple, warmup: int, repeats: int, torch, started=lambda: None) -> list[float]:
+def time_events(
+    fn, inputs: tuple, warmup: int, repeats: int, torch, started=lambda: None
+) -> list[float]:
     """Per-call device time (us). Before each call a buffer twice the L2 size is
     zeroed so every repetition starts with a cold L2, as the first call in a model would."""
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 * 1024 * 1024
@@ -41,12 +51,22 @@ def main() -> None:
         write_result(args.result, {"unavailable": f"torch cannot be imported: {exc}"}, EXIT_BAD_OP)
         sys.exit(EXIT_BAD_OP)
     if not torch.cuda.is_available():
-        why = "torch was built without CUDA" if torch.version.cuda is None else "no CUDA device is visible"
-        write_result(args.result, {"unavailable": f"CUDA not available ({why}; torch {torch.__version__})"}, EXIT_BAD_OP)
+        why = (
+            "torch was built without CUDA"
+            if torch.version.cuda is None
+            else "no CUDA device is visible"
+        )
+        write_result(
+            args.result,
+            {"unavailable": f"CUDA not available ({why}; torch {torch.__version__})"},
+            EXIT_BAD_OP,
+        )
         sys.exit(EXIT_BAD_OP)
     fn, inputs = load_entry(args, "the timed entry")
     inputs = to_device(inputs, torch, "cuda")
-    samples = time_events(fn, inputs, args.warmup, args.repeats, torch, lambda: mark(args.result, "timing"))
+    samples = time_events(
+        fn, inputs, args.warmup, args.repeats, torch, lambda: mark(args.result, "timing")
+    )
     write_result(args.result, {"samples_us": samples, "device": torch.cuda.get_device_name(0)})
 
 

@@ -9,8 +9,16 @@ from __future__ import annotations
 import copy
 import json
 
-from bot.measure.runners.common import (OpContractError, attribute, base_parser, build_inputs,
-                                        fail_contract, load_module, write_result, parse_args)
+from bot.measure.runners.common import (
+    OpContractError,
+    attribute,
+    base_parser,
+    build_inputs,
+    fail_contract,
+    load_module,
+    parse_args,
+    write_result,
+)
 
 _FLOAT_PREFIXES = ("float", "bfloat", "complex")
 
@@ -25,7 +33,9 @@ def tolerances(dtype: str, rtols: dict, atols: dict) -> tuple[float, float]:
     """Per-dtype (rtol, atol); integers and bools must match exactly."""
     if not dtype.startswith(_FLOAT_PREFIXES):
         return 0.0, 0.0
-    return rtols.get(dtype, rtols.get("float32", 1e-4)), atols.get(dtype, atols.get("float32", 1e-4))
+    return rtols.get(dtype, rtols.get("float32", 1e-4)), atols.get(
+        dtype, atols.get("float32", 1e-4)
+    )
 
 
 def compare(got, want, rtols: dict, atols: dict, torch) -> dict:
@@ -39,7 +49,9 @@ def compare(got, want, rtols: dict, atols: dict, torch) -> dict:
     dtype = str(want_t.dtype).removeprefix("torch.")
     info: dict = {"dtype": dtype, "shape": list(want_t.shape)}
     if got_t.shape != want_t.shape:
-        info["problem"] = f"shape {list(got_t.shape)} differs from the reference's {list(want_t.shape)}"
+        info["problem"] = (
+            f"shape {list(got_t.shape)} differs from the reference's {list(want_t.shape)}"
+        )
         return info
     rtol, atol = tolerances(dtype, rtols, atols)
     g = got_t.detach().to("cpu").to(torch.float64).reshape(-1)
@@ -60,10 +72,16 @@ def compare(got, want, rtols: dict, atols: dict, torch) -> dict:
     else:
         cosine = 0.0
     info.update(
-        rtol=rtol, atol=atol, numel=int(diff.numel()), mismatched=int(bad.sum()),
+        rtol=rtol,
+        atol=atol,
+        numel=int(diff.numel()),
+        mismatched=int(bad.sum()),
         max_abs_err=float(diff[finite].max()) if bool(finite.any()) else 0.0,
-        max_rel_err=float((diff[meaningful] / ref[meaningful]).max()) if bool(meaningful.any()) else 0.0,
-        cosine=cosine, nan_mismatch=int((~finite).sum()),
+        max_rel_err=float((diff[meaningful] / ref[meaningful]).max())
+        if bool(meaningful.any())
+        else 0.0,
+        cosine=cosine,
+        nan_mismatch=int((~finite).sum()),
     )
     return info
 
@@ -87,16 +105,26 @@ def main() -> None:
     want = flatten(reference(*copy.deepcopy(inputs)))  # a kernel may write into its inputs
     got = flatten(kernel(*copy.deepcopy(inputs)))
     if len(got) != len(want):
-        write_result(args.result, {"outputs": [],
-                                   "problem": f"kernel returned {len(got)} outputs, the reference {len(want)}"})
+        write_result(
+            args.result,
+            {
+                "outputs": [],
+                "problem": f"kernel returned {len(got)} outputs, the reference {len(want)}",
+            },
+        )
         return
     outputs = []
     for i, (g, w) in enumerate(zip(got, want)):
         info = {"index": i, **compare(g, w, rtols, atols, torch)}
         outputs.append(info)
-        print(f"output {i} ({info['dtype']}): " + (info.get("problem") or
-              f"max_abs_err={info['max_abs_err']:.3g} max_rel_err={info['max_rel_err']:.3g} "
-              f"cosine={info['cosine']:.6f} mismatched={info['mismatched']}/{info['numel']}"))
+        print(
+            f"output {i} ({info['dtype']}): "
+            + (
+                info.get("problem")
+                or f"max_abs_err={info['max_abs_err']:.3g} max_rel_err={info['max_rel_err']:.3g} "
+                f"cosine={info['cosine']:.6f} mismatched={info['mismatched']}/{info['numel']}"
+            )
+        )
     write_result(args.result, {"outputs": outputs})
 
 

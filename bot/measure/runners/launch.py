@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from bot.measure.runners.common import base_parser, load_entry, write_result, parse_args
+from bot.measure.runners.common import base_parser, load_entry, parse_args, write_result
 
 
 def synchronize() -> str:

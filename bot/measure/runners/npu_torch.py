@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import sys
 
-from bot.measure.runners.common import EXIT_BAD_OP, base_parser, load_entry, to_device, write_result, parse_args
+from bot.measure.runners.common import (
+    EXIT_BAD_OP,
+    base_parser,
+    load_entry,
+    parse_args,
+    to_device,
+    write_result,
+)
 
 
 def main() -> None:
@@ -22,17 +29,26 @@ def main() -> None:
         import torch
         import torch_npu
     except Exception as exc:  # ImportError, or a CANN library that fails to load
-        write_result(args.result, {"unavailable": f"torch_npu cannot be imported: {type(exc).__name__}: {exc}"}, EXIT_BAD_OP)
+        write_result(
+            args.result,
+            {"unavailable": f"torch_npu cannot be imported: {type(exc).__name__}: {exc}"},
+            EXIT_BAD_OP,
+        )
         sys.exit(EXIT_BAD_OP)
     fn, inputs = load_entry(args, "the profiled entry")
     inputs = to_device(inputs, torch, "npu")
     prof = torch_npu.profiler
-    config = prof._ExperimentalConfig(profiler_level=prof.ProfilerLevel.Level1,
-                                      aic_metrics=prof.AiCMetrics.PipeUtilization, l2_cache=False)
-    with prof.profile(activities=[prof.ProfilerActivity.NPU],
-                      schedule=prof.schedule(wait=0, warmup=args.warmup, active=args.repeats, repeat=1),
-                      on_trace_ready=prof.tensorboard_trace_handler(args.trace_dir),
-                      experimental_config=config) as session:
+    config = prof._ExperimentalConfig(
+        profiler_level=prof.ProfilerLevel.Level1,
+        aic_metrics=prof.AiCMetrics.PipeUtilization,
+        l2_cache=False,
+    )
+    with prof.profile(
+        activities=[prof.ProfilerActivity.NPU],
+        schedule=prof.schedule(wait=0, warmup=args.warmup, active=args.repeats, repeat=1),
+        on_trace_ready=prof.tensorboard_trace_handler(args.trace_dir),
+        experimental_config=config,
+    ) as session:
         for _ in range(args.warmup + args.repeats):
             fn(*inputs)
             torch.npu.synchronize()

@@ -19,5 +19,12 @@ block = knobs.current_value(source, "block_M")
 stages = pipeline.current_depth(source, 0)
 flag = multibuffer.current(source)
 latency = 100.0 * BLOCK[block] * STAGES[stages] * (1.0 if flag else 1.08)
-print(json.dumps({"samples": [latency * (1 + 0.001 * (i % 3)) for i in range(9)], "unit": "us",
-                  "environment": {"device": "stand-in"}}))
+print(
+    json.dumps(
+        {
+            "samples": [latency * (1 + 0.001 * (i % 3)) for i in range(9)],
+            "unit": "us",
+            "environment": {"device": "stand-in"},
+        }
+    )
+)

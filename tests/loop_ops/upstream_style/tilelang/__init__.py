@@ -4,4 +4,5 @@
 def jit(*args, **kwargs):
     def wrap(fn):
         return fn
+
     return wrap
