@@ -63,7 +63,6 @@ class TuneRequest:
     strategies: tuple[str, ...] | None = None
     restart: bool = False
     dry_run: bool = False
-    remote: str | None = None  # push branches to this remote (GitHub flow); None: local only
     requester: str | None = None
     patience: int | None = (
         None  # different things tried without a gain before stopping (run_state.patience_count)
@@ -664,7 +663,7 @@ def _stop_reason(run: _Run, state: rs.RunState) -> str | None:
         return MAX_ITERS
     if state.no_gain_streak >= run.settings.patience:
         return NO_GAIN
-    if _cancel_file(run).exists():
+    if _cancel_file(run).exists() or run.forge.cancel_requested():  # `tunebot cancel`, the forge
         return CANCELLED
     return None
 
@@ -990,12 +989,6 @@ def _propose(run: _Run, state: rs.RunState) -> Proposal | None:
     if delivery.run_verdict(state)[1]:
         _close_superseded(run)
         return None  # no gain, a cancel or nothing to try: branches and records stay, nothing is proposed
-    if run.request.remote:
-        # Iteration branches are tunebot's own and immutable: force them, so a restarted run can
-        # replace its old remote copies. The delivery branch is never forced (people may push to it).
-        refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
-        refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
-        gitops.push(run.repo, run.request.remote, refspecs)
     title = proposal_title(run.op.qualified, state)
     body = proposal_body(
         report,

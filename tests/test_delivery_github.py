@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from fakegithub.harness import make_world
 
-from bot.forge.github import make_client, status_marker
-from bot.github_flow import FlowConfig, handle_event
+from bot.forge.github.client import make_client
+from bot.forge.github.comments import status_marker
+from bot.forge.github.context import FlowConfig
+from bot.forge.github.flow import handle_event
 
 OPS = Path(__file__).parent / "loop_ops"
 OP = "testproj/sleepy"

@@ -10,18 +10,9 @@ import pytest
 from fakegithub import spec
 
 from bot.config import GithubSettings
-from bot.events import (
-    CommandError,
-    PullInfo,
-    Request,
-    TuneCommand,
-    authorize,
-    check_ops,
-    command_lines,
-    parse_command,
-    requests_from_event,
-    role_allows,
-)
+from bot.forge.github.events import Request, authorize, check_ops, requests_from_event
+from bot.forge.github.grammar import CommandError, TuneCommand, command_lines, parse_command
+from bot.forge.github.types import PullInfo, role_allows
 
 COMMENT = spec.webhook_template("issue_comment.pr.created.json")
 REVIEW = spec.webhook_template("pull_request_review.approved.json")

@@ -206,7 +206,7 @@ def test_script_is_a_thin_entry_point(tmp_path):
 def test_propose_through_the_github_forge_is_one_pr_across_fresh_clones(tmp_path):
     from fakegithub.harness import make_world
 
-    from bot.forge.github import make_client
+    from bot.forge.github.client import make_client
 
     world = make_world(tmp_path)
     try:

@@ -9,7 +9,8 @@ import pytest
 from fakegithub.harness import git, make_world
 
 from bot.features.propose import BRANCH, propose_refresh
-from bot.forge.github import GithubForge, make_client
+from bot.forge.github.client import GithubClient, make_client
+from bot.forge.github.forge import GithubForge
 
 DOCS = Path(__file__).parent / "data" / "mindiesd-docs"
 OUT = "references/mindiesd-features.md"
@@ -27,7 +28,9 @@ def test_github_proposal_closes_on_revert_and_is_not_reopened_after_a_review_clo
     shutil.copytree(DOCS, docs)
     repo = world.clone(tmp_path / "work")
     forge = GithubForge(
-        make_client("t0ken", world.fake.base_url), world.fake.full_name, sleep=lambda s: None
+        GithubClient(
+            make_client("t0ken", world.fake.base_url), world.fake.full_name, sleep=lambda s: None
+        )
     )
     first = propose_refresh(repo, docs, forge, base="main", output=OUT, remote="origin", now="t1")
     assert (

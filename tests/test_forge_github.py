@@ -8,17 +8,18 @@ import pytest
 from fakegithub.harness import World, make_world
 
 from bot.config import GithubSettings
-from bot.forge.github import (
-    STALE_LABEL,
-    GateRefused,
+from bot.forge.base import MergeBlocked
+from bot.forge.github.client import (
+    GithubClient,
     GithubError,
-    GithubForge,
     RetryPolicy,
     client_from_env,
-    codeowners_for,
     make_client,
-    status_marker,
 )
+from bot.forge.github.comments import status_marker
+from bot.forge.github.forge import GithubForge
+from bot.forge.github.gate import STALE_LABEL, codeowners_for
+from bot.forge.github.settings import ForgeSettings, RunScope
 
 
 @pytest.fixture
@@ -31,9 +32,18 @@ def world(tmp_path):
 
 
 def forge_for(world: World, **kwargs) -> GithubForge:
+    """A forge on the fake: client options, the settings (`settings` is .tunebot.yml's github:), the run scope."""
     sleeps: list[float] = []
-    kwargs.setdefault("sleep", sleeps.append)
-    return GithubForge(make_client("t0ken", world.fake.base_url), world.fake.full_name, **kwargs)
+    client = GithubClient(
+        make_client("t0ken", world.fake.base_url),
+        world.fake.full_name,
+        retry=kwargs.pop("retry", None),
+        sleep=kwargs.pop("sleep", sleeps.append),
+    )
+    if "settings" in kwargs:
+        kwargs["github"] = kwargs.pop("settings")
+    scope = {k: kwargs.pop(k) for k in ("op", "pr_number", "guard_sha") if k in kwargs}
+    return GithubForge(client, ForgeSettings(**kwargs), RunScope(**scope))
 
 
 def test_client_from_env_uses_actions_variables(world):
@@ -69,7 +79,7 @@ def test_sticky_status_comment_is_edited_in_place(world):
     assert len(world.fake.calls_to("issues/update-comment")) == 1
     forge_b = forge_for(world, op="demo/b", pr_number=number)
     forge_b.post_status("queued")
-    assert set(forge.status_comments(number)) == {"demo/a", "demo/b"}
+    assert set(forge.comments.status_comments(number)) == {"demo/a", "demo/b"}
     world.fake.assert_no_violations()
 
 
@@ -150,7 +160,7 @@ def test_5xx_is_retried_with_backoff(world):
     forge.repo  # noqa: B018 - load before injecting
     world.fake.inject(502, r"^GET .*/issues/\d+/comments", times=2)
     forge.post_status("queued")
-    assert forge.waits == [1.0, 2.0]
+    assert forge.client.waits == [1.0, 2.0]
     assert len(world.fake.comments_on(number)) == 1
     world.fake.assert_no_violations()
 
@@ -168,7 +178,10 @@ def test_rate_limits_honour_retry_after_and_reset_capped(world):
     )
     world.fake.set_permission("dev", "write")
     assert forge.permission("dev") == "write"
-    assert forge.waits == [7.0, 30.0]  # Retry-After as given; the reset an hour away is capped
+    assert forge.client.waits == [
+        7.0,
+        30.0,
+    ]  # Retry-After as given; the reset an hour away is capped
     world.fake.assert_no_violations()
 
 
@@ -177,12 +190,12 @@ def test_persistent_failure_gives_clear_error_and_403_is_not_retried(world):
     world.fake.inject(503, "GET /repos", times=3)
     with pytest.raises(GithubError, match="503"):
         forge.repo  # noqa: B018
-    assert len(forge.waits) == 2
+    assert len(forge.client.waits) == 2
     other = forge_for(world)
     world.fake.inject(403, "GET /repos", message="Resource not accessible by integration")
     with pytest.raises(GithubError, match="lacks a permission"):
         other.repo  # noqa: B018
-    assert other.waits == []
+    assert other.client.waits == []
     world.fake.assert_no_violations()
 
 
@@ -206,7 +219,7 @@ def test_gate_refuses_approval_on_an_old_sha_then_merges_on_current(world):
     world.fake.add_review(number, "lead", "APPROVED", commit_id=old)
     new = world.push_branch("tunebot/rms_norm/best", {"best": "3"}, "amended")
     forge = forge_for(world)
-    with pytest.raises(GateRefused) as info:
+    with pytest.raises(MergeBlocked) as info:
         forge.merge(str(number))
     assert info.value.exit_code == 3
     assert any(old[:10] in m and "re-approve" in m for m in info.value.missing)
@@ -282,7 +295,7 @@ def test_gate_names_the_missing_gate_and_never_merges(world, setup, fragment):
     number, sha = _proposal_with_iterations(world)
     world.fake.set_permission("dev2", "write")
     setup(world.fake, number, sha)
-    with pytest.raises(GateRefused) as info:
+    with pytest.raises(MergeBlocked) as info:
         forge_for(world).merge(str(number))
     assert any(fragment in m for m in info.value.missing), info.value.missing
     assert not world.fake.calls_to("pulls/merge")
@@ -299,7 +312,7 @@ def test_head_moving_between_gate_and_merge_is_refused_by_sha(world):
     world.fake.before["pulls/merge"] = lambda: world.push_branch(
         "tunebot/rms_norm/best", {"best": "late"}, "late push"
     )
-    with pytest.raises(GateRefused, match="modified"):
+    with pytest.raises(MergeBlocked, match="modified"):
         forge.merge(str(number))
     assert world.fake.pulls[number].merged is False
     world.fake.assert_no_violations()
@@ -365,10 +378,12 @@ def test_unreachable_api_is_retried_then_explained(tmp_path):
         port = sock.getsockname()[1]
     sleeps: list[float] = []
     forge = GithubForge(
-        make_client("t", f"http://127.0.0.1:{port}"),
-        "o/r",
-        retry=RetryPolicy(attempts=3),
-        sleep=sleeps.append,
+        GithubClient(
+            make_client("t", f"http://127.0.0.1:{port}"),
+            "o/r",
+            retry=RetryPolicy(attempts=3),
+            sleep=sleeps.append,
+        )
     )
     with pytest.raises(GithubError, match="cannot reach"):
         forge.repo  # noqa: B018
@@ -387,7 +402,7 @@ def test_gate_skips_its_own_in_progress_check_run_and_reads_every_page(world):
     forge = forge_for(
         world, run_url=f"{world.fake.base_url}/html/{world.fake.full_name}/actions/runs/555"
     )
-    with pytest.raises(GateRefused) as info:
+    with pytest.raises(MergeBlocked) as info:
         forge.merge(str(number))
     assert info.value.missing == [
         "check `other workflow` is in_progress"
@@ -398,7 +413,7 @@ def test_gate_skips_its_own_in_progress_check_run_and_reads_every_page(world):
     ]
     world.fake.check_runs[sha] = [r for r in world.fake.check_runs[sha] if r["run_id"] != 777]
     world.fake.check_runs[sha][-5]["conclusion"] = "failure"
-    with pytest.raises(GateRefused, match="matrix-116` concluded failure"):
+    with pytest.raises(MergeBlocked, match="matrix-116` concluded failure"):
         forge.merge(str(number))
     world.fake.check_runs[sha][-5]["conclusion"] = "success"
     assert forge.merge(str(number)).state == "merged"
@@ -410,7 +425,7 @@ def test_gate_skips_its_own_job_by_name_without_a_run_url(world):
     world.fake.add_review(number, "lead", "APPROVED", sha)
     world.fake.add_check_run(sha, "ci", "success")
     world.fake.add_check_run(sha, "merge gate", None, "in_progress")
-    assert forge_for(world).checks(sha) == ["check `merge gate` is in_progress"]
+    assert forge_for(world).gate.checks(sha) == ["check `merge gate` is in_progress"]
     assert forge_for(world, own_checks=("merge gate",)).merge(str(number)).state == "merged"
     world.fake.assert_no_violations()
 
@@ -422,16 +437,16 @@ def test_no_ci_at_all_is_refused_unless_opted_in_and_required_checks_must_run(wo
     world.fake.statuses[sha] = [
         {"state": "success", "context": "tunebot", "description": "", "target_url": None}
     ]
-    with pytest.raises(GateRefused, match="no CI ran on the proposal head") as info:
+    with pytest.raises(MergeBlocked, match="no CI ran on the proposal head") as info:
         forge_for(world).merge(str(number))
     assert "github.required_checks" in str(info.value)
     required = forge_for(world, settings=GithubSettings(required_checks=("ci", "lint")))
     world.fake.add_check_run(sha, "ci", "success")
-    assert required.checks(sha) == [f"required check `lint` did not run on `{sha[:10]}`"]
+    assert required.gate.checks(sha) == [f"required check `lint` did not run on `{sha[:10]}`"]
     world.fake.statuses[sha].append(
         {"state": "failure", "context": "lint", "description": "", "target_url": None}
     )
-    assert required.checks(sha) == ["status `lint` is failure"]
+    assert required.gate.checks(sha) == ["status `lint` is failure"]
     world.fake.check_runs.clear()
     world.fake.statuses[sha] = []
     assert (

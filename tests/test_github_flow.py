@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 from fakegithub.harness import World, git, make_world
 
-from bot.forge.github import STALE_LABEL, make_client, reply_marker, status_marker
-from bot.github_flow import FlowConfig, handle_event
+from bot.forge.github.client import make_client
+from bot.forge.github.comments import reply_marker, status_marker
+from bot.forge.github.context import FlowConfig
+from bot.forge.github.flow import handle_event
+from bot.forge.github.gate import STALE_LABEL
 
 OPS = Path(__file__).parent / "loop_ops"
 OP = "testproj/sleepy"
@@ -478,7 +481,7 @@ def test_cli_propose_opens_one_pull_request(world, tmp_path):
 
 
 def test_cancel_during_a_run_stops_it_after_the_current_iteration(world, pr, tmp_path):
-    from bot.github_flow import CANCEL_MARKER
+    from bot.forge.github.comments import CANCEL_MARKER
 
     number, _ = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
@@ -580,11 +583,14 @@ def test_a_comment_with_several_commands_gets_one_reply(world, pr):
 def test_features_refresh_proposes_once_through_the_github_forge(world, tmp_path):
     """The scheduled features refresh (bot.features) with this forge: one PR, re-runs add nothing."""
     from bot.features.propose import propose_refresh
-    from bot.forge.github import GithubForge
+    from bot.forge.github.client import GithubClient
+    from bot.forge.github.forge import GithubForge
 
     docs = Path(__file__).parent / "data" / "mindiesd-docs"  # committed by the features tests
     checkout = world.clone(tmp_path / "runner")
-    forge = GithubForge(make_client("t0ken", world.fake.base_url), world.fake.full_name)
+    forge = GithubForge(
+        GithubClient(make_client("t0ken", world.fake.base_url), world.fake.full_name)
+    )
     first = propose_refresh(checkout, docs, forge, base="main", remote="origin")
     second = propose_refresh(checkout, docs, forge, base="main", remote="origin")
     (proposal,) = proposals(world)
@@ -620,7 +626,7 @@ def test_head_moving_right_after_authorization_runs_nothing(world, pr, tmp_path)
 
 
 def test_cancel_sent_while_queued_stops_the_run_before_it_starts(world, pr, tmp_path):
-    from bot.github_flow import CANCEL_MARKER
+    from bot.forge.github.comments import CANCEL_MARKER
 
     number, head = pr
     gh, gate_cfg, _ = flow(world, None, phase="gate")
@@ -705,7 +711,7 @@ def test_a_failure_in_the_tune_phase_ends_the_pending_status_and_says_what_faile
 
 
 def test_a_marker_in_another_bots_comment_is_not_trusted(world, pr):
-    from bot.github_flow import CANCEL_MARKER
+    from bot.forge.github.comments import CANCEL_MARKER
 
     number, _ = pr
     impostor = world.fake.add_comment(
@@ -739,7 +745,7 @@ def test_a_marker_in_another_bots_comment_is_not_trusted(world, pr):
 
 
 def test_an_op_named_twice_is_tuned_once(world, pr, tmp_path):
-    from bot.github_flow import _default_tune
+    from bot.forge.github.flow import _default_tune
 
     number, _ = pr
     gh, cfg, _ = flow(world, world.clone(tmp_path / "runner"))
@@ -826,7 +832,7 @@ def test_no_child_started_during_a_github_tune_inherits_the_token(world, pr, tmp
     import subprocess
     import sys
 
-    from bot.github_flow import _default_tune
+    from bot.forge.github.flow import _default_tune
 
     number, _ = pr
     for key in ("GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"):
@@ -834,7 +840,10 @@ def test_no_child_started_during_a_github_tune_inherits_the_token(world, pr, tmp
     seen: list[str] = []
 
     def tune_starting_a_plain_child(request, **kwargs):
-        probe = "import os; print([k for k in os.environ if k in ('GITHUB_TOKEN', 'GH_TOKEN') or k.startswith('ACTIONS_')])"
+        probe = (
+            "import os; print([k for k in os.environ "
+            "if k in ('GITHUB_TOKEN', 'GH_TOKEN') or k.startswith('ACTIONS_')])"
+        )
         seen.append(
             subprocess.run(
                 [sys.executable, "-c", probe], capture_output=True, text=True, check=True
@@ -1047,7 +1056,7 @@ def _no_kernel_runs(request, **kwargs):
     """The real loop, but any sandboxed kernel run fails the test (a resumed delivery measures nothing)."""
     from unittest import mock
 
-    from bot.github_flow import _default_tune
+    from bot.forge.github.flow import _default_tune
 
     def refuse(*args, **kw):
         raise AssertionError("a kernel ran during a resumed delivery")
@@ -1336,14 +1345,15 @@ def test_the_report_job_finishes_an_op_whose_job_died(world, pr, tmp_path):
 
 
 def test_the_report_trusts_the_jobs_own_status_over_a_lagging_comment(world, pr):
-    from bot.forge.github import GithubForge
+    from bot.forge.github.client import GithubClient
+    from bot.forge.github.forge import GithubForge
 
     number, head = pr
     gh, gate_cfg, _ = flow(world, None, phase="gate")
     payload = world.fake.comment_event(number, "/tune sleepy", "dev")
     handle_event("issue_comment", payload, gh, gate_cfg, tune=must_not_tune)
     # The job finished and set its status, but its last comment edit never got through.
-    GithubForge(gh, world.fake.full_name).set_status(
+    GithubForge(GithubClient(gh, world.fake.full_name)).comments.set_status(
         head, "success", "tunebot tuned", context="tunebot/sleepy"
     )
     _, report_cfg, _ = flow(world, None, phase="report", authorized_sha=head)

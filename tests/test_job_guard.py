@@ -1,4 +1,4 @@
-"""bot.job_guard: what PR code never sees, what it cannot leave behind."""
+"""bot.forge.github.job_guard: what PR code never sees, what it cannot leave behind."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from bot.job_guard import FileCommands, Sealed, seal, withheld
+from bot.forge.github.job_guard import FileCommands, Sealed, seal, withheld
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_file_commands_are_put_back_as_they_were(tmp_path):
 def test_leftover_daemons_are_killed_by_the_subreaper(tmp_path):
     code = textwrap.dedent(f"""
         import os, time, pathlib
-        from bot.job_guard import become_subreaper, descendants, kill_descendants
+        from bot.forge.github.job_guard import become_subreaper, descendants, kill_descendants
         assert become_subreaper()
         if os.fork() == 0:
             os.setsid()
@@ -92,7 +92,9 @@ def test_leftover_daemons_are_killed_by_the_subreaper(tmp_path):
         assert pid in descendants(), (pid, descendants())
         print(kill_descendants(), os.path.exists(f"/proc/{{pid}}"))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     killed, alive = out.stdout.split()
     assert int(killed) >= 1 and alive == "False"
@@ -107,13 +109,15 @@ def test_sealed_lists_only_set_file_commands():
 def test_the_guarded_process_is_not_dumpable_but_its_children_are():
     code = textwrap.dedent("""
         import ctypes, subprocess, sys
-        from bot.job_guard import make_undumpable
+        from bot.forge.github.job_guard import make_undumpable
         assert make_undumpable()
         libc = ctypes.CDLL(None)
         child = subprocess.run([sys.executable, "-c", "import ctypes; print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"],
                                capture_output=True, text=True).stdout.strip()
         print(libc.prctl(3, 0, 0, 0, 0), child)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "1"]

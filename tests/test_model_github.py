@@ -17,8 +17,10 @@ from test_model_loop import (
     SETTINGS,
 )
 
-from bot.forge.github import make_client, status_marker
-from bot.github_flow import FlowConfig, handle_event
+from bot.forge.github.client import make_client
+from bot.forge.github.comments import status_marker
+from bot.forge.github.context import FlowConfig
+from bot.forge.github.flow import handle_event
 
 
 def files(effects: dict) -> dict[str, str]:

@@ -14,8 +14,8 @@ from bot.features import advise as advise_mod
 from bot.features import analysis as analysis_mod
 from bot.features import render
 from bot.features.refresh import DEFAULT_OUTPUT, refresh_file
-
-FORGES = ("local", "github")
+from bot.forge.base import Forge
+from bot.forge.registry import FORGES
 
 
 def _warn(warnings: list[str]) -> None:
@@ -23,25 +23,15 @@ def _warn(warnings: list[str]) -> None:
         click.secho(f"warning: {warning}", fg="yellow", err=True)
 
 
-def _make_forge(kind: str, repo: Path):
+def _make_forge(kind: str, repo: Path) -> Forge:
     if kind == "github":
-        try:
-            from bot.forge.github import GithubForge, client_from_env
-        except ImportError:  # pragma: no cover - the github forge ships with tunebot
-            raise click.UsageError(
-                "the github forge is not available in this installation; use --forge local"
-            )
         missing = [v for v in ("GITHUB_REPOSITORY", "GITHUB_TOKEN") if not os.environ.get(v)]
         if missing:
             raise click.UsageError(
                 f"--forge github needs {' and '.join(missing)} in the environment "
                 "(GitHub Actions sets them); or use --forge local"
             )
-        gh, name = client_from_env()
-        return GithubForge(gh, name)
-    from bot.forge.local import LocalForge
-
-    return LocalForge(repo)
+    return FORGES[kind](repo)
 
 
 @click.command("refresh-features")
@@ -76,7 +66,7 @@ def _make_forge(kind: str, repo: Path):
 @click.option(
     "--forge",
     "forge_kind",
-    type=click.Choice(FORGES),
+    type=click.Choice(list(FORGES)),
     default="local",
     show_default=True,
     help="Where the proposal goes: local (kept in the repo) or github (needs GITHUB_REPOSITORY, GITHUB_TOKEN).",

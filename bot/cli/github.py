@@ -96,9 +96,10 @@ def handle(
 ) -> None:
     """Handle one GitHub event: /tune comments, review approvals, schedule and dispatch."""
     from bot import config
-    from bot.forge.github import client_from_env
-    from bot.github_flow import FlowConfig, handle_event
-    from bot.job_guard import JobGuard, is_real_cli, seal
+    from bot.forge.github.client import client_from_env
+    from bot.forge.github.context import FlowConfig
+    from bot.forge.github.flow import handle_event
+    from bot.forge.github.job_guard import JobGuard, is_real_cli, seal
 
     # First of all: secrets and the step's file commands leave the environment (the process
     # re-executes itself so that not even /proc/<pid>/environ keeps them); PR code never sees them.
@@ -162,10 +163,11 @@ def handle(
 @handle_errors
 def propose(head: str, base: str | None, title: str, body_file: Path) -> None:
     """Open the pull request from HEAD, or update the open one (never a second)."""
-    from bot.forge.github import GithubForge, client_from_env
+    from bot.forge.github.client import GithubClient, client_from_env
+    from bot.forge.github.forge import GithubForge
 
     gh, repo = client_from_env()
-    forge = GithubForge(gh, repo)  # no PR code runs here
+    forge = GithubForge(GithubClient(gh, repo))  # no PR code runs here
     proposal = forge.propose(
         head, base or forge.repo.default_branch, title, body_file.read_text(encoding="utf-8")
     )

@@ -42,13 +42,20 @@ class Forge(Protocol):
         """Record an approval on the current head sha."""
 
     def merge(self, proposal_id: str) -> Proposal:
-        """Merge only if approved on the current head sha; raises TunebotError naming the missing gate."""
+        """Merge only if approved on the current head sha; raises MergeBlocked naming the missing gates."""
 
     def post_status(self, text: str) -> None:
         """Create or edit the one status message of this run (GitHub: the sticky comment)."""
 
     def close(self, proposal_id: str) -> Proposal:
         """Close an open proposal without merging (its branch stays)."""
+
+    def cancel_requested(self) -> bool:
+        """Whether someone asked this run, through the forge, to stop after its current iteration.
+
+        GitHub: `/tune cancel` marked the run's status comment. Local: never (`tunebot cancel`
+        runs in another process and leaves the run's cancel file, which the loop reads itself).
+        """
 
 
 # Errors every forge raises the same way (additive to the contract above).
@@ -61,6 +68,19 @@ class ProposalNotFound(TunebotError):
 
 
 class MergeBlocked(TunebotError):
-    """A merge gate is not met (approval on the current head, state, checks); names the gate."""
+    """A merge gate is not met (approval on the current head, state, checks); names each gate.
+
+    `missing` lists the gates one by one (the GitHub flow posts them as a list); a forge that
+    stops at the first gate gives its message as the only item.
+    """
 
     exit_code = 3
+
+    def __init__(self, message: str, missing: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.missing = list(missing) if missing else [message]
+
+    @classmethod
+    def gates(cls, proposal_id: str | int, missing: list[str]) -> MergeBlocked:
+        """Every gate that does not hold on proposal `proposal_id`."""
+        return cls(f"not merging #{proposal_id}: " + "; ".join(missing), missing)

@@ -71,6 +71,7 @@ class LocalForge:
                 f"no proposal #{proposal_id} (known: {known}). List them with `tunebot proposals --all`."
             )
         text = gitops.read_file(self.repo, sha, FILE)
+        assert text is not None  # read_file raises for a missing file unless missing_ok
         return json.loads(text), sha
 
     def _save(self, record: dict[str, Any], parent: str | None, action: str) -> None:
@@ -234,6 +235,10 @@ class LocalForge:
         gitops.write_atomic(
             folder / f"{sanitize(head or self.status_head or 'run')}.md", text.encode()
         )
+
+    def cancel_requested(self) -> bool:
+        """Never through the forge: `tunebot cancel` leaves the run's cancel file for the loop."""
+        return False
 
     def status_path(self, head: str | None = None) -> Path:
         return (

@@ -559,6 +559,8 @@ def _iterate(run: _Run) -> None:
                 stops.CANCELLED,
                 f"cancel requested at {_cancel_file(run.state_dir).read_text().strip()}",
             )
+        if stop is None and run.forge.cancel_requested():  # `/tune cancel` on the pull request
+            stop = stops.Stop(stops.CANCELLED, f"cancel requested on the forge at {_now()}")
         ranking = None
         if stop is None:
             ranking = ranking_for(run, state)
@@ -860,10 +862,6 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
     _ensure_branch(run, run.delivery_branch, state.delivery["sha"])
     if records.run_verdict(state)[1]:
         return None  # no gain, a cancel or nothing to try: branches and records stay, nothing is proposed
-    if run.request.remote:
-        refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
-        refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
-        gitops.push(run.repo, run.request.remote, refspecs)
     gain = records._gain(state) or 0.0
     title = f"tunebot: {run.target.qualified} {gain:+.1f}% ({state.stop['reason']})"
     body = records.proposal_body(state.delivery["report"], state, run.target.name)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.errors import TunebotError
-from bot.forge.github import GithubForge, status_marker
+from bot.forge.github.forge import GithubForge
 
 HEADING = re.compile(r"^### tunebot · `(?P<op>[^`]+)` · (?P<phase>.+)$", re.MULTILINE)
 PROPOSAL = re.compile(r"Proposal: \[#(\d+)\]\(([^)\s]+)\)")
@@ -86,8 +86,8 @@ def report(
     mark_lost: Callable[[str, str], None],
 ) -> tuple[str, list[OpState], str]:
     """Finish every op, post the summary, set the combined status; returns (state, states, text)."""
-    comments = forge.status_comments(pr)
-    states = op_states(comments, ops, forge.commit_statuses(sha))
+    comments = forge.comments.status_comments(pr)
+    states = op_states(comments, ops, forge.comments.commit_statuses(sha))
     for s in states:
         if s.lost:
             mark_lost(s.op, s.phase)
@@ -97,11 +97,13 @@ def report(
     )
     marker = SUMMARY_MARKER.format(id=comment_id if comment_id is not None else "run")
     try:
-        forge.upsert_comment(pr, marker, text)
+        forge.comments.upsert(pr, marker, text)
     except TunebotError as exc:
         text += f"\n(could not post the summary: {exc})"
     done = sum(s.state == "success" for s in states)
-    forge.set_status(sha, state, f"tunebot: {done}/{len(states)} ops done", context="tunebot")
+    forge.comments.set_status(
+        sha, state, f"tunebot: {done}/{len(states)} ops done", context="tunebot"
+    )
     return state, states, text
 
 
@@ -124,7 +126,7 @@ def post_queued_summary(
     """The gate's summary of a multi-op command: one row per op, each queued for its own job."""
     states = [OpState(op, "queued", "", "pending") for op in ops]
     text = summary_text(states, sha, forge.run_url, f"queued as {len(ops)} jobs")
-    forge.upsert_comment(
+    forge.comments.upsert(
         pr, SUMMARY_MARKER.format(id=comment_id if comment_id is not None else "run"), text
     )
 
@@ -135,6 +137,3 @@ def lost_notice(op: str, phase: str) -> str:
         "workflow was cancelled). What it measured is kept on the remote (refs/tunebot/runs/); "
         "re-run the job or comment `/tune` again to resume."
     )
-
-
-__all__ = ["OpState", "combined", "lost_notice", "op_states", "report", "status_marker"]

@@ -52,6 +52,19 @@ def withheld(name: str) -> bool:
     return upper in SECRET_NAMES or upper in FILE_COMMANDS or upper.startswith(SECRET_PREFIXES)
 
 
+def scrub() -> list[str]:
+    """Remove whatever PR code must never see from this process's environment; returns the names.
+
+    Kernels and proposers are PR code and inherit the environment; the API client already holds
+    its token. Nothing is restored afterwards: the process only handles this event, and any
+    later op in it runs PR code too.
+    """
+    gone = [name for name in os.environ if withheld(name)]
+    for name in gone:
+        del os.environ[name]
+    return gone
+
+
 @dataclass
 class Sealed:
     """The values taken out of the environment (only tunebot's own code reads them)."""
