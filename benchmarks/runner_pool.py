@@ -66,6 +66,8 @@ def stand_in_tune(kernel_s: float):
         progress(ProgressEvent("baseline", op, latency_us=100.0, accuracy="pass"))
         latency = 100.0
         for i in range(1, ITERATIONS + 1):
+            if forge.cancel_requested():  # as the loop asks before each iteration
+                break
             subprocess.run(
                 [sys.executable, "-c", f"import time; time.sleep({kernel_s})"], check=True
             )

@@ -319,9 +319,7 @@ def _prepare(
     else:
         base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
         base_branch = _base_branch(repo, request, found)
-        if (
-            not request.remote and request.requester is None
-        ):  # a forge's base lives there; it refuses a wrong one
+        if request.requester is None:  # a forge's base lives there; it refuses a wrong one
             run_guard.check_base_branch(
                 repo, base_branch, "--into" if request.base_branch else "the base branch"
             )

@@ -131,9 +131,8 @@ def handle(
     try:
         outcomes = handle_event(name, payload, gh, flow)
     finally:
-        tampered = (
-            guard.finish()
-        )  # PR code's leftovers die; its writes to GITHUB_ENV & co. are undone
+        # PR code's leftovers die; its writes to GITHUB_ENV & co. are undone.
+        tampered = guard.finish()
     for channel in tampered:
         click.echo(
             f"warning: the tuned code wrote to ${channel}; that was undone, later steps never see it",

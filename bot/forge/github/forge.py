@@ -7,7 +7,7 @@ Comments and statuses are in `comments`, the merge gate in `gate`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from github.PullRequest import PullRequest
@@ -19,6 +19,9 @@ from bot.forge.github.comments import CANCEL_MARKER, Comments, status_marker
 from bot.forge.github.gate import STALE_LABEL, MergeGate
 from bot.forge.github.settings import ForgeSettings, RunScope
 from bot.forge.github.types import PullInfo
+
+if TYPE_CHECKING:
+    from bot.remote_runs import RemoteRuns
 
 
 class GithubForge:
@@ -49,7 +52,7 @@ class GithubForge:
         pr_number: int | None = None,
         guard_sha: str | None = None,
         base_sha: str | None = None,
-        remote_runs: Any = None,
+        remote_runs: RemoteRuns | None = None,
     ) -> GithubForge:
         """The forge of one op's run: same client and settings, its own comments and warnings."""
         scope = RunScope(op, pr_number, guard_sha, base_sha, remote_runs)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from bot.errors import TunebotError
 from bot.forge.github.forge import GithubForge
+from bot.forge.github.status import matching
 
 HEADING = re.compile(r"^### tunebot · `(?P<op>[^`]+)` · (?P<phase>.+)$", re.MULTILINE)
 PROPOSAL = re.compile(r"Proposal: \[#(\d+)\]\(([^)\s]+)\)")
@@ -54,7 +55,7 @@ def op_states(
     """
     out = []
     for typed in ops:
-        name = next((n for n in comments if n == typed or n.endswith("/" + typed)), None)
+        name = matching(comments, typed)
         body = comments.get(name or "", "")
         heading = HEADING.search(body)
         phase = heading.group("phase").strip() if heading else "no status"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -155,19 +156,26 @@ def failure_text(exc: BaseException) -> str:
     return str(exc).strip()[:500] or type(exc).__name__
 
 
-def matching(names: dict[str, str], typed: str) -> str | None:
+def matching(names: Iterable[str], typed: str) -> str | None:
     """The status comment's name for an op as typed (`demo/rms_norm` for `rms_norm`)."""
     return next((name for name in names if name == typed or name.endswith("/" + typed)), None)
 
 
-def final_status_comments(
-    ctx: Context, req: Request, pinned: str, ops: tuple[str, ...], phase: str, text: str
+def end_all(
+    ctx: Context,
+    req: Request,
+    pinned: str,
+    ops: tuple[str, ...],
+    comment: tuple[str, str],
+    status: tuple[str, str],
 ) -> None:
-    """Give each op's existing status comment a final state (best effort: the API may be what failed).
+    """End a command that did not run: each op's status comment gets `comment` (phase, text), the
+    commit status `status` (state, description). Best effort: the API may be what failed.
 
     If the comments cannot be read, each op's comment is written anyway (created if need be): a
     "queued" that stays forever is worse than a second comment.
     """
+    phase, text = comment
     existing: dict[str, str] | None
     try:
         existing = ctx.forge.comments.status_comments(req.pr) if req.pr is not None else {}
@@ -181,3 +189,4 @@ def final_status_comments(
     for op in dict.fromkeys(targets):
         reporter = StatusReporter(ctx.op_forge(op, req.pr, pinned), op, pinned, req.actor, links)
         reporter.final(phase, text)
+    set_status(ctx.forge, pinned, *status)

@@ -25,8 +25,9 @@ from bot.forge.github.runs import RETRY_HINT, OpRun, ensure_commit
 from bot.forge.github.status import (
     Links,
     StatusReporter,
+    end_all,
     failure_text,
-    final_status_comments,
+    matching,
     set_status,
     us,
 )
@@ -60,8 +61,14 @@ def handle(req: Request, auth: Authorization, ctx: Context, say: Say) -> Outcome
             "nothing was run. Comment `/tune` again to tune the new head."
         )
         say(text)
-        final_status_comments(ctx, req, pinned, ops, "stale", text)
-        set_status(ctx.forge, pinned, "error", "tunebot: stale, head moved before the run")
+        end_all(
+            ctx,
+            req,
+            pinned,
+            ops,
+            ("stale", text),
+            ("error", "tunebot: stale, head moved before the run"),
+        )
         return Outcome("stale", text, outputs)
     if ctx.flow.checkout is None:
         raise TunebotError(
@@ -73,8 +80,8 @@ def handle(req: Request, auth: Authorization, ctx: Context, say: Say) -> Outcome
     except (TunebotError, subprocess.CalledProcessError, GithubException) as exc:
         # Whatever failed, the commit status and the status comments must not stay "pending/queued".
         what = failure_text(exc)
-        final_status_comments(ctx, req, pinned, ops, "failed", f"**Failed:** {what}")
-        set_status(ctx.forge, pinned, "failure", f"tunebot failed: {what}")
+        failed = ("failed", f"**Failed:** {what}")
+        end_all(ctx, req, pinned, ops, failed, ("failure", f"tunebot failed: {what}"))
         return Outcome("failed", what, outputs, exit_code=1)
 
 
@@ -89,7 +96,7 @@ def _gate(req: Request, ctx: Context, head_sha: str, outputs: dict[str, str]) ->
     try:
         finished_here = _done_at(ctx, req.pr, head_sha)
         for op in ops:
-            if any(name == op or name.endswith("/" + op) for name in finished_here):
+            if matching(finished_here, op):
                 continue  # delivered at this very head: the tune job will say so; "done" stays
             op_forge = ctx.op_forge(op, req.pr, head_sha)
             queued = StatusReporter(op_forge, op, head_sha, req.actor, links)
@@ -101,15 +108,10 @@ def _gate(req: Request, ctx: Context, head_sha: str, outputs: dict[str, str]) ->
         )
     except TunebotError as exc:
         what = failure_text(exc)
-        final_status_comments(
-            ctx,
-            req,
-            head_sha,
-            ops,
-            "failed",
-            f"**Failed before it started:** {what}\n\nNothing was run; comment `/tune` again.",
+        text = f"**Failed before it started:** {what}\n\nNothing was run; comment `/tune` again."
+        end_all(
+            ctx, req, head_sha, ops, ("failed", text), ("error", f"tunebot: not started: {what}")
         )
-        set_status(ctx.forge, head_sha, "error", f"tunebot: not started: {what}")
         return Outcome("failed", what, {**outputs, "authorized": "false"}, exit_code=1)
     outputs = {**outputs, **matrix_outputs(ops, ctx.flow)}
     return Outcome("authorized", f"authorized at {head_sha}", outputs)
@@ -199,8 +201,14 @@ def _tune_ops(
     if checked.problems:
         text = "\n".join(f"- {p}" for p in checked.problems)
         say(f"@{req.actor} I cannot tune that:\n{text}")
-        final_status_comments(ctx, req, pinned, ops, "not run", f"Not run:\n{text}")
-        set_status(ctx.forge, pinned, "error", "tunebot: unknown op")
+        end_all(
+            ctx,
+            req,
+            pinned,
+            ops,
+            ("not run", f"Not run:\n{text}"),
+            ("error", "tunebot: unknown op"),
+        )
         return Outcome("refused", text, outputs, exit_code=0)
     remote = ctx.remote_runs()
     # Before any PR code runs: records and branches of earlier runners.
