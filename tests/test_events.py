@@ -1,4 +1,4 @@
-"""bot/events.py: the /tune grammar, payloads -> requests, authorization rules (pure parts)."""
+"""bot/forge/github/{grammar,events}.py: the /tune grammar, payloads -> requests, authorization rules (pure parts)."""
 
 from __future__ import annotations
 
