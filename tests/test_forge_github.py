@@ -1,4 +1,4 @@
-"""bot/forge/github/ (client, forge, comments, gate) against the spec-checked fake GitHub (real HTTP, real bare repo)."""
+"""bot/forge/github/ (client, forge, comments, gate) on the spec-checked fake GitHub (real HTTP, bare repo)."""
 
 from __future__ import annotations
 
