@@ -1,7 +1,7 @@
 """The tuning state machine: baseline, iterate, decide, stop, deliver, resume.
 
 CONTRACT for callers (cli, github handler). Knows no GitHub and no git
-internals: it talks to gitops functions, a Forge, an Evaluator and a Planner.
+internals: it talks to the git layer (bot.git), a Forge, an Evaluator and a Planner.
 
 Crash safety: every step first writes its git objects, then appends its
 results.jsonl record (the commit point), then moves refs. A run killed at any
@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Literal
 
 from bot import config as cfgmod
-from bot import delivery, gitops, run_guard, source_text
+from bot import delivery, fs, naming, run_guard, source_text
 from bot import run_state as rs
 from bot.errors import TunebotError
 from bot.forge.base import Forge, Proposal, ProposalNotFound
+from bot.git import branches, commits, refs, remotes, repository, worktrees
 from bot.measure import reaper
 from bot.measure.evaluator import Evaluator
 from bot.measure.types import Decision, LatencyResult
@@ -126,12 +127,6 @@ class RunOutcome:
 ProgressCallback = Callable[[ProgressEvent], None]
 
 
-def delivery_branch(branch_prefix: str, op_name: str) -> str:
-    """The best variant's branch. Git cannot hold `tunebot/<op>` next to `tunebot/<op>/v<N>`
-    (a ref cannot be both a file and a directory), so the delivery sits beside the iterations."""
-    return f"{branch_prefix}/{op_name}/best"
-
-
 class BaselineFailed(TunebotError):
     """The unmodified op fails L0 or cannot be timed: nothing can be tuned."""
 
@@ -156,11 +151,11 @@ class _Run:
 
     @property
     def prefix(self) -> str:
-        return f"{self.repo_cfg.branch_prefix}/{self.op.name}"
+        return naming.run_prefix(self.repo_cfg.branch_prefix, self.op.name)
 
     @property
     def delivery_branch(self) -> str:
-        return delivery_branch(self.repo_cfg.branch_prefix, self.op.name)
+        return naming.delivery_branch(self.repo_cfg.branch_prefix, self.op.name)
 
     def rel(self, name: str) -> str:
         return (self.op.perf_dir / name).as_posix()
@@ -195,8 +190,8 @@ def _run_lock(state_dir: Path, op: str):
     state_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as held:
         try:
-            held.enter_context(gitops.file_lock(state_dir / "run.lock", timeout_s=0))
-        except gitops.LockBusy:
+            held.enter_context(fs.file_lock(state_dir / "run.lock", timeout_s=0))
+        except fs.LockBusy:
             raise RunBusy(
                 f"another tunebot process is tuning {op} right now; wait for it to finish, "
                 f"or stop it with `tunebot cancel {op}`"
@@ -216,7 +211,7 @@ def _best_source(run: _Run, state: rs.RunState) -> str:
     key = (state.best_sha, state.best_path)
     if key not in run.sources:
         run.sources.clear()
-        run.sources[key] = gitops.read_file(run.repo, state.best_sha, state.best_path)
+        run.sources[key] = repository.read_file(run.repo, state.best_sha, state.best_path)
     return run.sources[key]
 
 
@@ -251,7 +246,7 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
     else:
         _restore_refs(run, state)
         note = ""
-        if request.base_ref is None and gitops.resolve(run.repo, "HEAD") != run.base_sha:
+        if request.base_ref is None and repository.resolve(run.repo, "HEAD") != run.base_sha:
             note = (
                 f" (recorded at {run.base_sha[:10]}; HEAD has moved since: "
                 "add --restart to tune the new HEAD instead)"
@@ -292,10 +287,10 @@ def _prepare(
 
     The run lock is entered on `held` before the records are read for writing: a second
     process for the same op is refused before it can archive, clean or reset anything."""
-    repo = gitops.open_repo(request.repo)
+    repo = repository.open_repo(request.repo)
     checkout = Path(repo.working_tree_dir)
-    found = _resolve_op_at(repo, gitops.resolve(repo, request.base_ref or "HEAD"), request.op)
-    runs_dir = gitops.state_dir(repo) / "runs"
+    found = _resolve_op_at(repo, repository.resolve(repo, request.base_ref or "HEAD"), request.op)
+    runs_dir = repository.state_dir(repo) / "runs"
     _refuse_name_clash(runs_dir, found, forge)
     log = ResultsLog(runs_dir / found.project / found.name / "results.jsonl")
     if not request.dry_run:
@@ -318,7 +313,7 @@ def _prepare(
         _refuse_changed_request(repo, request, previous.start)
         base_sha, base_branch = previous.start["base_sha"], previous.start["base_branch"]
     else:
-        base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
+        base_sha = repository.resolve(repo, request.base_ref or "HEAD")
         base_branch = _base_branch(repo, request, found)
         if (
             not request.remote and request.requester is None
@@ -357,7 +352,7 @@ def _prepare(
             forge,
             progress,
         )
-    prefix = f"{repo_cfg.branch_prefix}/{op.name}"
+    prefix = naming.run_prefix(repo_cfg.branch_prefix, op.name)
     warn = lambda message: progress(ProgressEvent("warning", op.qualified, message=message))
     orphans = (
         None
@@ -371,11 +366,11 @@ def _prepare(
         _archive_run(repo, repo_cfg, op, log)
     name = f"{op.project}__{op.name}"
     for note in run_guard.housekeeping(
-        repo, log.path.parent, prefix, gitops.state_dir(repo) / "worktrees" / name
+        repo, log.path.parent, prefix, repository.state_dir(repo) / "worktrees" / name
     ):
         warn(note)
     run_guard.check_branches(repo, prefix, rs.replay(log.read()))
-    worktree = gitops.ensure_worktree(repo, name, base_sha)
+    worktree = worktrees.ensure_worktree(repo, name, base_sha)
     log = run_guard.GuardedLog(log.path, warn)
     return _Run(
         request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress
@@ -423,7 +418,7 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
         for k, v in asked.items()
         if v is not None and v != recorded.get(k)
     ]
-    if request.base_ref and gitops.resolve(repo, request.base_ref) != start["base_sha"]:
+    if request.base_ref and repository.resolve(repo, request.base_ref) != start["base_sha"]:
         differs.append(f"--base {request.base_ref}")
     if request.base_branch and request.base_branch != start["base_branch"]:
         differs.append(f"--into {request.base_branch}")
@@ -438,10 +433,10 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
 def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
     if request.base_branch:
         return request.base_branch
-    if request.base_ref and gitops.branch_sha(repo, request.base_ref) is not None:
+    if request.base_ref and refs.branch_sha(repo, request.base_ref) is not None:
         return request.base_ref  # tuning a branch proposes into that branch, not the current one
     configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
-    branch = configured or gitops.current_branch(repo)
+    branch = configured or repository.current_branch(repo)
     if not branch:
         raise BadRequest(
             "HEAD is detached and no base branch is configured; "
@@ -454,11 +449,11 @@ def _resolve_op_at(repo, sha: str, name: str) -> cfgmod.OpConfig:
     """Resolve an op name against the tree of `sha` (the code that will be tuned), not the checkout."""
     with tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("ops")) as tmp:
         root = Path(tmp)
-        data = gitops.read_bytes(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
+        data = repository.read_bytes(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
         if data is not None:  # as bytes: the config loader names a file that is not UTF-8
             (root / cfgmod.REPO_CONFIG_FILE).write_bytes(data)
         repo_cfg = cfgmod.load_repo_config(root)
-        for rel in gitops.list_files(repo, sha, repo_cfg.ops_root):
+        for rel in repository.list_files(repo, sha, repo_cfg.ops_root):
             parts = Path(rel).parts[len(Path(repo_cfg.ops_root).parts) :]
             if len(parts) == 3 and parts[2] == f"{parts[1]}.py":  # <project>/<op>/<op>.py
                 (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -485,7 +480,7 @@ def _refuse_uncommitted(repo, sha: str, name: str) -> None:
 
 def _config_at(repo, sha: str, op: cfgmod.OpConfig) -> tuple[cfgmod.RepoConfig, cfgmod.OpConfig]:
     """.tunebot.yml and the op's config as committed at `sha`, not as the (maybe dirty) checkout has them."""
-    source = gitops.read_file(repo, sha, op.source.as_posix(), missing_ok=True)
+    source = repository.read_file(repo, sha, op.source.as_posix(), missing_ok=True)
     if source is None:
         raise BadRequest(
             f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
@@ -498,7 +493,7 @@ def _config_at(repo, sha: str, op: cfgmod.OpConfig) -> tuple[cfgmod.RepoConfig, 
             (op.dir / cfgmod.OP_CONFIG_FILE).as_posix(),
             (op.dir / "DESIGN.md").as_posix(),
         ):
-            data = gitops.read_bytes(repo, sha, rel, missing_ok=True)
+            data = repository.read_bytes(repo, sha, rel, missing_ok=True)
             if data is not None:
                 (root / rel).parent.mkdir(parents=True, exist_ok=True)
                 (root / rel).write_bytes(data)
@@ -517,9 +512,9 @@ def _proposal_closed(forge: Forge, record: dict) -> bool:
 def _archive_run(repo, repo_cfg: cfgmod.RepoConfig, op: cfgmod.OpConfig, log: ResultsLog) -> None:
     """Start over: keep the old records and branches aside (refs/tunebot/archive/), never delete them."""
     label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
-    prefix = f"{repo_cfg.branch_prefix}/{op.name}"
-    names = [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")]
-    gitops.archive_branches(repo, names, label)
+    prefix = naming.run_prefix(repo_cfg.branch_prefix, op.name)
+    names = branches.owned_branches(repo, prefix + "/")
+    branches.archive_branches(repo, names, label)
     if log.path.exists():
         log.path.rename(log.path.with_name(f"results.{label}.jsonl"))
 
@@ -527,12 +522,12 @@ def _archive_run(repo, repo_cfg: cfgmod.RepoConfig, op: cfgmod.OpConfig, log: Re
 def _restore_refs(run: _Run, state: rs.RunState) -> None:
     """Recreate iteration refs a crash left unwritten (their commits are recorded)."""
     for it in state.iterations:
-        if gitops.branch_sha(run.repo, it.branch) is None:
-            gitops.create_branch(run.repo, it.branch, it.sha)
+        if refs.branch_sha(run.repo, it.branch) is None:
+            branches.create_branch(run.repo, it.branch, it.sha)
 
 
 def _dry_run(run: _Run) -> RunOutcome:
-    source = gitops.read_file(run.repo, run.base_sha, run.op.source.as_posix())
+    source = repository.read_file(run.repo, run.base_sha, run.op.source.as_posix())
     planner = _planner(run)
     plan = planner.plan(PlanContext(best_source=source, allowed=run.settings.strategies))
     run.progress(
@@ -761,7 +756,7 @@ def _run_iteration(
             run.worktree / state.best_path, state.best_latency, path, run.settings.noise_floor
         )
     verdict = _verdict(variant, accuracy.status, latency, decision)
-    branch = f"{run.prefix}/v{n}"
+    branch = naming.iteration_branch(run.prefix, n)
     median = latency.median_us if latency and latency.ok else None
     reason = rs.iteration_reason(
         verdict,
@@ -796,7 +791,7 @@ def _run_iteration(
         f" ({state.best_sha[:12]}).\nL0: {accuracy.status}; latency: "
         f"{f'{median:.2f} us' if median is not None else '-'}; verdict: {verdict}."
     )
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         run.repo,
         state.best_sha,
         {
@@ -829,7 +824,7 @@ def _run_iteration(
             "time": _now(),
         }
     )
-    gitops.create_branch(run.repo, branch, sha)
+    branches.create_branch(run.repo, branch, sha)
     run.progress(
         ProgressEvent(
             "iteration",
@@ -887,7 +882,7 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
         _materialize(
             run,
             state.baseline["path"],
-            gitops.read_file(run.repo, run.base_sha, state.baseline["path"]),
+            repository.read_file(run.repo, run.base_sha, state.baseline["path"]),
         )
         latency = evaluator.latency(run.worktree / state.baseline["path"])
         start = state.baseline_us
@@ -945,7 +940,7 @@ def _deliver(run: _Run, state: rs.RunState) -> None:
         f"tunebot: {run.op.name}: best variant "
         f"{'iter ' + str(state.best_iteration) if state.best_iteration else '(baseline kept)'}\n\n{report}"
     )
-    sha = gitops.commit_files(run.repo, state.best_sha, files, message)
+    sha = commits.commit_files(run.repo, state.best_sha, files, message)
     run.log.append(
         {
             "key": rs.DELIVERY,
@@ -966,9 +961,9 @@ def _deliver(run: _Run, state: rs.RunState) -> None:
 
 def _ensure_branch(run: _Run, name: str, sha: str) -> None:
     """Create the delivery branch if it is missing; if someone moved it on, keep their commits."""
-    current = gitops.branch_sha(run.repo, name)
+    current = refs.branch_sha(run.repo, name)
     if current is None:
-        gitops.create_branch(run.repo, name, sha)
+        branches.create_branch(run.repo, name, sha)
     elif current != sha:
         run.progress(
             ProgressEvent(
@@ -995,7 +990,7 @@ def _propose(run: _Run, state: rs.RunState) -> Proposal | None:
         # replace its old remote copies. The delivery branch is never forced (people may push to it).
         refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
         refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
-        gitops.push(run.repo, run.request.remote, refspecs)
+        remotes.push(run.repo, run.request.remote, refspecs)
     title = proposal_title(run.op.qualified, state)
     body = proposal_body(
         report,
@@ -1056,7 +1051,7 @@ def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOut
         results_path=run.log.path,
         drift_pct=(state.baseline_end or {}).get("drift_pct"),
         perf_dir=run.op.perf_dir.as_posix(),
-        iteration_prefix=f"{run.prefix}/v",
+        iteration_prefix=naming.iteration_prefix(run.prefix),
         verdict=delivery.run_verdict(state)[0],
         no_proposal_reason=delivery.run_verdict(state)[1],
         stop_text=stop_reason_text(
@@ -1070,11 +1065,11 @@ def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOut
 
 def cancel(repo_path: Path, op: str) -> Path:
     """Ask a running tune of `op` to stop after its current iteration (stop reason 已取消)."""
-    repo = gitops.open_repo(repo_path)
+    repo = repository.open_repo(repo_path)
     checkout = Path(repo.working_tree_dir)
     resolved = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), op)
-    state_dir = gitops.state_dir(repo) / "runs" / resolved.project / resolved.name
-    if not gitops.lock_is_held(state_dir / "run.lock"):
+    state_dir = repository.state_dir(repo) / "runs" / resolved.project / resolved.name
+    if not fs.lock_is_held(state_dir / "run.lock"):
         raise NothingToCancel(
             f"no tunebot run of {resolved.qualified} is in progress; nothing to cancel"
         )

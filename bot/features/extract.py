@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import unquote
@@ -39,6 +38,7 @@ from bot.features.model import (
     FeatureTable,
     MatrixTable,
 )
+from bot.git import folders
 
 MAX_PARAMS = 8
 _VERSION = re.compile(
@@ -738,22 +738,14 @@ def r_anchor(row: FeatureRow) -> str:
 # ---------------------------------------------------------------- provenance
 
 
-def _git(cwd: Path, *args: str) -> str | None:
-    try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
-
-
 def provenance(docs_dir: Path) -> tuple[str, str | None]:
     """(label, commit): the docs dir's path inside its git repo and the last commit touching it."""
-    top = _git(docs_dir, "rev-parse", "--show-toplevel")
+    top = folders.toplevel(docs_dir)
     if not top:
         return docs_dir.resolve().name, None
-    rel = docs_dir.resolve().relative_to(Path(top).resolve()).as_posix() or "."
-    commit = _git(docs_dir, "log", "-1", "--format=%H", "--", ".")
-    if commit and _git(docs_dir, "status", "--porcelain", "--", "."):
+    rel = docs_dir.resolve().relative_to(top.resolve()).as_posix() or "."
+    commit = folders.last_commit(docs_dir)
+    if commit and folders.has_changes(docs_dir):
         commit += " (+ 未提交的修改)"
     return rel, commit or None
 

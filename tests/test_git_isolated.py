@@ -1,4 +1,4 @@
-"""bot.git_push: the URL, the refs read as files, the private git dir, and what a push refuses."""
+"""bot.git.isolated and bot.git.gitdir: the URL, the refs read as files, the private git dir, and what a push refuses."""
 
 from __future__ import annotations
 
@@ -8,15 +8,8 @@ from pathlib import Path
 import pytest
 from fakegithub.harness import git, make_world
 
-from bot.git_push import (
-    BadRemote,
-    IsolatedGit,
-    PushError,
-    RefUpdate,
-    common_git_dir,
-    read_refs,
-    repo_url,
-)
+from bot.git.gitdir import common_git_dir, read_refs
+from bot.git.isolated import BadRemote, IsolatedGit, PushError, RefUpdate, repo_url
 
 
 @pytest.mark.parametrize(
