@@ -102,9 +102,21 @@ def test_only_the_git_layer_runs_git() -> None:
 
 
 def test_import_git_inside_the_package_is_gitpython() -> None:
-    import git
+    """`bot/git/` shares its name with GitPython's top-level `git`; absolute imports keep them apart."""
+    import importlib
+    import pkgutil
 
-    assert hasattr(git, "Repo") and "bot" not in Path(git.__file__).parts[-3:]
+    import bot.git
+
+    seen = 0
+    for info in pkgutil.iter_modules(bot.git.__path__):
+        module = importlib.import_module(f"bot.git.{info.name}")
+        imported = getattr(module, "git", None)
+        if imported is not None:
+            seen += 1
+            assert imported is not bot.git and hasattr(imported, "Repo"), info.name
+            assert Path(imported.__file__).parent != BOT / "git"
+    assert seen >= 5
 
 
 # ---------------------------------------------------------------- repository questions

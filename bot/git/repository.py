@@ -106,11 +106,16 @@ def config_value(repo: git.Repo, section: str, option: str, default: str = "") -
 
 def identity(repo: git.Repo, role: str) -> tuple[str, str]:
     """(name, email) for `role` AUTHOR/COMMITTER: environment, then repo config, then tunebot's."""
-    name = os.environ.get(f"GIT_{role}_NAME") or config_value(repo, "user", "name") or DEFAULT_NAME
-    email = (
-        os.environ.get(f"GIT_{role}_EMAIL") or config_value(repo, "user", "email") or DEFAULT_EMAIL
+    reader = repo.config_reader()  # one read of the config files for both values
+    name = (
+        os.environ.get(f"GIT_{role}_NAME") or reader.get_value("user", "name", "") or DEFAULT_NAME
     )
-    return name, email
+    email = (
+        os.environ.get(f"GIT_{role}_EMAIL")
+        or reader.get_value("user", "email", "")
+        or DEFAULT_EMAIL
+    )
+    return str(name), str(email)
 
 
 def parse_author(author: str) -> tuple[str, str]:
