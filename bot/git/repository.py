@@ -61,11 +61,6 @@ def open_repo(path: Path | str) -> git.Repo:
     return repo
 
 
-def checkout_dir(repo: git.Repo) -> Path:
-    """The top of the repository's working tree (the user's checkout, or a worktree)."""
-    return Path(runner.workdir(repo))
-
-
 def state_dir(repo: git.Repo) -> Path:
     """`<common git dir>/tunebot`: tunebot's durable state, shared by all worktrees (created)."""
     path = Path(repo.common_dir).resolve() / "tunebot"
