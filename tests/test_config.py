@@ -1,4 +1,4 @@
-"""bot/config.py: .tunebot.yml, tune.yaml, op resolution, DESIGN.md targets, precedence.
+"""bot/config/: .tunebot.yml, tune.yaml, op resolution, DESIGN.md targets, precedence.
 
 Every test writes real files into a temporary repository layout.
 """
