@@ -459,7 +459,8 @@ KNOB = "knobs:\n  - name: BLOCK_M\n    strategy: block_size\n"
             "did you mean 'block_size'",
         ),
         (
-            "knobs:\n  - {name: B, strategy: block_size, values: [1]}\n  - {name: B, strategy: block_size, values: [2]}\n",
+            "knobs:\n  - {name: B, strategy: block_size, values: [1]}\n"
+            "  - {name: B, strategy: block_size, values: [2]}\n",
             "knobs[1].name",
             "declared twice",
             "one declaration",

@@ -94,7 +94,9 @@ class CommitTree:
         """(files, folders) below `rel`, as paths from the root; one `git ls-tree` per folder."""
         rel = _clean(rel)
         if rel not in self._listed:
-            files = frozenset(gitops.list_files(self.repo, self.sha, rel))  # type: ignore[arg-type]
+            files = self._from_cache(rel)
+            if files is None:
+                files = frozenset(gitops.list_files(self.repo, self.sha, rel))  # type: ignore[arg-type]
             folders = {
                 str(parent)
                 for path in files
@@ -103,6 +105,13 @@ class CommitTree:
             }
             self._listed[rel] = (files, frozenset(folders))
         return self._listed[rel]
+
+    def _from_cache(self, rel: str) -> frozenset[str] | None:
+        """The files below `rel` cut from a folder already listed above it, else None."""
+        for done, (files, _) in self._listed.items():
+            if done in ("", rel) or rel.startswith(done + "/"):
+                return frozenset(p for p in files if p == rel or p.startswith(rel + "/"))
+        return None
 
     def exists(self, rel: str) -> bool:
         return self.is_file(rel) or self.is_dir(rel)
