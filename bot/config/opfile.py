@@ -24,10 +24,7 @@ from bot.config.schema import (
     LatencySettings,
     OpConfig,
 )
-from bot.measure.backends import BACKENDS as LATENCY_BACKENDS
 
-# `auto` picks one of the registered latency backends at run time.
-BACKEND_CHOICES = ("auto", *LATENCY_BACKENDS)
 KNOB_KEYS = ("name", "strategy", "values", "divides", "multiple_of")
 
 
@@ -46,6 +43,17 @@ def strategy_ids(
                 f"{hint}known strategies: {', '.join(catalog.IDS)}",
             )
     return ids
+
+
+@dataclass(frozen=True)
+class LatencyBackend:
+    """`auto` (one is picked at run time) or a name in the latency backend registry."""
+
+    def read(self, check: Checker, value: object, key: str) -> str:
+        # Read when a file is checked, not at import: backend modules may import the config schema.
+        from bot.measure.backends import BACKENDS
+
+        return check.text(value, key, ("auto", *BACKENDS))
 
 
 @dataclass(frozen=True)
@@ -261,7 +269,7 @@ LIMITS = Section(
 
 LATENCY = Section(
     (
-        Field("backend", Text(BACKEND_CHOICES)),
+        Field("backend", LatencyBackend()),
         Field("warmup", Integer(minimum=0, example=5)),
         Field("repeats", Integer(minimum=1, example=30, maximum=MAX_REPEATS)),
         Field("timeout_s", Number(above=0, example="300")),
