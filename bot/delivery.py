@@ -32,7 +32,7 @@ from bot.strategies.evidence import (
 )
 
 if TYPE_CHECKING:  # the loop's run context; imported for types only (the loop imports this module)
-    from bot.config import OpConfig
+    from bot.config.schema import OpConfig
 
 REFERENCES = ("references/strategies.md",)
 CANCELLED, TARGET_REACHED = "已取消", "达目标"

@@ -26,7 +26,7 @@ from typing import Literal
 from github import Github, GithubException
 
 from bot import naming
-from bot.config import GithubSettings, RepoConfig
+from bot.config.schema import GithubSettings, RepoConfig
 from bot.errors import TunebotError
 from bot.events import (
     GRAMMAR,

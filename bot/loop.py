@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
@@ -22,13 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bot import config as cfgmod
 from bot import delivery, fs, naming, run_guard, source_text
 from bot import run_state as rs
+from bot.config.discovery import find_op, load_op_config, resolve_op
+from bot.config.repo import load_repo_config
+from bot.config.schema import OpConfig, RepoConfig, RunSettings
+from bot.config.settings import effective_settings
+from bot.config.tree import CommitTree
 from bot.errors import TunebotError
 from bot.forge.base import Forge, Proposal, ProposalNotFound
 from bot.git import branches, commits, refs, remotes, repository, worktrees
-from bot.measure import reaper
 from bot.measure.evaluator import Evaluator
 from bot.measure.types import Decision, LatencyResult
 from bot.proposal_body import proposal_body, proposal_title
@@ -137,9 +139,9 @@ class _Run:
 
     request: TuneRequest
     repo: object  # git.Repo
-    op: cfgmod.OpConfig
-    settings: cfgmod.RunSettings
-    repo_cfg: cfgmod.RepoConfig
+    op: OpConfig
+    settings: RunSettings
+    repo_cfg: RepoConfig
     base_sha: str
     base_branch: str
     worktree: Path
@@ -161,7 +163,7 @@ class _Run:
         return (self.op.perf_dir / name).as_posix()
 
 
-EvaluatorFactory = Callable[[cfgmod.OpConfig, Path], Evaluator]
+EvaluatorFactory = Callable[[OpConfig, Path], Evaluator]
 
 
 def run_tune(
@@ -326,7 +328,7 @@ def _prepare(
         raise BadRequest(
             f"--target-us must be a finite number of microseconds, got {request.target_us}"
         )
-    settings = cfgmod.effective_settings(
+    settings = effective_settings(
         repo_cfg,
         op,
         max_iters=request.max_iters,
@@ -337,7 +339,7 @@ def _prepare(
     if request.no_target:
         settings = dataclasses.replace(settings, target_us=None)
     if previous.start:
-        settings = cfgmod.RunSettings(**previous.start["settings"])
+        settings = RunSettings(**previous.start["settings"])
     if request.dry_run:  # plan only: create nothing, not even a worktree
         return _Run(
             request,
@@ -389,7 +391,7 @@ class RunBusy(TunebotError):
     exit_code = 3
 
 
-def _refuse_name_clash(runs_dir: Path, op: cfgmod.OpConfig, forge: Forge) -> None:
+def _refuse_name_clash(runs_dir: Path, op: OpConfig, forge: Forge) -> None:
     """Branches are named tunebot/<op>/..., without the project: two projects' ops of the same
     name would overwrite each other's branches and proposal, so only one may have a live run."""
     for other in sorted(runs_dir.glob(f"*/{op.name}/results.jsonl")):
@@ -430,12 +432,12 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
         )
 
 
-def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
+def _base_branch(repo, request: TuneRequest, op: OpConfig) -> str:
     if request.base_branch:
         return request.base_branch
     if request.base_ref and refs.branch_sha(repo, request.base_ref) is not None:
         return request.base_ref  # tuning a branch proposes into that branch, not the current one
-    configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
+    configured = load_repo_config(Path(repo.working_tree_dir)).base_branch
     branch = configured or repository.current_branch(repo)
     if not branch:
         raise BadRequest(
@@ -445,31 +447,25 @@ def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
     return branch
 
 
-def _resolve_op_at(repo, sha: str, name: str) -> cfgmod.OpConfig:
-    """Resolve an op name against the tree of `sha` (the code that will be tuned), not the checkout."""
-    with tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("ops")) as tmp:
-        root = Path(tmp)
-        data = repository.read_bytes(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
-        if data is not None:  # as bytes: the config loader names a file that is not UTF-8
-            (root / cfgmod.REPO_CONFIG_FILE).write_bytes(data)
-        repo_cfg = cfgmod.load_repo_config(root)
-        for rel in repository.list_files(repo, sha, repo_cfg.ops_root):
-            parts = Path(rel).parts[len(Path(repo_cfg.ops_root).parts) :]
-            if len(parts) == 3 and parts[2] == f"{parts[1]}.py":  # <project>/<op>/<op>.py
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).touch()
-        try:
-            return cfgmod.resolve_op(root, repo_cfg, name)
-        except TunebotError:
-            _refuse_uncommitted(repo, sha, name)
-            raise
+def _resolve_op_at(repo, sha: str, name: str) -> OpConfig:
+    """Resolve an op name against the tree of `sha` (the code that will be tuned), not the checkout.
+
+    Only the name is resolved here; _config_at reads the op's tune.yaml and DESIGN.md."""
+    tree = CommitTree(repo, sha)
+    repo_cfg = load_repo_config(tree)
+    try:
+        op_dir = find_op(tree, repo_cfg, name)
+    except TunebotError:
+        _refuse_uncommitted(repo, sha, name)
+        raise
+    return OpConfig(project=op_dir.parent.name, name=op_dir.name, dir=op_dir)
 
 
 def _refuse_uncommitted(repo, sha: str, name: str) -> None:
     """If the op exists in the checkout only, say that it needs committing."""
     checkout = Path(repo.working_tree_dir)
     try:
-        op = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), name)
+        op = resolve_op(checkout, load_repo_config(checkout), name)
     except TunebotError:
         return
     raise BadRequest(
@@ -478,7 +474,7 @@ def _refuse_uncommitted(repo, sha: str, name: str) -> None:
     )
 
 
-def _config_at(repo, sha: str, op: cfgmod.OpConfig) -> tuple[cfgmod.RepoConfig, cfgmod.OpConfig]:
+def _config_at(repo, sha: str, op: OpConfig) -> tuple[RepoConfig, OpConfig]:
     """.tunebot.yml and the op's config as committed at `sha`, not as the (maybe dirty) checkout has them."""
     source = repository.read_file(repo, sha, op.source.as_posix(), missing_ok=True)
     if source is None:
@@ -486,20 +482,8 @@ def _config_at(repo, sha: str, op: cfgmod.OpConfig) -> tuple[cfgmod.RepoConfig, 
             f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
             "only: commit the op (or pass --base with a commit that has it)"
         )
-    with tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("config")) as tmp:
-        root = Path(tmp)
-        for rel in (
-            cfgmod.REPO_CONFIG_FILE,
-            (op.dir / cfgmod.OP_CONFIG_FILE).as_posix(),
-            (op.dir / "DESIGN.md").as_posix(),
-        ):
-            data = repository.read_bytes(repo, sha, rel, missing_ok=True)
-            if data is not None:
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_bytes(data)
-        (root / op.source).parent.mkdir(parents=True, exist_ok=True)
-        (root / op.source).write_bytes(source_text.encode(source))
-        return cfgmod.load_repo_config(root), cfgmod.load_op_config(root, op.dir)
+    tree = CommitTree(repo, sha)
+    return load_repo_config(tree), load_op_config(tree, op.dir)
 
 
 def _proposal_closed(forge: Forge, record: dict) -> bool:
@@ -509,7 +493,7 @@ def _proposal_closed(forge: Forge, record: dict) -> bool:
         return True
 
 
-def _archive_run(repo, repo_cfg: cfgmod.RepoConfig, op: cfgmod.OpConfig, log: ResultsLog) -> None:
+def _archive_run(repo, repo_cfg: RepoConfig, op: OpConfig, log: ResultsLog) -> None:
     """Start over: keep the old records and branches aside (refs/tunebot/archive/), never delete them."""
     label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
     prefix = naming.run_prefix(repo_cfg.branch_prefix, op.name)
@@ -1067,7 +1051,7 @@ def cancel(repo_path: Path, op: str) -> Path:
     """Ask a running tune of `op` to stop after its current iteration (stop reason 已取消)."""
     repo = repository.open_repo(repo_path)
     checkout = Path(repo.working_tree_dir)
-    resolved = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), op)
+    resolved = resolve_op(checkout, load_repo_config(checkout), op)
     state_dir = repository.state_dir(repo) / "runs" / resolved.project / resolved.name
     if not fs.lock_is_held(state_dir / "run.lock"):
         raise NothingToCancel(

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import click
 
-from bot import config as cfgmod
 from bot.cli.common import handle_errors
 from bot.cli.progress import Printer
 from bot.cli.show import render_proposal
+from bot.config import discovery
+from bot.config.repo import load_repo_config
 from bot.errors import TunebotError
 from bot.forge.local import LocalForge
 from bot.git import repository
@@ -179,8 +180,8 @@ def tune(
 def list_ops(repo: Path) -> None:
     """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
     root = Path(repository.open_repo(repo).working_tree_dir)
-    cfg = cfgmod.load_repo_config(root)
-    names = cfgmod.list_ops(root, cfg)
+    cfg = load_repo_config(root)
+    names = discovery.list_ops(root, cfg)
     if not names:
         click.echo(
             f"no ops found under {cfg.ops_root}/ (an op is {cfg.ops_root}/<project>/<op>/<op>.py; "
@@ -308,8 +309,8 @@ def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> No
     meets it at once. Your own repositories are not touched.
     """
     source = _project_root()
-    cfgmod.resolve_op(
-        source, cfgmod.load_repo_config(source), op
+    discovery.resolve_op(
+        source, load_repo_config(source), op
     )  # an unknown op: exit 2, nothing created
     if target is not None and target.exists() and any(target.iterdir()):
         raise BadRequest(f"{target} is not empty; pass --dir with a new or empty directory")

@@ -136,7 +136,10 @@ def propose_refresh(
         if on_branch is not None and render.same_content(on_branch, result.text):
             status, commit = "up-to-date", tip  # same table already proposed: no new commit
     if commit is None:
-        message = f"references: refresh {Path(output).name} from the MindIE-SD docs\n\n{render.summarize(result.diff)}\n"
+        message = (
+            f"references: refresh {Path(output).name} from the MindIE-SD docs\n\n"
+            f"{render.summarize(result.diff)}\n"
+        )
         commit = commits.commit_files(
             repo, base_sha, {output: result.text.encode("utf-8")}, message
         )

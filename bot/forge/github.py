@@ -25,7 +25,7 @@ import requests
 from github import Auth, Github, GithubException
 
 from bot import naming
-from bot.config import GithubSettings
+from bot.config.schema import GithubSettings
 from bot.errors import TunebotError
 from bot.events import ROLE_RANK, PullInfo, role_allows
 from bot.forge.base import Proposal

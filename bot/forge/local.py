@@ -103,9 +103,9 @@ class LocalForge:
     def _settings(self) -> tuple[bool, str]:
         keep, prefix = self._keep_branches, self._branch_prefix
         if keep is None or prefix is None:
-            from bot import config  # the repo's .tunebot.yml; loaded only when needed
+            from bot.config.repo import load_repo_config
 
-            cfg = config.load_repo_config(Path(self.repo.working_tree_dir or "."))
+            cfg = load_repo_config(Path(self.repo.working_tree_dir or "."))
             keep = cfg.keep_branches if keep is None else keep
             prefix = cfg.branch_prefix if prefix is None else prefix
         return keep, prefix

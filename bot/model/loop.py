@@ -30,9 +30,12 @@ from pathlib import Path
 
 import git
 
-from bot import config as cfgmod
 from bot import fs, naming
-from bot.errors import TunebotError
+from bot.config.names import NAME_PART
+from bot.config.repo import load_repo_config
+from bot.config.schema import RepoConfig
+from bot.config.tree import CommitTree
+from bot.errors import ConfigError, TunebotError
 from bot.features import render as table_render
 from bot.features.analysis import Analysis
 from bot.forge.base import Forge, Proposal, ProposalNotFound
@@ -82,19 +85,15 @@ def list_models(repo, sha: str, ops_root: str) -> list[ModelTarget]:
         if (
             len(parts) == 3
             and parts[2] == spec_mod.MODEL_FILE
-            and cfgmod.NAME_PART.match(parts[0])
-            and cfgmod.NAME_PART.match(parts[1])
+            and NAME_PART.match(parts[0])
+            and NAME_PART.match(parts[1])
         ):
             out.append(ModelTarget(parts[0], parts[1], Path(ops_root) / parts[0] / parts[1]))
     return sorted(out, key=lambda t: t.qualified)
 
 
-def _repo_config_at(repo, sha: str) -> cfgmod.RepoConfig:
-    with tempfile.TemporaryDirectory(prefix="tunebot-model-") as tmp:
-        text = repository.read_file(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
-        if text is not None:
-            (Path(tmp) / cfgmod.REPO_CONFIG_FILE).write_text(text, encoding="utf-8")
-        return cfgmod.load_repo_config(Path(tmp))
+def _repo_config_at(repo, sha: str) -> RepoConfig:
+    return load_repo_config(CommitTree(repo, sha))
 
 
 def find_model(repo_path: Path, name: str, base_ref: str | None = None) -> ModelTarget | None:
@@ -122,7 +121,7 @@ def model_in_tree(root: Path, ops_root: str, name: str) -> str | None:
     `name` (one match only), else None. For checks made on a working tree (the /tune gate)."""
     base = Path(root) / ops_root
     parts = name.split("/")
-    if len(parts) > 2 or not all(cfgmod.NAME_PART.match(p) for p in parts):
+    if len(parts) > 2 or not all(NAME_PART.match(p) for p in parts):
         return None
     pattern = (
         f"{parts[0]}/{parts[1]}/{spec_mod.MODEL_FILE}"
@@ -146,7 +145,7 @@ class _Run:
     repo: git.Repo
     target: ModelTarget
     spec: spec_mod.ModelSpec
-    repo_cfg: cfgmod.RepoConfig
+    repo_cfg: RepoConfig
     table: table_render.ParsedTable
     base_sha: str
     base_branch: str
@@ -236,7 +235,7 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
         spec = dataclasses.replace(spec, stop=stop)
     table_text = repository.read_file(repo, base_sha, spec.features_file, missing_ok=True)
     if table_text is None:
-        raise cfgmod.ConfigError(
+        raise ConfigError(
             (spec.dir / spec_mod.MODEL_FILE).as_posix(),
             "features_file",
             f"{spec.features_file} is not committed at {base_sha[:10]}",
@@ -332,7 +331,7 @@ def _base_branch(repo, request: TuneRequest) -> str:
         return request.base_branch
     if request.base_ref and refs.branch_sha(repo, request.base_ref) is not None:
         return request.base_ref
-    configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
+    configured = load_repo_config(Path(repo.working_tree_dir)).base_branch
     branch = configured or repository.current_branch(repo)
     if not branch:
         raise BadRequest("HEAD is detached and no base branch is configured; pass --into <branch>")
@@ -346,7 +345,7 @@ def _closed(forge: Forge, record: dict) -> bool:
         return True
 
 
-def _archive(repo, repo_cfg: cfgmod.RepoConfig, target: ModelTarget, log: ResultsLog) -> None:
+def _archive(repo, repo_cfg: RepoConfig, target: ModelTarget, log: ResultsLog) -> None:
     """Start over: old branches to refs/tunebot/archive/, old records to results.<ts>.jsonl."""
     label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
     prefix = naming.run_prefix(repo_cfg.branch_prefix, target.name)
