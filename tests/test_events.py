@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakegithub import spec
 
-from bot.config import GithubSettings
+from bot.config.schema import GithubSettings
 from bot.forge.github.events import Request, authorize, check_ops, requests_from_event
 from bot.forge.github.grammar import CommandError, TuneCommand, command_lines, parse_command
 from bot.forge.github.types import PullInfo, role_allows

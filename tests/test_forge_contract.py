@@ -16,13 +16,13 @@ import pytest
 from conftest import init_repo
 from fakegithub.harness import make_world
 
-from bot import gitops
 from bot.errors import TunebotError
 from bot.forge.base import Forge, MergeBlocked, Proposal
 from bot.forge.github.client import GithubClient, make_client
 from bot.forge.github.forge import GithubForge
 from bot.forge.local import LocalForge
 from bot.forge.registry import FORGES
+from bot.git import branches, commits, refs
 
 OP_BRANCH = "tunebot/op"
 
@@ -31,7 +31,9 @@ OP_BRANCH = "tunebot/op"
 class Case:
     forge: Forge
     branch: Callable[[str, dict[str, str], str], str]  # (name, files, start) -> sha
-    green: Callable[[str], None]  # make the checks of a head pass (the gate's part besides approval)
+    green: Callable[
+        [str], None
+    ]  # make the checks of a head pass (the gate's part besides approval)
     main: Callable[[], str]  # sha of main on the forge's side
     branches: Callable[[], set[str]]
 
@@ -41,20 +43,20 @@ def _local(tmp: Path) -> Iterator[Case]:
     repo = git_repo.repo
 
     def branch(name: str, files: dict[str, str], start: str) -> str:
-        parent = gitops.branch_sha(repo, name) or gitops.branch_sha(repo, start)
+        parent = refs.branch_sha(repo, name) or refs.branch_sha(repo, start)
         blobs = {rel: text.encode() for rel, text in files.items()}
-        sha = gitops.commit_files(repo, parent, blobs, f"commit on {name}")
-        if gitops.branch_sha(repo, name) is None:
-            gitops.create_branch(repo, name, sha)
+        sha = commits.commit_files(repo, parent, blobs, f"commit on {name}")
+        if refs.branch_sha(repo, name) is None:
+            branches.create_branch(repo, name, sha)
         else:
-            gitops.update_branch(repo, name, sha, parent)
+            branches.update_branch(repo, name, sha, parent)
         return sha
 
     yield Case(
         LocalForge(git_repo.path, keep_branches=False, branch_prefix="tunebot"),
         branch,
         lambda sha: None,
-        lambda: gitops.branch_sha(repo, "main") or "",
+        lambda: refs.branch_sha(repo, "main") or "",
         lambda: {h.name for h in repo.heads},
     )
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from github import Github
 
-from bot.config import RepoConfig
+from bot.config.schema import RepoConfig
 from bot.forge.github.client import GithubClient
 from bot.forge.github.comments import DEFAULT_BOT_LOGIN
 from bot.forge.github.forge import GithubForge
 from bot.forge.github.settings import ForgeSettings
-from bot.git_push import repo_url
+from bot.git.isolated import repo_url
 
 if TYPE_CHECKING:
     from bot.forge.github.job_guard import JobGuard

@@ -8,7 +8,7 @@ SHA (`only_op`: the matrix job's op); `report` runs after all tune jobs and aggr
 
 A comment gets at most one reply (`commands`); a run's records and branches live on the remote
 (bot.remote_runs), so a re-run on another runner resumes or recognises a delivered run; every
-push goes through bot.git_push (explicit URL, private git dir), never the PR checkout's git.
+push goes through bot.git.isolated (explicit URL, private git dir), never the PR checkout's git.
 The forge is built once per event, from the FlowConfig (`context`).
 """
 

@@ -15,6 +15,7 @@ from typing import Any
 from github import GithubException
 from github.PullRequest import PullRequest
 
+from bot import naming
 from bot.forge.base import MergeBlocked
 from bot.forge.github.client import GithubClient, GithubError, explain
 from bot.forge.github.settings import ForgeSettings
@@ -243,15 +244,19 @@ class MergeGate:
         """Delete the run's `<prefix>/<op>/v<N>` branches (only names the bot gives; never others)."""
         if not delivery_branch.startswith(self.settings.branch_prefix + "/"):
             return []
-        run_prefix = delivery_branch.removesuffix("/best")
+        run_prefix = naming.run_of_delivery(delivery_branch)
         refs = self.client.call(
             "list iteration branches",
-            lambda: list(self.client.repo.get_git_matching_refs(f"heads/{run_prefix}/v")),
+            lambda: list(
+                self.client.repo.get_git_matching_refs(
+                    f"heads/{naming.iteration_prefix(run_prefix)}"
+                )
+            ),
         )
         deleted = []
         for ref in refs:
             name = ref.ref.removeprefix("refs/heads/")
-            if name.startswith(run_prefix + "/v") and name[len(run_prefix) + 2 :].isdigit():
+            if naming.is_iteration_of(name, run_prefix):
                 self.client.call(
                     f"delete {name}",
                     lambda name=name: self.client.api("DELETE", f"/git/refs/heads/{name}"),  # type: ignore[misc]

@@ -7,10 +7,8 @@ pushed for the next runner.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.errors import TunebotError
@@ -99,21 +97,6 @@ class OpRun:
                 f"tunebot: could not save the records of {self.op} on the remote: {exc}",
                 file=sys.stderr,
             )
-
-
-def ensure_commit(checkout: Path, sha: str, remote: str) -> None:
-    """Fetch the pinned commit if the checkout lacks it (argv only: no shell, sha validated)."""
-    have = subprocess.run(
-        ["git", "-C", str(checkout), "cat-file", "-e", f"{sha}^{{commit}}"],
-        check=False,
-        capture_output=True,
-    )
-    if have.returncode != 0:
-        subprocess.run(
-            ["git", "-C", str(checkout), "fetch", "--quiet", remote, sha],
-            check=True,
-            capture_output=True,
-        )
 
 
 RETRY_HINT = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot import naming
 from bot.errors import TunebotError
 from bot.forge.github.context import Context, Outcome
 from bot.forge.github.events import Request, check_ops
@@ -40,9 +41,9 @@ def handle(req: Request, ctx: Context) -> Outcome:
     if checked.problems:
         return Outcome("refused", "\n".join(checked.problems), exit_code=2)
     base = ctx.forge.repo.default_branch
-    from bot import gitops
+    from bot.git import repository
 
-    base_sha = gitops.resolve(gitops.open_repo(flow.checkout), f"{flow.remote}/{base}")
+    base_sha = repository.resolve(repository.open_repo(flow.checkout), f"{flow.remote}/{base}")
     remote = ctx.remote_runs()
     remote.restore(list(checked.by_op()))  # before any PR code runs
     scrub()
@@ -74,7 +75,7 @@ def _report(ctx: Context, ops: tuple[str, ...]) -> Outcome:
     prefix = ctx.flow.repo_cfg.branch_prefix
     lines = []
     for op in ops:
-        found = ctx.forge.find_proposal(f"{prefix}/{op.rsplit('/', 1)[-1]}/best")
+        found = ctx.forge.find_proposal(naming.op_delivery_branch(prefix, op))
         lines.append(
             f"{op}: " + (f"proposal #{found.id} {found.url}" if found else "no open proposal")
         )

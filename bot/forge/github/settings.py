@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.config import GithubSettings
+from bot.config.schema import GithubSettings
 from bot.forge.github.comments import DEFAULT_BOT_LOGIN
 
 if TYPE_CHECKING:

@@ -14,14 +14,14 @@ from collections.abc import Callable
 
 from github import GithubException
 
-from bot.config import GithubSettings
+from bot.config.schema import GithubSettings
 from bot.errors import TunebotError
 from bot.forge.github import report as aggregate
 from bot.forge.github.comments import status_marker
 from bot.forge.github.context import SHA, Context, FlowConfig, Outcome
 from bot.forge.github.events import Authorization, Request, check_ops
 from bot.forge.github.job_guard import scrub
-from bot.forge.github.runs import RETRY_HINT, OpRun, ensure_commit
+from bot.forge.github.runs import RETRY_HINT, OpRun
 from bot.forge.github.status import (
     Links,
     StatusReporter,
@@ -31,6 +31,7 @@ from bot.forge.github.status import (
     set_status,
     us,
 )
+from bot.git import remotes
 from bot.loop import CANCELLED
 
 Say = Callable[[str], None]  # adds a part to the comment's one reply
@@ -196,7 +197,7 @@ def _tune_ops(
 ) -> Outcome:
     assert req.command is not None
     links = Links(ctx.flow.server_url, ctx.flow.repo)
-    ensure_commit(ctx.checkout, pinned, ctx.flow.remote)
+    remotes.ensure_commit(ctx.checkout, pinned, ctx.flow.remote)
     checked = check_ops(ctx.checkout, ops)
     if checked.problems:
         text = "\n".join(f"- {p}" for p in checked.problems)
