@@ -72,6 +72,8 @@ def valid(rule: dict, value: int) -> bool:
         return False
     if "max" in rule and value > rule["max"]:
         return False
+    if "multiple_of" in rule and value % rule["multiple_of"]:
+        return False
     return not (rule.get("even") and value % 2)
 
 
@@ -276,7 +278,7 @@ def _interval(k: int, n: int) -> str:
 
 def corpus_report() -> str:
     lines = []
-    for which in ("tuning", "heldout"):
+    for which in ("tuning", "heldout", "heldout_b"):
         total = Tally()
         for kid in _ids(which):
             total.add(judge_kernel(kid))
