@@ -110,7 +110,7 @@ def _simple_targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
             and isinstance(stmt.value, cst.Tuple)
             and len(t.elements) == len(stmt.value.elements)
         ):
-            for te, ve in zip(t.elements, stmt.value.elements):
+            for te, ve in zip(t.elements, stmt.value.elements, strict=True):
                 if isinstance(te.value, cst.Name):
                     out.append((te.value.value, ve.value))
     return out
@@ -574,6 +574,6 @@ def _eval_call(node: cst.Call, env: Env) -> object:
             and isinstance(body[0].body[0], cst.Return)
             and body[0].body[0].value is not None
         ):
-            inner = Env(env.resolver, (), env.depth + 1, dict(zip(fn.params, values)))  # type: ignore[arg-type]
+            inner = Env(env.resolver, (), env.depth + 1, dict(zip(fn.params, values, strict=True)))  # type: ignore[arg-type]
             return _eval(body[0].body[0].value, inner)
     return None

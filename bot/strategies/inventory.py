@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+import libcst as cst
+
 from bot.strategies.binding import Facts, Function, Resolver, Site, facts
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.source import ParseFailure
@@ -147,10 +149,47 @@ def _bind(
     assert site is not None
     if isinstance(site.value, bool) or not isinstance(site.value, int):
         return Dropped("block_size", name, f"set to {site.value!r}, not an integer")
+    shared = _shared_literal(f, name, site)
+    if shared:
+        return Dropped("block_size", name, shared)
     bound = [
         (o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node
     ]
     return KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
+
+
+def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
+    """Why the literal reached for `name` is not the block's own: it is a shape or size that the
+    file also uses elsewhere (`f(N, block_N=N)`, `vec_add(seq_len, seq_len)`), so editing it would
+    change the problem, not only the block."""
+    if site.kind not in ("local", "constant") or site.name == name or BLOCK_NAME.match(site.name):
+        return None
+    scope = f.chain_at(site.line)
+    root = scope[-1].node if scope and site.kind == "local" else f.wrapper.module
+    uses = _load_count(root, site.name)
+    if uses <= 1:
+        return None
+    return (
+        f"its value comes from '{site.name}' ({site.where()}), which the file also reads "
+        f"{uses - 1} more time(s) (a shape or size, e.g. the kernel's own extent): editing that "
+        f"literal would change the problem, not only the block"
+    )
+
+
+def _load_count(node: cst.CSTNode, name: str) -> int:
+    """How many times `name` is read under `node`."""
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal count
+            count += n.value == name
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
+            return False  # a target is a store, not a read
+
+    node.visit(V())
+    return count
 
 
 @lru_cache(maxsize=256)

@@ -192,7 +192,7 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
     if not f.entries and not npuir_kernel(source):
         return Refusal(
             (
-                f"not a TileLang-NPUIR kernel (no target \"npuir\", npuir pass config or npuir_ op "
+                f'not a TileLang-NPUIR kernel (no target "npuir", npuir pass config or npuir_ op '
                 f"in the file): {FLAG} exists only in the NPUIR compiler, and other Ascend "
                 f"TileLang back ends reject a pass config they do not know",
             ),
