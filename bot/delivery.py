@@ -24,6 +24,7 @@ from bot.record import verdicts
 from bot.record.errors import RecordFormatError
 from bot.record.opt_log import Conclusion, LogRow, OptLog, parse_opt_log, render_opt_log
 from bot.record.report import CompletionReport, render_report
+from bot.strategies import explain
 from bot.strategies.evidence import (
     EVIDENCE_DIR,
     EVIDENCE_PATH,
@@ -195,6 +196,7 @@ def completion_report(
     verdict, why = run_verdict(state)
     improvement = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
     issues = ([f"no proposal: {why}"] if why else []) + _issues(state, noise_floor)
+    issues += explain.report_issues(explain.from_stop(state.stop))
     warning = rs.noise_warning(
         state, noise_warn
     )  # "this runner is too noisy to see gains below ..."
@@ -264,6 +266,7 @@ def delivery_files(
         baseline_source=baseline_label(op, baseline_path),
         rows=log_rows(state),
         conclusion=conclusion(op, state),
+        not_planned=explain.from_stop(state.stop),
     )
     files: dict[str, bytes | None] = {
         # bytes as committed: a source with a PEP 263 coding line keeps its encoding

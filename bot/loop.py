@@ -34,7 +34,7 @@ from bot.proposal_body import proposal_body, proposal_title
 from bot.record.opt_log import LogRow, OptLog, render_opt_log
 from bot.record.results import ResultsLog, iteration_key
 from bot.record.verdicts import stop_reason_text
-from bot.strategies import catalog
+from bot.strategies import catalog, explain
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.planner import Planner
 from bot.strategies.source import source_hash
@@ -703,7 +703,8 @@ def _iterate(run: _Run, evaluator: Evaluator, state: rs.RunState) -> None:
             break
         _run_iteration(run, evaluator, state, variant, best_source)
         state = _state(run)
-    _finish(run, evaluator, state, reason)
+    ctx = PlanContext(_best_source(run, state), tuple(state.attempts), run.settings.strategies)
+    _finish(run, evaluator, state, reason, explain.not_planned(planner, ctx))
 
 
 def _record_rejection(run: _Run, state: rs.RunState, refusal: Refusal) -> None:
@@ -880,7 +881,9 @@ def _strategy_cell(strategy: str, description: str) -> str:
     return f"{strategy} {description}"
 
 
-def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) -> None:
+def _finish(
+    run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str, not_planned: list[str]
+) -> None:
     """Re-measure the baseline for drift, then record the stop."""
     if state.baseline_end is None:
         _phase(run, "baseline re-measure", None)
@@ -910,6 +913,7 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
             "iterations": len(state.iterations),
             "best_iteration": state.best_iteration,
             "best_sha": state.best_sha,
+            explain.STOP_KEY: not_planned,
             "time": _now(),
         }
     )
