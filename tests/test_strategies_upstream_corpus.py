@@ -249,7 +249,7 @@ def _ids(which: str) -> list[str]:
 def test_corpus_is_big_enough_and_documented():
     assert len(KERNELS) >= 15
     assert set(EXPECTED) == set(KERNELS), "every corpus kernel has a hand-written expectation"
-    assert len(_ids("heldout")) >= 4
+    assert len(_ids("heldout")) >= 4 and len(_ids("heldout_b")) >= 10
     for k in MANIFEST["kernels"]:
         assert k["path"] and len(k["sha256"]) == 64
     assert MANIFEST["source"]["repo"] and len(MANIFEST["source"]["commit"]) == 40
