@@ -91,3 +91,44 @@ def test_capacity_counts_the_memory_each_allocation_names():
     r = set_knob(src, Knob("block_M", "block_size", (32, 4096)), 4096)
     assert isinstance(r, Refusal)
     assert "UB buffers as allocated (x_ub (line 17))" in r.reason and "262144 bytes" in r.reason
+
+
+OPEN_SIZE = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def scale(block_M=32):
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def main(X: T.Tensor([M, 64], "float32"), Y: T.Tensor([M, 64], "float32")):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            x = T.alloc_ub([block_M, 64], "float32")
+            T.copy(X[cid * block_M, 0], x)
+            T.copy(x, Y[cid * block_M, 0])
+
+    return main
+
+
+def get_inputs(seed=0):
+    M = 192
+    return (M,)
+"""
+
+
+def test_open_sizes_come_from_get_inputs_and_the_callers():
+    # M is symbolic: without sizes only divisors of the current 32 are provably safe
+    src = OPEN_SIZE.replace("    M = 192\n", "    M = None\n")
+    r = set_knob(src, bs("block_M"), 64)
+    assert isinstance(r, Refusal) and "only divisors of the current 32" in r.reason
+    # get_inputs runs it with M = 192: 64 divides it, 128 does not
+    assert isinstance(set_knob(OPEN_SIZE, bs("block_M"), 64), Variant)
+    r = set_knob(OPEN_SIZE, bs("block_M"), 128)
+    assert isinstance(r, Refusal)
+    assert "does not divide 192" in r.reason and "(with M=192, a size this file" in r.reason
+    # a caller that runs it with another size too: the block must fit both
+    two = OPEN_SIZE + "\n\ndef run(x):\n    M = 96\n    return scale()(x)\n"
+    r = set_knob(two, bs("block_M"), 64)
+    assert isinstance(r, Refusal) and "does not divide 96" in r.reason

@@ -254,6 +254,9 @@ class Resolver:
 
     def __init__(self, f: Facts) -> None:
         self.f = f
+        # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
+        # set by a check while it evaluates, never used to find a knob's literal
+        self.fallback: dict[str, int] = {}
         self.by_name: dict[str, list[Function]] = {}
         for fn in f.functions:
             self.by_name.setdefault(fn.name, []).append(fn)
@@ -447,6 +450,10 @@ class Env:
             return self.overrides[name]
         if self.depth > Resolver.MAX_DEPTH:
             return None
+        value = self._get(name)
+        return self.resolver.fallback.get(name) if value is None else value
+
+    def _get(self, name: str) -> object:
         deeper = self.depth + 1
         for fn in reversed(self.chain):
             if name in fn.assigns:

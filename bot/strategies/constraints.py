@@ -26,6 +26,7 @@ from typing import Protocol
 
 import libcst as cst
 
+from bot.strategies import shapes
 from bot.strategies.binding import CEILDIV, Env, Facts, Function, Resolver, evaluate
 from bot.strategies.capacity import capacity_check
 from bot.strategies.source import dotted
@@ -153,6 +154,7 @@ class Constraints:
     rules: list[Rule]
     resolver: Resolver
     checks: list[Check] = field(default_factory=list)  # capacity and other whole-kernel rules
+    sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # open names -> sizes run with
 
     def _env(self, chain: tuple[Function, ...], value: int) -> Env:
         return Env(self.resolver, chain, 0, {a: value for a in self.aliases})
@@ -163,6 +165,19 @@ class Constraints:
             return None
         if value <= 0:
             return f"{self.name}={value}: a block size must be positive"
+        try:
+            for choice in shapes.choices(self.sizes):
+                self.resolver.fallback = choice  # open sizes: every one the op runs with
+                problem = self._violation(value, current)
+                if problem:
+                    self.resolver.fallback = {}
+                    alone = self._violation(value, current)  # the same without the sizes?
+                    return problem + ("" if alone == problem else _sizes_note(choice))
+        finally:
+            self.resolver.fallback = {}
+        return None
+
+    def _violation(self, value: int, current: int | None) -> str | None:
         for rule in self.rules:
             problem = self._check(rule, value, current)
             if problem:
@@ -266,5 +281,17 @@ def constraints_for(
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)
     return Constraints(
-        name, frozenset(all_aliases), rules, resolver, [capacity] if capacity else []
+        name,
+        frozenset(all_aliases),
+        rules,
+        resolver,
+        [capacity] if capacity else [],
+        shapes.sizes(f, resolver, factories),
     )
+
+
+def _sizes_note(choice: dict[str, int]) -> str:
+    if not choice:
+        return ""
+    where = ", ".join(f"{k}={v}" for k, v in sorted(choice.items()))
+    return f" (with {where}, a size this file runs the op with)"
