@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.binding import Env, Facts, Function, evaluate
+from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 
 KIB = 1024

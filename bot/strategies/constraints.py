@@ -27,8 +27,10 @@ from typing import Protocol
 import libcst as cst
 
 from bot.strategies import shapes
-from bot.strategies.binding import CEILDIV, Env, Facts, Function, Resolver, evaluate
+from bot.strategies.binding import Resolver
 from bot.strategies.capacity import capacity_check
+from bot.strategies.evaluate import CEILDIV, Env, evaluate
+from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 from bot.strategies.tiling import Rule, group_rules, whole_rules
 

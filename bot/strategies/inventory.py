@@ -24,8 +24,9 @@ from functools import lru_cache
 
 import libcst as cst
 
-from bot.strategies.binding import Facts, Function, Resolver, Site, facts
+from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
+from bot.strategies.facts import Facts, Function, Site, facts, names_in
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
@@ -76,10 +77,8 @@ class Inventory:
 def _live_names(factory: Function, f: Facts) -> set[str]:
     """Names whose value reaches a prim_func body of `factory` (through local assignments)."""
     used: set[str] = set()
-    from bot.strategies.binding import _names_in
-
     for pf in factory.prim_funcs:
-        used |= _names_in(pf)
+        used |= names_in(pf)
     scopes = [fn for fn in f.functions if any(p is c for c in factory.chain for p in fn.chain)]
     changed = True
     while changed:
@@ -88,7 +87,7 @@ def _live_names(factory: Function, f: Facts) -> set[str]:
             for local, values in fn.assigns.items():
                 if local in used:
                     for v in values:
-                        new = _names_in(v) - used
+                        new = names_in(v) - used
                         if new:
                             used |= new
                             changed = True

@@ -31,7 +31,7 @@ from libcst.metadata import MetadataWrapper
 from bot.config import Knob
 from bot.strategies import inventory
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.binding import facts
+from bot.strategies.facts import facts
 from bot.strategies.source import (
     ParseFailure,
     bool_value,

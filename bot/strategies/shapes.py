@@ -21,7 +21,8 @@ import itertools
 
 import libcst as cst
 
-from bot.strategies.binding import Facts, Function, Resolver
+from bot.strategies.binding import Resolver
+from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted, int_value
 
 INPUTS = "get_inputs"  # the op contract's input builder (docs/architecture.md)

@@ -74,7 +74,7 @@ def make_variant(
     parent: str, new_source: str, change: Change, name: str = "kernel.py"
 ) -> Variant | Refusal:
     """A Variant from parent -> new_source, or a Refusal when nothing changed."""
-    from bot.strategies.binding import facts  # the parent's parse is cached there
+    from bot.strategies.facts import facts  # the parent's parse is cached there
 
     try:
         rendered = facts(parent).wrapper.module.code

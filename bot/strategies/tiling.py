@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.binding import CEILDIV, Facts, Function
+from bot.strategies.evaluate import CEILDIV
+from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 
 
