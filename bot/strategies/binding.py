@@ -74,6 +74,13 @@ class Resolver:
             if len(values) > 1:
                 return _unresolved(f"module name '{name}' is assigned {len(values)} times")
             return self.expr(values[0], (), depth + 1, name, "constant")
+        for scope in (*reversed(chain), None):
+            loops = scope.loop_targets if scope is not None else self.f.module_loops
+            if name in loops:
+                return _unresolved(
+                    f"'{name}' is set by the for loop at line {loops[name]} (one value per "
+                    f"pass, e.g. a list of test configurations); one change cannot pick one"
+                )
         return _unresolved(f"'{name}' is not bound in this module")
 
     def expr(

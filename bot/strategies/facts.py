@@ -52,6 +52,7 @@ class Function:
     returns: list[str] = field(
         default_factory=list
     )  # names returned (`return _func`: an inner factory)
+    loop_targets: dict[str, int] = field(default_factory=dict)  # for-loop target -> line
 
     @property
     def chain(self) -> tuple[Function, ...]:
@@ -112,6 +113,7 @@ class _Collector(cst.CSTVisitor):
         self.calls: list[Call] = []
         self.module_assigns: dict[str, list[cst.BaseExpression]] = {}
         self.argparse: dict[str, list[Site]] = {}
+        self.module_loops: dict[str, int] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         p = node.params
@@ -145,6 +147,11 @@ class _Collector(cst.CSTVisitor):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name):  # `x *= 2`: no longer a plain literal binding
             self._assigns().setdefault(node.target.value, []).append(node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        targets = self.stack[-1].loop_targets if self.stack else self.module_loops
+        for name in names_in(node.target):
+            targets.setdefault(name, line_of(self.wrapper, node))
 
     def visit_Return(self, node: cst.Return) -> None:
         if self.stack and isinstance(node.value, cst.Name):
@@ -191,6 +198,7 @@ class Facts:
     calls: list[Call]
     module_assigns: dict[str, list[cst.BaseExpression]]
     argparse: dict[str, list[Site]]
+    module_loops: dict[str, int] = field(default_factory=dict)  # for-loop target -> line
 
     @property
     def factories(self) -> list[Function]:
@@ -217,4 +225,4 @@ def facts(source: str) -> Facts:
     wrapper = parse(source)
     c = _Collector(wrapper)
     wrapper.visit(c)
-    return Facts(wrapper, c.functions, c.calls, c.module_assigns, c.argparse)
+    return Facts(wrapper, c.functions, c.calls, c.module_assigns, c.argparse, c.module_loops)
