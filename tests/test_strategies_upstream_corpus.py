@@ -278,7 +278,7 @@ def _interval(k: int, n: int) -> str:
 
 def corpus_report() -> str:
     lines = []
-    for which in ("tuning", "heldout", "heldout_b"):
+    for which in ("tuning", "heldout", "heldout_b", "heldout_c"):
         total = Tally()
         for kid in _ids(which):
             total.add(judge_kernel(kid))

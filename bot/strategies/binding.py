@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.evaluate import MAX_DEPTH, Env, evaluate
+from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Site, literal
 from bot.strategies.source import dotted
 
@@ -72,7 +72,11 @@ class Resolver:
         if module_values:
             values = module_values
             if len(values) > 1:
-                return _unresolved(f"module name '{name}' is assigned {len(values)} times")
+                problem = f"module name '{name}' is assigned {len(values)} times"
+                if len({code_of(v) for v in values}) == 1:  # the same assignment repeated
+                    r = self.expr(values[0], (), depth + 1, name, "constant")
+                    return Resolution(None, r.value, r.path, problem)  # a value, no single site
+                return _unresolved(problem)
             return self.expr(values[0], (), depth + 1, name, "constant")
         for scope in (*reversed(chain), None):
             loops = scope.loop_targets if scope is not None else self.f.module_loops

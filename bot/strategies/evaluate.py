@@ -55,9 +55,14 @@ class Env:
             if name in fn.params or name in fn.defaults:
                 return self.resolver.param(fn, name, deeper).value
         module_values = self.resolver.f.module_assigns.get(name)
-        if module_values and len(module_values) == 1:
+        if module_values and len({code_of(v) for v in module_values}) == 1:
+            # one assignment, or the same one repeated (`M = args.m` at the top and in __main__)
             return evaluate(module_values[0], Env(self.resolver, (), deeper, self.overrides))
         return None
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module([]).code_for_node(node).split())
 
 
 _BINOPS = {
