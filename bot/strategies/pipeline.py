@@ -186,3 +186,17 @@ def current_depth(source: str, index: int = 0) -> int | None:
         value = r.site.value if r.site is not None and not r.problem else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
     return loop.stages
+
+
+def not_tunable(source: str, index: int) -> str | None:
+    """Why loop `index` has no depth a run can move (one line with the loop's line), or None."""
+    if current_depth(source, index) is not None:
+        return None
+    r = set_depth(source, 1, index)
+    reason = r.reason if isinstance(r, Refusal) else "num_stages is not a single integer literal"
+    loop = find_loops(source)[index]
+    return (
+        reason
+        if reason.startswith("T.Pipelined at line")
+        else (f"T.Pipelined at line {loop.line}: {reason}")
+    )
