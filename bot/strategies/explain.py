@@ -24,10 +24,13 @@ STOP_KEY = "not_planned"  # key of the list in the stop record
 
 
 def not_planned(planner: Planner, ctx: PlanContext) -> list[str]:
-    """Sentences for every strategy, knob, value, loop or flag left out of the plan of `ctx.best_source`."""
-    strategies, skipped = planner.allowed(ctx)
+    """Sentences for every knob, value, loop or flag of `ctx.best_source` left out of its plan.
+
+    Whole strategies left out by configuration (no external proposer, another kernel kind)
+    are in the dry run's plan only: they say nothing about this kernel."""
+    strategies, _ = planner.allowed(ctx)
     _, dropped = planner.specs(ctx.best_source, strategies)
-    return list(dict.fromkeys(_one_line(s) for s in [*skipped, *dropped] if s.strip()))
+    return list(dict.fromkeys(_one_line(s) for s in dropped if s.strip()))
 
 
 def _one_line(text: str) -> str:
