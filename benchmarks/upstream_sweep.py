@@ -20,7 +20,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from bot.config import OpConfig
+from bot.config.schema import OpConfig
 from bot.strategies import knobs, multibuffer, pipeline, vprefix
 from bot.strategies.base import Refusal, Variant
 from bot.strategies.planner import Planner

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.config import OpConfig
+from bot.config.schema import OpConfig
 from bot.record.opt_log import OptLog, parse_opt_log, render_opt_log
 from bot.record.report import CompletionReport
 from bot.strategies import explain

@@ -3,7 +3,7 @@ multiples, a block whose literal is the shape's own)."""
 
 from __future__ import annotations
 
-from bot.config import Knob
+from bot.config.schema import Knob
 from bot.strategies.base import Refusal, Variant
 from bot.strategies.inventory import inventory
 from bot.strategies.knobs import set_knob

@@ -56,8 +56,8 @@ def expand(argv: tuple[str, ...] | list[str], values: dict[str, str]) -> list[st
 def parse_output(output: str) -> tuple[list[float], dict, bool]:
     """(samples in us, environment facts, median_only) from the command's output; raises OutputError."""
     found = []
-    for raw in output.splitlines():
-        line = raw.strip()
+    for printed in output.splitlines():
+        line = printed.strip()
         if not (line.startswith("{") and line.endswith("}")):
             continue
         try:
