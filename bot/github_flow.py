@@ -40,8 +40,9 @@ from bot.events import (
 from bot.forge.github import DEFAULT_BOT_LOGIN, STALE_LABEL, GateRefused, GithubForge, status_marker
 from bot.git_push import repo_url
 from bot.job_guard import JobGuard
-from bot.loop import CANCELLED, ProgressEvent, RunOutcome, TuneRequest
 from bot.remote_runs import RemoteRuns, finished, recorded_base
+from bot.run.request import ProgressEvent, RunOutcome, TuneRequest
+from bot.run.stops import CANCELLED
 
 Phase = Literal["all", "gate", "tune", "report"]
 CANCEL_MARKER = "<!-- tunebot:cancel -->"
@@ -92,13 +93,8 @@ class Outcome:
 
 
 def _default_tune(*args: object, **kwargs: object) -> RunOutcome:
-    from bot.loop import run_tune
-    from bot.model.cli import is_model
-    from bot.model.loop import run_model
+    from bot.run.machine import run_tune  # an op or a model target (docs/model.md)
 
-    request = args[0] if args else kwargs.get("request")
-    if isinstance(request, TuneRequest) and is_model(request):  # a model target (docs/model.md)
-        return run_model(*args, **kwargs)  # type: ignore[arg-type]
     return run_tune(*args, **kwargs)  # type: ignore[arg-type]
 
 

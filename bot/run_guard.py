@@ -30,7 +30,7 @@ from bot import gitops
 from bot.errors import TunebotError
 from bot.measure import confine, reaper, sandbox
 from bot.measure.types import AccuracyResult, Decision, LatencyResult
-from bot.record.results import ResultsLog
+from bot.run.log import ResultsLog
 
 Notify = Callable[[str], None]
 STALE_LOCK_S = 2.0  # a git .lock this old under tunebot's own refs is left by a killed process
@@ -388,7 +388,7 @@ def superseded_baseline(repo, previous, op, request) -> str | None:
     (None: it resumes as recorded). An explicit --base pins the commit and is never overridden."""
     if previous.start is None or previous.baseline is not None or request.base_ref is not None:
         return None
-    recorded = previous.start["base_sha"]
+    recorded = previous.start.base_sha
     head = gitops.resolve(repo, "HEAD")
     if head == recorded:
         return None

@@ -18,7 +18,7 @@ from test_loop import add_sleepy_op
 
 from bot.cli import main
 from bot.cli.progress import Progress
-from bot.loop import ProgressEvent
+from bot.run.request import ProgressEvent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -233,7 +233,7 @@ def test_an_iteration_line_keeps_its_numbers_within_80_columns(monkeypatch):
 def test_the_missing_module_is_the_one_that_ended_the_process_not_a_warning():
     # Seen on a fresh venv: torch warns "Failed to initialize NumPy: No module named 'numpy'" before
     # the op's own ImportError, and the hint named numpy instead of tilelang.
-    from bot.delivery import missing_module
+    from bot.run.delivery import missing_module
 
     tail = (
         "functional_tensor.py:368: UserWarning: Failed to initialize NumPy: No module named 'numpy'\n"

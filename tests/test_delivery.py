@@ -20,9 +20,11 @@ from test_loop import OP_DIR, OP_FILES, add_sleepy_op, git, records, tune
 
 from bot.cli import main
 from bot.forge.local import LocalForge
-from bot.loop import TuneRequest, cancel, run_tune
 from bot.record import verdicts
 from bot.record.report import parse_report
+from bot.run.cancel import cancel
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
 
 
 def add_named_op(repo, name: str, **knobs: int) -> None:

@@ -23,9 +23,11 @@ from conftest import make_commit, snapshot_checkout
 from bot.cli import main
 from bot.cli.common import handle_errors
 from bot.forge.local import LocalForge
-from bot.loop import BaselineFailed, TuneRequest, run_tune
 from bot.measure import confine
 from bot.record.opt_log import parse_opt_log
+from bot.run.errors import BaselineFailed
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
 
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile_kernels"

@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 from test_loop import OP_DIR, add_sleepy_op, git, records, tune
 
 from bot.forge.local import LocalForge
-from bot.proposal_body import changed_line
+from bot.run.proposal_body import changed_line
 
 DIFF = """--- a/perf_opt/sleepy.py
 +++ b/perf_opt/sleepy.py

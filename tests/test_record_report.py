@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.record.errors import RecordFormatError
-from bot.record.opt_log import STOP_REASONS
 from bot.record.report import KEYS, CompletionReport, default_output, parse_report, render_report
+from bot.run.stops import STOP_REASONS
 
 SEED_EXAMPLE = """\
 ## Stage Result

@@ -17,8 +17,8 @@ from typing import TextIO
 
 import click
 
-from bot.loop import ProgressEvent
-from bot.record.verdicts import stop_reason_text
+from bot.run.request import ProgressEvent
+from bot.run.stops import stop_reason_text
 
 
 def colour_on() -> bool:

@@ -23,8 +23,6 @@ import hashlib
 import json
 import shutil
 import tempfile
-import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,21 +30,9 @@ import git
 
 from bot import config as cfgmod
 from bot import gitops
-from bot.errors import TunebotError
 from bot.features import render as table_render
 from bot.features.analysis import Analysis
-from bot.forge.base import Forge, Proposal, ProposalNotFound
-from bot.loop import (
-    BadRequest,
-    BaselineFailed,
-    NothingToCancel,
-    ProgressCallback,
-    ProgressEvent,
-    RunBusy,
-    RunOutcome,
-    TuneRequest,
-)
-from bot.loop import delivery_branch as delivery_branch_name
+from bot.forge.base import Forge, Proposal
 from bot.measure import decide as decide_mod
 from bot.measure.types import LatencyResult
 from bot.model import commands as cmd
@@ -54,87 +40,15 @@ from bot.model import records, stops
 from bot.model import spec as spec_mod
 from bot.model import state as ms
 from bot.model.rank import Candidate, Ranking, rank
-from bot.record.results import ResultsLog
+from bot.model.targets import ModelTarget
+from bot.run import common
+from bot.run.errors import BadRequest, BaselineFailed
+from bot.run.log import ResultsLog
+from bot.run.machine import drive
+from bot.run.request import ProgressCallback, ProgressEvent, RunOutcome, TuneRequest, planned
+from bot.run.target import Resolved, repo_config_at
 
 UNDECLARED = "未声明"
-
-
-@dataclass(frozen=True)
-class ModelTarget:
-    project: str
-    name: str
-    dir: Path  # relative to the repository root
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.project}/{self.name}"
-
-
-# ---------------------------------------------------------------- finding targets
-
-
-def list_models(repo, sha: str, ops_root: str) -> list[ModelTarget]:
-    """Every `<ops_root>/<project>/<model>/model.yaml` committed at `sha`."""
-    out = []
-    root_parts = Path(ops_root).parts
-    for rel in gitops.list_files(repo, sha, ops_root):
-        parts = Path(rel).parts[len(root_parts) :]
-        if (
-            len(parts) == 3
-            and parts[2] == spec_mod.MODEL_FILE
-            and cfgmod.NAME_PART.match(parts[0])
-            and cfgmod.NAME_PART.match(parts[1])
-        ):
-            out.append(ModelTarget(parts[0], parts[1], Path(ops_root) / parts[0] / parts[1]))
-    return sorted(out, key=lambda t: t.qualified)
-
-
-def _repo_config_at(repo, sha: str) -> cfgmod.RepoConfig:
-    with tempfile.TemporaryDirectory(prefix="tunebot-model-") as tmp:
-        text = gitops.read_file(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
-        if text is not None:
-            (Path(tmp) / cfgmod.REPO_CONFIG_FILE).write_text(text, encoding="utf-8")
-        return cfgmod.load_repo_config(Path(tmp))
-
-
-def find_model(repo_path: Path, name: str, base_ref: str | None = None) -> ModelTarget | None:
-    """The model target `name` ("model" or "project/model") at `base_ref` (default HEAD), or None.
-
-    None means "not a model": the caller treats the name as an op. Two projects with a model of
-    that name are an error (say which one)."""
-    repo = gitops.open_repo(repo_path)
-    try:
-        sha = gitops.resolve(repo, base_ref or "HEAD")
-    except TunebotError:
-        return None
-    models = list_models(repo, sha, _repo_config_at(repo, sha).ops_root)
-    matches = [m for m in models if m.qualified == name or ("/" not in name and m.name == name)]
-    if len(matches) > 1:
-        raise BadRequest(
-            f"model '{name}' is ambiguous; say which one as <project>/<model>: "
-            f"{', '.join(m.qualified for m in matches)}"
-        )
-    return matches[0] if matches else None
-
-
-def model_in_tree(root: Path, ops_root: str, name: str) -> str | None:
-    """`project/model` when the checkout at `root` has `<ops_root>/<project>/<model>/model.yaml` for
-    `name` (one match only), else None. For checks made on a working tree (the /tune gate)."""
-    base = Path(root) / ops_root
-    parts = name.split("/")
-    if len(parts) > 2 or not all(cfgmod.NAME_PART.match(p) for p in parts):
-        return None
-    pattern = (
-        f"{parts[0]}/{parts[1]}/{spec_mod.MODEL_FILE}"
-        if len(parts) == 2
-        else f"*/{parts[0]}/{spec_mod.MODEL_FILE}"
-    )
-    found = sorted(p for p in base.glob(pattern) if p.is_file()) if base.is_dir() else []
-    return f"{found[0].parent.parent.name}/{found[0].parent.name}" if len(found) == 1 else None
-
-
-def is_model(repo_path: Path, name: str, base_ref: str | None = None) -> bool:
-    return find_model(repo_path, name, base_ref) is not None
 
 
 # ---------------------------------------------------------------- preparing
@@ -161,7 +75,7 @@ class _Run:
 
     @property
     def delivery_branch(self) -> str:
-        return delivery_branch_name(self.repo_cfg.branch_prefix, self.target.name)
+        return common.delivery_branch(self.repo_cfg.branch_prefix, self.target.name)
 
     @property
     def state_dir(self) -> Path:
@@ -176,54 +90,44 @@ class _Run:
 
 
 def run_model(
-    request: TuneRequest, forge: Forge, progress: ProgressCallback | None = None
+    request: TuneRequest, resolved: Resolved, forge: Forge, progress: ProgressCallback
 ) -> RunOutcome:
-    """Run (or resume) one tuning run of a model target and propose the best settings."""
-    run = _prepare(request, forge, progress or (lambda event: None))
+    """Run (or resume) one tuning run of a model target and propose the best settings
+    (bot.run.machine.run_tune calls this for a name that `resolved` found to be a model)."""
+    run = _prepare(request, resolved, forge, progress)
     if request.dry_run:
         return _dry_run(run)
-    with _run_lock(run.state_dir, run.target.qualified):
-        return _run_locked(run)
+    with common.run_lock(run.state_dir, run.target.qualified):
+        return drive(ModelSteps(run))
 
 
-@contextmanager
-def _run_lock(state_dir: Path, name: str):
-    state_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        with gitops.file_lock(state_dir / "run.lock", timeout_s=0):
-            yield
-    except gitops.LockBusy:
-        raise RunBusy(
-            f"another tunebot process is tuning {name} right now; wait for it to finish"
-        ) from None
-
-
-def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> _Run:
+def _prepare(
+    request: TuneRequest, resolved: Resolved, forge: Forge, progress: ProgressCallback
+) -> _Run:
     """Resolve and validate everything before anything is written (a bad flag loses nothing)."""
     if request.strategies:
         raise BadRequest(
             "--strategies applies to ops; a model's moves are the settings listed in its model.yaml"
         )
     repo = gitops.open_repo(request.repo)
-    head = gitops.resolve(repo, request.base_ref or "HEAD")
-    target = find_model(request.repo, request.op, request.base_ref)
-    if target is None:
-        raise BadRequest(
-            f"no model '{request.op}' (a folder <project>/<model>/ with {spec_mod.MODEL_FILE}) at {head[:10]}"
-        )
-    runs = gitops.state_dir(repo) / "runs"
-    _refuse_name_clash(runs, target, forge)
-    log = ResultsLog(runs / target.project / target.name / "results.jsonl")
+    head = resolved.sha
+    target = resolved.model
+    assert target is not None
+    common.refuse_name_clash(repo, target.project, target.name, forge)
+    log = common.results_log(repo, target.project, target.name)
     previous = ms.replay(log.read())
-    fresh = request.restart or bool(previous.proposal and _closed(forge, previous.proposal))
+    fresh = request.restart or bool(
+        previous.proposal and common.proposal_closed(forge, previous.proposal["id"])
+    )
     if fresh:
         previous = ms.ModelState()
     if previous.start:
         base_sha, base_branch = previous.start["base_sha"], previous.start["base_branch"]
         _refuse_changed_request(repo, request, previous.start)
     else:
-        base_sha, base_branch = head, _base_branch(repo, request)
-    repo_cfg = _repo_config_at(repo, base_sha)
+        base_sha = head
+        base_branch = common.base_branch(repo, request, "pass --into <branch>")
+    repo_cfg = resolved.repo_cfg if base_sha == resolved.sha else repo_config_at(repo, base_sha)
     spec = _spec_at(repo, base_sha, target)
     if previous.start:
         spec = dataclasses.replace(spec, stop=spec_mod.StopSpec(**previous.start["stop"]))
@@ -265,7 +169,7 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
             progress,
         )
     if fresh:
-        _archive(repo, repo_cfg, target, log)
+        common.archive(repo, f"{repo_cfg.branch_prefix}/{target.name}", log)
     worktree = gitops.ensure_worktree(repo, f"{target.project}__{target.name}", base_sha)
     return _Run(
         request,
@@ -291,21 +195,6 @@ def _spec_at(repo, sha: str, target: ModelTarget) -> spec_mod.ModelSpec:
         return spec_mod.load(Path(tmp), target.dir)
 
 
-def _refuse_name_clash(runs: Path, target: ModelTarget, forge: Forge) -> None:
-    """Branches are tunebot/<name>/...: another project's live run of that name would share them."""
-    for other in sorted(runs.glob(f"*/{target.name}/results.jsonl")):
-        if other.parent.parent.name == target.project:
-            continue
-        recs = ResultsLog(other).read()
-        started = any(r.get("kind") in ("start", ms.START) for r in recs)
-        prop = next((r for r in reversed(recs) if r.get("kind") in ("proposal", ms.PROPOSAL)), None)
-        if started and not (prop and _closed(forge, prop)):
-            raise BadRequest(
-                f"{other.parent.parent.name}/{target.name} already has a tunebot run, and branches are "
-                f"named tunebot/{target.name}/v<N> for both; merge or close its proposal first"
-            )
-
-
 def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
     recorded = start["stop"]
     differs = []
@@ -325,88 +214,70 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
         )
 
 
-def _base_branch(repo, request: TuneRequest) -> str:
-    if request.base_branch:
-        return request.base_branch
-    if request.base_ref and gitops.branch_sha(repo, request.base_ref) is not None:
-        return request.base_ref
-    configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
-    branch = configured or gitops.current_branch(repo)
-    if not branch:
-        raise BadRequest("HEAD is detached and no base branch is configured; pass --into <branch>")
-    return branch
-
-
-def _closed(forge: Forge, record: dict) -> bool:
-    try:
-        return forge.get(str(record["id"])).state != "open"
-    except ProposalNotFound:
-        return True
-
-
-def _archive(repo, repo_cfg: cfgmod.RepoConfig, target: ModelTarget, log: ResultsLog) -> None:
-    """Start over: old branches to refs/tunebot/archive/, old records to results.<ts>.jsonl."""
-    label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
-    prefix = f"{repo_cfg.branch_prefix}/{target.name}"
-    gitops.archive_branches(
-        repo, [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")], label
-    )
-    if log.path.exists():
-        log.path.rename(log.path.with_name(f"results.{label}.jsonl"))
-
-
 # ---------------------------------------------------------------- the run
 
 
-def _run_locked(run: _Run) -> RunOutcome:
-    state = ms.replay(run.log.read())
-    if state.start is None:
-        run.log.append(
-            {
-                "key": "start",
-                "kind": ms.START,
-                "model": run.target.qualified,
-                "base_sha": run.base_sha,
-                "base_branch": run.base_branch,
-                "stop": dataclasses.asdict(run.spec.stop),
-                "features_file": run.spec.features_file,
-                "table_version": run.table.meta.get("docs_version", UNDECLARED),
-                "requester": run.request.requester,
-                "time": _now(),
-            }
-        )
-        _cancel_file(run.state_dir).unlink(
-            missing_ok=True
-        )  # a cancel of an earlier run must not stop this one
-        run.progress(
-            ProgressEvent(
-                "start",
-                run.target.qualified,
-                sha=run.base_sha,
-                message=f"tuning model {run.target.qualified} at {run.base_sha[:10]}",
+class ModelSteps:
+    """The steps of a model run for bot.run.machine.drive (the same sequence as an op's)."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+
+    def state(self) -> ms.ModelState:
+        return ms.replay(self.run.log.read())
+
+    def begin(self, state: ms.ModelState) -> None:
+        run = self.run
+        if state.start is None:
+            run.log.append(
+                {
+                    "key": "start",
+                    "kind": ms.START,
+                    "model": run.target.qualified,
+                    "base_sha": run.base_sha,
+                    "base_branch": run.base_branch,
+                    "stop": dataclasses.asdict(run.spec.stop),
+                    "features_file": run.spec.features_file,
+                    "table_version": run.table.meta.get("docs_version", UNDECLARED),
+                    "requester": run.request.requester,
+                    "time": common.now(),
+                }
             )
-        )
-    else:
-        _restore_refs(run, ms.replay(run.log.read()))
-        run.progress(
-            ProgressEvent(
-                "resumed",
-                run.target.qualified,
-                iteration=len(state.iterations),
-                message=f"resuming after {len(state.iterations)} recorded iterations",
+            # a cancel of an earlier run must not stop this one
+            common.cancel_file(run.state_dir).unlink(missing_ok=True)
+            run.progress(
+                ProgressEvent(
+                    "start",
+                    run.target.qualified,
+                    sha=run.base_sha,
+                    message=f"tuning model {run.target.qualified} at {run.base_sha[:10]}",
+                )
             )
-        )
-    state = ms.replay(run.log.read())
-    if state.baseline is None:
-        _baseline(run)
-    state = ms.replay(run.log.read())
-    if state.stop is None:
-        _iterate(run)
-    state = ms.replay(run.log.read())
-    if state.delivery is None:
-        _deliver(run, state)
-    proposal = _propose(run, ms.replay(run.log.read()))
-    return _outcome(run, ms.replay(run.log.read()), proposal)
+        else:
+            _restore_refs(run, state)
+            run.progress(
+                ProgressEvent(
+                    "resumed",
+                    run.target.qualified,
+                    iteration=len(state.iterations),
+                    message=f"resuming after {len(state.iterations)} recorded iterations",
+                )
+            )
+
+    def baseline(self) -> None:
+        _baseline(self.run)
+
+    def iterate(self, state: ms.ModelState) -> None:
+        _iterate(self.run)
+
+    def deliver(self, state: ms.ModelState) -> None:
+        _deliver(self.run, state)
+
+    def propose(self, state: ms.ModelState) -> Proposal | None:
+        return _propose(self.run, state)
+
+    def outcome(self, state: ms.ModelState, proposal: Proposal | None) -> RunOutcome:
+        return _outcome(self.run, state, proposal)
 
 
 def _env(run: _Run, out_dir: Path | None = None, ref_dir: Path | None = None) -> dict[str, str]:
@@ -506,7 +377,7 @@ def _baseline(run: _Run) -> None:
             "analysis": analysis,
             "reference": _hash_dir(reference),
             "stale": stale,
-            "time": _now(),
+            "time": common.now(),
         }
     )
     state = ms.replay(run.log.read())
@@ -554,10 +425,10 @@ def _iterate(run: _Run) -> None:
     while True:
         state = ms.replay(run.log.read())
         stop = stops.before_ranking(state, run.spec.stop)
-        if stop is None and _cancel_file(run.state_dir).exists():
+        if stop is None and common.cancel_file(run.state_dir).exists():
             stop = stops.Stop(
                 stops.CANCELLED,
-                f"cancel requested at {_cancel_file(run.state_dir).read_text().strip()}",
+                f"cancel requested at {common.cancel_file(run.state_dir).read_text().strip()}",
             )
         ranking = None
         if stop is None:
@@ -704,7 +575,7 @@ def _decide(
 
 def _commit_and_record(run: _Run, state: ms.ModelState, rec: dict, new_text: str) -> None:
     n = rec["iteration"]
-    rec["time"] = _now()
+    rec["time"] = common.now()
     rec["sha"] = ""
     preview = ms.replay(run.log.read() + [rec])
     opt_log = records.render_opt_log(run.target.name, preview, run.spec.features_file)
@@ -769,7 +640,7 @@ def _finish(run: _Run, state: ms.ModelState, stop: stops.Stop) -> None:
                 "latency": dataclasses.asdict(latency) if latency else None,
                 "error": None if result.ok else result.reason,
                 "drift_pct": drift,
-                "time": _now(),
+                "time": common.now(),
             }
         )
     run.log.append(
@@ -781,7 +652,7 @@ def _finish(run: _Run, state: ms.ModelState, stop: stops.Stop) -> None:
             "iterations": len(state.iterations),
             "best_iteration": state.best_iteration,
             "best_sha": state.best_sha,
-            "time": _now(),
+            "time": common.now(),
         }
     )
     stale = f" · features table may be stale: {'; '.join(state.stale)}" if state.stale else ""
@@ -830,7 +701,7 @@ def _deliver(run: _Run, state: ms.ModelState) -> None:
             "branch": run.delivery_branch,
             "sha": sha,
             "report": report,
-            "time": _now(),
+            "time": common.now(),
         }
     )
     _ensure_branch(run, run.delivery_branch, sha)
@@ -842,16 +713,12 @@ def _deliver(run: _Run, state: ms.ModelState) -> None:
 
 
 def _ensure_branch(run: _Run, name: str, sha: str) -> None:
-    current = gitops.branch_sha(run.repo, name)
-    if current is None:
-        gitops.create_branch(run.repo, name, sha)
+    common.ensure_branch(run.repo, name, sha, None)  # moved on by a person: left as it is
 
 
 def _restore_refs(run: _Run, state: ms.ModelState) -> None:
     """Recreate iteration branches a kill left unwritten (their commits are recorded)."""
-    for it in state.iterations:
-        if gitops.branch_sha(run.repo, it.branch) is None:
-            gitops.create_branch(run.repo, it.branch, it.sha)
+    common.restore_refs(run.repo, ((it.branch, it.sha) for it in state.iterations))
 
 
 def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
@@ -861,9 +728,12 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
     if records.run_verdict(state)[1]:
         return None  # no gain, a cancel or nothing to try: branches and records stay, nothing is proposed
     if run.request.remote:
-        refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
-        refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
-        gitops.push(run.repo, run.request.remote, refspecs)
+        common.push_branches(
+            run.repo,
+            run.request.remote,
+            [it.branch for it in state.iterations],
+            run.delivery_branch,
+        )
     gain = records._gain(state) or 0.0
     title = f"tunebot: {run.target.qualified} {gain:+.1f}% ({state.stop['reason']})"
     body = records.proposal_body(state.delivery["report"], state, run.target.name)
@@ -877,7 +747,7 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
                 "kind": ms.PROPOSAL,
                 "id": proposal.id,
                 "url": proposal.url,
-                "time": _now(),
+                "time": common.now(),
             }
         )
     return proposal
@@ -927,40 +797,4 @@ def _dry_run(run: _Run) -> RunOutcome:
             },
         )
     )
-    return RunOutcome(
-        op=run.target.qualified,
-        stop_reason="",
-        iterations=0,
-        baseline_us=None,
-        best_us=None,
-        best_iteration=None,
-        improvement_pct=0.0,
-        delivery_branch=None,
-        proposal=None,
-        report="",
-        results_path=run.log.path,
-        plan=lines,
-    )
-
-
-def _cancel_file(state_dir: Path) -> Path:
-    return state_dir / "cancel"
-
-
-def cancel_model(repo_path: Path, name: str) -> Path:
-    """Ask a running tune of model `name` to stop before its next iteration (stop reason 已取消)."""
-    repo = gitops.open_repo(repo_path)
-    target = find_model(repo_path, name)
-    if target is None:
-        raise BadRequest(f"no model '{name}'")
-    state_dir = gitops.state_dir(repo) / "runs" / target.project / target.name
-    if not gitops.lock_is_held(state_dir / "run.lock"):
-        raise NothingToCancel(
-            f"no tunebot run of {target.qualified} is in progress; nothing to cancel"
-        )
-    _cancel_file(state_dir).write_text(_now())
-    return _cancel_file(state_dir)
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return planned(run.target.qualified, run.log.path, lines)

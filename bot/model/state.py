@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from bot.measure.types import LatencyResult
 from bot.record.fmt import gain_pct
-from bot.run_state import latency_from_dict
+from bot.run.records import latency_result
 
 START, BASELINE, ITERATION, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
     "model-start",
@@ -120,7 +120,7 @@ def replay(records: list[dict]) -> ModelState:
         elif kind == BASELINE:
             state.baseline = rec
             state.best_sha = rec["sha"]
-            state.best_latency = latency_from_dict(rec["latency"])
+            state.best_latency = latency_result(rec["latency"])
             state.best_settings = dict(rec["settings"])
             state.best_analysis = (rec.get("analysis") or {}).get("layers")
         elif kind == ITERATION:
@@ -165,7 +165,7 @@ def _apply(state: ModelState, rec: dict) -> None:
     )
     if rec["verdict"] == "better":
         state.best_sha, state.best_iteration = rec["sha"], rec["iteration"]
-        best = latency_from_dict(rec["latency"])
+        best = latency_result(rec["latency"])
         if decision.get("candidate_us"):  # re-measured interleaved: the fairer median
             best.median_us = decision["candidate_us"]
         state.best_latency = best

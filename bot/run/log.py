@@ -21,7 +21,8 @@ import json
 import os
 from pathlib import Path
 
-from bot.record.errors import DuplicateRecordError, RecordFormatError
+from bot.record.errors import RecordFormatError
+from bot.run.errors import DuplicateRecordError
 
 
 def iteration_key(n: int) -> str:

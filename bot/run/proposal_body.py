@@ -13,11 +13,11 @@ import json
 import re
 from collections.abc import Callable
 
-from bot import run_state as rs
 from bot.measure.decide import rel_half_ci
 from bot.record.chart import latency_chart
 from bot.record.fmt import escape_cell, fmt_pct, fmt_us
-from bot.record.verdicts import stop_reason_text
+from bot.run import state as rs
+from bot.run.stops import stop_reason_text
 
 BranchUrl = Callable[[str], "str | None"]
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
@@ -192,7 +192,7 @@ def proposal_body(
     detect, noise = detectable_gain(state, settings.noise_floor)
     noise_text = f", measured noise {noise:.1f}%" if noise is not None else ""
     stopped = stop_reason_text(
-        state.stop["reason"],
+        state.stop.reason,
         max_iters=settings.max_iters,
         patience=settings.patience,
         target_us=settings.target_us,
@@ -205,7 +205,7 @@ def proposal_body(
             f"{settings.noise_floor * 100:.1f}%{noise_text})); smaller real gains would read as no gain."
         ),
     ]
-    drift = (state.baseline_end or {}).get("drift_pct")
+    drift = state.drift_pct
     if drift is not None:
         out.append(f"- **Baseline re-measured at the end:** drift {drift:+.1f}%.")
     out.append(f"- **Stopped:** {stopped} after {len(state.iterations)} iterations.")
