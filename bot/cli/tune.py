@@ -183,7 +183,7 @@ def tune(
 @handle_errors
 def list_ops(repo: Path) -> None:
     """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
-    root = Path(gitops.open_repo(repo).working_tree_dir)
+    root = Path(str(gitops.open_repo(repo).working_tree_dir))
     cfg = cfgmod.load_repo_config(root)
     names = cfgmod.list_ops(root, cfg)
     if not names:
@@ -276,7 +276,7 @@ def cancel_run(op: str, repo: Path) -> None:
 
 def _git_user(repo: Path) -> str:
     try:
-        return gitops.open_repo(repo).config_reader().get_value("user", "name")
+        return str(gitops.open_repo(repo).config_reader().get_value("user", "name"))
     except Exception:  # no identity configured: still a usable name
         return "local-reviewer"
 

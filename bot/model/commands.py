@@ -15,6 +15,7 @@ Two kinds of failure, kept apart on purpose:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -114,10 +115,8 @@ def run(
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # the group, grandchildren included
-            except (ProcessLookupError, PermissionError):
-                pass
             proc.wait()
         return CommandResult(
             args, proc.returncode, _read(out), _read(err), time.monotonic() - start, timed_out

@@ -152,7 +152,7 @@ def _prepare(
         gitops.read_file(repo, base_sha, spec.settings_file.as_posix(), missing_ok=True),
         spec.settings_file.as_posix(),
     )
-    checkout = Path(repo.working_tree_dir)
+    checkout = Path(str(repo.working_tree_dir))
     if request.dry_run:
         return _Run(
             request,
@@ -191,7 +191,9 @@ def _spec_at(repo, sha: str, target: ModelTarget) -> spec_mod.ModelSpec:
     with tempfile.TemporaryDirectory(prefix="tunebot-model-") as tmp:
         rel = target.dir / spec_mod.MODEL_FILE
         (Path(tmp) / rel).parent.mkdir(parents=True)
-        (Path(tmp) / rel).write_text(gitops.read_file(repo, sha, rel.as_posix()), encoding="utf-8")
+        (Path(tmp) / rel).write_text(
+            gitops.read_file(repo, sha, rel.as_posix()) or "", encoding="utf-8"
+        )
         return spec_mod.load(Path(tmp), target.dir)
 
 
@@ -364,7 +366,7 @@ def _baseline(run: _Run) -> None:
         shutil.rmtree(reference)
     staging.rename(reference)
     analysis = _analyse(run, "baseline")
-    stale = [s for s in [_version_stale(run, bench)] if s]
+    stale_notes = [note for note in [_version_stale(run, bench)] if note]
     run.log.append(
         {
             "key": "baseline",
@@ -376,7 +378,7 @@ def _baseline(run: _Run) -> None:
             "latency": dataclasses.asdict(bench.latency()),
             "analysis": analysis,
             "reference": _hash_dir(reference),
-            "stale": stale,
+            "stale": stale_notes,
             "time": common.now(),
         }
     )
@@ -392,13 +394,13 @@ def _baseline(run: _Run) -> None:
             message=f"baseline {state.baseline_ms:.2f} ms; workload "
             f"{records.workload_line(bench.workload)}; analysis "
             f"{records.figures_line((analysis or {}).get('layers'))}"
-            + (f"; features table may be stale: {stale[0]}" if stale else ""),
+            + (f"; features table may be stale: {stale_notes[0]}" if stale_notes else ""),
         )
     )
 
 
 def _hardware(run: _Run, state: ms.ModelState) -> str:
-    return run.spec.hardware or str(state.baseline["benchmark"]["workload"]["hardware"])
+    return run.spec.hardware or str(state.measured_baseline["benchmark"]["workload"]["hardware"])
 
 
 def _best_analysis(state: ms.ModelState) -> Analysis | None:
@@ -444,7 +446,7 @@ def _iterate(run: _Run) -> None:
 def _run_iteration(run: _Run, state: ms.ModelState, cand: Candidate) -> None:
     """Step 3-5 for one setting: apply, benchmark, workload check, quality gate, decide, analyse, record."""
     n = state.next_iteration
-    parent_text = _settings_text(run, state.best_sha)
+    parent_text = _settings_text(run, state.best_commit)
     new_text = spec_mod.write_settings(parent_text, {cand.key: cand.new})
     rec: dict = {
         "key": ms.iteration_key(n),
@@ -474,9 +476,8 @@ def _run_iteration(run: _Run, state: ms.ModelState, cand: Candidate) -> None:
             stale = cmd.stale_api_error(result.stderr + "\n" + result.stdout, _apis(run))
             rec["stale"] = f"{cand.row}: {stale}" if stale else None
             rec["verdict"] = "timeout" if result.timed_out else "stale_api" if stale else "error"
-            rec["note"] = (
-                f"benchmark failed ({result.reason}): {result.tail.strip().splitlines()[-1][:300] if result.tail.strip() else ''}"
-            )
+            last = result.tail.strip().splitlines()[-1][:300] if result.tail.strip() else ""
+            rec["note"] = f"benchmark failed ({result.reason}): {last}"
         else:
             _measured(run, state, rec, cmd.parse_benchmark(result), out_dir, parent_text, new_text)
     _commit_and_record(run, state, rec, new_text)
@@ -494,7 +495,7 @@ def _measured(
     latency = bench.latency()
     rec["benchmark"], rec["latency"] = bench.to_dict(), dataclasses.asdict(latency)
     rec["stale"] = _version_stale(run, bench)
-    diff = cmd.workload_diff(state.baseline["benchmark"]["workload"], bench.workload)
+    diff = cmd.workload_diff(state.measured_baseline["benchmark"]["workload"], bench.workload)
     if diff:
         rec["verdict"] = "workload_changed"
         rec["note"] = (
@@ -531,7 +532,7 @@ def _measured(
 def _quality(run: _Run, state: ms.ModelState, out_dir: Path) -> tuple[float, bool]:
     """Cosine of this run's outputs against a fresh copy of the baseline's (checked unchanged first)."""
     reference = run.state_dir / "reference"
-    recorded = state.baseline.get("reference") or {}
+    recorded = state.measured_baseline.get("reference") or {}
     if not reference.is_dir() or _hash_dir(reference) != recorded:
         raise cmd.OutputError(
             f"the baseline's reference outputs in {reference} are missing or changed since they "
@@ -570,6 +571,7 @@ def _decide(
         rule = decide_mod.Rule(
             noise_floor=run.spec.stop.noise_floor, rounds=run.spec.remeasure_rounds
         )
+        assert state.best_latency is not None  # the baseline's, at least
         return decide_mod.decide(best_path, state.best_latency, cand_path, latency, measure, rule)
 
 
@@ -583,7 +585,7 @@ def _commit_and_record(run: _Run, state: ms.ModelState, rec: dict, new_text: str
     message = (
         f"tunebot: {run.target.name} v{n}: {it.change}\n\nRow: {it.citation}.\n"
         f"Parent: best-so-far {'iter ' + str(state.best_iteration) if state.best_iteration else 'baseline'} "
-        f"({state.best_sha[:12]}).\nlatency: {records.fmt_ms(it.latency_ms)} ms; cosine: "
+        f"({state.best_commit[:12]}).\nlatency: {records.fmt_ms(it.latency_ms)} ms; cosine: "
         f"{it.cosine if it.cosine is not None else '-'}; verdict: {it.verdict}."
     )
     sha = gitops.commit_files(
@@ -631,7 +633,8 @@ def _finish(run: _Run, state: ms.ModelState, stop: stops.Stop) -> None:
         result = cmd.run(run.spec.benchmark, run.model_dir, run.spec.timeout_s, _env(run))
         latency = cmd.parse_benchmark(result).latency() if result.ok else None
         start_us = (state.baseline_ms or 0) * 1000.0
-        drift = (latency.median_us - start_us) / start_us * 100.0 if latency and start_us else None
+        median = latency.median_us if latency else None
+        drift = (median - start_us) / start_us * 100.0 if median is not None and start_us else None
         run.log.append(
             {
                 "key": "baseline_end",
@@ -724,7 +727,7 @@ def _restore_refs(run: _Run, state: ms.ModelState) -> None:
 def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
     """Open (or update) the proposal, only when a setting beat the baseline (TUNING_COMPLETED)."""
     _restore_refs(run, state)
-    _ensure_branch(run, run.delivery_branch, state.delivery["sha"])
+    _ensure_branch(run, run.delivery_branch, state.delivered["sha"])
     if records.run_verdict(state)[1]:
         return None  # no gain, a cancel or nothing to try: branches and records stay, nothing is proposed
     if run.request.remote:
@@ -735,8 +738,8 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
             run.delivery_branch,
         )
     gain = records._gain(state) or 0.0
-    title = f"tunebot: {run.target.qualified} {gain:+.1f}% ({state.stop['reason']})"
-    body = records.proposal_body(state.delivery["report"], state, run.target.name)
+    title = f"tunebot: {run.target.qualified} {gain:+.1f}% ({state.stopped['reason']})"
+    body = records.proposal_body(state.delivered["report"], state, run.target.name)
     proposal = run.forge.propose(
         run.delivery_branch, run.base_branch, title, body, labels=list(run.repo_cfg.github.labels)
     )
@@ -754,24 +757,26 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
 
 
 def _outcome(run: _Run, state: ms.ModelState, proposal: Proposal | None) -> RunOutcome:
-    us = lambda v: v * 1000.0 if v is not None else None
+    def us(ms_value: float | None) -> float | None:
+        return ms_value * 1000.0 if ms_value is not None else None
+
     # The stale flag rides on the stop reason: every front end (terminal, status comment) shows it.
     stale = f" (features table may be stale: {'; '.join(state.stale)})" if state.stale else ""
     return RunOutcome(
         op=run.target.qualified,
-        stop_reason=state.stop["reason"] + stale,
+        stop_reason=state.stopped["reason"] + stale,
         iterations=len(state.iterations),
         drift_pct=state.drift_pct,
         verdict=records.run_verdict(state)[0],
         no_proposal_reason=records.run_verdict(state)[1],
-        stop_text=state.stop["reason"] + stale,
+        stop_text=state.stopped["reason"] + stale,
         baseline_us=us(state.baseline_ms),
         best_us=us(state.best_ms),
         best_iteration=state.best_iteration,
         improvement_pct=records._gain(state) or 0.0,
         delivery_branch=run.delivery_branch,
         proposal=proposal,
-        report=state.delivery["report"],
+        report=state.delivered["report"],
         results_path=run.log.path,
         perf_dir=run.spec.perf_dir.as_posix(),
         iteration_prefix=f"{run.prefix}/v",

@@ -258,9 +258,12 @@ def proposal_body(report: str, state: ModelState, model: str) -> str:
             ),
         ]
     points = [(it.n, it.latency_ms) for it in state.iterations]
-    kept_ms, line = state.baseline_ms, [state.baseline_ms]
+    assert state.baseline_ms is not None
+    kept_ms: float = state.baseline_ms
+    line = [kept_ms]
     for it in state.iterations:
-        kept_ms = it.latency_ms if it.verdict == "better" else kept_ms
+        if it.verdict == "better" and it.latency_ms is not None:
+            kept_ms = it.latency_ms
         line.append(kept_ms)
     chart = latency_chart(
         state.baseline_ms,

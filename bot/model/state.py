@@ -73,6 +73,31 @@ class ModelState:
     best_analysis: dict | None = None  # layers of the best-so-far's analysis
 
     @property
+    def measured_baseline(self) -> dict:
+        """The baseline record, for steps that only run after it."""
+        if self.baseline is None:
+            raise ValueError("the model run has no baseline record yet")
+        return self.baseline
+
+    @property
+    def stopped(self) -> dict:
+        if self.stop is None:
+            raise ValueError("the model run has no stop record yet")
+        return self.stop
+
+    @property
+    def delivered(self) -> dict:
+        if self.delivery is None:
+            raise ValueError("the model run has no delivery record yet")
+        return self.delivery
+
+    @property
+    def best_commit(self) -> str:
+        if self.best_sha is None:
+            raise ValueError("the model run has no baseline record yet")
+        return self.best_sha
+
+    @property
     def baseline_ms(self) -> float | None:
         return _ms(self.baseline["latency"]) if self.baseline else None
 

@@ -23,7 +23,7 @@ def cancel(repo_path: Path, name: str) -> Path:
     if model is not None:
         project, short, qualified = model.project, model.name, model.qualified
     else:
-        checkout = Path(repo.working_tree_dir)
+        checkout = Path(str(repo.working_tree_dir))
         op = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), name)
         project, short, qualified = op.project, op.name, op.qualified
     state_dir = common.runs_dir(repo) / project / short

@@ -144,6 +144,7 @@ def outcome(run: OpRun, state: rs.RunState, proposal: Proposal | None) -> RunOut
 
 def dry_run(run: OpRun) -> RunOutcome:
     source = gitops.read_file(run.repo, run.base_sha, run.op.source.as_posix())
+    assert source is not None  # read without missing_ok: a missing file raises
     plan = planner(run).plan(PlanContext(best_source=source, allowed=run.settings.strategies))
     run.event(
         "plan",

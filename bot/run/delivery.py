@@ -181,7 +181,7 @@ def conclusion(op: OpConfig, state: rs.RunState) -> Conclusion:
         best_iter=state.best_iteration,
         final_us=state.best_us,
         total_gain_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
-        stop_reason=state.stop.reason,
+        stop_reason=state.stopped.reason,
     )
 
 
@@ -203,7 +203,7 @@ def completion_report(
     best = f"iter {state.best_iteration}" if state.best_iteration else "the baseline"
     summary = (
         f"{len(state.iterations)} iterations on {op.qualified}; best is {best} at {state.best_us:.2f} us "
-        f"({improvement:+.1f}% vs baseline), stopped: {stop_reason_text(state.stop.reason)}"
+        f"({improvement:+.1f}% vs baseline), stopped: {stop_reason_text(state.stopped.reason)}"
         f"{_drift_clause(state)}{_detectable_clause(state)}."
     )
     return CompletionReport(
@@ -214,7 +214,7 @@ def completion_report(
         baseline_latency=state.baseline_us,
         final_latency=state.best_us,
         improvement=improvement,
-        stop_reason=state.stop.reason,
+        stop_reason=state.stopped.reason,
         skills_consulted=consulted or ["none"],
         summary=summary,
         issues=issues or ["none"],
@@ -256,8 +256,11 @@ def delivery_files(
     repo, base_sha: str, op: OpConfig, state: rs.RunState, results: bytes
 ) -> dict[str, bytes | None]:
     """The files of the delivery commit (on top of the best variant's commit); None removes a file."""
-    rel = lambda name: (op.perf_dir / name).as_posix()
-    baseline_path = state.baseline.path
+
+    def rel(name: str) -> str:
+        return (op.perf_dir / name).as_posix()
+
+    baseline_path = state.measured_baseline.path
     opt_log = OptLog(
         op=op.name,
         baseline_us=state.baseline_us,
@@ -267,7 +270,7 @@ def delivery_files(
     )
     files: dict[str, bytes | None] = {
         # bytes as committed: a source with a PEP 263 coding line keeps its encoding
-        rel(f"{op.name}.py"): gitops.read_bytes(repo, state.best_sha, state.best_path),
+        rel(f"{op.name}.py"): gitops.read_bytes(repo, *state.best),
         rel("baseline.py"): gitops.read_bytes(repo, base_sha, baseline_path),
         rel("opt_log.md"): render_opt_log(opt_log).encode(),
         rel("results.jsonl"): results,
@@ -276,7 +279,7 @@ def delivery_files(
     for it in state.iterations:
         files[it.path] = gitops.read_bytes(repo, it.sha, it.path)
     prefix = rel(f"{op.name}_opt_v")
-    for path in gitops.list_files(repo, state.best_sha, op.perf_dir.as_posix()):
+    for path in gitops.list_files(repo, state.best[0], op.perf_dir.as_posix()):
         if path.startswith(prefix) and _VARIANT.search(path) and path not in ours:
             files[path] = None  # an earlier run's variant: its opt_log row is gone, so is the file
     path, data = op_evidence(repo, base_sha, op, state)

@@ -150,8 +150,14 @@ def _best_source(run: OpRun, state: rs.RunState) -> str:
     key = (state.best_sha, state.best_path)
     if key not in run.sources:
         run.sources.clear()
-        run.sources[key] = gitops.read_file(run.repo, state.best_sha, state.best_path)
+        run.sources[key] = _committed(run, state.best_sha, state.best_path)
     return run.sources[key]
+
+
+def _committed(run: OpRun, sha: str, path: str) -> str:
+    text = gitops.read_file(run.repo, sha, path)
+    assert text is not None  # read without missing_ok: a missing file raises
+    return text
 
 
 def _record_rejection(run: OpRun, state: rs.RunState, refusal: Refusal) -> None:
@@ -200,6 +206,7 @@ def _run_iteration(
     latency: LatencyResult | None = None
     decision: Decision | None = None
     if accuracy.passed:
+        assert state.best_latency is not None  # the baseline's, at least
         # and deciding: on the cpu backend both run as pairs in one process
         phase(run, "timing", n)
         latency, decision = evaluator.compare(
@@ -220,7 +227,7 @@ def _run_iteration(
             strategy=f"{variant.change.strategy} {variant.change.description}",
             latency_us=median,
             gain_pct=rs.gain_pct(state.baseline_us, median),
-            accuracy=accuracy.status,  # type: ignore[arg-type]  # the evaluator's four values
+            accuracy=accuracy.status,
             verdict=verdict,
             reason=reason,
         ),
@@ -325,11 +332,16 @@ def finish(run: OpRun, evaluator: Evaluator, state: rs.RunState, reason: str) ->
         _materialize(
             run,
             state.baseline.path,
-            gitops.read_file(run.repo, run.base_sha, state.baseline.path),
+            _committed(run, run.base_sha, state.baseline.path),
         )
         latency = evaluator.latency(run.worktree / state.baseline.path)
         start = state.baseline_us
-        drift = ((latency.median_us - start) / start * 100.0) if latency.ok and start else None
+        median = latency.median_us
+        drift = (
+            ((median - start) / start * 100.0)
+            if latency.ok and start and median is not None
+            else None
+        )
         end = rec.BaselineEnd(
             sha=run.base_sha,
             latency=dataclasses.asdict(latency),

@@ -113,7 +113,7 @@ class OpSteps:
     def __init__(self, run: OpRun, evaluator_factory: EvaluatorFactory) -> None:
         self.run = run
         self.factory = evaluator_factory
-        self.evaluator: Evaluator | None = None
+        self.evaluator: Any = None  # a run_guard.GuardedEvaluator around the factory's
 
     def state(self) -> rs.RunState:
         return self.run.state()
@@ -154,7 +154,7 @@ class OpSteps:
             self.factory(run.op, run.worktree), run, run.warn
         )
 
-    def _evaluator(self) -> Evaluator:
+    def _evaluator(self) -> Any:
         assert self.evaluator is not None, "begin() makes the evaluator"
         return self.evaluator
 

@@ -85,7 +85,7 @@ def prepare(
     assert resolved.op is not None
     found = resolved.op
     repo = gitops.open_repo(request.repo)
-    checkout = Path(repo.working_tree_dir)
+    checkout = Path(str(repo.working_tree_dir))
     common.refuse_name_clash(repo, found.project, found.name, forge)
     log = common.results_log(repo, found.project, found.name)
     if not request.dry_run:

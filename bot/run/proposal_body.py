@@ -137,13 +137,15 @@ CHART_LEGEND = (
 
 
 def chart_block(state: rs.RunState, op: str) -> str:
+    assert state.baseline_us is not None
     points = [(it.n, it.latency_us) for it in state.iterations]
-    kept, best_so_far = state.baseline_us, [state.baseline_us]
+    kept: float = state.baseline_us
+    best_so_far = [kept]
     for (
         it
     ) in state.iterations:  # the line follows the variants actually kept, not the running minimum
         if it.verdict == "better":
-            kept = (it.decision or {}).get("candidate_us") or it.latency_us
+            kept = (it.decision or {}).get("candidate_us") or it.latency_us or kept
         best_so_far.append(kept)
     return latency_chart(
         state.baseline_us,
@@ -192,7 +194,7 @@ def proposal_body(
     detect, noise = detectable_gain(state, settings.noise_floor)
     noise_text = f", measured noise {noise:.1f}%" if noise is not None else ""
     stopped = stop_reason_text(
-        state.stop.reason,
+        state.stopped.reason,
         max_iters=settings.max_iters,
         patience=settings.patience,
         target_us=settings.target_us,

@@ -9,13 +9,13 @@ resumes exactly where its last recorded line left it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from bot.measure.types import LatencyResult
 from bot.record.fmt import gain_pct
 from bot.run import records as rec_mod
 from bot.run.records import latency_result
-from bot.strategies.base import Attempt, Change
+from bot.strategies.base import Attempt, Change, Verdict
 
 
 @dataclass
@@ -79,6 +79,27 @@ class RunState:
         if self.baseline and self.baseline.latency:
             return latency_result(self.baseline.latency)
         return None
+
+    @property
+    def stopped(self) -> rec_mod.Stop:
+        """The stop record, for steps that only run after it (delivery, report, proposal)."""
+        if self.stop is None:
+            raise ValueError("the run has no stop record yet")
+        return self.stop
+
+    @property
+    def measured_baseline(self) -> rec_mod.Baseline:
+        """The baseline record, for steps that only run after it."""
+        if self.baseline is None:
+            raise ValueError("the run has no baseline record yet")
+        return self.baseline
+
+    @property
+    def best(self) -> tuple[str, str]:
+        """(commit, path) of the best-so-far source; there is one once the baseline is recorded."""
+        if self.best_sha is None or self.best_path is None:
+            raise ValueError("the run has no baseline record yet")
+        return self.best_sha, self.best_path
 
     @property
     def drift_pct(self) -> float | None:
@@ -296,7 +317,7 @@ def _apply_iteration(state: RunState, rec: rec_mod.Iteration) -> None:
         ),
         source_hash=rec.source_hash,
         parent_hash=rec.parent_hash,
-        verdict=verdict,
+        verdict=cast(Verdict, verdict),
         gain=decision.get("gain"),
     )
     state.attempts.append(attempt)
