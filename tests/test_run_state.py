@@ -1,11 +1,12 @@
-"""The run state folded from results.jsonl: incrementally, equal to a full replay, restarted when the log is replaced."""
+"""The run state folded from results.jsonl: incrementally, equal to a full replay, restarted
+when the log is replaced."""
 
 from __future__ import annotations
 
 import os
 
-from bot.run import state as rs
 from bot.run import records
+from bot.run import state as rs
 from bot.run.log import ResultsLog
 
 
