@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.model import run_records as mr
 from bot.model import state as ms
 from bot.record.errors import RecordFormatError
 from bot.run import records as rec
@@ -61,9 +62,18 @@ def test_old_model_records_still_replay_and_an_op_replay_skips_them():
     old = _lines("model_results_v1.jsonl")
     state = ms.replay(old)
     assert [it.verdict for it in state.iterations] == ["not_better", "not_better"]
-    assert state.stop is not None and state.stop["reason"] == "迭代上限"
+    assert state.stop is not None and state.stop.reason == "迭代上限"
     assert state.baseline_ms == pytest.approx(345.3201, abs=1e-3)
     assert rs.replay(old).start is None  # model kinds are not an op's records
+
+
+def test_every_old_model_record_round_trips_through_its_type():
+    for data in _lines("model_results_v1.jsonl"):
+        typed = rec.parse(data, kinds=mr.KINDS)
+        assert typed is not None and data["kind"] == typed.KIND
+        again = typed.to_json()
+        assert again.pop("schema_version") == rec.SCHEMA_VERSION
+        assert again == data
 
 
 def test_a_record_of_a_newer_schema_is_refused_with_the_fix():

@@ -25,6 +25,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import git
 
@@ -37,6 +38,7 @@ from bot.measure import decide as decide_mod
 from bot.measure.types import LatencyResult
 from bot.model import commands as cmd
 from bot.model import records, stops
+from bot.model import run_records as mr
 from bot.model import spec as spec_mod
 from bot.model import state as ms
 from bot.model.rank import Candidate, Ranking, rank
@@ -45,6 +47,7 @@ from bot.run import common
 from bot.run.errors import BadRequest, BaselineFailed
 from bot.run.log import ResultsLog
 from bot.run.machine import drive
+from bot.run.records import iteration_key, parse
 from bot.run.request import ProgressCallback, ProgressEvent, RunOutcome, TuneRequest, planned
 from bot.run.target import Resolved, repo_config_at
 
@@ -117,12 +120,12 @@ def _prepare(
     log = common.results_log(repo, target.project, target.name)
     previous = ms.replay(log.read())
     fresh = request.restart or bool(
-        previous.proposal and common.proposal_closed(forge, previous.proposal["id"])
+        previous.proposal and common.proposal_closed(forge, previous.proposal.id)
     )
     if fresh:
         previous = ms.ModelState()
     if previous.start:
-        base_sha, base_branch = previous.start["base_sha"], previous.start["base_branch"]
+        base_sha, base_branch = previous.start.base_sha, previous.start.base_branch
         _refuse_changed_request(repo, request, previous.start)
     else:
         base_sha = head
@@ -130,7 +133,7 @@ def _prepare(
     repo_cfg = resolved.repo_cfg if base_sha == resolved.sha else repo_config_at(repo, base_sha)
     spec = _spec_at(repo, base_sha, target)
     if previous.start:
-        spec = dataclasses.replace(spec, stop=spec_mod.StopSpec(**previous.start["stop"]))
+        spec = dataclasses.replace(spec, stop=spec_mod.StopSpec(**previous.start.stop))
     else:
         stop = spec.stop
         if request.max_iters is not None:
@@ -197,23 +200,30 @@ def _spec_at(repo, sha: str, target: ModelTarget) -> spec_mod.ModelSpec:
         return spec_mod.load(Path(tmp), target.dir)
 
 
-def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
-    recorded = start["stop"]
+def _refuse_changed_request(repo: Any, request: TuneRequest, start: mr.ModelStart) -> None:
+    recorded = start.stop
     differs = []
     if request.max_iters is not None and request.max_iters != recorded["max_iters"]:
         differs.append(f"--max-iters {request.max_iters}")
     if request.target_us is not None and request.target_us / 1000.0 != recorded.get("target_ms"):
         differs.append(f"--target-us {request.target_us}")
-    if request.base_ref and gitops.resolve(repo, request.base_ref) != start["base_sha"]:
+    if request.base_ref and gitops.resolve(repo, request.base_ref) != start.base_sha:
         differs.append(f"--base {request.base_ref}")
-    if request.base_branch and request.base_branch != start["base_branch"]:
+    if request.base_branch and request.base_branch != start.base_branch:
         differs.append(f"--into {request.base_branch}")
     if differs:
         raise BadRequest(
-            f"a run of {start['model']} is recorded at {start['base_sha'][:10]} with stop settings "
+            f"a run of {start.model} is recorded at {start.base_sha[:10]} with stop settings "
             f"{json.dumps(recorded, sort_keys=True)}; {', '.join(differs)} would change it. Run without "
             "those flags to resume it, or add --restart to start over"
         )
+
+
+def _record(run: _Run, data: dict[str, Any]) -> None:
+    """Append one record, typed and stamped with the schema version (bot/model/run_records.py)."""
+    record = parse(data, kinds=mr.KINDS)
+    assert record is not None, data.get("kind")
+    run.log.append(record.to_json())
 
 
 # ---------------------------------------------------------------- the run
@@ -231,10 +241,11 @@ class ModelSteps:
     def begin(self, state: ms.ModelState) -> None:
         run = self.run
         if state.start is None:
-            run.log.append(
+            _record(
+                run,
                 {
                     "key": "start",
-                    "kind": ms.START,
+                    "kind": mr.START,
                     "model": run.target.qualified,
                     "base_sha": run.base_sha,
                     "base_branch": run.base_branch,
@@ -243,7 +254,7 @@ class ModelSteps:
                     "table_version": run.table.meta.get("docs_version", UNDECLARED),
                     "requester": run.request.requester,
                     "time": common.now(),
-                }
+                },
             )
             # a cancel of an earlier run must not stop this one
             common.cancel_file(run.state_dir).unlink(missing_ok=True)
@@ -367,10 +378,11 @@ def _baseline(run: _Run) -> None:
     staging.rename(reference)
     analysis = _analyse(run, "baseline")
     stale_notes = [note for note in [_version_stale(run, bench)] if note]
-    run.log.append(
+    _record(
+        run,
         {
             "key": "baseline",
-            "kind": ms.BASELINE,
+            "kind": mr.BASELINE,
             "iteration": 0,
             "sha": run.base_sha,
             "settings": spec_mod.read_settings(_settings_text(run, run.base_sha), "settings"),
@@ -380,7 +392,7 @@ def _baseline(run: _Run) -> None:
             "reference": _hash_dir(reference),
             "stale": stale_notes,
             "time": common.now(),
-        }
+        },
     )
     state = ms.replay(run.log.read())
     run.progress(
@@ -400,7 +412,7 @@ def _baseline(run: _Run) -> None:
 
 
 def _hardware(run: _Run, state: ms.ModelState) -> str:
-    return run.spec.hardware or str(state.measured_baseline["benchmark"]["workload"]["hardware"])
+    return run.spec.hardware or str(state.measured_baseline.benchmark["workload"]["hardware"])
 
 
 def _best_analysis(state: ms.ModelState) -> Analysis | None:
@@ -449,8 +461,8 @@ def _run_iteration(run: _Run, state: ms.ModelState, cand: Candidate) -> None:
     parent_text = _settings_text(run, state.best_commit)
     new_text = spec_mod.write_settings(parent_text, {cand.key: cand.new})
     rec: dict = {
-        "key": ms.iteration_key(n),
-        "kind": ms.ITERATION,
+        "key": iteration_key(n),
+        "kind": mr.ITERATION,
         "iteration": n,
         "parent": state.best_sha,
         "parent_iteration": state.best_iteration,
@@ -495,7 +507,7 @@ def _measured(
     latency = bench.latency()
     rec["benchmark"], rec["latency"] = bench.to_dict(), dataclasses.asdict(latency)
     rec["stale"] = _version_stale(run, bench)
-    diff = cmd.workload_diff(state.measured_baseline["benchmark"]["workload"], bench.workload)
+    diff = cmd.workload_diff(state.measured_baseline.benchmark["workload"], bench.workload)
     if diff:
         rec["verdict"] = "workload_changed"
         rec["note"] = (
@@ -532,7 +544,7 @@ def _measured(
 def _quality(run: _Run, state: ms.ModelState, out_dir: Path) -> tuple[float, bool]:
     """Cosine of this run's outputs against a fresh copy of the baseline's (checked unchanged first)."""
     reference = run.state_dir / "reference"
-    recorded = state.measured_baseline.get("reference") or {}
+    recorded = state.measured_baseline.reference or {}
     if not reference.is_dir() or _hash_dir(reference) != recorded:
         raise cmd.OutputError(
             f"the baseline's reference outputs in {reference} are missing or changed since they "
@@ -598,7 +610,7 @@ def _commit_and_record(run: _Run, state: ms.ModelState, rec: dict, new_text: str
         message,
     )
     rec["sha"] = sha
-    run.log.append(rec)  # the commit point
+    _record(run, rec)  # the commit point
     gitops.create_branch(run.repo, rec["branch"], sha)
     done = ms.replay(run.log.read()).iterations[-1]
     stale = f"; features table may be stale: {done.stale}" if done.stale else ""
@@ -635,28 +647,30 @@ def _finish(run: _Run, state: ms.ModelState, stop: stops.Stop) -> None:
         start_us = (state.baseline_ms or 0) * 1000.0
         median = latency.median_us if latency else None
         drift = (median - start_us) / start_us * 100.0 if median is not None and start_us else None
-        run.log.append(
+        _record(
+            run,
             {
                 "key": "baseline_end",
-                "kind": ms.BASELINE_END,
+                "kind": mr.BASELINE_END,
                 "sha": run.base_sha,
                 "latency": dataclasses.asdict(latency) if latency else None,
                 "error": None if result.ok else result.reason,
                 "drift_pct": drift,
                 "time": common.now(),
-            }
+            },
         )
-    run.log.append(
+    _record(
+        run,
         {
             "key": "stop",
-            "kind": ms.STOP,
+            "kind": mr.STOP,
             "reason": stop.reason,
             "evidence": stop.evidence,
             "iterations": len(state.iterations),
             "best_iteration": state.best_iteration,
             "best_sha": state.best_sha,
             "time": common.now(),
-        }
+        },
     )
     stale = f" · features table may be stale: {'; '.join(state.stale)}" if state.stale else ""
     run.progress(
@@ -697,15 +711,16 @@ def _deliver(run: _Run, state: ms.ModelState) -> None:
         files,
         f"tunebot: {run.target.name}: best settings {which}\n\n{report}",
     )
-    run.log.append(
+    _record(
+        run,
         {
             "key": "delivery",
-            "kind": ms.DELIVERY,
+            "kind": mr.DELIVERY,
             "branch": run.delivery_branch,
             "sha": sha,
             "report": report,
             "time": common.now(),
-        }
+        },
     )
     _ensure_branch(run, run.delivery_branch, sha)
     run.progress(
@@ -727,7 +742,7 @@ def _restore_refs(run: _Run, state: ms.ModelState) -> None:
 def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
     """Open (or update) the proposal, only when a setting beat the baseline (TUNING_COMPLETED)."""
     _restore_refs(run, state)
-    _ensure_branch(run, run.delivery_branch, state.delivered["sha"])
+    _ensure_branch(run, run.delivery_branch, state.delivered.sha)
     if records.run_verdict(state)[1]:
         return None  # no gain, a cancel or nothing to try: branches and records stay, nothing is proposed
     if run.request.remote:
@@ -738,20 +753,21 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
             run.delivery_branch,
         )
     gain = records._gain(state) or 0.0
-    title = f"tunebot: {run.target.qualified} {gain:+.1f}% ({state.stopped['reason']})"
-    body = records.proposal_body(state.delivered["report"], state, run.target.name)
+    title = f"tunebot: {run.target.qualified} {gain:+.1f}% ({state.stopped.reason})"
+    body = records.proposal_body(state.delivered.report, state, run.target.name)
     proposal = run.forge.propose(
         run.delivery_branch, run.base_branch, title, body, labels=list(run.repo_cfg.github.labels)
     )
-    if state.proposal is None or str(state.proposal.get("id")) != str(proposal.id):
-        run.log.append(
+    if state.proposal is None or str(state.proposal.id) != str(proposal.id):
+        _record(
+            run,
             {
                 "key": f"proposal:{proposal.id}",
-                "kind": ms.PROPOSAL,
+                "kind": mr.PROPOSAL,
                 "id": proposal.id,
                 "url": proposal.url,
                 "time": common.now(),
-            }
+            },
         )
     return proposal
 
@@ -764,19 +780,19 @@ def _outcome(run: _Run, state: ms.ModelState, proposal: Proposal | None) -> RunO
     stale = f" (features table may be stale: {'; '.join(state.stale)})" if state.stale else ""
     return RunOutcome(
         op=run.target.qualified,
-        stop_reason=state.stopped["reason"] + stale,
+        stop_reason=state.stopped.reason + stale,
         iterations=len(state.iterations),
         drift_pct=state.drift_pct,
         verdict=records.run_verdict(state)[0],
         no_proposal_reason=records.run_verdict(state)[1],
-        stop_text=state.stopped["reason"] + stale,
+        stop_text=state.stopped.reason + stale,
         baseline_us=us(state.baseline_ms),
         best_us=us(state.best_ms),
         best_iteration=state.best_iteration,
         improvement_pct=records._gain(state) or 0.0,
         delivery_branch=run.delivery_branch,
         proposal=proposal,
-        report=state.delivered["report"],
+        report=state.delivered.report,
         results_path=run.log.path,
         perf_dir=run.spec.perf_dir.as_posix(),
         iteration_prefix=f"{run.prefix}/v",

@@ -16,13 +16,15 @@ from typing import Any
 from bot import config as cfgmod
 from bot import gitops
 from bot.forge.base import Forge, ProposalNotFound
+from bot.model import run_records as model_records
+from bot.run import records
 from bot.run.errors import BadRequest, RunBusy
 from bot.run.log import ResultsLog
 from bot.run.request import TuneRequest
 
 # record kinds that open and propose a run, for both target kinds (a model's carry a prefix)
-_START_KINDS = ("start", "model-start")
-_PROPOSAL_KINDS = ("proposal", "model-proposal")
+_START_KINDS = (records.START, model_records.START)
+_PROPOSAL_KINDS = (records.PROPOSAL, model_records.PROPOSAL)
 
 
 def runs_dir(repo: Any) -> Path:

@@ -192,7 +192,10 @@ KINDS: dict[str, type[Record]] = {
 }
 
 
-def parse(data: dict[str, Any], where: str = "results.jsonl") -> Record | None:
-    """The typed record of one line; None for kinds an op run does not write (a model run's)."""
-    cls = KINDS.get(str(data.get("kind")))
+def parse(
+    data: dict[str, Any], where: str = "results.jsonl", kinds: dict[str, type[Record]] = KINDS
+) -> Record | None:
+    """The typed record of one line; None for kinds not in `kinds` (an op run's fold skips a
+    model run's records and the other way round: bot/model/run_records.py has their kinds)."""
+    cls = kinds.get(str(data.get("kind")))
     return cls.from_json(data, where) if cls is not None else None
