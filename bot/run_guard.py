@@ -27,9 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bot import gitops
-from bot.errors import TunebotError
+from bot.errors import EXIT_BAD_INPUT
 from bot.measure import confine, reaper, sandbox
 from bot.measure.types import AccuracyResult, Decision, LatencyResult
+from bot.run.errors import RunError
 from bot.run.log import ResultsLog
 
 Notify = Callable[[str], None]
@@ -37,10 +38,10 @@ STALE_LOCK_S = 2.0  # a git .lock this old under tunebot's own refs is left by a
 MAX_WALK = 200_000  # files; a checkout larger than this is not fingerprinted
 
 
-class StateProblem(TunebotError):
+class StateProblem(RunError):
     """State a person changed by hand that tunebot cannot repair on its own: exit 2 and the fix."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 # ---------------------------------------------------------------- the records

@@ -28,11 +28,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.errors import TunebotError
+from bot.errors import EXIT_BAD_INPUT
 from bot.features import analysis as analysis_mod
 from bot.measure.sandbox import child_env, describe_exit, tail_of
 from bot.measure.stats import summarize
 from bot.measure.types import LatencyResult
+from bot.run.errors import RunError
 
 BENCHMARK_SCHEMA = "tunebot.benchmark/v1"
 QUALITY_SCHEMA = "tunebot.quality/v1"
@@ -40,10 +41,10 @@ WORKLOAD_KEYS = ("model", "resolution", "frames", "steps", "precision", "device_
 KEEP_BYTES = 1024 * 1024
 
 
-class OutputError(TunebotError):
+class OutputError(RunError):
     """A command's output cannot be read (or the quality command crashed): names the command and the fix."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 @dataclass
@@ -70,7 +71,7 @@ class CommandResult:
         return tail_of((self.stderr + "\n" + self.stdout).strip())
 
 
-class CommandFailed(TunebotError):
+class CommandFailed(RunError):
     def __init__(self, what: str, result: CommandResult) -> None:
         self.result = result
         super().__init__(
