@@ -44,7 +44,8 @@ class RunStateView(Protocol):
 class Steps(Protocol):
     """One kind of target's steps. Each appends its record(s) as its commit point."""
 
-    def state(self) -> Any:  # a RunStateView, replayed from the records
+    def state(self) -> RunStateView:
+        """The state replayed from the records (a kind's own state class)."""
         ...
 
     def begin(self, state: Any) -> None:
