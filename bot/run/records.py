@@ -15,6 +15,7 @@ the same as before; `latency_result` turns one back into a LatencyResult.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -72,15 +73,8 @@ class Record:
                 f"versions up to {SCHEMA_VERSION}",
                 "upgrade tunebot, or start over with --restart",
             )
-        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        missing = [
-            f.name
-            for f in dataclasses.fields(cls)
-            if f.name in known
-            and f.name not in data
-            and f.default is dataclasses.MISSING
-            and f.default_factory is dataclasses.MISSING
-        ]
+        known, required = _fields(cls)
+        missing = [name for name in required if name not in data]
         if missing:
             raise RecordFormatError(
                 where,
@@ -88,8 +82,23 @@ class Record:
                 f"{cls.KIND} record '{data.get('key')}' lacks {', '.join(missing)}",
                 "restore the file from the delivery branch's copy, or start over with --restart",
             )
-        extra = {k: v for k, v in data.items() if k not in known | {"kind", "schema_version"}}
+        extra = {k: v for k, v in data.items() if k not in known and k not in _ENVELOPE}
         return cls(**{k: v for k, v in data.items() if k in known}, extra=extra)
+
+
+_ENVELOPE = frozenset({"kind", "schema_version"})
+
+
+@functools.cache
+def _fields(cls: type[Record]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(every field a record of `cls` stores, those without a default), once per class."""
+    fields = [f for f in dataclasses.fields(cls) if f.name != "extra"]
+    required = tuple(
+        f.name
+        for f in fields
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+    return frozenset(f.name for f in fields), required
 
 
 def latency_result(data: dict[str, Any]) -> LatencyResult:
