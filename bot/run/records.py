@@ -15,7 +15,6 @@ the same as before; `latency_result` turns one back into a LatencyResult.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -89,16 +88,20 @@ class Record:
 _ENVELOPE = frozenset({"kind", "schema_version"})
 
 
-@functools.cache
+_FIELDS: dict[type, tuple[frozenset[str], tuple[str, ...]]] = {}
+
+
 def _fields(cls: type[Record]) -> tuple[frozenset[str], tuple[str, ...]]:
     """(every field a record of `cls` stores, those without a default), once per class."""
-    fields = [f for f in dataclasses.fields(cls) if f.name != "extra"]
-    required = tuple(
-        f.name
-        for f in fields
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    )
-    return frozenset(f.name for f in fields), required
+    if cls not in _FIELDS:
+        fields = [f for f in dataclasses.fields(cls) if f.name != "extra"]
+        required = tuple(
+            f.name
+            for f in fields
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        )
+        _FIELDS[cls] = frozenset(f.name for f in fields), required
+    return _FIELDS[cls]
 
 
 def latency_result(data: dict[str, Any]) -> LatencyResult:
