@@ -32,7 +32,7 @@ from bot.strategies.evidence import (
     op_evidence_path,
 )
 
-if TYPE_CHECKING:  # the loop's run context; imported for types only (the loop imports this module)
+if TYPE_CHECKING:  # for types only
     from bot.config import OpConfig
 
 REFERENCES = ("references/strategies.md",)

@@ -1,7 +1,7 @@
 """Rebuild a run's state from its results.jsonl records (pure functions).
 
-results.jsonl is the single source of truth of a run: the loop appends one
-record per measurement and derives everything else (best-so-far, planner
+results.jsonl is the single source of truth of a run: the run appends one typed
+record (bot/run/records.py) per measurement and derives everything else (best-so-far, planner
 history, patience counter) from the records, so a run killed at any point
 resumes exactly where its last recorded line left it.
 """
@@ -20,7 +20,7 @@ from bot.strategies.base import Attempt, Change, Verdict
 
 @dataclass
 class IterationView:
-    """One recorded iteration, as the loop and the renderers need it."""
+    """One recorded iteration, as the run and the renderers need it."""
 
     n: int
     strategy: str
