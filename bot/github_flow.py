@@ -350,7 +350,7 @@ class StatusReporter:
         if self.cancelled or self.checkout is None:
             return
         if self.cancel_requested():
-            from bot.model.cli import cancel  # a model or an op
+            from bot.run.cancel import cancel  # a model or an op
 
             cancel(self.checkout, self.op)
 
