@@ -105,9 +105,10 @@ def archive(repo: Any, prefix: str, log: ResultsLog) -> None:
         log.path.rename(log.path.with_name(f"results.{label}.jsonl"))
 
 
-def restore_refs(repo: Any, branches: Iterable[tuple[str, str]]) -> None:
-    """Recreate iteration refs a crash left unwritten (their commits are recorded)."""
-    for branch, sha in branches:
+def restore_refs(repo: Any, recorded: Iterable[tuple[str, str]]) -> None:
+    """Recreate iteration refs a crash left unwritten (their commits are recorded): `recorded`
+    holds (branch, sha) pairs."""
+    for branch, sha in recorded:
         if gitops.branch_sha(repo, branch) is None:
             gitops.create_branch(repo, branch, sha)
 
