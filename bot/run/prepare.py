@@ -118,7 +118,7 @@ def prepare(
                 repo, base_branch, "--into" if request.base_branch else "the base branch"
             )
     repo_cfg = resolved.repo_cfg if base_sha == resolved.sha else repo_config_at(repo, base_sha)
-    op = op_config_at(repo, base_sha, found, repo_cfg)
+    op = op_config_at(repo, base_sha, found)
     settings = _settings(request, repo_cfg, op, previous.start)
     if request.dry_run:  # plan only: create nothing, not even a worktree
         return OpRun(

@@ -108,11 +108,8 @@ def _refuse_uncommitted(repo: Any, sha: str, name: str) -> None:
     )
 
 
-def op_config_at(
-    repo: Any, sha: str, op: cfgmod.OpConfig, repo_cfg: cfgmod.RepoConfig
-) -> cfgmod.OpConfig:
-    """The op's tune.yaml, DESIGN.md target and source as committed at `sha`, under `repo_cfg`
-    (the .tunebot.yml of the same commit)."""
+def op_config_at(repo: Any, sha: str, op: cfgmod.OpConfig) -> cfgmod.OpConfig:
+    """The op's tune.yaml and DESIGN.md target as committed at `sha`."""
     source = gitops.read_file(repo, sha, op.source.as_posix(), missing_ok=True)
     if source is None:
         raise BadRequest(
