@@ -9,23 +9,23 @@ import json
 import pytest
 from test_loop import add_sleepy_op, git, records, tune
 
-from bot import gitops
+from bot.git import branches
 from bot.run import records as rec
 
 
 def test_a_run_killed_with_old_format_records_resumes_and_finishes(git_repo, monkeypatch):
     add_sleepy_op(git_repo)
-    real_create = gitops.create_branch
+    real_create = branches.create_branch
 
     def create_then_die(repo, name, sha):
         if name.endswith("/v2"):
             raise SystemExit("killed after the iter:2 record, before its branch")
         return real_create(repo, name, sha)
 
-    monkeypatch.setattr(gitops, "create_branch", create_then_die)
+    monkeypatch.setattr(branches, "create_branch", create_then_die)
     with pytest.raises(SystemExit):
         tune(git_repo.path, max_iters=3)
-    monkeypatch.setattr(gitops, "create_branch", real_create)
+    monkeypatch.setattr(branches, "create_branch", real_create)
 
     # the file as the previous tunebot wrote it: the same lines without schema_version
     path = git_repo.path / ".git/tunebot/runs/testproj/sleepy/results.jsonl"

@@ -1,15 +1,14 @@
-"""A run resolves the name it was given once: `.tunebot.yml` read and the ops folder listed once
-at the base commit, whether the CLI or the GitHub flow starts it."""
+"""A run resolves the name it was given once: `.tunebot.yml` read, the ops folder listed and
+the op found once at the base commit, whether the CLI or the GitHub flow starts it."""
 
 from __future__ import annotations
 
 from click.testing import CliRunner
 from test_loop import add_sleepy_op
 
-from bot import config as cfgmod
-from bot import gitops
 from bot.cli import main
 from bot.forge.local import LocalForge
+from bot.git import repository
 from bot.run import target
 from bot.run.machine import run_tune
 from bot.run.request import TuneRequest
@@ -29,10 +28,12 @@ def _count(monkeypatch, module, name: str, only=lambda *args: True) -> list[int]
 
 def test_cli_dry_run_resolves_the_op_once(git_repo, monkeypatch):
     add_sleepy_op(git_repo)
-    resolved = _count(monkeypatch, cfgmod, "resolve_op")
-    configs = _count(monkeypatch, target, "repo_config_at")
+    resolved = _count(monkeypatch, target, "find_op")
+    configs = _count(monkeypatch, target, "load_repo_config")
     # listings of the ops folder (the evidence folder is listed once for the plan, not counted)
-    listed = _count(monkeypatch, gitops, "list_files", lambda repo, sha, path: path == "examples")
+    listed = _count(
+        monkeypatch, repository, "list_files", lambda repo, sha, path: path == "examples"
+    )
 
     result = CliRunner().invoke(main, ["tune", "sleepy", "--repo", str(git_repo.path), "--dry-run"])
 
@@ -42,8 +43,8 @@ def test_cli_dry_run_resolves_the_op_once(git_repo, monkeypatch):
 
 def test_run_tune_without_a_resolved_target_resolves_it_once(git_repo, monkeypatch):
     add_sleepy_op(git_repo)
-    resolved = _count(monkeypatch, cfgmod, "resolve_op")
-    configs = _count(monkeypatch, target, "repo_config_at")
+    resolved = _count(monkeypatch, target, "find_op")
+    configs = _count(monkeypatch, target, "load_repo_config")
 
     request = TuneRequest(repo=git_repo.path, op="sleepy", dry_run=True)
     outcome = run_tune(request, LocalForge(git_repo.path))

@@ -15,8 +15,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bot import gitops
+from bot import naming
 from bot.features.analysis import Analysis
+from bot.git import branches, commits
 from bot.measure import decide as decide_mod
 from bot.measure.types import LatencyResult
 from bot.model import commands as cmd
@@ -158,7 +159,7 @@ def _run_iteration(run: ModelRun, state: ms.ModelState, cand: Candidate) -> None
         "iteration": n,
         "parent": state.best_sha,
         "parent_iteration": state.best_iteration,
-        "branch": f"{run.prefix}/v{n}",
+        "branch": naming.iteration_branch(run.prefix, n),
         "setting": cand.to_dict(),
         "benchmark": None,
         "latency": None,
@@ -296,7 +297,7 @@ def _commit_and_record(run: ModelRun, state: ms.ModelState, rec: dict, new_text:
         f"({state.best_commit[:12]}).\nlatency: {records.fmt_ms(it.latency_ms)} ms; cosine: "
         f"{it.cosine if it.cosine is not None else '-'}; verdict: {it.verdict}."
     )
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         run.repo,
         state.best_sha,
         {
@@ -307,7 +308,7 @@ def _commit_and_record(run: ModelRun, state: ms.ModelState, rec: dict, new_text:
     )
     rec["sha"] = sha
     record(run, rec)  # the commit point
-    gitops.create_branch(run.repo, rec["branch"], sha)
+    branches.create_branch(run.repo, rec["branch"], sha)
     done = ms.replay(run.log.read()).iterations[-1]
     stale = f"; features table may be stale: {done.stale}" if done.stale else ""
     run.progress(

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from bot import gitops
+from bot import naming
 from bot.forge.base import Forge, Proposal
+from bot.git import commits
 from bot.model import records
 from bot.model import run_records as mr
 from bot.model import spec as spec_mod
@@ -137,7 +138,7 @@ def _deliver(run: ModelRun, state: ms.ModelState) -> None:
         run.rel("report.md"): report.encode(),
     }
     which = f"iter {state.best_iteration}" if state.best_iteration else "(baseline kept)"
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         run.repo,
         state.best_sha,
         files,
@@ -227,7 +228,7 @@ def _outcome(run: ModelRun, state: ms.ModelState, proposal: Proposal | None) -> 
         report=state.delivered.report,
         results_path=run.log.path,
         perf_dir=run.spec.perf_dir.as_posix(),
-        iteration_prefix=f"{run.prefix}/v",
+        iteration_prefix=naming.iteration_prefix(run.prefix),
     )
 
 

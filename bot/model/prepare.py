@@ -13,10 +13,12 @@ from typing import Any
 
 import git
 
-from bot import config as cfgmod
-from bot import gitops
+from bot import naming
+from bot.config.schema import RepoConfig
+from bot.errors import ConfigError
 from bot.features import render as table_render
 from bot.forge.base import Forge
+from bot.git import repository, worktrees
 from bot.model import commands as cmd
 from bot.model import run_records as mr
 from bot.model import spec as spec_mod
@@ -41,7 +43,7 @@ class ModelRun:
     repo: git.Repo
     target: ModelTarget
     spec: spec_mod.ModelSpec
-    repo_cfg: cfgmod.RepoConfig
+    repo_cfg: RepoConfig
     table: table_render.ParsedTable
     base_sha: str
     base_branch: str
@@ -52,11 +54,11 @@ class ModelRun:
 
     @property
     def prefix(self) -> str:
-        return f"{self.repo_cfg.branch_prefix}/{self.target.name}"
+        return naming.run_prefix(self.repo_cfg.branch_prefix, self.target.name)
 
     @property
     def delivery_branch(self) -> str:
-        return common.delivery_branch(self.repo_cfg.branch_prefix, self.target.name)
+        return naming.delivery_branch(self.repo_cfg.branch_prefix, self.target.name)
 
     @property
     def state_dir(self) -> Path:
@@ -78,7 +80,7 @@ def prepare(
         raise BadRequest(
             "--strategies applies to ops; a model's moves are the settings listed in its model.yaml"
         )
-    repo = gitops.open_repo(request.repo)
+    repo = repository.open_repo(request.repo)
     head = resolved.sha
     target = resolved.model
     assert target is not None
@@ -107,9 +109,9 @@ def prepare(
         if request.target_us is not None:
             stop = dataclasses.replace(stop, target_ms=request.target_us / 1000.0)
         spec = dataclasses.replace(spec, stop=stop)
-    table_text = gitops.read_file(repo, base_sha, spec.features_file, missing_ok=True)
+    table_text = repository.read_file(repo, base_sha, spec.features_file, missing_ok=True)
     if table_text is None:
-        raise cfgmod.ConfigError(
+        raise ConfigError(
             (spec.dir / spec_mod.MODEL_FILE).as_posix(),
             "features_file",
             f"{spec.features_file} is not committed at {base_sha[:10]}",
@@ -118,7 +120,7 @@ def prepare(
     table = table_render.parse(table_text)
     spec_mod.check_rows(spec, {r.name for r in table.rows})
     spec_mod.read_settings(
-        gitops.read_file(repo, base_sha, spec.settings_file.as_posix(), missing_ok=True),
+        repository.read_file(repo, base_sha, spec.settings_file.as_posix(), missing_ok=True),
         spec.settings_file.as_posix(),
     )
     checkout = Path(str(repo.working_tree_dir))
@@ -138,8 +140,8 @@ def prepare(
             progress,
         )
     if fresh:
-        common.archive(repo, f"{repo_cfg.branch_prefix}/{target.name}", log)
-    worktree = gitops.ensure_worktree(repo, f"{target.project}__{target.name}", base_sha)
+        common.archive(repo, naming.run_prefix(repo_cfg.branch_prefix, target.name), log)
+    worktree = worktrees.ensure_worktree(repo, f"{target.project}__{target.name}", base_sha)
     return ModelRun(
         request,
         repo,
@@ -161,7 +163,7 @@ def _spec_at(repo, sha: str, target: ModelTarget) -> spec_mod.ModelSpec:
         rel = target.dir / spec_mod.MODEL_FILE
         (Path(tmp) / rel).parent.mkdir(parents=True)
         (Path(tmp) / rel).write_text(
-            gitops.read_file(repo, sha, rel.as_posix()) or "", encoding="utf-8"
+            repository.read_file(repo, sha, rel.as_posix()) or "", encoding="utf-8"
         )
         return spec_mod.load(Path(tmp), target.dir)
 
@@ -173,7 +175,7 @@ def _refuse_changed_request(repo: Any, request: TuneRequest, start: mr.ModelStar
         differs.append(f"--max-iters {request.max_iters}")
     if request.target_us is not None and request.target_us / 1000.0 != recorded.get("target_ms"):
         differs.append(f"--target-us {request.target_us}")
-    if request.base_ref and gitops.resolve(repo, request.base_ref) != start.base_sha:
+    if request.base_ref and repository.resolve(repo, request.base_ref) != start.base_sha:
         differs.append(f"--base {request.base_ref}")
     if request.base_branch and request.base_branch != start.base_branch:
         differs.append(f"--into {request.base_branch}")
@@ -213,7 +215,7 @@ def write_settings(run: ModelRun, text: str | None) -> None:
 
 
 def settings_text(run: ModelRun, sha: str) -> str | None:
-    return gitops.read_file(run.repo, sha, run.spec.settings_file.as_posix(), missing_ok=True)
+    return repository.read_file(run.repo, sha, run.spec.settings_file.as_posix(), missing_ok=True)
 
 
 def apis(run: ModelRun) -> frozenset[str]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from bot import config as cfgmod
+from bot.config.names import NAME_PART
+from bot.config.tree import Tree
 from bot.model import spec as spec_mod
 from bot.run.errors import BadRequest
 
@@ -21,20 +22,21 @@ class ModelTarget:
         return f"{self.project}/{self.name}"
 
 
-def models_in(files: list[str], ops_root: str) -> list[ModelTarget]:
-    """Every `<ops_root>/<project>/<model>/model.yaml` among `files` (repo-relative paths)."""
-    out = []
-    root_parts = Path(ops_root).parts
-    for rel in files:
-        parts = Path(rel).parts[len(root_parts) :]
-        if (
-            len(parts) == 3
-            and parts[2] == spec_mod.MODEL_FILE
-            and cfgmod.NAME_PART.match(parts[0])
-            and cfgmod.NAME_PART.match(parts[1])
-        ):
-            out.append(ModelTarget(parts[0], parts[1], Path(ops_root) / parts[0] / parts[1]))
-    return sorted(out, key=lambda t: t.qualified)
+def models_in(tree: Tree, ops_root: str) -> list[ModelTarget]:
+    """Every `<ops_root>/<project>/<model>/model.yaml` in `tree` (a folder or a commit)."""
+    base = PurePosixPath(ops_root)
+    if not tree.is_dir(base.as_posix()):
+        return []
+    found = []
+    for project in tree.subdirs(base.as_posix()):
+        for name in tree.subdirs((base / project).as_posix()):
+            if (
+                NAME_PART.match(project)
+                and NAME_PART.match(name)
+                and tree.is_file((base / project / name / spec_mod.MODEL_FILE).as_posix())
+            ):
+                found.append(ModelTarget(project, name, Path(ops_root) / project / name))
+    return sorted(found, key=lambda t: t.qualified)
 
 
 def match_model(models: list[ModelTarget], name: str) -> ModelTarget | None:
@@ -54,7 +56,7 @@ def model_in_tree(root: Path, ops_root: str, name: str) -> str | None:
     `name` (one match only), else None. For checks made on a working tree (the /tune gate)."""
     base = Path(root) / ops_root
     parts = name.split("/")
-    if len(parts) > 2 or not all(cfgmod.NAME_PART.match(p) for p in parts):
+    if len(parts) > 2 or not all(NAME_PART.match(p) for p in parts):
         return None
     pattern = (
         f"{parts[0]}/{parts[1]}/{spec_mod.MODEL_FILE}"

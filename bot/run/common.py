@@ -13,9 +13,10 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from bot import config as cfgmod
-from bot import gitops
+from bot import fs
+from bot.config.repo import load_repo_config
 from bot.forge.base import Forge, ProposalNotFound
+from bot.git import branches, refs, remotes, repository
 from bot.model import run_records as model_records
 from bot.run import records
 from bot.run.errors import BadRequest, RunBusy
@@ -28,18 +29,12 @@ _PROPOSAL_KINDS = (records.PROPOSAL, model_records.PROPOSAL)
 
 
 def runs_dir(repo: Any) -> Path:
-    return gitops.state_dir(repo) / "runs"
+    return repository.state_dir(repo) / "runs"
 
 
 def results_log(repo: Any, project: str, name: str) -> ResultsLog:
     """Where a target's records live: .git/tunebot/runs/<project>/<name>/results.jsonl."""
     return ResultsLog(runs_dir(repo) / project / name / "results.jsonl")
-
-
-def delivery_branch(branch_prefix: str, name: str) -> str:
-    """The best variant's branch. Git cannot hold `tunebot/<name>` next to `tunebot/<name>/v<N>`
-    (a ref cannot be both a file and a directory), so the delivery sits beside the iterations."""
-    return f"{branch_prefix}/{name}/best"
 
 
 @contextmanager
@@ -48,8 +43,8 @@ def run_lock(state_dir: Path, name: str) -> Iterator[None]:
     state_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as held:
         try:
-            held.enter_context(gitops.file_lock(state_dir / "run.lock", timeout_s=0))
-        except gitops.LockBusy:
+            held.enter_context(fs.file_lock(state_dir / "run.lock", timeout_s=0))
+        except fs.LockBusy:
             raise RunBusy(
                 f"another tunebot process is tuning {name} right now; wait for it to finish, "
                 f"or stop it with `tunebot cancel {name}`"
@@ -86,10 +81,10 @@ def base_branch(repo: Any, request: TuneRequest, detached_fix: str) -> str:
     """The branch the proposal merges into: --into, the branch tuned, the config's, the current."""
     if request.base_branch:
         return request.base_branch
-    if request.base_ref and gitops.branch_sha(repo, request.base_ref) is not None:
+    if request.base_ref and refs.branch_sha(repo, request.base_ref) is not None:
         return request.base_ref  # tuning a branch proposes into that branch, not the current one
-    configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
-    branch = configured or gitops.current_branch(repo)
+    configured = load_repo_config(Path(repo.working_tree_dir)).base_branch
+    branch = configured or repository.current_branch(repo)
     if not branch:
         raise BadRequest(f"HEAD is detached and no base branch is configured; {detached_fix}")
     return branch
@@ -99,8 +94,8 @@ def archive(repo: Any, prefix: str, log: ResultsLog) -> None:
     """Start over: keep the old records and branches aside (refs/tunebot/archive/), never delete
     them. `prefix` is `<branch_prefix>/<name>`."""
     label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
-    names = [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")]
-    gitops.archive_branches(repo, names, label)
+    names = [b for b in branches.owned_branches(repo, prefix) if b.startswith(prefix + "/")]
+    branches.archive_branches(repo, names, label)
     if log.path.exists():
         log.path.rename(log.path.with_name(f"results.{label}.jsonl"))
 
@@ -109,16 +104,16 @@ def restore_refs(repo: Any, recorded: Iterable[tuple[str, str]]) -> None:
     """Recreate iteration refs a crash left unwritten (their commits are recorded): `recorded`
     holds (branch, sha) pairs."""
     for branch, sha in recorded:
-        if gitops.branch_sha(repo, branch) is None:
-            gitops.create_branch(repo, branch, sha)
+        if refs.branch_sha(repo, branch) is None:
+            branches.create_branch(repo, branch, sha)
 
 
 def ensure_branch(repo: Any, name: str, sha: str, moved: Callable[[str], None] | None) -> None:
     """Create the delivery branch if it is missing; if someone moved it on, keep their commits
     (`moved` hears the sha it holds)."""
-    current = gitops.branch_sha(repo, name)
+    current = refs.branch_sha(repo, name)
     if current is None:
-        gitops.create_branch(repo, name, sha)
+        branches.create_branch(repo, name, sha)
     elif current != sha and moved is not None:
         moved(current)
 
@@ -128,7 +123,7 @@ def push_branches(repo: Any, remote: str, iterations: Iterable[str], delivery: s
     replace its old remote copies. The delivery branch is never forced (people may push to it)."""
     refspecs = [f"+refs/heads/{b}:refs/heads/{b}" for b in iterations]
     refspecs.append(f"refs/heads/{delivery}:refs/heads/{delivery}")
-    gitops.push(repo, remote, refspecs)
+    remotes.push(repo, remote, refspecs)
 
 
 def cancel_file(state_dir: Path) -> Path:

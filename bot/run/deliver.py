@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from bot import gitops
+from bot import naming
 from bot.forge.base import Proposal
+from bot.git import commits, repository
 from bot.run import common, delivery
 from bot.run import records as rec
 from bot.run import state as rs
@@ -29,7 +30,7 @@ def deliver(run: OpRun, state: rs.RunState) -> None:
     )
     best = f"iter {state.best_iteration}" if state.best_iteration else "(baseline kept)"
     message = f"tunebot: {run.op.name}: best variant {best}\n\n{report}"
-    sha = gitops.commit_files(run.repo, state.best_sha, files, message)
+    sha = commits.commit_files(run.repo, state.best_sha, files, message)
     record = rec.Delivery(branch=run.delivery_branch, sha=sha, report=report, time=common.now())
     run.log.append(record.to_json())
     _ensure_delivery_branch(run, sha)
@@ -130,7 +131,7 @@ def outcome(run: OpRun, state: rs.RunState, proposal: Proposal | None) -> RunOut
         results_path=run.log.path,
         drift_pct=state.drift_pct,
         perf_dir=run.op.perf_dir.as_posix(),
-        iteration_prefix=f"{run.prefix}/v",
+        iteration_prefix=naming.iteration_prefix(run.prefix),
         verdict=verdict,
         no_proposal_reason=why_not,
         stop_text=stop_reason_text(
@@ -143,7 +144,7 @@ def outcome(run: OpRun, state: rs.RunState, proposal: Proposal | None) -> RunOut
 
 
 def dry_run(run: OpRun) -> RunOutcome:
-    source = gitops.read_file(run.repo, run.base_sha, run.op.source.as_posix())
+    source = repository.read_file(run.repo, run.base_sha, run.op.source.as_posix())
     assert source is not None  # read without missing_ok: a missing file raises
     plan = planner(run).plan(PlanContext(best_source=source, allowed=run.settings.strategies))
     run.event(

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bot import gitops, source_text
+from bot import naming, source_text
+from bot.git import branches, commits, repository
 from bot.measure.evaluator import Evaluator
 from bot.measure.types import Decision, LatencyResult
 from bot.record.opt_log import LogRow, OptLog, render_opt_log
@@ -155,7 +156,7 @@ def _best_source(run: OpRun, state: rs.RunState) -> str:
 
 
 def _committed(run: OpRun, sha: str, path: str) -> str:
-    text = gitops.read_file(run.repo, sha, path)
+    text = repository.read_file(run.repo, sha, path)
     assert text is not None  # read without missing_ok: a missing file raises
     return text
 
@@ -213,7 +214,7 @@ def _run_iteration(
             run.worktree / state.best_path, state.best_latency, path, run.settings.noise_floor
         )
     verdict = _verdict(variant, accuracy.status, latency, decision)
-    branch = f"{run.prefix}/v{n}"
+    branch = naming.iteration_branch(run.prefix, n)
     median = latency.median_us if latency and latency.ok else None
     accuracy_d = dataclasses.asdict(accuracy)
     latency_d = dataclasses.asdict(latency) if latency else None
@@ -246,7 +247,7 @@ def _run_iteration(
         f"Parent: best-so-far {parent} ({state.best_sha[:12]}).\nL0: {accuracy.status}; "
         f"latency: {shown}; verdict: {verdict}."
     )
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         run.repo,
         state.best_sha,
         {
@@ -277,7 +278,7 @@ def _run_iteration(
         time=common.now(),
     )
     run.log.append(record.to_json())  # the commit point
-    gitops.create_branch(run.repo, branch, sha)
+    branches.create_branch(run.repo, branch, sha)
     run.event(
         "iteration",
         iteration=n,

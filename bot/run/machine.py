@@ -16,9 +16,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot import config as cfgmod
-from bot import gitops, run_guard
+from bot import run_guard
+from bot.config.schema import OpConfig
 from bot.forge.base import Forge, Proposal
+from bot.git import repository
 from bot.measure.evaluator import Evaluator
 from bot.run import common, deliver, iterate
 from bot.run import records as rec
@@ -79,7 +80,7 @@ def drive(steps: Steps) -> RunOutcome:
     return steps.outcome(steps.state(), proposal)
 
 
-EvaluatorFactory = Callable[[cfgmod.OpConfig, Path], Evaluator]
+EvaluatorFactory = Callable[[OpConfig, Path], Evaluator]
 
 
 def run_tune(
@@ -140,7 +141,10 @@ class OpSteps:
         else:
             deliver.restore_refs(run, state)
             note = ""
-            if run.request.base_ref is None and gitops.resolve(run.repo, "HEAD") != run.base_sha:
+            if (
+                run.request.base_ref is None
+                and repository.resolve(run.repo, "HEAD") != run.base_sha
+            ):
                 note = (
                     f" (recorded at {run.base_sha[:10]}; HEAD has moved since: "
                     "add --restart to tune the new HEAD instead)"

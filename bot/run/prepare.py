@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot import config as cfgmod
-from bot import gitops, run_guard
+from bot import naming, run_guard
+from bot.config.schema import OpConfig, RepoConfig, RunSettings
+from bot.config.settings import effective_settings
 from bot.forge.base import Forge
+from bot.git import repository, worktrees
 from bot.run import common
 from bot.run import state as rs
 from bot.run.errors import BadRequest
@@ -34,9 +36,9 @@ class OpRun:
 
     request: TuneRequest
     repo: Any  # git.Repo
-    op: cfgmod.OpConfig
-    settings: cfgmod.RunSettings
-    repo_cfg: cfgmod.RepoConfig
+    op: OpConfig
+    settings: RunSettings
+    repo_cfg: RepoConfig
     base_sha: str
     base_branch: str
     worktree: Path
@@ -48,11 +50,11 @@ class OpRun:
 
     @property
     def prefix(self) -> str:
-        return f"{self.repo_cfg.branch_prefix}/{self.op.name}"
+        return naming.run_prefix(self.repo_cfg.branch_prefix, self.op.name)
 
     @property
     def delivery_branch(self) -> str:
-        return common.delivery_branch(self.repo_cfg.branch_prefix, self.op.name)
+        return naming.delivery_branch(self.repo_cfg.branch_prefix, self.op.name)
 
     @property
     def cancel_file(self) -> Path:
@@ -84,7 +86,7 @@ def prepare(
     """Resolve and validate everything before anything is written; the run lock goes on `held`."""
     assert resolved.op is not None
     found = resolved.op
-    repo = gitops.open_repo(request.repo)
+    repo = repository.open_repo(request.repo)
     checkout = Path(str(repo.working_tree_dir))
     common.refuse_name_clash(repo, found.project, found.name, forge)
     log = common.results_log(repo, found.project, found.name)
@@ -134,7 +136,7 @@ def prepare(
             forge,
             progress,
         )
-    prefix = f"{repo_cfg.branch_prefix}/{op.name}"
+    prefix = naming.run_prefix(repo_cfg.branch_prefix, op.name)
 
     def warn(message: str) -> None:
         progress(ProgressEvent("warning", op.qualified, message=message))
@@ -151,11 +153,11 @@ def prepare(
         common.archive(repo, prefix, log)
     name = f"{op.project}__{op.name}"
     for note in run_guard.housekeeping(
-        repo, log.path.parent, prefix, gitops.state_dir(repo) / "worktrees" / name
+        repo, log.path.parent, prefix, repository.state_dir(repo) / "worktrees" / name
     ):
         warn(note)
     run_guard.check_branches(repo, prefix, rs.replay(log.read()))
-    worktree = gitops.ensure_worktree(repo, name, base_sha)
+    worktree = worktrees.ensure_worktree(repo, name, base_sha)
     log = run_guard.GuardedLog(log.path, warn)
     return OpRun(
         request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress
@@ -164,16 +166,16 @@ def prepare(
 
 def _settings(
     request: TuneRequest,
-    repo_cfg: cfgmod.RepoConfig,
-    op: cfgmod.OpConfig,
+    repo_cfg: RepoConfig,
+    op: OpConfig,
     start: Start | None,
-) -> cfgmod.RunSettings:
+) -> RunSettings:
     """The flags over the config; a recorded run keeps its recorded settings."""
     if request.target_us is not None and not math.isfinite(request.target_us):
         raise BadRequest(
             f"--target-us must be a finite number of microseconds, got {request.target_us}"
         )
-    settings = cfgmod.effective_settings(
+    settings = effective_settings(
         repo_cfg,
         op,
         max_iters=request.max_iters,
@@ -184,7 +186,7 @@ def _settings(
     if request.no_target:
         settings = dataclasses.replace(settings, target_us=None)
     if start is not None:
-        settings = cfgmod.RunSettings(**start.settings)
+        settings = RunSettings(**start.settings)
     return settings
 
 
@@ -202,7 +204,7 @@ def _refuse_changed_request(repo: Any, request: TuneRequest, start: Start) -> No
         for k, v in asked.items()
         if v is not None and v != recorded.get(k)
     ]
-    if request.base_ref and gitops.resolve(repo, request.base_ref) != start.base_sha:
+    if request.base_ref and repository.resolve(repo, request.base_ref) != start.base_sha:
         differs.append(f"--base {request.base_ref}")
     if request.base_branch and request.base_branch != start.base_branch:
         differs.append(f"--into {request.base_branch}")
