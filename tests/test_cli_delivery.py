@@ -58,9 +58,10 @@ def test_live_progress_rewrites_one_line_and_estimates_from_finished_iterations(
     stream = io.StringIO()
     now = [0.0]
     progress = Progress(stream=stream, live=True, clock=lambda: now[0])
-    event = lambda n, phase: ProgressEvent(
-        "phase", "p/op", iteration=n, message=phase, data={"max_iters": 4}
-    )
+
+    def event(n: int, phase: str) -> ProgressEvent:
+        return ProgressEvent("phase", "p/op", iteration=n, message=phase, data={"max_iters": 4})
+
     progress.phase(event(1, "L0"))
     now[0] = 10.0
     progress.finished_iteration()
@@ -150,6 +151,7 @@ def test_demo_with_an_unknown_op_exits_2_and_leaves_nothing_behind(tmp_path):
     target = tmp_path / "demo"
     proc = subprocess.run(
         [sys.executable, "-m", "bot", "demo", "--op", "nosuch", "--dir", str(target)],
+        check=False,
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -161,6 +163,7 @@ def test_demo_with_an_unknown_op_exits_2_and_leaves_nothing_behind(tmp_path):
     before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("tunebot-demo-*"))
     proc = subprocess.run(
         [sys.executable, "-m", "bot", "demo", "--op", "nosuch"],
+        check=False,
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -176,6 +179,7 @@ def test_demo_into_a_non_empty_dir_is_bad_input(tmp_path):
     (tmp_path / "keep.txt").write_text("mine")
     proc = subprocess.run(
         [sys.executable, "-m", "bot", "demo", "--dir", str(tmp_path)],
+        check=False,
         capture_output=True,
         text=True,
         cwd=ROOT,

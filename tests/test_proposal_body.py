@@ -108,7 +108,7 @@ def test_the_iteration_table_renders_as_a_table_with_a_reason_for_every_row(git_
     ]
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)[1:]
     assert len(rows) == len(iterations)
-    for row, rec in zip(rows, iterations):
+    for row, rec in zip(rows, iterations, strict=False):
         cells = re.findall(r"<td>(.*?)</td>", row, re.DOTALL)
         assert len(cells) == 8 and cells[0] == str(rec["iteration"])
         assert rec["verdict"] in cells[5] and cells[6].strip() not in ("", "-")
