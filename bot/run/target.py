@@ -98,7 +98,8 @@ def _refuse_uncommitted(repo: Any, sha: str, name: str) -> None:
 
 def op_config_at(repo: Any, sha: str, op: OpConfig) -> OpConfig:
     """The op's tune.yaml and DESIGN.md target as committed at `sha`."""
-    if repository.read_bytes(repo, sha, op.source.as_posix(), missing_ok=True) is None:
+    # read as text: a source that is not valid in its declared encoding is a clear error here
+    if repository.read_file(repo, sha, op.source.as_posix(), missing_ok=True) is None:
         raise BadRequest(
             f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
             "only: commit the op (or pass --base with a commit that has it)"
