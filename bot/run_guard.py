@@ -289,7 +289,9 @@ class GuardedEvaluator:
         return result, (message[:2000] if fatal else None)
 
     def _fingerprint(self) -> dict:
-        print_ = {"worktree": _walk(self.worktree, lambda rel: _skip_cache(rel) or rel == ".git")}
+        print_: dict[str, object] = {
+            "worktree": _walk(self.worktree, lambda rel: _skip_cache(rel) or rel == ".git")
+        }
         if not self.confined:
             checkout_skip = {".git"}
             print_["checkout"] = _walk(

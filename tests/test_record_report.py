@@ -144,7 +144,9 @@ def test_errors_name_the_line(old, new, words):
     err = _error(text)
     bad = next(
         i
-        for i, (a, b) in enumerate(zip(text.splitlines(), SEED_EXAMPLE.splitlines() + [""], strict=False), 1)
+        for i, (a, b) in enumerate(
+            zip(text.splitlines(), SEED_EXAMPLE.splitlines() + [""], strict=False), 1
+        )
         if a != b
     )
     assert words in err.problem and err.line == bad and str(err).startswith(f"PR body:{bad}: ")
