@@ -38,7 +38,7 @@ from fakegithub.harness import make_world  # noqa: E402
 from bot.config.repo import load_repo_config  # noqa: E402
 from bot.forge.github import make_client  # noqa: E402
 from bot.github_flow import FlowConfig, handle_event  # noqa: E402
-from bot.loop import ProgressEvent, RunOutcome  # noqa: E402
+from bot.run.request import ProgressEvent, RunOutcome  # noqa: E402
 
 OPS = 24
 PER_COMMAND = 8

@@ -42,8 +42,9 @@ from bot.forge.github import DEFAULT_BOT_LOGIN, STALE_LABEL, GateRefused, Github
 from bot.git import remotes
 from bot.git.isolated import repo_url
 from bot.job_guard import JobGuard
-from bot.loop import CANCELLED, ProgressEvent, RunOutcome, TuneRequest
 from bot.remote_runs import RemoteRuns, finished, recorded_base
+from bot.run.request import ProgressEvent, RunOutcome, TuneRequest
+from bot.run.stops import CANCELLED
 
 Phase = Literal["all", "gate", "tune", "report"]
 CANCEL_MARKER = "<!-- tunebot:cancel -->"
@@ -94,13 +95,8 @@ class Outcome:
 
 
 def _default_tune(*args: object, **kwargs: object) -> RunOutcome:
-    from bot.loop import run_tune
-    from bot.model.cli import is_model
-    from bot.model.loop import run_model
+    from bot.run.machine import run_tune  # an op or a model target (docs/model.md)
 
-    request = args[0] if args else kwargs.get("request")
-    if isinstance(request, TuneRequest) and is_model(request):  # a model target (docs/model.md)
-        return run_model(*args, **kwargs)  # type: ignore[arg-type]
     return run_tune(*args, **kwargs)  # type: ignore[arg-type]
 
 
@@ -356,7 +352,7 @@ class StatusReporter:
         if self.cancelled or self.checkout is None:
             return
         if self.cancel_requested():
-            from bot.model.cli import cancel  # a model or an op
+            from bot.run.cancel import cancel  # a model or an op
 
             cancel(self.checkout, self.op)
 

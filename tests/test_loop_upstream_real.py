@@ -19,7 +19,8 @@ import yaml
 from conftest import make_commit, third_party_corpus
 
 from bot.forge.local import LocalForge
-from bot.loop import TuneRequest, run_tune
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
 from bot.strategies import knobs, multibuffer
 
 HERE = Path(__file__).parent

@@ -7,6 +7,7 @@ from pathlib import Path
 from bot.config.schema import OpConfig
 from bot.record.opt_log import OptLog, parse_opt_log, render_opt_log
 from bot.record.report import CompletionReport
+from bot.run.records import Stop
 from bot.strategies import explain
 from bot.strategies.base import PlanContext
 from bot.strategies.planner import Planner
@@ -51,7 +52,7 @@ def test_the_list_round_trips_through_opt_log_and_reaches_the_report():
     assert parse_opt_log(text).not_planned == lines
     assert render_opt_log(parse_opt_log(text)) == text
     assert "未计划" not in render_opt_log(OptLog(op="f", baseline_us=10.0, baseline_source="f.py"))
-    issues = explain.report_issues(explain.from_stop({"not_planned": lines}))
+    issues = explain.report_issues(explain.from_stop(Stop(reason="exhausted", not_planned=lines)))
     report = CompletionReport("p", "f", 0, 10.0, 10.0, 0.0, "策略耗尽", "s.", issues=issues)
     assert report.issues.startswith("not planned (2): block_size: block_K")
     assert explain.report_issues([]) == [] and explain.from_stop(None) == []

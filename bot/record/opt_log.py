@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.record.errors import RecordFormatError
-from bot.strategies import explain
 from bot.record.fmt import (
     escape_cell,
     fmt_pct,
@@ -25,11 +24,11 @@ from bot.record.fmt import (
     parse_us,
     split_row,
 )
+from bot.run.stops import STOP_REASONS  # the names of the registered stop rules
+from bot.strategies import explain
 
 Accuracy = Literal["pass", "fail", "timeout", "error"]
 ACCURACY_VALUES: tuple[str, ...] = ("pass", "fail", "timeout", "error")
-# Same values as bot.loop.StopReason (a test keeps them in sync; record must not import loop).
-STOP_REASONS: tuple[str, ...] = ("达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消")
 
 TITLE_SUFFIX = "性能调优日志"
 SEC_BASELINE, SEC_ITERS, SEC_CONCLUSION = "基线", "迭代记录", "结论"

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the planner imports the strategies; this module stays light for bot/record
+    from bot.run.records import Stop
     from bot.strategies.base import PlanContext
     from bot.strategies.planner import Planner
 
 SECTION = "未计划"  # opt_log.md section: what was not planned, and why
-STOP_KEY = "not_planned"  # key of the list in the stop record
 
 
 def not_planned(planner: Planner, ctx: PlanContext) -> list[str]:
@@ -37,9 +37,9 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def from_stop(stop: dict | None) -> list[str]:
-    """The lines a stop record carries (none for runs recorded before the key existed)."""
-    found = (stop or {}).get(STOP_KEY) or []
+def from_stop(stop: Stop | None) -> list[str]:
+    """The lines a stop record carries (none for runs recorded before the field existed)."""
+    found = stop.not_planned if stop is not None else []
     return [_one_line(str(s)) for s in found if str(s).strip()]
 
 
