@@ -9,7 +9,7 @@ proportional to its knob WORK. Kinds: A/A (an identical copy), 5 % and 10 % less
 (true speed-ups) and 5 % and 10 % more work (slow-downs).
 
 The trials are grouped into simulated runs of `--run-length` decisions. As in
-bot/loop.py, a run measures its best once (the baseline) and keeps that result; every
+bot/run/iterate.py, a run measures its best once (the baseline) and keeps that result; every
 decision calls `Evaluator.compare(best_source, best_earlier, candidate, floor)`, the
 loop's own call. On the cpu backend that times best and candidate in one fresh process
 (`decide.decide_in_pairs`); the "naive" column compares the candidate's figure with the

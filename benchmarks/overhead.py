@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bot.forge.local import LocalForge  # noqa: E402
-from bot.loop import ProgressEvent, TuneRequest, run_tune  # noqa: E402
 from bot.measure.evaluator import Evaluator  # noqa: E402
+from bot.run.machine import run_tune  # noqa: E402
+from bot.run.request import ProgressEvent, TuneRequest  # noqa: E402
 
 OP_FILES = ROOT / "tests" / "loop_ops"
 OP_DIR = "examples/bench/sleepy"
@@ -139,13 +140,14 @@ def git_commit_floor(repo: Path, samples: int) -> list[float]:
 
 def record_step(existing: int, steps: int = 20) -> list[float]:
     """ms to append one iteration-sized record and fold the state, with `existing` records before it."""
-    from bot import run_state as rs
-    from bot.record.results import ResultsLog
+    from bot.run import records
+    from bot.run import state as rs
+    from bot.run.log import ResultsLog
 
     with tempfile.TemporaryDirectory(prefix="tunebot-records-") as tmp:
         path = Path(tmp) / "results.jsonl"
         filler = {
-            "kind": rs.REJECTED,
+            "kind": records.REJECTED,
             "attempt": {
                 "change": {
                     "strategy": "block_size",

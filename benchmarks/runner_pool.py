@@ -39,7 +39,7 @@ from bot.config.repo import load_repo_config  # noqa: E402
 from bot.forge.github.client import make_client  # noqa: E402
 from bot.forge.github.context import FlowConfig  # noqa: E402
 from bot.forge.github.flow import handle_event  # noqa: E402
-from bot.loop import ProgressEvent, RunOutcome  # noqa: E402
+from bot.run.request import ProgressEvent, RunOutcome  # noqa: E402
 
 OPS = 24
 PER_COMMAND = 8

@@ -29,7 +29,7 @@ Methods, each with the same budget of latency measurements (`--budgets`, default
   against the best's earlier measurement, in-process pair re-measures, the spread learned
   as the Evaluator learns it); L0 failures cost no latency measurement; it stops at the
   budget (a decision cut short by the budget adopts nothing), when the planner is
-  exhausted, or, in "patience 3" (the default run), after `bot.run_state.patience_count`
+  exhausted, or, in "patience 3" (the default run), after `bot.run.state.patience_count`
   reaches 3;
 - random: distinct random points, one measurement each, keeps the fastest measured;
 - TPE: Optuna's TPESampler (skipped if optuna is missing), keeps the fastest measured.
@@ -64,7 +64,7 @@ from bot.errors import TunebotError  # noqa: E402
 from bot.measure.backends.common import from_samples  # noqa: E402
 from bot.measure.decide import Rule, SpreadTracker, decide, decide_in_pairs  # noqa: E402
 from bot.measure.types import LatencyResult  # noqa: E402
-from bot.run_state import patience_count  # noqa: E402
+from bot.run.state import patience_count  # noqa: E402
 from bot.strategies import knobs as knobmod  # noqa: E402
 from bot.strategies.base import Attempt, PlanContext, Refusal  # noqa: E402
 from bot.strategies.planner import Planner  # noqa: E402

@@ -1,6 +1,6 @@
 """A full disk is not a bug: say so, say that nothing recorded was lost, and how to go on.
 
-Every record is appended with one write and fsync'd (bot/record/results.py) and every git
+Every record is appended with one write and fsync'd (bot/run/log.py) and every git
 object is written before the record that names it, so a write that fails for lack of space
 leaves at most a torn last line, which the next run cuts off and redoes.
 """

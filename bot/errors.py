@@ -1,22 +1,29 @@
 """User-facing errors. Each one says what was wrong and how to fix it.
 
-The CLI maps them to exit codes (see docs/cli.md): UsageError-like problems
-(bad op name, malformed config, missing docs dir) exit 2.
+Every error a user can see derives from `TunebotError` and names its exit code with one of the
+constants below; the CLI handler (`bot.cli.common.handle_errors`) is the one place that turns an
+error into a line on stderr and that exit code. docs/cli.md lists the codes.
 """
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the run or command failed (a baseline that fails L0, a full disk, a git error)
+EXIT_BAD_INPUT = 2  # bad input: unknown op, malformed config, bad flag, a record edited by hand
+EXIT_REFUSED = 3  # refused by a gate or a live run: merge without approval, a second run of an op
+EXIT_INTERRUPTED = 130  # Ctrl-C; run the same command again to resume
 
 
 class TunebotError(Exception):
     """Base class for errors shown to users (never a traceback)."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
 
 
 class ConfigError(TunebotError):
     """A config file is malformed: names the file, the key and the fix."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
     def __init__(self, file: str, key: str, problem: str, fix: str) -> None:
         self.file, self.key, self.problem, self.fix = file, key, problem, fix
@@ -26,7 +33,7 @@ class ConfigError(TunebotError):
 class OpNotFound(TunebotError):
     """An op name that matches no op, or more than one: lists candidates."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
     def __init__(self, name: str, candidates: list[str], ambiguous: bool = False) -> None:
         self.name, self.candidates, self.ambiguous = name, candidates, ambiguous

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot import naming
-from bot import run_state as rs
 from bot.git.gitdir import common_git_dir, read_refs
 from bot.git.isolated import IsolatedGit, PushError, RefUpdate
+from bot.run import records as rec_mod
+from bot.run import state as rs
 
 RESULTS = "results.jsonl"
 TRIGGER = "trigger"  # what started the run that wrote the records: a comment, a workflow run
@@ -54,20 +55,22 @@ def finished(checkout: Path, op: str, base_sha: str) -> Finished | None:
         except ValueError:
             continue
     state = rs.replay(records)
-    if not state.start or state.start.get("base_sha") != base_sha or not state.delivery:
+    if not state.start or state.start.base_sha != base_sha or not state.delivery:
         return None
     if state.proposal:
-        return Finished(
-            str(state.proposal.get("id")), str(state.proposal.get("url") or ""), base_sha
-        )
-    from bot import delivery
-    from bot.loop import CANCELLED
+        return Finished(str(state.proposal.id), str(state.proposal.url or ""), base_sha)
+    from bot.run import delivery
+    from bot.run.stops import CANCELLED
 
     why = delivery.run_verdict(state)[1]
     if not why:
         return None  # delivered, proposal not yet opened: the loop resumes and opens it
     return Finished(
-        "", "", base_sha, no_proposal=why, cancelled=(state.stop or {}).get("reason") == CANCELLED
+        "",
+        "",
+        base_sha,
+        no_proposal=why,
+        cancelled=state.stop is not None and state.stop.reason == CANCELLED,
     )
 
 
@@ -80,7 +83,7 @@ def recorded_base(checkout: Path, op: str) -> str | None:
             rec = json.loads(line)
         except ValueError:
             continue
-        if rec.get("kind") == rs.START:
+        if rec.get("kind") == rec_mod.START:
             return rec.get("base_sha")
     return None
 
@@ -91,7 +94,7 @@ def _delivery_sha(records_text: str) -> str | None:
             rec = json.loads(line)
         except ValueError:
             continue
-        if rec.get("kind") == rs.DELIVERY:
+        if rec.get("kind") == rec_mod.DELIVERY:
             return rec.get("sha")
     return None
 
@@ -104,7 +107,9 @@ def _recorded_shas(records_text: str) -> set[str]:
             rec = json.loads(line)
         except ValueError:
             continue
-        if rec.get("kind") in (rs.ITERATION, rs.DELIVERY) and isinstance(rec.get("sha"), str):
+        if rec.get("kind") in (rec_mod.ITERATION, rec_mod.DELIVERY) and isinstance(
+            rec.get("sha"), str
+        ):
             shas.add(rec["sha"])
     return shas
 

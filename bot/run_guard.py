@@ -27,21 +27,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bot import fs, naming
-from bot.errors import TunebotError
+from bot.errors import EXIT_BAD_INPUT
 from bot.git import branches, refs, repository, worktrees
 from bot.measure import confine, reaper, sandbox
 from bot.measure.types import AccuracyResult, Decision, LatencyResult
-from bot.record.results import ResultsLog
+from bot.run.errors import RunError
+from bot.run.log import ResultsLog
 
 Notify = Callable[[str], None]
 STALE_LOCK_S = 2.0  # a git .lock this old under tunebot's own refs is left by a killed process
 MAX_WALK = 200_000  # files; a checkout larger than this is not fingerprinted
 
 
-class StateProblem(TunebotError):
+class StateProblem(RunError):
     """State a person changed by hand that tunebot cannot repair on its own: exit 2 and the fix."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 # ---------------------------------------------------------------- the records
@@ -288,7 +289,9 @@ class GuardedEvaluator:
         return result, (message[:2000] if fatal else None)
 
     def _fingerprint(self) -> dict:
-        print_ = {"worktree": _walk(self.worktree, lambda rel: _skip_cache(rel) or rel == ".git")}
+        print_: dict[str, object] = {
+            "worktree": _walk(self.worktree, lambda rel: _skip_cache(rel) or rel == ".git")
+        }
         if not self.confined:
             checkout_skip = {".git"}
             print_["checkout"] = _walk(
@@ -389,7 +392,7 @@ def superseded_baseline(repo, previous, op, request) -> str | None:
     (None: it resumes as recorded). An explicit --base pins the commit and is never overridden."""
     if previous.start is None or previous.baseline is not None or request.base_ref is not None:
         return None
-    recorded = previous.start["base_sha"]
+    recorded = previous.start.base_sha
     head = repository.resolve(repo, "HEAD")
     if head == recorded:
         return None

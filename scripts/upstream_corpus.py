@@ -27,11 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     manifest = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8"))
-    commit = manifest["source"]["commit"]
     out = CORPUS / "src"
     out.mkdir(exist_ok=True)
     bad = 0
     for k in manifest["kernels"]:
+        commit = k.get("commit", manifest["source"]["commit"])  # a kernel may name its own commit
         run = subprocess.run(
             ["git", "--git-dir", args.git_dir, "show", f"{commit}:{k['path']}"],
             capture_output=True,

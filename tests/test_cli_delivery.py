@@ -18,7 +18,7 @@ from test_loop import add_sleepy_op
 
 from bot.cli import main
 from bot.cli.progress import Progress
-from bot.loop import ProgressEvent
+from bot.run.request import ProgressEvent
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,9 +58,10 @@ def test_live_progress_rewrites_one_line_and_estimates_from_finished_iterations(
     stream = io.StringIO()
     now = [0.0]
     progress = Progress(stream=stream, live=True, clock=lambda: now[0])
-    event = lambda n, phase: ProgressEvent(
-        "phase", "p/op", iteration=n, message=phase, data={"max_iters": 4}
-    )
+
+    def event(n: int, phase: str) -> ProgressEvent:
+        return ProgressEvent("phase", "p/op", iteration=n, message=phase, data={"max_iters": 4})
+
     progress.phase(event(1, "L0"))
     now[0] = 10.0
     progress.finished_iteration()
@@ -150,6 +151,7 @@ def test_demo_with_an_unknown_op_exits_2_and_leaves_nothing_behind(tmp_path):
     target = tmp_path / "demo"
     proc = subprocess.run(
         [sys.executable, "-m", "bot", "demo", "--op", "nosuch", "--dir", str(target)],
+        check=False,
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -161,6 +163,7 @@ def test_demo_with_an_unknown_op_exits_2_and_leaves_nothing_behind(tmp_path):
     before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("tunebot-demo-*"))
     proc = subprocess.run(
         [sys.executable, "-m", "bot", "demo", "--op", "nosuch"],
+        check=False,
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -176,6 +179,7 @@ def test_demo_into_a_non_empty_dir_is_bad_input(tmp_path):
     (tmp_path / "keep.txt").write_text("mine")
     proc = subprocess.run(
         [sys.executable, "-m", "bot", "demo", "--dir", str(tmp_path)],
+        check=False,
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -233,7 +237,7 @@ def test_an_iteration_line_keeps_its_numbers_within_80_columns(monkeypatch):
 def test_the_missing_module_is_the_one_that_ended_the_process_not_a_warning():
     # Seen on a fresh venv: torch warns "Failed to initialize NumPy: No module named 'numpy'" before
     # the op's own ImportError, and the hint named numpy instead of tilelang.
-    from bot.delivery import missing_module
+    from bot.run.delivery import missing_module
 
     tail = (
         "functional_tensor.py:368: UserWarning: Failed to initialize NumPy: No module named 'numpy'\n"

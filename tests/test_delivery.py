@@ -20,9 +20,11 @@ from test_loop import OP_DIR, OP_FILES, add_sleepy_op, git, records, tune
 
 from bot.cli import main
 from bot.forge.local import LocalForge
-from bot.loop import TuneRequest, cancel, run_tune
 from bot.record import verdicts
 from bot.record.report import parse_report
+from bot.run.cancel import cancel
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
 
 
 def add_named_op(repo, name: str, **knobs: int) -> None:
@@ -108,7 +110,11 @@ def test_three_ops_tuned_from_one_base_merge_in_every_order(git_repo):
         git(git_repo.path, "worktree", "add", "-q", str(clone), branch)
         for head in order:
             proc = subprocess.run(
-                ["git", "merge", "--no-edit", "-q", head], cwd=clone, capture_output=True, text=True
+                ["git", "merge", "--no-edit", "-q", head],
+                check=False,
+                cwd=clone,
+                capture_output=True,
+                text=True,
             )
             assert proc.returncode == 0, (
                 f"{order}: merging {head} failed: {proc.stdout}{proc.stderr}"
@@ -213,7 +219,7 @@ def test_iteration_records_carry_a_reason_and_the_log_shows_verdict_and_reason(g
     assert all(r["reason"] for r in iterations)
     lines = [line for line in result.stdout.splitlines() if line.startswith("  iter ")]
     assert len(lines) == len(iterations)
-    for line, rec in zip(lines, iterations):
+    for line, rec in zip(lines, iterations, strict=False):
         # both gains, the verdict and its reason on every line, numbers before the reason
         assert (
             "vs baseline" in line

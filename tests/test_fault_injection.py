@@ -23,9 +23,11 @@ from conftest import make_commit, snapshot_checkout
 from bot.cli import main
 from bot.cli.common import handle_errors
 from bot.forge.local import LocalForge
-from bot.loop import BaselineFailed, TuneRequest, run_tune
 from bot.measure import confine
 from bot.record.opt_log import parse_opt_log
+from bot.run.errors import BaselineFailed
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
 
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile_kernels"
@@ -487,7 +489,9 @@ def small_disk(tmp_path):
     disk.mkdir()
     if (
         subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(disk)], capture_output=True
+            ["mount", "-t", "tmpfs", "-o", "size=48M", "tmpfs", str(disk)],
+            check=False,
+            capture_output=True,
         ).returncode
         != 0
     ):
@@ -544,7 +548,7 @@ def test_a_full_disk_loses_nothing_and_the_run_resumes_once_space_is_freed(
     ]
     if when == "before the run":
         filler = fill(small_disk)
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
     else:
         live = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
@@ -566,7 +570,7 @@ def test_a_full_disk_loses_nothing_and_the_run_resumes_once_space_is_freed(
     )
     assert "Traceback" not in proc.stderr
     filler.unlink()
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     after = records(repo.path, "sleepy")
     assert after[: len(before)] == before, "recorded lines were kept as they were"

@@ -116,7 +116,10 @@ def test_variants_keep_every_algorithm_and_their_own_hardware(layout):
     for v in expected(layout).get("variants", []):
         row = next((r for r in table.rows if r.name == v["name"] and r.parent == v["parent"]), None)
         assert row is not None, v
-        assert sorted(lim.render() for lim in row.hardware) == sorted(v["hardware"]), (v, row.hardware)
+        assert sorted(lim.render() for lim in row.hardware) == sorted(v["hardware"]), (
+            v,
+            row.hardware,
+        )
 
 
 @pytest.mark.parametrize("layout", TUNING + HELD_OUT)

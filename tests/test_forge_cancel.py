@@ -12,7 +12,9 @@ from pathlib import Path
 from test_loop import add_sleepy_op, records
 
 from bot.forge.local import LocalForge
-from bot.loop import CANCELLED, TuneRequest, run_tune
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
+from bot.run.stops import CANCELLED
 
 
 class CancelAfter(LocalForge):

@@ -17,9 +17,10 @@ from conftest import make_commit, snapshot_checkout
 
 from bot.cli import main
 from bot.forge.local import LocalForge
-from bot.loop import TuneRequest, run_tune
 from bot.record.opt_log import parse_opt_log
 from bot.record.report import parse_report
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
 
 OP_FILES = Path(__file__).parent / "loop_ops"
 OP_DIR = "examples/testproj/sleepy"
@@ -379,7 +380,7 @@ def test_tuning_another_branch_proposes_into_that_branch(git_repo):
 
 def test_crash_between_record_and_ref_is_repaired_on_resume(git_repo, monkeypatch):
     """Deterministic fault injection in the two gaps a SIGKILL only hits by chance."""
-    from bot import loop
+    from bot.run import iterate as loop
 
     add_sleepy_op(git_repo)
     real_create, real_propose = loop.branches.create_branch, LocalForge.propose

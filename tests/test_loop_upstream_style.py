@@ -14,7 +14,8 @@ from pathlib import Path
 from conftest import make_commit
 
 from bot.forge.local import LocalForge
-from bot.loop import TuneRequest, run_tune
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
 from bot.strategies import knobs, pipeline
 
 OP = Path(__file__).parent / "loop_ops" / "upstream_style"

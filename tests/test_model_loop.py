@@ -20,9 +20,9 @@ import pytest
 from conftest import make_commit, snapshot_checkout
 
 from bot.forge.local import LocalForge
-from bot.loop import TuneRequest
 from bot.model import commands as cmd
-from bot.model.loop import run_model
+from bot.run.machine import run_tune
+from bot.run.request import TuneRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "model_fixtures"
@@ -132,7 +132,7 @@ def control(tmp_path, monkeypatch):
 
 def tune(repo_path: Path, events: list | None = None, **kwargs):
     sink = events.append if events is not None else None
-    return run_model(
+    return run_tune(
         TuneRequest(repo=repo_path, op="fakeproj/fake", **kwargs), LocalForge(repo_path), sink
     )
 
@@ -380,7 +380,7 @@ def test_harness_fault_mid_run_is_a_clear_error_then_resume_loses_and_duplicates
             control.write_text(json.dumps({fault: True}))
 
     with pytest.raises(cmd.OutputError) as err:
-        run_model(
+        run_tune(
             TuneRequest(repo=git_repo.path, op="fakeproj/fake"), LocalForge(git_repo.path), progress
         )
     message = str(err.value)

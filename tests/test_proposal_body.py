@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 from test_loop import OP_DIR, add_sleepy_op, git, records, tune
 
 from bot.forge.local import LocalForge
-from bot.proposal_body import changed_line
+from bot.run.proposal_body import changed_line
 
 DIFF = """--- a/perf_opt/sleepy.py
 +++ b/perf_opt/sleepy.py
@@ -108,7 +108,7 @@ def test_the_iteration_table_renders_as_a_table_with_a_reason_for_every_row(git_
     ]
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)[1:]
     assert len(rows) == len(iterations)
-    for row, rec in zip(rows, iterations):
+    for row, rec in zip(rows, iterations, strict=False):
         cells = re.findall(r"<td>(.*?)</td>", row, re.DOTALL)
         assert len(cells) == 8 and cells[0] == str(rec["iteration"])
         assert rec["verdict"] in cells[5] and cells[6].strip() not in ("", "-")

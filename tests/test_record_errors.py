@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bot.errors import TunebotError
-from bot.record.errors import DuplicateRecordError, RecordFormatError
+from bot.record.errors import RecordFormatError
+from bot.run.errors import DuplicateRecordError
 
 
 def test_format_error_names_file_line_problem_and_fix_and_exits_2():

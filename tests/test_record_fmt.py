@@ -39,7 +39,7 @@ def test_gain_pct_is_positive_when_faster():
 
 
 def test_gain_pct_is_none_when_a_side_is_unknown():
-    # the one gain formula (run_state folds records through it): unmeasured -> None, never a crash
+    # the one gain formula (bot.run.state folds records through it): unmeasured -> None, never a crash
     assert gain_pct(None, 8.0) is None
     assert gain_pct(10.0, None) is None
     assert gain_pct(0.0, 8.0) is None

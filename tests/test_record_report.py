@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.record.errors import RecordFormatError
-from bot.record.opt_log import STOP_REASONS
 from bot.record.report import KEYS, CompletionReport, default_output, parse_report, render_report
+from bot.run.stops import STOP_REASONS
 
 SEED_EXAMPLE = """\
 ## Stage Result
@@ -144,7 +144,9 @@ def test_errors_name_the_line(old, new, words):
     err = _error(text)
     bad = next(
         i
-        for i, (a, b) in enumerate(zip(text.splitlines(), SEED_EXAMPLE.splitlines() + [""]), 1)
+        for i, (a, b) in enumerate(
+            zip(text.splitlines(), SEED_EXAMPLE.splitlines() + [""], strict=False), 1
+        )
         if a != b
     )
     assert words in err.problem and err.line == bad and str(err).startswith(f"PR body:{bad}: ")

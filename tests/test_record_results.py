@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.record.errors import DuplicateRecordError, RecordFormatError
-from bot.record.results import ResultsLog, iteration_key
+from bot.record.errors import RecordFormatError
+from bot.run.errors import DuplicateRecordError
+from bot.run.log import ResultsLog, iteration_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,7 +147,7 @@ def test_a_corrupt_complete_line_is_an_error_naming_the_line(tmp_path, bad, word
 
 WRITER = textwrap.dedent("""
     import sys
-    from bot.record.results import ResultsLog
+    from bot.run.log import ResultsLog
     log = ResultsLog(sys.argv[1])
     name, count, size = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     print("ready", flush=True)

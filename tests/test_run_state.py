@@ -1,11 +1,13 @@
-"""The run state folded from results.jsonl: incrementally, equal to a full replay, restarted when the log is replaced."""
+"""The run state folded from results.jsonl: incrementally, equal to a full replay, restarted
+when the log is replaced."""
 
 from __future__ import annotations
 
 import os
 
-from bot import run_state as rs
-from bot.record.results import ResultsLog
+from bot.run import records
+from bot.run import state as rs
+from bot.run.log import ResultsLog
 
 
 def iteration(
@@ -19,7 +21,7 @@ def iteration(
 ) -> dict:
     return {
         "key": f"iter:{n}",
-        "kind": rs.ITERATION,
+        "kind": records.ITERATION,
         "iteration": n,
         "parent": "p",
         "branch": f"b{n}",
@@ -43,7 +45,7 @@ def iteration(
 
 BASELINE = {
     "key": "baseline",
-    "kind": rs.BASELINE,
+    "kind": records.BASELINE,
     "sha": "base",
     "path": "op.py",
     "latency": {"status": "ok", "backend": "cpu", "median_us": 120.0},

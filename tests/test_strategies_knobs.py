@@ -28,17 +28,17 @@ def bs(name: str, values=(8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), **kw)
         (
             "vec_add",
             "BLOCK_N",
-            2048,
+            512,  # a smaller tile: 2048 would overflow the 192 KiB UB (refused, see test_capacity)
             "BLOCK_N = 1024  # columns per tile; UB holds 3 tiles of BLOCK_M x BLOCK_N",
-            "BLOCK_N = 2048  # columns per tile; UB holds 3 tiles of BLOCK_M x BLOCK_N",
+            "BLOCK_N = 512  # columns per tile; UB holds 3 tiles of BLOCK_M x BLOCK_N",
         ),
         # call-site keyword wins over the factory default block_M=16
         (
             "rms_norm",
             "block_M",
-            32,
+            8,  # 32 would overflow the UB (two 32 x 1024 fp32 tiles are 256 KiB)
             "    return rms_norm(ROWS, HIDDEN, block_M=16)(x, gamma)",
-            "    return rms_norm(ROWS, HIDDEN, block_M=32)(x, gamma)",
+            "    return rms_norm(ROWS, HIDDEN, block_M=8)(x, gamma)",
         ),
         # positional call-site argument mapped to the factory's parameter name
         (
@@ -93,10 +93,20 @@ def test_positional_site_is_followed_to_the_module_constant():
 
 def test_applying_twice_is_deterministic_and_idempotent_in_value():
     src = kernel("gemm_developer")
-    a, b = set_knob(src, bs("block_M"), 256), set_knob(src, bs("block_M"), 256)
+    a, b = set_knob(src, bs("block_M"), 64), set_knob(src, bs("block_M"), 64)
     assert isinstance(a, Variant) and a == b
-    again = set_knob(a.source, bs("block_M"), 256)
-    assert isinstance(again, Refusal) and "already 256" in again.reason
+    again = set_knob(a.source, bs("block_M"), 64)
+    assert isinstance(again, Refusal) and "already 64" in again.reason
+
+
+def test_capacity_a_tile_that_overflows_its_buffer_memory_is_refused_with_the_sum():
+    r = set_knob(kernel("rms_norm"), bs("block_M"), 32)
+    assert isinstance(r, Refusal)
+    assert "UB buffers as allocated (x_ub (line 29), sq_ub (line 30)" in r.reason
+    # 2 x 32 x 1024 x 4 (x_ub, sq_ub) + 32 x 4 (sum_ub) + 1024 x 4 (gamma_ub)
+    assert "266368 bytes" in r.reason and "192 KiB" in r.reason
+    r = set_knob(kernel("gemm_developer"), bs("block_M"), 256)  # C_local 256 x 256 fp32 = 256 KiB
+    assert isinstance(r, Refusal) and "C_local (line 34)" in r.reason
 
 
 def test_constraints_refuse_with_the_reason():

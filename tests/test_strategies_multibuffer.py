@@ -94,7 +94,7 @@ def test_tl_alias_is_a_jit_call():
 
 
 def test_double_star_options_are_not_given_a_second_pass_configs():
-    src = "import tilelang\n\n@tilelang.jit(**_jit_options())\ndef f():\n    pass\n"
+    src = 'import tilelang\n\n@tilelang.jit(target="npuir", **_jit_options())\ndef f():\n    pass\n'
     r = set_flag(src, False)
     assert isinstance(r, Refusal) and "**options" in r.reason and "twice" in r.reason
 
@@ -138,13 +138,23 @@ def test_string_key_in_keyword_dict():
     assert v.source == f'@tilelang.jit(pass_configs={{"{FLAG}": False}})\ndef f():\n    pass\n'
 
 
+def test_kernels_of_other_ascend_back_ends_are_not_given_the_npuir_flag():
+    src = "import tilelang\n\n@tilelang.jit(out_idx=[-1])\ndef f():\n    pass\n"
+    r = set_flag(src, False)
+    assert isinstance(r, Refusal) and "exists only in the NPUIR compiler" in r.reason
+    v = set_flag(src.replace("out_idx=[-1]", 'out_idx=[-1], target="npuir"'), False)
+    assert isinstance(v, Variant)
+
+
 def test_refusals_say_why():
     r = set_flag(kernel("gemm_expert"), False)
     assert isinstance(r, Refusal) and "already False" in r.reason
     r = set_flag(kernel("layer_norm"), True)
     assert isinstance(r, Refusal) and "absent, which already means True" in r.reason
-    r = set_flag("import torch\nx = 1\n", False)
+    r = set_flag('import torch\nTARGET = "npuir"\n', False)
     assert isinstance(r, Refusal) and "no single pass_configs" in r.reason
+    r = set_flag("import torch\nx = 1\n", False)
+    assert isinstance(r, Refusal) and "not a TileLang-NPUIR kernel" in r.reason
     two = f'a = {{"{FLAG}": True}}\nb = {{"{FLAG}": False}}\n'
     r = set_flag(two, True)
     assert isinstance(r, Refusal) and "set 2 times" in r.reason

@@ -303,7 +303,7 @@ def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first(
 
 
 def test_patience_counts_different_things_not_repeats_of_one():
-    from bot.run_state import patience_count
+    from bot.run.state import patience_count
     from bot.strategies.base import Change
 
     def a(knob, old, new):

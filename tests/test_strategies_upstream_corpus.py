@@ -72,6 +72,8 @@ def valid(rule: dict, value: int) -> bool:
         return False
     if "max" in rule and value > rule["max"]:
         return False
+    if "multiple_of" in rule and value % rule["multiple_of"]:
+        return False
     return not (rule.get("even") and value % 2)
 
 
@@ -247,7 +249,7 @@ def _ids(which: str) -> list[str]:
 def test_corpus_is_big_enough_and_documented():
     assert len(KERNELS) >= 15
     assert set(EXPECTED) == set(KERNELS), "every corpus kernel has a hand-written expectation"
-    assert len(_ids("heldout")) >= 4
+    assert len(_ids("heldout")) >= 4 and len(_ids("heldout_b")) >= 10
     for k in MANIFEST["kernels"]:
         assert k["path"] and len(k["sha256"]) == 64
     assert MANIFEST["source"]["repo"] and len(MANIFEST["source"]["commit"]) == 40
@@ -276,7 +278,7 @@ def _interval(k: int, n: int) -> str:
 
 def corpus_report() -> str:
     lines = []
-    for which in ("tuning", "heldout"):
+    for which in ("tuning", "heldout", "heldout_b", "heldout_c"):
         total = Tally()
         for kid in _ids(which):
             total.add(judge_kernel(kid))

@@ -1,4 +1,7 @@
-"""What every CLI area shares: turning user-facing errors into a line and an exit code."""
+"""What every CLI area shares: turning user-facing errors into a line and an exit code.
+
+`handle_errors` is the one place an error becomes an exit code (the codes: bot/errors.py,
+docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -9,10 +12,9 @@ from collections.abc import Callable
 import click
 
 from bot import diskfull
-from bot.errors import TunebotError
+from bot.errors import EXIT_FAILED, EXIT_INTERRUPTED, TunebotError
 
-EXIT_INTERRUPTED = 130
-EXIT_DISK_FULL = 1
+EXIT_DISK_FULL = EXIT_FAILED  # docs/cli.md
 
 
 def handle_errors(func: Callable) -> Callable:

@@ -120,22 +120,22 @@ def refresh_features(
     rel = _repo_relative(repo, output)
     if forge_kind == "github" and remote is None:
         remote = "origin"
-    result = propose_refresh(
+    proposed = propose_refresh(
         repo, docs_dir, _make_forge(forge_kind, repo), base=base, output=rel, remote=remote
     )
-    _warn(result.warnings)
-    proposal = result.proposal
+    _warn(proposed.warnings)
+    proposal = proposed.proposal
     if as_json:
         click.echo(
             json.dumps(
                 {
-                    "status": result.status,
-                    "commit": result.commit,
+                    "status": proposed.status,
+                    "commit": proposed.commit,
                     "proposal": asdict(proposal) if proposal else None,
-                    "added": len(result.diff.added),
-                    "removed": len(result.diff.removed),
-                    "changed": len(result.diff.changed),
-                    "warnings": result.warnings,
+                    "added": len(proposed.diff.added),
+                    "removed": len(proposed.diff.removed),
+                    "changed": len(proposed.diff.changed),
+                    "warnings": proposed.warnings,
                 },
                 ensure_ascii=False,
                 indent=2,
@@ -143,19 +143,20 @@ def refresh_features(
         )
     elif proposal is None:
         click.echo(f"{rel}: unchanged against the base branch; no commit, no proposal")
-    elif result.status == "closed":
+    elif proposed.status == "closed":
         click.echo(
             f"{rel}: the docs match the base branch again; closed stale proposal {proposal.id}"
         )
-    elif result.status == "declined":
+    elif proposed.status == "declined":
         click.echo(
-            f"{rel}: proposal {proposal.id} with this same table was closed by a reviewer; not reopened "
-            "(a changed table opens a new one)"
+            f"{rel}: proposal {proposal.id} with this same table was closed by a reviewer; "
+            "not reopened (a changed table opens a new one)"
         )
     else:
         where = proposal.url or f"proposal {proposal.id}"
+        sha = (proposed.commit or "")[:12]
         click.echo(
-            f"{rel}: {result.status} on {proposal.head} ({(result.commit or '')[:12]}); {where}: {proposal.title}"
+            f"{rel}: {proposed.status} on {proposal.head} ({sha}); {where}: {proposal.title}"
         )
 
 

@@ -17,8 +17,8 @@ from typing import TextIO
 
 import click
 
-from bot.loop import ProgressEvent
-from bot.record.verdicts import stop_reason_text
+from bot.run.request import ProgressEvent
+from bot.run.stops import stop_reason_text
 
 
 def colour_on() -> bool:
@@ -132,7 +132,10 @@ class Printer:
 
     def line(self, event: ProgressEvent) -> str:
         if event.kind == "iteration" and event.verdict == "rejected":
-            return f"  rejected      {event.strategy or '-'}: {event.change or ''}  refused before evaluation: {event.message}"
+            return (
+                f"  rejected      {event.strategy or '-'}: {event.change or ''}  "
+                f"refused before evaluation: {event.message}"
+            )
         if event.kind == "iteration":
             self.progress.finished_iteration()
             colour = {"better": "green", "not_better": "yellow", "style": None}.get(
@@ -158,5 +161,11 @@ class Printer:
             return f"delivered: branch {event.branch} ({(event.sha or '')[:10]})"
         if event.kind == "stop":
             d = event.data
-            return f"stop: {stop_reason_text(event.message, max_iters=d.get('max_iters'), patience=d.get('patience'), target_us=d.get('target_us'))}"
+            text = stop_reason_text(
+                event.message,
+                max_iters=d.get("max_iters"),
+                patience=d.get("patience"),
+                target_us=d.get("target_us"),
+            )
+            return f"stop: {text}"
         return f"{event.kind}: {event.message}"

@@ -23,9 +23,13 @@ from bot.config.repo import load_repo_config
 from bot.errors import TunebotError
 from bot.forge.local import LocalForge
 from bot.git import repository
-from bot.loop import BadRequest, RunOutcome, TuneRequest, run_tune
 from bot.model import cli as model_cli
-from bot.record.verdicts import stop_reason_text
+from bot.run.cancel import cancel as cancel_target
+from bot.run.errors import BadRequest
+from bot.run.machine import run_tune
+from bot.run.request import RunOutcome, TuneRequest
+from bot.run.stops import stop_reason_text
+from bot.run.target import resolve_request
 
 
 def _strategies(value: str | None) -> tuple[str, ...] | None:
@@ -154,12 +158,13 @@ def tune(
         patience=patience,
     )
     forge = LocalForge(repo.resolve())
-    if model_cli.is_model(request):  # a model target: <project>/<model>/model.yaml (docs/model.md)
-        model_cli.tune(request, forge, as_json)
+    resolved = resolve_request(request)  # the name is resolved once, for the whole run
+    if resolved.model is not None:  # a model target: <project>/<model>/model.yaml (docs/model.md)
+        model_cli.tune(request, forge, as_json, resolved)
         return
     printer = Printer(as_json=as_json)
     try:
-        outcome = run_tune(request, forge, printer)
+        outcome = run_tune(request, forge, printer, resolved=resolved)
     finally:
         printer.progress.clear()  # an error or Ctrl-C then starts on a clean line
     if as_json:
@@ -179,7 +184,7 @@ def tune(
 @handle_errors
 def list_ops(repo: Path) -> None:
     """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
-    root = Path(repository.open_repo(repo).working_tree_dir)
+    root = Path(str(repository.open_repo(repo).working_tree_dir))
     cfg = load_repo_config(root)
     names = discovery.list_ops(root, cfg)
     if not names:
@@ -266,7 +271,7 @@ def cancel_run(op: str, repo: Path) -> None:
     """Ask a running tune of OP to stop after its current iteration.
 
     A cancelled run proposes nothing; its branches, records and the delivery branch stay."""
-    flag = model_cli.cancel(repo.resolve(), op)  # a model or an op
+    flag = cancel_target(repo.resolve(), op)  # a model or an op
     click.echo(f"cancel requested ({flag})")
 
 

@@ -1,6 +1,6 @@
 """Terminal side of model targets: `tunebot tune <project>/<model>` and `tunebot demo --model`.
 
-bot/cli/tune.py dispatches here when the name it was given is a model target.
+bot/cli/tune.py prints with these when the name it was given is a model target.
 """
 
 from __future__ import annotations
@@ -12,23 +12,11 @@ from pathlib import Path
 import click
 
 from bot.forge.base import Forge
-from bot.loop import ProgressEvent, RunOutcome, TuneRequest
-from bot.model import loop as model_loop
+from bot.run.machine import run_tune
+from bot.run.request import ProgressEvent, RunOutcome, TuneRequest
+from bot.run.target import Resolved
 
 DEMO_MODEL = "demo/dit_tiny"
-
-
-def is_model(request: TuneRequest) -> bool:
-    return model_loop.is_model(request.repo, request.op, request.base_ref)
-
-
-def cancel(repo: Path, name: str) -> Path:
-    """`tunebot cancel` / `/tune cancel` for a model or an op (models first, by folder)."""
-    from bot.loop import cancel as cancel_op
-
-    if model_loop.is_model(repo, name):
-        return model_loop.cancel_model(repo, name)
-    return cancel_op(repo, name)
 
 
 def _ms(us: float | None) -> str:
@@ -88,8 +76,11 @@ def print_outcome(outcome: RunOutcome, repo: Path) -> None:
     click.echo(outcome.report)
 
 
-def tune(request: TuneRequest, forge: Forge, as_json: bool) -> RunOutcome:
-    outcome = model_loop.run_model(request, forge, _json_event if as_json else print_event)
+def tune(
+    request: TuneRequest, forge: Forge, as_json: bool, resolved: Resolved | None = None
+) -> RunOutcome:
+    """Tune a model target (`resolved` when the caller resolved the name already)."""
+    outcome = run_tune(request, forge, _json_event if as_json else print_event, resolved=resolved)
     if as_json:
         data = dataclasses.asdict(outcome)
         data["results_path"] = str(outcome.results_path)

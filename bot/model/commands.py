@@ -15,6 +15,7 @@ Two kinds of failure, kept apart on purpose:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -27,11 +28,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.errors import TunebotError
+from bot.errors import EXIT_BAD_INPUT
 from bot.features import analysis as analysis_mod
 from bot.measure.sandbox import child_env, describe_exit, tail_of
 from bot.measure.stats import summarize
 from bot.measure.types import LatencyResult
+from bot.run.errors import RunError
 
 BENCHMARK_SCHEMA = "tunebot.benchmark/v1"
 QUALITY_SCHEMA = "tunebot.quality/v1"
@@ -39,10 +41,10 @@ WORKLOAD_KEYS = ("model", "resolution", "frames", "steps", "precision", "device_
 KEEP_BYTES = 1024 * 1024
 
 
-class OutputError(TunebotError):
+class OutputError(RunError):
     """A command's output cannot be read (or the quality command crashed): names the command and the fix."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 @dataclass
@@ -69,7 +71,7 @@ class CommandResult:
         return tail_of((self.stderr + "\n" + self.stdout).strip())
 
 
-class CommandFailed(TunebotError):
+class CommandFailed(RunError):
     def __init__(self, what: str, result: CommandResult) -> None:
         self.result = result
         super().__init__(
@@ -114,10 +116,8 @@ def run(
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # the group, grandchildren included
-            except (ProcessLookupError, PermissionError):
-                pass
             proc.wait()
         return CommandResult(
             args, proc.returncode, _read(out), _read(err), time.monotonic() - start, timed_out

@@ -155,7 +155,7 @@ def rank(
     out = Ranking(candidates=[], findings=advice.findings, warnings=list(advice.warnings))
     if analysis is None:
         out.warnings.append("no analysis: every setting is ranked by priority only (tier 2)")
-    recommended = {}
+    recommended: dict[str, advise_mod.Recommendation] = {}
     for rec in advice.recommendations:
         for name in [rec.name, *rec.variants]:
             recommended.setdefault(name, rec)
@@ -179,21 +179,21 @@ def rank(
             out.excluded.append(f"{setting.key} ({setting.row}): {problem}")
             continue
         category = advise_mod.category_of(_row(table, feature) or row)
-        rec = recommended.get(row.name) or recommended.get(feature)
-        if rec is not None:
+        found = recommended.get(row.name) or recommended.get(feature)
+        if found is not None:
             cand = Candidate(
                 setting.key,
                 current.get(setting.key),
                 value,
                 row.name,
                 row.direction,
-                rec.category,
+                found.category,
                 1,
-                rec.priority,
-                list(rec.reasons),
+                found.priority,
+                list(found.reasons),
                 _citation(table, row, spec.features_file),
             )
-            order.append(((0, rec.rank, index), cand))
+            order.append(((0, found.rank, index), cand))
         else:
             cand = Candidate(
                 setting.key,

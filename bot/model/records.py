@@ -78,8 +78,8 @@ def delta_line(moved: dict | None) -> str:
 
 
 def render_opt_log(model: str, state: ModelState, features_file: str) -> str:
-    base = state.baseline or {}
-    bench = base.get("benchmark") or {}
+    base = state.baseline
+    bench = (base.benchmark if base else None) or {}
     stages = ", ".join(f"{k} {v:.2f} ms" for k, v in (bench.get("stages_ms") or {}).items()) or "-"
     lines = [
         f"# {one_line(model)} {TITLE_SUFFIX}",
@@ -88,8 +88,8 @@ def render_opt_log(model: str, state: ModelState, features_file: str) -> str:
         f"- latency: {fmt_ms(state.baseline_ms)} ms (median of {len(bench.get('samples_ms', []))} samples)",
         f"- 工作负载: {workload_line(bench.get('workload') or {})}",
         f"- 阶段: {stages}",
-        f"- 设置: {one_line(str(base.get('settings', {})))}",
-        f"- 分析: {figures_line((base.get('analysis') or {}).get('layers'))}",
+        f"- 设置: {one_line(str(base.settings if base else {}))}",
+        f"- 分析: {figures_line(((base.analysis if base else None) or {}).get('layers'))}",
         f"- 特性表: {features_file} ({'可能过期: ' + '; '.join(state.stale) if state.stale else '未发现过期迹象'})",
         "",
         "## 迭代记录",
@@ -122,8 +122,8 @@ def render_opt_log(model: str, state: ModelState, features_file: str) -> str:
             f"- 最优版本: {which} ({one_line(str(state.best_settings))})",
             f"- 最终 latency: {fmt_ms(state.best_ms)} ms",
             f"- 总提升: {fmt_pct(_gain(state))}",
-            f"- 中止原因: {state.stop['reason']}",
-            f"- 证据: {one_line(state.stop['evidence'])}",
+            f"- 中止原因: {state.stop.reason}",
+            f"- 证据: {one_line(state.stop.evidence)}",
         ]
         if state.drift_pct is not None:
             lines.append(f"- 基线复测漂移: {state.drift_pct:+.1f}%")
@@ -139,7 +139,7 @@ def _gain(state: ModelState) -> float | None:
 def run_verdict(state: ModelState) -> tuple[str, str]:
     """(Stage Result verdict, why nothing is proposed or ""). Only TUNING_COMPLETED opens a proposal,
     as for ops (bot/record/verdicts.py)."""
-    reason = (state.stop or {}).get("reason")
+    reason = state.stop.reason if state.stop else None
     n = len(state.iterations)
     if reason == "已取消":
         return verdicts.CANCELLED, "the run was cancelled; its branches and records stay"
@@ -150,7 +150,7 @@ def run_verdict(state: ModelState) -> tuple[str, str]:
     if n == 0:
         return (
             verdicts.NOTHING_TO_TRY,
-            f"no setting was tried: {(state.stop or {}).get('evidence', '')}",
+            f"no setting was tried: {state.stop.evidence if state.stop else ''}",
         )
     return verdicts.NO_GAIN, (
         f"none of the {n} settings tried beat the baseline ({fmt_ms(state.baseline_ms)} ms) "
@@ -195,7 +195,9 @@ def render_report(
         if it.verdict not in ("better", "not_better")
     ]
     gain = _gain(state)
-    stop = state.stop or {"reason": "-", "evidence": "-"}
+    stop_reason, stop_evidence = (
+        (state.stop.reason, state.stop.evidence) if state.stop else ("-", "-")
+    )
     drift = state.drift_pct
     drift_clause = (
         f"; baseline re-measured at the end drifted {drift:+.1f}%" if drift is not None else ""
@@ -208,7 +210,7 @@ def render_report(
     summary = (
         f"{len(state.iterations)} iterations on {project}/{model}; best "
         f"{'iter ' + str(state.best_iteration) if state.best_iteration else 'is the baseline'} at "
-        f"{fmt_ms(state.best_ms)} ms ({fmt_pct(gain)} vs baseline), stopped: {stop['reason']}{drift_clause}."
+        f"{fmt_ms(state.best_ms)} ms ({fmt_pct(gain)} vs baseline), stopped: {stop_reason}{drift_clause}."
     )
     values = {
         "stage": "model",
@@ -220,8 +222,8 @@ def render_report(
         "baseline_latency": f"{fmt_ms(state.baseline_ms)} ms",
         "final_latency": f"{fmt_ms(state.best_ms)} ms",
         "improvement": fmt_pct(gain),
-        "stop_reason": stop["reason"],
-        "stop_evidence": stop["evidence"],
+        "stop_reason": stop_reason,
+        "stop_evidence": stop_evidence,
         "enabled": "; ".join(enabled) or "none",
         "features_table": (
             f"STALE ({'; '.join(state.stale)}): refresh with `tunebot refresh-features`"
@@ -258,9 +260,12 @@ def proposal_body(report: str, state: ModelState, model: str) -> str:
             ),
         ]
     points = [(it.n, it.latency_ms) for it in state.iterations]
-    kept_ms, line = state.baseline_ms, [state.baseline_ms]
+    assert state.baseline_ms is not None
+    kept_ms: float = state.baseline_ms
+    line = [kept_ms]
     for it in state.iterations:
-        kept_ms = it.latency_ms if it.verdict == "better" else kept_ms
+        if it.verdict == "better" and it.latency_ms is not None:
+            kept_ms = it.latency_ms
         line.append(kept_ms)
     chart = latency_chart(
         state.baseline_ms,

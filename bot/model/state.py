@@ -1,31 +1,20 @@
 """Fold a model run's results.jsonl records into its state (pure; the records are the truth).
 
-Record kinds carry a `model-` prefix so that the operator loop's fold, which shares the
-runs/ folder layout, never mistakes them for its own.
+The records are typed in bot/model/run_records.py; their kinds carry a `model-` prefix so that
+the op run's fold, which shares the runs/ folder layout, never mistakes them for its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from bot.measure.types import LatencyResult
+from bot.model import run_records as mr
 from bot.record.fmt import gain_pct
-from bot.run_state import latency_from_dict
+from bot.run.records import latency_result, parse
 
-START, BASELINE, ITERATION, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
-    "model-start",
-    "model-baseline",
-    "model-iteration",
-    "model-baseline-end",
-    "model-stop",
-    "model-delivery",
-    "model-proposal",
-)
 MEASURED = ("better", "not_better")  # verdicts with a decision (quality passed, same workload)
-
-
-def iteration_key(n: int) -> str:
-    return f"iter:{n}"
 
 
 @dataclass
@@ -59,13 +48,14 @@ class IterationView:
 
 @dataclass
 class ModelState:
-    start: dict | None = None
-    baseline: dict | None = None
+    start: mr.ModelStart | None = None
+    baseline: mr.ModelBaseline | None = None
     iterations: list[IterationView] = field(default_factory=list)
-    baseline_end: dict | None = None  # the baseline re-measured when the run stopped (drift)
-    stop: dict | None = None
-    delivery: dict | None = None
-    proposal: dict | None = None
+    # the baseline re-measured when the run stopped (drift)
+    baseline_end: mr.ModelBaselineEnd | None = None
+    stop: mr.ModelStop | None = None
+    delivery: mr.ModelDelivery | None = None
+    proposal: mr.ModelProposal | None = None
     best_sha: str | None = None
     best_iteration: int | None = None
     best_latency: LatencyResult | None = None
@@ -73,8 +63,33 @@ class ModelState:
     best_analysis: dict | None = None  # layers of the best-so-far's analysis
 
     @property
+    def measured_baseline(self) -> mr.ModelBaseline:
+        """The baseline record, for steps that only run after it."""
+        if self.baseline is None:
+            raise ValueError("the model run has no baseline record yet")
+        return self.baseline
+
+    @property
+    def stopped(self) -> mr.ModelStop:
+        if self.stop is None:
+            raise ValueError("the model run has no stop record yet")
+        return self.stop
+
+    @property
+    def delivered(self) -> mr.ModelDelivery:
+        if self.delivery is None:
+            raise ValueError("the model run has no delivery record yet")
+        return self.delivery
+
+    @property
+    def best_commit(self) -> str:
+        if self.best_sha is None:
+            raise ValueError("the model run has no baseline record yet")
+        return self.best_sha
+
+    @property
     def baseline_ms(self) -> float | None:
-        return _ms(self.baseline["latency"]) if self.baseline else None
+        return _ms(self.baseline.latency) if self.baseline else None
 
     @property
     def best_ms(self) -> float | None:
@@ -86,7 +101,7 @@ class ModelState:
 
     @property
     def drift_pct(self) -> float | None:
-        return (self.baseline_end or {}).get("drift_pct")
+        return self.baseline_end.drift_pct if self.baseline_end else None
 
     @property
     def next_iteration(self) -> int:
@@ -100,7 +115,7 @@ class ModelState:
 
     @property
     def stale(self) -> list[str]:
-        notes = list((self.baseline or {}).get("stale", []))
+        notes = list(self.baseline.stale or []) if self.baseline else []
         notes += [f"iter {it.n}: {it.stale}" for it in self.iterations if it.stale]
         return notes
 
@@ -111,64 +126,65 @@ def _ms(latency: dict | None) -> float | None:
     return latency["median_us"] / 1000.0
 
 
-def replay(records: list[dict]) -> ModelState:
+def replay(records: list[dict[str, Any]]) -> ModelState:
+    """Fold the lines of a model run's results.jsonl (an op run's kinds are skipped)."""
     state = ModelState()
-    for rec in records:
-        kind = rec.get("kind")
-        if kind == START:
+    for data in records:
+        rec = parse(data, kinds=mr.KINDS)
+        if isinstance(rec, mr.ModelStart):
             state.start = rec
-        elif kind == BASELINE:
+        elif isinstance(rec, mr.ModelBaseline):
             state.baseline = rec
-            state.best_sha = rec["sha"]
-            state.best_latency = latency_from_dict(rec["latency"])
-            state.best_settings = dict(rec["settings"])
-            state.best_analysis = (rec.get("analysis") or {}).get("layers")
-        elif kind == ITERATION:
+            state.best_sha = rec.sha
+            state.best_latency = latency_result(rec.latency)
+            state.best_settings = dict(rec.settings)
+            state.best_analysis = (rec.analysis or {}).get("layers")
+        elif isinstance(rec, mr.ModelIteration):
             _apply(state, rec)
-        elif kind == BASELINE_END:
+        elif isinstance(rec, mr.ModelBaselineEnd):
             state.baseline_end = rec
-        elif kind == STOP:
+        elif isinstance(rec, mr.ModelStop):
             state.stop = rec
-        elif kind == DELIVERY:
+        elif isinstance(rec, mr.ModelDelivery):
             state.delivery = rec
-        elif kind == PROPOSAL:
+        elif isinstance(rec, mr.ModelProposal):
             state.proposal = rec
     return state
 
 
-def _apply(state: ModelState, rec: dict) -> None:
-    s = rec["setting"]
-    median = _ms(rec.get("latency"))
-    decision = rec.get("decision") or {}
+def _apply(state: ModelState, rec: mr.ModelIteration) -> None:
+    s = rec.setting
+    median = _ms(rec.latency)
+    decision = rec.decision or {}
     state.iterations.append(
         IterationView(
-            n=rec["iteration"],
+            n=rec.iteration,
             key=s["key"],
             old=s["old"],
             new=s["new"],
             row=s["row"],
             citation=s["citation"],
-            verdict=rec["verdict"],
+            verdict=rec.verdict,
             latency_ms=median,
             gain_pct=gain_pct(state.baseline_ms, median),
             step_gain=decision.get("gain"),
-            cosine=(rec.get("quality") or {}).get("cosine"),
-            sha=rec["sha"],
-            branch=rec["branch"],
-            parent=rec["parent"],
+            cosine=(rec.quality or {}).get("cosine"),
+            sha=rec.sha,
+            branch=rec.branch,
+            parent=rec.parent,
             reasons=list(s.get("reasons", [])),
-            stale=rec.get("stale"),
-            analysis=(rec.get("analysis") or {}).get("layers"),
-            analysis_delta=rec.get("analysis_delta"),
-            note=rec.get("note", ""),
+            stale=rec.stale,
+            analysis=(rec.analysis or {}).get("layers"),
+            analysis_delta=rec.analysis_delta,
+            note=rec.note or "",
         )
     )
-    if rec["verdict"] == "better":
-        state.best_sha, state.best_iteration = rec["sha"], rec["iteration"]
-        best = latency_from_dict(rec["latency"])
+    if rec.verdict == "better":
+        state.best_sha, state.best_iteration = rec.sha, rec.iteration
+        best = latency_result(rec.latency or {})
         if decision.get("candidate_us"):  # re-measured interleaved: the fairer median
             best.median_us = decision["candidate_us"]
         state.best_latency = best
         state.best_settings = {**state.best_settings, s["key"]: s["new"]}
-        if rec.get("analysis"):
-            state.best_analysis = rec["analysis"]["layers"]
+        if rec.analysis:
+            state.best_analysis = rec.analysis["layers"]

@@ -73,7 +73,7 @@ def before_ranking(state: ModelState, stop: StopSpec) -> Stop | None:
         it.verdict != "better" and it.step_gain is not None and abs(it.step_gain) < stop.noise_floor
         for it in last
     ):
-        gains = ", ".join(f"iter {it.n} {100 * it.step_gain:+.1f}%" for it in last)
+        gains = ", ".join(f"iter {it.n} {100 * (it.step_gain or 0.0):+.1f}%" for it in last)
         return Stop(
             WITHIN_NOISE,
             f"the last {stop.patience} measured iterations moved latency by less than the "

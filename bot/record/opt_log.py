@@ -24,11 +24,11 @@ from bot.record.fmt import (
     parse_us,
     split_row,
 )
+from bot.run.stops import STOP_REASONS  # the names of the registered stop rules
+from bot.strategies import explain
 
 Accuracy = Literal["pass", "fail", "timeout", "error"]
 ACCURACY_VALUES: tuple[str, ...] = ("pass", "fail", "timeout", "error")
-# Same values as bot.loop.StopReason (a test keeps them in sync; record must not import loop).
-STOP_REASONS: tuple[str, ...] = ("达目标", "迭代上限", "连续无提升", "策略耗尽", "已取消")
 
 TITLE_SUFFIX = "性能调优日志"
 SEC_BASELINE, SEC_ITERS, SEC_CONCLUSION = "基线", "迭代记录", "结论"
@@ -70,6 +70,7 @@ class OptLog:
     baseline_source: str  # e.g. "rms_norm.py"
     rows: list[LogRow] = field(default_factory=list)
     conclusion: Conclusion | None = None  # None until the run stops: the 结论 section is omitted
+    not_planned: list[str] = field(default_factory=list)  # bot/strategies/explain.py
 
 
 def render_opt_log(log: OptLog) -> str:
@@ -117,6 +118,7 @@ def render_opt_log(log: OptLog) -> str:
             f"- 总提升: {fmt_pct(c.total_gain_pct)}",
             f"- 中止原因: {c.stop_reason}",
         ]
+    lines += explain.render_section(log.not_planned)
     return "\n".join(lines) + "\n"
 
 
@@ -178,7 +180,7 @@ def _sections(r: _Reader) -> tuple[str, dict[str, list[tuple[int, str]]]]:
             continue
         if m and len(m.group(1)) == 2:
             current = m.group(2)
-            if current not in (SEC_BASELINE, SEC_ITERS, SEC_CONCLUSION):
+            if current not in (SEC_BASELINE, SEC_ITERS, SEC_CONCLUSION, explain.SECTION):
                 raise r.error(
                     number,
                     f"unknown section '## {current}'",
@@ -370,4 +372,5 @@ def parse_opt_log(text: str, source: str = "opt_log.md") -> OptLog:
         baseline_source=base["来源"][1],
         rows=rows,
         conclusion=conclusion,
+        not_planned=explain.parse_section(sections.get(explain.SECTION, [])),
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from bot.record.errors import RecordFormatError
 from bot.record.fmt import fmt_pct, fmt_us, one_line, parse_pct, parse_us
-from bot.record.opt_log import STOP_REASONS
+from bot.run.stops import STOP_REASONS
 
 HEADING = "## Stage Result"
 NONE = "none"

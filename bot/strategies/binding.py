@@ -21,218 +21,13 @@ factory's other names, its asserts, the `X // knob`, `T.ceildiv(X, knob)` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from bot.strategies.source import bool_value, dotted, int_value, line_of, parse
-
-
-@dataclass(frozen=True)
-class Site:
-    """The literal that sets a knob's effective value."""
-
-    name: (
-        str  # the name the literal is written under (constant, parameter, argparse dest, dict key)
-    )
-    kind: str  # constant | local | default | keyword | positional | argparse | dict
-    line: int
-    value: int | bool
-    node: cst.BaseExpression
-
-    def where(self) -> str:
-        return f"{self.kind} at line {self.line}"
-
-
-@dataclass
-class Function:
-    node: cst.FunctionDef
-    name: str
-    parents: tuple[Function, ...]  # enclosing functions, outermost first
-    params: list[str]  # positional parameters in order
-    defaults: dict[str, cst.BaseExpression]
-    assigns: dict[str, list[cst.BaseExpression]] = field(
-        default_factory=dict
-    )  # direct body, name -> values
-    loads: set[str] = field(
-        default_factory=set
-    )  # every Name loaded anywhere inside (nested included)
-    prim_funcs: list[cst.FunctionDef] = field(default_factory=list)  # directly nested @T.prim_func
-    asserts: list[cst.Assert] = field(default_factory=list)  # direct body
-    returns: list[str] = field(
-        default_factory=list
-    )  # names returned (`return _func`: an inner factory)
-
-    @property
-    def chain(self) -> tuple[Function, ...]:
-        return (*self.parents, self)
-
-
-@dataclass
-class Call:
-    node: cst.Call
-    scope: tuple[Function, ...]  # functions enclosing the call, outermost first
-
-
-def _is_prim_func(fn: cst.FunctionDef) -> bool:
-    return any(
-        dotted(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func).endswith(
-            "prim_func"
-        )
-        for d in fn.decorators
-    )
-
-
-class _Loads(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-
-def _names_in(node: cst.CSTNode) -> set[str]:
-    v = _Loads()
-    node.visit(v)
-    return v.names
-
-
-def _simple_targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
-    out: list[tuple[str, cst.BaseExpression]] = []
-    for target in stmt.targets:
-        t = target.target
-        if isinstance(t, cst.Name):
-            out.append((t.value, stmt.value))
-        elif (
-            isinstance(t, cst.Tuple)
-            and isinstance(stmt.value, cst.Tuple)
-            and len(t.elements) == len(stmt.value.elements)
-        ):
-            for te, ve in zip(t.elements, stmt.value.elements):
-                if isinstance(te.value, cst.Name):
-                    out.append((te.value.value, ve.value))
-    return out
-
-
-class _Collector(cst.CSTVisitor):
-    def __init__(self, wrapper: MetadataWrapper) -> None:
-        self.wrapper = wrapper
-        self.stack: list[Function] = []
-        self.functions: list[Function] = []
-        self.calls: list[Call] = []
-        self.module_assigns: dict[str, list[cst.BaseExpression]] = {}
-        self.argparse: dict[str, list[Site]] = {}
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        p = node.params
-        params = [x.name.value for x in (*p.posonly_params, *p.params)]
-        defaults = {
-            x.name.value: x.default
-            for x in (*p.posonly_params, *p.params, *p.kwonly_params)
-            if x.default is not None
-        }
-        fn = Function(node, node.name.value, tuple(self.stack), params, defaults)
-        fn.loads = _names_in(node.body)
-        if self.stack and _is_prim_func(node):
-            self.stack[-1].prim_funcs.append(node)
-        self.functions.append(fn)
-        self.stack.append(fn)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.stack.pop()
-
-    def _assigns(self) -> dict[str, list[cst.BaseExpression]]:
-        return self.stack[-1].assigns if self.stack else self.module_assigns
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for name, value in _simple_targets(node):
-            self._assigns().setdefault(name, []).append(value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name) and node.value is not None:
-            self._assigns().setdefault(node.target.value, []).append(node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Name):  # `x *= 2`: no longer a plain literal binding
-            self._assigns().setdefault(node.target.value, []).append(node.value)
-
-    def visit_Return(self, node: cst.Return) -> None:
-        if self.stack and isinstance(node.value, cst.Name):
-            self.stack[-1].returns.append(node.value.value)
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        if self.stack:
-            self.stack[-1].asserts.append(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(Call(node, tuple(self.stack)))
-        if dotted(node.func).endswith("add_argument"):
-            self._argparse(node)
-
-    def _argparse(self, node: cst.Call) -> None:
-        dest = None
-        for a in node.args:
-            if a.keyword is None and isinstance(a.value, cst.SimpleString):
-                text = a.value.evaluated_value
-                if isinstance(text, str) and text.startswith("--"):
-                    dest = text[2:].replace("-", "_")
-                    break
-        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-        dest_node = kw.get("dest")
-        if isinstance(dest_node, cst.SimpleString):
-            dest = str(dest_node.evaluated_value)
-        default = kw.get("default")
-        value = _literal(default)
-        if dest and default is not None and value is not None:
-            self.argparse.setdefault(str(dest), []).append(
-                Site(str(dest), "argparse", line_of(self.wrapper, default), value, default)
-            )
-
-
-def _literal(node: cst.BaseExpression | None) -> int | bool | None:
-    b = bool_value(node)
-    return b if b is not None else int_value(node)
-
-
-@dataclass
-class Facts:
-    wrapper: MetadataWrapper
-    functions: list[Function]
-    calls: list[Call]
-    module_assigns: dict[str, list[cst.BaseExpression]]
-    argparse: dict[str, list[Site]]
-
-    @property
-    def factories(self) -> list[Function]:
-        """Functions that directly hold a @T.prim_func (the kernel builders)."""
-        return [f for f in self.functions if f.prim_funcs]
-
-    def line(self, node: cst.CSTNode) -> int:
-        return line_of(self.wrapper, node)
-
-    def chain_at(self, line: int) -> tuple[Function, ...]:
-        """The functions enclosing source line `line`, outermost first (() at module level)."""
-        positions = self.wrapper.resolve(PositionProvider)
-        inside = [
-            fn
-            for fn in self.functions
-            if positions[fn.node].start.line <= line <= positions[fn.node].end.line
-        ]
-        return max((fn.chain for fn in inside), key=len, default=())
-
-
-@lru_cache(maxsize=256)
-def facts(source: str) -> Facts:
-    """Parsed facts of a source (raises ParseFailure). Cached: callers must not mutate."""
-    wrapper = parse(source)
-    c = _Collector(wrapper)
-    wrapper.visit(c)
-    return Facts(wrapper, c.functions, c.calls, c.module_assigns, c.argparse)
-
-
-# ------------------------------------------------------------------ resolution
+from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
+from bot.strategies.facts import Call, Facts, Function, Site, literal
+from bot.strategies.source import dotted
 
 
 @dataclass(frozen=True)
@@ -250,10 +45,13 @@ def _unresolved(problem: str, path: tuple[str, ...] = ()) -> Resolution:
 class Resolver:
     """Scope-aware resolution of names to literal sites over one source's facts."""
 
-    MAX_DEPTH = 12
+    MAX_DEPTH = MAX_DEPTH
 
     def __init__(self, f: Facts) -> None:
         self.f = f
+        # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
+        # set by a check while it evaluates, never used to find a knob's literal
+        self.fallback: dict[str, int] = {}
         self.by_name: dict[str, list[Function]] = {}
         for fn in f.functions:
             self.by_name.setdefault(fn.name, []).append(fn)
@@ -274,8 +72,19 @@ class Resolver:
         if module_values:
             values = module_values
             if len(values) > 1:
-                return _unresolved(f"module name '{name}' is assigned {len(values)} times")
+                problem = f"module name '{name}' is assigned {len(values)} times"
+                if len({code_of(v) for v in values}) == 1:  # the same assignment repeated
+                    r = self.expr(values[0], (), depth + 1, name, "constant")
+                    return Resolution(None, r.value, r.path, problem)  # a value, no single site
+                return _unresolved(problem)
             return self.expr(values[0], (), depth + 1, name, "constant")
+        for scope in (*reversed(chain), None):
+            loops = scope.loop_targets if scope is not None else self.f.module_loops
+            if name in loops:
+                return _unresolved(
+                    f"'{name}' is set by the for loop at line {loops[name]} (one value per "
+                    f"pass, e.g. a list of test configurations); one change cannot pick one"
+                )
         return _unresolved(f"'{name}' is not bound in this module")
 
     def expr(
@@ -286,7 +95,7 @@ class Resolver:
         name: str,
         kind: str,
     ) -> Resolution:
-        value = _literal(node)
+        value = literal(node)
         if value is not None:
             return Resolution(
                 Site(name, kind, self.f.line(node), value, node), value, (f"{kind} {name}",)
@@ -424,156 +233,3 @@ class Resolver:
                 r = self.expr(e.value, chain, depth, name, "dict")
                 return Resolution(r.site, r.value, (f"**{node.value}", *r.path), r.problem)
         return _unresolved(f"'{name}' is not in dict '{node.value}'")
-
-
-# ------------------------------------------------------------------ evaluation
-
-
-class Env:
-    """Values of names in a scope, resolved lazily; `overrides` pins knob values."""
-
-    def __init__(
-        self,
-        resolver: Resolver,
-        chain: tuple[Function, ...],
-        depth: int = 0,
-        overrides: dict[str, int] | None = None,
-    ) -> None:
-        self.resolver, self.chain, self.depth = resolver, chain, depth
-        self.overrides = dict(overrides or {})
-
-    def get(self, name: str) -> object:
-        if name in self.overrides:
-            return self.overrides[name]
-        if self.depth > Resolver.MAX_DEPTH:
-            return None
-        deeper = self.depth + 1
-        for fn in reversed(self.chain):
-            if name in fn.assigns:
-                values = fn.assigns[name]
-                if len(values) != 1:
-                    return None
-                # computed in this scope: evaluate with the same pinned values
-                return evaluate(values[0], Env(self.resolver, fn.chain, deeper, self.overrides))
-            if name in fn.params or name in fn.defaults:
-                return self.resolver.param(fn, name, deeper).value
-        module_values = self.resolver.f.module_assigns.get(name)
-        if module_values and len(module_values) == 1:
-            return evaluate(module_values[0], Env(self.resolver, (), deeper, self.overrides))
-        return None
-
-
-_BINOPS = {
-    cst.Add: lambda a, b: a + b,
-    cst.Subtract: lambda a, b: a - b,
-    cst.Multiply: lambda a, b: a * b,
-    cst.FloorDivide: lambda a, b: a // b,
-    cst.Modulo: lambda a, b: a % b,
-    cst.Power: lambda a, b: a**b if 0 <= b <= 64 else None,
-}
-_CMPS = {
-    cst.Equal: lambda a, b: a == b,
-    cst.NotEqual: lambda a, b: a != b,
-    cst.LessThan: lambda a, b: a < b,
-    cst.LessThanEqual: lambda a, b: a <= b,
-    cst.GreaterThan: lambda a, b: a > b,
-    cst.GreaterThanEqual: lambda a, b: a >= b,
-}
-CEILDIV = ("ceildiv", "cdiv")
-
-
-def evaluate(node: cst.BaseExpression, env: Env) -> object:
-    """Integer/bool value of a small expression, or None when any part is unknown."""
-    try:
-        return _eval(node, env)
-    except (ZeroDivisionError, TypeError, ValueError, OverflowError, RecursionError):
-        return None
-
-
-def _eval(node: cst.BaseExpression, env: Env) -> object:
-    lit = _literal(node)
-    if lit is not None:
-        return lit
-    if isinstance(node, cst.Name):
-        return env.get(node.value)
-    if isinstance(node, cst.Attribute):
-        return (
-            env.get(node.attr.value)
-            if isinstance(node.value, cst.Name)
-            and node.attr.value in env.resolver.f.argparse
-            and node.value.value not in ("T", "tl", "tilelang")
-            else None
-        )
-    if isinstance(node, cst.UnaryOperation):
-        v = _eval(node.expression, env)
-        if v is None:
-            return None
-        if isinstance(node.operator, cst.Minus):
-            return -v  # type: ignore[operator]
-        if isinstance(node.operator, cst.Not):
-            return not v
-        return None
-    if isinstance(node, cst.BinaryOperation):
-        op = _BINOPS.get(type(node.operator))
-        a, b = _eval(node.left, env), _eval(node.right, env)
-        if op is None or not isinstance(a, int) or not isinstance(b, int):
-            return None
-        return op(a, b)
-    if isinstance(node, cst.Comparison):
-        left = _eval(node.left, env)
-        for target in node.comparisons:
-            op = _CMPS.get(type(target.operator))
-            right = _eval(target.comparator, env)
-            if op is None or left is None or right is None:
-                return None
-            if not op(left, right):
-                return False
-            left = right
-        return True
-    if isinstance(node, cst.BooleanOperation):
-        a, b = _eval(node.left, env), _eval(node.right, env)
-        if isinstance(node.operator, cst.And):
-            return (
-                False
-                if a is False or b is False
-                else (None if a is None or b is None else bool(a and b))
-            )
-        return (
-            True if a is True or b is True else (None if a is None or b is None else bool(a or b))
-        )
-    if isinstance(node, cst.Call):
-        return _eval_call(node, env)
-    return None
-
-
-def _eval_call(node: cst.Call, env: Env) -> object:
-    name = dotted(node.func)
-    args = [a for a in node.args if a.keyword is None and not a.star]
-    if len(args) != len(node.args):
-        return None
-    values = [_eval(a.value, env) for a in args]
-    if any(not isinstance(v, int) for v in values):
-        return None
-    short = name.rsplit(".", 1)[-1]
-    if short in CEILDIV and len(values) == 2:
-        return -(-values[0] // values[1])  # type: ignore[operator]
-    if name in ("max", "min", "T.max", "T.min") and values:
-        return (max if short == "max" else min)(values)  # type: ignore[type-var]
-    if name == "math.gcd" and len(values) == 2:
-        import math
-
-        return math.gcd(*values)  # type: ignore[arg-type]
-    # a module helper whose body is `return <expr>` (e.g. an align-up)
-    for fn in env.resolver.by_name.get(name, []):
-        if fn.parents or len(fn.params) != len(values):
-            continue
-        body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
-        if (
-            len(body) == 1
-            and isinstance(body[0], cst.SimpleStatementLine)
-            and isinstance(body[0].body[0], cst.Return)
-            and body[0].body[0].value is not None
-        ):
-            inner = Env(env.resolver, (), env.depth + 1, dict(zip(fn.params, values)))  # type: ignore[arg-type]
-            return _eval(body[0].body[0].value, inner)
-    return None

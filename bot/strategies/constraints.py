@@ -20,21 +20,27 @@ that breaks a rule is refused with the rule, before anything is measured.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import libcst as cst
 
-from bot.strategies.binding import CEILDIV, Env, Facts, Function, Resolver, evaluate
+from bot.strategies import shapes
+from bot.strategies.binding import Resolver
+from bot.strategies.capacity import capacity_check
+from bot.strategies.evaluate import CEILDIV, Env, evaluate
+from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
+from bot.strategies.tiling import Rule, group_rules, whole_rules
 
 
-@dataclass(frozen=True)
-class Rule:
-    kind: str  # exact (must divide X) | cap (must not exceed X) | equal (must be X) | assert
-    node: cst.BaseExpression  # the extent X, or the assert's test
-    chain: tuple[Function, ...]  # scope the node is evaluated in
-    line: int
-    text: str  # the source text, for messages
+class Check(Protocol):
+    """A rule that is not one extent: why `value` breaks the kernel, or None."""
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None: ...
 
 
 class _Rules(cst.CSTVisitor):
@@ -65,6 +71,13 @@ class _Rules(cst.CSTVisitor):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         left = node.left
+        if (
+            isinstance(node.operator, cst.FloorDivide)
+            and self._is_knob(left)
+            and isinstance(node.right, (cst.Name, cst.Integer))
+            and not self._is_knob(node.right)
+        ):  # `block_M // VEC_NUM`: the knob is split into VEC_NUM parts
+            self.rules.append(self._rule("multiple", node.right, node))
         if (
             isinstance(node.operator, (cst.FloorDivide, cst.Modulo))
             and self._is_knob(node.right)
@@ -142,6 +155,8 @@ class Constraints:
     aliases: frozenset[str]
     rules: list[Rule]
     resolver: Resolver
+    checks: list[Check] = field(default_factory=list)  # capacity and other whole-kernel rules
+    sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # open names -> sizes run with
 
     def _env(self, chain: tuple[Function, ...], value: int) -> Env:
         return Env(self.resolver, chain, 0, {a: value for a in self.aliases})
@@ -152,8 +167,25 @@ class Constraints:
             return None
         if value <= 0:
             return f"{self.name}={value}: a block size must be positive"
+        try:
+            for choice in shapes.choices(self.sizes):
+                self.resolver.fallback = choice  # open sizes: every one the op runs with
+                problem = self._violation(value, current)
+                if problem:
+                    self.resolver.fallback = {}
+                    alone = self._violation(value, current)  # the same without the sizes?
+                    return problem + ("" if alone == problem else _sizes_note(choice))
+        finally:
+            self.resolver.fallback = {}
+        return None
+
+    def _violation(self, value: int, current: int | None) -> str | None:
         for rule in self.rules:
             problem = self._check(rule, value, current)
+            if problem:
+                return problem
+        for check in self.checks:
+            problem = check(value, current, self._env)
             if problem:
                 return problem
         return None
@@ -189,6 +221,28 @@ class Constraints:
                     f"(`{rule.text}` at line {rule.line} needs full tiles)"
                 )
             return None
+        if rule.kind == "multiple":
+            if not extent or extent < 2 or (current and current % extent != 0):
+                return None  # the current value is not a multiple either: not a requirement here
+            if value % extent != 0:
+                return (
+                    f"{self.name}={value} is not a multiple of {extent}: `{rule.text}` "
+                    f"(line {rule.line}) splits it into parts of {extent}"
+                )
+            return None
+        if rule.kind == "whole":
+            target = extent if extent is not None else current
+            if target is None or (current is not None and current != target):
+                return None  # the current value does not cover the extent either
+            if value != target:
+                known = f"the extent {extent}" if extent is not None else f"the current {current}"
+                return (
+                    f"{self.name}={value}: every {self.name}-sized tile writes `{rule.text}` "
+                    f"(line {rule.line}), which does not depend on the tile's position, so a "
+                    f"second tile would overwrite the first; {self.name} must cover the whole "
+                    f"extent ({known})"
+                )
+            return None
         if rule.kind == "equal":
             target = extent if extent is not None else current
             if target is not None and current is not None and current != target:
@@ -221,108 +275,25 @@ def constraints_for(
         v = _Rules(f, aliases, chain[:-1])
         root.node.visit(v)
         rules.extend(v.rules)
-        rules.extend(_group_rules(f, factory, aliases))
+        rules.extend(group_rules(f, factory, aliases))
+        rules.extend(whole_rules(f, factory, aliases))
         rules.extend(
             Rule("cap" if v.tails else "exact", r.node, r.chain, r.line, r.text) for r in v.ceil
         )
-    return Constraints(name, frozenset(all_aliases), rules, resolver)
+    factories = list({id(fac): fac for _, fac in owners}.values())
+    capacity = capacity_check(f, name, factories)
+    return Constraints(
+        name,
+        frozenset(all_aliases),
+        rules,
+        resolver,
+        [capacity] if capacity else [],
+        shapes.sizes(f, resolver, factories),
+    )
 
 
-def _ceildiv_args(
-    node: cst.BaseExpression | None,
-) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-    if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] in CEILDIV:
-        args = [a.value for a in node.args if a.keyword is None]
-        if len(args) == 2:
-            return args[0], args[1]
-    return None
-
-
-def _code(node: cst.CSTNode) -> str:
-    return " ".join(cst.Module([]).code_for_node(node).split())
-
-
-def _group_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
-    """`for k in T.Pipelined(T.ceildiv(K, knob))` + `scales[.., k]` with scales' dim `T.ceildiv(K, G)`."""
-    rules: list[Rule] = []
-    by_node = {id(fn.node): fn for fn in f.functions}
-    for pf in factory.prim_funcs:
-        chain = by_node[id(pf)].chain
-        tensors: dict[str, list[cst.BaseExpression]] = {}
-        for p in pf.params.params:
-            ann = p.annotation.annotation if p.annotation else None
-            if (
-                isinstance(ann, cst.Call)
-                and dotted(ann.func).endswith("Tensor")
-                and ann.args
-                and isinstance(ann.args[0].value, (cst.Tuple, cst.List))
-            ):
-                tensors[p.name.value] = [e.value for e in ann.args[0].value.elements]
-        locals_: dict[str, list[cst.BaseExpression]] = {}
-        for fn in chain:  # innermost wins
-            locals_.update(fn.assigns)
-        loops = _Loops(locals_, aliases)
-        pf.visit(loops)
-        index = _GroupIndex(f, tensors, loops.extents, aliases, chain)
-        pf.visit(index)
-        rules.extend(index.rules)
-    return rules
-
-
-class _Loops(cst.CSTVisitor):
-    """Loop variable -> X for `for v in T.Pipelined(T.ceildiv(X, knob))` (directly or via a local)."""
-
-    def __init__(self, locals_: dict[str, list[cst.BaseExpression]], aliases: set[str]) -> None:
-        self.locals, self.aliases = locals_, aliases
-        self.extents: dict[str, cst.BaseExpression] = {}
-
-    def visit_For(self, n: cst.For) -> None:
-        if (
-            not isinstance(n.target, cst.Name)
-            or not isinstance(n.iter, cst.Call)
-            or not n.iter.args
-        ):
-            return
-        extent = n.iter.args[0].value
-        if isinstance(extent, cst.Name) and len(self.locals.get(extent.value, [])) == 1:
-            extent = self.locals[extent.value][0]
-        pair = _ceildiv_args(extent)
-        if pair and isinstance(pair[1], cst.Name) and pair[1].value in self.aliases:
-            self.extents[n.target.value] = pair[0]
-
-
-class _GroupIndex(cst.CSTVisitor):
-    """`S[.., v]` where v walks knob tiles of X and S's dimension is `T.ceildiv(X, G)`: knob must be G."""
-
-    def __init__(
-        self,
-        f: Facts,
-        tensors: dict[str, list[cst.BaseExpression]],
-        loops: dict[str, cst.BaseExpression],
-        aliases: set[str],
-        chain: tuple[Function, ...],
-    ) -> None:
-        self.f, self.tensors, self.loops, self.aliases, self.chain = (
-            f,
-            tensors,
-            loops,
-            aliases,
-            chain,
-        )
-        self.rules: list[Rule] = []
-
-    def visit_Subscript(self, n: cst.Subscript) -> None:
-        if not isinstance(n.value, cst.Name) or n.value.value not in self.tensors:
-            return
-        dims = self.tensors[n.value.value]
-        for i, el in enumerate(n.slice):
-            idx = el.slice.value if isinstance(el.slice, cst.Index) else None
-            if not (isinstance(idx, cst.Name) and idx.value in self.loops) or i >= len(dims):
-                continue
-            pair = _ceildiv_args(dims[i])
-            if (
-                pair
-                and _code(pair[0]) == _code(self.loops[idx.value])
-                and not (isinstance(pair[1], cst.Name) and pair[1].value in self.aliases)
-            ):
-                self.rules.append(Rule("equal", pair[1], self.chain, self.f.line(n), _code(n)))
+def _sizes_note(choice: dict[str, int]) -> str:
+    if not choice:
+        return ""
+    where = ", ".join(f"{k}={v}" for k, v in sorted(choice.items()))
+    return f" (with {where}, a size this file runs the op with)"

@@ -1,18 +1,64 @@
 """What a run will not try, and why: one line per dropped knob, loop, flag or refused value.
 
-The dry run prints these lines under the plan (Planner.plan); the loop and the
-records can print the same list in opt_log.md and the completion report by
-calling `not_planned` with the run's planner and best source.
+The same lines appear in three places:
+
+- the dry run, under the plan (Planner.plan);
+- the stop record of results.jsonl (`not_planned`), written by the loop from
+  `not_planned(planner, ctx)` for the best source when the run stops;
+- from that record, opt_log.md (a `## 未计划` section of one bullet per line,
+  read back by `parse_section`) and the completion report's issues
+  (`report_issues`), so a run that tried nothing says why instead of
+  "issues: none".
 """
 
 from __future__ import annotations
 
-from bot.strategies.base import PlanContext
-from bot.strategies.planner import Planner
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the planner imports the strategies; this module stays light for bot/record
+    from bot.run.records import Stop
+    from bot.strategies.base import PlanContext
+    from bot.strategies.planner import Planner
+
+SECTION = "未计划"  # opt_log.md section: what was not planned, and why
 
 
 def not_planned(planner: Planner, ctx: PlanContext) -> list[str]:
-    """Sentences for every strategy, knob, value, loop or flag left out of the plan of `ctx.best_source`."""
-    strategies, skipped = planner.allowed(ctx)
+    """Sentences for every knob, value, loop or flag of `ctx.best_source` left out of its plan.
+
+    Whole strategies left out by configuration (no external proposer, another kernel kind)
+    are in the dry run's plan only: they say nothing about this kernel."""
+    strategies, _ = planner.allowed(ctx)
     _, dropped = planner.specs(ctx.best_source, strategies)
-    return list(dict.fromkeys([*skipped, *dropped]))
+    return list(dict.fromkeys(_one_line(s) for s in dropped if s.strip()))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def from_stop(stop: Stop | None) -> list[str]:
+    """The lines a stop record carries (none for runs recorded before the field existed)."""
+    found = stop.not_planned if stop is not None else []
+    return [_one_line(str(s)) for s in found if str(s).strip()]
+
+
+def render_section(lines: list[str]) -> list[str]:
+    """opt_log.md lines of the section (nothing when the list is empty)."""
+    if not lines:
+        return []
+    return ["", f"## {SECTION}", *(f"- {_one_line(s)}" for s in lines)]
+
+
+def parse_section(lines: list[tuple[int, str]]) -> list[str]:
+    """The section's bullets back, as rendered (a line without '- ' is kept as written)."""
+    return [text[2:].strip() if text.startswith("- ") else text for _, text in lines]
+
+
+def report_issues(lines: list[str], limit: int = 12) -> list[str]:
+    """The completion report's issue entries: a count, then the first `limit` lines."""
+    if not lines:
+        return []
+    shown = lines[:limit]
+    more = f" (+{len(lines) - limit} more in opt_log.md)" if len(lines) > limit else ""
+    return [f"not planned ({len(lines)}){more}: " + shown[0], *shown[1:]]

@@ -22,8 +22,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bot.strategies.binding import Facts, Function, Resolver, Site, facts
+import libcst as cst
+
+from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
+from bot.strategies.facts import Facts, Function, Site, facts, names_in
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
@@ -74,10 +77,8 @@ class Inventory:
 def _live_names(factory: Function, f: Facts) -> set[str]:
     """Names whose value reaches a prim_func body of `factory` (through local assignments)."""
     used: set[str] = set()
-    from bot.strategies.binding import _names_in
-
     for pf in factory.prim_funcs:
-        used |= _names_in(pf)
+        used |= names_in(pf)
     scopes = [fn for fn in f.functions if any(p is c for c in factory.chain for p in fn.chain)]
     changed = True
     while changed:
@@ -86,7 +87,7 @@ def _live_names(factory: Function, f: Facts) -> set[str]:
             for local, values in fn.assigns.items():
                 if local in used:
                     for v in values:
-                        new = _names_in(v) - used
+                        new = names_in(v) - used
                         if new:
                             used |= new
                             changed = True
@@ -147,10 +148,47 @@ def _bind(
     assert site is not None
     if isinstance(site.value, bool) or not isinstance(site.value, int):
         return Dropped("block_size", name, f"set to {site.value!r}, not an integer")
+    shared = _shared_literal(f, name, site)
+    if shared:
+        return Dropped("block_size", name, shared)
     bound = [
         (o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node
     ]
     return KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
+
+
+def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
+    """Why the literal reached for `name` is not the block's own: it is a shape or size that the
+    file also uses elsewhere (`f(N, block_N=N)`, `vec_add(seq_len, seq_len)`), so editing it would
+    change the problem, not only the block."""
+    if site.kind not in ("local", "constant") or site.name == name or BLOCK_NAME.match(site.name):
+        return None
+    scope = f.chain_at(site.line)
+    root = scope[-1].node if scope and site.kind == "local" else f.wrapper.module
+    uses = _load_count(root, site.name)
+    if uses <= 1:
+        return None
+    return (
+        f"its value comes from '{site.name}' ({site.where()}), which the file also reads "
+        f"{uses - 1} more time(s) (a shape or size, e.g. the kernel's own extent): editing that "
+        f"literal would change the problem, not only the block"
+    )
+
+
+def _load_count(node: cst.CSTNode, name: str) -> int:
+    """How many times `name` is read under `node`."""
+    count = 0
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal count
+            count += n.value == name
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
+            return False  # a target is a store, not a read
+
+    node.visit(V())
+    return count
 
 
 @lru_cache(maxsize=256)

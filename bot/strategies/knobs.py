@@ -31,7 +31,7 @@ from libcst.metadata import MetadataWrapper
 from bot.config.schema import Knob
 from bot.strategies import inventory
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.binding import facts
+from bot.strategies.facts import facts
 from bot.strategies.source import (
     ParseFailure,
     bool_value,
@@ -107,11 +107,14 @@ class _SiteFinder(cst.CSTVisitor):
             t = target.target
             if isinstance(t, cst.Name):
                 self._add(t.value, self._kind(), node.value)
-            elif isinstance(t, cst.Tuple) and isinstance(node.value, cst.Tuple):
-                if len(t.elements) == len(node.value.elements):
-                    for te, ve in zip(t.elements, node.value.elements):
-                        if isinstance(te.value, cst.Name):
-                            self._add(te.value.value, self._kind(), ve.value)
+            elif (
+                isinstance(t, cst.Tuple)
+                and isinstance(node.value, cst.Tuple)
+                and len(t.elements) == len(node.value.elements)
+            ):
+                for te, ve in zip(t.elements, node.value.elements, strict=True):
+                    if isinstance(te.value, cst.Name):
+                        self._add(te.value.value, self._kind(), ve.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:

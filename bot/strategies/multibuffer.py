@@ -12,7 +12,8 @@ read), else upstream's documented default, which is ON in both Expert and
 Developer mode (`pass_configs.get("npuir.enable_auto_multi_buffer", True)`).
 Both directions are planned. Setting an absent flag adds the entry to the one
 `pass_configs` dict, or adds `pass_configs={...}` to the one `jit(...)` /
-`compile(...)` call. Refused, with the reason: a call that also passes
+`compile(...)` call. Refused, with the reason: a file that does not target TileLang-NPUIR (the
+ascendc/PTO back end of Ascend TileLang has no such pass config), a call that also passes
 `**options` (the keyword could be passed twice), several candidate calls, and
 turning it on where the kernel disables automatic sync injection (its manual
 flags cannot cover buffers the compiler adds).
@@ -56,7 +57,14 @@ _EXPERT = (
     "exp",
     "e",
 )  # upstream's spellings of Expert; anything else is Developer ("Dev", ...)
+# What marks a TileLang-NPUIR kernel: the npuir target, an npuir pass config, an npuir op.
+_NPUIR_MARK = re.compile(r"""["']npuir["']|["']npuir\.|PassConfigKey\.NPUIR_|\bnpuir_[a-z]""")
 _DEFAULT_IN_SOURCE = re.compile(r"""["']npuir\.enable_auto_multi_buffer["']\s*,\s*(True|False)""")
+
+
+def npuir_kernel(source: str) -> bool:
+    """True when the file targets TileLang-NPUIR, the only compiler that reads the flag."""
+    return _NPUIR_MARK.search(source) is not None
 
 
 def developer_mode(source: str) -> bool:
@@ -181,6 +189,15 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=STRATEGY)
     module = wrapper.module
+    if not f.entries and not npuir_kernel(source):
+        return Refusal(
+            (
+                f'not a TileLang-NPUIR kernel (no target "npuir", npuir pass config or npuir_ op '
+                f"in the file): {FLAG} exists only in the NPUIR compiler, and other Ascend "
+                f"TileLang back ends reject a pass config they do not know",
+            ),
+            strategy=STRATEGY,
+        )
     if enabled and f.manual_sync:
         return Refusal(
             (

@@ -17,7 +17,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from bot.strategies import binding
+from bot.strategies import binding, facts
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (
     ParseFailure,
@@ -147,7 +147,7 @@ def set_depth(
 
 
 def _bound_site(source: str, loop: PipelinedLoop) -> binding.Resolution:
-    f = binding.facts(source)
+    f = facts.facts(source)
     assert loop.bound_to is not None
     return binding.Resolver(f).name(loop.bound_to, f.chain_at(loop.line))
 
@@ -163,7 +163,7 @@ def _set_bound(source: str, loop: PipelinedLoop, depth: int, name: str) -> Varia
         )
     if site.value == depth:
         return Refusal((f"{loop.bound_to} is already {depth}",), strategy=STRATEGY)
-    new_source = replace_node(binding.facts(source).wrapper.module, site.node, literal_node(depth))
+    new_source = replace_node(facts.facts(source).wrapper.module, site.node, literal_node(depth))
     label = loop.bound_to if site.name == loop.bound_to else f"{loop.bound_to} (via {site.name})"
     change = Change(
         strategy=STRATEGY,
@@ -186,3 +186,17 @@ def current_depth(source: str, index: int = 0) -> int | None:
         value = r.site.value if r.site is not None and not r.problem else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
     return loop.stages
+
+
+def not_tunable(source: str, index: int) -> str | None:
+    """Why loop `index` has no depth a run can move (one line with the loop's line), or None."""
+    if current_depth(source, index) is not None:
+        return None
+    r = set_depth(source, 1, index)
+    reason = r.reason if isinstance(r, Refusal) else "num_stages is not a single integer literal"
+    loop = find_loops(source)[index]
+    return (
+        reason
+        if reason.startswith("T.Pipelined at line")
+        else (f"T.Pipelined at line {loop.line}: {reason}")
+    )

@@ -246,7 +246,10 @@ class Planner:
         if "pipeline_depth" in strategies and "pipeline_depth" not in declared:
             for loop in pipeline.find_loops(source):
                 key = loop.bound_to or f"num_stages#{loop.index}"
-                if key in names or pipeline.current_depth(source, loop.index) is None:
+                why = pipeline.not_tunable(source, loop.index)
+                if why:  # listed, never silently skipped
+                    skipped.append(f"pipeline_depth: {why}")
+                if key in names or why:
                     continue
                 specs.append(
                     KnobSpec(

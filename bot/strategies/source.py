@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from collections.abc import Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -59,13 +60,12 @@ def keep_untouched_lines(parent: str, rendered_parent: str, new_source: str) -> 
             ):
                 return new_source
             start, end = to_parent[i1], to_parent[i2 - 1] + 1
-        else:  # pure insertion before rendered line i1
-            if i1 in to_parent:
-                start = end = to_parent[i1]
-            elif i1 - 1 in to_parent:
-                start = end = to_parent[i1 - 1] + 1
-            else:
-                return new_source
+        elif i1 in to_parent:  # a pure insertion before rendered line i1
+            start = end = to_parent[i1]
+        elif i1 - 1 in to_parent:
+            start = end = to_parent[i1 - 1] + 1
+        else:
+            return new_source
         out[start:end] = b[j1:j2]
     return "".join(out)
 
@@ -74,7 +74,7 @@ def make_variant(
     parent: str, new_source: str, change: Change, name: str = "kernel.py"
 ) -> Variant | Refusal:
     """A Variant from parent -> new_source, or a Refusal when nothing changed."""
-    from bot.strategies.binding import facts  # the parent's parse is cached there
+    from bot.strategies.facts import facts  # the parent's parse is cached there
 
     try:
         rendered = facts(parent).wrapper.module.code
@@ -144,7 +144,7 @@ class _Replace(cst.CSTTransformer):
     def __init__(self, target: cst.CSTNode, replacement: cst.CSTNode) -> None:
         self.target, self.replacement, self.done = target, replacement, False
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+    def on_leave(self, original_node, updated_node):
         if original_node is self.target:
             self.done = True
             return self.replacement
@@ -199,7 +199,7 @@ def dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
-def append_item(items: list, item, opener_ws: cst.BaseParenthesizableWhitespace) -> list:
+def append_item(items: Sequence, item, opener_ws: cst.BaseParenthesizableWhitespace) -> list:
     """`items` (Args or DictElements) with `item` appended in the same layout.
 
     One-line lists get ", item"; lists with a trailing comma (one item per

@@ -20,8 +20,8 @@ from bot.git.isolated import repo_url
 
 if TYPE_CHECKING:
     from bot.forge.github.job_guard import JobGuard
-    from bot.loop import RunOutcome
     from bot.remote_runs import RemoteRuns
+    from bot.run.request import RunOutcome
 
 Phase = Literal["all", "gate", "tune", "report"]
 SHA = re.compile(r"^[0-9a-f]{40}$")

@@ -237,7 +237,7 @@ def check_ops(repo_root: Path, ops: tuple[str, ...]) -> OpCheck:
         try:
             out.resolved[name] = resolve_op(repo_root, cfg, name).qualified
         except OpNotFound as exc:
-            from bot.model.loop import model_in_tree  # a model target (docs/model.md)
+            from bot.model.targets import model_in_tree  # a model target (docs/model.md)
 
             model = model_in_tree(repo_root, cfg.ops_root, name)
             if model:

@@ -23,18 +23,13 @@ from bot.forge.github import review, scheduled
 from bot.forge.github.commands import handle_comment
 from bot.forge.github.context import Context, FlowConfig, Outcome, TuneFn
 from bot.forge.github.events import Request, requests_from_event
-from bot.loop import RunOutcome, TuneRequest
+from bot.run.request import RunOutcome
 
 
 def _default_tune(*args: Any, **kwargs: Any) -> RunOutcome:
-    """The op loop, or the model loop for a model target (docs/model.md)."""
-    from bot.loop import run_tune
-    from bot.model.cli import is_model
-    from bot.model.loop import run_model
+    """The state machine of an op or a model target (docs/model.md)."""
+    from bot.run.machine import run_tune
 
-    request = args[0] if args else kwargs.get("request")
-    if isinstance(request, TuneRequest) and is_model(request):
-        return run_model(*args, **kwargs)
     return run_tune(*args, **kwargs)
 
 

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from bot.errors import TunebotError
 from bot.forge.github.forge import GithubForge
-from bot.loop import TuneRequest
 from bot.remote_runs import Finished, RemoteRuns, finished, recorded_base
+from bot.run.request import TuneRequest
 
 if TYPE_CHECKING:
     from bot.forge.github.context import Context
     from bot.forge.github.grammar import TuneCommand
-    from bot.loop import ProgressCallback, RunOutcome
+    from bot.run.request import ProgressCallback, RunOutcome
 
 
 @dataclass

@@ -20,7 +20,7 @@ from bot.forge.github.forge import GithubForge
 if TYPE_CHECKING:
     from bot.forge.github.context import Context
     from bot.forge.github.events import Request
-    from bot.loop import ProgressEvent
+    from bot.run.request import ProgressEvent
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from bot.forge.github.status import (
     us,
 )
 from bot.git import remotes
-from bot.loop import CANCELLED
+from bot.run.stops import CANCELLED
 
 Say = Callable[[str], None]  # adds a part to the comment's one reply
 

@@ -1,7 +1,7 @@
 """Rebuild a run's state from its results.jsonl records (pure functions).
 
-results.jsonl is the single source of truth of a run: the loop appends one
-record per measurement and derives everything else (best-so-far, planner
+results.jsonl is the single source of truth of a run: the run appends one typed
+record (bot/run/records.py) per measurement and derives everything else (best-so-far, planner
 history, patience counter) from the records, so a run killed at any point
 resumes exactly where its last recorded line left it.
 """
@@ -9,27 +9,18 @@ resumes exactly where its last recorded line left it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
 
 from bot.measure.types import LatencyResult
 from bot.record.fmt import gain_pct
-from bot.strategies.base import Attempt, Change
-
-# Record kinds, in the order a run writes them.
-START, BASELINE, ITERATION, REJECTED, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
-    "start",
-    "baseline",
-    "iteration",
-    "rejected",
-    "baseline_end",
-    "stop",
-    "delivery",
-    "proposal",
-)
+from bot.run import records as rec_mod
+from bot.run.records import latency_result
+from bot.strategies.base import Attempt, Change, Verdict
 
 
 @dataclass
 class IterationView:
-    """One recorded iteration, as the loop and the renderers need it."""
+    """One recorded iteration, as the run and the renderers need it."""
 
     n: int
     strategy: str
@@ -62,8 +53,8 @@ class IterationView:
 
 @dataclass
 class RunState:
-    start: dict | None = None
-    baseline: dict | None = None
+    start: rec_mod.Start | None = None
+    baseline: rec_mod.Baseline | None = None
     iterations: list[IterationView] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     best_sha: str | None = None
@@ -74,10 +65,10 @@ class RunState:
     since_win: list[Attempt] = field(default_factory=list)  # iterations since the last win
     rejections: int = 0  # proposals refused before evaluation (not iterations)
     last_failure: str | None = None
-    baseline_end: dict | None = None
-    stop: dict | None = None
-    delivery: dict | None = None
-    proposal: dict | None = None
+    baseline_end: rec_mod.BaselineEnd | None = None
+    stop: rec_mod.Stop | None = None
+    delivery: rec_mod.Delivery | None = None
+    proposal: rec_mod.ProposalRecord | None = None
 
     @property
     def baseline_us(self) -> float | None:
@@ -85,9 +76,35 @@ class RunState:
 
     @property
     def baseline_latency(self) -> LatencyResult | None:
-        if self.baseline and self.baseline.get("latency"):
-            return latency_from_dict(self.baseline["latency"])
+        if self.baseline and self.baseline.latency:
+            return latency_result(self.baseline.latency)
         return None
+
+    @property
+    def stopped(self) -> rec_mod.Stop:
+        """The stop record, for steps that only run after it (delivery, report, proposal)."""
+        if self.stop is None:
+            raise ValueError("the run has no stop record yet")
+        return self.stop
+
+    @property
+    def measured_baseline(self) -> rec_mod.Baseline:
+        """The baseline record, for steps that only run after it."""
+        if self.baseline is None:
+            raise ValueError("the run has no baseline record yet")
+        return self.baseline
+
+    @property
+    def best(self) -> tuple[str, str]:
+        """(commit, path) of the best-so-far source; there is one once the baseline is recorded."""
+        if self.best_sha is None or self.best_path is None:
+            raise ValueError("the run has no baseline record yet")
+        return self.best_sha, self.best_path
+
+    @property
+    def drift_pct(self) -> float | None:
+        """The baseline re-measured at the end against the start, in percent."""
+        return self.baseline_end.drift_pct if self.baseline_end else None
 
     @property
     def best_us(self) -> float | None:
@@ -136,11 +153,6 @@ def patience_count(since_win: list[Attempt]) -> int:
     return max(len(things), len(since_win) // 2)
 
 
-def latency_from_dict(data: dict) -> LatencyResult:
-    known = set(LatencyResult.__dataclass_fields__)
-    return LatencyResult(**{k: v for k, v in data.items() if k in known})
-
-
 def _jsonable(value: object) -> object:
     return (
         value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
@@ -177,11 +189,14 @@ def attempt_from_dict(data: dict) -> Attempt:
     )
 
 
-def iteration_reason(verdict: str, rec: dict) -> str:
+def iteration_reason(
+    verdict: str,
+    decision: dict[str, Any] | None,
+    accuracy: dict[str, Any] | None,
+    latency: dict[str, Any] | None,
+) -> str:
     """One line saying why an iteration got its verdict (also for records written before `reason`)."""
-    decision = rec.get("decision") or {}
-    accuracy = rec.get("accuracy") or {}
-    latency = rec.get("latency") or {}
+    decision, accuracy, latency = decision or {}, accuracy or {}, latency or {}
     if verdict == "style":
         return "a rename with no effect on speed (the ops are aliases); never adopted"
     if decision.get("reason"):
@@ -195,12 +210,18 @@ def iteration_reason(verdict: str, rec: dict) -> str:
     return verdict
 
 
-def replay(records: list[dict]) -> RunState:
-    """Fold the records of one run into its current state."""
+def replay(records: list[dict[str, Any]]) -> RunState:
+    """Fold the records of one run (as read from results.jsonl) into its current state."""
     state = RunState()
-    for rec in records:
-        apply_record(state, rec)
+    for data in records:
+        apply_json(state, data)
     return state
+
+
+class RecordSource(Protocol):
+    """Where a Fold reads records from (a bot.run.log.ResultsLog)."""
+
+    def read(self) -> list[dict[str, Any]]: ...
 
 
 class Fold:
@@ -209,7 +230,7 @@ class Fold:
     the next call updates it in place. Records that no longer extend what was folded (the log
     was replaced or cut back) start the fold over."""
 
-    def __init__(self, log) -> None:  # a bot.record.results.ResultsLog
+    def __init__(self, log: RecordSource) -> None:
         self.log = log
         self.state = RunState()
         self._keys: list[str] = []
@@ -219,66 +240,73 @@ class Fold:
         n = len(self._keys)
         if len(records) < n or (n and records[n - 1].get("key") != self._keys[-1]):
             self.state, self._keys, n = RunState(), [], 0
-        for rec in records[n:]:
-            apply_record(self.state, rec)
-            self._keys.append(rec.get("key"))
+        for data in records[n:]:
+            apply_json(self.state, data)
+            self._keys.append(str(data.get("key")))
         return self.state
 
 
-def apply_record(state: RunState, rec: dict) -> None:
-    """Fold one record into `state`."""
-    kind = rec.get("kind")
-    if kind == START:
+def apply_json(state: RunState, data: dict[str, Any]) -> None:
+    """Fold one line of results.jsonl into `state` (kinds of other targets are skipped)."""
+    record = rec_mod.parse(data)
+    if record is not None:
+        apply_record(state, record)
+
+
+def apply_record(state: RunState, rec: rec_mod.Record) -> None:
+    """Fold one typed record into `state`."""
+    if isinstance(rec, rec_mod.Start):
         state.start = rec
-    elif kind == BASELINE:
+    elif isinstance(rec, rec_mod.Baseline):
         state.baseline = rec
-        state.best_sha = rec["sha"]
-        state.best_path = rec["path"]
+        state.best_sha = rec.sha
+        state.best_path = rec.path
         state.best_latency = state.baseline_latency
-    elif kind == ITERATION:
+    elif isinstance(rec, rec_mod.Iteration):
         _apply_iteration(state, rec)
-    elif kind == REJECTED:
+    elif isinstance(rec, rec_mod.Rejected):
         state.rejections += 1
-        state.attempts.append(attempt_from_dict(rec["attempt"]))
-    elif kind == BASELINE_END:
+        state.attempts.append(attempt_from_dict(rec.attempt))
+    elif isinstance(rec, rec_mod.BaselineEnd):
         state.baseline_end = rec
-    elif kind == STOP:
+    elif isinstance(rec, rec_mod.Stop):
         state.stop = rec
-    elif kind == DELIVERY:
+    elif isinstance(rec, rec_mod.Delivery):
         state.delivery = rec
-    elif kind == PROPOSAL:
+    elif isinstance(rec, rec_mod.ProposalRecord):
         state.proposal = rec
 
 
-def _apply_iteration(state: RunState, rec: dict) -> None:
-    change = rec["change"]
-    latency = rec.get("latency") or {}
-    verdict = rec["verdict"]
+def _apply_iteration(state: RunState, rec: rec_mod.Iteration) -> None:
+    change = rec.change
+    latency = rec.latency or {}
+    verdict = rec.verdict
     median = latency.get("median_us") if latency.get("status") == "ok" else None
+    decision = rec.decision or {}
     state.iterations.append(
         IterationView(
-            n=rec["iteration"],
+            n=rec.iteration,
             strategy=change["strategy"],
             change=change["description"],
             verdict=verdict,
-            accuracy=(rec.get("accuracy") or {}).get("status", "error"),
+            accuracy=(rec.accuracy or {}).get("status", "error"),
             latency_us=median,
             gain_pct=gain_pct(state.baseline_us, median),
-            sha=rec["sha"],
-            branch=rec["branch"],
-            parent=rec["parent"],
-            path=rec["path"],
-            source_hash=rec["source_hash"],
+            sha=rec.sha,
+            branch=rec.branch,
+            parent=rec.parent,
+            path=rec.path,
+            source_hash=rec.source_hash,
+            gain=decision.get("gain"),
+            detectable=decision.get("detectable"),
+            reason=rec.reason or iteration_reason(verdict, rec.decision, rec.accuracy, rec.latency),
+            knob=change.get("knob"),
+            old=change.get("old"),
+            new=change.get("new"),
+            diff=rec.diff or "",
+            decision=rec.decision,
         )
     )
-    decision = rec.get("decision") or {}
-    view = state.iterations[-1]
-    view.gain = decision.get("gain")
-    view.detectable = decision.get("detectable")
-    view.reason = rec.get("reason") or iteration_reason(verdict, rec)
-    view.knob, view.old, view.new = change.get("knob"), change.get("old"), change.get("new")
-    view.diff = rec.get("diff") or ""
-    view.decision = rec.get("decision")
     attempt = Attempt(
         change=Change(
             strategy=change["strategy"],
@@ -287,17 +315,17 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
             old=change.get("old"),
             new=change.get("new"),
         ),
-        source_hash=rec["source_hash"],
-        parent_hash=rec["parent_hash"],
-        verdict=verdict,
+        source_hash=rec.source_hash,
+        parent_hash=rec.parent_hash,
+        verdict=cast(Verdict, verdict),
         gain=decision.get("gain"),
     )
     state.attempts.append(attempt)
     if verdict == "better":
-        state.best_sha, state.best_path = rec["sha"], rec["path"]
-        state.best_iteration = rec["iteration"]
+        state.best_sha, state.best_path = rec.sha, rec.path
+        state.best_iteration = rec.iteration
         # The decision may have re-measured both sides; its candidate median is the fairer one.
-        best = latency_from_dict(latency)
+        best = latency_result(latency)
         previous = state.best_us
         in_one_process = ((decision.get("details") or {}).get("first") or {}).get("in_one_process")
         if in_one_process and previous and decision.get("best_us") and decision.get("candidate_us"):
@@ -314,9 +342,5 @@ def _apply_iteration(state: RunState, rec: dict) -> None:
         state.since_win.append(attempt)
         state.no_gain_streak = patience_count(state.since_win)
         if verdict in ("fail_l0", "timeout", "error"):
-            tail = (
-                (rec.get("accuracy") or {}).get("tail")
-                or (rec.get("latency") or {}).get("tail")
-                or ""
-            )
-            state.last_failure = f"iter {rec['iteration']} {verdict}: {tail[-500:]}"
+            tail = (rec.accuracy or {}).get("tail") or latency.get("tail") or ""
+            state.last_failure = f"iter {rec.iteration} {verdict}: {tail[-500:]}"

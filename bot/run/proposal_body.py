@@ -13,11 +13,11 @@ import json
 import re
 from collections.abc import Callable
 
-from bot import run_state as rs
 from bot.measure.decide import rel_half_ci
 from bot.record.chart import latency_chart
 from bot.record.fmt import escape_cell, fmt_pct, fmt_us
-from bot.record.verdicts import stop_reason_text
+from bot.run import state as rs
+from bot.run.stops import stop_reason_text
 
 BranchUrl = Callable[[str], "str | None"]
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
@@ -137,13 +137,15 @@ CHART_LEGEND = (
 
 
 def chart_block(state: rs.RunState, op: str) -> str:
+    assert state.baseline_us is not None
     points = [(it.n, it.latency_us) for it in state.iterations]
-    kept, best_so_far = state.baseline_us, [state.baseline_us]
+    kept: float = state.baseline_us
+    best_so_far = [kept]
     for (
         it
     ) in state.iterations:  # the line follows the variants actually kept, not the running minimum
         if it.verdict == "better":
-            kept = (it.decision or {}).get("candidate_us") or it.latency_us
+            kept = (it.decision or {}).get("candidate_us") or it.latency_us or kept
         best_so_far.append(kept)
     return latency_chart(
         state.baseline_us,
@@ -192,7 +194,7 @@ def proposal_body(
     detect, noise = detectable_gain(state, settings.noise_floor)
     noise_text = f", measured noise {noise:.1f}%" if noise is not None else ""
     stopped = stop_reason_text(
-        state.stop["reason"],
+        state.stopped.reason,
         max_iters=settings.max_iters,
         patience=settings.patience,
         target_us=settings.target_us,
@@ -205,7 +207,7 @@ def proposal_body(
             f"{settings.noise_floor * 100:.1f}%{noise_text})); smaller real gains would read as no gain."
         ),
     ]
-    drift = (state.baseline_end or {}).get("drift_pct")
+    drift = state.drift_pct
     if drift is not None:
         out.append(f"- **Baseline re-measured at the end:** drift {drift:+.1f}%.")
     out.append(f"- **Stopped:** {stopped} after {len(state.iterations)} iterations.")

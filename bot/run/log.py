@@ -21,7 +21,8 @@ import json
 import os
 from pathlib import Path
 
-from bot.record.errors import DuplicateRecordError, RecordFormatError
+from bot.record.errors import RecordFormatError
+from bot.run.errors import DuplicateRecordError
 
 
 def iteration_key(n: int) -> str:
@@ -110,12 +111,13 @@ class ResultsLog:
         """Parse what was appended since the last call (caller holds the flock), cutting off (and
         repairing) a torn tail first; everything again if the file was replaced or rewritten."""
         st = os.stat(self.path)
-        same_file = self._ident is not None and self._ident[:2] == (st.st_dev, st.st_ino)
+        ident = self._ident
         if (
-            not same_file
+            ident is None
+            or ident[:2] != (st.st_dev, st.st_ino)
             or st.st_size < self._offset
-            or (st.st_size == self._offset and st.st_mtime_ns != self._ident[2])
-        ):  # type: ignore[index]
+            or (st.st_size == self._offset and st.st_mtime_ns != ident[2])
+        ):
             self._forget()
         with open(self.path, "rb") as f:
             f.seek(self._offset)

@@ -18,12 +18,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from bot import run_state as rs
 from bot.git import repository
 from bot.record import verdicts
 from bot.record.errors import RecordFormatError
 from bot.record.opt_log import Conclusion, LogRow, OptLog, parse_opt_log, render_opt_log
 from bot.record.report import CompletionReport, render_report
+from bot.run import state as rs
+from bot.run.stops import CANCELLED, TARGET_REACHED, stop_reason_text
+from bot.strategies import explain
 from bot.strategies.evidence import (
     EVIDENCE_DIR,
     EVIDENCE_PATH,
@@ -31,11 +33,10 @@ from bot.strategies.evidence import (
     op_evidence_path,
 )
 
-if TYPE_CHECKING:  # the loop's run context; imported for types only (the loop imports this module)
+if TYPE_CHECKING:  # for types only
     from bot.config.schema import OpConfig
 
 REFERENCES = ("references/strategies.md",)
-CANCELLED, TARGET_REACHED = "已取消", "达目标"
 
 
 # ---------------------------------------------------------------- where a run starts
@@ -110,7 +111,7 @@ def op_evidence(repo, sha: str, op: OpConfig, state: rs.RunState) -> tuple[str, 
 
 def run_verdict(state: rs.RunState) -> tuple[str, str]:
     """(Stage Result verdict, why nothing is proposed; "" for TUNING_COMPLETED)."""
-    reason = (state.stop or {}).get("reason")
+    reason = state.stop.reason if state.stop else None
     n = len(state.iterations)
     if reason == CANCELLED:
         return verdicts.CANCELLED, (
@@ -122,7 +123,7 @@ def run_verdict(state: rs.RunState) -> tuple[str, str]:
         return verdicts.COMPLETED, ""
     if not state.iterations:
         if reason == TARGET_REACHED:
-            target = ((state.start or {}).get("settings") or {}).get("target_us")
+            target = state.start.settings.get("target_us") if state.start else None
             aim = f" ({target:g} us)" if target is not None else ""
             return verdicts.TARGET_ALREADY_MET, (
                 f"the baseline ({base:.2f} us) already meets the target{aim}; nothing was tried"
@@ -180,7 +181,7 @@ def conclusion(op: OpConfig, state: rs.RunState) -> Conclusion:
         best_iter=state.best_iteration,
         final_us=state.best_us,
         total_gain_pct=rs.gain_pct(state.baseline_us, state.best_us) or 0.0,
-        stop_reason=state.stop["reason"],
+        stop_reason=state.stopped.reason,
     )
 
 
@@ -194,6 +195,7 @@ def completion_report(
     verdict, why = run_verdict(state)
     improvement = rs.gain_pct(state.baseline_us, state.best_us) or 0.0
     issues = ([f"no proposal: {why}"] if why else []) + _issues(state, noise_floor)
+    issues += explain.report_issues(explain.from_stop(state.stop))
     warning = rs.noise_warning(
         state, noise_warn
     )  # "this runner is too noisy to see gains below ..."
@@ -202,7 +204,7 @@ def completion_report(
     best = f"iter {state.best_iteration}" if state.best_iteration else "the baseline"
     summary = (
         f"{len(state.iterations)} iterations on {op.qualified}; best is {best} at {state.best_us:.2f} us "
-        f"({improvement:+.1f}% vs baseline), stopped: {verdicts.stop_reason_text(state.stop['reason'])}"
+        f"({improvement:+.1f}% vs baseline), stopped: {stop_reason_text(state.stopped.reason)}"
         f"{_drift_clause(state)}{_detectable_clause(state)}."
     )
     return CompletionReport(
@@ -213,7 +215,7 @@ def completion_report(
         baseline_latency=state.baseline_us,
         final_latency=state.best_us,
         improvement=improvement,
-        stop_reason=state.stop["reason"],
+        stop_reason=state.stopped.reason,
         skills_consulted=consulted or ["none"],
         summary=summary,
         issues=issues or ["none"],
@@ -227,7 +229,7 @@ def _detectable_clause(state: rs.RunState) -> str:
 
 
 def _drift_clause(state: rs.RunState) -> str:
-    drift = (state.baseline_end or {}).get("drift_pct")
+    drift = state.drift_pct
     return f"; baseline re-measured at the end drifted {drift:+.1f}%" if drift is not None else ""
 
 
@@ -237,7 +239,7 @@ def _issues(state: rs.RunState, noise_floor: float) -> list[str]:
         for it in state.iterations
         if it.verdict in ("fail_l0", "timeout", "error")
     ]
-    drift = (state.baseline_end or {}).get("drift_pct")
+    drift = state.drift_pct
     if (
         drift is not None and abs(drift) >= noise_floor * 100
     ):  # drift as large as a gain we would accept
@@ -255,18 +257,22 @@ def delivery_files(
     repo, base_sha: str, op: OpConfig, state: rs.RunState, results: bytes
 ) -> dict[str, bytes | None]:
     """The files of the delivery commit (on top of the best variant's commit); None removes a file."""
-    rel = lambda name: (op.perf_dir / name).as_posix()
-    baseline_path = state.baseline["path"]
+
+    def rel(name: str) -> str:
+        return (op.perf_dir / name).as_posix()
+
+    baseline_path = state.measured_baseline.path
     opt_log = OptLog(
         op=op.name,
         baseline_us=state.baseline_us,
         baseline_source=baseline_label(op, baseline_path),
         rows=log_rows(state),
         conclusion=conclusion(op, state),
+        not_planned=explain.from_stop(state.stop),
     )
     files: dict[str, bytes | None] = {
         # bytes as committed: a source with a PEP 263 coding line keeps its encoding
-        rel(f"{op.name}.py"): repository.read_bytes(repo, state.best_sha, state.best_path),
+        rel(f"{op.name}.py"): repository.read_bytes(repo, *state.best),
         rel("baseline.py"): repository.read_bytes(repo, base_sha, baseline_path),
         rel("opt_log.md"): render_opt_log(opt_log).encode(),
         rel("results.jsonl"): results,
@@ -275,7 +281,7 @@ def delivery_files(
     for it in state.iterations:
         files[it.path] = repository.read_bytes(repo, it.sha, it.path)
     prefix = rel(f"{op.name}_opt_v")
-    for path in repository.list_files(repo, state.best_sha, op.perf_dir.as_posix()):
+    for path in repository.list_files(repo, state.best[0], op.perf_dir.as_posix()):
         if path.startswith(prefix) and _VARIANT.search(path) and path not in ours:
             files[path] = None  # an earlier run's variant: its opt_log row is gone, so is the file
     path, data = op_evidence(repo, base_sha, op, state)

@@ -1,0 +1,382 @@
+"""The measuring steps of an op run: the baseline, one iteration per planned variant, the stop.
+
+Crash safety: every step first writes its git objects, then appends its results.jsonl record
+(the commit point), then moves refs. A run killed at any moment resumes from the records:
+nothing recorded is measured again, and refs are recreated from the recorded shas.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from bot import naming, source_text
+from bot.git import branches, commits, repository
+from bot.measure.evaluator import Evaluator
+from bot.measure.types import Decision, LatencyResult
+from bot.record.opt_log import LogRow, OptLog, render_opt_log
+from bot.run import common, delivery, stops
+from bot.run import records as rec
+from bot.run import state as rs
+from bot.run.errors import BaselineFailed
+from bot.run.prepare import OpRun
+from bot.strategies import catalog, explain
+from bot.strategies.base import PlanContext, Refusal, Variant
+from bot.strategies.planner import Planner
+from bot.strategies.proposer import ExternalProposer
+from bot.strategies.source import source_hash
+
+
+def planner(run: OpRun) -> Planner:
+    return Planner(
+        run.op, evidence=delivery.evidence_at(run.repo, run.base_sha), proposer=_proposer(run)
+    )
+
+
+def _proposer(run: OpRun) -> ExternalProposer | None:
+    argv = run.op.proposer or run.repo_cfg.proposer
+    if not argv:
+        return None
+    return ExternalProposer(
+        tuple(argv), cwd=run.worktree, timeout_s=run.repo_cfg.proposer_timeout_s
+    )
+
+
+def phase(run: OpRun, name: str, iteration: int | None) -> None:
+    """Progress between result lines (0: the baseline; None: after the loop)."""
+    run.event(
+        "phase", iteration=iteration, message=name, data={"max_iters": run.settings.max_iters}
+    )
+
+
+# ---------------------------------------------------------------- the baseline
+
+
+def measure_baseline(run: OpRun, evaluator: Evaluator) -> None:
+    # A merged best on the base is where this run starts: its gains are against what the base holds.
+    rel, note = delivery.start_source(run.repo, run.base_sha, run.op)
+    source = run.worktree / rel
+    phase(run, "baseline L0", 0)
+    accuracy = evaluator.accuracy(source)
+    if not accuracy.passed:
+        raise BaselineFailed(
+            f"the baseline {rel} fails L0 ({accuracy.status}){_toolchain_hint(accuracy.tail)}:\n"
+            f"{accuracy.tail[-1500:]}"
+        )
+    phase(run, "baseline timing", 0)
+    latency = evaluator.latency(source)
+    if not latency.ok:
+        raise BaselineFailed(
+            f"the baseline {rel} could not be timed ({latency.status})"
+            f"{_toolchain_hint(latency.tail)}:\n{latency.tail[-1500:]}"
+        )
+    env = evaluator.environment(source, run.base_sha)
+    record = rec.Baseline(
+        sha=run.base_sha,
+        path=rel,
+        accuracy=dataclasses.asdict(accuracy),
+        latency=dataclasses.asdict(latency),
+        environment=dataclasses.asdict(env),
+        time=common.now(),
+    )
+    run.log.append(record.to_json())
+    merged = f" ({note})" if note else ""
+    if rel != run.op.source.as_posix():
+        recorded = delivery.merged_latency(run.repo, run.base_sha, run.op)
+        merged = (
+            f" (starting from the merged best {rel}"
+            + (f", recorded at {recorded:.2f} us, re-measured now" if recorded is not None else "")
+            + ")"
+        )
+    run.event(
+        "baseline",
+        iteration=0,
+        latency_us=latency.median_us,
+        accuracy=accuracy.status,
+        sha=run.base_sha,
+        message=f"baseline {latency.median_us:.2f} us{merged}",
+    )
+
+
+def _toolchain_hint(tail: str) -> str:
+    """Name a missing toolchain module instead of asking to fix the op."""
+    missing = delivery.missing_module(tail)
+    if missing is None:
+        return "; fix it first"
+    return (
+        f": this machine lacks the `{missing}` module the op needs; run it where that toolchain is "
+        "installed (an NPU runner for TileLang-NPUIR ops), or install it"
+    )
+
+
+# ---------------------------------------------------------------- iterating
+
+
+def iterate(run: OpRun, evaluator: Evaluator, state: rs.RunState) -> None:
+    """Plan and measure one variant at a time until a stop rule fires (bot.run.stops)."""
+    plan = planner(run)
+    limits = stops.Limits(
+        max_iters=run.settings.max_iters,
+        patience=run.settings.patience,
+        target_us=run.settings.target_us,
+    )
+    while True:
+        reason = stops.first_firing(
+            stops.StopContext(state, limits, run.cancel_file, run.forge.cancel_requested)
+        )
+        if reason is not None:
+            break
+        best_source = _best_source(run, state)
+        ctx = PlanContext(
+            best_source=best_source,
+            history=tuple(state.attempts),
+            allowed=run.settings.strategies,
+            profile_summary=_profile_summary(state),
+            last_failure=state.last_failure,
+        )
+        variant = plan.next(ctx)
+        if isinstance(variant, Refusal) and variant.attempt is not None and not variant.exhausted:
+            _record_rejection(run, state, variant)
+            state = run.state()
+            continue
+        if not isinstance(variant, Variant):
+            reason = stops.EXHAUSTED
+            break
+        _run_iteration(run, evaluator, state, variant, best_source)
+        state = run.state()
+    ctx = PlanContext(_best_source(run, state), tuple(state.attempts), run.settings.strategies)
+    finish(run, evaluator, state, reason, explain.not_planned(plan, ctx))
+
+
+def _best_source(run: OpRun, state: rs.RunState) -> str:
+    """The best-so-far source as committed (read from git once per best, not once per iteration)."""
+    assert state.best_sha is not None and state.best_path is not None
+    key = (state.best_sha, state.best_path)
+    if key not in run.sources:
+        run.sources.clear()
+        run.sources[key] = _committed(run, state.best_sha, state.best_path)
+    return run.sources[key]
+
+
+def _committed(run: OpRun, sha: str, path: str) -> str:
+    text = repository.read_file(run.repo, sha, path)
+    assert text is not None  # read without missing_ok: a missing file raises
+    return text
+
+
+def _record_rejection(run: OpRun, state: rs.RunState, refusal: Refusal) -> None:
+    """A proposal refused before evaluation: kept in the records, never an iteration."""
+    assert refusal.attempt is not None
+    record = rec.Rejected(
+        key=f"{rec.REJECTED}:{state.rejections + 1}",
+        attempt=rs.attempt_to_dict(refusal.attempt),
+        reason=refusal.reason,
+        time=common.now(),
+    )
+    run.log.append(record.to_json())
+    run.event(
+        "iteration",
+        strategy=refusal.strategy,
+        verdict="rejected",
+        change=refusal.attempt.change.description,
+        message=refusal.reason,
+    )
+
+
+def _profile_summary(state: rs.RunState) -> dict[str, Any]:
+    best = state.best_latency
+    return {
+        "baseline_us": state.baseline_us,
+        "best_us": state.best_us,
+        "best_iteration": state.best_iteration,
+        "spread": best.spread if best else None,
+        "backend": best.backend if best else None,
+    }
+
+
+def _run_iteration(
+    run: OpRun, evaluator: Evaluator, state: rs.RunState, variant: Variant, best_source: str
+) -> None:
+    assert state.best_path is not None and state.best_sha is not None
+    assert state.baseline is not None
+    n = state.next_iteration
+    _materialize(run, state.best_path, best_source)
+    rel = run.rel(f"{run.op.name}_opt_v{n}.py")
+    path = run.worktree / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(source_text.encode(variant.source))
+    phase(run, "L0", n)
+    accuracy = evaluator.accuracy(path)
+    latency: LatencyResult | None = None
+    decision: Decision | None = None
+    if accuracy.passed:
+        assert state.best_latency is not None  # the baseline's, at least
+        # and deciding: on the cpu backend both run as pairs in one process
+        phase(run, "timing", n)
+        latency, decision = evaluator.compare(
+            run.worktree / state.best_path, state.best_latency, path, run.settings.noise_floor
+        )
+    verdict = _verdict(variant, accuracy.status, latency, decision)
+    branch = naming.iteration_branch(run.prefix, n)
+    median = latency.median_us if latency and latency.ok else None
+    accuracy_d = dataclasses.asdict(accuracy)
+    latency_d = dataclasses.asdict(latency) if latency else None
+    decision_d = dataclasses.asdict(decision) if decision else None
+    reason = rs.iteration_reason(verdict, decision_d, accuracy_d, latency_d)
+    phase(run, "commit", n)
+    rows = [
+        *delivery.log_rows(state),
+        LogRow(
+            iter=n,
+            strategy=f"{variant.change.strategy} {variant.change.description}",
+            latency_us=median,
+            gain_pct=rs.gain_pct(state.baseline_us, median),
+            accuracy=accuracy.status,
+            verdict=verdict,
+            reason=reason,
+        ),
+    ]
+    opt_log = OptLog(
+        op=run.op.name,
+        baseline_us=state.baseline_us,
+        baseline_source=delivery.baseline_label(run.op, state.baseline.path),
+        rows=rows,
+        conclusion=None,
+    )
+    parent = f"iter {state.best_iteration}" if state.best_iteration else "baseline"
+    shown = f"{median:.2f} us" if median is not None else "-"
+    message = (
+        f"tunebot: {run.op.name} v{n}: {variant.change.strategy}: {variant.change.description}\n\n"
+        f"Parent: best-so-far {parent} ({state.best_sha[:12]}).\nL0: {accuracy.status}; "
+        f"latency: {shown}; verdict: {verdict}."
+    )
+    sha = commits.commit_files(
+        run.repo,
+        state.best_sha,
+        {
+            rel: source_text.encode(variant.source),
+            run.rel("opt_log.md"): render_opt_log(opt_log).encode(),
+        },
+        message,
+    )
+    env = evaluator.environment(path, sha)
+    record = rec.Iteration(
+        key=rec.iteration_key(n),
+        iteration=n,
+        parent=state.best_sha,
+        parent_iteration=state.best_iteration,
+        branch=branch,
+        sha=sha,
+        path=rel,
+        change=rs.change_to_dict(variant.change),
+        source_hash=variant.source_hash,
+        parent_hash=source_hash(best_source),
+        diff=variant.diff,
+        accuracy=accuracy_d,
+        latency=latency_d,
+        decision=decision_d,
+        verdict=verdict,
+        reason=reason,
+        environment=dataclasses.asdict(env),
+        time=common.now(),
+    )
+    run.log.append(record.to_json())  # the commit point
+    branches.create_branch(run.repo, branch, sha)
+    run.event(
+        "iteration",
+        iteration=n,
+        strategy=variant.change.strategy,
+        change=variant.change.description,
+        latency_us=median,
+        accuracy=accuracy.status,
+        verdict=verdict,
+        gain_pct=rs.gain_pct(state.baseline_us, median),
+        branch=branch,
+        sha=sha,
+        message=reason,
+        data={
+            "gain_vs_best_pct": decision.gain * 100 if decision else None,
+            "max_iters": run.settings.max_iters,
+            "detectable": decision.detectable if decision else None,
+        },
+    )
+
+
+def _materialize(run: OpRun, rel: str, source: str) -> None:
+    """Make sure the best-so-far source is on disk in the worktree (a resumed run may lack it)."""
+    path = run.worktree / rel
+    data = source_text.encode(source)
+    if not path.exists() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def _verdict(
+    variant: Variant, accuracy: str, latency: LatencyResult | None, decision: Decision | None
+) -> str:
+    if accuracy == "fail":
+        return "fail_l0"
+    if accuracy in ("timeout", "error"):
+        return accuracy
+    if latency is None or not latency.ok:
+        return "timeout" if latency is not None and latency.status == "timeout" else "error"
+    if catalog.is_style(variant.change.strategy):
+        return "style"  # e.g. v-ops are plain aliases upstream: a rename cannot be a speed-up
+    return "better" if decision and decision.better else "not_better"
+
+
+# ---------------------------------------------------------------- stopping
+
+
+def finish(
+    run: OpRun,
+    evaluator: Evaluator,
+    state: rs.RunState,
+    reason: str,
+    not_planned: list[str] | None = None,
+) -> None:
+    """Re-measure the baseline for drift, then record the stop (with what was never planned)."""
+    assert state.baseline is not None
+    if state.baseline_end is None:
+        phase(run, "baseline re-measure", None)
+        _materialize(
+            run,
+            state.baseline.path,
+            _committed(run, run.base_sha, state.baseline.path),
+        )
+        latency = evaluator.latency(run.worktree / state.baseline.path)
+        start = state.baseline_us
+        median = latency.median_us
+        drift = (
+            ((median - start) / start * 100.0)
+            if latency.ok and start and median is not None
+            else None
+        )
+        end = rec.BaselineEnd(
+            sha=run.base_sha,
+            latency=dataclasses.asdict(latency),
+            drift_pct=drift,
+            time=common.now(),
+        )
+        run.log.append(end.to_json())
+    stop = rec.Stop(
+        reason=reason,
+        iterations=len(state.iterations),
+        best_iteration=state.best_iteration,
+        best_sha=state.best_sha,
+        not_planned=list(not_planned or []),
+        time=common.now(),
+    )
+    run.log.append(stop.to_json())
+    warning = rs.noise_warning(state, run.settings.noise_warn)
+    run.event(
+        "stop",
+        iteration=len(state.iterations),
+        message=reason + (f" · {warning}" if warning else ""),
+        latency_us=state.best_us,
+        data={
+            **dataclasses.asdict(run.settings),
+            "detectable": state.smallest_detectable,
+            "noise_warning": warning,
+        },
+    )

@@ -1,0 +1,215 @@
+"""Tile products within the on-chip buffers a kernel allocates.
+
+A TileLang-Ascend kernel sizes its buffers from its block knobs
+(`T.alloc_ub((block_M // 2, block_N), "float")`). Each memory of the chip
+has a fixed size, so a block that makes the buffers of one memory add up
+to more than it holds cannot compile or run. For every
+`T.alloc_<scope>(shape, dtype)` whose shape and dtype can be read from the
+file (through the factory's locals, parameters and call sites), the bytes
+are summed per memory with the knob's new value; a move whose sum goes past
+the memory's size while the current value fits is refused with the sum, the
+size and the buffers' lines.
+
+The sum is of the buffers as written: a compiler that overlaps buffers whose
+lifetimes do not overlap (memory planning) could fit more, so a refusal says
+"as allocated". Buffers whose size cannot be read are left out, which only
+makes the sum smaller: a refusal never rests on a guess.
+
+Sizes are those of Ascend A2/A3 (Atlas 800T A2, the 910B the upstream
+examples run on). `alloc_shared`/`alloc_fragment` name no memory of their
+own (the compiler places them in UB or L1/L0C by use), so they are checked
+against the largest memory they can be placed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+
+KIB = 1024
+# memory -> bytes (Ascend A2/A3: UB 192 KiB, L1 512 KiB, L0A/L0B 64 KiB, L0C 128 KiB)
+CAPACITY: dict[str, int] = {
+    "UB": 192 * KIB,
+    "L1": 512 * KIB,
+    "L0A": 64 * KIB,
+    "L0B": 64 * KIB,
+    "L0C": 128 * KIB,
+    "shared (UB or L1)": 512 * KIB,
+    "fragment (UB or L0C)": 192 * KIB,
+}
+# allocation call (last dotted part) -> memory
+MEMORY: dict[str, str] = {
+    "alloc_ub": "UB",
+    "alloc_UB": "UB",
+    "alloc_L1": "L1",
+    "alloc_l1": "L1",
+    "alloc_L0A": "L0A",
+    "alloc_L0B": "L0B",
+    "alloc_L0C": "L0C",
+    "alloc_shared": "shared (UB or L1)",
+    "alloc_fragment": "fragment (UB or L0C)",
+    "alloc_local": "fragment (UB or L0C)",
+}
+DTYPE_BYTES: dict[str, int] = {
+    "float": 4,
+    "float32": 4,
+    "int32": 4,
+    "uint32": 4,
+    "float16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "int16": 2,
+    "uint16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "float8_e4m3": 1,
+    "float8_e5m2": 1,
+    "float64": 8,
+    "int64": 8,
+}
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    memory: str
+    dims: tuple[cst.BaseExpression, ...]
+    dtype_bytes: int
+    line: int
+    chain: tuple[Function, ...]
+
+
+def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return tuple(e.value for e in node.elements)
+    return (node,)  # `T.alloc_ub((block_N), dtype)`: one dimension
+
+
+def _strings(
+    node: cst.BaseExpression, chain: tuple[Function, ...], f: Facts, depth: int = 0
+) -> set[str]:
+    """The string values `node` can take (a literal, a name bound to one, `a if c else b`)."""
+    if depth > 8:
+        return set()
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return {value} if isinstance(value, str) else set()
+    if isinstance(node, cst.IfExp):
+        a, b = _strings(node.body, chain, f, depth + 1), _strings(node.orelse, chain, f, depth + 1)
+        return a | b if a and b else set()
+    if isinstance(node, cst.Name):
+        for fn in reversed(chain):
+            if node.value in fn.assigns:
+                values = fn.assigns[node.value]
+                return _strings(values[0], fn.chain, f, depth + 1) if len(values) == 1 else set()
+            if node.value in fn.defaults:
+                return _strings(fn.defaults[node.value], fn.parents, f, depth + 1)
+            if node.value in fn.params:
+                return set()
+        values = f.module_assigns.get(node.value, [])
+        return _strings(values[0], (), f, depth + 1) if len(values) == 1 else set()
+    return set()
+
+
+class _Allocs(cst.CSTVisitor):
+    def __init__(self, f: Facts, chain: tuple[Function, ...]) -> None:
+        self.f, self.chain = f, chain
+        self.buffers: list[Buffer] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call) or len(node.targets) != 1:
+            return
+        memory = MEMORY.get(dotted(call.func).rsplit(".", 1)[-1])
+        target = node.targets[0].target
+        args = [a.value for a in call.args if a.keyword is None]
+        kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        shape = args[0] if args else kw.get("shape")
+        dtype = args[1] if len(args) > 1 else kw.get("dtype")
+        if memory is None or shape is None or dtype is None or not isinstance(target, cst.Name):
+            return
+        sizes = {DTYPE_BYTES.get(s) for s in _strings(dtype, self.chain, self.f)}
+        if not sizes or None in sizes:
+            return  # dtype not readable: left out (the sum stays a lower bound)
+        self.buffers.append(
+            Buffer(
+                target.value,
+                memory,
+                _dims(shape),
+                min(
+                    s for s in sizes if s is not None
+                ),  # `a if c else b`: the smaller, a lower bound
+                self.f.line(node),
+                self.chain,
+            )
+        )
+
+
+def buffers(f: Facts, factory: Function) -> list[Buffer]:
+    """Every readable allocation in the prim_funcs of `factory`."""
+    by_node = {id(fn.node): fn for fn in f.functions}
+    found: list[Buffer] = []
+    for pf in factory.prim_funcs:
+        v = _Allocs(f, by_node[id(pf)].chain)
+        pf.visit(v)
+        found.extend(v.buffers)
+    return found
+
+
+@dataclass
+class CapacityCheck:
+    """Refuses a knob value whose buffers overflow a memory the current value fits in."""
+
+    name: str
+    kernels: list[list[Buffer]]  # the buffers of each kernel (prim_func) the knob sizes
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if current is None:
+            return None
+        for group in self.kernels:
+            new_use, now_use = _use(group, value, env), _use(group, current, env)
+            for memory, (total, placed) in new_use.items():
+                limit = CAPACITY[memory]
+                if total <= limit or now_use.get(memory, (0, []))[0] > limit:
+                    continue  # fits, or the current value does not fit either: not ours to judge
+                where = ", ".join(placed)
+                return (
+                    f"{self.name}={value}: the kernel's {memory} buffers as allocated ({where}) "
+                    f"would take {total} bytes, more than the {limit // KIB} KiB it can hold on "
+                    f"Ascend A2/A3"
+                )
+        return None
+
+
+def _use(
+    group: list[Buffer], value: int, env: Callable[[tuple[Function, ...], int], Env]
+) -> dict[str, tuple[int, list[str]]]:
+    """memory -> (bytes, ["name (line N)", ...]) of the buffers whose size can be read."""
+    use: dict[str, tuple[int, list[str]]] = {}
+    for b in group:
+        size = b.dtype_bytes
+        for d in b.dims:
+            extent = evaluate(d, env(b.chain, value))
+            if not isinstance(extent, int) or isinstance(extent, bool) or extent <= 0:
+                size = 0
+                break
+            size *= extent
+        if size:
+            total, placed = use.get(b.memory, (0, []))
+            use[b.memory] = (total + size, [*placed, f"{b.name} (line {b.line})"])
+    return use
+
+
+def capacity_check(f: Facts, name: str, factories: list[Function]) -> CapacityCheck | None:
+    """The capacity rule of knob `name` over the buffers of the kernels of `factories`."""
+    kernels = [group for factory in factories if (group := buffers(f, factory))]
+    return CapacityCheck(name, kernels) if kernels else None

@@ -1,0 +1,181 @@
+"""Integer and bool values of the small expressions kernels compute their sizes with.
+
+`evaluate(node, env)` folds literals, names (through an `Env`: the factory's
+locals, parameters bound at call sites, module constants, pinned knob values
+and, for names the file leaves open, the sizes it runs the op with),
+arithmetic, comparisons, `T.ceildiv`/`T.min`/`T.max`/`math.gcd` and module
+helpers of one `return` line. Anything unknown makes the whole value None.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from bot.strategies.facts import Function, literal
+from bot.strategies.source import dotted
+
+if TYPE_CHECKING:
+    from bot.strategies.binding import Resolver
+
+MAX_DEPTH = 12  # names followed through names before giving up
+
+
+class Env:
+    """Values of names in a scope, resolved lazily; `overrides` pins knob values."""
+
+    def __init__(
+        self,
+        resolver: Resolver,
+        chain: tuple[Function, ...],
+        depth: int = 0,
+        overrides: dict[str, int] | None = None,
+    ) -> None:
+        self.resolver, self.chain, self.depth = resolver, chain, depth
+        self.overrides = dict(overrides or {})
+
+    def get(self, name: str) -> object:
+        if name in self.overrides:
+            return self.overrides[name]
+        if self.depth > MAX_DEPTH:
+            return None
+        value = self._get(name)
+        return self.resolver.fallback.get(name) if value is None else value
+
+    def _get(self, name: str) -> object:
+        deeper = self.depth + 1
+        for fn in reversed(self.chain):
+            if name in fn.assigns:
+                values = fn.assigns[name]
+                if len(values) != 1:
+                    return None
+                # computed in this scope: evaluate with the same pinned values
+                return evaluate(values[0], Env(self.resolver, fn.chain, deeper, self.overrides))
+            if name in fn.params or name in fn.defaults:
+                return self.resolver.param(fn, name, deeper).value
+        module_values = self.resolver.f.module_assigns.get(name)
+        if module_values and len({code_of(v) for v in module_values}) == 1:
+            # one assignment, or the same one repeated (`M = args.m` at the top and in __main__)
+            return evaluate(module_values[0], Env(self.resolver, (), deeper, self.overrides))
+        return None
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module([]).code_for_node(node).split())
+
+
+_BINOPS = {
+    cst.Add: lambda a, b: a + b,
+    cst.Subtract: lambda a, b: a - b,
+    cst.Multiply: lambda a, b: a * b,
+    cst.FloorDivide: lambda a, b: a // b,
+    cst.Modulo: lambda a, b: a % b,
+    cst.Power: lambda a, b: a**b if 0 <= b <= 64 else None,
+}
+_CMPS = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b,
+    cst.GreaterThanEqual: lambda a, b: a >= b,
+}
+CEILDIV = ("ceildiv", "cdiv")
+
+
+def evaluate(node: cst.BaseExpression, env: Env) -> object:
+    """Integer/bool value of a small expression, or None when any part is unknown."""
+    try:
+        return _eval(node, env)
+    except (ZeroDivisionError, TypeError, ValueError, OverflowError, RecursionError):
+        return None
+
+
+def _eval(node: cst.BaseExpression, env: Env) -> object:
+    lit = literal(node)
+    if lit is not None:
+        return lit
+    if isinstance(node, cst.Name):
+        return env.get(node.value)
+    if isinstance(node, cst.Attribute):
+        return (
+            env.get(node.attr.value)
+            if isinstance(node.value, cst.Name)
+            and node.attr.value in env.resolver.f.argparse
+            and node.value.value not in ("T", "tl", "tilelang")
+            else None
+        )
+    if isinstance(node, cst.UnaryOperation):
+        v = _eval(node.expression, env)
+        if v is None:
+            return None
+        if isinstance(node.operator, cst.Minus):
+            return -v  # type: ignore[operator]
+        if isinstance(node.operator, cst.Not):
+            return not v
+        return None
+    if isinstance(node, cst.BinaryOperation):
+        op = _BINOPS.get(type(node.operator))
+        a, b = _eval(node.left, env), _eval(node.right, env)
+        if op is None or not isinstance(a, int) or not isinstance(b, int):
+            return None
+        return op(a, b)
+    if isinstance(node, cst.Comparison):
+        left = _eval(node.left, env)
+        for target in node.comparisons:
+            op = _CMPS.get(type(target.operator))
+            right = _eval(target.comparator, env)
+            if op is None or left is None or right is None:
+                return None
+            if not op(left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, cst.BooleanOperation):
+        a, b = _eval(node.left, env), _eval(node.right, env)
+        if isinstance(node.operator, cst.And):
+            return (
+                False
+                if a is False or b is False
+                else (None if a is None or b is None else bool(a and b))
+            )
+        return (
+            True if a is True or b is True else (None if a is None or b is None else bool(a or b))
+        )
+    if isinstance(node, cst.Call):
+        return _eval_call(node, env)
+    return None
+
+
+def _eval_call(node: cst.Call, env: Env) -> object:
+    name = dotted(node.func)
+    args = [a for a in node.args if a.keyword is None and not a.star]
+    if len(args) != len(node.args):
+        return None
+    values = [_eval(a.value, env) for a in args]
+    if any(not isinstance(v, int) for v in values):
+        return None
+    short = name.rsplit(".", 1)[-1]
+    if short in CEILDIV and len(values) == 2:
+        return -(-values[0] // values[1])  # type: ignore[operator]
+    if name in ("max", "min", "T.max", "T.min") and values:
+        return (max if short == "max" else min)(values)  # type: ignore[type-var]
+    if name == "math.gcd" and len(values) == 2:
+        import math
+
+        return math.gcd(*values)  # type: ignore[arg-type]
+    # a module helper whose body is `return <expr>` (e.g. an align-up)
+    for fn in env.resolver.by_name.get(name, []):
+        if fn.parents or len(fn.params) != len(values):
+            continue
+        body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
+        if (
+            len(body) == 1
+            and isinstance(body[0], cst.SimpleStatementLine)
+            and isinstance(body[0].body[0], cst.Return)
+            and body[0].body[0].value is not None
+        ):
+            inner = Env(env.resolver, (), env.depth + 1, dict(zip(fn.params, values, strict=True)))  # type: ignore[arg-type]
+            return _eval(body[0].body[0].value, inner)
+    return None

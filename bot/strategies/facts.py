@@ -1,0 +1,228 @@
+"""What one kernel source says, parsed once: its functions, calls, assignments and argparse options.
+
+The kernel factories (functions that directly hold a `@T.prim_func`), every
+function's parameters, defaults, direct assignments, asserts and returned
+names, every call with the functions around it, module-level assignments and
+argparse defaults. bot/strategies/binding.py resolves names over these facts;
+bot/strategies/evaluate.py computes small expressions with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from bot.strategies.source import bool_value, dotted, int_value, line_of, parse
+
+
+@dataclass(frozen=True)
+class Site:
+    """The literal that sets a knob's effective value."""
+
+    name: (
+        str  # the name the literal is written under (constant, parameter, argparse dest, dict key)
+    )
+    kind: str  # constant | local | default | keyword | positional | argparse | dict
+    line: int
+    value: int | bool
+    node: cst.BaseExpression
+
+    def where(self) -> str:
+        return f"{self.kind} at line {self.line}"
+
+
+@dataclass
+class Function:
+    node: cst.FunctionDef
+    name: str
+    parents: tuple[Function, ...]  # enclosing functions, outermost first
+    params: list[str]  # positional parameters in order
+    defaults: dict[str, cst.BaseExpression]
+    assigns: dict[str, list[cst.BaseExpression]] = field(
+        default_factory=dict
+    )  # direct body, name -> values
+    loads: set[str] = field(
+        default_factory=set
+    )  # every Name loaded anywhere inside (nested included)
+    prim_funcs: list[cst.FunctionDef] = field(default_factory=list)  # directly nested @T.prim_func
+    asserts: list[cst.Assert] = field(default_factory=list)  # direct body
+    returns: list[str] = field(
+        default_factory=list
+    )  # names returned (`return _func`: an inner factory)
+    loop_targets: dict[str, int] = field(default_factory=dict)  # for-loop target -> line
+
+    @property
+    def chain(self) -> tuple[Function, ...]:
+        return (*self.parents, self)
+
+
+@dataclass
+class Call:
+    node: cst.Call
+    scope: tuple[Function, ...]  # functions enclosing the call, outermost first
+
+
+def _is_prim_func(fn: cst.FunctionDef) -> bool:
+    return any(
+        dotted(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func).endswith(
+            "prim_func"
+        )
+        for d in fn.decorators
+    )
+
+
+class _Loads(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    v = _Loads()
+    node.visit(v)
+    return v.names
+
+
+def _simple_targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
+    out: list[tuple[str, cst.BaseExpression]] = []
+    for target in stmt.targets:
+        t = target.target
+        if isinstance(t, cst.Name):
+            out.append((t.value, stmt.value))
+        elif (
+            isinstance(t, cst.Tuple)
+            and isinstance(stmt.value, cst.Tuple)
+            and len(t.elements) == len(stmt.value.elements)
+        ):
+            for te, ve in zip(t.elements, stmt.value.elements, strict=True):
+                if isinstance(te.value, cst.Name):
+                    out.append((te.value.value, ve.value))
+    return out
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self, wrapper: MetadataWrapper) -> None:
+        self.wrapper = wrapper
+        self.stack: list[Function] = []
+        self.functions: list[Function] = []
+        self.calls: list[Call] = []
+        self.module_assigns: dict[str, list[cst.BaseExpression]] = {}
+        self.argparse: dict[str, list[Site]] = {}
+        self.module_loops: dict[str, int] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        p = node.params
+        params = [x.name.value for x in (*p.posonly_params, *p.params)]
+        defaults = {
+            x.name.value: x.default
+            for x in (*p.posonly_params, *p.params, *p.kwonly_params)
+            if x.default is not None
+        }
+        fn = Function(node, node.name.value, tuple(self.stack), params, defaults)
+        fn.loads = names_in(node.body)
+        if self.stack and _is_prim_func(node):
+            self.stack[-1].prim_funcs.append(node)
+        self.functions.append(fn)
+        self.stack.append(fn)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def _assigns(self) -> dict[str, list[cst.BaseExpression]]:
+        return self.stack[-1].assigns if self.stack else self.module_assigns
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for name, value in _simple_targets(node):
+            self._assigns().setdefault(name, []).append(value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self._assigns().setdefault(node.target.value, []).append(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):  # `x *= 2`: no longer a plain literal binding
+            self._assigns().setdefault(node.target.value, []).append(node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        targets = self.stack[-1].loop_targets if self.stack else self.module_loops
+        for name in names_in(node.target):
+            targets.setdefault(name, line_of(self.wrapper, node))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self.stack and isinstance(node.value, cst.Name):
+            self.stack[-1].returns.append(node.value.value)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        if self.stack:
+            self.stack[-1].asserts.append(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(Call(node, tuple(self.stack)))
+        if dotted(node.func).endswith("add_argument"):
+            self._argparse(node)
+
+    def _argparse(self, node: cst.Call) -> None:
+        dest = None
+        for a in node.args:
+            if a.keyword is None and isinstance(a.value, cst.SimpleString):
+                text = a.value.evaluated_value
+                if isinstance(text, str) and text.startswith("--"):
+                    dest = text[2:].replace("-", "_")
+                    break
+        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        dest_node = kw.get("dest")
+        if isinstance(dest_node, cst.SimpleString):
+            dest = str(dest_node.evaluated_value)
+        default = kw.get("default")
+        value = literal(default)
+        if dest and default is not None and value is not None:
+            self.argparse.setdefault(str(dest), []).append(
+                Site(str(dest), "argparse", line_of(self.wrapper, default), value, default)
+            )
+
+
+def literal(node: cst.BaseExpression | None) -> int | bool | None:
+    b = bool_value(node)
+    return b if b is not None else int_value(node)
+
+
+@dataclass
+class Facts:
+    wrapper: MetadataWrapper
+    functions: list[Function]
+    calls: list[Call]
+    module_assigns: dict[str, list[cst.BaseExpression]]
+    argparse: dict[str, list[Site]]
+    module_loops: dict[str, int] = field(default_factory=dict)  # for-loop target -> line
+
+    @property
+    def factories(self) -> list[Function]:
+        """Functions that directly hold a @T.prim_func (the kernel builders)."""
+        return [f for f in self.functions if f.prim_funcs]
+
+    def line(self, node: cst.CSTNode) -> int:
+        return line_of(self.wrapper, node)
+
+    def chain_at(self, line: int) -> tuple[Function, ...]:
+        """The functions enclosing source line `line`, outermost first (() at module level)."""
+        positions = self.wrapper.resolve(PositionProvider)
+        inside = [
+            fn
+            for fn in self.functions
+            if positions[fn.node].start.line <= line <= positions[fn.node].end.line
+        ]
+        return max((fn.chain for fn in inside), key=len, default=())
+
+
+@lru_cache(maxsize=256)
+def facts(source: str) -> Facts:
+    """Parsed facts of a source (raises ParseFailure). Cached: callers must not mutate."""
+    wrapper = parse(source)
+    c = _Collector(wrapper)
+    wrapper.visit(c)
+    return Facts(wrapper, c.functions, c.calls, c.module_assigns, c.argparse, c.module_loops)

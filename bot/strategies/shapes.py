@@ -1,0 +1,90 @@
+"""The sizes an op runs with, for extents the kernel factory itself does not fix.
+
+A factory often leaves a shape open: `M = T.symbolic("M")`, or a parameter
+bound at run time (`act_quant_kernel(x.size(-1))`). The rules of
+bot/strategies/constraints.py then know only that the current block divides
+whatever the size is. The file usually says more, by name:
+
+- `get_inputs()` builds the op's inputs from literal sizes (`M, N = 4096, 1024`);
+- a function that calls the factory sets the sizes it runs it with, possibly
+  several times (`M, N, K = 1024, 512, 2048` ... `M, N, K = 512, 1024, 512`);
+
+Each open name gets every literal value such a function assigns to the same
+name. A rule must then hold for every value: a block must divide all of them
+(or not exceed the smallest). Names the factory fixes itself are never
+overridden: these values only fill what is otherwise unknown.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import libcst as cst
+
+from bot.strategies.binding import Resolver
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted, int_value
+
+INPUTS = "get_inputs"  # the op contract's input builder (docs/architecture.md)
+MAX_CHOICES = 27  # combinations of several sizes checked per rule
+
+
+def open_names(f: Facts, resolver: Resolver, factory: Function) -> set[str]:
+    """Names the factory reads whose value the file does not fix: symbolic shapes, run-time sizes."""
+    found: set[str] = set()
+    for fn in factory.chain:
+        for name, values in fn.assigns.items():
+            v = values[0] if len(values) == 1 else None
+            if isinstance(v, cst.Call) and dotted(v.func).endswith("symbolic"):
+                found.add(name)
+        for name in fn.params:
+            if resolver.param(fn, name, 0).value is None:
+                found.add(name)
+    return found
+
+
+def _callers(f: Facts, factory: Function) -> list[Function]:
+    """Functions that call the factory (or the factory it is returned from) by name."""
+    names = {fn.name for fn in factory.chain}
+    out: list[Function] = []
+    for call in f.calls:
+        if isinstance(call.node.func, cst.Name) and call.node.func.value in names and call.scope:
+            caller = call.scope[-1]
+            if caller not in out and caller not in factory.chain:
+                out.append(caller)
+    return out
+
+
+def _literal_assignments(fn: Function) -> dict[str, list[int]]:
+    """name -> every integer literal the function assigns to it (tuple targets included)."""
+    out: dict[str, list[int]] = {}
+    for name, values in fn.assigns.items():
+        for v in values:
+            n = int_value(v)
+            if n is not None and not isinstance(n, bool) and n > 0:
+                out.setdefault(name, []).append(n)
+    return out
+
+
+def sizes(f: Facts, resolver: Resolver, factories: list[Function]) -> dict[str, tuple[int, ...]]:
+    """Open name -> the sizes the file runs it with (get_inputs and the factory's callers)."""
+    out: dict[str, list[int]] = {}
+    for factory in factories:
+        wanted = open_names(f, resolver, factory)
+        if not wanted:
+            continue
+        scopes = _callers(f, factory) + [fn for fn in f.functions if fn.name == INPUTS]
+        for scope in scopes:
+            for name, values in _literal_assignments(scope).items():
+                if name in wanted:
+                    out.setdefault(name, []).extend(values)
+    return {name: tuple(dict.fromkeys(values)) for name, values in out.items()}
+
+
+def choices(found: dict[str, tuple[int, ...]]) -> list[dict[str, int]]:
+    """Every combination of the sizes (at most MAX_CHOICES; one empty choice when none)."""
+    if not found:
+        return [{}]
+    names = sorted(found)
+    combos = itertools.islice(itertools.product(*(found[n] for n in names)), MAX_CHOICES)
+    return [dict(zip(names, combo, strict=True)) for combo in combos]

@@ -1,0 +1,289 @@
+"""Rules read from how a kernel walks its tiles.
+
+- groups: a loop over `T.ceildiv(X, knob)` tiles whose index picks a row of a
+  tensor laid out in `T.ceildiv(X, G)` groups (per-group scales) ties the
+  knob to G;
+- whole tile: when the kernel's grid walks `X // knob` tiles (or
+  `T.ceildiv(X, knob)`) and a write to one of its output tensors does not
+  depend on the tile's position (`S[bm * block_M, 0]` while the tiles run
+  over bn), every tile writes the same place: the kernel is only correct
+  with one tile, so the knob must cover the whole extent X (a per-row
+  scale laid out `[M, 1]` ties block_N to N).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.evaluate import CEILDIV
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+
+
+@dataclass(frozen=True)
+class Rule:
+    # exact (must divide X) | cap (must not exceed X) | equal (groups of X) | whole (one tile: must
+    # be X) | multiple (must be a multiple of X) | assert
+    kind: str
+    node: cst.BaseExpression  # the extent X, or the assert's test
+    chain: tuple[Function, ...]  # scope the node is evaluated in
+    line: int
+    text: str  # the source text, for messages
+
+
+def _ceildiv_args(
+    node: cst.BaseExpression | None,
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] in CEILDIV:
+        args = [a.value for a in node.args if a.keyword is None]
+        if len(args) == 2:
+            return args[0], args[1]
+    return None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module([]).code_for_node(node).split())
+
+
+def group_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
+    """`for k in T.Pipelined(T.ceildiv(K, knob))` + `scales[.., k]` with scales' dim `T.ceildiv(K, G)`."""
+    rules: list[Rule] = []
+    by_node = {id(fn.node): fn for fn in f.functions}
+    for pf in factory.prim_funcs:
+        chain = by_node[id(pf)].chain
+        tensors: dict[str, list[cst.BaseExpression]] = {}
+        for p in pf.params.params:
+            ann = p.annotation.annotation if p.annotation else None
+            if (
+                isinstance(ann, cst.Call)
+                and dotted(ann.func).endswith("Tensor")
+                and ann.args
+                and isinstance(ann.args[0].value, (cst.Tuple, cst.List))
+            ):
+                tensors[p.name.value] = [e.value for e in ann.args[0].value.elements]
+        locals_: dict[str, list[cst.BaseExpression]] = {}
+        for fn in chain:  # innermost wins
+            locals_.update(fn.assigns)
+        loops = _Loops(locals_, aliases)
+        pf.visit(loops)
+        index = _GroupIndex(f, tensors, loops.extents, aliases, chain)
+        pf.visit(index)
+        rules.extend(index.rules)
+    return rules
+
+
+class _Loops(cst.CSTVisitor):
+    """Loop variable -> X for `for v in T.Pipelined(T.ceildiv(X, knob))` (directly or via a local)."""
+
+    def __init__(self, locals_: dict[str, list[cst.BaseExpression]], aliases: set[str]) -> None:
+        self.locals, self.aliases = locals_, aliases
+        self.extents: dict[str, cst.BaseExpression] = {}
+
+    def visit_For(self, n: cst.For) -> None:
+        if (
+            not isinstance(n.target, cst.Name)
+            or not isinstance(n.iter, cst.Call)
+            or not n.iter.args
+        ):
+            return
+        extent = n.iter.args[0].value
+        if isinstance(extent, cst.Name) and len(self.locals.get(extent.value, [])) == 1:
+            extent = self.locals[extent.value][0]
+        pair = _ceildiv_args(extent)
+        if pair and isinstance(pair[1], cst.Name) and pair[1].value in self.aliases:
+            self.extents[n.target.value] = pair[0]
+
+
+class _GroupIndex(cst.CSTVisitor):
+    """`S[.., v]` where v walks knob tiles of X and S's dimension is `T.ceildiv(X, G)`: knob must be G."""
+
+    def __init__(
+        self,
+        f: Facts,
+        tensors: dict[str, list[cst.BaseExpression]],
+        loops: dict[str, cst.BaseExpression],
+        aliases: set[str],
+        chain: tuple[Function, ...],
+    ) -> None:
+        self.f, self.tensors, self.loops, self.aliases, self.chain = (
+            f,
+            tensors,
+            loops,
+            aliases,
+            chain,
+        )
+        self.rules: list[Rule] = []
+
+    def visit_Subscript(self, n: cst.Subscript) -> None:
+        if not isinstance(n.value, cst.Name) or n.value.value not in self.tensors:
+            return
+        dims = self.tensors[n.value.value]
+        for i, el in enumerate(n.slice):
+            idx = el.slice.value if isinstance(el.slice, cst.Index) else None
+            if not (isinstance(idx, cst.Name) and idx.value in self.loops) or i >= len(dims):
+                continue
+            pair = _ceildiv_args(dims[i])
+            if (
+                pair
+                and _code(pair[0]) == _code(self.loops[idx.value])
+                and not (isinstance(pair[1], cst.Name) and pair[1].value in self.aliases)
+            ):
+                self.rules.append(Rule("equal", pair[1], self.chain, self.f.line(n), _code(n)))
+
+
+def _count_extent(
+    node: cst.BaseExpression, aliases: set[str], counts: dict[str, cst.BaseExpression]
+) -> cst.BaseExpression | None:
+    """X when `node` is a count of knob tiles: `X // knob`, `T.ceildiv(X, knob)` or a name for one."""
+    if isinstance(node, cst.Name) and node.value in counts:
+        return counts[node.value]
+    if (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.FloorDivide)
+        and isinstance(node.right, cst.Name)
+        and node.right.value in aliases
+    ):
+        return node.left
+    pair = _ceildiv_args(node)
+    if pair and isinstance(pair[1], cst.Name) and pair[1].value in aliases:
+        return pair[0]
+    return None
+
+
+def _tensor_params(pf: cst.FunctionDef) -> set[str]:
+    return {
+        p.name.value
+        for p in pf.params.params
+        if p.annotation is not None and "Tensor" in dotted(_ann_func(p.annotation.annotation))
+    }
+
+
+def _ann_func(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.func if isinstance(node, cst.Call) else node
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+    node.visit(V())
+    return found
+
+
+class _Grid(cst.CSTVisitor):
+    """The tile index of the knob in a prim_func, the names derived from it, and the writes to
+    its tensor parameters."""
+
+    def __init__(
+        self, aliases: set[str], counts: dict[str, cst.BaseExpression], tensors: set[str]
+    ) -> None:
+        self.aliases, self.counts, self.tensors = aliases, counts, tensors
+        self.extent: cst.BaseExpression | None = None
+        self.index: set[str] = set()  # names that hold the knob tile's position
+        self.products: list[tuple[str, cst.BaseExpression, cst.BaseExpression]] = []
+        self.assigns: list[tuple[str, cst.BaseExpression]] = []
+        self.writes: list[cst.BaseExpression] = []  # destinations: Subscript or Name
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            call = item.item
+            if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
+                continue
+            grid = [a.value for a in call.args if a.keyword is None]
+            npu = any(a.keyword is not None and a.keyword.value == "is_npu" for a in call.args)
+            targets = item.asname.name if item.asname else None
+            names = (
+                [e.value.value if isinstance(e.value, cst.Name) else "" for e in targets.elements]
+                if isinstance(targets, (cst.Tuple, cst.List))
+                else [targets.value if isinstance(targets, cst.Name) else ""]
+            )
+            for i, g in enumerate(grid[:1] if npu else grid):
+                if i >= len(names) or not names[i]:
+                    continue
+                x = _count_extent(g, self.aliases, self.counts)
+                if x is not None:
+                    self.extent, self.index = x, {names[i]}
+                elif isinstance(g, cst.BinaryOperation) and isinstance(
+                    g.operator, cst.Multiply
+                ):  # `m_num * n_num`: the position is `cid % n_num` or `cid // m_num`
+                    for mine, other in ((g.left, g.right), (g.right, g.left)):
+                        x = _count_extent(mine, self.aliases, self.counts)
+                        if x is not None:
+                            self.extent = x
+                            self.products.append((names[i], mine, other))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.assigns.append((target.target.value, node.value))
+            elif isinstance(target.target, cst.Subscript):
+                self._write(target.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted(node.func).rsplit(".", 1)[-1] != "copy":
+            return
+        args = [a.value for a in node.args if a.keyword is None]
+        if len(args) >= 2:
+            self._write(args[1])
+
+    def _write(self, dst: cst.BaseExpression) -> None:
+        base = dst.value if isinstance(dst, cst.Subscript) else dst
+        if isinstance(base, cst.Name) and base.value in self.tensors:
+            self.writes.append(dst)
+
+    def derived(self) -> set[str]:
+        """The tile's position and every name computed from it."""
+        code = _code
+        index = set(self.index)
+        for grid_var, mine, other in self.products:
+            for name, value in self.assigns:
+                if (
+                    isinstance(value, cst.BinaryOperation)
+                    and _names(value.left) >= {grid_var}
+                    and (
+                        isinstance(value.operator, cst.Modulo)
+                        and code(value.right) == code(mine)
+                        or isinstance(value.operator, cst.FloorDivide)
+                        and code(value.right) == code(other)
+                    )
+                ):
+                    index.add(name)
+        changed = True
+        while changed:
+            changed = False
+            for name, value in self.assigns:
+                if name not in index and _names(value) & index:
+                    index.add(name)
+                    changed = True
+        return index
+
+
+def whole_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
+    """A write to an output tensor that every knob tile makes at the same place: one tile only."""
+    rules: list[Rule] = []
+    by_node = {id(fn.node): fn for fn in f.functions}
+    counts: dict[str, cst.BaseExpression] = {}
+    for fn in factory.chain:
+        for name, values in fn.assigns.items():
+            x = _count_extent(values[0], aliases, {}) if len(values) == 1 else None
+            if x is not None:
+                counts[name] = x
+    for pf in factory.prim_funcs:
+        chain = by_node[id(pf)].chain
+        grid = _Grid(aliases, counts, _tensor_params(pf))
+        pf.visit(grid)
+        if grid.extent is None:
+            continue
+        index = grid.derived()
+        if not index:
+            continue
+        for dst in grid.writes:
+            if not _names(dst) & index:
+                rules.append(Rule("whole", grid.extent, chain, f.line(dst), _code(dst)))
+                break
+    return rules
