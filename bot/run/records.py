@@ -37,6 +37,9 @@ START, BASELINE, ITERATION, REJECTED, BASELINE_END, STOP, DELIVERY, PROPOSAL = (
 )
 
 R = TypeVar("R", bound="Record")
+# Field metadata: an empty value is not written, so records that never had the field read back
+# byte for byte as they were written.
+OMIT_EMPTY = "omit_empty"
 
 
 def iteration_key(n: int) -> str:
@@ -55,8 +58,9 @@ class Record:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = dict(self.extra)
         for f in dataclasses.fields(self):
-            if f.name != "extra":
-                data[f.name] = getattr(self, f.name)
+            value = getattr(self, f.name)
+            if f.name != "extra" and not (f.metadata.get(OMIT_EMPTY) and not value):
+                data[f.name] = value
         data["kind"] = self.KIND
         data["schema_version"] = SCHEMA_VERSION
         return data
@@ -181,7 +185,7 @@ class Stop(Record):
     best_iteration: int | None = None
     best_sha: str | None = None
     # What the planner never tried, each with its reason (bot.strategies.explain); [] before v2.
-    not_planned: list[str] = field(default_factory=list)
+    not_planned: list[str] = field(default_factory=list, metadata={OMIT_EMPTY: True})
 
 
 @dataclass(frozen=True, kw_only=True)
