@@ -28,7 +28,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.model import spec as spec_mod
+from bot.model import spec as spec_mod  # noqa: E402 (after the sys.path line: runs as a script)
 
 DEMO = ROOT / "examples/demo/dit_tiny"
 

@@ -48,7 +48,7 @@ def decode(data: bytes, shown: str, python: bool = False) -> str:
         raise UndecodableFile(
             f"{shown} is not valid {declared} text ({exc.reason} at byte {exc.start}). Fix: save it as UTF-8"
             + (", or declare its encoding in a coding line (PEP 263)" if python else "")
-        )
+        ) from None
     return text.removeprefix("\ufeff") if encoding == "utf-8-sig" else text
 
 

@@ -1,6 +1,7 @@
 """Materialise the MindIE-SD docs layouts (tests/data/mindiesd-layouts/<layout>/) without committing them.
 
-    python scripts/mindiesd_layouts.py --git-dir Ascend/MindIE-SD=/path/a.git --git-dir verylucky01/MindIE-SD=/path/b.git
+    python scripts/mindiesd_layouts.py --git-dir Ascend/MindIE-SD=/path/a.git \
+        --git-dir verylucky01/MindIE-SD=/path/b.git
     python scripts/mindiesd_layouts.py --from DIR      # a folder that already holds <layout>/<file>.md
 
 Reads FILES.tsv (layout, file, sha256, repository, commit, path), writes each document with

@@ -82,15 +82,18 @@ def test_commands_print_what_the_loop_reads(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "TUNEBOT_OUTPUT_DIR": str(out), "TUNEBOT_REFERENCE_DIR": str(out)}
-    run = lambda *a: subprocess.run(
-        [sys.executable, "pipeline.py", *a],
-        cwd=DEMO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+
+    def run(*a: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "pipeline.py", *a],
+            cwd=DEMO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
     bench = run("--benchmark")
     b = cmd.parse_benchmark(
         cmd.CommandResult(["pipeline.py"], bench.returncode, bench.stdout, bench.stderr, 0)

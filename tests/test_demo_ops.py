@@ -88,8 +88,8 @@ def test_op_module_contract(name: str) -> None:
     assert any(k.strategy == "block_size" for k in op.knobs)
     # inputs are deterministic per seed and differ between seeds
     a, b, other = module.get_inputs(seed=0), module.get_inputs(seed=0), module.get_inputs(seed=1)
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
-    assert not all(torch.equal(x, y) for x, y in zip(a, other))
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=False))
+    assert not all(torch.equal(x, y) for x, y in zip(a, other, strict=False))
     # DESIGN.md carries a performance target the config reads
     assert "## 性能目标" in (ROOT / op.dir / "DESIGN.md").read_text(encoding="utf-8")
     assert op.target_us is not None and op.target_us > 0
@@ -181,7 +181,7 @@ def test_every_point_of_the_knob_space_is_correct(name: str) -> None:
     tol = 1e-2 if expected.dtype in (torch.float16, torch.bfloat16) else 1e-4
     names = [k.name for k in op.knobs]
     for combo in itertools.product(*(k.values for k in op.knobs)):
-        point = dict(zip(names, combo))
+        point = dict(zip(names, combo, strict=False))
         module = module_from(sweep.set_knobs(source, point), op.name)
         assert all(getattr(module, n) == v for n, v in point.items())
         actual = module.kernel(*inputs)

@@ -35,7 +35,7 @@ def test_msprof_huge_fields_and_truncated_rows():
         HEADER + f"{name},T,3.5,1,1,0,1800,1800\nk_0,T,2.25,1,1,0,1800,1800\nk_0,T,12"
     )  # cut mid-row
     launches = parse_opbasicinfo(text)
-    assert [l.duration_us for l in launches] == [3.5, 2.25, None]
+    assert [launch.duration_us for launch in launches] == [3.5, 2.25, None]
     assert launches[0].op_name == name
 
 

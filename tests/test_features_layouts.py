@@ -93,8 +93,9 @@ def test_support_table_layout_change_is_read_by_column_name(docs):
             cells and len(cells) == 8
         ):  # the last table: move 稀疏FA to the end, drop the leading space
             cells = cells[:4] + cells[5:] + [cells[4]]
-            line = "|" + "|".join(c.replace("✅️", "✔").replace("✖️", "✘") for c in cells) + "|"
-        out.append(line)
+            out.append("|" + "|".join(c.replace("✅️", "✔").replace("✖️", "✘") for c in cells) + "|")
+        else:
+            out.append(line)
     path.write_text("\n".join(out), encoding="utf-8")
     table = build_table(docs)
     sparse = next(r for r in table.rows if r.name == "sparse_attention")
@@ -129,11 +130,11 @@ def test_hardware_spelling_variants_and_invented_limits(docs):
     )
     table = build_table(docs)
     offload = next(r for r in table.rows if r.name == "CPU 卸载")
-    assert [l.render() for l in offload.hardware] == [
+    assert [lim.render() for lim in offload.hardware] == [
         "仅 Atlas 800I A3"
     ]  # the 280T mention is no limit
     share = next(r for r in table.rows if r.name == "显存共享")
-    assert [l.render() for l in share.hardware] == ["不支持 Atlas 300I DUO"]
+    assert [lim.render() for lim in share.hardware] == ["不支持 Atlas 300I DUO"]
 
 
 def test_stated_docs_version_and_nested_layout(docs):
@@ -198,11 +199,14 @@ def test_cross_reference_stub_merges_into_its_target_and_heading_hardware_limits
     table = build_table(docs)
     assert "量化" not in names(table)
     fa = next(r for r in table.rows if r.name == "FA量化")
-    assert "memory.md#量化" in fa.sources and [l.render() for l in fa.hardware] == [
+    assert "memory.md#量化" in fa.sources and [lim.render() for lim in fa.hardware] == [
         "仅 Atlas 800I A2"
     ]
     squeeze = next(r for r in table.rows if r.name == "显存压缩（A2/A3）")
-    assert sorted(l.render() for l in squeeze.hardware) == ["仅 Atlas 800I A2", "仅 Atlas 800I A3"]
+    assert sorted(lim.render() for lim in squeeze.hardware) == [
+        "仅 Atlas 800I A2",
+        "仅 Atlas 800I A3",
+    ]
 
 
 def test_stub_to_a_missing_target_stays_a_row_with_a_warning(docs):

@@ -87,7 +87,10 @@ def test_signature_blocks_and_their_parameters():
 
 
 def test_import_lines_with_several_names_and_aliases():
-    text = "from mindiesd import CacheConfig, CacheAgent as CA\nfrom torch import nn\n  from mindiesd.offload import enable_offload  # x"
+    text = (
+        "from mindiesd import CacheConfig, CacheAgent as CA\nfrom torch import nn\n"
+        "  from mindiesd.offload import enable_offload  # x"
+    )
     assert md.imports(text) == [
         "from mindiesd import CacheConfig, CacheAgent",
         "from mindiesd.offload import enable_offload",

@@ -68,7 +68,10 @@ if not _DONE.exists():
             hook = where / name
             # grep -f: the token must not be in any argv the daemon scans (that would be this test's own doing)
             _pl.Path(str(_EVIDENCE) + ".pattern").write_text({token!r} + "\n")
-            hook.write_text("#!/bin/sh\necho hook-" + name + " >> " + str(_EVIDENCE) + "\nenv | grep -qF -f " + str(_EVIDENCE) + ".pattern && echo LEAK-hook-env >> " + str(_EVIDENCE) + "\nexit 0\n")
+            ev = str(_EVIDENCE)
+            hook.write_text("#!/bin/sh\necho hook-" + name + " >> " + ev + "\n"
+                            + "env | grep -qF -f " + ev + ".pattern && echo LEAK-hook-env >> " + ev
+                            + "\nexit 0\n")
             hook.chmod(0o755)
     _sp.run(cfg + ["core.hooksPath", str(hooks)])
     for name, line in (("GITHUB_ENV", "EVIL=1"), ("GITHUB_PATH", "/tmp/evil-bin")):

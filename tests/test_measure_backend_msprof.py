@@ -105,12 +105,12 @@ def _write(path: Path, name: str, us: float) -> None:
 def test_finds_csvs_in_flat_and_nested_layouts_in_launch_order(tmp_path):
     flat = tmp_path / "flat"
     _write(flat / "OPPROF_20250101_AAA" / "OpBasicInfo.csv", "k_0", 10)
-    assert [l.duration_us for l in collect(flat, "k")[0]] == [10]
+    assert [launch.duration_us for launch in collect(flat, "k")[0]] == [10]
     nested = tmp_path / "nested" / "OPPROF_20250101_BBB" / "k_0"
     for i in (0, 1, 2, 10):  # numeric order: 10 after 2
         _write(nested / str(i) / f"OpBasicInfo_2025{i}.csv", "k_0", 100 + i)
     launches, seen = collect(tmp_path / "nested", "k")
-    assert [l.duration_us for l in launches] == [100, 101, 102, 110]
+    assert [launch.duration_us for launch in launches] == [100, 101, 102, 110]
     assert seen == ["k_0"]
     assert len(find_csvs(tmp_path)) == 5
 

@@ -238,8 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     (HERE / "openapi.json").write_text(json.dumps(small, indent=1, sort_keys=False) + "\n")
     hooks_dir = HERE / "webhooks"
     hooks_dir.mkdir(exist_ok=True)
-    for name, payload in derive_payloads(examples).items():
-        payload = complete(small, webhook_schema(small, name), payload)
+    for name, derived in derive_payloads(examples).items():
+        payload = complete(small, webhook_schema(small, name), derived)
         errors = list(OAS30Validator(webhook_schema(small, name)).iter_errors(payload))
         if errors:
             raise SystemExit(f"derived {name} payload violates the spec: {errors[0].message}")

@@ -718,7 +718,7 @@ class FakeGitHub:
         base = query.get("base", [None])[0]
         found = []
         for pr in sorted(self.pulls.values(), key=lambda p: p.number):
-            if state != "all" and pr.state != state:
+            if state not in ("all", pr.state):
                 continue
             if head and f"{pr.head_owner}:{pr.head_ref}" != head:
                 continue
@@ -845,8 +845,8 @@ class FakeGitHub:
     def op_issues_add_labels(self, params: dict, query: dict, body: object) -> tuple[int, object]:
         pr = self._pull(params)
         names = body if isinstance(body, list) else (body or {}).get("labels", [])
-        for name in names:
-            name = name if isinstance(name, str) else name["name"]
+        for label in names:
+            name = label if isinstance(label, str) else label["name"]
             if name not in pr.labels:
                 pr.labels.append(name)
         return 200, [self._label(n) for n in pr.labels]

@@ -59,7 +59,7 @@ def main() -> int:
             raise RuntimeError("quality harness crashed (FAKEPIPE_CONTROL quality_crash)")
         ref = json.loads((Path(os.environ["TUNEBOT_REFERENCE_DIR"]) / "out.json").read_text())
         out = json.loads((Path(os.environ["TUNEBOT_OUTPUT_DIR"]) / "out.json").read_text())
-        dot = sum(a * b for a, b in zip(ref, out))
+        dot = sum(a * b for a, b in zip(ref, out, strict=False))
         cos = dot / math.sqrt(sum(a * a for a in ref) * sum(b * b for b in out))
         print(json.dumps({"schema": "tunebot.quality/v1", "cosine": cos}))
         return 0

@@ -26,9 +26,11 @@ import time
 
 def main() -> int:
     mode, context_path, output_path = sys.argv[1], sys.argv[2], sys.argv[3]
-    ctx = json.loads(open(context_path).read())
+    with open(context_path) as f:
+        ctx = json.loads(f.read())
     assert ctx["output_path"] == output_path and os.environ["TUNEBOT_CONTEXT"] == context_path
-    best = open(ctx["best_source_path"]).read()
+    with open(ctx["best_source_path"]) as f:
+        best = f.read()
     if "PROPOSER_CONTEXT_COPY" in os.environ:
         with open(os.environ["PROPOSER_CONTEXT_COPY"], "w") as f:
             json.dump(ctx, f)
