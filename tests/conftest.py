@@ -151,3 +151,44 @@ def third_party_corpus(name: str, probe: str) -> Path | None:
         if (root / probe).exists():
             return root
     return None
+
+
+# Modules that run whole tuning runs, CLI processes or the GitHub flow end to end: about 90 % of
+# the suite's time (measured with --durations=0). `pytest -m "not slow"` is the quick edit loop;
+# the README's test command runs everything.
+SLOW_MODULES = frozenset(
+    {
+        "test_cli_delivery",
+        "test_cli_tune",
+        "test_delivery",
+        "test_demo_model",
+        "test_demo_ops",
+        "test_fault_injection",
+        "test_fault_kernels",
+        "test_features_cli",
+        "test_features_propose",
+        "test_forge_cancel",
+        "test_forge_contract",
+        "test_forge_github",
+        "test_github_flow",
+        "test_github_security",
+        "test_loop",
+        "test_loop_upstream_real",
+        "test_loop_upstream_style",
+        "test_measure_accuracy",
+        "test_measure_backend_msprof",
+        "test_measure_backends",
+        "test_model_github",
+        "test_model_loop",
+        "test_proposal_body",
+        "test_run_resume_old",
+        "test_seed_structure",
+        "test_strategies_upstream_corpus",
+    }
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.stem in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
