@@ -19,6 +19,7 @@ from typing import NoReturn
 import yaml
 
 from bot.errors import ConfigError, OpNotFound
+from bot.measure.backends.registry import REGISTRY
 
 REPO_CONFIG_FILE = ".tunebot.yml"
 OP_CONFIG_FILE = "tune.yaml"
@@ -178,7 +179,7 @@ NAME_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
 KERNEL_KINDS = ("vector", "cube", "mix")
 ACCURACY_MODES = ("command", "harness")
 LEVELS = ("L0", "L1", "L2")
-BACKENDS = ("auto", "cpu", "cuda", "npu-msprof", "npu-torch", "command")
+BACKENDS = ("auto", *REGISTRY)  # latency.backend: auto or a registered backend
 PERMISSIONS = ("write", "maintain", "admin")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 

@@ -45,7 +45,8 @@ class OutputError(ValueError):
 def expand(argv: tuple[str, ...] | list[str], values: dict[str, str]) -> list[str]:
     """`argv` with each `{name}` placeholder replaced (unknown braces are left as they are)."""
     out = []
-    for arg in argv:
+    for template in argv:
+        arg = template
         for name, value in values.items():
             arg = arg.replace("{" + name + "}", value)
         out.append(arg)
@@ -55,8 +56,8 @@ def expand(argv: tuple[str, ...] | list[str], values: dict[str, str]) -> list[st
 def parse_output(output: str) -> tuple[list[float], dict, bool]:
     """(samples in us, environment facts, median_only) from the command's output; raises OutputError."""
     found = []
-    for line in output.splitlines():
-        line = line.strip()
+    for printed in output.splitlines():
+        line = printed.strip()
         if not (line.startswith("{") and line.endswith("}")):
             continue
         try:
