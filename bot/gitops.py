@@ -486,7 +486,9 @@ def commit_files(
     finally:
         with contextlib.suppress(FileNotFoundError):
             index.unlink()
-    return _commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
+    sha = _commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
+    _KNOWN_COMMITS.add((repo.git_dir, sha))  # just made: create_branch need not ask git again
+    return sha
 
 
 def _loose_objects(repo: git.Repo) -> LooseObjectDB:

@@ -165,9 +165,32 @@ def _pids() -> list[int]:
         return []
 
 
+@functools.cache
+def _children_files() -> bool:
+    """Whether this kernel lists each task's children in /proc/<pid>/task/<tid>/children."""
+    return (_PROC / "self" / "task" / str(os.getpid()) / "children").exists()
+
+
+def _listed_children(pid: int) -> set[int]:
+    """Direct children of `pid` from its tasks' children files: a few reads, not the whole table."""
+    found: set[int] = set()
+    try:
+        tasks = list((_PROC / str(pid) / "task").iterdir())
+    except OSError:
+        return found  # gone
+    for task in tasks:
+        try:
+            found.update(int(x) for x in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile
+    return found
+
+
 def children(pid: int | None = None) -> set[int]:
     """Live direct children of `pid` (default: this process)."""
     pid = os.getpid() if pid is None else pid
+    if _children_files():
+        return _listed_children(pid)
     found = set()
     for p in _pids():
         st = _stat(p)
@@ -177,6 +200,12 @@ def children(pid: int | None = None) -> set[int]:
 
 
 def _descendants(roots: set[int]) -> set[int]:
+    if _children_files():
+        found, frontier = set(roots), set(roots)
+        while frontier:
+            frontier = {c for p in frontier for c in _listed_children(p)} - found
+            found |= frontier
+        return found
     parent_of = {}
     for p in _pids():
         st = _stat(p)
