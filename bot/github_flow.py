@@ -314,6 +314,7 @@ class StatusReporter:
         self.baseline: str = ""
         self.rows: list[str] = []
         self.verdict: str = ""
+        self.noise_warning: str = ""  # "this runner is too noisy to see gains below ..."
         self.cancelled = False
         self.publish_failures = 0
 
@@ -331,6 +332,7 @@ class StatusReporter:
         elif event.kind == "stop":
             self.phase = "delivering"
             self.verdict = f"Stopped: {event.message or event.verdict or ''}".strip()
+            self.noise_warning = (event.data or {}).get("noise_warning") or ""
         elif event.kind == "delivered":
             self.phase = "done"
         self.publish()
@@ -807,7 +809,7 @@ def _tune_ops(
             f"**Verdict:** {outcome.stop_reason}; best {_us(outcome.best_us)} vs baseline "
             f"{_us(outcome.baseline_us)} ({outcome.improvement_pct:+.1f}%) after {outcome.iterations} iterations. "
             f"Proposal: {link}"
-        )
+        ) + (f"\n\n> [!WARNING]\n> {reporter.noise_warning}" if reporter.noise_warning else "")
         notes = "\n".join(f"> [!NOTE]\n> {w}" for w in op_forge.warnings)
         reporter.publish(notes)
         results.append(

@@ -487,7 +487,7 @@ def commit_files(
         with contextlib.suppress(FileNotFoundError):
             index.unlink()
     sha = _commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
-    _KNOWN_COMMITS.add((repo.git_dir, sha))  # just made: create_branch need not ask git again
+    _KNOWN_COMMITS.add((str(repo.git_dir), sha))  # just made: create_branch need not ask git
     return sha
 
 
