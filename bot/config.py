@@ -1114,12 +1114,10 @@ def _latency(check: _Checker, data: dict) -> LatencySettings:
         values["kernel_name"] = check.text(data["kernel_name"], "latency.kernel_name")
     if data.get("command") is not None:
         values["command"] = check.argv(data["command"], "latency.command")
-    if values.get("backend") == "command" and not values.get("command"):
-        check.fail(
-            "latency.command",
-            "backend 'command' needs the benchmark command to run",
-            'add e.g. `command: [python, bench.py, "{source}"]` under latency (docs/measurement.md)',
-        )
+    backend = REGISTRY.get(values.get("backend", ""))
+    for key, problem, fix in backend.requires if backend else ():
+        if not values.get(key):
+            check.fail(f"latency.{key}", problem, fix)
     return LatencySettings(**values)
 
 

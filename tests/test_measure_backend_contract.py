@@ -80,6 +80,7 @@ def test_declares_what_the_evaluator_reads(name):
     assert backend.memory_kind in ("as", "data")
     assert backend.device in ("cpu", "cuda", "npu")
     assert isinstance(backend.auto_rank, int) and isinstance(backend.pairs, bool)
+    assert all(len(need) == 3 and all(need) for need in backend.requires)
     why = backend.unavailable()
     assert why is None or (isinstance(why, str) and why)
 

@@ -46,6 +46,8 @@ class Backend(Protocol):
     device: DeviceKind  # what the environment record probes for the device name
     auto_rank: int  # `latency.backend: auto` picks the available one ranked highest; 0: never
     pairs: bool  # can time two variants in one process (`measure_pair`)
+    # latency keys it cannot run without: (key, problem, fix) for config validation's message
+    requires: tuple[tuple[str, str, str], ...]
 
     def unavailable(self) -> str | None:
         """Why this backend cannot run on this machine, or None when it can (cheap, cached)."""

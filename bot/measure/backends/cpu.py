@@ -189,6 +189,7 @@ class CpuBackend:
     device: DeviceKind = "cpu"
     auto_rank = 10
     pairs = True
+    requires: tuple[tuple[str, str, str], ...] = ()
 
     def unavailable(self) -> str | None:
         return None

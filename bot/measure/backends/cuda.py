@@ -78,6 +78,7 @@ class CudaBackend:
     device: DeviceKind = "cuda"
     auto_rank = 20
     pairs = False
+    requires: tuple[tuple[str, str, str], ...] = ()
 
     def unavailable(self) -> str | None:
         if probes.cuda_available():

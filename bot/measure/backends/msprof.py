@@ -392,6 +392,7 @@ class MsprofBackend:
     device: DeviceKind = "npu"
     auto_rank = 40
     pairs = False
+    requires: tuple[tuple[str, str, str], ...] = ()
 
     def unavailable(self) -> str | None:
         if not probes.torch_npu_imports():

@@ -160,6 +160,7 @@ class NpuTorchBackend:
     device: DeviceKind = "npu"
     auto_rank = 30
     pairs = False
+    requires: tuple[tuple[str, str, str], ...] = ()
 
     def unavailable(self) -> str | None:
         if probes.torch_npu_imports():

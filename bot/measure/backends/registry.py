@@ -30,6 +30,13 @@ class CommandBackend:
     device: DeviceKind = "cpu"  # the command reports its own device in `environment`
     auto_rank = 0  # only when asked for: it needs `latency.command`
     pairs = False
+    requires: tuple[tuple[str, str, str], ...] = (
+        (
+            "command",
+            "backend 'command' needs the benchmark command to run",
+            'add e.g. `command: [python, bench.py, "{source}"]` under latency (docs/measurement.md)',
+        ),
+    )
 
     def unavailable(self) -> str | None:
         return None
