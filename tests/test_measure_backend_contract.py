@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import config
-from bot.config import LatencySettings, OpConfig
-from bot.errors import MeasureError
+from bot.config import LatencySettings, OpConfig, load_op_config
+from bot.errors import ConfigError, MeasureError
 from bot.measure.backends.base import Request
 from bot.measure.backends.cpu import CpuBackend
 from bot.measure.backends.registry import REGISTRY, detect
@@ -67,8 +66,29 @@ def available(name: str):
     return backend
 
 
-def test_the_registry_is_what_config_accepts_and_auto_picks_from():
-    assert ("auto", *REGISTRY) == config.BACKENDS
+def _op_with(tmp_path: Path, latency: str) -> Path:
+    op_dir = tmp_path / "examples" / "p" / "pure"
+    op_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(KERNELS / "pure.py", op_dir / "pure.py")
+    (op_dir / "tune.yaml").write_text(f"latency:\n{latency}")
+    return op_dir
+
+
+def test_config_accepts_exactly_the_registered_backends(tmp_path):
+    with pytest.raises(ConfigError) as refused:
+        load_op_config(tmp_path, _op_with(tmp_path, "  backend: nope\n"))
+    assert all(name in str(refused.value) for name in ("auto", *REGISTRY))
+    for name, backend in REGISTRY.items():
+        needs = "".join(f"  {key}: [python, bench.py]\n" for key, _, _ in backend.requires)
+        op = load_op_config(tmp_path, _op_with(tmp_path, f"  backend: {name}\n{needs}"))
+        assert op.latency.backend == name
+        for key, problem, _ in backend.requires:  # what it cannot run without is demanded
+            with pytest.raises(ConfigError, match=problem) as missing:
+                load_op_config(tmp_path, _op_with(tmp_path, f"  backend: {name}\n"))
+            assert f"latency.{key}" in str(missing.value)
+
+
+def test_auto_picks_an_available_registered_backend():
     assert detect() in REGISTRY and REGISTRY[detect()].auto_rank > 0
     assert REGISTRY[detect()].unavailable() is None
 
