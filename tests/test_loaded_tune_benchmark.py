@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import list_ops, load_repo_config, resolve_op
+from bot.config.discovery import list_ops, resolve_op
+from bot.config.repo import load_repo_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import LatencySettings, OpConfig, load_op_config
+from bot.config.discovery import load_op_config
+from bot.config.schema import LatencySettings, OpConfig
 from bot.errors import ConfigError, MeasureError
 from bot.measure.backends.base import Request
 from bot.measure.backends.cpu import CpuBackend

@@ -22,7 +22,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from bot.config import AccuracySettings
+from bot.config.schema import AccuracySettings
 from bot.measure.backends.common import run_runner
 from bot.measure.sandbox import (
     OOM_MARKERS,

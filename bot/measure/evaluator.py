@@ -16,7 +16,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Literal
 
-from bot.config import OP_CONFIG_FILE, OpConfig
+from bot.config.schema import OP_CONFIG_FILE, OpConfig
 from bot.errors import ConfigError
 from bot.measure import accuracy as acc
 from bot.measure import decide as decide_mod

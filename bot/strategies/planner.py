@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bot.config import Knob, OpConfig
+from bot.config.schema import Knob, OpConfig
 from bot.strategies import catalog, knobs, multibuffer, pipeline, vprefix
 from bot.strategies.base import Attempt, PlanContext, Refusal, Variant
 from bot.strategies.evidence import Evidence
