@@ -26,6 +26,7 @@ without a false "better" bound the rate at 0.99 %) and two-sided 95 % intervals.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import multiprocessing
@@ -59,10 +60,8 @@ def write_variant(directory: Path, name: str, work: int) -> Path:
 
 
 def _busy() -> None:
-    try:
+    with contextlib.suppress(AttributeError, OSError):  # no affinity: busy wherever it lands
         os.sched_setaffinity(0, {0})
-    except (AttributeError, OSError):
-        pass
     while True:
         pass
 

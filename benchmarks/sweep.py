@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
 DOCS = ROOT / "docs" / "ops.md"
 DEMO_PROJECT = "demo"
+CLOCK = "cpu"  # the cpu backend's decision figure: the process's CPU time per call
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Point:
     q1_us: float | None = None
     q3_us: float | None = None
     round_medians_us: list[float] = field(default_factory=list)
+    wall_median_us: float | None = None  # median of the round medians of wall time, for reference
 
     @property
     def rel_iqr(self) -> float | None:
@@ -66,7 +68,7 @@ def set_knobs(source: str, values: dict[str, int]) -> str:
     """Rewrite `NAME = <int>` module constants; every knob must be found exactly once."""
     for name, value in values.items():
         pattern = re.compile(rf"^{re.escape(name)}(\s*(?::\s*int)?\s*=\s*)-?\d+", re.MULTILINE)
-        source, count = pattern.subn(lambda m, v=value: f"{name}{m.group(1)}{v}", source)
+        source, count = pattern.subn(lambda m, n=name, v=value: f"{n}{m.group(1)}{v}", source)
         if count != 1:
             raise SystemExit(
                 f"sweep: expected one `{name} = <int>` line in the op source, found {count}"
@@ -94,7 +96,8 @@ def space_key(op: OpConfig, source: str) -> str:
         rf"^({'|'.join(k.name for k in op.knobs)})\s*=.*$", "", source, flags=re.MULTILINE
     )
     space = [(k.name, list(k.values)) for k in op.knobs]
-    return hashlib.sha256((body + json.dumps(space)).encode()).hexdigest()[:16]
+    # the clock is part of what was measured: tables timed on wall time are stale on the CPU clock
+    return hashlib.sha256((body + json.dumps(space) + CLOCK).encode()).hexdigest()[:16]
 
 
 def environment(warmup: int, repeats: int, rounds: int) -> dict:
@@ -120,6 +123,7 @@ def environment(warmup: int, repeats: int, rounds: int) -> dict:
         "warmup": warmup,
         "repeats": repeats,
         "rounds": rounds,
+        "clock": CLOCK,
         "timer": "bot.measure.backends.cpu.measure_cpu (fresh interpreter per point, entry call only)",
     }
 
@@ -127,9 +131,13 @@ def environment(warmup: int, repeats: int, rounds: int) -> dict:
 def sweep_op(op: OpConfig, warmup: int, repeats: int, rounds: int, seed: int) -> dict:
     source = (ROOT / op.source).read_text(encoding="utf-8")
     names = [k.name for k in op.knobs]
-    grid = [dict(zip(names, combo)) for combo in itertools.product(*(k.values for k in op.knobs))]
+    grid = [
+        dict(zip(names, combo, strict=True))
+        for combo in itertools.product(*(k.values for k in op.knobs))
+    ]
     samples: dict[int, list[float]] = {i: [] for i in range(len(grid))}
     round_medians: dict[int, list[float]] = {i: [] for i in range(len(grid))}
+    wall_medians: dict[int, list[float]] = {i: [] for i in range(len(grid))}
     failures: dict[int, str] = {}
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="tunebot-sweep-") as tmp:
@@ -152,10 +160,14 @@ def sweep_op(op: OpConfig, warmup: int, repeats: int, rounds: int, seed: int) ->
                     repeats=repeats,
                     timeout_s=op.latency.timeout_s,
                     cwd=paths[i].parent,
+                    clock=CLOCK,
                 )
                 if result.ok:
                     samples[i].extend(result.samples_us)
                     round_medians[i].append(statistics.median(result.samples_us))
+                    wall = (result.extra.get("wall") or {}).get("median_us")
+                    if wall:
+                        wall_medians[i].append(wall)
                 else:
                     failures[i] = f"{result.status}: {'; '.join(result.notes)} {result.tail[-300:]}"
                 print(
@@ -180,6 +192,7 @@ def sweep_op(op: OpConfig, warmup: int, repeats: int, rounds: int, seed: int) ->
                 q1,
                 q3,
                 round_medians[i],
+                statistics.median(wall_medians[i]) if wall_medians[i] else None,
             )
         )
     return table(op, source, points, environment(warmup, repeats, rounds))
@@ -249,7 +262,8 @@ def render(data: dict) -> str:
         return text
 
     lines = [
-        f"Kernel time in ms, median of {env['rounds']} round medians (★ best, bold; "
+        f"Kernel {'CPU' if env.get('clock') == 'cpu' else 'wall-clock'} time in ms "
+        f"(the {env.get('clock', 'wall')} clock), median of {env['rounds']} round medians (★ best, bold; "
         "`(default)` = the module's baseline values). "
         f"{env['cpu_model']}, {env['cpu_count']} cores, torch {env['torch_version']}, "
         f"warmup {env['warmup']}, {env['repeats']} timed calls x {env['rounds']} shuffled rounds, {env['date'][:10]}.",

@@ -51,9 +51,9 @@ class LatencyBackend:
 
     def read(self, check: Checker, value: object, key: str) -> str:
         # Read when a file is checked, not at import: backend modules may import the config schema.
-        from bot.measure.backends import BACKENDS
+        from bot.measure.backends.registry import REGISTRY
 
-        return check.text(value, key, ("auto", *BACKENDS))
+        return check.text(value, key, ("auto", *REGISTRY))
 
 
 @dataclass(frozen=True)
@@ -234,12 +234,12 @@ def _accuracy(check: Checker, values: dict) -> AccuracySettings:
 
 
 def _latency(check: Checker, values: dict) -> LatencySettings:
-    if values.get("backend") == "command" and not values.get("command"):
-        check.fail(
-            "latency.command",
-            "backend 'command' needs the benchmark command to run",
-            'add e.g. `command: [python, bench.py, "{source}"]` under latency (docs/measurement.md)',
-        )
+    from bot.measure.backends.registry import REGISTRY  # read at check time, as above
+
+    backend = REGISTRY.get(values.get("backend", ""))
+    for need, problem, fix in backend.requires if backend else ():
+        if not values.get(need):
+            check.fail(f"latency.{need}", problem, fix)
     return LatencySettings(**values)
 
 

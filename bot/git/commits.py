@@ -13,7 +13,14 @@ from gitdb.db import LooseObjectDB
 
 from bot.git import runner
 from bot.git.refs import ZERO_SHA
-from bot.git.repository import check_path, identity, parse_author, resolve, state_dir
+from bot.git.repository import (
+    check_path,
+    identity,
+    parse_author,
+    remember_commit,
+    resolve,
+    state_dir,
+)
 
 
 def _blob_mode(repo: git.Repo, parent: str | None, path: str) -> str:
@@ -69,7 +76,9 @@ def commit_files(
     finally:
         with contextlib.suppress(FileNotFoundError):
             index.unlink()
-    return commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
+    sha = commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
+    remember_commit(repo, sha)  # create_branch resolves it next: one rev-parse less
+    return sha
 
 
 def commit_tree(

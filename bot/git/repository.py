@@ -132,6 +132,11 @@ def current_branch(repo: git.Repo) -> str | None:
 _KNOWN_COMMITS: set[tuple[str, str]] = set()
 
 
+def remember_commit(repo: git.Repo, sha: str) -> None:
+    """`sha` is a commit tunebot just wrote: `resolve` need not ask git about it again."""
+    _KNOWN_COMMITS.add((str(repo.git_dir), sha))
+
+
 def resolve(repo: git.Repo, rev: str) -> str:
     """Full sha of the commit `rev` names (branch, tag, sha, HEAD~1, ...)."""
     if not rev or rev.startswith("-"):

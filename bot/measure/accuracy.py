@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from bot.config.schema import AccuracySettings
@@ -165,22 +166,26 @@ def l0_harness(
         json.dumps(dict(settings.atol)),
     ]
     run, payload = run_runner("harness", args, cwd, settings.timeout_s, source, memory_limit_mb)
-    base = dict(
-        mode="harness", command=run.argv, duration_s=round(run.duration_s, 3), tail=run.tail
+    base = AccuracyResult(
+        status="error",
+        mode="harness",
+        command=run.argv,
+        duration_s=round(run.duration_s, 3),
+        tail=run.tail,
     )
     if not run.ok or payload is None or "outputs" not in payload:
         reason = (payload or {}).get("error") or run.reason
         status: Status = "timeout" if run.timed_out else "error"
-        return AccuracyResult(status=status, reason=reason, **base)
+        return replace(base, status=status, reason=reason)
     outputs = payload["outputs"]
     if payload.get("problem"):
-        return AccuracyResult(status="fail", reason=payload["problem"], **base)
+        return replace(base, status="fail", reason=payload["problem"])
     status, reason = judge(outputs, settings.min_cosine)
     measured = [o for o in outputs if "max_abs_err" in o]
-    return AccuracyResult(
+    return replace(
+        base,
         status=status,
         reason=reason,
-        **base,
         max_abs_err=max((o["max_abs_err"] for o in measured), default=None),
         max_rel_err=max((o["max_rel_err"] for o in measured), default=None),
         cosine=min((o["cosine"] for o in measured), default=None),

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 from dataclasses import dataclass, field
@@ -49,40 +50,34 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-_libc = None
-_abi: int | None = None
-
-
+@functools.cache
 def _lib():
-    global _libc
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL(None, use_errno=True)
-            _libc.syscall.restype = ctypes.c_long
-            _libc.prctl.argtypes = [
-                ctypes.c_int,
-                ctypes.c_ulong,
-                ctypes.c_ulong,
-                ctypes.c_ulong,
-                ctypes.c_ulong,
-            ]
-        except (OSError, AttributeError):
-            _libc = False
-    return _libc or None
+    """The C library with syscall and prctl typed (loaded once); None where unavailable."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        libc.prctl.argtypes = [
+            ctypes.c_int,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+        ]
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
+@functools.cache
 def landlock_abi() -> int:
-    """The kernel's Landlock ABI version; 0 when Landlock is not available."""
-    global _abi
-    if _abi is None:
-        lib = _lib()
-        version = (
-            lib.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
-            if lib
-            else -1
-        )
-        _abi = max(0, int(version))
-    return _abi
+    """The kernel's Landlock ABI version; 0 when Landlock is not available (asked once)."""
+    lib = _lib()
+    version = (
+        lib.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+        if lib
+        else -1
+    )
+    return max(0, int(version))
 
 
 def _handled(abi: int) -> int:

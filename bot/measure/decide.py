@@ -311,7 +311,7 @@ def decide(
             detectable=detectable,
         )
     pa, pb = pooled(ra), pooled(rb)
-    round_gains = [_gain(a, b) for a, b in zip(ra, rb)]
+    round_gains = [_gain(a, b) for a, b in zip(ra, rb, strict=True)]
     # the median of paired gains shrugs off one pair disturbed by a load spike
     gain2 = statistics.median(round_gains)
     # pairs of separate processes: their gains cannot be surer than the known spread allows
@@ -319,7 +319,7 @@ def decide(
     if (
         pair is not None
     ):  # each pair's own interval: pooling would add the offsets between processes
-        within = statistics.median(measured_noise(a, b) for a, b in zip(ra, rb))
+        within = statistics.median(measured_noise(a, b) for a, b in zip(ra, rb, strict=True))
         noise2 = max(within, 2 * median_standard_error(round_gains))
     else:
         noise2 = max(
@@ -473,7 +473,7 @@ def decide_in_pairs(
             )
         pa_list.append(x)
         pb_list.append(y)
-    round_gains = [_gain(a, b) for a, b in zip(pa_list, pb_list)]
+    round_gains = [_gain(a, b) for a, b in zip(pa_list, pb_list, strict=True)]
     gain2 = statistics.median(round_gains)
     noise2 = 2 * median_standard_error(round_gains)
     threshold2 = max(floor, noise2)
@@ -520,12 +520,12 @@ def decide_in_pairs(
 
 def _close(pa: list[LatencyResult], pb: list[LatencyResult], floor: float) -> bool:
     """The pairs so far put the gain under twice the floor: one more pair must confirm it."""
-    gains = [_gain(a, b) for a, b in zip(pa, pb)]
+    gains = [_gain(a, b) for a, b in zip(pa, pb, strict=True)]
     return statistics.median(gains) < 2 * floor
 
 
 def drift(start: LatencyResult, end: LatencyResult) -> float | None:
     """Relative change of the baseline between the start and the end of a run (positive: slower now)."""
-    if not (start.ok and end.ok):
+    if start.median_us is None or end.median_us is None or not (start.ok and end.ok):
         return None
     return (end.median_us - start.median_us) / start.median_us

@@ -78,7 +78,9 @@ def npu_smi() -> tuple[str | None, str | None]:
     if exe is None:
         return None, None
     try:
-        out = subprocess.run([exe, "info"], capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run(
+            [exe, "info"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None, None
     return parse_npu_smi(out)
@@ -110,6 +112,7 @@ def nvidia_device() -> str | None:
             capture_output=True,
             text=True,
             timeout=20,
+            check=False,
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -117,22 +120,31 @@ def nvidia_device() -> str | None:
 
 
 def capture(
-    backend: str, git_sha: str | None = None, command: list[str] | None = None
+    backend: str,
+    git_sha: str | None = None,
+    command: list[str] | None = None,
+    device: str | None = None,
 ) -> Environment:
-    """Everything we can learn without importing torch; call once per run and copy per measurement."""
-    driver, npu = (
-        npu_smi() if backend.startswith("npu") or shutil.which("npu-smi") else (None, None)
-    )
+    """Everything we can learn without importing torch; call once per run and copy per measurement.
+
+    `device` is the kind of device the backend times ("cpu", "cuda" or "npu"; by default the
+    registered backend's `device`): what is probed for the device name.
+    """
+    if device is None:
+        from bot.measure.backends.registry import REGISTRY  # loads every backend: only if asked
+
+        device = REGISTRY[backend].device if backend in REGISTRY else "cpu"
+    driver, npu = npu_smi() if device == "npu" or shutil.which("npu-smi") else (None, None)
     cpu = cpu_model()
-    if backend.startswith("npu"):
-        device = f"Ascend {npu}" if npu else None
-    elif backend == "cuda":
-        device = nvidia_device()
-    else:
-        device = cpu
+    probes = {
+        "npu": lambda: f"Ascend {npu}" if npu else None,
+        "cuda": nvidia_device,
+        "cpu": lambda: cpu,
+    }
+    name = probes.get(device, probes["cpu"])()
     return Environment(
         backend=backend,
-        device=device,
+        device=name,
         cann_version=cann_version(),
         torch_version=package_version("torch"),
         torch_npu_version=package_version("torch_npu") or package_version("torch-npu"),

@@ -1,6 +1,6 @@
-"""The single facade the loop uses to measure a variant. CONTRACT.
+"""The single facade the loop uses to measure a variant.
 
-Implementation owner: the measurement work package. Every call runs the kernel
+Every call runs the kernel
 in a sandboxed subprocess with a timeout; misbehaviour comes back as a result
 (status timeout/error/fail), never as an exception, except for MeasureError
 when the tool itself is missing (e.g. no msprof on PATH).
@@ -8,23 +8,22 @@ when the tool itself is missing (e.g. no msprof on PATH).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Literal
 
 from bot.config.schema import OP_CONFIG_FILE, OpConfig
 from bot.errors import ConfigError
 from bot.measure import accuracy as acc
-from bot.measure import backends
 from bot.measure import decide as decide_mod
 from bot.measure import environment as env_mod
-from bot.measure.backends.command import measure_command
-from bot.measure.backends.cpu import measure_cpu, measure_cpu_pair
-from bot.measure.backends.cuda import measure_cuda
-from bot.measure.backends.msprof import kernel_name_of, measure_msprof
-from bot.measure.backends.npu_torch import measure_npu_torch
+from bot.measure.backends.base import Backend, Request
+from bot.measure.backends.msprof import kernel_name_for
+from bot.measure.backends.registry import REGISTRY, detect
 from bot.measure.confine import Limits
 from bot.measure.sandbox import kernel_limits
 from bot.measure.types import AccuracyResult, Decision, Environment, LatencyResult
@@ -88,26 +87,41 @@ class Evaluator:
         if self._backend is None:
             name = self.op.latency.backend
             if name == "auto":
-                name = backends.detect()
-            elif name not in backends.BACKENDS:
+                name = detect()
+            elif name not in REGISTRY:
                 raise ConfigError(
                     self._config_file(),
                     "latency.backend",
                     f"unknown backend '{name}'",
-                    "use one of auto, " + ", ".join(backends.BACKENDS),
+                    "use one of auto, " + ", ".join(REGISTRY),
                 )
             self._backend = name
         return self._backend
 
+    @property
+    def _impl(self) -> Backend:
+        return REGISTRY[self.backend]
+
+    def request(self, cwd: Path, repeats: int | None = None) -> Request:
+        """What every backend needs to measure one of this op's variants from `cwd`."""
+        lat = self.op.latency
+        return Request(
+            entry=self.op.entry,
+            inputs=self.op.inputs,
+            warmup=lat.warmup,
+            repeats=lat.repeats if repeats is None else repeats,
+            timeout_s=lat.timeout_s,
+            cwd=cwd,
+            memory_limit_mb=self.memory_limit_mb,
+            kernel_name=lat.kernel_name,
+            command=tuple(lat.command) if lat.command else None,
+            op_name=self.op.name,
+        )
+
     def kernel_name(self, source: Path) -> str:
         """msprof's --kernel-name prefix: tune.yaml's, else the @T.prim_func name, else the op name."""
-        if self.op.latency.kernel_name:
-            return self.op.latency.kernel_name
-        try:
-            text = self._abs(source).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = ""
-        return kernel_name_of(text) or self.op.name
+        path = self._abs(source)
+        return kernel_name_for(path, self.request(self._cwd(path)))
 
     def limits(self, timeout_s: float) -> Limits:
         """The caps of one kernel run (tune.yaml `limits`, else the defaults of docs/measurement.md)."""
@@ -121,7 +135,7 @@ class Evaluator:
         cpu_s = cfg.cpu_s
         size = cfg.file_size_mb if cfg.file_size_mb is not None else DEFAULT_FILE_SIZE_MB
         # GPU drivers reserve huge address ranges: cap what is allocated instead (confine.py)
-        kind = "as" if self._backend_for_limits() == "cpu" else "data"
+        kind = self._memory_kind()
         return Limits(
             memory_mb=memory or None,
             memory_kind=kind,
@@ -130,11 +144,11 @@ class Evaluator:
             writable=() if cfg.filesystem == "restricted" else None,
         )
 
-    def _backend_for_limits(self) -> str:
+    def _memory_kind(self) -> Literal["as", "data"]:
         try:
-            return self.backend
+            return self._impl.memory_kind
         except ConfigError:
-            return "cpu"
+            return "as"
 
     # -- the contract --------------------------------------------------------
     def accuracy(self, source: Path, seed: int | None = None) -> AccuracyResult:
@@ -206,73 +220,34 @@ class Evaluator:
 
     def _latency(self, source: Path) -> LatencyResult:
         path = self._abs(source)
-        lat = self.op.latency
-        common = dict(
-            entry=self.op.entry,
-            inputs=self.op.inputs,
-            warmup=lat.warmup,
-            repeats=lat.repeats,
-            timeout_s=lat.timeout_s,
-            cwd=self._cwd(path),
-            memory_limit_mb=self.memory_limit_mb,
-        )
-        backend = self.backend
-        if backend == "cpu":
-            result = measure_cpu(path, **common)
-        elif backend == "cuda":
-            result = measure_cuda(path, **common)
-        elif backend == "npu-torch":
-            result = measure_npu_torch(path, kernel_name=lat.kernel_name, **common)
-        elif backend == "command":
-            if not lat.command:
-                raise ConfigError(
-                    self._config_file(),
-                    "latency.command",
-                    "backend 'command' has no command",
-                    'add `command: [python, bench.py, "{source}"]` under latency',
-                )
-            result = measure_command(path, lat.command, **common)
-        else:
-            result = measure_msprof(path, self.kernel_name(path), **common)
+        result = self._impl.measure(path, self.request(self._cwd(path)))
         self._commands[path] = result.command
         self._track(path, result)
         self._facts.update(result.extra.get("environment") or {})
         return result
 
     def latency_pair(self, a: Path, b: Path) -> tuple[LatencyResult, LatencyResult]:
-        """Both variants timed in one process, call by call alternately (cpu backend only).
+        """Both variants timed in one process, call by call alternately (backends with `pairs`).
 
         Each side gets half the op's repeats (at least 5): one pair costs the kernel time of
         one ordinary measurement.
         """
         pa, pb = self._abs(a), self._abs(b)
-        lat = self.op.latency
-        with kernel_limits(self.limits(lat.timeout_s)):
-            ra, rb = self._pair(pa, pb, lat)
+        with kernel_limits(self.limits(self.op.latency.timeout_s)):
+            ra, rb = self._pair(pa, pb)
         self._commands[pa] = self._commands[pb] = ra.command
         for path, result in ((pa, ra), (pb, rb)):
             self._track(path, result)
         return ra, rb
 
-    def _pair(self, pa: Path, pb: Path, lat) -> tuple[LatencyResult, LatencyResult]:
-        return measure_cpu_pair(
-            pa,
-            pb,
-            entry=self.op.entry,
-            inputs=self.op.inputs,
-            warmup=lat.warmup,
-            repeats=max(5, lat.repeats // 2),
-            timeout_s=lat.timeout_s,
-            cwd=self._cwd(pa),
-            memory_limit_mb=self.memory_limit_mb,
-        )
+    def _pair(self, pa: Path, pb: Path) -> tuple[LatencyResult, LatencyResult]:
+        request = self.request(self._cwd(pa), repeats=max(5, self.op.latency.repeats // 2))
+        return self._impl.measure_pair(pa, pb, request)
 
     def _track(self, path: Path, result: LatencyResult) -> None:
         if result.ok:
-            try:
+            with contextlib.suppress(OSError):  # a variant gone since: nothing to learn from it
                 self.spread.add(hashlib.sha256(path.read_bytes()).hexdigest(), result.median_us)
-            except OSError:
-                pass
 
     def decide(
         self,
@@ -296,7 +271,7 @@ class Evaluator:
             self.latency,
             rule,
             spread=self.spread.spread(),
-            pair=self.latency_pair if self.backend == "cpu" else None,
+            pair=self.latency_pair if self._impl.pairs else None,
         )
 
     def compare(
@@ -304,11 +279,11 @@ class Evaluator:
     ) -> tuple[LatencyResult, Decision | None]:
         """Measure a candidate and decide whether it beats the best: (its latency, the decision).
 
-        cpu backend: both are timed in one process from the first measurement on
-        (`decide.decide_in_pairs`); the other backends measure the candidate alone and apply
-        `decide` against the best's recorded result. No decision when the candidate has no latency.
+        Backends with `pairs` (cpu): both are timed in one process from the first measurement
+        on (`decide.decide_in_pairs`); the others measure the candidate alone and apply `decide`
+        against the best's recorded result. No decision when the candidate has no latency.
         """
-        if self.backend == "cpu":
+        if self._impl.pairs:
             rule = decide_mod.Rule(noise_floor=noise_floor)
             latency, decision = decide_mod.decide_in_pairs(
                 self._abs(best_source), self._abs(candidate_source), self.latency_pair, rule
@@ -322,7 +297,7 @@ class Evaluator:
     def environment(self, source: Path, git_sha: str | None) -> Environment:
         """Backend, device, CANN/torch/torch_npu/driver versions, CPU model, sha, command line."""
         if self._static_env is None:
-            self._static_env = env_mod.capture(self.backend)
+            self._static_env = env_mod.capture(self.backend, device=self._impl.device)
         path = self._abs(source)
         command = self._commands.get(path) or [sys.executable, str(path)]  # not measured yet
         # facts a benchmark command reported about its own machine win over what we probed here

@@ -20,11 +20,15 @@ Linux only (prctl, /proc); elsewhere every function is a no-op that says so.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import os
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,34 +39,29 @@ PR_SET_CHILD_SUBREAPER = 36
 _PROC = Path("/proc")
 _TEMP_NAME = re.compile(r"^tunebot-(\d+)-")
 
-_libc = None
-_subreaper: bool | None = None
 
-
+@functools.cache
 def _prctl():
-    global _libc
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL(None, use_errno=True)
-            _libc.prctl.argtypes = [
-                ctypes.c_int,
-                ctypes.c_ulong,
-                ctypes.c_ulong,
-                ctypes.c_ulong,
-                ctypes.c_ulong,
-            ]
-        except (OSError, AttributeError):
-            _libc = False
-    return _libc.prctl if _libc else None
+    """libc's prctl, typed (loaded once); None where unavailable."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl.argtypes = [
+            ctypes.c_int,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+        ]
+    except (OSError, AttributeError):
+        return None
+    return libc.prctl
 
 
+@functools.cache
 def become_subreaper() -> bool:
     """Make this process the subreaper of its descendants (once); False where unsupported."""
-    global _subreaper
-    if _subreaper is None:
-        prctl = _prctl()
-        _subreaper = bool(prctl) and prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    return _subreaper
+    prctl = _prctl()
+    return bool(prctl) and prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
 def prepare_child_hook():
@@ -112,22 +111,18 @@ for _ in range(5):
     time.sleep(0.05)
 """
 
-_watchdog = None
+_watchdog: list[subprocess.Popen] = []  # the running watchdog, if one was started
 _guarded: set[str] = set()
 
 
 def guard_tag(tag: str) -> None:
     """Make sure the watchdog kills processes tagged `tag` once this process ends."""
-    global _watchdog
     if tag in _guarded or not _PROC.is_dir():
         return
-    import subprocess
-    import sys
-
-    if _watchdog is None or _watchdog.poll() is not None:
+    if not _watchdog or _watchdog[0].poll() is not None:
         env = {k: v for k, v in os.environ.items() if k != KERNEL_TAG_ENV}
         try:
-            _watchdog = subprocess.Popen(
+            started = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", _WATCHDOG],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
@@ -137,10 +132,14 @@ def guard_tag(tag: str) -> None:
             )
         except OSError:
             return
+        _watchdog[:] = [started]
         _guarded.clear()
+    pipe = _watchdog[0].stdin
+    if pipe is None:
+        return
     try:
-        _watchdog.stdin.write(tag.encode() + b"\n")
-        _watchdog.stdin.flush()
+        pipe.write(tag.encode() + b"\n")
+        pipe.flush()
     except (OSError, ValueError):
         return
     _guarded.add(tag)
@@ -166,9 +165,32 @@ def _pids() -> list[int]:
         return []
 
 
+@functools.cache
+def _children_files() -> bool:
+    """Whether this kernel lists each task's children in /proc/<pid>/task/<tid>/children."""
+    return (_PROC / "self" / "task" / str(os.getpid()) / "children").exists()
+
+
+def _listed_children(pid: int) -> set[int]:
+    """Direct children of `pid` from its tasks' children files: a few reads, not the whole table."""
+    found: set[int] = set()
+    try:
+        tasks = list((_PROC / str(pid) / "task").iterdir())
+    except OSError:
+        return found  # gone
+    for task in tasks:
+        try:
+            found.update(int(x) for x in (task / "children").read_text().split())
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile
+    return found
+
+
 def children(pid: int | None = None) -> set[int]:
     """Live direct children of `pid` (default: this process)."""
     pid = os.getpid() if pid is None else pid
+    if _children_files():
+        return _listed_children(pid)
     found = set()
     for p in _pids():
         st = _stat(p)
@@ -178,6 +200,12 @@ def children(pid: int | None = None) -> set[int]:
 
 
 def _descendants(roots: set[int]) -> set[int]:
+    if _children_files():
+        found, frontier = set(roots), set(roots)
+        while frontier:
+            frontier = {c for p in frontier for c in _listed_children(p)} - found
+            found |= frontier
+        return found
     parent_of = {}
     for p in _pids():
         st = _stat(p)
@@ -192,18 +220,14 @@ def _descendants(roots: set[int]) -> set[int]:
 
 def _kill(pids: set[int]) -> None:
     for p in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # gone, or not ours
             os.kill(p, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _reap(pids: set[int]) -> None:
     for p in pids:
-        try:
+        with contextlib.suppress(ChildProcessError):  # not our child: its parent reaps it
             os.waitpid(p, os.WNOHANG)
-        except ChildProcessError:
-            pass
 
 
 def sweep_new_children(before: set[int], rounds: int = 50) -> int:

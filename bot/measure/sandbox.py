@@ -230,10 +230,8 @@ def _read_tail(sink) -> str:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 # Credentials a kernel or a proposer never needs: the bot's forge token and the CI
@@ -339,7 +337,8 @@ def run_sandboxed(
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 pass_fds=(write_fd,) if channel else (),
-                preexec_fn=_child_setup(limits),
+                # rlimits, Landlock and the parent-death signal can only be set between fork and exec
+                preexec_fn=_child_setup(limits),  # noqa: PLW1509
             )
         except (OSError, subprocess.SubprocessError) as exc:
             for fd in (read_fd, write_fd):

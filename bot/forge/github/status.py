@@ -57,6 +57,7 @@ class StatusReporter:
         self.baseline: str = ""
         self.rows: list[str] = []
         self.verdict: str = ""
+        self.noise_warning: str = ""  # "this runner is too noisy to see gains below ..."
         self.publish_failures = 0
 
     def __call__(self, event: ProgressEvent) -> None:
@@ -72,6 +73,7 @@ class StatusReporter:
         elif event.kind == "stop":
             self.phase = "delivering"
             self.verdict = f"Stopped: {event.message or event.verdict or ''}".strip()
+            self.noise_warning = (event.data or {}).get("noise_warning") or ""
         elif event.kind == "delivered":
             self.phase = "done"
         self.publish()

@@ -293,7 +293,7 @@ def _tune_op(run: OpRun, req: Request, reporter: StatusReporter) -> tuple[str, s
         f"**Verdict:** {outcome.stop_reason}; best {us(outcome.best_us)} vs baseline "
         f"{us(outcome.baseline_us)} ({outcome.improvement_pct:+.1f}%) after {outcome.iterations} "
         f"iterations. Proposal: {link}"
-    )
+    ) + (f"\n\n> [!WARNING]\n> {reporter.noise_warning}" if reporter.noise_warning else "")
     notes = "\n".join(f"> [!NOTE]\n> {w}" for w in forge.warnings)
     reporter.final("cancelled" if was_cancelled else "done", notes)
     line = f"{outcome.improvement_pct:+.1f}% -> {link}" + (" (cancelled)" if was_cancelled else "")

@@ -1,9 +1,8 @@
-"""Latency backends: cpu, cuda, npu-msprof, npu-torch, command. Each times the kernel only
-(command: whatever the team's own benchmark measures).
+"""Latency backends: one module per backend, each a `base.Backend`, all listed in `registry.py`.
 
-`detect()` picks one for `latency.backend: auto` without importing torch in
-the bot's process: probes run in a child, and only when a cheap check says the
-hardware stack might be there.
+This package module holds the hardware probes the backends' `unavailable()` share. They
+never import torch in the bot's process: probes run in a child, and only when a cheap
+check says the hardware stack might be there.
 """
 
 from __future__ import annotations
@@ -11,18 +10,15 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
-
-BACKENDS = ("cpu", "cuda", "npu-msprof", "npu-torch", "command")
 
 
 def _imports_in_child(code: str, timeout_s: float = 120.0) -> bool:
     try:
         return (
             subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, timeout=timeout_s
+                [sys.executable, "-c", code], capture_output=True, timeout=timeout_s, check=False
             ).returncode
             == 0
         )
@@ -47,9 +43,7 @@ def cuda_available() -> bool:
 
 
 def detect() -> str:
-    """npu-msprof (msprof on PATH and torch_npu imports) > npu-torch > cuda > cpu."""
-    if torch_npu_imports():
-        return "npu-msprof" if shutil.which("msprof") else "npu-torch"
-    if cuda_available():
-        return "cuda"
-    return "cpu"
+    """The backend `latency.backend: auto` picks on this machine (bot/measure/backends/registry.py)."""
+    from bot.measure.backends.registry import detect as detect_in_registry  # registry imports us
+
+    return detect_in_registry()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.measure.sandbox import SandboxResult, child_env, python_argv, run_sandboxed
 from bot.measure.stats import summarize
-from bot.measure.types import LatencyResult
+from bot.measure.types import LatencyResult, LatencyStatus
 
 
 def from_samples(
@@ -40,7 +40,7 @@ def from_samples(
 
 def from_failure(backend: str, run: SandboxResult, message: str | None = None) -> LatencyResult:
     """A kernel that hung or crashed is a result, not an exception."""
-    status = "timeout" if run.timed_out else "error"
+    status: LatencyStatus = "timeout" if run.timed_out else "error"
     notes = [run.reason] + ([message] if message else [])
     return LatencyResult(
         status=status, backend=backend, command=list(run.argv), tail=run.tail, notes=notes
@@ -104,7 +104,8 @@ def implausible_samples(
     the kernel reported times it did not take (e.g. a patched clock).
     """
     if not isinstance(samples, list) or len(samples) != repeats:
-        return f"expected {repeats} samples, got {len(samples) if isinstance(samples, list) else type(samples).__name__}"
+        got = len(samples) if isinstance(samples, list) else type(samples).__name__
+        return f"expected {repeats} samples, got {got}"
     if not all(
         isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
         for x in samples

@@ -10,7 +10,9 @@ uses: load does not inflate it); the wall-time samples and their summary are kep
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
+from bot.measure.backends.base import DeviceKind, Request
 from bot.measure.backends.common import (
     from_failure,
     from_samples,
@@ -18,6 +20,7 @@ from bot.measure.backends.common import (
     phase_seconds,
     run_runner,
 )
+from bot.measure.sandbox import SandboxResult
 from bot.measure.stats import summarize
 from bot.measure.types import LatencyResult
 
@@ -144,7 +147,9 @@ def measure_cpu_pair(
     )
 
 
-def _result(payload: dict, note: str, clock: str, run, warmup: int, repeats: int) -> LatencyResult:
+def _result(
+    payload: dict, note: str, clock: str, run: SandboxResult, warmup: int, repeats: int
+) -> LatencyResult:
     wall = [float(x) for x in payload["samples_us"]]
     cpu = [float(x) for x in payload.get("cpu_samples_us") or []]
     if clock == "cpu" and (len(cpu) != len(wall) or not any(cpu)):
@@ -174,3 +179,37 @@ def _result(payload: dict, note: str, clock: str, run, warmup: int, repeats: int
     if note:
         notes.append(note)
     return from_samples(NAME, primary, run.argv, tail=run.tail, notes=notes, extra=extra)
+
+
+class CpuBackend:
+    """Process CPU time per entry call in a fresh interpreter; pairs in one process."""
+
+    name = NAME
+    memory_kind: Literal["as", "data"] = "as"
+    device: DeviceKind = "cpu"
+    auto_rank = 10
+    pairs = True
+    requires: tuple[tuple[str, str, str], ...] = ()
+
+    def unavailable(self) -> str | None:
+        return None
+
+    def measure(self, source: Path, request: Request) -> LatencyResult:
+        return measure_cpu(source, **_settings(request))
+
+    def measure_pair(
+        self, a: Path, b: Path, request: Request
+    ) -> tuple[LatencyResult, LatencyResult]:
+        return measure_cpu_pair(a, b, **_settings(request))
+
+
+def _settings(request: Request) -> dict[str, Any]:
+    return {
+        "entry": request.entry,
+        "inputs": request.inputs,
+        "warmup": request.warmup,
+        "repeats": request.repeats,
+        "timeout_s": request.timeout_s,
+        "cwd": request.cwd,
+        "memory_limit_mb": request.memory_limit_mb,
+    }

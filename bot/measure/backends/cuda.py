@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from bot.errors import MeasureError
+from bot.measure import backends as probes
+from bot.measure.backends.base import DeviceKind, Request, no_pairs
 from bot.measure.backends.common import (
     from_failure,
     from_samples,
@@ -65,3 +68,36 @@ def measure_cuda(
         notes=[f"CUDA events, L2 flushed; warmup={warmup} repeats={repeats}"],
         extra={"device": payload.get("device")},
     )
+
+
+class CudaBackend:
+    """CUDA-event device time; needs an NVIDIA GPU and a CUDA build of torch."""
+
+    name = NAME
+    memory_kind: Literal["as", "data"] = "data"
+    device: DeviceKind = "cuda"
+    auto_rank = 20
+    pairs = False
+    requires: tuple[tuple[str, str, str], ...] = ()
+
+    def unavailable(self) -> str | None:
+        if probes.cuda_available():
+            return None
+        return "no NVIDIA GPU with a CUDA build of torch on this machine"
+
+    def measure(self, source: Path, request: Request) -> LatencyResult:
+        return measure_cuda(
+            source,
+            entry=request.entry,
+            inputs=request.inputs,
+            warmup=request.warmup,
+            repeats=request.repeats,
+            timeout_s=request.timeout_s,
+            cwd=request.cwd,
+            memory_limit_mb=request.memory_limit_mb,
+        )
+
+    def measure_pair(
+        self, a: Path, b: Path, request: Request
+    ) -> tuple[LatencyResult, LatencyResult]:
+        raise no_pairs(NAME)

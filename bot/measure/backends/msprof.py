@@ -21,9 +21,12 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 from bot.errors import MeasureError
+from bot.measure import backends as probes
 from bot.measure import reaper
+from bot.measure.backends.base import DeviceKind, Request, no_pairs
 from bot.measure.backends.common import from_failure, from_samples
 from bot.measure.sandbox import child_env, python_argv, run_sandboxed, tail_of
 from bot.measure.types import LatencyResult
@@ -113,9 +116,9 @@ def parse_opbasicinfo(text: str, file: str = "") -> list[Launch]:
         )
     launches = []
     named = max(i for i, h in enumerate(header) if h) + 1
-    for row in rows[1:]:
-        if len(row) < named:  # a row cut short (a truncated file): its last cell may be cut too
-            row = row[:-1]
+    for full_row in rows[1:]:
+        # a row cut short (a truncated file): its last cell may be cut too
+        row = full_row[:-1] if len(full_row) < named else full_row
         cell = {h: (row[i] if i < len(row) else None) for i, h in enumerate(header) if h}
         launches.append(
             Launch(
@@ -157,8 +160,8 @@ def collect(output_dir: Path, kernel_prefix: str) -> tuple[list[Launch], list[st
         launches += parse_opbasicinfo(
             f.read_text(encoding="utf-8", errors="replace"), str(f.relative_to(output_dir))
         )
-    seen = sorted({l.op_name for l in launches})
-    matched = [l for l in launches if l.op_name.startswith(kernel_prefix)]
+    seen = sorted({la.op_name for la in launches})
+    matched = [la for la in launches if la.op_name.startswith(kernel_prefix)]
     if not matched:
         raise MeasureError(
             f"kernel name '{kernel_prefix}' matched no launch msprof collected; kernels seen: "
@@ -170,9 +173,9 @@ def collect(output_dir: Path, kernel_prefix: str) -> tuple[list[Launch], list[st
 
 def summarize_launches(launches: list[Launch]) -> tuple[list[float], dict, list[str], bool]:
     """(durations, extra, notes, suspect) from matched launches."""
-    durations = [l.duration_us for l in launches if l.duration_us is not None]
+    durations = [la.duration_us for la in launches if la.duration_us is not None]
     missing = len(launches) - len(durations)
-    down = [l for l in launches if l.down_clocked]
+    down = [la for la in launches if la.down_clocked]
     notes = []
     if missing:
         notes.append(
@@ -180,21 +183,23 @@ def summarize_launches(launches: list[Launch]) -> tuple[list[float], dict, list[
             "a finite number) were skipped"
         )
     if down:
-        worst = min(down, key=lambda l: l.current_freq or 0)
+        worst = min(down, key=lambda la: la.current_freq or 0)
         notes.append(
             f"{len(down)} of {len(launches)} launches ran down-clocked "
             f"(Current Freq {worst.current_freq:g} < Rated Freq {worst.rated_freq:g} MHz): suspect"
         )
     extra = {
         "launches": len(launches),
-        "op_names": sorted({l.op_name for l in launches}),
-        "op_type": sorted({l.op_type for l in launches if l.op_type}),
-        "block_dim": sorted({l.block_dim for l in launches if l.block_dim is not None}),
-        "mix_block_dim": sorted({l.mix_block_dim for l in launches if l.mix_block_dim is not None}),
-        "current_freq": sorted({l.current_freq for l in launches if l.current_freq is not None}),
-        "rated_freq": sorted({l.rated_freq for l in launches if l.rated_freq is not None}),
+        "op_names": sorted({la.op_name for la in launches}),
+        "op_type": sorted({la.op_type for la in launches if la.op_type}),
+        "block_dim": sorted({la.block_dim for la in launches if la.block_dim is not None}),
+        "mix_block_dim": sorted(
+            {la.mix_block_dim for la in launches if la.mix_block_dim is not None}
+        ),
+        "current_freq": sorted({la.current_freq for la in launches if la.current_freq is not None}),
+        "rated_freq": sorted({la.rated_freq for la in launches if la.rated_freq is not None}),
         "down_clocked": len(down),
-        "rows": [asdict(l) for l in launches],
+        "rows": [asdict(la) for la in launches],
     }
     return durations, extra, notes, bool(down)
 
@@ -373,7 +378,54 @@ def _names_without_filter(
         )
         names = set()
         for f in find_csvs(out):
-            names |= {l.op_name for l in parse_opbasicinfo(f.read_text(errors="replace"))}
+            names |= {la.op_name for la in parse_opbasicinfo(f.read_text(errors="replace"))}
         return sorted(names)
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
+
+
+class MsprofBackend:
+    """`msprof op` device time per launch on Ascend; needs torch_npu and msprof on PATH."""
+
+    name = NAME
+    memory_kind: Literal["as", "data"] = "data"
+    device: DeviceKind = "npu"
+    auto_rank = 40
+    pairs = False
+    requires: tuple[tuple[str, str, str], ...] = ()
+
+    def unavailable(self) -> str | None:
+        if not probes.torch_npu_imports():
+            return "torch_npu does not import here (no Ascend stack)"
+        if shutil.which("msprof") is None:
+            return "msprof is not on PATH (source CANN's set_env.sh)"
+        return None
+
+    def measure(self, source: Path, request: Request) -> LatencyResult:
+        return measure_msprof(
+            source,
+            kernel_name_for(source, request),
+            entry=request.entry,
+            inputs=request.inputs,
+            warmup=request.warmup,
+            repeats=request.repeats,
+            timeout_s=request.timeout_s,
+            cwd=request.cwd,
+            memory_limit_mb=request.memory_limit_mb,
+        )
+
+    def measure_pair(
+        self, a: Path, b: Path, request: Request
+    ) -> tuple[LatencyResult, LatencyResult]:
+        raise no_pairs(NAME)
+
+
+def kernel_name_for(source: Path, request: Request) -> str:
+    """msprof's --kernel-name prefix: tune.yaml's, else the @T.prim_func name, else the op name."""
+    if request.kernel_name:
+        return request.kernel_name
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return kernel_name_of(text) or request.op_name

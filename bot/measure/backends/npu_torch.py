@@ -14,9 +14,12 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from bot.errors import MeasureError
+from bot.measure import backends as probes
 from bot.measure import reaper
+from bot.measure.backends.base import DeviceKind, Request, no_pairs
 from bot.measure.backends.common import from_failure, from_samples, run_runner
 from bot.measure.types import LatencyResult
 
@@ -147,3 +150,37 @@ def measure_npu_torch(
         )
     finally:
         shutil.rmtree(trace, ignore_errors=True)
+
+
+class NpuTorchBackend:
+    """torch_npu profiler kernel durations on Ascend; needs torch_npu."""
+
+    name = NAME
+    memory_kind: Literal["as", "data"] = "data"
+    device: DeviceKind = "npu"
+    auto_rank = 30
+    pairs = False
+    requires: tuple[tuple[str, str, str], ...] = ()
+
+    def unavailable(self) -> str | None:
+        if probes.torch_npu_imports():
+            return None
+        return "torch_npu does not import here (no Ascend stack)"
+
+    def measure(self, source: Path, request: Request) -> LatencyResult:
+        return measure_npu_torch(
+            source,
+            entry=request.entry,
+            inputs=request.inputs,
+            warmup=request.warmup,
+            repeats=request.repeats,
+            timeout_s=request.timeout_s,
+            cwd=request.cwd,
+            kernel_name=request.kernel_name,
+            memory_limit_mb=request.memory_limit_mb,
+        )
+
+    def measure_pair(
+        self, a: Path, b: Path, request: Request
+    ) -> tuple[LatencyResult, LatencyResult]:
+        raise no_pairs(NAME)

@@ -37,7 +37,7 @@ def time_events(
         fn(*inputs)
         ends[i].record()
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends)]
+    return [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends, strict=True)]
 
 
 def main() -> None:

@@ -114,7 +114,7 @@ def main() -> None:
         )
         return
     outputs = []
-    for i, (g, w) in enumerate(zip(got, want)):
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
         info = {"index": i, **compare(g, w, rtols, atols, torch)}
         outputs.append(info)
         print(

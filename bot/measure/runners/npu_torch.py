@@ -51,7 +51,7 @@ def main() -> None:
     ) as session:
         for _ in range(args.warmup + args.repeats):
             fn(*inputs)
-            torch.npu.synchronize()
+            torch.npu.synchronize()  # type: ignore[attr-defined]  # torch_npu adds torch.npu
             session.step()
     write_result(args.result, {"steps": args.repeats})
 
