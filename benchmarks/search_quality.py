@@ -298,7 +298,12 @@ def generate(seed: int, spread: float) -> Landscape:
         name=f"g{seed}",
         dir=Path(f"examples/gen/g{seed}"),
         kernel_kind="vector",
-        knobs=tuple(Knob(n, "block_size", tuple(v)) for n, v in zip(names, values)),
+        # a knob whose values include 0 is a count (stages, unroll), not a block size, which
+        # must be positive: labelled so, every value is as reachable for tunebot as for random
+        knobs=tuple(
+            Knob(n, "pipeline_depth" if 0 in v else "block_size", tuple(v))
+            for n, v in zip(names, values)
+        ),
     )
     sd = {p: spread for p in true}
     return Landscape(
@@ -527,8 +532,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--budgets", default="10,20")
     parser.add_argument(
-        "--generated", type=int, default=40, help="generated landscapes (seeds 0..N-1)"
+        "--generated", type=int, default=40, help="generated landscapes (seeds FIRST..FIRST+N-1)"
     )
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="first generated seed (seeds 1000 and up are held out of the planner's tuning)",
+    )
+    parser.add_argument("--no-demo", action="store_true", help="generated landscapes only")
     parser.add_argument("--seeds", type=int, default=30)
     parser.add_argument("--tpe-seeds", type=int, default=10)
     parser.add_argument(
@@ -540,6 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.getLogger("optuna").setLevel(logging.WARNING)
     paths = [Path(p) for p in args.tables] or sorted(DATA.glob("sweep_*.json"))
+    spread_paths = paths
+    if args.no_demo:
+        paths = []
     budgets = [int(b) for b in args.budgets.split(",")]
     try:
         import optuna  # noqa: F401
@@ -548,14 +563,15 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         have_tpe = False
         print("optuna not installed: TPE skipped", file=sys.stderr)
-    spread = args.spread if args.spread is not None else sweep_spread(paths)
+    spread = args.spread if args.spread is not None else sweep_spread(spread_paths)
     lands: list[Landscape] = []
     for path in paths:
         try:
             lands.append(load_sweep(path))
         except (TunebotError, KeyError, ValueError) as exc:
             print(f"{path.name}: skipped: {exc}", file=sys.stderr)
-    lands += [generate(seed, spread) for seed in range(args.generated)]
+    seeds = range(args.first_seed, args.first_seed + args.generated)
+    lands += [generate(seed, spread) for seed in seeds]
     started = time.perf_counter()
     results = [evaluate(land, budgets, args.seeds, args.tpe_seeds, have_tpe) for land in lands]
     print(render(results, budgets, args))

@@ -294,6 +294,8 @@ class Planner:
             )
             current = self._current(spec, source)
             mine = [a for a in history if a.change.knob == spec.key]
+            # a move that failed L0 or errored is no attempt at the knob's speed
+            honest = [a for a in mine if a.verdict not in FAILED_VERDICTS]
             failed = {_value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
             from_here = [a for a in mine if a.parent_hash == best and a.change.old == current]
             preferred = _preferred_direction(spec, current, mine, last_win)
@@ -324,7 +326,7 @@ class Planner:
                     spec: KnobSpec = spec,
                     score: float = score,
                     current: object = current,
-                    tries: int = len(mine),
+                    tries: int = len(honest),
                 ) -> None:
                     key = _value_key(value)
                     if key not in planned or planned[key] > tier:
@@ -357,8 +359,20 @@ class Planner:
                     )
                     if continuing:
                         add(step, 0 if every_knob_tried else 2)
+                    elif d == preferred and not honest:
+                        add(ladder[-1], 1)  # the knob's most promising move: its far end
+                    elif (
+                        not any(_direction(a.change.old, a.change.new) == d for a in honest)
+                        and any(
+                            _direction(a.change.old, a.change.new) == -d
+                            and a.verdict not in FAILED_VERDICTS
+                            and a.verdict != "better"
+                            for a in from_here
+                        )
+                    ):
+                        add(ladder[-1], 0)  # its other side: the rest of one honest attempt
                     elif d == preferred:
-                        add(step, 1 if not mine else 2)
+                        add(step, 2)
                     else:
                         add(step, 3)
                 else:
