@@ -34,32 +34,22 @@ best source. The order (docs/strategies.md):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.config import Knob, OpConfig
-from bot.strategies import catalog, knobs, multibuffer, pipeline, vprefix
+from bot.strategies import catalog, knobs
 from bot.strategies.base import Attempt, PlanContext, Refusal, Variant
 from bot.strategies.evidence import Evidence
 from bot.strategies.proposer import ExternalProposer
+from bot.strategies.protocol import KnobSpec
+from bot.strategies.registry import STRATEGIES
 from bot.strategies.source import source_hash
 
-DISCOVERED_BLOCK_VALUES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
-PROPOSER_STRATEGIES = tuple(s.id for s in catalog.CATALOG if s.applied == "proposer")
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
+ONCE_TIER = 1  # a one-shot change, beside each knob's first move
 EXPLORE_TIER = 5
 STYLE_TIER = 9
 FAILED_VERDICTS = ("fail_l0", "timeout", "error")
-
-
-@dataclass(frozen=True)
-class KnobSpec:
-    key: str  # what Change.knob of its variants holds
-    strategy: str
-    kind: str  # knob | stages | flag
-    values: tuple  # ordered space
-    knob: Knob | None = None
-    index: int = 0  # T.Pipelined loop index for kind "stages"
-    order: int = 0
 
 
 @dataclass(frozen=True)
@@ -88,11 +78,11 @@ class Move:
 
     def describe(self) -> str:
         if self.spec is None:
-            return (
-                f"{self.strategy}: ask the external proposer"
-                if self.strategy != "vprefix"
-                else "vprefix: rename T.npuir_xxx -> T.vxxx (style only, never counted as a gain)"
-            )
+            entry = catalog.get(self.strategy)
+            if entry.applied == "proposer":
+                return f"{self.strategy}: ask the external proposer"
+            style = ", never counted as a gain" if entry.style_only else ""
+            return f"{self.strategy}: {entry.title}{style}"
         return f"{self.strategy}: {self.key}: {self.old} -> {self.new}"
 
 
@@ -122,7 +112,7 @@ class Planner:
         reasons = list(skipped)
         evaluated = 0
         for move in moves:
-            if move.spec is None and move.strategy in PROPOSER_STRATEGIES:
+            if move.spec is None and catalog.get(move.strategy).applied == "proposer":
                 assert self.proposer is not None
                 return self.proposer.propose(self.op, move.strategy, ctx, seen)
             result = self._apply(move, ctx.best_source)
@@ -161,7 +151,7 @@ class Planner:
                     shown.add(-1)
                 continue
             note = ""
-            if move.spec is not None or move.strategy == "vprefix":
+            if move.spec is not None or catalog.get(move.strategy).applied != "proposer":
                 result = self._apply(move, ctx.best_source)
                 if isinstance(result, Refusal):
                     note = f"  [skip: {result.reason}]"
@@ -203,76 +193,27 @@ class Planner:
         return ids, skipped
 
     def specs(self, source: str, strategies: list[str]) -> tuple[list[KnobSpec], list[str]]:
-        """The knobs of this source, declared first, then discovered."""
+        """The knobs of this source: tune.yaml's first, then what each strategy finds."""
         specs: list[KnobSpec] = []
         skipped: list[str] = []
-        declared = {k.strategy for k in self.op.knobs}
         for k in self.op.knobs:
             if k.strategy not in strategies:
                 continue
             if knobs.current_value(source, k.name) is None:
                 skipped.append(f"{k.strategy}: knob '{k.name}': {knobs.locate(source, k.name)}")
                 continue
-            legal, refused = knobs.legal_values(
-                source, k.name, tuple(k.values)
-            )  # the kernel's own rules
+            legal, refused = knobs.legal_values(source, k.name, tuple(k.values))  # kernel's rules
             skipped.extend(knobs.refusal_lines(k.strategy, k.name, refused))
-            k = Knob(
-                k.name, k.strategy, legal, k.divides, k.multiple_of
-            )  # hashable, for the caches
+            k = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # hashable, for caches
             specs.append(KnobSpec(k.name, k.strategy, "knob", k.values, k, order=len(specs)))
-        names = {s.key for s in specs}
-        if "block_size" in strategies and "block_size" not in declared:
-            for name in knobs.discover(source):
-                value = knobs.current_value(source, name)
-                if name in names or not isinstance(value, int) or isinstance(value, bool):
-                    continue
-                values = tuple(sorted(set(DISCOVERED_BLOCK_VALUES) | {value}))
-                values, refused = knobs.legal_values(source, name, values)  # the kernel's own rules
-                skipped.extend(knobs.refusal_lines("block_size", name, refused))
-                specs.append(
-                    KnobSpec(
-                        name,
-                        "block_size",
-                        "knob",
-                        values,
-                        Knob(name, "block_size", values),
-                        order=len(specs),
-                    )
-                )
-                names.add(name)
-        if "block_size" in strategies and "block_size" not in declared:
-            skipped.extend(str(d) for d in knobs.dropped(source))
-        if "pipeline_depth" in strategies and "pipeline_depth" not in declared:
-            for loop in pipeline.find_loops(source):
-                key = loop.bound_to or f"num_stages#{loop.index}"
-                if key in names or pipeline.current_depth(source, loop.index) is None:
-                    continue
-                specs.append(
-                    KnobSpec(
-                        key,
-                        "pipeline_depth",
-                        "stages",
-                        pipeline.DEFAULT_DEPTHS,
-                        index=loop.index,
-                        order=len(specs),
-                    )
-                )
-                names.add(key)
-        if (
-            "multi_buffer" in strategies
-            and "tilelang" in source
-            and multibuffer.current(source) is not None
-        ):
-            flip = multibuffer.set_flag(source, not multibuffer.current(source))
-            if not isinstance(flip, Refusal):
-                specs.append(
-                    KnobSpec(
-                        multibuffer.FLAG, "multi_buffer", "flag", (False, True), order=len(specs)
-                    )
-                )
-            else:
-                skipped.append(f"multi_buffer: {multibuffer.FLAG}: {flip.reason}")
+        taken = {s.key for s in specs}
+        for sid in strategies:
+            found, left_out = STRATEGIES[sid].spaces(source, self.op, set(taken))
+            skipped.extend(left_out)
+            for spec in found:
+                if spec.key not in taken:
+                    specs.append(replace(spec, order=len(specs)))
+                    taken.add(spec.key)
         return specs, skipped
 
     def _moves(self, ctx: PlanContext) -> tuple[list[Move], list[str]]:
@@ -316,6 +257,16 @@ class Planner:
                     for a in lost
                     if a.verdict == "not_better" and a.gain is not None and a.gain > 0
                 ]
+                # values known slower than here on this side: losses from here, and the value a
+                # win on this knob came from (stepping back onto it would only re-measure it)
+                worse = [a.change.new for a in lost] + [
+                    a.change.old
+                    for a in honest
+                    if a.verdict == "better"
+                    and a.change.new == current
+                    and _direction(a.change.new, a.change.old) == d
+                ]
+                worse = [v for v in worse if v in ladder]
                 planned: dict[object, int] = {}
 
                 def add(
@@ -350,7 +301,7 @@ class Planner:
                         )
 
                 step = _stride(ladder)
-                if not lost:
+                if not worse:
                     continuing = (
                         last_win is not None
                         and last_win.change.knob == spec.key
@@ -376,26 +327,24 @@ class Planner:
                     else:
                         add(step, 3)
                 else:
-                    nearest = min(
-                        (ladder.index(a.change.new) for a in lost if a.change.new in ladder),
-                        default=len(ladder),
-                    )
+                    nearest = min(ladder.index(v) for v in worse)
                     if nearest > 0:  # a stride lost: bisect the values short of it
                         add(ladder[(nearest - 1) // 2], 3)
                     if plateau and nearest + 1 < len(ladder):
                         add(
                             ladder[nearest + 1], 3
                         )  # faster within the noise: look one value further
-                    farthest = max(
-                        (ladder.index(a.change.new) for a in lost if a.change.new in ladder),
-                        default=len(ladder),
-                    )
+                    farthest = max(ladder.index(v) for v in worse)
                     for value in _valley_crossing(ladder[farthest:]):  # past the farthest loss
                         add(value, 4)
                 for value in ladder:
                     add(value, EXPLORE_TIER)
-        for sid in PROPOSER_STRATEGIES:
-            if sid not in strategies:
+        for sid in strategies:
+            entry = catalog.get(sid)
+            if entry.applied != "proposer":
+                if STRATEGIES[sid].once(source, f"{self.op.name}.py") is not None:
+                    tier = STYLE_TIER if entry.style_only else ONCE_TIER
+                    moves.append(Move(sid, sid, tier, entry.expected_gain, 900 + entry.priority))
                 continue
             mine_p = [a for a in history if a.change.strategy == sid and a.change.knob is None]
             if len(mine_p) >= MAX_PROPOSALS_PER_STRATEGY or any(
@@ -406,30 +355,26 @@ class Planner:
             moves.append(
                 Move(sid, sid, 1, score, len(specs) + catalog.get(sid).priority, tries=len(mine_p))
             )
-        if "vprefix" in strategies and vprefix.applicable(source):
-            moves.append(Move("vprefix", "vprefix", STYLE_TIER, 0.0, 999))
         moves.sort(key=Move.sort_key)
         return moves, skipped
 
     def _current(self, spec: KnobSpec, source: str) -> object:
-        if spec.kind == "stages":
-            return pipeline.current_depth(source, spec.index)
-        if spec.kind == "flag":
-            return multibuffer.current(source)
-        return knobs.current_value(source, spec.key)
+        if spec.kind == "knob":  # a named constant, whoever found it
+            return knobs.current_value(source, spec.key)
+        return STRATEGIES[spec.strategy].current(source, spec)
 
     def _apply(self, move: Move, source: str) -> Variant | Refusal:
         name = f"{self.op.name}.py"
-        if move.strategy == "vprefix":
-            return vprefix.rename(source, name)
         spec = move.spec
-        assert spec is not None
-        if spec.kind == "stages":
-            return pipeline.set_depth(source, int(move.new), spec.index, name)  # type: ignore[arg-type]
-        if spec.kind == "flag":
-            return multibuffer.set_flag(source, bool(move.new), name)
-        assert spec.knob is not None
-        return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name)  # type: ignore[arg-type]
+        if spec is None:
+            once = STRATEGIES[move.strategy].once(source, name)
+            if once is None:
+                return Refusal((f"{move.strategy}: nothing to change",), strategy=move.strategy)
+            return once
+        if spec.kind == "knob":
+            assert spec.knob is not None
+            return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name)  # type: ignore[arg-type]
+        return STRATEGIES[spec.strategy].apply(source, spec, move.new, name)
 
 
 def _seen(ctx: PlanContext) -> set[str]:
@@ -448,9 +393,6 @@ def _value_key(value: object) -> str:
 
 def _ladder(spec: KnobSpec, current: object, d: int) -> list:
     """Allowed values strictly beyond `current` in direction d (+1 up, -1 down), nearest first."""
-    if spec.kind == "flag":
-        other = not current
-        return [other] if _direction(current, other) == d else []
     ordered = sorted(v for v in spec.values if _direction(current, v) == d)
     ordered = ordered if d > 0 else list(reversed(ordered))
     return [
