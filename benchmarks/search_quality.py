@@ -207,7 +207,7 @@ def load_sweep(path: Path) -> Landscape:
         if true.get(current, FAILED) != FAILED
         else tuple(k["default"] for k in data["knobs"])
     )
-    for name, value in zip(names, start):
+    for name, value in zip(names, start, strict=False):
         if knobmod.current_value(source, name) != value:
             variant = knobmod.set_knob(source, Knob(name, "block_size", (value,)), value)
             if isinstance(variant, Refusal):
@@ -290,7 +290,7 @@ def generate(seed: int, spread: float) -> Landscape:
     if all(v == FAILED for p, v in true.items() if p != start_point):
         true = {p: (v if v != FAILED else 150.0) for p, v in true.items()}
     src = (
-        "".join(f"{n} = {v}\n" for n, v in zip(names, start_point))
+        "".join(f"{n} = {v}\n" for n, v in zip(names, start_point, strict=False))
         + "\n\ndef kernel(x):\n    return x\n"
     )
     op = OpConfig(
@@ -302,7 +302,7 @@ def generate(seed: int, spread: float) -> Landscape:
         # must be positive: labelled so, every value is as reachable for tunebot as for random
         knobs=tuple(
             Knob(n, "pipeline_depth" if 0 in v else "block_size", tuple(v))
-            for n, v in zip(names, values)
+            for n, v in zip(names, values, strict=False)
         ),
     )
     sd = {p: spread for p in true}
@@ -402,7 +402,7 @@ def run_tpe(land: Landscape, budget: int, seed: int) -> float:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sim = Simulator(land, budget, random.Random(seed + 7919))
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed), direction="minimize")
-    study.enqueue_trial(dict(zip(land.names, land.start)))
+    study.enqueue_trial(dict(zip(land.names, land.start, strict=False)))
     seen: dict[tuple[int, ...], float] = {}
 
     def objective(trial: optuna.Trial) -> float:
@@ -475,7 +475,7 @@ def verdicts(results: list[dict], budget: int, method: str = "tunebot") -> dict:
     medians = [r[method]["median"] for r in rows]
     vs_random = [r[method]["median"] + 1e-9 >= r["random"]["median"] for r in rows]
     vs_tpe = [("tpe" not in r) or r[method]["median"] + 1e-9 >= r["tpe"]["median"] for r in rows]
-    both = [a and b for a, b in zip(vs_random, vs_tpe)]
+    both = [a and b for a, b in zip(vs_random, vs_tpe, strict=False)]
     return {
         "budget": budget,
         "method": method,

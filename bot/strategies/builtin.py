@@ -28,7 +28,9 @@ class _Base:
 
     entry: Entry
 
-    def spaces(self, source: str, op: OpConfig, taken: set[str]) -> tuple[list[KnobSpec], list[str]]:
+    def spaces(
+        self, source: str, op: OpConfig, taken: set[str]
+    ) -> tuple[list[KnobSpec], list[str]]:
         return [], []
 
     def current(self, source: str, spec: KnobSpec) -> object:
@@ -45,7 +47,9 @@ class _Base:
 class BlockSize(_Base):
     """Tile sizes: the block_*/BLOCK_* constants a kernel reads (unless tune.yaml declares some)."""
 
-    def spaces(self, source: str, op: OpConfig, taken: set[str]) -> tuple[list[KnobSpec], list[str]]:
+    def spaces(
+        self, source: str, op: OpConfig, taken: set[str]
+    ) -> tuple[list[KnobSpec], list[str]]:
         sid = self.entry.id
         if _declares(op, sid):
             return [], []
@@ -67,7 +71,9 @@ class BlockSize(_Base):
 class PipelineDepth(_Base):
     """num_stages of each T.Pipelined loop (unless tune.yaml declares a pipeline_depth knob)."""
 
-    def spaces(self, source: str, op: OpConfig, taken: set[str]) -> tuple[list[KnobSpec], list[str]]:
+    def spaces(
+        self, source: str, op: OpConfig, taken: set[str]
+    ) -> tuple[list[KnobSpec], list[str]]:
         sid = self.entry.id
         if _declares(op, sid):
             return [], []
@@ -76,9 +82,7 @@ class PipelineDepth(_Base):
             key = loop.bound_to or f"num_stages#{loop.index}"
             if key in taken or pipeline.current_depth(source, loop.index) is None:
                 continue
-            specs.append(
-                KnobSpec(key, sid, "stages", pipeline.DEFAULT_DEPTHS, index=loop.index)
-            )
+            specs.append(KnobSpec(key, sid, "stages", pipeline.DEFAULT_DEPTHS, index=loop.index))
             taken = taken | {key}
         return specs, []
 
@@ -93,7 +97,9 @@ class PipelineDepth(_Base):
 class MultiBuffer(_Base):
     """TileLang's automatic multi-buffer pass flag, on or off."""
 
-    def spaces(self, source: str, op: OpConfig, taken: set[str]) -> tuple[list[KnobSpec], list[str]]:
+    def spaces(
+        self, source: str, op: OpConfig, taken: set[str]
+    ) -> tuple[list[KnobSpec], list[str]]:
         now = multibuffer.current(source) if "tilelang" in source else None
         if now is None:
             return [], []

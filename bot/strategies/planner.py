@@ -204,8 +204,8 @@ class Planner:
                 continue
             legal, refused = knobs.legal_values(source, k.name, tuple(k.values))  # kernel's rules
             skipped.extend(knobs.refusal_lines(k.strategy, k.name, refused))
-            k = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # hashable, for caches
-            specs.append(KnobSpec(k.name, k.strategy, "knob", k.values, k, order=len(specs)))
+            legal_knob = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # for caches
+            specs.append(KnobSpec(k.name, k.strategy, "knob", legal, legal_knob, order=len(specs)))
         taken = {s.key for s in specs}
         for sid in strategies:
             found, left_out = STRATEGIES[sid].spaces(source, self.op, set(taken))
@@ -312,14 +312,13 @@ class Planner:
                         add(step, 0 if every_knob_tried else 2)
                     elif d == preferred and not honest:
                         add(ladder[-1], 1)  # the knob's most promising move: its far end
-                    elif (
-                        not any(_direction(a.change.old, a.change.new) == d for a in honest)
-                        and any(
-                            _direction(a.change.old, a.change.new) == -d
-                            and a.verdict not in FAILED_VERDICTS
-                            and a.verdict != "better"
-                            for a in from_here
-                        )
+                    elif not any(
+                        _direction(a.change.old, a.change.new) == d for a in honest
+                    ) and any(
+                        _direction(a.change.old, a.change.new) == -d
+                        and a.verdict not in FAILED_VERDICTS
+                        and a.verdict != "better"
+                        for a in from_here
                     ):
                         add(ladder[-1], 0)  # its other side: the rest of one honest attempt
                     elif d == preferred:
@@ -373,7 +372,7 @@ class Planner:
             return once
         if spec.kind == "knob":
             assert spec.knob is not None
-            return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name)  # type: ignore[arg-type]
+            return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name)
         return STRATEGIES[spec.strategy].apply(source, spec, move.new, name)
 
 
@@ -449,9 +448,8 @@ def _preferred_direction(
         if d and a.gain is not None and a.verdict not in FAILED_VERDICTS:
             evidence[d] += a.gain
             seen[d] = True
-    if seen[+1] or seen[-1]:
-        if evidence[+1] != evidence[-1]:
-            return +1 if evidence[+1] > evidence[-1] else -1
+    if (seen[+1] or seen[-1]) and evidence[+1] != evidence[-1]:
+        return +1 if evidence[+1] > evidence[-1] else -1
     up, down = len(_ladder(spec, current, +1)), len(_ladder(spec, current, -1))
     if up != down:
         return +1 if up > down else -1

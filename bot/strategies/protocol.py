@@ -72,7 +72,9 @@ class Strategy(Protocol):
     @property
     def entry(self) -> Entry: ...
 
-    def spaces(self, source: str, op: OpConfig, taken: set[str]) -> tuple[list[KnobSpec], list[str]]:
+    def spaces(
+        self, source: str, op: OpConfig, taken: set[str]
+    ) -> tuple[list[KnobSpec], list[str]]:
         """Spaces found in `source` beyond tune.yaml's knobs (`taken`: keys already planned),
         and one sentence per site or value left out, with its reason."""
 
