@@ -48,6 +48,7 @@ from bot.strategies.source import source_hash
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
 ONCE_TIER = 1  # a one-shot change, beside each knob's first move
 EXPLORE_TIER = 5
+REVISIT_WITHIN = 0.03  # a loss within the seed's noise floor is a tie: worth revisiting
 STYLE_TIER = 9
 FAILED_VERDICTS = ("fail_l0", "timeout", "error")
 
@@ -240,6 +241,16 @@ class Planner:
             failed = {_value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
             from_here = [a for a in mine if a.parent_hash == best and a.change.old == current]
             preferred = _preferred_direction(spec, current, mine, last_win)
+            # a value measured as fast as its parent, or nearly, from another best: once the
+            # context changed it is this knob's likeliest gain
+            elsewhere = [
+                a
+                for a in honest
+                if a.parent_hash != best and a.gain is not None and a.change.new != current
+            ]
+            revisit = max(elsewhere, key=lambda a: a.gain or 0.0, default=None)
+            if revisit is not None and (revisit.gain or 0.0) < -REVISIT_WITHIN:
+                revisit = None
             for d in (preferred, -preferred):
                 ladder = [v for v in _ladder(spec, current, d) if _value_key(v) not in failed]
                 if not ladder:
@@ -321,6 +332,8 @@ class Planner:
                         for a in from_here
                     ):
                         add(ladder[-1], 0)  # its other side: the rest of one honest attempt
+                    elif revisit is not None and revisit.change.new in ladder:
+                        add(revisit.change.new, 2)
                     elif d == preferred:
                         add(step, 2)
                     else:
