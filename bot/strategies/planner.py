@@ -241,16 +241,22 @@ class Planner:
             failed = {_value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
             from_here = [a for a in mine if a.parent_hash == best and a.change.old == current]
             preferred = _preferred_direction(spec, current, mine, last_win)
-            # a value measured as fast as its parent, or nearly, from another best: once the
-            # context changed it is this knob's likeliest gain
-            elsewhere = [
-                a
-                for a in honest
-                if a.parent_hash != best and a.gain is not None and a.change.new != current
-            ]
-            revisit = max(elsewhere, key=lambda a: a.gain or 0.0, default=None)
-            if revisit is not None and (revisit.gain or 0.0) < -REVISIT_WITHIN:
-                revisit = None
+            # this knob's profile as measured so far (log latency relative to here), chained
+            # through every attempt on it from any best: a value that tied or won elsewhere is
+            # its likeliest gain once the context changed; one clearly slower bounds a search
+            levels = _levels(current, honest)
+            tie = math.log(1.0 + REVISIT_WITHIN)
+            known_slower = {_value_key(v) for v, lv in levels.items() if lv > tie}
+            tried_here = {_value_key(a.change.new) for a in from_here}
+            revisits = sorted(
+                (lv, v)
+                for v, lv in levels.items()
+                if lv <= tie
+                and v != current
+                and _value_key(v) not in tried_here
+                and _value_key(v) not in failed
+            )
+            revisit = revisits[0][1] if revisits else None
             for d in (preferred, -preferred):
                 ladder = [v for v in _ladder(spec, current, d) if _value_key(v) not in failed]
                 if not ladder:
@@ -277,6 +283,7 @@ class Planner:
                     and a.change.new == current
                     and _direction(a.change.new, a.change.old) == d
                 ]
+                worse += [v for v in ladder if _value_key(v) in known_slower]
                 worse = [v for v in worse if v in ladder]
                 planned: dict[object, int] = {}
 
@@ -332,8 +339,8 @@ class Planner:
                         for a in from_here
                     ):
                         add(ladder[-1], 0)  # its other side: the rest of one honest attempt
-                    elif revisit is not None and revisit.change.new in ladder:
-                        add(revisit.change.new, 2)
+                    elif revisit is not None and revisit in ladder:
+                        add(revisit, 2)
                     elif d == preferred:
                         add(step, 2)
                     else:
@@ -341,7 +348,13 @@ class Planner:
                 else:
                     nearest = min(ladder.index(v) for v in worse)
                     if nearest > 0:  # a stride lost: bisect the values short of it
-                        add(ladder[(nearest - 1) // 2], 3)
+                        # a knob at the edge of its space has no other side: the second half
+                        # of its honest attempt is halfway to the far end that lost
+                        one_sided = not [
+                            v for v in _ladder(spec, current, -d) if _value_key(v) not in failed
+                        ]
+                        first_probe_lost = len([a for a in honest if a.parent_hash == best]) == 1
+                        add(ladder[(nearest - 1) // 2], 0 if one_sided and first_probe_lost else 3)
                     if plateau and nearest + 1 < len(ladder):
                         add(
                             ladder[nearest + 1], 3
@@ -397,6 +410,28 @@ def _seen(ctx: PlanContext) -> set[str]:
         if a.parent_hash:
             seen.add(a.parent_hash)
     return seen
+
+
+def _levels(current: object, attempts: list[Attempt]) -> dict:
+    """Log latency of each value measured on one knob, relative to `current`, chained through
+    the measured gains (old -> new) of `attempts` (first path found; the knob is assumed to
+    act alone)."""
+    edges: dict[str, list[tuple[object, float]]] = {}
+    for a in attempts:
+        if a.gain is None or a.gain >= 1.0:
+            continue
+        step = math.log(1.0 - a.gain)  # candidate / parent
+        edges.setdefault(_value_key(a.change.old), []).append((a.change.new, step))
+        edges.setdefault(_value_key(a.change.new), []).append((a.change.old, -step))
+    levels: dict = {current: 0.0}
+    queue = [current]
+    while queue:
+        v = queue.pop(0)
+        for w, step in edges.get(_value_key(v), []):
+            if not any(_value_key(w) == _value_key(k) for k in levels):
+                levels[w] = levels[v] + step
+                queue.append(w)
+    return levels
 
 
 def _value_key(value: object) -> str:
