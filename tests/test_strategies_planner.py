@@ -291,9 +291,14 @@ def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first(
     n = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
     assert isinstance(n, Variant) and n.change.knob == "BLOCK_N"
     history.append(attempt(n, DEMO, "better", 0.1))
-    # from the new best, BLOCK_M's evidence says down lost more than up: up is tried first
+    # the win is refined first: between where it came from (64) and where it is (256)
     m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
-    assert isinstance(m, Variant) and m.change.knob == "BLOCK_M" and m.change.new > 64
+    assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_N", 128)
+    history.append(attempt(m, n.source, "not_better", -0.05))
+    # BLOCK_M's far ends lost from the old best: the values between them are searched, and
+    # the side that lost less (up) first
+    m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
+    assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_M", 128)
 
 
 def test_patience_counts_different_things_not_repeats_of_one():
