@@ -202,12 +202,12 @@ def load_sweep(path: Path) -> Landscape:
         project=op.project, name=op.name, dir=op.dir, kernel_kind=op.kernel_kind, knobs=table_knobs
     )
     current = tuple(knobmod.current_value(source, n) for n in names)
-    start = (
-        current
+    start: tuple[int, ...] = (
+        current  # type: ignore[assignment]  # every swept knob is an int constant
         if true.get(current, FAILED) != FAILED
-        else tuple(k["default"] for k in data["knobs"])
+        else tuple(int(k["default"]) for k in data["knobs"])
     )
-    for name, value in zip(names, start, strict=False):
+    for name, value in zip(names, start, strict=True):
         if knobmod.current_value(source, name) != value:
             variant = knobmod.set_knob(source, Knob(name, "block_size", (value,)), value)
             if isinstance(variant, Refusal):
@@ -413,11 +413,12 @@ def run_tpe(land: Landscape, budget: int, seed: int) -> float:
             sim.used += 1
             return 1e12
         value = sim.measure_point(point).median_us
+        assert value is not None  # simulated measurements always have a median
         seen[point] = min(seen.get(point, math.inf), value)
         return value
 
     study.optimize(objective, n_trials=budget)
-    return land.true[min(seen, key=seen.get)]  # type: ignore[arg-type]
+    return land.true[min(seen, key=lambda p: seen[p])]
 
 
 # ---------------------------------------------------------------- figures
@@ -470,6 +471,16 @@ def evaluate(
     return out
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson score interval of the proportion k / n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def verdicts(results: list[dict], budget: int, method: str = "tunebot") -> dict:
     rows = [r["budgets"][str(budget)] for r in results]
     medians = [r[method]["median"] for r in rows]
@@ -485,6 +496,8 @@ def verdicts(results: list[dict], budget: int, method: str = "tunebot") -> dict:
         "at_least_random": sum(vs_random),
         "at_least_tpe": sum(vs_tpe),
         "at_least_both": sum(both),
+        "at_least_both_wilson95": wilson(sum(both), len(rows)),
+        "p10_of_medians": stats(medians)["p10"],
         "goal_median_95": statistics.median(medians) >= 0.95,
         "goal_beats_both_on_90pct": sum(both) >= 0.9 * len(rows),
     }
@@ -517,10 +530,13 @@ def render(results: list[dict], budgets: list[int], args: argparse.Namespace) ->
     for b, method in itertools.product(budgets, ("tunebot", "tunebot_no_patience")):
         v = verdicts(results, b, method)
         lines.append(
-            f"budget {b}, {method}: median of the per-landscape median runs {v['median_of_medians']:.1%}; "
+            f"budget {b}, {method}: median of the per-landscape median runs {v['median_of_medians']:.1%} "
+            f"(p10 {v['p10_of_medians']:.1%}); "
             f"{v['landscapes_median_ge_95pct']}/{v['landscapes']} landscapes with a median run >= 95 %; "
             f"tunebot >= random on {v['at_least_random']}, >= TPE on {v['at_least_tpe']}, "
-            f">= both on {v['at_least_both']} of {v['landscapes']}"
+            f">= both on {v['at_least_both']} of {v['landscapes']} "
+            f"({v['at_least_both'] / v['landscapes']:.0%}, 95 % Wilson "
+            f"{v['at_least_both_wilson95'][0]:.0%}-{v['at_least_both_wilson95'][1]:.0%})"
         )
     return "\n".join(lines)
 

@@ -2,33 +2,40 @@
 
 Nothing is kept between calls: a resumed run rebuilds the history from
 results.jsonl and plans exactly as before. Every move is one change from the
-best source. The order (docs/strategies.md):
+best source. The planner names no strategy: it asks every registered one
+(bot/strategies/registry.py) for its spaces or its one-shot change. The order
+(docs/strategies.md):
 
-1. Candidate moves per knob (declared in tune.yaml, or discovered
-   block_*/BLOCK_* names, each T.Pipelined loop, the auto multi-buffer flag):
-   the neighbouring value up and down, and, to cross a valley, the far end
-   and the log-midpoint in each direction; each proposer strategy is asked
-   once per best source; the style-only v-prefix rename comes last.
-2. Tiers (lower first):
-   0 continue the direction that just won, once every knob has had a try;
-   1 the most promising move of each knob (and each proposer strategy) never
-     tried in this run: its preferred neighbour;
-   2 the preferred neighbour of a knob tried before from another best (the
-     context changed), and a win's continuation before every knob was tried;
-   3 the other neighbour; one value past a neighbour that measured faster
-     but within the noise (a plateau);
-   4 valley crossing, once a direction lost from this best: its far end and
-     the log-midpoint between here and there;
+1. Spaces: tune.yaml's knobs, then what each allowed strategy finds (block
+   constants, T.Pipelined loops, the multi-buffer flag...); one-shot changes;
+   each proposer strategy once per best source; style-only changes last.
+2. An honest attempt at a knob is two probes: the far end on the side with more
+   room (optima often sit at an edge, and one probe spans the most), then, if
+   that lost, the far end of the other side, or, for a knob at an edge of its
+   space, the value halfway to the far end that lost. A move that failed L0,
+   timed out or errored is no attempt: the knob's next value comes next, and the
+   failed value is never planned again, from any parent.
+3. Tiers (lower first):
+   0 the rest of a knob's honest attempt; continue the direction that just won,
+     once every knob has had a try;
+   1 the first probe of each knob (and each proposer strategy) never tried;
+   2 a knob tried before from another best (the context changed): first the value
+     that measured within the noise floor of its parent or better there, else the
+     preferred direction; a win's continuation before every knob was tried;
+   3 the values short of a loss (bisection), including the value a win came
+     from; one value past a plateau;
+   4 valley crossing past the farthest loss: the log-midpoint and the far end;
    5 exploration: every other value, nearest first.
+   A knob's measured profile (its gains chained through every attempt on it, the
+   knob taken to act alone) marks values clearly slower than here; they bound the
+   searches like a loss from here does.
    A knob's preferred direction: the one that won last (if we stand on that
-   win), else the one whose attempts in this run gained most, else the side
-   with more values left (never a fixed "up first": optima lie on both sides).
+   win), else the one whose attempts in this run gained most, else the side with
+   more values left (never a fixed "up first": optima lie on both sides).
    Within a tier, knobs tried less often come first (round robin), then
    score = expected gain (catalog) x evidence weight (this repository's history).
-3. A move to a value that failed L0, timed out or errored is never planned
-   again, from any parent. The first move whose source was never evaluated
-   (sha256 over every attempt) is returned; when none is left the planner
-   reports exhausted.
+4. The first move whose source was never evaluated (sha256 over every attempt) is
+   returned; when none is left the planner reports exhausted.
 """
 
 from __future__ import annotations
