@@ -44,20 +44,20 @@ import math
 from dataclasses import dataclass, replace
 
 from bot.config import Knob, OpConfig
-from bot.strategies import catalog, knobs
-from bot.strategies.base import Attempt, PlanContext, Refusal, Variant
+from bot.strategies import catalog, knobs, space
+from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import Evidence
 from bot.strategies.proposer import ExternalProposer
 from bot.strategies.protocol import KnobSpec
 from bot.strategies.registry import STRATEGIES
 from bot.strategies.source import source_hash
+from bot.strategies.space import FAILED_VERDICTS
 
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
 ONCE_TIER = 1  # a one-shot change, beside each knob's first move
 EXPLORE_TIER = 5
 REVISIT_WITHIN = 0.03  # a loss within the seed's noise floor is a tie: worth revisiting
 STYLE_TIER = 9
-FAILED_VERDICTS = ("fail_l0", "timeout", "error")
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Move:
             self.distance if self.tier == EXPLORE_TIER else 0,
             -self.score,
             self.order,
-            0 if _direction(self.old, self.new) >= 0 else 1,
+            0 if space.direction(self.old, self.new) >= 0 else 1,
         )
 
     def describe(self) -> str:
@@ -92,13 +92,6 @@ class Move:
             style = ", never counted as a gain" if entry.style_only else ""
             return f"{self.strategy}: {entry.title}{style}"
         return f"{self.strategy}: {self.key}: {self.old} -> {self.new}"
-
-
-def _direction(old: object, new: object) -> int:
-    try:
-        return (new > old) - (new < old)  # type: ignore[operator]
-    except TypeError:
-        return 0
 
 
 class Planner:
@@ -245,34 +238,38 @@ class Planner:
             mine = [a for a in history if a.change.knob == spec.key]
             # a move that failed L0 or errored is no attempt at the knob's speed
             honest = [a for a in mine if a.verdict not in FAILED_VERDICTS]
-            failed = {_value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
+            failed = {space.value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
             from_here = [a for a in mine if a.parent_hash == best and a.change.old == current]
-            preferred = _preferred_direction(spec, current, mine, last_win)
+            preferred = space.preferred_direction(spec, current, mine, last_win)
             # this knob's profile as measured so far (log latency relative to here), chained
             # through every attempt on it from any best: a value that tied or won elsewhere is
             # its likeliest gain once the context changed; one clearly slower bounds a search
-            levels = _levels(current, honest)
+            levels = space.profile(current, honest)
             tie = math.log(1.0 + REVISIT_WITHIN)
-            known_slower = {_value_key(v) for v, lv in levels.items() if lv > tie}
-            tried_here = {_value_key(a.change.new) for a in from_here}
+            known_slower = {space.value_key(v) for v, lv in levels.items() if lv > tie}
+            tried_here = {space.value_key(a.change.new) for a in from_here}
             revisits = sorted(
                 (lv, v)
                 for v, lv in levels.items()
                 if lv <= tie
                 and v != current
-                and _value_key(v) not in tried_here
-                and _value_key(v) not in failed
+                and space.value_key(v) not in tried_here
+                and space.value_key(v) not in failed
             )
             revisit = revisits[0][1] if revisits else None
             for d in (preferred, -preferred):
-                ladder = [v for v in _ladder(spec, current, d) if _value_key(v) not in failed]
+                ladder = [
+                    v
+                    for v in space.side_values(spec, current, d)
+                    if space.value_key(v) not in failed
+                ]
                 if not ladder:
                     continue
                 # a move that failed L0 or errored says nothing about speed: it is only never retried
                 lost = [
                     a
                     for a in from_here
-                    if _direction(a.change.old, a.change.new) == d
+                    if space.direction(a.change.old, a.change.new) == d
                     and a.verdict not in FAILED_VERDICTS
                     and a.verdict != "better"
                 ]
@@ -288,9 +285,9 @@ class Planner:
                     for a in honest
                     if a.verdict == "better"
                     and a.change.new == current
-                    and _direction(a.change.new, a.change.old) == d
+                    and space.direction(a.change.new, a.change.old) == d
                 ]
-                worse += [v for v in ladder if _value_key(v) in known_slower]
+                worse += [v for v in ladder if space.value_key(v) in known_slower]
                 worse = [v for v in worse if v in ladder]
                 planned: dict[object, int] = {}
 
@@ -304,11 +301,13 @@ class Planner:
                     current: object = current,
                     tries: int = len(honest),
                 ) -> None:
-                    key = _value_key(value)
+                    key = space.value_key(value)
                     if key not in planned or planned[key] > tier:
                         planned[key] = tier
                         moves[:] = [
-                            m for m in moves if not (m.key == spec.key and _value_key(m.new) == key)
+                            m
+                            for m in moves
+                            if not (m.key == spec.key and space.value_key(m.new) == key)
                         ]
                         moves.append(
                             Move(
@@ -325,12 +324,12 @@ class Planner:
                             )
                         )
 
-                step = _stride(ladder)
+                step = space.stride(ladder)
                 if not worse:
                     continuing = (
                         last_win is not None
                         and last_win.change.knob == spec.key
-                        and _direction(last_win.change.old, last_win.change.new) == d
+                        and space.direction(last_win.change.old, last_win.change.new) == d
                         and last_win.change.new == current
                     )
                     if continuing:
@@ -338,9 +337,9 @@ class Planner:
                     elif d == preferred and not honest:
                         add(ladder[-1], 1)  # the knob's most promising move: its far end
                     elif not any(
-                        _direction(a.change.old, a.change.new) == d for a in honest
+                        space.direction(a.change.old, a.change.new) == d for a in honest
                     ) and any(
-                        _direction(a.change.old, a.change.new) == -d
+                        space.direction(a.change.old, a.change.new) == -d
                         and a.verdict not in FAILED_VERDICTS
                         and a.verdict != "better"
                         for a in from_here
@@ -358,7 +357,9 @@ class Planner:
                         # a knob at the edge of its space has no other side: the second half
                         # of its honest attempt is halfway to the far end that lost
                         one_sided = not [
-                            v for v in _ladder(spec, current, -d) if _value_key(v) not in failed
+                            v
+                            for v in space.side_values(spec, current, -d)
+                            if space.value_key(v) not in failed
                         ]
                         first_probe_lost = len([a for a in honest if a.parent_hash == best]) == 1
                         add(ladder[(nearest - 1) // 2], 0 if one_sided and first_probe_lost else 3)
@@ -367,7 +368,7 @@ class Planner:
                             ladder[nearest + 1], 3
                         )  # faster within the noise: look one value further
                     farthest = max(ladder.index(v) for v in worse)
-                    for value in _valley_crossing(ladder[farthest:]):  # past the farthest loss
+                    for value in space.valley_crossing(ladder[farthest:]):  # past the farthest loss
                         add(value, 4)
                 for value in ladder:
                     add(value, EXPLORE_TIER)
@@ -417,95 +418,3 @@ def _seen(ctx: PlanContext) -> set[str]:
         if a.parent_hash:
             seen.add(a.parent_hash)
     return seen
-
-
-def _levels(current: object, attempts: list[Attempt]) -> dict:
-    """Log latency of each value measured on one knob, relative to `current`, chained through
-    the measured gains (old -> new) of `attempts` (first path found; the knob is assumed to
-    act alone)."""
-    edges: dict[str, list[tuple[object, float]]] = {}
-    for a in attempts:
-        if a.gain is None or a.gain >= 1.0:
-            continue
-        step = math.log(1.0 - a.gain)  # candidate / parent
-        edges.setdefault(_value_key(a.change.old), []).append((a.change.new, step))
-        edges.setdefault(_value_key(a.change.new), []).append((a.change.old, -step))
-    levels: dict = {current: 0.0}
-    queue = [current]
-    while queue:
-        v = queue.pop(0)
-        for w, step in edges.get(_value_key(v), []):
-            if not any(_value_key(w) == _value_key(k) for k in levels):
-                levels[w] = levels[v] + step
-                queue.append(w)
-    return levels
-
-
-def _value_key(value: object) -> str:
-    return repr(value)
-
-
-def _ladder(spec: KnobSpec, current: object, d: int) -> list:
-    """Allowed values strictly beyond `current` in direction d (+1 up, -1 down), nearest first."""
-    ordered = sorted(v for v in spec.values if _direction(current, v) == d)
-    ordered = ordered if d > 0 else list(reversed(ordered))
-    return [
-        v for v in ordered if spec.knob is None or knobs.check_constraints(spec.knob, v) is None
-    ]
-
-
-def _stride(ladder: list) -> object:
-    """The first value to try in a direction: the neighbour, or halfway along a long ladder
-    (4 values or more), so that a wide knob is sampled coarsely before it is refined."""
-    return ladder[(len(ladder) - 1) // 2] if len(ladder) >= 4 else ladder[0]
-
-
-def _valley_crossing(ladder: list) -> list:
-    """Past a losing neighbour: the far end, and the log-midpoint between here and there."""
-    if len(ladder) < 2:
-        return []
-    far = ladder[-1]
-    out = [far]
-    if len(ladder) >= 3:
-        inner = ladder[1:-1]
-        try:
-            target = (
-                math.sqrt(float(ladder[0]) * float(far))
-                if float(ladder[0]) > 0 and float(far) > 0
-                else (float(ladder[0]) + float(far)) / 2
-            )
-            mid = min(
-                inner,
-                key=lambda v: (
-                    abs(math.log(float(v) / target))
-                    if float(v) > 0 and target > 0
-                    else abs(float(v) - target)
-                ),
-            )
-        except (TypeError, ValueError):
-            mid = inner[len(inner) // 2]
-        out.insert(0, mid)
-    return out
-
-
-def _preferred_direction(
-    spec: KnobSpec, current: object, mine: list[Attempt], last_win: Attempt | None
-) -> int:
-    """The direction to try first for this knob (see the module doc)."""
-    if last_win is not None and last_win.change.knob == spec.key and last_win.change.new == current:
-        d = _direction(last_win.change.old, last_win.change.new)
-        if d:
-            return d
-    evidence = {+1: 0.0, -1: 0.0}
-    seen = {+1: False, -1: False}
-    for a in mine:
-        d = _direction(a.change.old, a.change.new)
-        if d and a.gain is not None and a.verdict not in FAILED_VERDICTS:
-            evidence[d] += a.gain
-            seen[d] = True
-    if (seen[+1] or seen[-1]) and evidence[+1] != evidence[-1]:
-        return +1 if evidence[+1] > evidence[-1] else -1
-    up, down = len(_ladder(spec, current, +1)), len(_ladder(spec, current, -1))
-    if up != down:
-        return +1 if up > down else -1
-    return +1
