@@ -56,7 +56,7 @@ from bot.strategies.space import FAILED_VERDICTS
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
 ONCE_TIER = 1  # a one-shot change, beside each knob's first move
 EXPLORE_TIER = 5
-REVISIT_WITHIN = 0.03  # a loss within the seed's noise floor is a tie: worth revisiting
+REVISIT_WITHIN = 0.0  # revisit values that measured at least as fast as their parent
 STYLE_TIER = 9
 
 
@@ -362,7 +362,19 @@ class Planner:
                             if space.value_key(v) not in failed
                         ]
                         first_probe_lost = len([a for a in honest if a.parent_hash == best]) == 1
-                        add(ladder[(nearest - 1) // 2], 0 if one_sided and first_probe_lost else 3)
+                        came_from = any(
+                            a.verdict == "better"
+                            and a.change.new == current
+                            and a.change.old in ladder
+                            for a in honest
+                        )
+                        refine = (
+                            2 if came_from else 3
+                        )  # refining a win comes before a new bisection
+                        add(
+                            ladder[(nearest - 1) // 2],
+                            0 if one_sided and first_probe_lost else refine,
+                        )
                     if plateau and nearest + 1 < len(ladder):
                         add(
                             ladder[nearest + 1], 3
