@@ -1,6 +1,7 @@
 """Search quality: the tunebot loop vs random search vs Optuna TPE, at equal measurement cost.
 
     python benchmarks/search_quality.py                          # demo sweeps + 40 generated landscapes
+    python benchmarks/search_quality.py --no-demo --first-seed 3000 --generated 100   # held out
     python benchmarks/search_quality.py --generated 60 --seeds 40 --tpe-seeds 20 --json out.json
     python benchmarks/search_quality.py --generated 8 --seeds 6 --tpe-seeds 3   # a quick look
 
@@ -12,7 +13,10 @@ Landscapes:
 - a seeded family of generated landscapes (`generate(seed)`, fixed before any tuning on
   the demo ops): 2-4 knobs of 4-10 values, optima at either edge or inside, optima below
   the baseline value, valleys between the baseline and the optimum, plateaus, coupled
-  knobs and a few points that fail L0. Their source is a module of knob constants.
+  knobs and a few points that fail L0. Their source is a module of knob constants; a knob
+  whose values include 0 is declared as a count (pipeline_depth), since a block size must
+  be positive. The planner was tuned on seeds 0-39 and 1000-1099; seeds 3000 and up are
+  held out (docs/strategies.md says which sets were looked at).
 
 Noise: every latency measurement is simulated as a real LatencyResult of `repeats` samples,
 true median x (1 + e_process) x (1 + e_sample). e_process ~ Normal(0, s) with s the

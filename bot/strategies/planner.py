@@ -20,10 +20,10 @@ best source. The planner names no strategy: it asks every registered one
      once every knob has had a try;
    1 the first probe of each knob (and each proposer strategy) never tried;
    2 a knob tried before from another best (the context changed): first the value
-     that measured within the noise floor of its parent or better there, else the
-     preferred direction; a win's continuation before every knob was tried;
-   3 the values short of a loss (bisection), including the value a win came
-     from; one value past a plateau;
+     that measured at least as fast as its parent there, else the preferred
+     direction; a win's continuation before every knob was tried; the values
+     between a win and the value it came from (refining the jump);
+   3 the values short of a loss (bisection); one value past a plateau;
    4 valley crossing past the farthest loss: the log-midpoint and the far end;
    5 exploration: every other value, nearest first.
    A knob's measured profile (its gains chained through every attempt on it, the
