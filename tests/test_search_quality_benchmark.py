@@ -70,6 +70,7 @@ def test_a_tiny_run_prints_the_verdicts():
             "--budgets",
             "6",
         ],
+        check=False,
         capture_output=True,
         text=True,
         timeout=600,
