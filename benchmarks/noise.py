@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.config import LatencySettings, OpConfig  # noqa: E402
+from bot.config.schema import LatencySettings, OpConfig  # noqa: E402
 from bot.measure.evaluator import Evaluator  # noqa: E402
 
 KERNEL = ROOT / "tests" / "measure_kernels" / "work.py"

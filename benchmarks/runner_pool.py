@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fakegithub.harness import make_world  # noqa: E402
 
-from bot.config import load_repo_config  # noqa: E402
+from bot.config.repo import load_repo_config  # noqa: E402
 from bot.forge.github import make_client  # noqa: E402
 from bot.github_flow import FlowConfig, handle_event  # noqa: E402
 from bot.loop import ProgressEvent, RunOutcome  # noqa: E402

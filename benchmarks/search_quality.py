@@ -61,7 +61,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.config import Knob, OpConfig, load_repo_config, resolve_op  # noqa: E402
+from bot.config.discovery import resolve_op  # noqa: E402
+from bot.config.repo import load_repo_config  # noqa: E402
+from bot.config.schema import Knob, OpConfig  # noqa: E402
 from bot.errors import TunebotError  # noqa: E402
 from bot.measure.backends.common import from_samples  # noqa: E402
 from bot.measure.decide import Rule, SpreadTracker, decide, decide_in_pairs  # noqa: E402

@@ -33,7 +33,9 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bot.config import OpConfig, list_ops, load_repo_config, resolve_op
+from bot.config.discovery import list_ops, resolve_op
+from bot.config.repo import load_repo_config
+from bot.config.schema import OpConfig
 from bot.measure.backends.cpu import measure_cpu
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from bot import gitops
 from bot import run_state as rs
+from bot.git import repository
 from bot.record import verdicts
 from bot.record.errors import RecordFormatError
 from bot.record.opt_log import Conclusion, LogRow, OptLog, parse_opt_log, render_opt_log
@@ -32,7 +32,7 @@ from bot.strategies.evidence import (
 )
 
 if TYPE_CHECKING:  # the loop's run context; imported for types only (the loop imports this module)
-    from bot.config import OpConfig
+    from bot.config.schema import OpConfig
 
 REFERENCES = ("references/strategies.md",)
 CANCELLED, TARGET_REACHED = "已取消", "达目标"
@@ -48,13 +48,17 @@ def start_source(repo, base_sha: str, op: OpConfig) -> tuple[str, str]:
     after that best was merged: then their newer source is what is tuned."""
     merged = (op.perf_dir / f"{op.name}.py").as_posix()
     source = op.source.as_posix()
-    if gitops.read_file(repo, base_sha, merged, missing_ok=True) is None:
+    if repository.read_file(repo, base_sha, merged, missing_ok=True) is None:
         return source, ""
     source_change, merged_change = (
-        _last_change(repo, base_sha, source),
-        _last_change(repo, base_sha, merged),
+        repository.last_commit_touching(repo, base_sha, source),
+        repository.last_commit_touching(repo, base_sha, merged),
     )
-    if source_change and merged_change and not repo.is_ancestor(source_change, merged_change):
+    if (
+        source_change
+        and merged_change
+        and not repository.is_ancestor(repo, source_change, merged_change)
+    ):
         return source, (
             f"{source} changed after the merged best {merged} (in {source_change[:10]}), "
             f"so this run tunes {source}"
@@ -62,14 +66,9 @@ def start_source(repo, base_sha: str, op: OpConfig) -> tuple[str, str]:
     return merged, ""
 
 
-def _last_change(repo, sha: str, path: str) -> str | None:
-    """The last commit at or before `sha` that changed `path`."""
-    return repo.git.log("-1", "--format=%H", sha, "--", path).strip() or None
-
-
 def merged_latency(repo, base_sha: str, op: OpConfig) -> float | None:
     """The final latency the merged opt_log.md recorded for the merged best (None if unknown)."""
-    text = gitops.read_file(
+    text = repository.read_file(
         repo, base_sha, (op.perf_dir / "opt_log.md").as_posix(), missing_ok=True
     )
     if text is None:
@@ -89,18 +88,18 @@ def merged_latency(repo, base_sha: str, op: OpConfig) -> float | None:
 def evidence_at(repo, sha: str) -> Evidence:
     """Every op's evidence at `sha` summed (and the older shared file), for planning."""
     files = {
-        path: gitops.read_file(repo, sha, path)
-        for path in gitops.list_files(repo, sha, EVIDENCE_DIR)
+        path: repository.read_file(repo, sha, path)
+        for path in repository.list_files(repo, sha, EVIDENCE_DIR)
         if path.endswith(".json")
     }
-    files[EVIDENCE_PATH] = gitops.read_file(repo, sha, EVIDENCE_PATH, missing_ok=True)
+    files[EVIDENCE_PATH] = repository.read_file(repo, sha, EVIDENCE_PATH, missing_ok=True)
     return Evidence.combined(files)
 
 
 def op_evidence(repo, sha: str, op: OpConfig, state: rs.RunState) -> tuple[str, bytes]:
     """This op's evidence file: its tallies at `sha` plus every iteration of this run."""
     path = op_evidence_path(op.project, op.name)
-    evidence = Evidence.load(gitops.read_file(repo, sha, path, missing_ok=True), path)
+    evidence = Evidence.load(repository.read_file(repo, sha, path, missing_ok=True), path)
     for it in state.iterations:
         evidence.record(it.strategy, op.kernel_kind, it.gain or 0.0, it.verdict == "better")
     return path, evidence.dumps().encode()
@@ -267,16 +266,16 @@ def delivery_files(
     )
     files: dict[str, bytes | None] = {
         # bytes as committed: a source with a PEP 263 coding line keeps its encoding
-        rel(f"{op.name}.py"): gitops.read_bytes(repo, state.best_sha, state.best_path),
-        rel("baseline.py"): gitops.read_bytes(repo, base_sha, baseline_path),
+        rel(f"{op.name}.py"): repository.read_bytes(repo, state.best_sha, state.best_path),
+        rel("baseline.py"): repository.read_bytes(repo, base_sha, baseline_path),
         rel("opt_log.md"): render_opt_log(opt_log).encode(),
         rel("results.jsonl"): results,
     }
     ours = {it.path for it in state.iterations}
     for it in state.iterations:
-        files[it.path] = gitops.read_bytes(repo, it.sha, it.path)
+        files[it.path] = repository.read_bytes(repo, it.sha, it.path)
     prefix = rel(f"{op.name}_opt_v")
-    for path in gitops.list_files(repo, state.best_sha, op.perf_dir.as_posix()):
+    for path in repository.list_files(repo, state.best_sha, op.perf_dir.as_posix()):
         if path.startswith(prefix) and _VARIANT.search(path) and path not in ours:
             files[path] = None  # an earlier run's variant: its opt_log row is gone, so is the file
     path, data = op_evidence(repo, base_sha, op, state)

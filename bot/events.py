@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from bot.config import GithubSettings
+from bot.config.schema import GithubSettings
 from bot.errors import OpNotFound, TunebotError
 
 GRAMMAR = """\
@@ -391,16 +391,17 @@ class OpCheck:
 
 def check_ops(repo_root: Path, ops: tuple[str, ...]) -> OpCheck:
     """Resolve op names against the repository's ops (bot.config); unknown ones list candidates."""
-    from bot import config
+    from bot.config.discovery import resolve_op
+    from bot.config.repo import load_repo_config
 
-    cfg = config.load_repo_config(repo_root)
+    cfg = load_repo_config(repo_root)
     out = OpCheck()
     for name in ops:
         if not OP_NAME.match(name):
             out.problems.append(f"`{name[:60]}` is not an op name")
             continue
         try:
-            out.resolved[name] = config.resolve_op(repo_root, cfg, name).qualified
+            out.resolved[name] = resolve_op(repo_root, cfg, name).qualified
         except OpNotFound as exc:
             from bot.model.loop import model_in_tree  # a model target (docs/model.md)
 

@@ -8,7 +8,7 @@ SHA (`only_op`: the matrix job's op); `report` runs after all tune jobs and aggr
 
 A comment gets at most one reply; a run's records and branches live on the remote
 (bot.remote_runs), so a re-run on another runner resumes or recognises a delivered run; every
-push goes through bot.git_push (explicit URL, private git dir), never the PR checkout's git.
+push goes through bot.git.isolated (explicit URL, private git dir), never the PR checkout's git.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from typing import Literal
 
 from github import Github, GithubException
 
-from bot.config import GithubSettings, RepoConfig
+from bot import naming
+from bot.config.schema import GithubSettings, RepoConfig
 from bot.errors import TunebotError
 from bot.events import (
     GRAMMAR,
@@ -38,7 +39,8 @@ from bot.events import (
     requests_from_event,
 )
 from bot.forge.github import DEFAULT_BOT_LOGIN, STALE_LABEL, GateRefused, GithubForge, status_marker
-from bot.git_push import repo_url
+from bot.git import remotes
+from bot.git.isolated import repo_url
 from bot.job_guard import JobGuard
 from bot.loop import CANCELLED, ProgressEvent, RunOutcome, TuneRequest
 from bot.remote_runs import RemoteRuns, finished, recorded_base
@@ -916,15 +918,7 @@ def _mark_stale(forge: GithubForge, outcome: RunOutcome, moved: str) -> None:
 
 def _ensure_commit(checkout: Path, sha: str, remote: str) -> None:
     """Fetch the pinned commit if the checkout lacks it (argv only: no shell, sha validated)."""
-    have = subprocess.run(
-        ["git", "-C", str(checkout), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True
-    )
-    if have.returncode != 0:
-        subprocess.run(
-            ["git", "-C", str(checkout), "fetch", "--quiet", remote, sha],
-            check=True,
-            capture_output=True,
-        )
+    remotes.ensure_commit(checkout, sha, remote)
 
 
 # ---------------------------------------------------------------- review -> merge gate
@@ -1003,9 +997,7 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
         forge = _forge(gh, flow, None)
         lines = []
         for op in ops:
-            found = forge.find_proposal(
-                f"{flow.repo_cfg.branch_prefix}/{op.rsplit('/', 1)[-1]}/best"
-            )
+            found = forge.find_proposal(naming.op_delivery_branch(flow.repo_cfg.branch_prefix, op))
             lines.append(
                 f"{op}: " + (f"proposal #{found.id} {found.url}" if found else "no open proposal")
             )
@@ -1016,9 +1008,9 @@ def _scheduled(req: Request, gh: Github, flow: FlowConfig, tune: TuneFn) -> Outc
         return Outcome("refused", "\n".join(checked.problems), exit_code=2)
     forge = _forge(gh, flow, None)
     base = forge.repo.default_branch
-    from bot import gitops
+    from bot.git import repository
 
-    base_sha = gitops.resolve(gitops.open_repo(flow.checkout), f"{flow.remote}/{base}")
+    base_sha = repository.resolve(repository.open_repo(flow.checkout), f"{flow.remote}/{base}")
     remote = _remote_runs(gh, flow)
     remote.restore(list(checked.by_op()))  # before any PR code runs
     scrub_secrets()

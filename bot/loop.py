@@ -1,7 +1,7 @@
 """The tuning state machine: baseline, iterate, decide, stop, deliver, resume.
 
 CONTRACT for callers (cli, github handler). Knows no GitHub and no git
-internals: it talks to gitops functions, a Forge, an Evaluator and a Planner.
+internals: it talks to the git layer (bot.git), a Forge, an Evaluator and a Planner.
 
 Crash safety: every step first writes its git objects, then appends its
 results.jsonl record (the commit point), then moves refs. A run killed at any
@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
@@ -22,12 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from bot import config as cfgmod
-from bot import delivery, gitops, run_guard, source_text
+from bot import delivery, fs, naming, run_guard, source_text
 from bot import run_state as rs
+from bot.config.discovery import find_op, load_op_config, resolve_op
+from bot.config.repo import load_repo_config
+from bot.config.schema import OpConfig, RepoConfig, RunSettings
+from bot.config.settings import effective_settings
+from bot.config.tree import CommitTree
 from bot.errors import TunebotError
 from bot.forge.base import Forge, Proposal, ProposalNotFound
-from bot.measure import reaper
+from bot.git import branches, commits, refs, remotes, repository, worktrees
 from bot.measure.evaluator import Evaluator
 from bot.measure.types import Decision, LatencyResult
 from bot.proposal_body import proposal_body, proposal_title
@@ -126,12 +129,6 @@ class RunOutcome:
 ProgressCallback = Callable[[ProgressEvent], None]
 
 
-def delivery_branch(branch_prefix: str, op_name: str) -> str:
-    """The best variant's branch. Git cannot hold `tunebot/<op>` next to `tunebot/<op>/v<N>`
-    (a ref cannot be both a file and a directory), so the delivery sits beside the iterations."""
-    return f"{branch_prefix}/{op_name}/best"
-
-
 class BaselineFailed(TunebotError):
     """The unmodified op fails L0 or cannot be timed: nothing can be tuned."""
 
@@ -142,9 +139,9 @@ class _Run:
 
     request: TuneRequest
     repo: object  # git.Repo
-    op: cfgmod.OpConfig
-    settings: cfgmod.RunSettings
-    repo_cfg: cfgmod.RepoConfig
+    op: OpConfig
+    settings: RunSettings
+    repo_cfg: RepoConfig
     base_sha: str
     base_branch: str
     worktree: Path
@@ -156,17 +153,17 @@ class _Run:
 
     @property
     def prefix(self) -> str:
-        return f"{self.repo_cfg.branch_prefix}/{self.op.name}"
+        return naming.run_prefix(self.repo_cfg.branch_prefix, self.op.name)
 
     @property
     def delivery_branch(self) -> str:
-        return delivery_branch(self.repo_cfg.branch_prefix, self.op.name)
+        return naming.delivery_branch(self.repo_cfg.branch_prefix, self.op.name)
 
     def rel(self, name: str) -> str:
         return (self.op.perf_dir / name).as_posix()
 
 
-EvaluatorFactory = Callable[[cfgmod.OpConfig, Path], Evaluator]
+EvaluatorFactory = Callable[[OpConfig, Path], Evaluator]
 
 
 def run_tune(
@@ -195,8 +192,8 @@ def _run_lock(state_dir: Path, op: str):
     state_dir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as held:
         try:
-            held.enter_context(gitops.file_lock(state_dir / "run.lock", timeout_s=0))
-        except gitops.LockBusy:
+            held.enter_context(fs.file_lock(state_dir / "run.lock", timeout_s=0))
+        except fs.LockBusy:
             raise RunBusy(
                 f"another tunebot process is tuning {op} right now; wait for it to finish, "
                 f"or stop it with `tunebot cancel {op}`"
@@ -216,7 +213,7 @@ def _best_source(run: _Run, state: rs.RunState) -> str:
     key = (state.best_sha, state.best_path)
     if key not in run.sources:
         run.sources.clear()
-        run.sources[key] = gitops.read_file(run.repo, state.best_sha, state.best_path)
+        run.sources[key] = repository.read_file(run.repo, state.best_sha, state.best_path)
     return run.sources[key]
 
 
@@ -251,7 +248,7 @@ def _run_locked(run: _Run, evaluator_factory: EvaluatorFactory) -> RunOutcome:
     else:
         _restore_refs(run, state)
         note = ""
-        if request.base_ref is None and gitops.resolve(run.repo, "HEAD") != run.base_sha:
+        if request.base_ref is None and repository.resolve(run.repo, "HEAD") != run.base_sha:
             note = (
                 f" (recorded at {run.base_sha[:10]}; HEAD has moved since: "
                 "add --restart to tune the new HEAD instead)"
@@ -292,10 +289,10 @@ def _prepare(
 
     The run lock is entered on `held` before the records are read for writing: a second
     process for the same op is refused before it can archive, clean or reset anything."""
-    repo = gitops.open_repo(request.repo)
+    repo = repository.open_repo(request.repo)
     checkout = Path(repo.working_tree_dir)
-    found = _resolve_op_at(repo, gitops.resolve(repo, request.base_ref or "HEAD"), request.op)
-    runs_dir = gitops.state_dir(repo) / "runs"
+    found = _resolve_op_at(repo, repository.resolve(repo, request.base_ref or "HEAD"), request.op)
+    runs_dir = repository.state_dir(repo) / "runs"
     _refuse_name_clash(runs_dir, found, forge)
     log = ResultsLog(runs_dir / found.project / found.name / "results.jsonl")
     if not request.dry_run:
@@ -318,7 +315,7 @@ def _prepare(
         _refuse_changed_request(repo, request, previous.start)
         base_sha, base_branch = previous.start["base_sha"], previous.start["base_branch"]
     else:
-        base_sha = gitops.resolve(repo, request.base_ref or "HEAD")
+        base_sha = repository.resolve(repo, request.base_ref or "HEAD")
         base_branch = _base_branch(repo, request, found)
         if (
             not request.remote and request.requester is None
@@ -331,7 +328,7 @@ def _prepare(
         raise BadRequest(
             f"--target-us must be a finite number of microseconds, got {request.target_us}"
         )
-    settings = cfgmod.effective_settings(
+    settings = effective_settings(
         repo_cfg,
         op,
         max_iters=request.max_iters,
@@ -342,7 +339,7 @@ def _prepare(
     if request.no_target:
         settings = dataclasses.replace(settings, target_us=None)
     if previous.start:
-        settings = cfgmod.RunSettings(**previous.start["settings"])
+        settings = RunSettings(**previous.start["settings"])
     if request.dry_run:  # plan only: create nothing, not even a worktree
         return _Run(
             request,
@@ -357,7 +354,7 @@ def _prepare(
             forge,
             progress,
         )
-    prefix = f"{repo_cfg.branch_prefix}/{op.name}"
+    prefix = naming.run_prefix(repo_cfg.branch_prefix, op.name)
     warn = lambda message: progress(ProgressEvent("warning", op.qualified, message=message))
     orphans = (
         None
@@ -371,11 +368,11 @@ def _prepare(
         _archive_run(repo, repo_cfg, op, log)
     name = f"{op.project}__{op.name}"
     for note in run_guard.housekeeping(
-        repo, log.path.parent, prefix, gitops.state_dir(repo) / "worktrees" / name
+        repo, log.path.parent, prefix, repository.state_dir(repo) / "worktrees" / name
     ):
         warn(note)
     run_guard.check_branches(repo, prefix, rs.replay(log.read()))
-    worktree = gitops.ensure_worktree(repo, name, base_sha)
+    worktree = worktrees.ensure_worktree(repo, name, base_sha)
     log = run_guard.GuardedLog(log.path, warn)
     return _Run(
         request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress
@@ -394,7 +391,7 @@ class RunBusy(TunebotError):
     exit_code = 3
 
 
-def _refuse_name_clash(runs_dir: Path, op: cfgmod.OpConfig, forge: Forge) -> None:
+def _refuse_name_clash(runs_dir: Path, op: OpConfig, forge: Forge) -> None:
     """Branches are named tunebot/<op>/..., without the project: two projects' ops of the same
     name would overwrite each other's branches and proposal, so only one may have a live run."""
     for other in sorted(runs_dir.glob(f"*/{op.name}/results.jsonl")):
@@ -423,7 +420,7 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
         for k, v in asked.items()
         if v is not None and v != recorded.get(k)
     ]
-    if request.base_ref and gitops.resolve(repo, request.base_ref) != start["base_sha"]:
+    if request.base_ref and repository.resolve(repo, request.base_ref) != start["base_sha"]:
         differs.append(f"--base {request.base_ref}")
     if request.base_branch and request.base_branch != start["base_branch"]:
         differs.append(f"--into {request.base_branch}")
@@ -435,13 +432,13 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
         )
 
 
-def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
+def _base_branch(repo, request: TuneRequest, op: OpConfig) -> str:
     if request.base_branch:
         return request.base_branch
-    if request.base_ref and gitops.branch_sha(repo, request.base_ref) is not None:
+    if request.base_ref and refs.branch_sha(repo, request.base_ref) is not None:
         return request.base_ref  # tuning a branch proposes into that branch, not the current one
-    configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
-    branch = configured or gitops.current_branch(repo)
+    configured = load_repo_config(Path(repo.working_tree_dir)).base_branch
+    branch = configured or repository.current_branch(repo)
     if not branch:
         raise BadRequest(
             "HEAD is detached and no base branch is configured; "
@@ -450,31 +447,25 @@ def _base_branch(repo, request: TuneRequest, op: cfgmod.OpConfig) -> str:
     return branch
 
 
-def _resolve_op_at(repo, sha: str, name: str) -> cfgmod.OpConfig:
-    """Resolve an op name against the tree of `sha` (the code that will be tuned), not the checkout."""
-    with tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("ops")) as tmp:
-        root = Path(tmp)
-        data = gitops.read_bytes(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
-        if data is not None:  # as bytes: the config loader names a file that is not UTF-8
-            (root / cfgmod.REPO_CONFIG_FILE).write_bytes(data)
-        repo_cfg = cfgmod.load_repo_config(root)
-        for rel in gitops.list_files(repo, sha, repo_cfg.ops_root):
-            parts = Path(rel).parts[len(Path(repo_cfg.ops_root).parts) :]
-            if len(parts) == 3 and parts[2] == f"{parts[1]}.py":  # <project>/<op>/<op>.py
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).touch()
-        try:
-            return cfgmod.resolve_op(root, repo_cfg, name)
-        except TunebotError:
-            _refuse_uncommitted(repo, sha, name)
-            raise
+def _resolve_op_at(repo, sha: str, name: str) -> OpConfig:
+    """Resolve an op name against the tree of `sha` (the code that will be tuned), not the checkout.
+
+    Only the name is resolved here; _config_at reads the op's tune.yaml and DESIGN.md."""
+    tree = CommitTree(repo, sha)
+    repo_cfg = load_repo_config(tree)
+    try:
+        op_dir = find_op(tree, repo_cfg, name)
+    except TunebotError:
+        _refuse_uncommitted(repo, sha, name)
+        raise
+    return OpConfig(project=op_dir.parent.name, name=op_dir.name, dir=op_dir)
 
 
 def _refuse_uncommitted(repo, sha: str, name: str) -> None:
     """If the op exists in the checkout only, say that it needs committing."""
     checkout = Path(repo.working_tree_dir)
     try:
-        op = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), name)
+        op = resolve_op(checkout, load_repo_config(checkout), name)
     except TunebotError:
         return
     raise BadRequest(
@@ -483,28 +474,16 @@ def _refuse_uncommitted(repo, sha: str, name: str) -> None:
     )
 
 
-def _config_at(repo, sha: str, op: cfgmod.OpConfig) -> tuple[cfgmod.RepoConfig, cfgmod.OpConfig]:
+def _config_at(repo, sha: str, op: OpConfig) -> tuple[RepoConfig, OpConfig]:
     """.tunebot.yml and the op's config as committed at `sha`, not as the (maybe dirty) checkout has them."""
-    source = gitops.read_file(repo, sha, op.source.as_posix(), missing_ok=True)
+    source = repository.read_file(repo, sha, op.source.as_posix(), missing_ok=True)
     if source is None:
         raise BadRequest(
             f"{op.source.as_posix()} is not committed at {sha[:10]}; tunebot tunes committed code "
             "only: commit the op (or pass --base with a commit that has it)"
         )
-    with tempfile.TemporaryDirectory(prefix=reaper.temp_prefix("config")) as tmp:
-        root = Path(tmp)
-        for rel in (
-            cfgmod.REPO_CONFIG_FILE,
-            (op.dir / cfgmod.OP_CONFIG_FILE).as_posix(),
-            (op.dir / "DESIGN.md").as_posix(),
-        ):
-            data = gitops.read_bytes(repo, sha, rel, missing_ok=True)
-            if data is not None:
-                (root / rel).parent.mkdir(parents=True, exist_ok=True)
-                (root / rel).write_bytes(data)
-        (root / op.source).parent.mkdir(parents=True, exist_ok=True)
-        (root / op.source).write_bytes(source_text.encode(source))
-        return cfgmod.load_repo_config(root), cfgmod.load_op_config(root, op.dir)
+    tree = CommitTree(repo, sha)
+    return load_repo_config(tree), load_op_config(tree, op.dir)
 
 
 def _proposal_closed(forge: Forge, record: dict) -> bool:
@@ -514,12 +493,12 @@ def _proposal_closed(forge: Forge, record: dict) -> bool:
         return True
 
 
-def _archive_run(repo, repo_cfg: cfgmod.RepoConfig, op: cfgmod.OpConfig, log: ResultsLog) -> None:
+def _archive_run(repo, repo_cfg: RepoConfig, op: OpConfig, log: ResultsLog) -> None:
     """Start over: keep the old records and branches aside (refs/tunebot/archive/), never delete them."""
     label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
-    prefix = f"{repo_cfg.branch_prefix}/{op.name}"
-    names = [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")]
-    gitops.archive_branches(repo, names, label)
+    prefix = naming.run_prefix(repo_cfg.branch_prefix, op.name)
+    names = branches.owned_branches(repo, prefix + "/")
+    branches.archive_branches(repo, names, label)
     if log.path.exists():
         log.path.rename(log.path.with_name(f"results.{label}.jsonl"))
 
@@ -527,12 +506,12 @@ def _archive_run(repo, repo_cfg: cfgmod.RepoConfig, op: cfgmod.OpConfig, log: Re
 def _restore_refs(run: _Run, state: rs.RunState) -> None:
     """Recreate iteration refs a crash left unwritten (their commits are recorded)."""
     for it in state.iterations:
-        if gitops.branch_sha(run.repo, it.branch) is None:
-            gitops.create_branch(run.repo, it.branch, it.sha)
+        if refs.branch_sha(run.repo, it.branch) is None:
+            branches.create_branch(run.repo, it.branch, it.sha)
 
 
 def _dry_run(run: _Run) -> RunOutcome:
-    source = gitops.read_file(run.repo, run.base_sha, run.op.source.as_posix())
+    source = repository.read_file(run.repo, run.base_sha, run.op.source.as_posix())
     planner = _planner(run)
     plan = planner.plan(PlanContext(best_source=source, allowed=run.settings.strategies))
     run.progress(
@@ -761,7 +740,7 @@ def _run_iteration(
             run.worktree / state.best_path, state.best_latency, path, run.settings.noise_floor
         )
     verdict = _verdict(variant, accuracy.status, latency, decision)
-    branch = f"{run.prefix}/v{n}"
+    branch = naming.iteration_branch(run.prefix, n)
     median = latency.median_us if latency and latency.ok else None
     reason = rs.iteration_reason(
         verdict,
@@ -796,7 +775,7 @@ def _run_iteration(
         f" ({state.best_sha[:12]}).\nL0: {accuracy.status}; latency: "
         f"{f'{median:.2f} us' if median is not None else '-'}; verdict: {verdict}."
     )
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         run.repo,
         state.best_sha,
         {
@@ -829,7 +808,7 @@ def _run_iteration(
             "time": _now(),
         }
     )
-    gitops.create_branch(run.repo, branch, sha)
+    branches.create_branch(run.repo, branch, sha)
     run.progress(
         ProgressEvent(
             "iteration",
@@ -887,7 +866,7 @@ def _finish(run: _Run, evaluator: Evaluator, state: rs.RunState, reason: str) ->
         _materialize(
             run,
             state.baseline["path"],
-            gitops.read_file(run.repo, run.base_sha, state.baseline["path"]),
+            repository.read_file(run.repo, run.base_sha, state.baseline["path"]),
         )
         latency = evaluator.latency(run.worktree / state.baseline["path"])
         start = state.baseline_us
@@ -945,7 +924,7 @@ def _deliver(run: _Run, state: rs.RunState) -> None:
         f"tunebot: {run.op.name}: best variant "
         f"{'iter ' + str(state.best_iteration) if state.best_iteration else '(baseline kept)'}\n\n{report}"
     )
-    sha = gitops.commit_files(run.repo, state.best_sha, files, message)
+    sha = commits.commit_files(run.repo, state.best_sha, files, message)
     run.log.append(
         {
             "key": rs.DELIVERY,
@@ -966,9 +945,9 @@ def _deliver(run: _Run, state: rs.RunState) -> None:
 
 def _ensure_branch(run: _Run, name: str, sha: str) -> None:
     """Create the delivery branch if it is missing; if someone moved it on, keep their commits."""
-    current = gitops.branch_sha(run.repo, name)
+    current = refs.branch_sha(run.repo, name)
     if current is None:
-        gitops.create_branch(run.repo, name, sha)
+        branches.create_branch(run.repo, name, sha)
     elif current != sha:
         run.progress(
             ProgressEvent(
@@ -995,7 +974,7 @@ def _propose(run: _Run, state: rs.RunState) -> Proposal | None:
         # replace its old remote copies. The delivery branch is never forced (people may push to it).
         refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
         refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
-        gitops.push(run.repo, run.request.remote, refspecs)
+        remotes.push(run.repo, run.request.remote, refspecs)
     title = proposal_title(run.op.qualified, state)
     body = proposal_body(
         report,
@@ -1056,7 +1035,7 @@ def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOut
         results_path=run.log.path,
         drift_pct=(state.baseline_end or {}).get("drift_pct"),
         perf_dir=run.op.perf_dir.as_posix(),
-        iteration_prefix=f"{run.prefix}/v",
+        iteration_prefix=naming.iteration_prefix(run.prefix),
         verdict=delivery.run_verdict(state)[0],
         no_proposal_reason=delivery.run_verdict(state)[1],
         stop_text=stop_reason_text(
@@ -1070,11 +1049,11 @@ def _outcome(run: _Run, state: rs.RunState, proposal: Proposal | None) -> RunOut
 
 def cancel(repo_path: Path, op: str) -> Path:
     """Ask a running tune of `op` to stop after its current iteration (stop reason 已取消)."""
-    repo = gitops.open_repo(repo_path)
+    repo = repository.open_repo(repo_path)
     checkout = Path(repo.working_tree_dir)
-    resolved = cfgmod.resolve_op(checkout, cfgmod.load_repo_config(checkout), op)
-    state_dir = gitops.state_dir(repo) / "runs" / resolved.project / resolved.name
-    if not gitops.lock_is_held(state_dir / "run.lock"):
+    resolved = resolve_op(checkout, load_repo_config(checkout), op)
+    state_dir = repository.state_dir(repo) / "runs" / resolved.project / resolved.name
+    if not fs.lock_is_held(state_dir / "run.lock"):
         raise NothingToCancel(
             f"no tunebot run of {resolved.qualified} is in progress; nothing to cancel"
         )

@@ -16,22 +16,17 @@ no config of the checkout, the token in that git process only, after PR code's l
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot import naming
 from bot import run_state as rs
-from bot.git_push import IsolatedGit, PushError, RefUpdate, common_git_dir, read_refs
+from bot.git.gitdir import common_git_dir, read_refs
+from bot.git.isolated import IsolatedGit, PushError, RefUpdate
 
 RESULTS = "results.jsonl"
 TRIGGER = "trigger"  # what started the run that wrote the records: a comment, a workflow run
-ITERATION = re.compile(r"/v\d+$")
-
-
-def record_ref(op: str) -> str:
-    """`refs/tunebot/runs/<project>/<op>` for a qualified `project/op`."""
-    return f"refs/tunebot/runs/{op}"
 
 
 def local_records(checkout: Path, op: str) -> Path:
@@ -144,7 +139,7 @@ class RemoteRuns:
             self.url,
             self._token,
             objects_from=self.git_dir,
-            allowed=(f"refs/heads/{self.branch_prefix}/", "refs/tunebot/runs/"),
+            allowed=(f"refs/heads/{self.branch_prefix}/", naming.RUN_RECORD_REFS),
         )
 
     def restore(self, ops: list[str]) -> list[str]:
@@ -154,12 +149,13 @@ class RemoteRuns:
         """
         restored = []
         with self._git() as g:
-            remote = g.ls_remote(f"{record_ref('')}*", f"refs/heads/{self.branch_prefix}/*")
+            remote = g.ls_remote(f"{naming.RUN_RECORD_REFS}*", f"refs/heads/{self.branch_prefix}/*")
             wanted = {
                 ref: sha
                 for ref, sha in remote.items()
                 if any(
-                    ref == record_ref(op) or ref.startswith(f"refs/heads/{self._prefix(op)}/")
+                    ref == naming.record_ref(op)
+                    or ref.startswith(f"refs/heads/{self._prefix(op)}/")
                     for op in ops
                 )
             }
@@ -167,7 +163,7 @@ class RemoteRuns:
                 return []
             g.fetch([f"+{ref}:{ref}" for ref in wanted])
             for op in ops:
-                ref = record_ref(op)
+                ref = naming.record_ref(op)
                 if ref not in wanted:
                     continue
                 text = (g.read_blob(wanted[ref], RESULTS) or b"").decode("utf-8", errors="replace")
@@ -178,7 +174,8 @@ class RemoteRuns:
                 )
                 delivery = _delivery_sha(text)
                 if delivery:
-                    self.owned[f"refs/heads/{self._prefix(op)}/best"] = delivery
+                    best = naming.op_delivery_branch(self.branch_prefix, op)
+                    self.owned[f"refs/heads/{best}"] = delivery
                 path = local_records(self.checkout, op)
                 local_text = (
                     path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
@@ -207,15 +204,15 @@ class RemoteRuns:
         return restored
 
     def _register(self, refs: dict[str, str]) -> None:
-        """Record imported branches as tunebot's (gitops' ownership), so the loop may resume on them."""
+        """Record imported branches as tunebot's (bot.git.branches), so the loop may resume on them."""
         if not refs:
             return
-        from bot import gitops
+        from bot.git import branches, repository
 
-        repo = gitops.open_repo(self.checkout)
+        repo = repository.open_repo(self.checkout)
         for ref, sha in refs.items():
             name = ref.removeprefix("refs/heads/")
-            gitops.create_branch(repo, name, sha)
+            branches.create_branch(repo, name, sha)
 
     def save(self, op: str, trigger: str = "") -> bool:
         """Push the local records of `op` (and what triggered the run) to `refs/tunebot/runs/<op>`;
@@ -228,18 +225,18 @@ class RemoteRuns:
             commit = g.commit_files(
                 {RESULTS: data, TRIGGER: (trigger + "\n").encode()}, f"tunebot: records of {op}"
             )
-            g.push([RefUpdate(record_ref(op), commit, force=True)])
+            g.push([RefUpdate(naming.record_ref(op), commit, force=True)])
         return True
 
     def push_branches(self, head: str, base_sha: str | None) -> None:
         """Push the delivery branch `head` and its run's iteration branches, as the checkout holds them."""
-        run_prefix = head.removesuffix("/best")
+        run_prefix = naming.run_of_delivery(head)
         refs = read_refs(self.git_dir, f"refs/heads/{run_prefix}/")
         delivery_ref = f"refs/heads/{head}"
         iterations = {
             r: s
             for r, s in refs.items()
-            if ITERATION.search(r) and r.count("/") == delivery_ref.count("/")
+            if naming.ends_as_iteration(r) and r.count("/") == delivery_ref.count("/")
         }
         if delivery_ref not in refs:
             raise PushError(f"{head} is missing in the checkout; nothing was pushed")
@@ -263,4 +260,4 @@ class RemoteRuns:
         )  # a fast-forward, or the remote refuses it and the error says why
 
     def _prefix(self, op: str) -> str:
-        return f"{self.branch_prefix}/{op.rsplit('/', 1)[-1]}"
+        return naming.op_prefix(self.branch_prefix, op)

@@ -26,8 +26,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bot import gitops
+from bot import fs, naming
 from bot.errors import TunebotError
+from bot.git import branches, refs, repository, worktrees
 from bot.measure import confine, reaper, sandbox
 from bot.measure.types import AccuracyResult, Decision, LatencyResult
 from bot.record.results import ResultsLog
@@ -75,7 +76,7 @@ class GuardedLog(ResultsLog):
             self.path.unlink(missing_ok=True)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            gitops.write_atomic(self.path, self._expected)
+            fs.write_atomic(self.path, self._expected)
         return f"{self.path} {what} while this run held it; restored from the run's own copy"
 
     def _check(self) -> None:
@@ -278,7 +279,7 @@ class GuardedEvaluator:
         if not problems:
             return result, None
         if changed:
-            gitops.ensure_worktree(self.repo, self.worktree_name, self.base_sha)
+            worktrees.ensure_worktree(self.repo, self.worktree_name, self.base_sha)
             self._restore(saved)
         message = ("the kernel run " if fatal else "during a kernel run, something ") + "; ".join(
             problems
@@ -308,7 +309,7 @@ class GuardedEvaluator:
             if self.perf_dir.is_dir()
             else {}
         )
-        gitops.ensure_worktree(self.repo, self.worktree_name, self.base_sha)
+        worktrees.ensure_worktree(self.repo, self.worktree_name, self.base_sha)
         self._restore({**kept, **saved})
 
     def _restore(self, saved: dict[Path, bytes]) -> None:
@@ -351,7 +352,7 @@ def housekeeping(repo, state_dir: Path, branch_prefix: str, worktree: Path) -> l
     )  # per process: this run's watchdog spares a later run
     if killed:
         done.append(f"stopped {killed} kernel process(es) an earlier, killed run left running")
-    root = gitops.state_dir(repo)
+    root = repository.state_dir(repo)
     for entry in list(root.iterdir()) + list(
         Path(state_dir).iterdir() if Path(state_dir).is_dir() else []
     ):
@@ -362,7 +363,7 @@ def housekeeping(repo, state_dir: Path, branch_prefix: str, worktree: Path) -> l
     common = Path(repo.common_dir).resolve()
     now = time.time()
     candidates = list((common / "refs/heads" / branch_prefix).rglob("*.lock"))
-    candidates += list((common / "refs/tunebot").rglob("*.lock"))
+    candidates += list((common / naming.TUNEBOT_REFS).rglob("*.lock"))
     for gitdir in (common / "worktrees").glob("*/gitdir"):
         try:
             target = Path(gitdir.read_text().strip()).parent.resolve()
@@ -389,12 +390,12 @@ def superseded_baseline(repo, previous, op, request) -> str | None:
     if previous.start is None or previous.baseline is not None or request.base_ref is not None:
         return None
     recorded = previous.start["base_sha"]
-    head = gitops.resolve(repo, "HEAD")
+    head = repository.resolve(repo, "HEAD")
     if head == recorded:
         return None
     path = op.source.as_posix()
-    old = gitops.read_bytes(repo, recorded, path, missing_ok=True)
-    new = gitops.read_bytes(repo, head, path, missing_ok=True)
+    old = repository.read_bytes(repo, recorded, path, missing_ok=True)
+    new = repository.read_bytes(repo, head, path, missing_ok=True)
     if new is None or old == new:
         return None
     return (
@@ -416,7 +417,7 @@ def orphan_branches(repo, log: ResultsLog, previous, prefix: str, command: str) 
             f"{log.path} has records but not the run's start record (it was edited or replaced by hand); "
             f"nothing can be resumed from it. Start over, keeping it as results.<time>.jsonl: `{command} --restart`"
         )
-    left = [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")]
+    left = branches.owned_branches(repo, prefix + "/")
     if not left:
         return None
     return (
@@ -426,15 +427,12 @@ def orphan_branches(repo, log: ResultsLog, previous, prefix: str, command: str) 
     )
 
 
-_ITER_BRANCH = re.compile(r"/v\d+$")
-
-
 def check_branches(repo, prefix: str, state) -> None:
     """Refuse to run while an iteration branch name is held by a branch that is not tunebot's."""
     recorded = {it.branch: it.sha for it in state.iterations}
-    for name, sha in gitops.list_refs(repo, f"refs/heads/{prefix}/").items():
+    for name, sha in refs.list_refs(repo, f"refs/heads/{prefix}/").items():
         branch = name.removeprefix("refs/heads/")
-        if not _ITER_BRANCH.search(branch) or gitops.is_owned(repo, branch):
+        if not naming.ends_as_iteration(branch) or branches.is_owned(repo, branch):
             continue
         if recorded.get(branch) == sha:
             continue
@@ -447,9 +445,9 @@ def check_branches(repo, prefix: str, state) -> None:
 
 def check_base_branch(repo, branch: str, what: str) -> None:
     """The branch a proposal will merge into must exist before anything is measured."""
-    if gitops.branch_sha(repo, branch) is not None:
+    if refs.branch_sha(repo, branch) is not None:
         return
-    remote = [r for r in gitops.list_refs(repo, "refs/remotes/") if r.endswith("/" + branch)]
+    remote = [r for r in refs.list_refs(repo, "refs/remotes/") if r.endswith("/" + branch)]
     if remote:
         return
     raise StateProblem(

@@ -1,4 +1,4 @@
-"""bot/config.py: .tunebot.yml, tune.yaml, op resolution, DESIGN.md targets, precedence.
+"""bot/config/: .tunebot.yml, tune.yaml, op resolution, DESIGN.md targets, precedence.
 
 Every test writes real files into a temporary repository layout.
 """
@@ -10,7 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from bot import config as c
+from bot.config.design import design_target_us
+from bot.config.discovery import list_ops, load_op_config, resolve_op
+from bot.config.repo import load_repo_config
+from bot.config.schema import (
+    GithubSettings,
+    Knob,
+    LatencySettings,
+    OpConfig,
+    RepoConfig,
+    RunSettings,
+)
+from bot.config.settings import effective_settings
 from bot.errors import ConfigError, OpNotFound
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -42,14 +53,14 @@ def make_op(
 def op_error(tmp_path: Path, tune: str) -> ConfigError:
     op_dir = make_op(tmp_path, "p", "op", tune=tune)
     with pytest.raises(ConfigError) as info:
-        c.load_op_config(tmp_path, op_dir)
+        load_op_config(tmp_path, op_dir)
     return info.value
 
 
 def repo_error(tmp_path: Path, text: str) -> ConfigError:
     write(tmp_path / ".tunebot.yml", text)
     with pytest.raises(ConfigError) as info:
-        c.load_repo_config(tmp_path)
+        load_repo_config(tmp_path)
     return info.value
 
 
@@ -57,8 +68,8 @@ def repo_error(tmp_path: Path, text: str) -> ConfigError:
 
 
 def test_missing_repo_config_means_defaults(tmp_path: Path) -> None:
-    cfg = c.load_repo_config(tmp_path)
-    assert cfg == c.RepoConfig()
+    cfg = load_repo_config(tmp_path)
+    assert cfg == RepoConfig()
     assert (cfg.max_iters, cfg.patience, cfg.noise_floor) == (10, 3, 0.03)
 
 
@@ -80,19 +91,19 @@ def test_full_repo_config_is_read(tmp_path: Path) -> None:
           ops: [rms_norm, demo/matmul]
         """,
     )
-    cfg = c.load_repo_config(tmp_path)
+    cfg = load_repo_config(tmp_path)
     assert cfg.ops_root == "kernels/ops" and cfg.branch_prefix == "bots/tune"
     assert (cfg.max_iters, cfg.patience, cfg.noise_floor, cfg.target_us) == (4, 2, 0.05, 90.0)
     assert cfg.keep_branches is True and cfg.base_branch == "main"
     assert cfg.proposer == ("python", "propose.py", "--fast") and cfg.proposer_timeout_s == 30.0
-    assert cfg.github == c.GithubSettings(
+    assert cfg.github == GithubSettings(
         "maintain", ("perf", "bot"), ("alice", "bob"), ("rms_norm", "demo/matmul")
     )
 
 
 def test_empty_repo_config_means_defaults(tmp_path: Path) -> None:
     write(tmp_path / ".tunebot.yml", "# nothing yet\n")
-    assert c.load_repo_config(tmp_path) == c.RepoConfig()
+    assert load_repo_config(tmp_path) == RepoConfig()
 
 
 @pytest.mark.parametrize(
@@ -174,7 +185,7 @@ def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
 def test_non_utf8_config_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / ".tunebot.yml").write_bytes(b"ops_root: \xff\xfe\n")
     with pytest.raises(ConfigError) as info:
-        c.load_repo_config(tmp_path)
+        load_repo_config(tmp_path)
     assert "UTF-8" in info.value.problem and info.value.file == ".tunebot.yml"
 
 
@@ -197,7 +208,7 @@ def ops_repo(tmp_path: Path) -> Path:
 
 
 def test_list_ops_is_sorted_and_only_real_ops(ops_repo: Path) -> None:
-    assert c.list_ops(ops_repo, c.RepoConfig()) == [
+    assert list_ops(ops_repo, RepoConfig()) == [
         "demo/matmul",
         "demo/rms_norm",
         "tilelang/rms_norm",
@@ -207,25 +218,23 @@ def test_list_ops_is_sorted_and_only_real_ops(ops_repo: Path) -> None:
 
 def test_list_ops_follows_ops_root(ops_repo: Path) -> None:
     make_op(ops_repo, "x", "y", ops_root="kernels")
-    assert c.list_ops(ops_repo, c.RepoConfig(ops_root="kernels")) == ["x/y"]
-    assert c.list_ops(ops_repo, c.RepoConfig(ops_root="missing")) == []
+    assert list_ops(ops_repo, RepoConfig(ops_root="kernels")) == ["x/y"]
+    assert list_ops(ops_repo, RepoConfig(ops_root="missing")) == []
 
 
 def test_resolve_by_op_and_by_project_op(ops_repo: Path) -> None:
-    cfg = c.RepoConfig()
-    op = c.resolve_op(ops_repo, cfg, "matmul")
+    cfg = RepoConfig()
+    op = resolve_op(ops_repo, cfg, "matmul")
     assert (op.project, op.name, op.qualified) == ("demo", "matmul", "demo/matmul")
     assert op.dir == Path("examples/demo/matmul") and not op.dir.is_absolute()
     assert op.source == Path("examples/demo/matmul/matmul.py")
-    assert c.resolve_op(ops_repo, cfg, "tilelang/rms_norm").dir == Path(
-        "examples/tilelang/rms_norm"
-    )
-    assert c.resolve_op(ops_repo, cfg, "demo/rms_norm").qualified == "demo/rms_norm"
+    assert resolve_op(ops_repo, cfg, "tilelang/rms_norm").dir == Path("examples/tilelang/rms_norm")
+    assert resolve_op(ops_repo, cfg, "demo/rms_norm").qualified == "demo/rms_norm"
 
 
 def test_ambiguous_name_lists_qualified_names(ops_repo: Path) -> None:
     with pytest.raises(OpNotFound) as info:
-        c.resolve_op(ops_repo, c.RepoConfig(), "rms_norm")
+        resolve_op(ops_repo, RepoConfig(), "rms_norm")
     err = info.value
     assert err.ambiguous and err.candidates == ["demo/rms_norm", "tilelang/rms_norm"]
     assert (
@@ -248,17 +257,17 @@ def test_unknown_name_lists_candidates_and_close_matches(
     ops_repo: Path, name: str, suggestion: str
 ) -> None:
     with pytest.raises(OpNotFound) as info:
-        c.resolve_op(ops_repo, c.RepoConfig(), name)
+        resolve_op(ops_repo, RepoConfig(), name)
     err = info.value
     assert not err.ambiguous
-    assert err.candidates == c.list_ops(ops_repo, c.RepoConfig())
+    assert err.candidates == list_ops(ops_repo, RepoConfig())
     assert suggestion in err.suggestions
     assert f"Did you mean: {err.suggestions[0]}" in str(err)
 
 
 def test_unknown_name_without_close_match_still_lists_ops(ops_repo: Path) -> None:
     with pytest.raises(OpNotFound) as info:
-        c.resolve_op(ops_repo, c.RepoConfig(), "zzzzzz")
+        resolve_op(ops_repo, RepoConfig(), "zzzzzz")
     assert info.value.suggestions == [] and "known ops: demo/matmul" in str(info.value)
 
 
@@ -279,7 +288,7 @@ def test_unknown_name_without_close_match_still_lists_ops(ops_repo: Path) -> Non
 )
 def test_bad_names_are_refused_before_touching_files(ops_repo: Path, name: str, why: str) -> None:
     with pytest.raises(OpNotFound) as info:
-        c.resolve_op(ops_repo, c.RepoConfig(), name)
+        resolve_op(ops_repo, RepoConfig(), name)
     assert why in str(info.value)
     assert "<project>/<op>" in str(info.value)
 
@@ -289,13 +298,13 @@ def test_symlinked_op_outside_ops_root_is_refused(ops_repo: Path, tmp_path_facto
     make_op(outside, "p", "evil")
     (ops_repo / "examples" / "demo" / "evil").symlink_to(outside / "examples" / "p" / "evil")
     with pytest.raises(OpNotFound) as info:
-        c.resolve_op(ops_repo, c.RepoConfig(), "demo/evil")
+        resolve_op(ops_repo, RepoConfig(), "demo/evil")
     assert "outside" in str(info.value)
 
 
 def test_missing_ops_root_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        c.resolve_op(tmp_path, c.RepoConfig(ops_root="kernels"), "x")
+        resolve_op(tmp_path, RepoConfig(ops_root="kernels"), "x")
     assert info.value.key == "ops_root" and "'kernels' does not exist" in info.value.problem
 
 
@@ -341,7 +350,7 @@ FULL_TUNE = """\
 
 
 def test_full_tune_yaml_is_read(tmp_path: Path) -> None:
-    op = c.load_op_config(tmp_path, make_op(tmp_path, "p", "op", tune=FULL_TUNE))
+    op = load_op_config(tmp_path, make_op(tmp_path, "p", "op", tune=FULL_TUNE))
     assert (op.project, op.name, op.dir) == ("p", "op", Path("examples/p/op"))
     assert (op.kernel_kind, op.entry, op.inputs, op.reference) == (
         "mix",
@@ -350,9 +359,9 @@ def test_full_tune_yaml_is_read(tmp_path: Path) -> None:
         "ref",
     )
     assert op.knobs == (
-        c.Knob("BLOCK_M", "block_size", (32, 64, 128), 1024, 16),
-        c.Knob("NUM_STAGES", "pipeline_depth", (0, 1, 2, 3)),
-        c.Knob("USE_DB", "multi_buffer", (False, True)),
+        Knob("BLOCK_M", "block_size", (32, 64, 128), 1024, 16),
+        Knob("NUM_STAGES", "pipeline_depth", (0, 1, 2, 3)),
+        Knob("USE_DB", "multi_buffer", (False, True)),
     )
     assert op.strategies == ("block_size", "pipeline_depth")
     assert (
@@ -363,24 +372,24 @@ def test_full_tune_yaml_is_read(tmp_path: Path) -> None:
     # a mapping overrides only the dtypes it names; one number sets every dtype
     assert op.accuracy.rtol == {"float16": 2e-2, "bfloat16": 1e-2, "float32": 1e-4}
     assert set(op.accuracy.atol.values()) == {1e-3}
-    assert op.latency == c.LatencySettings("npu-msprof", 3, 10, 100.0, "fused_attn")
+    assert op.latency == LatencySettings("npu-msprof", 3, 10, 100.0, "fused_attn")
     assert (op.target_us, op.max_iters, op.patience, op.noise_floor) == (150.0, 6, 2, 0.05)
     assert op.proposer == ("python", "tools/propose.py")
 
 
 def test_missing_tune_yaml_means_defaults(tmp_path: Path) -> None:
-    op = c.load_op_config(tmp_path, make_op(tmp_path, "p", "op"))
-    assert op == c.OpConfig(project="p", name="op", dir=Path("examples/p/op"))
+    op = load_op_config(tmp_path, make_op(tmp_path, "p", "op"))
+    assert op == OpConfig(project="p", name="op", dir=Path("examples/p/op"))
 
 
 def test_absolute_op_dir_becomes_relative(tmp_path: Path) -> None:
-    op = c.load_op_config(tmp_path, make_op(tmp_path, "p", "op").resolve())
+    op = load_op_config(tmp_path, make_op(tmp_path, "p", "op").resolve())
     assert op.dir == Path("examples/p/op")
 
 
 def test_missing_op_dir_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        c.load_op_config(tmp_path, Path("examples/p/nothing"))
+        load_op_config(tmp_path, Path("examples/p/nothing"))
     assert "does not exist" in info.value.problem
 
 
@@ -450,7 +459,8 @@ KNOB = "knobs:\n  - name: BLOCK_M\n    strategy: block_size\n"
             "did you mean 'block_size'",
         ),
         (
-            "knobs:\n  - {name: B, strategy: block_size, values: [1]}\n  - {name: B, strategy: block_size, values: [2]}\n",
+            "knobs:\n  - {name: B, strategy: block_size, values: [1]}\n"
+            "  - {name: B, strategy: block_size, values: [2]}\n",
             "knobs[1].name",
             "declared twice",
             "one declaration",
@@ -514,14 +524,14 @@ def test_tune_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
 
 def test_exponent_without_dot_is_read_as_a_number(tmp_path: Path) -> None:
     # PyYAML reads `1e-4` as text; users write it anyway.
-    op = c.load_op_config(
+    op = load_op_config(
         tmp_path, make_op(tmp_path, "p", "op", tune="accuracy: {rtol: 1e-4, atol: 1e-3}\n")
     )
     assert set(op.accuracy.rtol.values()) == {1e-4} and set(op.accuracy.atol.values()) == {1e-3}
 
 
 def test_proposer_text_is_split_like_a_shell(tmp_path: Path) -> None:
-    op = c.load_op_config(
+    op = load_op_config(
         tmp_path, make_op(tmp_path, "p", "op", tune="proposer: \"python 'my tool.py' -v\"\n")
     )
     assert op.proposer == ("python", "my tool.py", "-v")
@@ -555,31 +565,31 @@ def test_proposer_text_is_split_like_a_shell(tmp_path: Path) -> None:
     ],
 )
 def test_design_target_us(text: str, expected: float | None) -> None:
-    assert c.design_target_us(text) == expected
+    assert design_target_us(text) == expected
 
 
 def test_design_md_target_is_used_when_tune_yaml_has_none(tmp_path: Path) -> None:
     op_dir = make_op(
         tmp_path, "p", "op", tune="max_iters: 3\n", design="## 性能目标\n- 目标 80 us\n"
     )
-    assert c.load_op_config(tmp_path, op_dir).target_us == 80.0
+    assert load_op_config(tmp_path, op_dir).target_us == 80.0
 
 
 def test_tune_yaml_target_wins_over_design_md(tmp_path: Path) -> None:
     op_dir = make_op(
         tmp_path, "p", "op", tune="target_us: 60\n", design="## 性能目标\n- 目标 80 us\n"
     )
-    assert c.load_op_config(tmp_path, op_dir).target_us == 60.0
+    assert load_op_config(tmp_path, op_dir).target_us == 60.0
 
 
 # ---------------------------------------------------------------- precedence
 
 
 def test_effective_settings_flags_over_op_over_repo(tmp_path: Path) -> None:
-    repo = c.RepoConfig(max_iters=8, patience=4, noise_floor=0.04, target_us=500.0)
-    bare = c.OpConfig(project="p", name="op", dir=Path("x"))
-    assert c.effective_settings(repo, bare) == c.RunSettings(8, 4, 0.04, 500.0, None)
-    op = c.OpConfig(
+    repo = RepoConfig(max_iters=8, patience=4, noise_floor=0.04, target_us=500.0)
+    bare = OpConfig(project="p", name="op", dir=Path("x"))
+    assert effective_settings(repo, bare) == RunSettings(8, 4, 0.04, 500.0, None)
+    op = OpConfig(
         project="p",
         name="op",
         dir=Path("x"),
@@ -589,8 +599,8 @@ def test_effective_settings_flags_over_op_over_repo(tmp_path: Path) -> None:
         target_us=300.0,
         strategies=("block_size",),
     )
-    assert c.effective_settings(repo, op) == c.RunSettings(5, 2, 0.06, 300.0, ("block_size",))
-    flagged = c.effective_settings(
+    assert effective_settings(repo, op) == RunSettings(5, 2, 0.06, 300.0, ("block_size",))
+    flagged = effective_settings(
         repo,
         op,
         max_iters=2,
@@ -599,13 +609,11 @@ def test_effective_settings_flags_over_op_over_repo(tmp_path: Path) -> None:
         patience=1,
         noise_floor=0.1,
     )
-    assert flagged == c.RunSettings(2, 1, 0.1, 100.0, ("pipeline_depth",))
+    assert flagged == RunSettings(2, 1, 0.1, 100.0, ("pipeline_depth",))
 
 
 def test_effective_settings_defaults_are_the_issue_defaults() -> None:
-    settings = c.effective_settings(
-        c.RepoConfig(), c.OpConfig(project="p", name="o", dir=Path("x"))
-    )
+    settings = effective_settings(RepoConfig(), OpConfig(project="p", name="o", dir=Path("x")))
     assert (settings.max_iters, settings.patience, settings.noise_floor, settings.target_us) == (
         10,
         3,
@@ -626,9 +634,7 @@ def test_effective_settings_defaults_are_the_issue_defaults() -> None:
 )
 def test_bad_flags_are_config_errors(flags: dict, key: str) -> None:
     with pytest.raises(ConfigError) as info:
-        c.effective_settings(
-            c.RepoConfig(), c.OpConfig(project="p", name="o", dir=Path("x")), **flags
-        )
+        effective_settings(RepoConfig(), OpConfig(project="p", name="o", dir=Path("x")), **flags)
     assert info.value.file == "command line" and info.value.key == key
 
 
@@ -636,12 +642,12 @@ def test_bad_flags_are_config_errors(flags: dict, key: str) -> None:
 
 
 def test_this_repository_config_and_demo_ops_load() -> None:
-    cfg = c.load_repo_config(REPO_ROOT)
+    cfg = load_repo_config(REPO_ROOT)
     assert cfg.ops_root == "examples" and cfg.branch_prefix == "tunebot"
-    ops = c.list_ops(REPO_ROOT, cfg)
+    ops = list_ops(REPO_ROOT, cfg)
     for name in ("demo/rms_norm", "demo/matmul", "demo/attention"):
         assert name in ops
-        op = c.resolve_op(REPO_ROOT, cfg, name)
+        op = resolve_op(REPO_ROOT, cfg, name)
         assert op.knobs and op.target_us is not None, name
 
 
@@ -649,11 +655,10 @@ def test_github_required_checks_and_allow_no_checks_are_read(tmp_path: Path) -> 
     write(
         tmp_path / ".tunebot.yml", "github: {required_checks: [ci, lint], allow_no_checks: true}\n"
     )
-    cfg = c.load_repo_config(tmp_path)
+    cfg = load_repo_config(tmp_path)
     assert cfg.github.required_checks == ("ci", "lint") and cfg.github.allow_no_checks is True
     assert (
-        c.RepoConfig().github.required_checks == ()
-        and c.RepoConfig().github.allow_no_checks is False
+        RepoConfig().github.required_checks == () and RepoConfig().github.allow_no_checks is False
     )
     assert (
         repo_error(tmp_path, "github: {allow_no_checks: maybe}\n").key == "github.allow_no_checks"
@@ -670,5 +675,5 @@ def test_infinite_numbers_are_refused_with_the_key(tmp_path):
     (op_dir / "op.py").write_text("BLOCK = 1\n")
     (op_dir / "tune.yaml").write_text("target_us: .inf\n")
     with pytest.raises(ConfigError) as err:
-        c.load_op_config(tmp_path, op_dir)
+        load_op_config(tmp_path, op_dir)
     assert err.value.key == "target_us" and "finite" in str(err.value)

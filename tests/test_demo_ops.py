@@ -17,11 +17,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bot import config as c  # noqa: E402
+from bot.config.discovery import list_ops, resolve_op  # noqa: E402
+from bot.config.repo import load_repo_config  # noqa: E402
+from bot.config.schema import OpConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-CFG = c.load_repo_config(ROOT)
-DEMO_OPS = [q for q in c.list_ops(ROOT, CFG) if q.startswith("demo/")]
+CFG = load_repo_config(ROOT)
+DEMO_OPS = [q for q in list_ops(ROOT, CFG) if q.startswith("demo/")]
 
 
 def _sweep_module() -> types.ModuleType:
@@ -43,8 +45,8 @@ def _keep_torch_threads():
     torch.set_num_threads(threads)
 
 
-def load_op(name: str) -> c.OpConfig:
-    return c.resolve_op(ROOT, CFG, name)
+def load_op(name: str) -> OpConfig:
+    return resolve_op(ROOT, CFG, name)
 
 
 def module_from(source: str, name: str) -> types.ModuleType:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakegithub import spec
 
-from bot.config import GithubSettings
+from bot.config.schema import GithubSettings
 from bot.events import (
     CommandError,
     PullInfo,

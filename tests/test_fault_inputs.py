@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot import source_text
-from bot.config import load_op_config
+from bot.config.discovery import load_op_config
 from bot.errors import ConfigError
 from bot.measure.backends.msprof import parse_opbasicinfo, summarize_launches
 from bot.record.errors import RecordFormatError

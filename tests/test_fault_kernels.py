@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import AccuracySettings, KernelLimits, LatencySettings, OpConfig
+from bot.config.schema import AccuracySettings, KernelLimits, LatencySettings, OpConfig
 from bot.measure import confine, reaper
 from bot.measure.backends.common import implausible_samples
 from bot.measure.evaluator import Evaluator, l0_seeds

@@ -30,6 +30,19 @@ TUNING = ["v2.3-zh-names", "2026-03-zh", "newest-zh"]
 HELD_OUT = ["v3.0-beta1", "2026-04-zh", "newest-en"]
 
 
+def require_complete(layout: str) -> None:
+    """Skip a layout whose documents are not all materialised (a clone may lack one commit)."""
+    rows = (EXPECTED / "FILES.tsv").read_text(encoding="utf-8").splitlines()
+    names = [
+        r.split("\t")[1] for r in rows if r and not r.startswith("#") and r.split("\t")[0] == layout
+    ]
+    missing = [n for n in names if not (CORPUS / layout / n).is_file()]
+    if missing:
+        pytest.skip(
+            f"{layout}: {', '.join(missing)} not materialised (scripts/mindiesd_layouts.py names the commit it needs)"
+        )
+
+
 def expected(layout: str) -> dict:
     return json.loads((EXPECTED / "expected" / f"{layout}.json").read_text(encoding="utf-8"))
 
@@ -42,6 +55,7 @@ def topic_models(table, topic: str) -> tuple[str, ...]:
 
 def score(layout: str) -> dict:
     """Precision/recall of feature rows (name + source) and of their facts (hardware, models)."""
+    require_complete(layout)
     table = build_table(CORPUS / layout)
     exp = expected(layout)
     got = {(r.name, r.sources[0]): r for r in table.rows if r.kind == KIND_FEATURE}
@@ -50,7 +64,7 @@ def score(layout: str) -> dict:
     facts_ok, wrong = 0, []
     for key in hit:
         row, e = got[key], want[key]
-        hw_ok = sorted(l.render() for l in row.hardware) == sorted(e["hardware"])
+        hw_ok = sorted(lim.render() for lim in row.hardware) == sorted(e["hardware"])
         models_ok = (
             (row.models is None)
             if e["models"] is None
@@ -90,6 +104,7 @@ def test_feature_rows_match_the_hand_written_rows(layout):
 
 @pytest.mark.parametrize("layout", TUNING + HELD_OUT)
 def test_no_heading_the_docs_do_not_mean_as_a_feature(layout):
+    require_complete(layout)
     table = build_table(CORPUS / layout)
     names = {r.name for r in table.rows}
     assert not names & set(expected(layout).get("not_rows", []))
@@ -101,7 +116,7 @@ def test_variants_keep_every_algorithm_and_their_own_hardware(layout):
     for v in expected(layout).get("variants", []):
         row = next((r for r in table.rows if r.name == v["name"] and r.parent == v["parent"]), None)
         assert row is not None, v
-        assert sorted(l.render() for l in row.hardware) == sorted(v["hardware"]), (v, row.hardware)
+        assert sorted(lim.render() for lim in row.hardware) == sorted(v["hardware"]), (v, row.hardware)
 
 
 @pytest.mark.parametrize("layout", TUNING + HELD_OUT)

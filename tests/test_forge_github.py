@@ -7,7 +7,7 @@ import time
 import pytest
 from fakegithub.harness import World, make_world
 
-from bot.config import GithubSettings
+from bot.config.schema import GithubSettings
 from bot.forge.github import (
     STALE_LABEL,
     GateRefused,

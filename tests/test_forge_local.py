@@ -10,10 +10,10 @@ import git
 import pytest
 from conftest import GitRepo, make_commit, snapshot_checkout
 
-from bot import gitops
 from bot.errors import GitError
 from bot.forge.base import MergeBlocked, ProposalNotFound
 from bot.forge.local import LocalForge, sanitize
+from bot.git import branches, commits, refs, repository
 
 HEAD = "tunebot/op/best"
 
@@ -23,12 +23,12 @@ def _tuned(git_repo: GitRepo, iterations: int = 2) -> str:
     repo = git_repo.repo
     parent = repo.head.commit.hexsha
     for n in range(1, iterations + 1):
-        parent = gitops.commit_files(
+        parent = commits.commit_files(
             repo, parent, {f"perf_opt/op_opt_v{n}.py": f"v{n}\n".encode()}, f"iter {n}"
         )
-        gitops.create_branch(repo, f"tunebot/op/v{n}", parent)
-    delivery = gitops.commit_files(repo, parent, {"perf_opt/op.py": b"best\n"}, "deliver")
-    gitops.create_branch(repo, HEAD, delivery)
+        branches.create_branch(repo, f"tunebot/op/v{n}", parent)
+    delivery = commits.commit_files(repo, parent, {"perf_opt/op.py": b"best\n"}, "deliver")
+    branches.create_branch(repo, HEAD, delivery)
     return delivery
 
 
@@ -62,7 +62,7 @@ def test_propose_is_stored_in_git_and_idempotent(git_repo: GitRepo) -> None:
     assert updated.id == "1" and forge.get("1").body == "new body"
     assert _history(git_repo, "1") == ["proposal #1: update", f"proposal #1: open {HEAD} -> main"]
 
-    stored = gitops.read_file(git_repo.repo, "refs/tunebot/proposals/1", "proposal.json")
+    stored = repository.read_file(git_repo.repo, "refs/tunebot/proposals/1", "proposal.json")
     assert '"body": "new body"' in stored
     assert forge.find_proposal(HEAD) == forge.get("1")
     assert forge.find_proposal("tunebot/other") is None
@@ -73,7 +73,7 @@ def test_propose_is_stored_in_git_and_idempotent(git_repo: GitRepo) -> None:
 
 def test_ids_increase_and_list_filters_by_state(git_repo: GitRepo) -> None:
     _tuned(git_repo)
-    gitops.create_branch(git_repo.repo, "tunebot/other/best", git_repo.repo.head.commit.hexsha)
+    branches.create_branch(git_repo.repo, "tunebot/other/best", git_repo.repo.head.commit.hexsha)
     forge = _forge(git_repo)
     assert forge.list_proposals() == []
     one = forge.propose(HEAD, "main", "a", "a")
@@ -114,8 +114,8 @@ def test_merge_gate_requires_approval_on_current_head(git_repo: GitRepo) -> None
     assert approved.approved_sha == head_sha
 
     # a new commit on the head after the approval: the approval no longer covers it
-    newer = gitops.commit_files(git_repo.repo, head_sha, {"perf_opt/op.py": b"better\n"}, "more")
-    gitops.update_branch(git_repo.repo, HEAD, newer, head_sha)
+    newer = commits.commit_files(git_repo.repo, head_sha, {"perf_opt/op.py": b"better\n"}, "more")
+    branches.update_branch(git_repo.repo, HEAD, newer, head_sha)
     assert forge.get("1").head_sha == newer  # an open proposal follows its branch
     with pytest.raises(MergeBlocked, match=f"approved at {head_sha[:12]}.*approve 1"):
         forge.merge("1")
@@ -147,7 +147,7 @@ def test_merge_updates_clean_checkout_and_cleans_iteration_branches(git_repo: Gi
     forge.merge("1")
 
     repo = git_repo.repo
-    assert gitops.current_branch(repo) == "main" and repo.head.commit.hexsha == head_sha
+    assert repository.current_branch(repo) == "main" and repo.head.commit.hexsha == head_sha
     assert (git_repo.path / "perf_opt" / "op.py").read_text() == "best\n"
     assert repo.git.status("--porcelain") == ""
     left = repo.git.branch("--list", "tunebot/*", "--format=%(refname:short)").split()
@@ -166,13 +166,9 @@ def test_merge_cleanup_keeps_iteration_branches_the_user_took_over(git_repo: Git
     forge.approve("1", "alice")
     forge.merge("1")
 
-    assert gitops.branch_sha(repo, "tunebot/op/v1") is None
-    assert (
-        gitops.branch_sha(repo, "tunebot/op/v2")
-        == gitops.branch_sha(repo, "tunebot/op/v3")
-        == users
-    )
-    record = json.loads(gitops.read_file(repo, "refs/tunebot/proposals/1", "proposal.json"))
+    assert refs.branch_sha(repo, "tunebot/op/v1") is None
+    assert refs.branch_sha(repo, "tunebot/op/v2") == refs.branch_sha(repo, "tunebot/op/v3") == users
+    record = json.loads(repository.read_file(repo, "refs/tunebot/proposals/1", "proposal.json"))
     assert record["deleted_branches"] == ["tunebot/op/v1"]
     assert set(record["kept_branches"]) == {"tunebot/op/v2", "tunebot/op/v3"}
     assert all("moved since tunebot set it" in why for why in record["kept_branches"].values())
@@ -184,7 +180,7 @@ def test_keep_branches_keeps_iteration_branches(git_repo: GitRepo) -> None:
     forge.propose(HEAD, "main", "t", "b")
     forge.approve("1", "alice")
     forge.merge("1")
-    assert gitops.owned_branches(git_repo.repo, "tunebot/op/v") == [
+    assert branches.owned_branches(git_repo.repo, "tunebot/op/v") == [
         "tunebot/op/v1",
         "tunebot/op/v2",
     ]
@@ -207,8 +203,8 @@ def test_merge_refuses_dirty_checkout_then_succeeds(git_repo: GitRepo) -> None:
 
 def test_merge_conflict_leaves_proposal_open(git_repo: GitRepo) -> None:
     fork = git_repo.repo.head.commit.hexsha
-    head = gitops.commit_files(git_repo.repo, fork, {"README.md": b"tuned\n"}, "deliver")
-    gitops.create_branch(git_repo.repo, HEAD, head)
+    head = commits.commit_files(git_repo.repo, fork, {"README.md": b"tuned\n"}, "deliver")
+    branches.create_branch(git_repo.repo, HEAD, head)
     make_commit(git_repo, {"README.md": "user\n"}, "user edit")
     forge = _forge(git_repo)
     forge.propose(HEAD, "main", "t", "b")
@@ -222,7 +218,7 @@ def test_post_status_writes_one_file_per_head(git_repo: GitRepo) -> None:
     forge = _forge(git_repo, status_head=HEAD)
     forge.post_status("iteration 1: 10.0 us")
     forge.post_status("iteration 2: 9.0 us")
-    path = gitops.state_dir(git_repo.repo) / "status" / "tunebot__op__best.md"
+    path = repository.state_dir(git_repo.repo) / "status" / "tunebot__op__best.md"
     assert forge.status_path() == path
     assert path.read_text() == "iteration 2: 9.0 us"
     forge.post_status("other", head="tunebot/x")
@@ -240,7 +236,7 @@ LocalForge(sys.argv[1], keep_branches=False, branch_prefix="tunebot").propose(sy
 def test_concurrent_proposals_get_distinct_ids(git_repo: GitRepo) -> None:
     heads = [f"tunebot/op{i}/best" for i in range(3)]
     for head in heads:
-        gitops.create_branch(git_repo.repo, head, git_repo.repo.head.commit.hexsha)
+        branches.create_branch(git_repo.repo, head, git_repo.repo.head.commit.hexsha)
     procs = [
         subprocess.Popen([sys.executable, "-c", _PROPOSE, str(git_repo.path), h]) for h in heads
     ]
@@ -262,14 +258,14 @@ def test_merge_follows_tunebot_yml_prefix_and_keep_branches(git_repo: GitRepo) -
     repo = git_repo.repo
     make_commit(git_repo, {".tunebot.yml": "branch_prefix: perf\nkeep_branches: false\n"}, "config")
     base = repo.head.commit.hexsha
-    v1 = gitops.commit_files(repo, base, {"v1.py": b"1"}, "iter 1")
-    gitops.create_branch(repo, "perf/op/v1", v1)
-    gitops.create_branch(
-        repo, "perf/op/best", gitops.commit_files(repo, v1, {"op.py": b"b"}, "deliver")
+    v1 = commits.commit_files(repo, base, {"v1.py": b"1"}, "iter 1")
+    branches.create_branch(repo, "perf/op/v1", v1)
+    branches.create_branch(
+        repo, "perf/op/best", commits.commit_files(repo, v1, {"op.py": b"b"}, "deliver")
     )
     forge = LocalForge(git_repo.path)  # settings from .tunebot.yml
     forge.propose("perf/op/best", "main", "t", "b")
     forge.approve("1", "alice")
     assert forge.merge("1").state == "merged"
-    assert gitops.branch_sha(repo, "perf/op/v1") is None
-    assert gitops.branch_sha(repo, "perf/op/best") is not None
+    assert refs.branch_sha(repo, "perf/op/v1") is None
+    assert refs.branch_sha(repo, "perf/op/best") is not None

@@ -536,7 +536,7 @@ def test_schedule_tunes_configured_ops_into_the_default_branch(tmp_path):
     config = "defaults:\n  max_iters: 1\ngithub:\n  ops: [sleepy]\n  labels: [tunebot, scheduled]\n"
     world = make_world(tmp_path, {**OP_FILES, ".tunebot.yml": config})
     try:
-        from bot.config import load_repo_config
+        from bot.config.repo import load_repo_config
 
         checkout = world.clone(tmp_path / "runner")
         gh, cfg, _ = flow(world, checkout, repo_cfg=load_repo_config(checkout))
@@ -1063,7 +1063,7 @@ def test_a_scheduled_rerun_on_a_fresh_runner_does_nothing_twice(tmp_path):
     config = "defaults:\n  max_iters: 1\ngithub:\n  ops: [sleepy]\n"
     world = make_world(tmp_path, {**OP_FILES, ".tunebot.yml": config})
     try:
-        from bot.config import load_repo_config
+        from bot.config.repo import load_repo_config
 
         checkout = world.clone(tmp_path / "runner1")
         gh, cfg, _ = flow(world, checkout, repo_cfg=load_repo_config(checkout))
@@ -1146,7 +1146,7 @@ def test_a_delivery_branch_someone_else_moved_is_never_overwritten(world, pr, tm
 
 
 def test_a_422_on_request_reviewers_keeps_the_delivery_and_says_so(world, pr, tmp_path):
-    from bot.config import GithubSettings, RepoConfig
+    from bot.config.schema import GithubSettings, RepoConfig
 
     number, head = pr
     gh, cfg, _ = flow(
@@ -1244,7 +1244,7 @@ def test_a_merge_api_failure_is_posted_on_the_proposal(world, pr, tmp_path):
 
 
 def _no_checks_cfg():
-    from bot.config import GithubSettings, RepoConfig
+    from bot.config.schema import GithubSettings, RepoConfig
 
     return RepoConfig(github=GithubSettings(allow_no_checks=True))
 
@@ -1264,7 +1264,7 @@ def _three_ops() -> dict[str, str]:
 def test_a_matrix_run_gives_one_pr_per_op_and_one_summary(tmp_path):
     import json
 
-    from bot.config import load_repo_config
+    from bot.config.repo import load_repo_config
 
     config = "github:\n  max_parallel: 2\n  runners:\n    default: [self-hosted, npu]\n    doze: [self-hosted, 310P]\n"
     world = make_world(tmp_path, {**_three_ops(), ".tunebot.yml": config})

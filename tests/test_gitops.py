@@ -1,9 +1,8 @@
-"""bot/gitops.py against real repositories (bare origin, linked worktrees, real pushes)."""
+"""The git layer (bot/git/) against real repositories (bare origin, linked worktrees, real pushes)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +11,9 @@ import git
 import pytest
 from conftest import GitRepo, make_commit, snapshot_checkout
 
-from bot import gitops
+from bot import fs
 from bot.errors import GitError
+from bot.git import branches, commits, merge, refs, remotes, repository, worktrees
 
 
 def _refs(repo: git.Repo) -> str:
@@ -31,15 +31,15 @@ def _tree(repo: git.Repo, sha: str) -> dict[str, bytes]:
 def test_open_repo_from_subdir_and_linked_worktree(git_repo: GitRepo, tmp_path: Path) -> None:
     sub = git_repo.path / "a" / "b"
     sub.mkdir(parents=True)
-    assert Path(gitops.open_repo(sub).working_tree_dir) == git_repo.path
+    assert Path(repository.open_repo(sub).working_tree_dir) == git_repo.path
     linked = tmp_path / "linked"
     git_repo.repo.git.worktree("add", "-q", "--detach", str(linked), "HEAD")
-    opened = gitops.open_repo(linked)
+    opened = repository.open_repo(linked)
     assert Path(opened.working_tree_dir) == linked
     # one state dir shared by every worktree of the repository
     assert (
-        gitops.state_dir(opened)
-        == gitops.state_dir(git_repo.repo)
+        repository.state_dir(opened)
+        == repository.state_dir(git_repo.repo)
         == (git_repo.path / ".git" / "tunebot").resolve()
     )
 
@@ -47,24 +47,24 @@ def test_open_repo_from_subdir_and_linked_worktree(git_repo: GitRepo, tmp_path: 
 def test_open_repo_errors_are_bad_input(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    with pytest.raises(gitops.NotARepository, match="not inside a git repository") as err:
-        gitops.open_repo(plain)
+    with pytest.raises(repository.NotARepository, match="not inside a git repository") as err:
+        repository.open_repo(plain)
     assert err.value.exit_code == 2
-    with pytest.raises(gitops.NotARepository, match="no such directory"):
-        gitops.open_repo(tmp_path / "missing")
+    with pytest.raises(repository.NotARepository, match="no such directory"):
+        repository.open_repo(tmp_path / "missing")
     empty = tmp_path / "empty"
     subprocess.run(["git", "init", "-q", str(empty)], check=True)
-    with pytest.raises(gitops.NotARepository, match="no commits yet"):
-        gitops.open_repo(empty)
+    with pytest.raises(repository.NotARepository, match="no commits yet"):
+        repository.open_repo(empty)
 
 
 def test_open_repo_refuses_bare_repository(git_repo: GitRepo) -> None:
     # the fixture's origin is bare: no working tree for tunebot to read or merge into
     for where in (git_repo.origin, git_repo.origin / "refs"):
         with pytest.raises(
-            gitops.NotARepository, match="bare repository.*working tree.*clone it first"
+            repository.NotARepository, match="bare repository.*working tree.*clone it first"
         ) as err:
-            gitops.open_repo(where)
+            repository.open_repo(where)
         assert err.value.exit_code == 2
 
 
@@ -72,29 +72,29 @@ def test_current_branch_and_resolve(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     first = repo.head.commit.hexsha
     second = make_commit(git_repo, {"b.txt": "b"}, "second")
-    assert gitops.current_branch(repo) == "main"
-    assert gitops.resolve(repo, "main") == second
-    assert gitops.resolve(repo, "HEAD~1") == first
-    assert gitops.resolve(repo, first[:8]) == first
-    with pytest.raises(gitops.UnknownRevision, match="'nope'") as err:
-        gitops.resolve(repo, "nope")
+    assert repository.current_branch(repo) == "main"
+    assert repository.resolve(repo, "main") == second
+    assert repository.resolve(repo, "HEAD~1") == first
+    assert repository.resolve(repo, first[:8]) == first
+    with pytest.raises(repository.UnknownRevision, match="'nope'") as err:
+        repository.resolve(repo, "nope")
     assert err.value.exit_code == 2
-    with pytest.raises(gitops.UnknownRevision):
-        gitops.resolve(repo, "--all")
+    with pytest.raises(repository.UnknownRevision):
+        repository.resolve(repo, "--all")
     repo.git.checkout("-q", "--detach", first)
-    assert gitops.current_branch(repo) is None
+    assert repository.current_branch(repo) is None
 
 
 def test_read_file_reads_commits_not_the_checkout(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     sha = make_commit(git_repo, {"op/k.py": "v1\n"}, "k")
     (git_repo.path / "op" / "k.py").write_text("dirty\n")
-    assert gitops.read_file(repo, sha, "op/k.py") == "v1\n"
-    assert gitops.read_file(repo, sha, "op/none.py", missing_ok=True) is None
+    assert repository.read_file(repo, sha, "op/k.py") == "v1\n"
+    assert repository.read_file(repo, sha, "op/none.py", missing_ok=True) is None
     with pytest.raises(GitError, match="'op/none.py' does not exist"):
-        gitops.read_file(repo, sha, "op/none.py")
+        repository.read_file(repo, sha, "op/none.py")
     with pytest.raises(GitError, match="is a directory"):
-        gitops.read_file(repo, sha, "op")
+        repository.read_file(repo, sha, "op")
 
 
 def test_list_files_reads_the_commit_below_a_folder(git_repo: GitRepo) -> None:
@@ -103,16 +103,17 @@ def test_list_files_reads_the_commit_below_a_folder(git_repo: GitRepo) -> None:
         git_repo, {"ops/p/o/o.py": "k\n", "ops/p/o/tune.yaml": "t\n", "ops2/x.py": "x\n"}, "ops"
     )
     (git_repo.path / "ops" / "p" / "o" / "uncommitted.py").write_text("u\n")
-    assert gitops.list_files(repo, sha, "ops") == ["ops/p/o/o.py", "ops/p/o/tune.yaml"]
-    assert gitops.list_files(repo, sha, "ops/") == gitops.list_files(
-        gitops.open_repo(git_repo.path / "ops"), sha, "ops"
+    assert repository.list_files(repo, sha, "ops") == ["ops/p/o/o.py", "ops/p/o/tune.yaml"]
+    assert repository.list_files(repo, sha, "ops/") == repository.list_files(
+        repository.open_repo(git_repo.path / "ops"), sha, "ops"
     )
     assert (
-        gitops.list_files(repo, sha, "missing") == [] and gitops.list_files(repo, sha, "op") == []
+        repository.list_files(repo, sha, "missing") == []
+        and repository.list_files(repo, sha, "op") == []
     )
-    assert {"ops2/x.py", "ops/p/o/o.py"} <= set(gitops.list_files(repo, sha))
-    with pytest.raises(gitops.InvalidName):
-        gitops.list_files(repo, sha, "../elsewhere")
+    assert {"ops2/x.py", "ops/p/o/o.py"} <= set(repository.list_files(repo, sha))
+    with pytest.raises(repository.InvalidName):
+        repository.list_files(repo, sha, "../elsewhere")
 
 
 def test_init_repo_commits_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,11 +125,11 @@ def test_init_repo_commits_everything(tmp_path: Path, monkeypatch: pytest.Monkey
     target = tmp_path / "demo"
     (target / "examples").mkdir(parents=True)
     (target / "examples" / "a.py").write_text("a\n")
-    repo = gitops.init_repo(target, message="demo: ops")
-    assert gitops.current_branch(repo) == "main"
+    repo = repository.init_repo(target, message="demo: ops")
+    assert repository.current_branch(repo) == "main"
     assert repo.head.commit.message.strip() == "demo: ops"
-    assert repo.head.commit.author.email == gitops.DEFAULT_EMAIL
-    assert gitops.read_file(repo, "HEAD", "examples/a.py") == "a\n"
+    assert repo.head.commit.author.email == repository.DEFAULT_EMAIL
+    assert repository.read_file(repo, "HEAD", "examples/a.py") == "a\n"
     assert repo.git.status("--porcelain") == ""
 
 
@@ -144,7 +145,7 @@ def test_commit_files_builds_tree_without_touching_checkout(git_repo: GitRepo) -
     repo.git.add("staged.txt")
     before, refs_before = snapshot_checkout(git_repo), _refs(repo)
 
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         repo,
         "HEAD",
         {"new/v1.py": b"x = 1\n", "README.md": b"changed\n", "gone.txt": None},
@@ -161,12 +162,12 @@ def test_commit_files_builds_tree_without_touching_checkout(git_repo: GitRepo) -
         "README.md": b"changed\n",
         "keep.txt": b"keep",
     }
-    assert not list(gitops.state_dir(repo).glob("index.*"))  # temporary index cleaned up
+    assert not list(repository.state_dir(repo).glob("index.*"))  # temporary index cleaned up
 
 
 def test_commit_files_root_commit_and_mode_preserved(git_repo: GitRepo) -> None:
     repo = git_repo.repo
-    root = gitops.commit_files(repo, None, {"only.txt": b"1"}, "root")
+    root = commits.commit_files(repo, None, {"only.txt": b"1"}, "root")
     assert repo.commit(root).parents == ()
     assert _tree(repo, root) == {"only.txt": b"1"}
     script = git_repo.path / "run.sh"
@@ -174,7 +175,7 @@ def test_commit_files_root_commit_and_mode_preserved(git_repo: GitRepo) -> None:
     script.chmod(0o755)
     repo.git.add("run.sh")
     repo.git.commit("-q", "-m", "exe")
-    sha = gitops.commit_files(repo, "HEAD", {"run.sh": b"#!/bin/sh\necho hi\n"}, "edit")
+    sha = commits.commit_files(repo, "HEAD", {"run.sh": b"#!/bin/sh\necho hi\n"}, "edit")
     assert (repo.commit(sha).tree / "run.sh").mode == 0o100755
 
 
@@ -184,16 +185,18 @@ def test_commit_files_is_deterministic_for_fixed_dates(
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-01-01T00:00:00+0000")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-01-01T00:00:00+0000")
     args = (git_repo.repo, "HEAD", {"a.py": b"a", "b.py": b"b"}, "same")
-    first = gitops.commit_files(*args)
-    assert gitops.commit_files(*args) == first
-    assert gitops.commit_files(git_repo.repo, "HEAD", {"a.py": b"A", "b.py": b"b"}, "same") != first
+    first = commits.commit_files(*args)
+    assert commits.commit_files(*args) == first
+    assert (
+        commits.commit_files(git_repo.repo, "HEAD", {"a.py": b"A", "b.py": b"b"}, "same") != first
+    )
 
 
 def test_commit_files_identity(
     git_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = git_repo.repo
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         repo, "HEAD", {"a": b"a"}, "m", author="Ada Lovelace <ada@example.com>"
     )
     commit = repo.commit(sha)
@@ -207,18 +210,21 @@ def test_commit_files_identity(
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     repo.git.config("--unset", "user.name")
     repo.git.config("--unset", "user.email")
-    commit = gitops.open_repo(git_repo.path).commit(
-        gitops.commit_files(gitops.open_repo(git_repo.path), "HEAD", {"b": b"b"}, "m")
+    commit = repository.open_repo(git_repo.path).commit(
+        commits.commit_files(repository.open_repo(git_repo.path), "HEAD", {"b": b"b"}, "m")
     )
-    assert (commit.author.name, commit.author.email) == (gitops.DEFAULT_NAME, gitops.DEFAULT_EMAIL)
+    assert (commit.author.name, commit.author.email) == (
+        repository.DEFAULT_NAME,
+        repository.DEFAULT_EMAIL,
+    )
     with pytest.raises(GitError, match="Name <email>"):
-        gitops.commit_files(repo, "HEAD", {"c": b"c"}, "m", author="nobody")
+        commits.commit_files(repo, "HEAD", {"c": b"c"}, "m", author="nobody")
 
 
 @pytest.mark.parametrize("bad", ["/abs", "../up", "a/../b", ".git/config", "a//b", ""])
 def test_commit_files_rejects_bad_paths(git_repo: GitRepo, bad: str) -> None:
-    with pytest.raises(gitops.InvalidName, match="bad file path") as err:
-        gitops.commit_files(git_repo.repo, "HEAD", {bad: b"x"}, "m")
+    with pytest.raises(repository.InvalidName, match="bad file path") as err:
+        commits.commit_files(git_repo.repo, "HEAD", {bad: b"x"}, "m")
     assert err.value.exit_code == 2
 
 
@@ -231,14 +237,14 @@ def test_ensure_worktree_detached_reused_and_reset(git_repo: GitRepo) -> None:
     second = make_commit(git_repo, {"v.txt": "2"}, "second")
     before = snapshot_checkout(git_repo)
 
-    path = gitops.ensure_worktree(repo, "demo__op", first)
-    assert path == gitops.state_dir(repo) / "worktrees" / "demo__op"
+    path = worktrees.ensure_worktree(repo, "demo__op", first)
+    assert path == repository.state_dir(repo) / "worktrees" / "demo__op"
     wt = git.Repo(path)
     assert wt.head.is_detached and wt.head.commit.hexsha == first
     (path / "README.md").write_text("scribble")
     (path / "junk.txt").write_text("junk")
 
-    assert gitops.ensure_worktree(repo, "demo__op", second) == path
+    assert worktrees.ensure_worktree(repo, "demo__op", second) == path
     assert wt.head.commit.hexsha == second
     assert (path / "README.md").read_text() == "# demo\n"
     assert not (path / "junk.txt").exists()
@@ -255,23 +261,23 @@ def test_ensure_worktree_recovers_from_vanished_dir_and_remove(
     users = tmp_path / "usb-stick" / "wt"  # the user's worktree, unmounted right now
     repo.git.worktree("add", "-q", "--detach", str(users), "HEAD")
     shutil.rmtree(users.parent)
-    path = gitops.ensure_worktree(repo, "w", "HEAD")
+    path = worktrees.ensure_worktree(repo, "w", "HEAD")
     shutil.rmtree(path)  # e.g. the user cleaned up by hand
-    assert gitops.ensure_worktree(repo, "w", "HEAD") == path
+    assert worktrees.ensure_worktree(repo, "w", "HEAD") == path
     assert (path / "README.md").exists()
-    gitops.remove_worktree(repo, "w")
+    worktrees.remove_worktree(repo, "w")
     assert not path.exists()
     assert str(path) not in repo.git.worktree("list")
-    gitops.remove_worktree(repo, "w")  # absent: no-op
+    worktrees.remove_worktree(repo, "w")  # absent: no-op
     assert str(users) in repo.git.worktree("list")  # never prune the user's registrations
 
 
 def test_checkout_worktree_refuses_users_checkout(git_repo: GitRepo) -> None:
     before = snapshot_checkout(git_repo)
     with pytest.raises(GitError, match="not a tunebot worktree"):
-        gitops.checkout_worktree(git_repo.path, "HEAD")
+        worktrees.checkout_worktree(git_repo.path, "HEAD")
     with pytest.raises(GitError, match="bad worktree name"):
-        gitops.ensure_worktree(git_repo.repo, "../escape", "HEAD")
+        worktrees.ensure_worktree(git_repo.repo, "../escape", "HEAD")
     assert snapshot_checkout(git_repo) == before
 
 
@@ -281,43 +287,43 @@ def test_checkout_worktree_refuses_users_checkout(git_repo: GitRepo) -> None:
 def test_create_branch_records_ownership_and_refuses_foreign(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     before = snapshot_checkout(git_repo)
-    sha = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "a")
-    gitops.create_branch(repo, "tunebot/op/v1", sha)
-    assert gitops.branch_sha(repo, "tunebot/op/v1") == sha
-    owned = json.loads((gitops.state_dir(repo) / "branches.json").read_text())["branches"]
+    sha = commits.commit_files(repo, "HEAD", {"a": b"a"}, "a")
+    branches.create_branch(repo, "tunebot/op/v1", sha)
+    assert refs.branch_sha(repo, "tunebot/op/v1") == sha
+    owned = json.loads((repository.state_dir(repo) / "branches.json").read_text())["branches"]
     assert list(owned) == ["tunebot/op/v1"]
-    gitops.create_branch(repo, "tunebot/op/v1", sha)  # idempotent (resume)
-    other = gitops.commit_files(repo, "HEAD", {"b": b"b"}, "b")
-    gitops.create_branch(repo, "tunebot/op/v1", other)  # ours: moved (restart)
-    assert gitops.branch_sha(repo, "tunebot/op/v1") == other
+    branches.create_branch(repo, "tunebot/op/v1", sha)  # idempotent (resume)
+    other = commits.commit_files(repo, "HEAD", {"b": b"b"}, "b")
+    branches.create_branch(repo, "tunebot/op/v1", other)  # ours: moved (restart)
+    assert refs.branch_sha(repo, "tunebot/op/v1") == other
 
     repo.git.branch("users-branch")
     with pytest.raises(GitError, match="not created by tunebot"):
-        gitops.create_branch(repo, "users-branch", sha)
-    assert gitops.branch_sha(repo, "users-branch") == before.head_sha
+        branches.create_branch(repo, "users-branch", sha)
+    assert refs.branch_sha(repo, "users-branch") == before.head_sha
     with pytest.raises(GitError, match="not a valid branch name"):
-        gitops.create_branch(repo, "bad..name", sha)
-    assert gitops.branch_sha(repo, "missing") is None
+        branches.create_branch(repo, "bad..name", sha)
+    assert refs.branch_sha(repo, "missing") is None
     # git cannot hold refs/heads/a/b next to refs/heads/a/b/c: say so plainly
     with pytest.raises(GitError, match="clashing path"):
-        gitops.create_branch(repo, "tunebot/op", sha)
+        branches.create_branch(repo, "tunebot/op", sha)
     assert snapshot_checkout(git_repo) == before
 
 
 def test_update_branch_compare_and_swap(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     base = repo.head.commit.hexsha
-    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
-    b = gitops.commit_files(repo, base, {"b": b"b"}, "b")
-    gitops.create_branch(repo, "tunebot/x", a)
-    gitops.update_branch(repo, "tunebot/x", b, expected_old=a)
-    assert gitops.branch_sha(repo, "tunebot/x") == b
+    a = commits.commit_files(repo, base, {"a": b"a"}, "a")
+    b = commits.commit_files(repo, base, {"b": b"b"}, "b")
+    branches.create_branch(repo, "tunebot/x", a)
+    branches.update_branch(repo, "tunebot/x", b, expected_old=a)
+    assert refs.branch_sha(repo, "tunebot/x") == b
     with pytest.raises(GitError, match="changed underneath"):
-        gitops.update_branch(repo, "tunebot/x", a, expected_old=a)  # stale expectation
-    assert gitops.branch_sha(repo, "tunebot/x") == b
+        branches.update_branch(repo, "tunebot/x", a, expected_old=a)  # stale expectation
+    assert refs.branch_sha(repo, "tunebot/x") == b
     with pytest.raises(GitError, match="not created by tunebot"):
-        gitops.update_branch(repo, "main", a, expected_old=base)
-    assert gitops.branch_sha(repo, "main") == base
+        branches.update_branch(repo, "main", a, expected_old=base)
+    assert refs.branch_sha(repo, "main") == base
 
 
 def test_owned_branches_delete_and_cleanup(git_repo: GitRepo) -> None:
@@ -331,137 +337,135 @@ def test_owned_branches_delete_and_cleanup(git_repo: GitRepo) -> None:
         "tunebot/other/v1",
     ]
     for name in names:
-        gitops.create_branch(repo, name, sha)
+        branches.create_branch(repo, name, sha)
     repo.git.branch("tunebot/op/v3")  # made by the user: never ours
-    assert gitops.owned_branches(repo, "tunebot/op/v") == [
+    assert branches.owned_branches(repo, "tunebot/op/v") == [
         "tunebot/op/v1",
         "tunebot/op/v2",
         "tunebot/op/v10",
     ]
     repo.git.push("-q", "origin", "tunebot/op/v1", "tunebot/op/v2")
 
-    result = gitops.cleanup_iteration_branches(repo, "op", remote="origin")
+    result = branches.cleanup_iteration_branches(repo, "op", remote="origin")
     assert sorted(result.deleted) == ["tunebot/op/v1", "tunebot/op/v10", "tunebot/op/v2"]
-    assert gitops.owned_branches(repo, "tunebot/") == ["tunebot/op/best", "tunebot/other/v1"]
-    assert gitops.branch_sha(repo, "tunebot/op/v3") == sha  # the user's branch survives
+    assert branches.owned_branches(repo, "tunebot/") == ["tunebot/op/best", "tunebot/other/v1"]
+    assert refs.branch_sha(repo, "tunebot/op/v3") == sha  # the user's branch survives
     remote_heads = git.Repo(git_repo.origin).git.for_each_ref("--format=%(refname)", "refs/heads")
     assert "tunebot/op/v1" not in remote_heads and "tunebot/op/v2" not in remote_heads
 
-    result = gitops.delete_branches(repo, ["main", "tunebot/op/v3"])
+    result = branches.delete_branches(repo, ["main", "tunebot/op/v3"])
     assert result.deleted == [] and set(result.skipped) == {"main", "tunebot/op/v3"}
-    assert gitops.branch_sha(repo, "main") == sha
+    assert refs.branch_sha(repo, "main") == sha
 
 
 def test_delete_branches_skips_checked_out_branch(git_repo: GitRepo, tmp_path: Path) -> None:
     repo = git_repo.repo
-    gitops.create_branch(repo, "tunebot/op", repo.head.commit.hexsha)
+    branches.create_branch(repo, "tunebot/op", repo.head.commit.hexsha)
     repo.git.worktree("add", "-q", str(tmp_path / "wt"), "tunebot/op")
-    result = gitops.delete_branches(repo, ["tunebot/op"])
+    result = branches.delete_branches(repo, ["tunebot/op"])
     assert result.deleted == [] and "checked out" in result.skipped["tunebot/op"]
-    assert gitops.branch_sha(repo, "tunebot/op") is not None
+    assert refs.branch_sha(repo, "tunebot/op") is not None
 
 
 def _owned_json(repo: git.Repo) -> dict[str, dict]:
-    return json.loads((gitops.state_dir(repo) / "branches.json").read_text())["branches"]
+    return json.loads((repository.state_dir(repo) / "branches.json").read_text())["branches"]
 
 
 def test_ownership_records_the_sha_tunebot_set(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     base = repo.head.commit.hexsha
-    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
-    b = gitops.commit_files(repo, base, {"b": b"b"}, "b")
-    gitops.create_branch(repo, "tunebot/op/v1", a)
+    a = commits.commit_files(repo, base, {"a": b"a"}, "a")
+    b = commits.commit_files(repo, base, {"b": b"b"}, "b")
+    branches.create_branch(repo, "tunebot/op/v1", a)
     assert _owned_json(repo)["tunebot/op/v1"]["sha"] == a
-    gitops.update_branch(repo, "tunebot/op/v1", b, expected_old=a)
+    branches.update_branch(repo, "tunebot/op/v1", b, expected_old=a)
     entry = _owned_json(repo)["tunebot/op/v1"]
     assert entry["sha"] == b and "pending" not in entry
     with pytest.raises(GitError, match="changed underneath"):
-        gitops.update_branch(repo, "tunebot/op/v1", a, expected_old=a)
+        branches.update_branch(repo, "tunebot/op/v1", a, expected_old=a)
     assert _owned_json(repo)["tunebot/op/v1"] == entry  # a failed move records nothing
 
 
 def test_branch_moved_or_recreated_by_user_is_theirs(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     base = repo.head.commit.hexsha
-    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
+    a = commits.commit_files(repo, base, {"a": b"a"}, "a")
     users = make_commit(git_repo, {"mine.txt": "mine"}, "my work")
     for name in ("tunebot/op/v1", "tunebot/op/v2"):
-        gitops.create_branch(repo, name, a)
+        branches.create_branch(repo, name, a)
     repo.git.branch("-f", "tunebot/op/v1", users)  # moved by the user
     repo.git.branch("-D", "tunebot/op/v2")  # deleted, then re-created by the user
     repo.git.branch("tunebot/op/v2", users)
 
     for name in ("tunebot/op/v1", "tunebot/op/v2"):
-        assert not gitops.is_owned(repo, name)
+        assert not branches.is_owned(repo, name)
         with pytest.raises(GitError, match="moved since tunebot set it"):
-            gitops.create_branch(repo, name, a)
+            branches.create_branch(repo, name, a)
         with pytest.raises(GitError, match="moved since tunebot set it"):
-            gitops.update_branch(repo, name, a, expected_old=users)
+            branches.update_branch(repo, name, a, expected_old=users)
         with pytest.raises(GitError, match="refusing to force-push"):
-            gitops.push(repo, "origin", [f"+refs/heads/{name}:refs/heads/{name}"])
-    assert gitops.owned_branches(repo, "tunebot/") == []
-    result = gitops.delete_branches(repo, ["tunebot/op/v1", "tunebot/op/v2"])
+            remotes.push(repo, "origin", [f"+refs/heads/{name}:refs/heads/{name}"])
+    assert branches.owned_branches(repo, "tunebot/") == []
+    result = branches.delete_branches(repo, ["tunebot/op/v1", "tunebot/op/v2"])
     assert result.deleted == [] and all(
         "moved since tunebot set it" in why for why in result.skipped.values()
     )
-    result = gitops.cleanup_iteration_branches(repo, "op")
+    result = branches.cleanup_iteration_branches(repo, "op")
     assert result.deleted == [] and set(result.skipped) == {"tunebot/op/v1", "tunebot/op/v2"}
-    assert gitops.archive_branches(repo, ["tunebot/op/v1", "tunebot/op/v2"], "r1") == []
-    assert (
-        gitops.branch_sha(repo, "tunebot/op/v1")
-        == gitops.branch_sha(repo, "tunebot/op/v2")
-        == users
-    )
+    assert branches.archive_branches(repo, ["tunebot/op/v1", "tunebot/op/v2"], "r1") == []
+    assert refs.branch_sha(repo, "tunebot/op/v1") == refs.branch_sha(repo, "tunebot/op/v2") == users
 
 
 def test_branch_recorded_before_a_crash_then_made_by_user_is_theirs(git_repo: GitRepo) -> None:
     repo = git_repo.repo
-    a = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "a")
+    a = commits.commit_files(repo, "HEAD", {"a": b"a"}, "a")
     # tunebot recorded the name and sha, then died before writing the ref
-    gitops.write_atomic(
-        gitops.state_dir(repo) / "branches.json",
+    fs.write_atomic(
+        repository.state_dir(repo) / "branches.json",
         json.dumps(
             {"branches": {"tunebot/op/v1": {"created": 1.0, "sha": a, "pending": a}}}
         ).encode(),
     )
     repo.git.branch("tunebot/op/v1")  # the user's own branch at HEAD
-    assert not gitops.is_owned(repo, "tunebot/op/v1")
-    assert "moved since" in gitops.delete_branches(repo, ["tunebot/op/v1"]).skipped["tunebot/op/v1"]
-    assert gitops.branch_sha(repo, "tunebot/op/v1") == repo.head.commit.hexsha
+    assert not branches.is_owned(repo, "tunebot/op/v1")
+    assert (
+        "moved since" in branches.delete_branches(repo, ["tunebot/op/v1"]).skipped["tunebot/op/v1"]
+    )
+    assert refs.branch_sha(repo, "tunebot/op/v1") == repo.head.commit.hexsha
 
 
 def test_crash_mid_move_leaves_branch_ours(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     base = repo.head.commit.hexsha
-    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
-    b = gitops.commit_files(repo, base, {"b": b"b"}, "b")
-    gitops.create_branch(repo, "tunebot/x", a)
+    a = commits.commit_files(repo, base, {"a": b"a"}, "a")
+    b = commits.commit_files(repo, base, {"b": b"b"}, "b")
+    branches.create_branch(repo, "tunebot/x", a)
     owned = _owned_json(repo)
     owned["tunebot/x"]["pending"] = b  # recorded the move to b, then died: ref still at a ...
-    gitops.write_atomic(
-        gitops.state_dir(repo) / "branches.json", json.dumps({"branches": owned}).encode()
+    fs.write_atomic(
+        repository.state_dir(repo) / "branches.json", json.dumps({"branches": owned}).encode()
     )
-    assert gitops.is_owned(repo, "tunebot/x")
+    assert branches.is_owned(repo, "tunebot/x")
     repo.git.update_ref("refs/heads/tunebot/x", b, a)  # ... or died just after moving it
-    assert gitops.is_owned(repo, "tunebot/x")
-    gitops.create_branch(repo, "tunebot/x", b)  # the resume settles the record
+    assert branches.is_owned(repo, "tunebot/x")
+    branches.create_branch(repo, "tunebot/x", b)  # the resume settles the record
     assert _owned_json(repo)["tunebot/x"] == {"created": owned["tunebot/x"]["created"], "sha": b}
 
 
 def test_old_ownership_file_without_shas_still_works(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     head = repo.head.commit.hexsha
-    a = gitops.commit_files(repo, head, {"a": b"a"}, "a")
+    a = commits.commit_files(repo, head, {"a": b"a"}, "a")
     repo.git.branch("tunebot/x", head)
-    gitops.write_atomic(
-        gitops.state_dir(repo) / "branches.json",
+    fs.write_atomic(
+        repository.state_dir(repo) / "branches.json",
         json.dumps({"branches": {"tunebot/x": {"created": 1.0}}}).encode(),
     )
-    assert gitops.is_owned(repo, "tunebot/x")  # trusted by name, as it was
-    gitops.create_branch(repo, "tunebot/x", a)
+    assert branches.is_owned(repo, "tunebot/x")  # trusted by name, as it was
+    branches.create_branch(repo, "tunebot/x", a)
     assert _owned_json(repo)["tunebot/x"] == {"created": 1.0, "sha": a}
     repo.git.branch("-f", "tunebot/x", head)
-    assert not gitops.is_owned(repo, "tunebot/x")
+    assert not branches.is_owned(repo, "tunebot/x")
 
 
 def test_archive_branches_keeps_commits_under_refs_tunebot(
@@ -477,8 +481,8 @@ def test_archive_branches_keeps_commits_under_refs_tunebot(
         "tunebot/op/v3",
         "tunebot/op/v4",
     ):
-        shas[name] = gitops.commit_files(repo, base, {"f": name.encode()}, name)
-        gitops.create_branch(repo, name, shas[name])
+        shas[name] = commits.commit_files(repo, base, {"f": name.encode()}, name)
+        branches.create_branch(repo, name, shas[name])
     repo.git.branch("-f", "tunebot/op/v3", base)  # moved by the user: theirs
     repo.git.worktree("add", "-q", str(tmp_path / "wt"), "tunebot/op/v4")  # checked out: left alone
     repo.git.branch("tunebot/op/v5")  # never tunebot's
@@ -493,37 +497,35 @@ def test_archive_branches_keeps_commits_under_refs_tunebot(
         "tunebot/op/v4",
         "tunebot/op/v5",
     ]
-    archived = gitops.archive_branches(repo, names, "r1")
+    archived = branches.archive_branches(repo, names, "r1")
     assert archived == [
         f"refs/tunebot/archive/r1/{n}"
         for n in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best")
     ]
     for name in ("tunebot/op/v1", "tunebot/op/v2", "tunebot/op/best"):
-        assert gitops.branch_sha(repo, name) is None
-        assert gitops.ref_sha(repo, f"refs/tunebot/archive/r1/{name}") == shas[name]
+        assert refs.branch_sha(repo, name) is None
+        assert refs.ref_sha(repo, f"refs/tunebot/archive/r1/{name}") == shas[name]
         assert name not in _owned_json(repo)
-    assert (
-        gitops.branch_sha(repo, "tunebot/op/v3") == gitops.branch_sha(repo, "tunebot/op/v5") == base
-    )
-    assert gitops.branch_sha(repo, "tunebot/op/v4") == shas["tunebot/op/v4"]
-    gitops.create_branch(repo, "tunebot/op/v1", base)  # a new run starts the names afresh
-    assert gitops.is_owned(repo, "tunebot/op/v1")
+    assert refs.branch_sha(repo, "tunebot/op/v3") == refs.branch_sha(repo, "tunebot/op/v5") == base
+    assert refs.branch_sha(repo, "tunebot/op/v4") == shas["tunebot/op/v4"]
+    branches.create_branch(repo, "tunebot/op/v1", base)  # a new run starts the names afresh
+    assert branches.is_owned(repo, "tunebot/op/v1")
     # an archive ref that exists with another commit is never overwritten
     with pytest.raises(GitError, match="changed underneath"):
-        gitops.archive_branches(repo, ["tunebot/op/v1"], "r1")
-    assert gitops.branch_sha(repo, "tunebot/op/v1") == base
-    assert gitops.ref_sha(repo, "refs/tunebot/archive/r1/tunebot/op/v1") == shas["tunebot/op/v1"]
-    with pytest.raises(gitops.InvalidName, match="archive label"):
-        gitops.archive_branches(repo, ["tunebot/op/v1"], "bad..label")
+        branches.archive_branches(repo, ["tunebot/op/v1"], "r1")
+    assert refs.branch_sha(repo, "tunebot/op/v1") == base
+    assert refs.ref_sha(repo, "refs/tunebot/archive/r1/tunebot/op/v1") == shas["tunebot/op/v1"]
+    with pytest.raises(repository.InvalidName, match="archive label"):
+        branches.archive_branches(repo, ["tunebot/op/v1"], "bad..label")
 
 
 _CREATE_MANY = """
 import sys
-from bot import gitops
-repo = gitops.open_repo(sys.argv[1])
+from bot.git import branches, repository
+repo = repository.open_repo(sys.argv[1])
 sha = repo.head.commit.hexsha
 for i in range(8):
-    gitops.create_branch(repo, f"tunebot/{sys.argv[2]}/v{i}", sha)
+    branches.create_branch(repo, f"tunebot/{sys.argv[2]}/v{i}", sha)
 """
 
 
@@ -533,79 +535,8 @@ def test_concurrent_processes_keep_every_ownership_record(git_repo: GitRepo) -> 
         for tag in ("p", "q", "r")
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
-    owned = gitops.owned_branches(git_repo.repo, "tunebot/")
+    owned = branches.owned_branches(git_repo.repo, "tunebot/")
     assert len(owned) == 24
-
-
-_HOLD_LOCK = """
-import sys, time
-from pathlib import Path
-from bot import gitops
-with gitops.file_lock(Path(sys.argv[1]), timeout_s=5):
-    print("locked", flush=True)
-    sys.stdin.read()  # hold until the test closes stdin (or kills us)
-"""
-
-
-def _lock_holder(lock: Path) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_LOCK, str(lock)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout.readline().strip() == "locked"
-    return proc
-
-
-def test_file_lock_held_by_live_process_is_never_broken(tmp_path: Path) -> None:
-    lock = tmp_path / "x.lock"
-    holder = _lock_holder(lock)
-    # an hour old and holding garbage: a staleness guess would break it; a held lock must not be
-    lock.write_text("garbage")
-    os.utime(lock, (1, 1))
-    with pytest.raises(GitError, match="held by another tunebot process"):
-        with gitops.file_lock(lock, timeout_s=0.3):
-            pass
-    holder.stdin.close()
-    assert holder.wait(timeout=30) == 0
-    with gitops.file_lock(lock, timeout_s=1):
-        assert lock.read_text() == str(os.getpid())
-
-
-def test_file_lock_left_by_dead_process_is_taken(tmp_path: Path) -> None:
-    lock = tmp_path / "x.lock"
-    holder = _lock_holder(lock)
-    holder.kill()  # SIGKILL: no cleanup code runs, the file stays
-    holder.wait(timeout=30)
-    assert lock.exists()
-    with gitops.file_lock(lock, timeout_s=1):
-        assert lock.read_text() == str(os.getpid())
-    holder.stdin.close()
-    holder.stdout.close()
-
-
-_COUNT_UNDER_LOCK = """
-import sys
-from pathlib import Path
-from bot import gitops
-lock, counter, inside = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-for _ in range(20):
-    with gitops.file_lock(lock, timeout_s=60):
-        inside.mkdir()  # fails if another process is inside too
-        counter.write_text(str(int(counter.read_text()) + 1))
-        inside.rmdir()
-"""
-
-
-def test_file_lock_excludes_concurrent_processes(tmp_path: Path) -> None:
-    lock, counter, inside = tmp_path / "x.lock", tmp_path / "n", tmp_path / "inside"
-    counter.write_text("0")
-    lock.write_text("999999999")  # left behind by a process long gone
-    args = [str(lock), str(counter), str(inside)]
-    procs = [subprocess.Popen([sys.executable, "-c", _COUNT_UNDER_LOCK, *args]) for _ in range(4)]
-    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
-    assert counter.read_text() == "80"
 
 
 # ---------------------------------------------------------------- push
@@ -628,10 +559,10 @@ def _flaky_receive_pack(git_repo: GitRepo, tmp_path: Path, fails: int) -> Path:
 
 def test_push_to_bare_origin_and_retry_transient(git_repo: GitRepo, tmp_path: Path) -> None:
     repo = git_repo.repo
-    sha = gitops.commit_files(repo, "HEAD", {"a": b"a"}, "a")
-    gitops.create_branch(repo, "tunebot/op/v1", sha)
+    sha = commits.commit_files(repo, "HEAD", {"a": b"a"}, "a")
+    branches.create_branch(repo, "tunebot/op/v1", sha)
     counter = _flaky_receive_pack(git_repo, tmp_path, fails=2)
-    gitops.push(
+    remotes.push(
         repo,
         "origin",
         ["refs/heads/tunebot/op/v1:refs/heads/tunebot/op/v1"],
@@ -645,7 +576,7 @@ def test_push_to_bare_origin_and_retry_transient(git_repo: GitRepo, tmp_path: Pa
 def test_push_gives_up_after_retries(git_repo: GitRepo, tmp_path: Path) -> None:
     counter = _flaky_receive_pack(git_repo, tmp_path, fails=99)
     with pytest.raises(GitError, match="failed after 3 attempts"):
-        gitops.push(git_repo.repo, "origin", ["main"], retries=2, backoff_s=0.01)
+        remotes.push(git_repo.repo, "origin", ["main"], retries=2, backoff_s=0.01)
     assert counter.read_text().strip() == "3"
 
 
@@ -658,7 +589,7 @@ def test_push_non_fast_forward_is_not_retried(git_repo: GitRepo, tmp_path: Path)
     make_commit(git_repo, {"ours.txt": "o"}, "ours")
     counter = _flaky_receive_pack(git_repo, tmp_path, fails=0)
     with pytest.raises(GitError, match="non-fast-forward"):
-        gitops.push(repo, "origin", ["main"], retries=3, backoff_s=0.01)
+        remotes.push(repo, "origin", ["main"], retries=3, backoff_s=0.01)
     assert counter.read_text().strip() == "1"
 
 
@@ -666,15 +597,15 @@ def test_force_push_only_for_owned_branches(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     base = repo.head.commit.hexsha
     with pytest.raises(GitError, match="refusing to force-push"):
-        gitops.push(repo, "origin", ["+main:main"])
+        remotes.push(repo, "origin", ["+main:main"])
     with pytest.raises(GitError, match="refusing to force-push"):
-        gitops.push(repo, "origin", [":main"])
-    a = gitops.commit_files(repo, base, {"a": b"a"}, "a")
-    b = gitops.commit_files(repo, base, {"b": b"b"}, "b")
-    gitops.create_branch(repo, "tunebot/op", a)
-    gitops.push(repo, "origin", ["tunebot/op"])
-    gitops.update_branch(repo, "tunebot/op", b, expected_old=a)  # rewritten history on our branch
-    gitops.push(repo, "origin", ["+refs/heads/tunebot/op:refs/heads/tunebot/op"])
+        remotes.push(repo, "origin", [":main"])
+    a = commits.commit_files(repo, base, {"a": b"a"}, "a")
+    b = commits.commit_files(repo, base, {"b": b"b"}, "b")
+    branches.create_branch(repo, "tunebot/op", a)
+    remotes.push(repo, "origin", ["tunebot/op"])
+    branches.update_branch(repo, "tunebot/op", b, expected_old=a)  # rewritten history on our branch
+    remotes.push(repo, "origin", ["+refs/heads/tunebot/op:refs/heads/tunebot/op"])
     assert git.Repo(git_repo.origin).commit("tunebot/op").hexsha == b
     assert git.Repo(git_repo.origin).commit("main").hexsha == base
 
@@ -684,29 +615,29 @@ def test_force_push_only_for_owned_branches(git_repo: GitRepo) -> None:
 
 def test_merge_fast_forwards_clean_user_checkout(git_repo: GitRepo) -> None:
     repo = git_repo.repo
-    head = gitops.commit_files(repo, "main", {"perf_opt/op.py": b"best\n"}, "deliver")
-    gitops.create_branch(repo, "tunebot/op", head)
-    new = gitops.merge_into(repo, "main", "tunebot/op", "Merge tunebot/op")
+    head = commits.commit_files(repo, "main", {"perf_opt/op.py": b"best\n"}, "deliver")
+    branches.create_branch(repo, "tunebot/op", head)
+    new = merge.merge_into(repo, "main", "tunebot/op", "Merge tunebot/op")
     assert new == head  # fast-forward
-    assert gitops.current_branch(repo) == "main"
+    assert repository.current_branch(repo) == "main"
     assert repo.head.commit.hexsha == head
     assert (git_repo.path / "perf_opt" / "op.py").read_text() == "best\n"  # files followed
     assert repo.git.status("--porcelain") == ""
-    assert gitops.merge_into(repo, "main", "tunebot/op", "again") == head  # already merged: no-op
+    assert merge.merge_into(repo, "main", "tunebot/op", "again") == head  # already merged: no-op
 
 
 def test_merge_creates_merge_commit_when_diverged(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     fork = repo.head.commit.hexsha
-    head = gitops.commit_files(repo, fork, {"perf_opt/op.py": b"best\n"}, "deliver")
+    head = commits.commit_files(repo, fork, {"perf_opt/op.py": b"best\n"}, "deliver")
     user = make_commit(git_repo, {"user.txt": "u"}, "user work")
     (git_repo.path / "notes.txt").write_text("untracked, never touched\n")
-    new = gitops.merge_into(repo, "main", head, "Merge proposal #1")
+    new = merge.merge_into(repo, "main", head, "Merge proposal #1")
     commit = repo.commit(new)
     assert [p.hexsha for p in commit.parents] == [user, head]
     assert commit.message.strip() == "Merge proposal #1"
     assert set(_tree(repo, new)) == {"README.md", "user.txt", "perf_opt/op.py"}
-    assert repo.head.commit.hexsha == new and gitops.current_branch(repo) == "main"
+    assert repo.head.commit.hexsha == new and repository.current_branch(repo) == "main"
     assert (git_repo.path / "perf_opt" / "op.py").exists()
     assert (git_repo.path / "notes.txt").read_text() == "untracked, never touched\n"
 
@@ -717,11 +648,11 @@ def test_merge_into_branch_not_checked_out(git_repo: GitRepo) -> None:
     repo.git.branch("release")
     make_commit(git_repo, {"main-only.txt": "m"}, "on main")
     before = snapshot_checkout(git_repo)
-    rel = gitops.commit_files(repo, fork, {"rel.txt": b"r"}, "release work")
+    rel = commits.commit_files(repo, fork, {"rel.txt": b"r"}, "release work")
     repo.git.update_ref("refs/heads/release", rel)
-    head = gitops.commit_files(repo, fork, {"op.py": b"x"}, "deliver")
-    new = gitops.merge_into(repo, "release", head, "merge")
-    assert gitops.branch_sha(repo, "release") == new
+    head = commits.commit_files(repo, fork, {"op.py": b"x"}, "deliver")
+    new = merge.merge_into(repo, "release", head, "merge")
+    assert refs.branch_sha(repo, "release") == new
     assert [p.hexsha for p in repo.commit(new).parents] == [rel, head]
     assert snapshot_checkout(git_repo) == before
 
@@ -729,24 +660,24 @@ def test_merge_into_branch_not_checked_out(git_repo: GitRepo) -> None:
 def test_merge_conflict_lists_files_and_moves_nothing(git_repo: GitRepo) -> None:
     repo = git_repo.repo
     fork = repo.head.commit.hexsha
-    head = gitops.commit_files(repo, fork, {"README.md": b"theirs\n", "ok.txt": b"fine"}, "theirs")
+    head = commits.commit_files(repo, fork, {"README.md": b"theirs\n", "ok.txt": b"fine"}, "theirs")
     make_commit(git_repo, {"README.md": "ours\n"}, "ours")
     before = snapshot_checkout(git_repo)
     with pytest.raises(GitError, match=r"merge conflict in: README\.md\.") as err:
-        gitops.merge_into(repo, "main", head, "merge")
+        merge.merge_into(repo, "main", head, "merge")
     assert "ok.txt" not in str(err.value)
     assert snapshot_checkout(git_repo) == before
 
 
 def test_merge_refuses_dirty_checkout_of_base(git_repo: GitRepo) -> None:
     repo = git_repo.repo
-    head = gitops.commit_files(repo, "main", {"op.py": b"x"}, "deliver")
+    head = commits.commit_files(repo, "main", {"op.py": b"x"}, "deliver")
     (git_repo.path / "README.md").write_text("work in progress\n")
     before = snapshot_checkout(git_repo)
     with pytest.raises(
         GitError, match="(?i)commit or stash your changes, then run tunebot merge again"
     ):
-        gitops.merge_into(repo, "main", head, "merge")
+        merge.merge_into(repo, "main", head, "merge")
     assert snapshot_checkout(git_repo) == before
     with pytest.raises(GitError, match="base branch 'nope' does not exist"):
-        gitops.merge_into(repo, "nope", head, "merge")
+        merge.merge_into(repo, "nope", head, "merge")

@@ -382,19 +382,19 @@ def test_crash_between_record_and_ref_is_repaired_on_resume(git_repo, monkeypatc
     from bot import loop
 
     add_sleepy_op(git_repo)
-    real_create, real_propose = loop.gitops.create_branch, LocalForge.propose
+    real_create, real_propose = loop.branches.create_branch, LocalForge.propose
 
     def create_then_die(repo, name, sha):
         if name.endswith("/v2"):
             raise SystemExit("killed after the iter:2 record, before its branch")
         return real_create(repo, name, sha)
 
-    monkeypatch.setattr(loop.gitops, "create_branch", create_then_die)
+    monkeypatch.setattr(loop.branches, "create_branch", create_then_die)
     with pytest.raises(SystemExit):
         tune(git_repo.path, max_iters=3)
     assert "iter:2" in {r["key"] for r in records(git_repo.path)}
     assert git(git_repo.path, "branch", "--list", "tunebot/sleepy/v2") == ""
-    monkeypatch.setattr(loop.gitops, "create_branch", real_create)
+    monkeypatch.setattr(loop.branches, "create_branch", real_create)
 
     def propose_then_die(self, *args, **kwargs):
         raise SystemExit("killed after delivery, before the proposal")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import AccuracySettings
+from bot.config.schema import AccuracySettings
 from bot.measure.accuracy import judge, l0_command, l0_harness
 
 KERNELS = Path(__file__).parent / "measure_kernels"

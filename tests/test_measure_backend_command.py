@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import LatencySettings, OpConfig, load_op_config
+from bot.config.discovery import load_op_config
+from bot.config.schema import LatencySettings, OpConfig
 from bot.errors import ConfigError
 from bot.measure.backends.command import (
     MEDIAN_RUNS,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import AccuracySettings, KernelLimits, LatencySettings, OpConfig
+from bot.config.schema import AccuracySettings, KernelLimits, LatencySettings, OpConfig
 from bot.errors import ConfigError
 from bot.measure.evaluator import Evaluator
 

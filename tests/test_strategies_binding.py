@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from bot.config import Knob, OpConfig
+from bot.config.schema import Knob, OpConfig
 from bot.strategies import knobs, pipeline
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.planner import Planner

@@ -14,7 +14,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from bot.config import OpConfig
+from bot.config.schema import OpConfig
 from bot.strategies import catalog
 from bot.strategies.base import Refusal, Variant
 from bot.strategies.protocol import KINDS

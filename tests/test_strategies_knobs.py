@@ -5,7 +5,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from bot.config import Knob
+from bot.config.schema import Knob
 from bot.strategies.base import Refusal, Variant
 from bot.strategies.knobs import discover, locate, set_knob
 from bot.strategies.source import changed_lines, source_hash

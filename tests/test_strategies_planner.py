@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from bot.config import Knob, OpConfig
+from bot.config.schema import Knob, OpConfig
 from bot.strategies import knobs
 from bot.strategies.base import Attempt, PlanContext, Refusal, Variant
 from bot.strategies.evidence import Evidence
@@ -194,7 +194,8 @@ def test_plan_lists_what_is_not_planned_and_why():
 def test_every_example_op_resolves_and_plans_one_parsable_change():
     import libcst as cst
 
-    from bot.config import list_ops, load_repo_config, resolve_op
+    from bot.config.discovery import list_ops, resolve_op
+    from bot.config.repo import load_repo_config
     from bot.strategies.source import changed_lines
 
     cfg = load_repo_config(ROOT)

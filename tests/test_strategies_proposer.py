@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import OpConfig
+from bot.config.schema import OpConfig
 from bot.strategies.base import Attempt, Change, PlanContext, Refusal, Variant
 from bot.strategies.proposer import ExternalProposer, check_proposal, signatures
 from bot.strategies.source import changed_lines, source_hash

@@ -35,7 +35,7 @@ import pytest
 import yaml
 from conftest import third_party_corpus
 
-from bot.config import Knob, OpConfig
+from bot.config.schema import Knob, OpConfig
 from bot.strategies import knobs, multibuffer, pipeline, vprefix
 from bot.strategies.base import Refusal, Variant
 from bot.strategies.builtin import DISCOVERED_BLOCK_VALUES

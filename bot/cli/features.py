@@ -173,9 +173,9 @@ def _repo_relative(repo: Path, output: str) -> str:
     path = Path(output)
     if not path.is_absolute():
         return path.as_posix()
-    from bot import gitops
+    from bot.git import repository
 
-    top = Path(gitops.open_repo(repo).working_tree_dir or ".").resolve()
+    top = Path(repository.open_repo(repo).working_tree_dir or ".").resolve()
     try:
         return path.resolve().relative_to(top).as_posix()
     except ValueError:

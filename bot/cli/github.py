@@ -95,7 +95,8 @@ def handle(
     only_op: str | None,
 ) -> None:
     """Handle one GitHub event: /tune comments, review approvals, schedule and dispatch."""
-    from bot import config
+    from bot.config.repo import load_repo_config
+    from bot.config.schema import RepoConfig
     from bot.forge.github import client_from_env
     from bot.github_flow import FlowConfig, handle_event
     from bot.job_guard import JobGuard, is_real_cli, seal
@@ -110,7 +111,7 @@ def handle(
     ).start()
     name, payload = _load_event(event_name, event_path)
     gh, repo = client_from_env({**os.environ, **sealed.values})
-    repo_cfg = config.load_repo_config(checkout) if checkout else config.RepoConfig()
+    repo_cfg = load_repo_config(checkout) if checkout else RepoConfig()
     server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
     run_id = os.environ.get("GITHUB_RUN_ID")
     run_url = f"{server}/{repo}/actions/runs/{run_id}" if run_id else None

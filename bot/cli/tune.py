@@ -15,13 +15,14 @@ from pathlib import Path
 
 import click
 
-from bot import config as cfgmod
-from bot import gitops
 from bot.cli.common import handle_errors
 from bot.cli.progress import Printer
 from bot.cli.show import render_proposal
+from bot.config import discovery
+from bot.config.repo import load_repo_config
 from bot.errors import TunebotError
 from bot.forge.local import LocalForge
+from bot.git import repository
 from bot.loop import BadRequest, RunOutcome, TuneRequest, run_tune
 from bot.model import cli as model_cli
 from bot.record.verdicts import stop_reason_text
@@ -178,9 +179,9 @@ def tune(
 @handle_errors
 def list_ops(repo: Path) -> None:
     """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
-    root = Path(gitops.open_repo(repo).working_tree_dir)
-    cfg = cfgmod.load_repo_config(root)
-    names = cfgmod.list_ops(root, cfg)
+    root = Path(repository.open_repo(repo).working_tree_dir)
+    cfg = load_repo_config(root)
+    names = discovery.list_ops(root, cfg)
     if not names:
         click.echo(
             f"no ops found under {cfg.ops_root}/ (an op is {cfg.ops_root}/<project>/<op>/<op>.py; "
@@ -271,9 +272,10 @@ def cancel_run(op: str, repo: Path) -> None:
 
 def _git_user(repo: Path) -> str:
     try:
-        return gitops.open_repo(repo).config_reader().get_value("user", "name")
-    except Exception:  # no identity configured: still a usable name
+        name = repository.config_value(repository.open_repo(repo), "user", "name")
+    except Exception:  # not a repository: still a usable name
         return "local-reviewer"
+    return name or "local-reviewer"  # no identity configured
 
 
 DEMO_PATHS = (".tunebot.yml", "examples/demo", "references")
@@ -307,8 +309,8 @@ def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> No
     meets it at once. Your own repositories are not touched.
     """
     source = _project_root()
-    cfgmod.resolve_op(
-        source, cfgmod.load_repo_config(source), op
+    discovery.resolve_op(
+        source, load_repo_config(source), op
     )  # an unknown op: exit 2, nothing created
     if target is not None and target.exists() and any(target.iterdir()):
         raise BadRequest(f"{target} is not empty; pass --dir with a new or empty directory")
@@ -325,7 +327,7 @@ def demo(op: str, target: Path | None, max_iters: int | None, model: bool) -> No
             elif src.exists():
                 (target / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, target / rel)
-        gitops.init_repo(target, message="demo: tunebot example ops")
+        repository.init_repo(target, message="demo: tunebot example ops")
     except BaseException:
         if made:
             shutil.rmtree(target, ignore_errors=True)

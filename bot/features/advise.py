@@ -113,7 +113,8 @@ def walk_tree(a: Analysis) -> list[Finding]:
                 Finding(
                     "compute.matmul" if led == "MatMul" else "compute.attention",
                     True,
-                    f"compute bound: MatMul {mm:g}% + Attention {at:g}% = {total:g}% > {COMPUTE_BOUND_PCT:g}%, {led}-led",
+                    f"compute bound: MatMul {mm:g}% + Attention {at:g}% = {total:g}% "
+                    f"> {COMPUTE_BOUND_PCT:g}%, {led}-led",
                     [DIR_QUANT] if led == "MatMul" else [DIR_ATTN],
                     total - COMPUTE_BOUND_PCT,
                 )
@@ -301,7 +302,7 @@ def _exclusion(
 ) -> str | None:
     """Why the docs exclude `row` for this hardware and model; None when they do not."""
     if not hw.allows(row.hardware, hw_name):
-        limits = "; ".join(l.render() for l in row.hardware)
+        limits = "; ".join(lim.render() for lim in row.hardware)
         return f"hardware: the docs say {limits}; this run is on {hw_name}"
     if model_name is not None and row.models is not None and model_name not in row.models:
         listed = ", ".join(row.models) or "none"
@@ -335,7 +336,7 @@ def advise(
         )
     model_hardware = table.models.get(model_name, []) if model_name else []
     known_hw = {h for hws in table.models.values() for h in hws} | {
-        l.product for r in table.rows for l in r.hardware
+        lim.product for r in table.rows for lim in r.hardware
     }
     if hw_name not in known_hw:
         warnings.append(
@@ -399,7 +400,10 @@ def advise(
         elif any(_preference(p) for p in peers):
             ranked_by = "docs: no preference stated for this feature (ranked after those the docs recommend)"
         else:
-            ranked_by = "tie-break: how far the analysis is past the threshold, then name (the docs state no preference)"
+            ranked_by = (
+                "tie-break: how far the analysis is past the threshold, then name "
+                "(the docs state no preference)"
+            )
         recommendations.append(
             Recommendation(
                 priority=PRIORITIES[level],

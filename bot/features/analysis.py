@@ -15,6 +15,7 @@ evaluated rather than guessed:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -165,6 +166,11 @@ def _column(header: list[str], *names: str) -> int | None:
     return None
 
 
+def _cell(row: list[str], col: int | None) -> str:
+    """The row's value in column `col`; empty when the column is absent or the row is short."""
+    return row[col] if col is not None and col < len(row) else ""
+
+
 def from_kernel_details(text: str, source: str) -> Analysis:
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
@@ -193,13 +199,10 @@ def from_kernel_details(text: str, source: str) -> Analysis:
             raise AnalysisError(
                 f"{source}: line {number}: Duration '{row[dur_col] if dur_col < len(row) else ''}' is not a number."
             ) from None
-        cell = lambda col: row[col] if col is not None and col < len(row) else ""
-        totals[classify_op(row[name_col], cell(type_col), cell(core_col))] += duration
-        if wait_col is not None and cell(wait_col).strip():
-            try:
-                wait += float(cell(wait_col))
-            except ValueError:
-                pass
+        totals[classify_op(row[name_col], _cell(row, type_col), _cell(row, core_col))] += duration
+        if wait_col is not None and _cell(row, wait_col).strip():
+            with contextlib.suppress(ValueError):
+                wait += float(_cell(row, wait_col))
     busy = sum(totals.values())
     if busy <= 0:
         raise AnalysisError(

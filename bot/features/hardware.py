@@ -127,8 +127,8 @@ def sentences(lines: list[str]) -> list[str]:
 
 def allows(limits: list[HardwareLimit] | tuple[HardwareLimit, ...], hardware: str) -> bool:
     """Whether a feature with `limits` may run on `hardware` (canonical name)."""
-    only = {l.product for l in limits if l.kind == "仅"}
-    excluded = {l.product for l in limits if l.kind == "不支持"}
+    only = {lim.product for lim in limits if lim.kind == "仅"}
+    excluded = {lim.product for lim in limits if lim.kind == "不支持"}
     if hardware in excluded:
         return False
     return not only or hardware in only

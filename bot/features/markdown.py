@@ -153,7 +153,7 @@ def parse(text: str, title: str = "", name: str = "document") -> Section:
         if tok.type == "heading_open" and tok.level == 0 and tok.markup in ("-", "="):
             # A setext heading: in these docs a paragraph (often just an image) followed by a
             # "---" separator. Read as the paragraph it was meant to be.
-            current.prose.extend(l for l in tokens[i + 1].content.split("\n") if l.strip())
+            current.prose.extend(line for line in tokens[i + 1].content.split("\n") if line.strip())
             i += 3
             continue
         if tok.type == "heading_open" and tok.level == 0:
@@ -178,15 +178,15 @@ def parse(text: str, title: str = "", name: str = "document") -> Section:
         elif tok.type == "inline":
             line = (tok.map[0] + 1) if tok.map else 0
             lines = tok.content.split("\n")
-            if len(lines) >= 2 and all(_PIPE_ROW.match(l) for l in lines):
+            if len(lines) >= 2 and all(_PIPE_ROW.match(line) for line in lines):
                 raise MarkdownError(
                     f"{name}:{line}: these lines look like a pipe table but do not form one "
                     "(a missing or malformed '|---|' separator row, or a column count that "
                     "differs from the header). Fix the table in the doc."
                 )
-            current.prose.extend(l for l in lines if l.strip())
+            current.prose.extend(line for line in lines if line.strip())
         elif tok.type == "html_block":
-            current.prose.extend(l for l in tok.content.split("\n") if l.strip())
+            current.prose.extend(line for line in tok.content.split("\n") if line.strip())
         i += 1
     return root
 
@@ -227,9 +227,9 @@ def _table(tokens: list, i: int, section: Section, name: str) -> int:
 
 def _dedent(text: str) -> str:
     lines = text.split("\n")
-    indents = [len(l) - len(l.lstrip()) for l in lines if l.strip()]
+    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
     cut = min(indents) if indents else 0
-    return "\n".join(l[cut:] for l in lines)
+    return "\n".join(line[cut:] for line in lines)
 
 
 def imports(text: str) -> list[str]:

@@ -72,5 +72,5 @@ class FeatureTable:
             for names in table.hardware.values():
                 out += [h for h in names if h not in out]
         for row in self.rows:
-            out += [l.product for l in row.hardware if l.product not in out]
+            out += [lim.product for lim in row.hardware if lim.product not in out]
         return out

@@ -2,7 +2,7 @@
 one fixed branch and open (or update) one proposal through the Forge interface.
 
 Nothing here touches the user's checkout: the commit is written with
-gitops.commit_files (a temporary index) on top of the base branch tip, and the
+commits.commit_files (a temporary index) on top of the base branch tip, and the
 branch is tunebot's own. Running it twice changes nothing the second time.
 """
 
@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot import gitops
 from bot.errors import GitError
 from bot.features import render
 from bot.features.refresh import DEFAULT_OUTPUT, regenerate
 from bot.forge.base import Forge, Proposal
+from bot.git import branches, commits, refs, remotes, repository
 
 BRANCH = "tunebot/refresh-features"
 TITLE = "references: refresh mindiesd-features.md from the MindIE-SD docs"
@@ -37,26 +36,16 @@ class ProposeResult:
     warnings: list[str]
 
 
-def _fetch_remote_branch(repo_dir: Path, remote: str) -> str | None:
+def _fetch_remote_branch(repo, remote: str) -> str | None:
     """The remote's tip of BRANCH (fetched into refs/remotes), or None when it has none."""
-    ref = f"refs/remotes/{remote}/{BRANCH}"
-    proc = subprocess.run(
-        ["git", "fetch", "-q", remote, f"+refs/heads/{BRANCH}:{ref}"],
-        cwd=repo_dir,
-        capture_output=True,
-        text=True,
+    return remotes.fetch_ref(
+        repo, remote, f"refs/heads/{BRANCH}", f"refs/remotes/{remote}/{BRANCH}"
     )
-    if proc.returncode != 0:
-        return None
-    out = subprocess.run(
-        ["git", "rev-parse", "--verify", "-q", ref], cwd=repo_dir, capture_output=True, text=True
-    )
-    return out.stdout.strip() or None
 
 
 def _parent(repo, sha: str) -> str | None:
-    parents = repo.commit(sha).parents
-    return parents[0].hexsha if parents else None
+    parents = repository.parents(repo, sha)
+    return parents[0] if parents else None
 
 
 _MARK = re.compile(r"<!-- tunebot-features-table: ([0-9a-f]{64}) -->")
@@ -117,14 +106,14 @@ def propose_refresh(
     now: str | None = None,
 ) -> ProposeResult:
     """Regenerate `output` against the base branch; commit + propose only when it changed."""
-    repo = gitops.open_repo(repo_path)
-    base = base or gitops.current_branch(repo)
+    repo = repository.open_repo(repo_path)
+    base = base or repository.current_branch(repo)
     if not base:
         raise GitError(
             "HEAD is detached: pass --base <branch> (the branch the proposal merges into)."
         )
-    base_sha = gitops.resolve(repo, base)
-    previous = gitops.read_file(repo, base_sha, output, missing_ok=True)
+    base_sha = repository.resolve(repo, base)
+    previous = repository.read_file(repo, base_sha, output, missing_ok=True)
     result = regenerate(Path(docs_dir), previous, now)
     if not result.changed:
         stale = forge.find_proposal(BRANCH)
@@ -138,20 +127,25 @@ def propose_refresh(
         declined = _declined(forge, mark)
         if declined is not None:
             return ProposeResult("declined", None, declined, result.diff, result.table.warnings)
-    tip = gitops.branch_sha(repo, BRANCH)
+    tip = refs.branch_sha(repo, BRANCH)
     if remote:
-        tip = _fetch_remote_branch(Path(repo.working_tree_dir or repo.git_dir), remote) or tip
+        tip = _fetch_remote_branch(repo, remote) or tip
     status, commit = "proposed", None
     if tip is not None and _parent(repo, tip) == base_sha:
-        on_branch = gitops.read_file(repo, tip, output, missing_ok=True)
+        on_branch = repository.read_file(repo, tip, output, missing_ok=True)
         if on_branch is not None and render.same_content(on_branch, result.text):
             status, commit = "up-to-date", tip  # same table already proposed: no new commit
     if commit is None:
-        message = f"references: refresh {Path(output).name} from the MindIE-SD docs\n\n{render.summarize(result.diff)}\n"
-        commit = gitops.commit_files(repo, base_sha, {output: result.text.encode("utf-8")}, message)
-    gitops.create_branch(repo, BRANCH, commit)  # ours: created, or moved onto the new commit
+        message = (
+            f"references: refresh {Path(output).name} from the MindIE-SD docs\n\n"
+            f"{render.summarize(result.diff)}\n"
+        )
+        commit = commits.commit_files(
+            repo, base_sha, {output: result.text.encode("utf-8")}, message
+        )
+    branches.create_branch(repo, BRANCH, commit)  # ours: created, or moved onto the new commit
     if remote:
-        gitops.push(repo, remote, [f"+refs/heads/{BRANCH}:refs/heads/{BRANCH}"])
+        remotes.push(repo, remote, [f"+refs/heads/{BRANCH}:refs/heads/{BRANCH}"])
     meta = {
         "source_commit": result.table.source_commit or "",
         "docs_version": result.table.docs_version or "",

@@ -57,7 +57,7 @@ def _row_cells(row: FeatureRow, parent_api: tuple[str, ...] | None = None) -> li
         _cell(row.parent) or "—",
         api,
         ", ".join(_cell(_code(p)) for p in row.params) or "—",
-        "; ".join(l.render() for l in row.hardware) or UNDECLARED,
+        "; ".join(lim.render() for lim in row.hardware) or UNDECLARED,
         UNDECLARED if row.models is None else (", ".join(_cell(m) for m in row.models) or "无"),
         "<br>".join(_code(s) for s in row.sources),
         _cell(row.note) or "—",

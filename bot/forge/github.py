@@ -24,7 +24,8 @@ from urllib.parse import quote
 import requests
 from github import Auth, Github, GithubException
 
-from bot.config import GithubSettings
+from bot import naming
+from bot.config.schema import GithubSettings
 from bot.errors import TunebotError
 from bot.events import ROLE_RANK, PullInfo, role_allows
 from bot.forge.base import Proposal
@@ -753,15 +754,17 @@ class GithubForge:
         """Delete the run's `<prefix>/<op>/v<N>` branches (only names the bot gives; never others)."""
         if not delivery_branch.startswith(self.branch_prefix + "/"):
             return []
-        run_prefix = delivery_branch.removesuffix("/best")
+        run_prefix = naming.run_of_delivery(delivery_branch)
         refs = self.call(
             "list iteration branches",
-            lambda: list(self.repo.get_git_matching_refs(f"heads/{run_prefix}/v")),
+            lambda: list(
+                self.repo.get_git_matching_refs(f"heads/{naming.iteration_prefix(run_prefix)}")
+            ),
         )
         deleted = []
         for ref in refs:
             name = ref.ref.removeprefix("refs/heads/")
-            if name.startswith(run_prefix + "/v") and name[len(run_prefix) + 2 :].isdigit():
+            if naming.is_iteration_of(name, run_prefix):
                 self.call(
                     f"delete {name}",
                     lambda name=name: self._api("DELETE", f"/git/refs/heads/{name}"),

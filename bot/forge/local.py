@@ -4,7 +4,7 @@ Proposal N is the ref `refs/tunebot/proposals/N`, a chain of commits whose tree
 holds one file, proposal.json. Every edit (open, update, approve, merge) is a new
 commit on that chain, so `git log -p refs/tunebot/proposals/N` is its history.
 No branch, index or working file is touched by storing a proposal; only `merge`
-moves the base branch (through gitops.merge_into, which guards the user's work).
+moves the base branch (through merge.merge_into, which guards the user's work).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bot import gitops
+from bot import fs, naming
 from bot.errors import GitError, TunebotError
 from bot.forge.base import MergeBlocked, Proposal, ProposalNotFound
+from bot.git import branches, commits, merge, refs, repository
 
-REF_PREFIX = "refs/tunebot/proposals/"
+REF_PREFIX = naming.PROPOSAL_REFS
 FILE = "proposal.json"
 _FIELDS = {f.name for f in dataclasses.fields(Proposal)}
 
@@ -51,7 +52,7 @@ class LocalForge:
         branch_prefix: str | None = None,
         status_head: str | None = None,
     ) -> None:
-        self.repo = gitops.open_repo(repo_path)
+        self.repo = repository.open_repo(repo_path)
         self._keep_branches = keep_branches
         self._branch_prefix = branch_prefix
         self.status_head = status_head
@@ -64,28 +65,28 @@ class LocalForge:
     def _load(self, proposal_id: str) -> tuple[dict[str, Any], str]:
         """(record, commit sha) of proposal `proposal_id`; ProposalNotFound if there is none."""
         proposal_id = str(proposal_id).lstrip("#")
-        sha = gitops.ref_sha(self.repo, self._ref(proposal_id)) if proposal_id.isdigit() else None
+        sha = refs.ref_sha(self.repo, self._ref(proposal_id)) if proposal_id.isdigit() else None
         if sha is None:
             known = ", ".join(f"#{i}" for i in self._ids()) or "none yet"
             raise ProposalNotFound(
                 f"no proposal #{proposal_id} (known: {known}). List them with `tunebot proposals --all`."
             )
-        text = gitops.read_file(self.repo, sha, FILE)
+        text = repository.read_file(self.repo, sha, FILE)
         return json.loads(text), sha
 
     def _save(self, record: dict[str, Any], parent: str | None, action: str) -> None:
         data = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False).encode() + b"\n"
         message = f"proposal #{record['id']}: {action}"
-        sha = gitops.commit_files(self.repo, parent, {FILE: data}, message)
-        gitops.set_ref(self.repo, self._ref(record["id"]), sha, parent)
+        sha = commits.commit_files(self.repo, parent, {FILE: data}, message)
+        refs.set_ref(self.repo, self._ref(record["id"]), sha, parent)
 
     def _ids(self) -> list[int]:
-        names = gitops.list_refs(self.repo, REF_PREFIX)
+        names = refs.list_refs(self.repo, REF_PREFIX)
         return sorted(int(n[len(REF_PREFIX) :]) for n in names if n[len(REF_PREFIX) :].isdigit())
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        with gitops.file_lock(gitops.state_dir(self.repo) / "forge.lock"):
+        with fs.file_lock(repository.state_dir(self.repo) / "forge.lock"):
             yield
 
     def _proposal(self, record: dict[str, Any]) -> Proposal:
@@ -93,7 +94,7 @@ class LocalForge:
         proposal = Proposal(**fields)
         if proposal.state == "open":
             # Like a pull request, an open proposal follows its branch.
-            current = gitops.branch_sha(self.repo, proposal.head)
+            current = refs.branch_sha(self.repo, proposal.head)
             proposal.head_sha = current or proposal.head_sha
         return proposal
 
@@ -102,9 +103,9 @@ class LocalForge:
     def _settings(self) -> tuple[bool, str]:
         keep, prefix = self._keep_branches, self._branch_prefix
         if keep is None or prefix is None:
-            from bot import config  # the repo's .tunebot.yml; loaded only when needed
+            from bot.config.repo import load_repo_config
 
-            cfg = config.load_repo_config(Path(self.repo.working_tree_dir or "."))
+            cfg = load_repo_config(Path(self.repo.working_tree_dir or "."))
             keep = cfg.keep_branches if keep is None else keep
             prefix = cfg.branch_prefix if prefix is None else prefix
         return keep, prefix
@@ -127,12 +128,12 @@ class LocalForge:
     def propose(
         self, head: str, base: str, title: str, body: str, labels: list[str] | None = None
     ) -> Proposal:
-        head_sha = gitops.branch_sha(self.repo, head)
+        head_sha = refs.branch_sha(self.repo, head)
         if head_sha is None:
             raise GitError(
                 f"cannot propose '{head}': no such branch. Run the tune that creates it first."
             )
-        if gitops.branch_sha(self.repo, base) is None:
+        if refs.branch_sha(self.repo, base) is None:
             raise GitError(
                 f"cannot propose into '{base}': no such branch. Pass an existing base branch."
             )
@@ -206,7 +207,7 @@ class LocalForge:
                 return self._cleanup(record, parent)
             head_sha = self._check_gates(record)
             message = f"Merge proposal #{record['id']}: {record['title']}\n\nfrom {record['head']} at {head_sha}\n"
-            merged = gitops.merge_into(self.repo, record["base"], head_sha, message)
+            merged = merge.merge_into(self.repo, record["base"], head_sha, message)
             record.update(
                 state="merged",
                 head_sha=head_sha,
@@ -215,7 +216,7 @@ class LocalForge:
                 updated=_now(),
             )
             self._save(record, parent, f"merged into {record['base']} at {merged[:12]}")
-            return self._cleanup(record, gitops.ref_sha(self.repo, self._ref(record["id"])))
+            return self._cleanup(record, refs.ref_sha(self.repo, self._ref(record["id"])))
 
     def close(self, proposal_id: str) -> Proposal:
         """Close an open proposal without merging (its branches stay)."""
@@ -229,15 +230,13 @@ class LocalForge:
 
     def post_status(self, text: str, head: str | None = None) -> None:
         """Write the run's status to state_dir/status/<head-branch-sanitized>.md (replaced atomically)."""
-        folder = gitops.state_dir(self.repo) / "status"
+        folder = repository.state_dir(self.repo) / "status"
         folder.mkdir(exist_ok=True)
-        gitops.write_atomic(
-            folder / f"{sanitize(head or self.status_head or 'run')}.md", text.encode()
-        )
+        fs.write_atomic(folder / f"{sanitize(head or self.status_head or 'run')}.md", text.encode())
 
     def status_path(self, head: str | None = None) -> Path:
         return (
-            gitops.state_dir(self.repo)
+            repository.state_dir(self.repo)
             / "status"
             / f"{sanitize(head or self.status_head or 'run')}.md"
         )
@@ -245,7 +244,7 @@ class LocalForge:
     # ------------------------------------------------------------ gates and cleanup
 
     def _current_head(self, record: dict[str, Any]) -> str:
-        head_sha = gitops.branch_sha(self.repo, record["head"])
+        head_sha = refs.branch_sha(self.repo, record["head"])
         if head_sha is None:
             raise MergeBlocked(
                 f"proposal #{record['id']}: head branch '{record['head']}' no longer exists; "
@@ -279,10 +278,10 @@ class LocalForge:
         """
         keep, prefix = self._settings()
         head = record["head"]
-        result = gitops.DeleteResult()
+        result = branches.DeleteResult()
         if not keep and head.startswith(prefix + "/"):
             op_name = head[len(prefix) + 1 :].split("/")[0]
-            result = gitops.cleanup_iteration_branches(self.repo, op_name, prefix)
+            result = branches.cleanup_iteration_branches(self.repo, op_name, prefix)
         deleted = result.deleted
         record.update(cleaned=True, deleted_branches=deleted)
         if result.skipped:

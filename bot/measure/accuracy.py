@@ -21,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-from bot.config import AccuracySettings
+from bot.config.schema import AccuracySettings
 from bot.measure.backends.common import run_runner
 from bot.measure.sandbox import (
     OOM_MARKERS,

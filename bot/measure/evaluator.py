@@ -14,7 +14,7 @@ import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
-from bot.config import OP_CONFIG_FILE, OpConfig
+from bot.config.schema import OP_CONFIG_FILE, OpConfig
 from bot.errors import ConfigError
 from bot.measure import accuracy as acc
 from bot.measure import backends

@@ -13,7 +13,7 @@
   built upon); one whose outputs fall under the cosine threshold is rejected by the gate;
 - the noise rule is the operator loop's (bot.measure.decide), with a 3 % floor by default.
 
-Talks to gitops, ResultsLog, decide and a Forge only; knows no GitHub.
+Talks to the git layer (bot.git), ResultsLog, decide and a Forge only; knows no GitHub.
 """
 
 from __future__ import annotations
@@ -30,12 +30,16 @@ from pathlib import Path
 
 import git
 
-from bot import config as cfgmod
-from bot import gitops
-from bot.errors import TunebotError
+from bot import fs, naming
+from bot.config.names import NAME_PART
+from bot.config.repo import load_repo_config
+from bot.config.schema import RepoConfig
+from bot.config.tree import CommitTree
+from bot.errors import ConfigError, TunebotError
 from bot.features import render as table_render
 from bot.features.analysis import Analysis
 from bot.forge.base import Forge, Proposal, ProposalNotFound
+from bot.git import branches, commits, refs, remotes, repository, worktrees
 from bot.loop import (
     BadRequest,
     BaselineFailed,
@@ -46,7 +50,6 @@ from bot.loop import (
     RunOutcome,
     TuneRequest,
 )
-from bot.loop import delivery_branch as delivery_branch_name
 from bot.measure import decide as decide_mod
 from bot.measure.types import LatencyResult
 from bot.model import commands as cmd
@@ -77,24 +80,20 @@ def list_models(repo, sha: str, ops_root: str) -> list[ModelTarget]:
     """Every `<ops_root>/<project>/<model>/model.yaml` committed at `sha`."""
     out = []
     root_parts = Path(ops_root).parts
-    for rel in gitops.list_files(repo, sha, ops_root):
+    for rel in repository.list_files(repo, sha, ops_root):
         parts = Path(rel).parts[len(root_parts) :]
         if (
             len(parts) == 3
             and parts[2] == spec_mod.MODEL_FILE
-            and cfgmod.NAME_PART.match(parts[0])
-            and cfgmod.NAME_PART.match(parts[1])
+            and NAME_PART.match(parts[0])
+            and NAME_PART.match(parts[1])
         ):
             out.append(ModelTarget(parts[0], parts[1], Path(ops_root) / parts[0] / parts[1]))
     return sorted(out, key=lambda t: t.qualified)
 
 
-def _repo_config_at(repo, sha: str) -> cfgmod.RepoConfig:
-    with tempfile.TemporaryDirectory(prefix="tunebot-model-") as tmp:
-        text = gitops.read_file(repo, sha, cfgmod.REPO_CONFIG_FILE, missing_ok=True)
-        if text is not None:
-            (Path(tmp) / cfgmod.REPO_CONFIG_FILE).write_text(text, encoding="utf-8")
-        return cfgmod.load_repo_config(Path(tmp))
+def _repo_config_at(repo, sha: str) -> RepoConfig:
+    return load_repo_config(CommitTree(repo, sha))
 
 
 def find_model(repo_path: Path, name: str, base_ref: str | None = None) -> ModelTarget | None:
@@ -102,9 +101,9 @@ def find_model(repo_path: Path, name: str, base_ref: str | None = None) -> Model
 
     None means "not a model": the caller treats the name as an op. Two projects with a model of
     that name are an error (say which one)."""
-    repo = gitops.open_repo(repo_path)
+    repo = repository.open_repo(repo_path)
     try:
-        sha = gitops.resolve(repo, base_ref or "HEAD")
+        sha = repository.resolve(repo, base_ref or "HEAD")
     except TunebotError:
         return None
     models = list_models(repo, sha, _repo_config_at(repo, sha).ops_root)
@@ -122,7 +121,7 @@ def model_in_tree(root: Path, ops_root: str, name: str) -> str | None:
     `name` (one match only), else None. For checks made on a working tree (the /tune gate)."""
     base = Path(root) / ops_root
     parts = name.split("/")
-    if len(parts) > 2 or not all(cfgmod.NAME_PART.match(p) for p in parts):
+    if len(parts) > 2 or not all(NAME_PART.match(p) for p in parts):
         return None
     pattern = (
         f"{parts[0]}/{parts[1]}/{spec_mod.MODEL_FILE}"
@@ -146,7 +145,7 @@ class _Run:
     repo: git.Repo
     target: ModelTarget
     spec: spec_mod.ModelSpec
-    repo_cfg: cfgmod.RepoConfig
+    repo_cfg: RepoConfig
     table: table_render.ParsedTable
     base_sha: str
     base_branch: str
@@ -157,11 +156,11 @@ class _Run:
 
     @property
     def prefix(self) -> str:
-        return f"{self.repo_cfg.branch_prefix}/{self.target.name}"
+        return naming.run_prefix(self.repo_cfg.branch_prefix, self.target.name)
 
     @property
     def delivery_branch(self) -> str:
-        return delivery_branch_name(self.repo_cfg.branch_prefix, self.target.name)
+        return naming.delivery_branch(self.repo_cfg.branch_prefix, self.target.name)
 
     @property
     def state_dir(self) -> Path:
@@ -190,9 +189,9 @@ def run_model(
 def _run_lock(state_dir: Path, name: str):
     state_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with gitops.file_lock(state_dir / "run.lock", timeout_s=0):
+        with fs.file_lock(state_dir / "run.lock", timeout_s=0):
             yield
-    except gitops.LockBusy:
+    except fs.LockBusy:
         raise RunBusy(
             f"another tunebot process is tuning {name} right now; wait for it to finish"
         ) from None
@@ -204,14 +203,14 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
         raise BadRequest(
             "--strategies applies to ops; a model's moves are the settings listed in its model.yaml"
         )
-    repo = gitops.open_repo(request.repo)
-    head = gitops.resolve(repo, request.base_ref or "HEAD")
+    repo = repository.open_repo(request.repo)
+    head = repository.resolve(repo, request.base_ref or "HEAD")
     target = find_model(request.repo, request.op, request.base_ref)
     if target is None:
         raise BadRequest(
             f"no model '{request.op}' (a folder <project>/<model>/ with {spec_mod.MODEL_FILE}) at {head[:10]}"
         )
-    runs = gitops.state_dir(repo) / "runs"
+    runs = repository.state_dir(repo) / "runs"
     _refuse_name_clash(runs, target, forge)
     log = ResultsLog(runs / target.project / target.name / "results.jsonl")
     previous = ms.replay(log.read())
@@ -234,9 +233,9 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
         if request.target_us is not None:
             stop = dataclasses.replace(stop, target_ms=request.target_us / 1000.0)
         spec = dataclasses.replace(spec, stop=stop)
-    table_text = gitops.read_file(repo, base_sha, spec.features_file, missing_ok=True)
+    table_text = repository.read_file(repo, base_sha, spec.features_file, missing_ok=True)
     if table_text is None:
-        raise cfgmod.ConfigError(
+        raise ConfigError(
             (spec.dir / spec_mod.MODEL_FILE).as_posix(),
             "features_file",
             f"{spec.features_file} is not committed at {base_sha[:10]}",
@@ -245,7 +244,7 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
     table = table_render.parse(table_text)
     spec_mod.check_rows(spec, {r.name for r in table.rows})
     spec_mod.read_settings(
-        gitops.read_file(repo, base_sha, spec.settings_file.as_posix(), missing_ok=True),
+        repository.read_file(repo, base_sha, spec.settings_file.as_posix(), missing_ok=True),
         spec.settings_file.as_posix(),
     )
     checkout = Path(repo.working_tree_dir)
@@ -266,7 +265,7 @@ def _prepare(request: TuneRequest, forge: Forge, progress: ProgressCallback) -> 
         )
     if fresh:
         _archive(repo, repo_cfg, target, log)
-    worktree = gitops.ensure_worktree(repo, f"{target.project}__{target.name}", base_sha)
+    worktree = worktrees.ensure_worktree(repo, f"{target.project}__{target.name}", base_sha)
     return _Run(
         request,
         repo,
@@ -287,7 +286,9 @@ def _spec_at(repo, sha: str, target: ModelTarget) -> spec_mod.ModelSpec:
     with tempfile.TemporaryDirectory(prefix="tunebot-model-") as tmp:
         rel = target.dir / spec_mod.MODEL_FILE
         (Path(tmp) / rel).parent.mkdir(parents=True)
-        (Path(tmp) / rel).write_text(gitops.read_file(repo, sha, rel.as_posix()), encoding="utf-8")
+        (Path(tmp) / rel).write_text(
+            repository.read_file(repo, sha, rel.as_posix()), encoding="utf-8"
+        )
         return spec_mod.load(Path(tmp), target.dir)
 
 
@@ -313,7 +314,7 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
         differs.append(f"--max-iters {request.max_iters}")
     if request.target_us is not None and request.target_us / 1000.0 != recorded.get("target_ms"):
         differs.append(f"--target-us {request.target_us}")
-    if request.base_ref and gitops.resolve(repo, request.base_ref) != start["base_sha"]:
+    if request.base_ref and repository.resolve(repo, request.base_ref) != start["base_sha"]:
         differs.append(f"--base {request.base_ref}")
     if request.base_branch and request.base_branch != start["base_branch"]:
         differs.append(f"--into {request.base_branch}")
@@ -328,10 +329,10 @@ def _refuse_changed_request(repo, request: TuneRequest, start: dict) -> None:
 def _base_branch(repo, request: TuneRequest) -> str:
     if request.base_branch:
         return request.base_branch
-    if request.base_ref and gitops.branch_sha(repo, request.base_ref) is not None:
+    if request.base_ref and refs.branch_sha(repo, request.base_ref) is not None:
         return request.base_ref
-    configured = cfgmod.load_repo_config(Path(repo.working_tree_dir)).base_branch
-    branch = configured or gitops.current_branch(repo)
+    configured = load_repo_config(Path(repo.working_tree_dir)).base_branch
+    branch = configured or repository.current_branch(repo)
     if not branch:
         raise BadRequest("HEAD is detached and no base branch is configured; pass --into <branch>")
     return branch
@@ -344,12 +345,14 @@ def _closed(forge: Forge, record: dict) -> bool:
         return True
 
 
-def _archive(repo, repo_cfg: cfgmod.RepoConfig, target: ModelTarget, log: ResultsLog) -> None:
+def _archive(repo, repo_cfg: RepoConfig, target: ModelTarget, log: ResultsLog) -> None:
     """Start over: old branches to refs/tunebot/archive/, old records to results.<ts>.jsonl."""
     label = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
-    prefix = f"{repo_cfg.branch_prefix}/{target.name}"
-    gitops.archive_branches(
-        repo, [b for b in gitops.owned_branches(repo, prefix) if b.startswith(prefix + "/")], label
+    prefix = naming.run_prefix(repo_cfg.branch_prefix, target.name)
+    branches.archive_branches(
+        repo,
+        branches.owned_branches(repo, prefix + "/"),
+        label,
     )
     if log.path.exists():
         log.path.rename(log.path.with_name(f"results.{label}.jsonl"))
@@ -428,7 +431,7 @@ def _write_settings(run: _Run, text: str | None) -> None:
 
 
 def _settings_text(run: _Run, sha: str) -> str | None:
-    return gitops.read_file(run.repo, sha, run.spec.settings_file.as_posix(), missing_ok=True)
+    return repository.read_file(run.repo, sha, run.spec.settings_file.as_posix(), missing_ok=True)
 
 
 def _apis(run: _Run) -> frozenset[str]:
@@ -581,7 +584,7 @@ def _run_iteration(run: _Run, state: ms.ModelState, cand: Candidate) -> None:
         "iteration": n,
         "parent": state.best_sha,
         "parent_iteration": state.best_iteration,
-        "branch": f"{run.prefix}/v{n}",
+        "branch": naming.iteration_branch(run.prefix, n),
         "setting": cand.to_dict(),
         "benchmark": None,
         "latency": None,
@@ -715,7 +718,7 @@ def _commit_and_record(run: _Run, state: ms.ModelState, rec: dict, new_text: str
         f"({state.best_sha[:12]}).\nlatency: {records.fmt_ms(it.latency_ms)} ms; cosine: "
         f"{it.cosine if it.cosine is not None else '-'}; verdict: {it.verdict}."
     )
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         run.repo,
         state.best_sha,
         {
@@ -726,7 +729,7 @@ def _commit_and_record(run: _Run, state: ms.ModelState, rec: dict, new_text: str
     )
     rec["sha"] = sha
     run.log.append(rec)  # the commit point
-    gitops.create_branch(run.repo, rec["branch"], sha)
+    branches.create_branch(run.repo, rec["branch"], sha)
     done = ms.replay(run.log.read()).iterations[-1]
     stale = f"; features table may be stale: {done.stale}" if done.stale else ""
     run.progress(
@@ -817,7 +820,7 @@ def _deliver(run: _Run, state: ms.ModelState) -> None:
         run.rel("report.md"): report.encode(),
     }
     which = f"iter {state.best_iteration}" if state.best_iteration else "(baseline kept)"
-    sha = gitops.commit_files(
+    sha = commits.commit_files(
         run.repo,
         state.best_sha,
         files,
@@ -842,16 +845,16 @@ def _deliver(run: _Run, state: ms.ModelState) -> None:
 
 
 def _ensure_branch(run: _Run, name: str, sha: str) -> None:
-    current = gitops.branch_sha(run.repo, name)
+    current = refs.branch_sha(run.repo, name)
     if current is None:
-        gitops.create_branch(run.repo, name, sha)
+        branches.create_branch(run.repo, name, sha)
 
 
 def _restore_refs(run: _Run, state: ms.ModelState) -> None:
     """Recreate iteration branches a kill left unwritten (their commits are recorded)."""
     for it in state.iterations:
-        if gitops.branch_sha(run.repo, it.branch) is None:
-            gitops.create_branch(run.repo, it.branch, it.sha)
+        if refs.branch_sha(run.repo, it.branch) is None:
+            branches.create_branch(run.repo, it.branch, it.sha)
 
 
 def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
@@ -863,7 +866,7 @@ def _propose(run: _Run, state: ms.ModelState) -> Proposal | None:
     if run.request.remote:
         refspecs = [f"+refs/heads/{it.branch}:refs/heads/{it.branch}" for it in state.iterations]
         refspecs.append(f"refs/heads/{run.delivery_branch}:refs/heads/{run.delivery_branch}")
-        gitops.push(run.repo, run.request.remote, refspecs)
+        remotes.push(run.repo, run.request.remote, refspecs)
     gain = records._gain(state) or 0.0
     title = f"tunebot: {run.target.qualified} {gain:+.1f}% ({state.stop['reason']})"
     body = records.proposal_body(state.delivery["report"], state, run.target.name)
@@ -904,7 +907,7 @@ def _outcome(run: _Run, state: ms.ModelState, proposal: Proposal | None) -> RunO
         report=state.delivery["report"],
         results_path=run.log.path,
         perf_dir=run.spec.perf_dir.as_posix(),
-        iteration_prefix=f"{run.prefix}/v",
+        iteration_prefix=naming.iteration_prefix(run.prefix),
     )
 
 
@@ -949,12 +952,12 @@ def _cancel_file(state_dir: Path) -> Path:
 
 def cancel_model(repo_path: Path, name: str) -> Path:
     """Ask a running tune of model `name` to stop before its next iteration (stop reason 已取消)."""
-    repo = gitops.open_repo(repo_path)
+    repo = repository.open_repo(repo_path)
     target = find_model(repo_path, name)
     if target is None:
         raise BadRequest(f"no model '{name}'")
-    state_dir = gitops.state_dir(repo) / "runs" / target.project / target.name
-    if not gitops.lock_is_held(state_dir / "run.lock"):
+    state_dir = repository.state_dir(repo) / "runs" / target.project / target.name
+    if not fs.lock_is_held(state_dir / "run.lock"):
         raise NothingToCancel(
             f"no tunebot run of {target.qualified} is in progress; nothing to cancel"
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.config import Knob, OpConfig
+from bot.config.schema import Knob, OpConfig
 from bot.strategies import knobs, multibuffer, pipeline, vprefix
 from bot.strategies.base import Refusal, Variant
 from bot.strategies.protocol import Entry, KnobSpec

@@ -28,7 +28,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from bot.config import Knob
+from bot.config.schema import Knob
 from bot.strategies import inventory
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.binding import facts

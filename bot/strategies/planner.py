@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from bot.config import Knob, OpConfig
+from bot.config.schema import Knob, OpConfig
 from bot.strategies import catalog, knobs, space
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import Evidence

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.config import OpConfig
+from bot.config.schema import OpConfig
 from bot.measure.sandbox import run_sandboxed, scrub_env
 from bot.strategies import catalog
 from bot.strategies.base import Attempt, Change, PlanContext, Refusal, Variant

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from bot.strategies.base import Refusal, Variant
 
 if TYPE_CHECKING:
-    from bot.config import Knob, OpConfig
+    from bot.config.schema import Knob, OpConfig
 
 Applied = Literal["transform", "proposer"]
 KINDS: tuple[str, ...] = ("vector", "cube", "mix")

@@ -13,8 +13,8 @@ with a credential would hand the credential to whatever the PR code configured. 
   (`core.hooksPath=/dev/null`), only the URL's own protocol allowed, no redirects, no
   credential helpers, no prompts.
 - The checkout's objects are borrowed read-only through `objects/info/alternates`; its refs
-  are read as files (`read_refs`) and every SHA pushed must descend from the commit tunebot
-  was authorized to tune (`verify_descends`).
+  are read as files (`bot.git.gitdir.read_refs`) and every SHA pushed must descend from the commit
+  tunebot was authorized to tune (`verify_descends`).
 - The token reaches git only through `GIT_CONFIG_*` in the environment of that one git
   process (never argv, which any user can read), as a header scoped to the URL.
 """
@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bot import naming
 from bot.errors import TunebotError
+from bot.git.gitdir import SHA
 
 # Resolved once, when tunebot starts and before any PR code runs: a `git` that PR code later
 # drops into a PATH directory is never picked up.
 GIT = shutil.which("git") or "/usr/bin/git"
-SHA = re.compile(r"^[0-9a-f]{40}$")
 REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 REF = re.compile(r"^refs/(heads|tunebot)/[A-Za-z0-9_./-]+$")
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
@@ -67,42 +68,6 @@ def repo_url(server_url: str, repo: str) -> str:
     return f"{server_url.strip().rstrip('/')}/{repo}.git"
 
 
-def common_git_dir(checkout: Path) -> Path:
-    """The checkout's common git dir (`.git`, or the target of a `gitdir:` file, then its `commondir`)."""
-    dot = checkout / ".git"
-    if dot.is_file():
-        target = dot.read_text(encoding="utf-8").strip().removeprefix("gitdir:").strip()
-        dot = (checkout / target).resolve()
-    common = dot / "commondir"
-    if common.is_file():
-        dot = (dot / common.read_text(encoding="utf-8").strip()).resolve()
-    return dot
-
-
-def read_refs(git_dir: Path, prefix: str) -> dict[str, str]:
-    """Refs under `prefix` (e.g. `refs/heads/tunebot/x/`) read as files: loose refs win over packed-refs.
-
-    No git process runs in the checkout's repository: its config may be hostile.
-    """
-    found: dict[str, str] = {}
-    packed = git_dir / "packed-refs"
-    if packed.is_file():
-        for line in packed.read_text(encoding="utf-8", errors="replace").splitlines():
-            sha, _, name = line.partition(" ")
-            if name.startswith(prefix) and SHA.match(sha):
-                found[name] = sha
-    root = git_dir / prefix.rstrip("/")
-    base = root if root.is_dir() else root.parent
-    if base.is_dir():
-        for path in base.rglob("*"):
-            name = path.relative_to(git_dir).as_posix()
-            if path.is_file() and not path.is_symlink() and name.startswith(prefix):
-                sha = path.read_text(encoding="utf-8", errors="replace").strip()
-                if SHA.match(sha):
-                    found[name] = sha
-    return found
-
-
 @dataclass(frozen=True)
 class RefUpdate:
     ref: str  # full destination ref on the remote: refs/heads/tunebot/<op>/v1
@@ -122,7 +87,7 @@ class IsolatedGit:
         url: str,
         token: str | None,
         objects_from: Path | None = None,
-        allowed: tuple[str, ...] = ("refs/heads/tunebot/", "refs/tunebot/"),
+        allowed: tuple[str, ...] = ("refs/heads/tunebot/", naming.TUNEBOT_REFS),
     ) -> None:
         self.url, self._token, self.objects_from = url, token, objects_from
         self.allowed = allowed  # the only ref namespaces a push may write: tunebot's own
@@ -197,6 +162,7 @@ class IsolatedGit:
         cwd = str(self.dir or tempfile.gettempdir())
         proc = subprocess.run(
             [GIT, *self._options(), *args],
+            check=False,
             cwd=cwd,
             env=self.env(auth),
             input=input,
@@ -316,14 +282,13 @@ class IsolatedGit:
         """
         if not refs or self.dir is None:
             return
-        tmp = {f"refs/tunebot-import/{i}": sha for i, sha in enumerate(refs.values())}
+        tmp = {f"{naming.PRIVATE_IMPORT_REFS}{i}": sha for i, sha in enumerate(refs.values())}
         for ref, sha in tmp.items():
             self.run("update-ref", ref, sha)
         env = self.env()
         env["GIT_DIR"] = str(git_dir)
         specs = [
-            f"+{tmp_ref}:refs/tunebot/import/{ref.removeprefix('refs/')}"
-            for tmp_ref, ref in zip(tmp, refs)
+            f"+{tmp_ref}:{naming.import_ref(ref)}" for tmp_ref, ref in zip(tmp, refs, strict=True)
         ]
         proc = subprocess.run(
             [
@@ -338,6 +303,7 @@ class IsolatedGit:
                 f"file://{self.dir}",
                 *specs,
             ],
+            check=False,
             cwd=str(git_dir),
             env=env,
             capture_output=True,

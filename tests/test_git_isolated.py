@@ -1,4 +1,4 @@
-"""bot.git_push: the URL, the refs read as files, the private git dir, and what a push refuses."""
+"""bot.git.isolated and bot.git.gitdir: the URL, the refs read as files, the private git dir, a push's refusals."""
 
 from __future__ import annotations
 
@@ -8,15 +8,8 @@ from pathlib import Path
 import pytest
 from fakegithub.harness import git, make_world
 
-from bot.git_push import (
-    BadRemote,
-    IsolatedGit,
-    PushError,
-    RefUpdate,
-    common_git_dir,
-    read_refs,
-    repo_url,
-)
+from bot.git.gitdir import common_git_dir, read_refs
+from bot.git.isolated import BadRemote, IsolatedGit, PushError, RefUpdate, repo_url
 
 
 @pytest.mark.parametrize(
@@ -101,9 +94,11 @@ def test_a_wrong_token_fails_without_a_prompt_and_never_prints_the_token(tmp_pat
     world = make_world(tmp_path)
     try:
         base = world.fake.git("rev-parse", "main")
-        with IsolatedGit(world.fake.git_url, "wr0ng-s3cret", objects_from=world.dev / ".git") as g:
-            with pytest.raises(PushError) as err:
-                g.push([RefUpdate("refs/heads/tunebot/a/v1", base)])
+        with (
+            IsolatedGit(world.fake.git_url, "wr0ng-s3cret", objects_from=world.dev / ".git") as g,
+            pytest.raises(PushError) as err,
+        ):
+            g.push([RefUpdate("refs/heads/tunebot/a/v1", base)])
         assert "wr0ng-s3cret" not in str(err.value)
         assert "tunebot/a/v1" not in world.fake.branches()
     finally:
@@ -125,5 +120,5 @@ def test_the_private_dir_is_private_and_gone_afterwards(tmp_path):
             env["GIT_CONFIG_KEY_0"] == "http.https://github.com/o/r.git.extraheader"
         )  # scoped to the URL
         assert "tok" not in " ".join(g._options())  # never in argv
-    out = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout
+    out = subprocess.run(["git", "--version"], check=True, capture_output=True, text=True).stdout
     assert out.startswith("git version")
