@@ -113,7 +113,7 @@ def test_show_prints_the_proposal_as_a_person_reads_it_and_as_json(git_repo):
     assert shown.exit_code == 0, shown.output
     text = shown.stdout
     assert text.startswith("#1 open  tunebot/sleepy/best -> main  needs approval")
-    assert "What changed" in text and "NUM_STAGES 1 -> 2 (line " in text
+    assert "What changed" in text and "NUM_STAGES 1 -> 4 (line " in text  # far end first
     assert "```" not in text and "<details>" not in text and "**" not in text
     assert "latency per version (us)" in text and "#" * 10 in text  # the chart as text bars
     header = next(line for line in text.splitlines() if line.startswith("iter "))

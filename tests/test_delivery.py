@@ -54,7 +54,7 @@ def test_a_second_run_starts_from_the_merged_best_and_proposes_nothing_without_a
     # Seen: after merging the first proposal, a second run re-ran the first change from the
     # untouched op file and proposed it again. Here only NUM_STAGES 1 -> 2 is a gain.
     add_sleepy_op(git_repo, BLOCK=64)
-    first = tune(git_repo.path, max_iters=4)
+    first = tune(git_repo.path, max_iters=7)  # far ends first: NUM_STAGES 1 -> 4 -> 3 -> 2
     assert first.proposal is not None and first.verdict == verdicts.COMPLETED
     assert first.iterations >= 2
     approve_and_merge(git_repo.path, first.proposal.id)

@@ -34,7 +34,7 @@ def test_changed_line_is_the_first_added_line_of_the_new_file():
 
 
 def _run_with_proposal(git_repo):
-    add_sleepy_op(git_repo, WRONG_AT=32)
+    add_sleepy_op(git_repo, WRONG_AT=256)  # the planner's first move (a far end) fails L0
     outcome = tune(git_repo.path, max_iters=5, patience=5)
     assert outcome.proposal is not None, outcome.no_proposal_reason
     return outcome, LocalForge(git_repo.path).get(outcome.proposal.id)

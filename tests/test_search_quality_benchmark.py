@@ -70,6 +70,7 @@ def test_a_tiny_run_prints_the_verdicts():
             "--budgets",
             "6",
         ],
+        check=False,
         capture_output=True,
         text=True,
         timeout=600,
@@ -77,3 +78,19 @@ def test_a_tiny_run_prints_the_verdicts():
     )
     assert proc.returncode == 0, proc.stderr
     assert "| generated/1 |" in proc.stdout and "budget 6, tunebot:" in proc.stdout
+
+
+def test_every_generated_value_is_reachable_by_the_planner_as_by_random():
+    from bot.strategies import knobs
+
+    for seed in range(40):
+        land = sq.generate(seed, 0.05)
+        for knob in land.op.knobs:
+            refused = [v for v in knob.values if knobs.check_constraints(knob, v) is not None]
+            assert not refused, (land.name, knob.name, refused)
+
+
+def test_wilson_interval_brackets_the_proportion():
+    low, high = sq.wilson(80, 100)
+    assert 0.70 < low < 0.80 < high < 0.88
+    assert sq.wilson(0, 10)[0] == 0.0 and sq.wilson(10, 10)[1] == 1.0

@@ -1,4 +1,4 @@
-"""Planner: pure, neighbour moves in both directions, no source twice, evidence-ordered, exhausts."""
+"""Planner: pure, far ends then the values between, in both directions, no source twice, evidence-ordered, exhausts."""
 
 import sys
 from pathlib import Path
@@ -65,26 +65,26 @@ def test_next_is_a_pure_function_of_best_source_and_history():
     assert p.next(ctx) == again.next(ctx) and p.plan(ctx) == again.plan(ctx)
 
 
-def test_first_move_is_the_highest_priority_knob_towards_more_room_ties_up():
+def test_first_move_is_the_far_end_of_the_first_knob_towards_more_room_ties_up():
     v = Planner(demo_op()).next(PlanContext(best_source=DEMO))
     assert (
         isinstance(v, Variant)
         and v.change.knob == "BLOCK_M"
-        and (v.change.old, v.change.new) == (64, 128)
+        and (v.change.old, v.change.new) == (64, 256)
     )
 
 
-def test_moves_on_in_a_winning_direction_and_abandons_a_losing_one():
+def test_each_knob_gets_an_honest_try_before_a_win_is_refined():
     p = Planner(demo_op())
-    best, history, _ = run(p, DEMO, 6)
+    best, history, _ = run(p, DEMO, 8)
     moves = [(a.change.knob, a.change.old, a.change.new, a.verdict) for a in history]
-    assert moves[0] == ("BLOCK_M", 64, 128, "better")
-    # every knob gets its most promising move before the winning knob is followed further
-    assert [m[0] for m in moves[:3]] == ["BLOCK_M", "BLOCK_N", "STAGES"]
-    assert moves[2] == ("STAGES", 1, 2, "better")  # more values above 1 than below: up first
-    assert moves[3] == ("STAGES", 2, 3, "not_better")  # then the last win's direction continues
-    assert ("BLOCK_N", 64, 128, "not_better") in moves and ("BLOCK_N", 64, 32, "better") in moves
-    assert not any(k == "BLOCK_N" and old == 32 and new == 64 for k, old, new, _ in moves)
+    assert moves[0] == ("BLOCK_M", 64, 256, "better")  # the far end on the side with more room
+    # a losing side is followed by the knob's other side before the next knob
+    assert moves[1:3] == [("BLOCK_N", 64, 256, "not_better"), ("BLOCK_N", 64, 16, "better")]
+    assert [m[0] for m in moves[3:5]] == ["STAGES", "STAGES"]
+    # every knob was tried: the first win is refined between where it came from and where it is
+    assert moves[5] == ("BLOCK_M", 256, 128, "better")
+    assert not any(k == "BLOCK_M" and old == 256 and new == 64 for k, old, new, _ in moves)
 
 
 def test_never_evaluates_a_source_twice_and_reports_exhausted():
@@ -101,12 +101,12 @@ def test_never_evaluates_a_source_twice_and_reports_exhausted():
     assert len(history) < 5 * 5 * 4  # far fewer than the exhaustive sweep
 
 
-def test_constraints_skip_to_the_next_valid_neighbour():
+def test_constraints_skip_to_the_next_valid_value():
     op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 48, 64, 96, 128), divides=256),))
     # allowed below 64: 32 and 16 (48 does not divide 256); above: only 128 (96 does not):
-    # the side with more room is tried first
+    # the side with more room is tried first, at its far end
     v = Planner(op).next(PlanContext(best_source=DEMO))
-    assert isinstance(v, Variant) and v.change.new == 32
+    assert isinstance(v, Variant) and v.change.new == 16
     ctx = PlanContext(
         best_source=DEMO,
         history=(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", -0.1),),
@@ -210,22 +210,16 @@ def test_every_example_op_resolves_and_plans_one_parsable_change():
         assert len(changed_lines(src, v.source)) == 1, name
 
 
-def test_exploration_jumps_further_only_after_both_neighbours_lost():
+def test_far_ends_first_then_the_values_short_of_them():
     op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),))
-    p, history = Planner(op), []
-    for _ in range(2):
+    p, history, tried = Planner(op), [], []
+    for _ in range(4):
         v = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
-        assert isinstance(v, Variant) and v.change.new in (128, 32)  # the two neighbours first
+        assert isinstance(v, Variant)
+        tried.append(v.change.new)
         history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", -0.05))
-    far = [p.next(PlanContext(best_source=DEMO, history=tuple(history)))]
-    history.append(
-        Attempt(far[0].change, far[0].source_hash, source_hash(DEMO), "not_better", -0.05)
-    )
-    far.append(p.next(PlanContext(best_source=DEMO, history=tuple(history))))
-    assert [v.change.new for v in far] == [256, 16]  # two steps away, up first
-    assert (
-        "tier 4" in p.plan(PlanContext(best_source=DEMO, history=tuple(history)))[1]
-    )  # valley crossing
+    assert tried == [256, 16, 128, 32]  # both far ends, then the values between
+    assert isinstance(p.next(PlanContext(best_source=DEMO, history=tuple(history))), Refusal)
 
 
 def attempt(v: Variant, parent: str, verdict: str, gain: float | None) -> Attempt:
@@ -241,13 +235,19 @@ def test_a_value_that_failed_l0_is_never_planned_again_from_any_parent():
     )
     p = Planner(op)
     first = p.next(PlanContext(best_source=DEMO))
-    assert isinstance(first, Variant) and (first.change.knob, first.change.new) == ("BLOCK_M", 128)
+    assert isinstance(first, Variant) and (first.change.knob, first.change.new) == ("BLOCK_M", 256)
     history = [attempt(first, DEMO, "fail_l0", None)]
-    # BLOCK_N then wins, so the best source changes: BLOCK_M = 128 from there is a new source
+    # a failure says nothing about speed: the same knob's next value on that side comes next
+    again = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+    assert isinstance(again, Variant) and (again.change.knob, again.change.new) == ("BLOCK_M", 128)
+    history.append(attempt(again, DEMO, "not_better", -0.05))
     second = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
-    assert isinstance(second, Variant) and second.change.knob == "BLOCK_N"
-    history.append(attempt(second, DEMO, "better", 0.2))
-    best = second.source
+    assert isinstance(second, Variant) and second.change.knob == "BLOCK_M"  # its other side
+    history.append(attempt(second, DEMO, "not_better", -0.05))
+    third = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+    assert isinstance(third, Variant) and third.change.knob == "BLOCK_N"
+    history.append(attempt(third, DEMO, "better", 0.2))
+    best = third.source  # BLOCK_M = 256 from here is a new source, still never planned
     planned = []
     for _ in range(12):
         v = p.next(PlanContext(best_source=best, history=tuple(history)))
@@ -255,25 +255,24 @@ def test_a_value_that_failed_l0_is_never_planned_again_from_any_parent():
             break
         planned.append((v.change.knob, v.change.new))
         history.append(attempt(v, best, "not_better", -0.05))
-    assert ("BLOCK_M", 128) not in planned
-    assert ("BLOCK_M", 32) in planned  # the knob itself is still tuned
+    assert ("BLOCK_M", 256) not in planned
+    assert any(k == "BLOCK_M" for k, _ in planned)  # the knob itself is still tuned
 
 
-def test_long_knobs_stride_then_bisect_then_cross_the_valley():
+def test_long_knobs_far_end_then_bisect_towards_here():
     values = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
     src = DEMO.replace("BLOCK_M = 64", "BLOCK_M = 8")
     op = demo_op(knobs=(Knob("BLOCK_M", "block_size", values),))
     p = Planner(op)
     tried = []
     history: list[Attempt] = []
-    for _ in range(5):
+    for _ in range(4):
         w = p.next(PlanContext(best_source=src, history=tuple(history)))
         assert isinstance(w, Variant)
         tried.append(w.change.new)
         history.append(attempt(w, src, "not_better", -0.05))
-    # halfway along the nine values above 8 (256); it lost: bisect the values short of it (32, then 16);
-    # then past the farthest loss, the log-midpoint of 256..4096 (1024); when that lost too, of 1024..4096
-    assert tried == [256, 32, 16, 1024, 2048]
+    # the far end (4096) lost: halfway along the values short of it (128), then of those (32, 16)
+    assert tried == [4096, 128, 32, 16]
 
 
 def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first():
@@ -285,21 +284,22 @@ def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first(
     )
     p = Planner(op)
     up = p.next(PlanContext(best_source=DEMO))  # no evidence, equal room: up
-    assert isinstance(up, Variant) and up.change.new == 128
+    assert isinstance(up, Variant) and up.change.new == 256
     history = [attempt(up, DEMO, "not_better", -0.2)]
+    down = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+    assert isinstance(down, Variant) and (down.change.knob, down.change.new) == ("BLOCK_M", 16)
+    history.append(attempt(down, DEMO, "not_better", -0.3))
     n = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
-    assert (
-        isinstance(n, Variant) and n.change.knob == "BLOCK_N"
-    )  # another knob before BLOCK_M's other side
+    assert isinstance(n, Variant) and n.change.knob == "BLOCK_N"
     history.append(attempt(n, DEMO, "better", 0.1))
-    # from the new best, BLOCK_M's evidence says up lost 20 %: down is tried first
+    # the win is refined first: between where it came from (64) and where it is (256)
     m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
-    assert (
-        isinstance(m, Variant) and m.change.knob == "BLOCK_N" and m.change.new == 256
-    )  # the win continues
-    history.append(attempt(m, n.source, "not_better", -0.01))
+    assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_N", 128)
+    history.append(attempt(m, n.source, "not_better", -0.05))
+    # BLOCK_M's far ends lost from the old best: the values between them are searched, and
+    # the side that lost less (up) first
     m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
-    assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_M", 32)
+    assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_M", 128)
 
 
 def test_patience_counts_different_things_not_repeats_of_one():

@@ -38,7 +38,8 @@ from conftest import third_party_corpus
 from bot.config.schema import Knob, OpConfig
 from bot.strategies import knobs, multibuffer, pipeline, vprefix
 from bot.strategies.base import Refusal, Variant
-from bot.strategies.planner import DISCOVERED_BLOCK_VALUES, Planner
+from bot.strategies.builtin import DISCOVERED_BLOCK_VALUES
+from bot.strategies.planner import Planner
 
 CORPUS = Path(__file__).resolve().parent / "data" / "upstream_kernels"
 MANIFEST = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8"))

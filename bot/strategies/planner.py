@@ -2,64 +2,62 @@
 
 Nothing is kept between calls: a resumed run rebuilds the history from
 results.jsonl and plans exactly as before. Every move is one change from the
-best source. The order (docs/strategies.md):
+best source. The planner names no strategy: it asks every registered one
+(bot/strategies/registry.py) for its spaces or its one-shot change. The order
+(docs/strategies.md):
 
-1. Candidate moves per knob (declared in tune.yaml, or discovered
-   block_*/BLOCK_* names, each T.Pipelined loop, the auto multi-buffer flag):
-   the neighbouring value up and down, and, to cross a valley, the far end
-   and the log-midpoint in each direction; each proposer strategy is asked
-   once per best source; the style-only v-prefix rename comes last.
-2. Tiers (lower first):
-   0 continue the direction that just won, once every knob has had a try;
-   1 the most promising move of each knob (and each proposer strategy) never
-     tried in this run: its preferred neighbour;
-   2 the preferred neighbour of a knob tried before from another best (the
-     context changed), and a win's continuation before every knob was tried;
-   3 the other neighbour; one value past a neighbour that measured faster
-     but within the noise (a plateau);
-   4 valley crossing, once a direction lost from this best: its far end and
-     the log-midpoint between here and there;
+1. Spaces: tune.yaml's knobs, then what each allowed strategy finds (block
+   constants, T.Pipelined loops, the multi-buffer flag...); one-shot changes;
+   each proposer strategy once per best source; style-only changes last.
+2. An honest attempt at a knob is two probes: the far end on the side with more
+   room (optima often sit at an edge, and one probe spans the most), then, if
+   that lost, the far end of the other side, or, for a knob at an edge of its
+   space, the value halfway to the far end that lost. A move that failed L0,
+   timed out or errored is no attempt: the knob's next value comes next, and the
+   failed value is never planned again, from any parent.
+3. Tiers (lower first):
+   0 the rest of a knob's honest attempt; continue the direction that just won,
+     once every knob has had a try;
+   1 the first probe of each knob (and each proposer strategy) never tried;
+   2 a knob tried before from another best (the context changed): first the value
+     that measured at least as fast as its parent there, else the preferred
+     direction; a win's continuation before every knob was tried; the values
+     between a win and the value it came from (refining the jump);
+   3 the values short of a loss (bisection); one value past a plateau;
+   4 valley crossing past the farthest loss: the log-midpoint and the far end;
    5 exploration: every other value, nearest first.
+   A knob's measured profile (its gains chained through every attempt on it, the
+   knob taken to act alone) marks values clearly slower than here; they bound the
+   searches like a loss from here does.
    A knob's preferred direction: the one that won last (if we stand on that
-   win), else the one whose attempts in this run gained most, else the side
-   with more values left (never a fixed "up first": optima lie on both sides).
+   win), else the one whose attempts in this run gained most, else the side with
+   more values left (never a fixed "up first": optima lie on both sides).
    Within a tier, knobs tried less often come first (round robin), then
    score = expected gain (catalog) x evidence weight (this repository's history).
-3. A move to a value that failed L0, timed out or errored is never planned
-   again, from any parent. The first move whose source was never evaluated
-   (sha256 over every attempt) is returned; when none is left the planner
-   reports exhausted.
+4. The first move whose source was never evaluated (sha256 over every attempt) is
+   returned; when none is left the planner reports exhausted.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.config.schema import Knob, OpConfig
-from bot.strategies import catalog, knobs, multibuffer, pipeline, vprefix
-from bot.strategies.base import Attempt, PlanContext, Refusal, Variant
+from bot.strategies import catalog, knobs, space
+from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import Evidence
 from bot.strategies.proposer import ExternalProposer
+from bot.strategies.protocol import KnobSpec
+from bot.strategies.registry import STRATEGIES
 from bot.strategies.source import source_hash
+from bot.strategies.space import FAILED_VERDICTS
 
-DISCOVERED_BLOCK_VALUES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
-PROPOSER_STRATEGIES = tuple(s.id for s in catalog.CATALOG if s.applied == "proposer")
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
+ONCE_TIER = 1  # a one-shot change, beside each knob's first move
 EXPLORE_TIER = 5
+REVISIT_WITHIN = 0.0  # revisit values that measured at least as fast as their parent
 STYLE_TIER = 9
-FAILED_VERDICTS = ("fail_l0", "timeout", "error")
-
-
-@dataclass(frozen=True)
-class KnobSpec:
-    key: str  # what Change.knob of its variants holds
-    strategy: str
-    kind: str  # knob | stages | flag
-    values: tuple  # ordered space
-    knob: Knob | None = None
-    index: int = 0  # T.Pipelined loop index for kind "stages"
-    order: int = 0
 
 
 @dataclass(frozen=True)
@@ -83,24 +81,17 @@ class Move:
             self.distance if self.tier == EXPLORE_TIER else 0,
             -self.score,
             self.order,
-            0 if _direction(self.old, self.new) >= 0 else 1,
+            0 if space.direction(self.old, self.new) >= 0 else 1,
         )
 
     def describe(self) -> str:
         if self.spec is None:
-            return (
-                f"{self.strategy}: ask the external proposer"
-                if self.strategy != "vprefix"
-                else "vprefix: rename T.npuir_xxx -> T.vxxx (style only, never counted as a gain)"
-            )
+            entry = catalog.get(self.strategy)
+            if entry.applied == "proposer":
+                return f"{self.strategy}: ask the external proposer"
+            style = ", never counted as a gain" if entry.style_only else ""
+            return f"{self.strategy}: {entry.title}{style}"
         return f"{self.strategy}: {self.key}: {self.old} -> {self.new}"
-
-
-def _direction(old: object, new: object) -> int:
-    try:
-        return (new > old) - (new < old)  # type: ignore[operator]
-    except TypeError:
-        return 0
 
 
 class Planner:
@@ -122,7 +113,7 @@ class Planner:
         reasons = list(skipped)
         evaluated = 0
         for move in moves:
-            if move.spec is None and move.strategy in PROPOSER_STRATEGIES:
+            if move.spec is None and catalog.get(move.strategy).applied == "proposer":
                 assert self.proposer is not None
                 return self.proposer.propose(self.op, move.strategy, ctx, seen)
             result = self._apply(move, ctx.best_source)
@@ -161,7 +152,7 @@ class Planner:
                     shown.add(-1)
                 continue
             note = ""
-            if move.spec is not None or move.strategy == "vprefix":
+            if move.spec is not None or catalog.get(move.strategy).applied != "proposer":
                 result = self._apply(move, ctx.best_source)
                 if isinstance(result, Refusal):
                     note = f"  [skip: {result.reason}]"
@@ -203,79 +194,27 @@ class Planner:
         return ids, skipped
 
     def specs(self, source: str, strategies: list[str]) -> tuple[list[KnobSpec], list[str]]:
-        """The knobs of this source, declared first, then discovered."""
+        """The knobs of this source: tune.yaml's first, then what each strategy finds."""
         specs: list[KnobSpec] = []
         skipped: list[str] = []
-        declared = {k.strategy for k in self.op.knobs}
         for k in self.op.knobs:
             if k.strategy not in strategies:
                 continue
             if knobs.current_value(source, k.name) is None:
                 skipped.append(f"{k.strategy}: knob '{k.name}': {knobs.locate(source, k.name)}")
                 continue
-            legal, refused = knobs.legal_values(
-                source, k.name, tuple(k.values)
-            )  # the kernel's own rules
+            legal, refused = knobs.legal_values(source, k.name, tuple(k.values))  # kernel's rules
             skipped.extend(knobs.refusal_lines(k.strategy, k.name, refused))
-            k = Knob(
-                k.name, k.strategy, legal, k.divides, k.multiple_of
-            )  # hashable, for the caches
-            specs.append(KnobSpec(k.name, k.strategy, "knob", k.values, k, order=len(specs)))
-        names = {s.key for s in specs}
-        if "block_size" in strategies and "block_size" not in declared:
-            for name in knobs.discover(source):
-                value = knobs.current_value(source, name)
-                if name in names or not isinstance(value, int) or isinstance(value, bool):
-                    continue
-                values = tuple(sorted(set(DISCOVERED_BLOCK_VALUES) | {value}))
-                values, refused = knobs.legal_values(source, name, values)  # the kernel's own rules
-                skipped.extend(knobs.refusal_lines("block_size", name, refused))
-                specs.append(
-                    KnobSpec(
-                        name,
-                        "block_size",
-                        "knob",
-                        values,
-                        Knob(name, "block_size", values),
-                        order=len(specs),
-                    )
-                )
-                names.add(name)
-        if "block_size" in strategies and "block_size" not in declared:
-            skipped.extend(str(d) for d in knobs.dropped(source))
-        if "pipeline_depth" in strategies and "pipeline_depth" not in declared:
-            for loop in pipeline.find_loops(source):
-                key = loop.bound_to or f"num_stages#{loop.index}"
-                why = pipeline.not_tunable(source, loop.index)
-                if why:  # listed, never silently skipped
-                    skipped.append(f"pipeline_depth: {why}")
-                if key in names or why:
-                    continue
-                specs.append(
-                    KnobSpec(
-                        key,
-                        "pipeline_depth",
-                        "stages",
-                        pipeline.DEFAULT_DEPTHS,
-                        index=loop.index,
-                        order=len(specs),
-                    )
-                )
-                names.add(key)
-        if (
-            "multi_buffer" in strategies
-            and "tilelang" in source
-            and multibuffer.current(source) is not None
-        ):
-            flip = multibuffer.set_flag(source, not multibuffer.current(source))
-            if not isinstance(flip, Refusal):
-                specs.append(
-                    KnobSpec(
-                        multibuffer.FLAG, "multi_buffer", "flag", (False, True), order=len(specs)
-                    )
-                )
-            else:
-                skipped.append(f"multi_buffer: {multibuffer.FLAG}: {flip.reason}")
+            legal_knob = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # for caches
+            specs.append(KnobSpec(k.name, k.strategy, "knob", legal, legal_knob, order=len(specs)))
+        taken = {s.key for s in specs}
+        for sid in strategies:
+            found, left_out = STRATEGIES[sid].spaces(source, self.op, set(taken))
+            skipped.extend(left_out)
+            for spec in found:
+                if spec.key not in taken:
+                    specs.append(replace(spec, order=len(specs)))
+                    taken.add(spec.key)
         return specs, skipped
 
     def _moves(self, ctx: PlanContext) -> tuple[list[Move], list[str]]:
@@ -297,18 +236,40 @@ class Planner:
             )
             current = self._current(spec, source)
             mine = [a for a in history if a.change.knob == spec.key]
-            failed = {_value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
+            # a move that failed L0 or errored is no attempt at the knob's speed
+            honest = [a for a in mine if a.verdict not in FAILED_VERDICTS]
+            failed = {space.value_key(a.change.new) for a in mine if a.verdict in FAILED_VERDICTS}
             from_here = [a for a in mine if a.parent_hash == best and a.change.old == current]
-            preferred = _preferred_direction(spec, current, mine, last_win)
+            preferred = space.preferred_direction(spec, current, mine, last_win)
+            # this knob's profile as measured so far (log latency relative to here), chained
+            # through every attempt on it from any best: a value that tied or won elsewhere is
+            # its likeliest gain once the context changed; one clearly slower bounds a search
+            levels = space.profile(current, honest)
+            tie = math.log(1.0 + REVISIT_WITHIN)
+            known_slower = {space.value_key(v) for v, lv in levels.items() if lv > tie}
+            tried_here = {space.value_key(a.change.new) for a in from_here}
+            revisits = sorted(
+                (lv, v)
+                for v, lv in levels.items()
+                if lv <= tie
+                and v != current
+                and space.value_key(v) not in tried_here
+                and space.value_key(v) not in failed
+            )
+            revisit = revisits[0][1] if revisits else None
             for d in (preferred, -preferred):
-                ladder = [v for v in _ladder(spec, current, d) if _value_key(v) not in failed]
+                ladder = [
+                    v
+                    for v in space.side_values(spec, current, d)
+                    if space.value_key(v) not in failed
+                ]
                 if not ladder:
                     continue
                 # a move that failed L0 or errored says nothing about speed: it is only never retried
                 lost = [
                     a
                     for a in from_here
-                    if _direction(a.change.old, a.change.new) == d
+                    if space.direction(a.change.old, a.change.new) == d
                     and a.verdict not in FAILED_VERDICTS
                     and a.verdict != "better"
                 ]
@@ -317,6 +278,17 @@ class Planner:
                     for a in lost
                     if a.verdict == "not_better" and a.gain is not None and a.gain > 0
                 ]
+                # values known slower than here on this side: losses from here, and the value a
+                # win on this knob came from (stepping back onto it would only re-measure it)
+                worse = [a.change.new for a in lost] + [
+                    a.change.old
+                    for a in honest
+                    if a.verdict == "better"
+                    and a.change.new == current
+                    and space.direction(a.change.new, a.change.old) == d
+                ]
+                worse += [v for v in ladder if space.value_key(v) in known_slower]
+                worse = [v for v in worse if v in ladder]
                 planned: dict[object, int] = {}
 
                 def add(
@@ -327,13 +299,15 @@ class Planner:
                     spec: KnobSpec = spec,
                     score: float = score,
                     current: object = current,
-                    tries: int = len(mine),
+                    tries: int = len(honest),
                 ) -> None:
-                    key = _value_key(value)
+                    key = space.value_key(value)
                     if key not in planned or planned[key] > tier:
                         planned[key] = tier
                         moves[:] = [
-                            m for m in moves if not (m.key == spec.key and _value_key(m.new) == key)
+                            m
+                            for m in moves
+                            if not (m.key == spec.key and space.value_key(m.new) == key)
                         ]
                         moves.append(
                             Move(
@@ -350,41 +324,72 @@ class Planner:
                             )
                         )
 
-                step = _stride(ladder)
-                if not lost:
+                step = space.stride(ladder)
+                if not worse:
                     continuing = (
                         last_win is not None
                         and last_win.change.knob == spec.key
-                        and _direction(last_win.change.old, last_win.change.new) == d
+                        and space.direction(last_win.change.old, last_win.change.new) == d
                         and last_win.change.new == current
                     )
                     if continuing:
                         add(step, 0 if every_knob_tried else 2)
+                    elif d == preferred and not honest:
+                        add(ladder[-1], 1)  # the knob's most promising move: its far end
+                    elif not any(
+                        space.direction(a.change.old, a.change.new) == d for a in honest
+                    ) and any(
+                        space.direction(a.change.old, a.change.new) == -d
+                        and a.verdict not in FAILED_VERDICTS
+                        and a.verdict != "better"
+                        for a in from_here
+                    ):
+                        add(ladder[-1], 0)  # its other side: the rest of one honest attempt
+                    elif revisit is not None and revisit in ladder:
+                        add(revisit, 2)
                     elif d == preferred:
-                        add(step, 1 if not mine else 2)
+                        add(step, 2)
                     else:
                         add(step, 3)
                 else:
-                    nearest = min(
-                        (ladder.index(a.change.new) for a in lost if a.change.new in ladder),
-                        default=len(ladder),
-                    )
+                    nearest = min(ladder.index(v) for v in worse)
                     if nearest > 0:  # a stride lost: bisect the values short of it
-                        add(ladder[(nearest - 1) // 2], 3)
+                        # a knob at the edge of its space has no other side: the second half
+                        # of its honest attempt is halfway to the far end that lost
+                        one_sided = not [
+                            v
+                            for v in space.side_values(spec, current, -d)
+                            if space.value_key(v) not in failed
+                        ]
+                        first_probe_lost = len([a for a in honest if a.parent_hash == best]) == 1
+                        came_from = any(
+                            a.verdict == "better"
+                            and a.change.new == current
+                            and a.change.old in ladder
+                            for a in honest
+                        )
+                        refine = (
+                            2 if came_from else 3
+                        )  # refining a win comes before a new bisection
+                        add(
+                            ladder[(nearest - 1) // 2],
+                            0 if one_sided and first_probe_lost else refine,
+                        )
                     if plateau and nearest + 1 < len(ladder):
                         add(
                             ladder[nearest + 1], 3
                         )  # faster within the noise: look one value further
-                    farthest = max(
-                        (ladder.index(a.change.new) for a in lost if a.change.new in ladder),
-                        default=len(ladder),
-                    )
-                    for value in _valley_crossing(ladder[farthest:]):  # past the farthest loss
+                    farthest = max(ladder.index(v) for v in worse)
+                    for value in space.valley_crossing(ladder[farthest:]):  # past the farthest loss
                         add(value, 4)
                 for value in ladder:
                     add(value, EXPLORE_TIER)
-        for sid in PROPOSER_STRATEGIES:
-            if sid not in strategies:
+        for sid in strategies:
+            entry = catalog.get(sid)
+            if entry.applied != "proposer":
+                if STRATEGIES[sid].once(source, f"{self.op.name}.py") is not None:
+                    tier = STYLE_TIER if entry.style_only else ONCE_TIER
+                    moves.append(Move(sid, sid, tier, entry.expected_gain, 900 + entry.priority))
                 continue
             mine_p = [a for a in history if a.change.strategy == sid and a.change.knob is None]
             if len(mine_p) >= MAX_PROPOSALS_PER_STRATEGY or any(
@@ -395,30 +400,26 @@ class Planner:
             moves.append(
                 Move(sid, sid, 1, score, len(specs) + catalog.get(sid).priority, tries=len(mine_p))
             )
-        if "vprefix" in strategies and vprefix.applicable(source):
-            moves.append(Move("vprefix", "vprefix", STYLE_TIER, 0.0, 999))
         moves.sort(key=Move.sort_key)
         return moves, skipped
 
     def _current(self, spec: KnobSpec, source: str) -> object:
-        if spec.kind == "stages":
-            return pipeline.current_depth(source, spec.index)
-        if spec.kind == "flag":
-            return multibuffer.current(source)
-        return knobs.current_value(source, spec.key)
+        if spec.kind == "knob":  # a named constant, whoever found it
+            return knobs.current_value(source, spec.key)
+        return STRATEGIES[spec.strategy].current(source, spec)
 
     def _apply(self, move: Move, source: str) -> Variant | Refusal:
         name = f"{self.op.name}.py"
-        if move.strategy == "vprefix":
-            return vprefix.rename(source, name)
         spec = move.spec
-        assert spec is not None
-        if spec.kind == "stages":
-            return pipeline.set_depth(source, int(move.new), spec.index, name)  # type: ignore[arg-type]
-        if spec.kind == "flag":
-            return multibuffer.set_flag(source, bool(move.new), name)
-        assert spec.knob is not None
-        return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name)  # type: ignore[arg-type]
+        if spec is None:
+            once = STRATEGIES[move.strategy].once(source, name)
+            if once is None:
+                return Refusal((f"{move.strategy}: nothing to change",), strategy=move.strategy)
+            return once
+        if spec.kind == "knob":
+            assert spec.knob is not None
+            return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name)
+        return STRATEGIES[spec.strategy].apply(source, spec, move.new, name)
 
 
 def _seen(ctx: PlanContext) -> set[str]:
@@ -429,77 +430,3 @@ def _seen(ctx: PlanContext) -> set[str]:
         if a.parent_hash:
             seen.add(a.parent_hash)
     return seen
-
-
-def _value_key(value: object) -> str:
-    return repr(value)
-
-
-def _ladder(spec: KnobSpec, current: object, d: int) -> list:
-    """Allowed values strictly beyond `current` in direction d (+1 up, -1 down), nearest first."""
-    if spec.kind == "flag":
-        other = not current
-        return [other] if _direction(current, other) == d else []
-    ordered = sorted(v for v in spec.values if _direction(current, v) == d)
-    ordered = ordered if d > 0 else list(reversed(ordered))
-    return [
-        v for v in ordered if spec.knob is None or knobs.check_constraints(spec.knob, v) is None
-    ]
-
-
-def _stride(ladder: list) -> object:
-    """The first value to try in a direction: the neighbour, or halfway along a long ladder
-    (4 values or more), so that a wide knob is sampled coarsely before it is refined."""
-    return ladder[(len(ladder) - 1) // 2] if len(ladder) >= 4 else ladder[0]
-
-
-def _valley_crossing(ladder: list) -> list:
-    """Past a losing neighbour: the far end, and the log-midpoint between here and there."""
-    if len(ladder) < 2:
-        return []
-    far = ladder[-1]
-    out = [far]
-    if len(ladder) >= 3:
-        inner = ladder[1:-1]
-        try:
-            target = (
-                math.sqrt(float(ladder[0]) * float(far))
-                if float(ladder[0]) > 0 and float(far) > 0
-                else (float(ladder[0]) + float(far)) / 2
-            )
-            mid = min(
-                inner,
-                key=lambda v: (
-                    abs(math.log(float(v) / target))
-                    if float(v) > 0 and target > 0
-                    else abs(float(v) - target)
-                ),
-            )
-        except (TypeError, ValueError):
-            mid = inner[len(inner) // 2]
-        out.insert(0, mid)
-    return out
-
-
-def _preferred_direction(
-    spec: KnobSpec, current: object, mine: list[Attempt], last_win: Attempt | None
-) -> int:
-    """The direction to try first for this knob (see the module doc)."""
-    if last_win is not None and last_win.change.knob == spec.key and last_win.change.new == current:
-        d = _direction(last_win.change.old, last_win.change.new)
-        if d:
-            return d
-    evidence = {+1: 0.0, -1: 0.0}
-    seen = {+1: False, -1: False}
-    for a in mine:
-        d = _direction(a.change.old, a.change.new)
-        if d and a.gain is not None and a.verdict not in FAILED_VERDICTS:
-            evidence[d] += a.gain
-            seen[d] = True
-    if seen[+1] or seen[-1]:
-        if evidence[+1] != evidence[-1]:
-            return +1 if evidence[+1] > evidence[-1] else -1
-    up, down = len(_ladder(spec, current, +1)), len(_ladder(spec, current, -1))
-    if up != down:
-        return +1 if up > down else -1
-    return +1

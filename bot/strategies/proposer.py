@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from bot.config.schema import OpConfig
@@ -37,7 +38,7 @@ def _is_prim_func(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(ast.unparse(d).split("(")[0].endswith("prim_func") for d in node.decorator_list)
 
 
-def _walk_functions(body: list[ast.stmt], prefix: str):
+def _walk_functions(body: Sequence[ast.AST], prefix: str):
     """(qualified path, node) of every function, nested ones as `outer.inner`."""
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -1,7 +1,8 @@
 """A test op whose latency is set by its knobs, so the loop's decisions are predictable.
 
 Pure Python (no torch import) so that each sandboxed run starts fast. The kernel
-burns CPU time (the cpu backend's clock): least (1 ms) at BLOCK = 64 and NUM_STAGES = 2, doubling per step away;
+burns CPU time (the cpu backend's clock): least (1 ms) at BLOCK = 64 and NUM_STAGES = 2, doubling per step below,
+x1.5 (BLOCK) and x1.25 (NUM_STAGES) per step above, so each knob's far end also beats its start;
 `--level L0` follows upstream's template (exit 0 = pass). BLOCK == WRONG_AT makes
 the kernel return a wrong result, HANG_AT hang and CRASH_AT die of SIGSEGV, to
 exercise rollback and the sandbox from the loop.
@@ -30,9 +31,14 @@ def reference(x):
 
 
 def kernel(x):
-    # every step away from the optimum doubles the time: one good step is a 50 % gain, clear of
-    # the noise of a busy shared machine
-    cost_ms = 1.0 * 2.0 ** abs(math.log2(BLOCK / 64)) * 2.0 ** abs(NUM_STAGES - 2)
+    # every step below the optimum doubles the time, a step above costs 50 % / 25 %: each good
+    # move gains 22-50 %, clear of the noise of a busy shared machine
+    block_steps = math.log2(BLOCK / 64)
+    cost_ms = (
+        1.0
+        * (1.5 if block_steps > 0 else 2.0) ** abs(block_steps)
+        * (1.25 if NUM_STAGES > 2 else 2.0) ** abs(NUM_STAGES - 2)
+    )
     end = time.process_time() + cost_ms / 1000
     while time.process_time() < end:  # CPU work, not a sleep: load does not change how much
         pass
