@@ -239,7 +239,7 @@ def test_everything_filtered_says_why(table):
 
 
 def test_thresholds_are_the_ones_the_reference_page_states():
-    from bot.features import advise as adv
+    from bot.features import tree as adv
 
     page = (Path(__file__).parent.parent / "references" / "optimization-dimensions.md").read_text(
         encoding="utf-8"

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.features import advise as advise_mod
+from bot.features import tree
 from bot.features.analysis import Analysis
 from bot.features.model import FeatureRow
 from bot.features.render import ParsedTable
@@ -67,7 +68,7 @@ class Candidate:
 class Ranking:
     candidates: list[Candidate]
     excluded: list[str] = field(default_factory=list)  # "key (row): why"
-    findings: list[advise_mod.Finding] = field(default_factory=list)
+    findings: list[tree.Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property

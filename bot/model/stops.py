@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.features import advise as advise_mod
+from bot.features import tree
 from bot.features.analysis import Analysis
 from bot.model.rank import Ranking
 from bot.model.spec import StopSpec
@@ -85,7 +85,7 @@ def before_ranking(state: ModelState, stop: StopSpec) -> Stop | None:
 def after_ranking(ranking: Ranking, analysis: Analysis | None) -> Stop | None:
     """With the ranking of the best-so-far: outside causes once nothing recommended is left, or exhaustion."""
     if not ranking.tier1 and analysis is not None:
-        fired = {f.branch: f for f in advise_mod.walk_tree(analysis) if f.fired}
+        fired = {f.branch: f for f in tree.walk_tree(analysis) if f.fired}
         for branch, where in _EXTERNAL.items():
             if branch in fired:
                 return Stop(
