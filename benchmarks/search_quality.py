@@ -66,7 +66,8 @@ from bot.config.repo import load_repo_config  # noqa: E402
 from bot.config.schema import Knob, OpConfig  # noqa: E402
 from bot.errors import TunebotError  # noqa: E402
 from bot.measure.backends.common import from_samples  # noqa: E402
-from bot.measure.decide import Rule, SpreadTracker, decide, decide_in_pairs  # noqa: E402
+from bot.measure.decide import Rule, SpreadTracker, decide  # noqa: E402
+from bot.measure.pairs import decide_in_pairs  # noqa: E402
 from bot.measure.types import LatencyResult  # noqa: E402
 from bot.run.state import patience_count  # noqa: E402
 from bot.strategies import knobs as knobmod  # noqa: E402

@@ -313,7 +313,7 @@ def test_with_pairs_only_a_clear_first_look_loss_skips_the_remeasure():
 
 
 def test_in_one_process_a_loss_takes_one_run_and_a_win_always_two():
-    from bot.measure.decide import decide_in_pairs
+    from bot.measure.pairs import decide_in_pairs
 
     loss = Pairs([0.01])
     cand, d = decide_in_pairs(A, B, loss)
@@ -338,7 +338,7 @@ def test_in_one_process_a_loss_takes_one_run_and_a_win_always_two():
 
 
 def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_swapped():
-    from bot.measure.decide import decide_in_pairs
+    from bot.measure.pairs import decide_in_pairs
 
     pairs = Pairs([0.04, 0.045, 0.05])  # under twice the floor: a third pair confirms
     cand, d = decide_in_pairs(A, B, pairs)
@@ -359,7 +359,7 @@ def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_s
 
 
 def test_in_one_process_a_failed_candidate_has_no_decision_to_make():
-    from bot.measure.decide import decide_in_pairs
+    from bot.measure.pairs import decide_in_pairs
 
     broken = LatencyResult(status="error", backend="cpu", notes=["exit code 1"])
     cand, d = decide_in_pairs(A, B, lambda a, b: (broken, broken))

@@ -134,7 +134,7 @@ def first_look(
     best: LatencyResult, candidate: LatencyResult, noise_floor: float
 ) -> tuple[float, float, float]:
     """(gain, noise, threshold) from the two results as measured."""
-    gain = _gain(best, candidate)
+    gain = gain_between(best, candidate)
     noise = measured_noise(best, candidate)
     return gain, noise, max(noise_floor, noise)
 
@@ -194,13 +194,13 @@ def interleave(
             ra.append(measure(a))
         if not (ra[-1].ok and rb[-1].ok):
             break
-        lost += _median(rb[-1]) >= _median(ra[-1])
+        lost += median_of(rb[-1]) >= median_of(ra[-1])
         if stop_after_losses is not None and lost > stop_after_losses:
             break
     return ra, rb
 
 
-def _fmt(x: float) -> str:
+def fmt_gain(x: float) -> str:
     return f"{x * 100:+.1f}%"
 
 
@@ -272,7 +272,7 @@ def decide(
             threshold,
             noise,
             False,
-            f"gain {_fmt(gain)} is below the threshold {threshold * 100:.1f}%",
+            f"gain {fmt_gain(gain)} is below the threshold {threshold * 100:.1f}%",
             best.median_us,
             candidate.median_us,
             {"first": first},
@@ -285,7 +285,7 @@ def decide(
             threshold,
             noise,
             False,
-            f"gain {_fmt(gain)} is far beyond the threshold {threshold * 100:.1f}%",
+            f"gain {fmt_gain(gain)} is far beyond the threshold {threshold * 100:.1f}%",
             best.median_us,
             candidate.median_us,
             {"first": first},
@@ -311,7 +311,7 @@ def decide(
             detectable=detectable,
         )
     pa, pb = pooled(ra), pooled(rb)
-    round_gains = [_gain(a, b) for a, b in zip(ra, rb, strict=True)]
+    round_gains = [gain_between(a, b) for a, b in zip(ra, rb, strict=True)]
     # the median of paired gains shrugs off one pair disturbed by a load spike
     gain2 = statistics.median(round_gains)
     # pairs of separate processes: their gains cannot be surer than the known spread allows
@@ -338,19 +338,25 @@ def decide(
         side = "both" if pa.suspect and pb.suspect else "best" if pa.suspect else "candidate"
         reason = (
             f"interleaved re-measure: suspect (down-clocked) samples ({side}); "
-            f"gain {_fmt(gain2)} not trusted"
+            f"gain {fmt_gain(gain2)} not trusted"
         )
     elif better:
-        reason = f"interleaved re-measure: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, faster in {pairs}"
+        reason = (
+            f"interleaved re-measure: gain {fmt_gain(gain2)} >= threshold "
+            f"{threshold2 * 100:.1f}%, faster in {pairs}"
+        )
     elif stopped:
         reason = (
             f"interleaved re-measure: stopped after {len(round_gains)} of {rounds} pairs, "
             f"faster in only {pairs}"
         )
     elif gain2 < threshold2:
-        reason = f"interleaved re-measure: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (faster in {pairs})"
+        reason = (
+            f"interleaved re-measure: gain {fmt_gain(gain2)} < threshold "
+            f"{threshold2 * 100:.1f}% (faster in {pairs})"
+        )
     else:
-        reason = f"interleaved re-measure: gain {_fmt(gain2)} but faster in only {pairs}"
+        reason = f"interleaved re-measure: gain {fmt_gain(gain2)} but faster in only {pairs}"
     details = {
         "first": first,
         "round_gains": round_gains,
@@ -372,156 +378,18 @@ def decide(
     )
 
 
-def _median(r: LatencyResult) -> float:
+def median_of(r: LatencyResult) -> float:
     """The median of a result known to be ok."""
     assert r.median_us is not None, "only results with status ok are compared"
     return r.median_us
 
 
-def _gain(before: LatencyResult, after: LatencyResult) -> float:
-    return relative_change(_median(before), _median(after))
+def gain_between(before: LatencyResult, after: LatencyResult) -> float:
+    return relative_change(median_of(before), median_of(after))
 
 
 def _clock(r: LatencyResult) -> str:
     return str((r.extra or {}).get("clock", "wall"))
-
-
-def decide_in_pairs(
-    best_source: Path, candidate_source: Path, pair: MeasurePair, rule: Rule = Rule()
-) -> tuple[LatencyResult, Decision]:
-    """The cpu backend's comparison: best and candidate timed in one process from the start.
-
-    Both sides share the process, core, memory layout and load, so a pair compares like with
-    like (benchmarks/noise.py: the gain of one such pair of identical kernels stays within
-    +-2 % in 98 % of runs, where two separate processes differ by 5-10 %). Returns the
-    candidate's side of the first pair (its recorded latency) and the decision:
-
-    1. first pair's gain < close_low * floor (1.5 %): not better (one run);
-    2. otherwise `pair_rounds` (2) pairs in all, 3 (`pair_rounds_close`) while their median
-       gain is under twice the floor, the import order swapped each round, stopped at the
-       first pair that is not beyond the floor; better only if every pair's gain >= floor,
-       the median gain >= max(floor, twice the standard error estimated from the pairs'
-       spread), and no sample is suspect. One pair never decides "better": an identical
-       copy measured >= 3 % faster in one pair in 2 % of the runs, and once in 600 runs in
-       two pairs in a row (3.5 % and 4.6 %).
-    """
-    floor = rule.noise_floor
-    ra, rb = pair(best_source, candidate_source)
-    if not (ra.ok and rb.ok):
-        failed = rb if not rb.ok else ra
-        return failed, Decision(
-            False,
-            0.0,
-            floor,
-            0.0,
-            False,
-            f"candidate has no latency (status {failed.status})",
-            None,
-            None,
-            detectable=floor,
-        )
-    gain = _gain(ra, rb)
-    noise = measured_noise(ra, rb)
-    first = {
-        "gain": gain,
-        "noise": noise,
-        "threshold": floor,
-        "best_us": ra.median_us,
-        "candidate_us": rb.median_us,
-        "in_one_process": True,
-    }
-    if gain < rule.close_low * floor:
-        return rb, Decision(
-            False,
-            gain,
-            floor,
-            noise,
-            False,
-            f"gain {_fmt(gain)} is below the threshold {floor * 100:.1f}% (timed in one process)",
-            ra.median_us,
-            rb.median_us,
-            {"first": first},
-            detectable=floor,
-        )
-    pa_list, pb_list = [ra], [rb]
-    rounds = rule.pair_rounds
-    i = 0
-    while len(pa_list) < rounds or (
-        len(pa_list) < rule.pair_rounds_close and _close(pa_list, pb_list, floor)
-    ):
-        i += 1
-        if _gain(pa_list[-1], pb_list[-1]) < floor:
-            break  # a pair not beyond the floor: better is out of reach
-        # the order of import swaps each round: the candidate loads first in the second pair
-        x, y = (
-            pair(candidate_source, best_source)[::-1]
-            if i % 2
-            else pair(best_source, candidate_source)
-        )
-        if not (x.ok and y.ok):
-            return rb, Decision(
-                False,
-                gain,
-                floor,
-                noise,
-                True,
-                f"re-measure failed ({(x if not x.ok else y).status})",
-                ra.median_us,
-                rb.median_us,
-                {"first": first},
-                detectable=floor,
-            )
-        pa_list.append(x)
-        pb_list.append(y)
-    round_gains = [_gain(a, b) for a, b in zip(pa_list, pb_list, strict=True)]
-    gain2 = statistics.median(round_gains)
-    noise2 = 2 * median_standard_error(round_gains)
-    threshold2 = max(floor, noise2)
-    short = sum(1 for g in round_gains if g < floor)
-    complete = len(round_gains) >= rule.pair_rounds and (
-        len(round_gains) >= rule.pair_rounds_close or not _close(pa_list, pb_list, floor)
-    )
-    suspect = any(r.suspect for r in pa_list + pb_list)
-    better = complete and short == 0 and gain2 >= threshold2 and not suspect
-    pairs = f"{len(round_gains) - short} of {len(round_gains)} pairs"
-    if suspect:
-        reason = (
-            f"pairs in one process: suspect (down-clocked) samples; gain {_fmt(gain2)} not trusted"
-        )
-    elif better:
-        reason = (
-            f"pairs in one process: gain {_fmt(gain2)} >= threshold {threshold2 * 100:.1f}%, "
-            f"beyond the floor in {pairs}"
-        )
-    elif short or not complete:
-        reason = f"pairs in one process: gain {_fmt(gain2)}, beyond the {floor * 100:.1f}% floor in only {pairs}"
-    else:
-        reason = f"pairs in one process: gain {_fmt(gain2)} < threshold {threshold2 * 100:.1f}% (the pairs disagree)"
-    details = {
-        "first": first,
-        "round_gains": round_gains,
-        "best_rounds_us": [r.median_us for r in pa_list],
-        "candidate_rounds_us": [r.median_us for r in pb_list],
-        "suspect": suspect,
-    }
-    return rb, Decision(
-        better,
-        gain2,
-        threshold2,
-        noise2,
-        len(round_gains) > 1,
-        reason,
-        statistics.median(_median(r) for r in pa_list),
-        statistics.median(_median(r) for r in pb_list),
-        details,
-        detectable=threshold2,
-    )
-
-
-def _close(pa: list[LatencyResult], pb: list[LatencyResult], floor: float) -> bool:
-    """The pairs so far put the gain under twice the floor: one more pair must confirm it."""
-    gains = [_gain(a, b) for a, b in zip(pa, pb, strict=True)]
-    return statistics.median(gains) < 2 * floor
 
 
 def drift(start: LatencyResult, end: LatencyResult) -> float | None:

@@ -21,6 +21,7 @@ from bot.errors import ConfigError
 from bot.measure import accuracy as acc
 from bot.measure import decide as decide_mod
 from bot.measure import environment as env_mod
+from bot.measure import pairs as pairs_mod
 from bot.measure.backends.base import Backend, Request
 from bot.measure.backends.msprof import kernel_name_for
 from bot.measure.backends.registry import REGISTRY, detect
@@ -280,12 +281,12 @@ class Evaluator:
         """Measure a candidate and decide whether it beats the best: (its latency, the decision).
 
         Backends with `pairs` (cpu): both are timed in one process from the first measurement
-        on (`decide.decide_in_pairs`); the others measure the candidate alone and apply `decide`
+        on (`pairs.decide_in_pairs`); the others measure the candidate alone and apply `decide`
         against the best's recorded result. No decision when the candidate has no latency.
         """
         if self._impl.pairs:
             rule = decide_mod.Rule(noise_floor=noise_floor)
-            latency, decision = decide_mod.decide_in_pairs(
+            latency, decision = pairs_mod.decide_in_pairs(
                 self._abs(best_source), self._abs(candidate_source), self.latency_pair, rule
             )
             return latency, decision if latency.ok else None
