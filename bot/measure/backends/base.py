@@ -64,6 +64,13 @@ class Backend(Protocol):
         ...
 
 
-def no_pairs(name: str) -> MeasureError:
-    """The error of `measure_pair` on a backend that measures one variant per process."""
-    return MeasureError(f"the {name} backend cannot time two variants in one process")
+class OneVariantPerProcess:
+    """Mixin of backends that time one variant per process: no pairs, `measure_pair` refuses."""
+
+    name: str
+    pairs = False
+
+    def measure_pair(
+        self, a: Path, b: Path, request: Request
+    ) -> tuple[LatencyResult, LatencyResult]:
+        raise MeasureError(f"the {self.name} backend cannot time two variants in one process")

@@ -7,7 +7,7 @@ from typing import Literal
 
 from bot.errors import MeasureError
 from bot.measure import backends as probes
-from bot.measure.backends.base import DeviceKind, Request, no_pairs
+from bot.measure.backends.base import DeviceKind, OneVariantPerProcess, Request
 from bot.measure.backends.common import (
     from_failure,
     from_samples,
@@ -70,14 +70,13 @@ def measure_cuda(
     )
 
 
-class CudaBackend:
+class CudaBackend(OneVariantPerProcess):
     """CUDA-event device time; needs an NVIDIA GPU and a CUDA build of torch."""
 
     name = NAME
     memory_kind: Literal["as", "data"] = "data"
     device: DeviceKind = "cuda"
     auto_rank = 20
-    pairs = False
     requires: tuple[tuple[str, str, str], ...] = ()
 
     def unavailable(self) -> str | None:
@@ -96,8 +95,3 @@ class CudaBackend:
             cwd=request.cwd,
             memory_limit_mb=request.memory_limit_mb,
         )
-
-    def measure_pair(
-        self, a: Path, b: Path, request: Request
-    ) -> tuple[LatencyResult, LatencyResult]:
-        raise no_pairs(NAME)

@@ -26,7 +26,7 @@ from typing import Literal
 from bot.errors import MeasureError
 from bot.measure import backends as probes
 from bot.measure import reaper
-from bot.measure.backends.base import DeviceKind, Request, no_pairs
+from bot.measure.backends.base import DeviceKind, OneVariantPerProcess, Request
 from bot.measure.backends.common import from_failure, from_samples
 from bot.measure.sandbox import child_env, python_argv, run_sandboxed, tail_of
 from bot.measure.types import LatencyResult
@@ -384,14 +384,13 @@ def _names_without_filter(
         shutil.rmtree(out.parent, ignore_errors=True)
 
 
-class MsprofBackend:
+class MsprofBackend(OneVariantPerProcess):
     """`msprof op` device time per launch on Ascend; needs torch_npu and msprof on PATH."""
 
     name = NAME
     memory_kind: Literal["as", "data"] = "data"
     device: DeviceKind = "npu"
     auto_rank = 40
-    pairs = False
     requires: tuple[tuple[str, str, str], ...] = ()
 
     def unavailable(self) -> str | None:
@@ -413,11 +412,6 @@ class MsprofBackend:
             cwd=request.cwd,
             memory_limit_mb=request.memory_limit_mb,
         )
-
-    def measure_pair(
-        self, a: Path, b: Path, request: Request
-    ) -> tuple[LatencyResult, LatencyResult]:
-        raise no_pairs(NAME)
 
 
 def kernel_name_for(source: Path, request: Request) -> str:

@@ -19,7 +19,7 @@ from typing import Literal
 from bot.errors import MeasureError
 from bot.measure import backends as probes
 from bot.measure import reaper
-from bot.measure.backends.base import DeviceKind, Request, no_pairs
+from bot.measure.backends.base import DeviceKind, OneVariantPerProcess, Request
 from bot.measure.backends.common import from_failure, from_samples, run_runner
 from bot.measure.types import LatencyResult
 
@@ -152,14 +152,13 @@ def measure_npu_torch(
         shutil.rmtree(trace, ignore_errors=True)
 
 
-class NpuTorchBackend:
+class NpuTorchBackend(OneVariantPerProcess):
     """torch_npu profiler kernel durations on Ascend; needs torch_npu."""
 
     name = NAME
     memory_kind: Literal["as", "data"] = "data"
     device: DeviceKind = "npu"
     auto_rank = 30
-    pairs = False
     requires: tuple[tuple[str, str, str], ...] = ()
 
     def unavailable(self) -> str | None:
@@ -179,8 +178,3 @@ class NpuTorchBackend:
             kernel_name=request.kernel_name,
             memory_limit_mb=request.memory_limit_mb,
         )
-
-    def measure_pair(
-        self, a: Path, b: Path, request: Request
-    ) -> tuple[LatencyResult, LatencyResult]:
-        raise no_pairs(NAME)

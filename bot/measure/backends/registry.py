@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from bot.errors import MeasureError
-from bot.measure.backends.base import Backend, DeviceKind, Request, no_pairs
+from bot.measure.backends.base import Backend, DeviceKind, OneVariantPerProcess, Request
 from bot.measure.backends.command import NAME as COMMAND
 from bot.measure.backends.command import measure_command
 from bot.measure.backends.cpu import CpuBackend
@@ -22,14 +22,13 @@ from bot.measure.backends.npu_torch import NpuTorchBackend
 from bot.measure.types import LatencyResult
 
 
-class CommandBackend:
+class CommandBackend(OneVariantPerProcess):
     """The team's own benchmark command (`latency.command`, bot/measure/backends/command.py)."""
 
     name = COMMAND
     memory_kind: Literal["as", "data"] = "as"
     device: DeviceKind = "cpu"  # the command reports its own device in `environment`
     auto_rank = 0  # only when asked for: it needs `latency.command`
-    pairs = False
     requires: tuple[tuple[str, str, str], ...] = (
         (
             "command",
@@ -57,11 +56,6 @@ class CommandBackend:
             cwd=request.cwd,
             memory_limit_mb=request.memory_limit_mb,
         )
-
-    def measure_pair(
-        self, a: Path, b: Path, request: Request
-    ) -> tuple[LatencyResult, LatencyResult]:
-        raise no_pairs(COMMAND)
 
 
 # in the order error messages list them; `auto` tries them by `auto_rank` instead
