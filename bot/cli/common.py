@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
@@ -45,3 +46,14 @@ def handle_errors(func: Callable) -> Callable:
             sys.exit(EXIT_INTERRUPTED)
 
     return wrapper
+
+
+def repo_option(help: str = "The git repository (any directory inside it).") -> Callable:
+    """The `--repo` option every local command takes (a directory, default the current one)."""
+    return click.option(
+        "--repo",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=".",
+        show_default=True,
+        help=help,
+    )

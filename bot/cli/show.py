@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import handle_errors
+from bot.cli.common import handle_errors, repo_option
 from bot.forge.base import Proposal
 from bot.forge.local import LocalForge
 from bot.record.fmt import is_separator_row, split_row
@@ -115,13 +115,7 @@ def render_proposal(p: Proposal) -> str:
 
 @click.command()
 @click.argument("proposal_id")
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The git repository (any directory inside it).",
-)
+@repo_option()
 @click.option(
     "--json", "as_json", is_flag=True, help="Machine output: the proposal record, body as markdown."
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import handle_errors
+from bot.cli.common import handle_errors, repo_option
 from bot.cli.progress import Printer
 from bot.cli.show import render_proposal
 from bot.config import discovery
@@ -81,13 +81,7 @@ def _print_outcome(outcome: RunOutcome, repo: Path) -> None:
 
 @click.command()
 @click.argument("op")
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The git repository holding the op (any directory inside it).",
-)
+@repo_option("The git repository holding the op (any directory inside it).")
 @click.option(
     "--base", "base_ref", metavar="REF", help="Commit or branch to tune at (default: HEAD)."
 )
@@ -174,13 +168,7 @@ def tune(
 
 
 @click.command("ops")
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The git repository (any directory inside it).",
-)
+@repo_option()
 @handle_errors
 def list_ops(repo: Path) -> None:
     """List the ops tunebot can tune in this repository (`<project>/<op>`)."""
@@ -197,13 +185,7 @@ def list_ops(repo: Path) -> None:
 
 
 @click.command()
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The git repository (any directory inside it).",
-)
+@repo_option()
 @click.option("--all", "show_all", is_flag=True, help="Include merged and closed proposals.")
 @click.option("--json", "as_json", is_flag=True, help="Machine output.")
 @handle_errors
@@ -224,13 +206,7 @@ def proposals(repo: Path, show_all: bool, as_json: bool) -> None:
 
 @click.command()
 @click.argument("proposal_id")
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The git repository (any directory inside it).",
-)
+@repo_option()
 @click.option("--reviewer", default=None, help="Who approves (default: git user.name).")
 @handle_errors
 def approve(proposal_id: str, repo: Path, reviewer: str | None) -> None:
@@ -243,13 +219,7 @@ def approve(proposal_id: str, repo: Path, reviewer: str | None) -> None:
 
 @click.command()
 @click.argument("proposal_id")
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The git repository (any directory inside it).",
-)
+@repo_option()
 @handle_errors
 def merge(proposal_id: str, repo: Path) -> None:
     """Merge proposal PROPOSAL_ID into its base branch (only once approved on its current head)."""
@@ -259,13 +229,7 @@ def merge(proposal_id: str, repo: Path) -> None:
 
 @click.command("cancel")
 @click.argument("op")
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The git repository (any directory inside it).",
-)
+@repo_option()
 @handle_errors
 def cancel_run(op: str, repo: Path) -> None:
     """Ask a running tune of OP to stop after its current iteration.
