@@ -234,12 +234,20 @@ def _accuracy(check: Checker, values: dict) -> AccuracySettings:
 
 
 def _latency(check: Checker, values: dict) -> LatencySettings:
+    from bot.measure.backends import command as command_backend
     from bot.measure.backends.registry import REGISTRY  # read at check time, as above
 
     backend = REGISTRY.get(values.get("backend", ""))
     for need, problem, fix in backend.requires if backend else ():
         if not values.get(need):
             check.fail(f"latency.{need}", problem, fix)
+    unknown = command_backend.unknown_placeholders(values.get("command") or ())
+    if unknown:
+        check.fail(
+            "latency.command",
+            f"unknown placeholder {', '.join(dict.fromkeys(unknown))}",
+            "use one of " + ", ".join(f"{{{p}}}" for p in command_backend.PLACEHOLDERS),
+        )
     return LatencySettings(**values)
 
 

@@ -4,7 +4,9 @@ command: run the op's own script, `python <variant>.py --level L0`, in the op's
 directory; exit 0 is a pass (upstream's stage-3 template). A script that does
 not declare a `--level` option (upstream's example files, whose `__main__`
 runs their own assert_close check, often with a strict `parse_args()`) is run
-as it is, with no flags it would reject. A non-zero exit is
+as it is, with no flags it would reject; such a script that runs nothing when
+executed (only imports, definitions and assignments) checks nothing and is an
+"error", never a pass. A non-zero exit is
 "fail" only when the output shows an accuracy mismatch (see `_shows_mismatch`),
 otherwise "error" (import/compile error, out of memory, ...); a signal is
 "error", a hang "timeout".
@@ -17,6 +19,7 @@ minimum cosine similarity.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import replace
@@ -83,6 +86,20 @@ def accepts_level(text: str) -> bool:
     return bool(_LEVEL_OPTION.search(text))
 
 
+_RUNS_CODE = (ast.Expr, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+
+
+def checks_nothing(text: str) -> bool:
+    """Whether running a script with no flags executes no check at all: every top-level statement
+    is an import, a definition or an assignment (a library module, not a test). A script that
+    does not parse is left to fail when run."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return not any(isinstance(s, (*_RUNS_CODE, ast.Assert, ast.Match)) for s in tree.body)
+
+
 def l0_command(
     source: Path,
     cwd: Path,
@@ -95,10 +112,26 @@ def l0_command(
     TUNEBOT_SEED=<seed>; exit 0 = pass."""
     source = Path(source).resolve()
     try:
-        flags = ["--level", level] if accepts_level(source.read_text(encoding="utf-8")) else []
+        text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        flags = ["--level", level]
+        text = None
+    flags = ["--level", level] if text is None or accepts_level(text) else []
     argv = python_argv(str(source), *flags)
+    if text is not None and not flags and checks_nothing(text):
+        return AccuracyResult(
+            status="error",
+            mode="command",
+            command=argv,
+            duration_s=0.0,
+            reason=(
+                f"{source.name} checks nothing when run: it declares no --level option and has "
+                'no `if __name__ == "__main__":` block or other top-level code, so exit 0 would '
+                "prove nothing. Add a check to its __main__ (e.g. torch.testing.assert_close "
+                "against a reference), or give it get_inputs/reference/kernel and set "
+                "`accuracy.mode: harness` in tune.yaml"
+            ),
+            details={"flags": "none: the script declares no --level option"},
+        )
     env = child_env([source.parent, cwd])
     env[SEED_ENV] = str(seed)
     run = run_sandboxed(argv, cwd, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
@@ -175,6 +208,11 @@ def l0_harness(
     )
     if not run.ok or payload is None or "outputs" not in payload:
         reason = (payload or {}).get("error") or run.reason
+        if payload is None and run.returncode == 0 and not run.timed_out:
+            reason = (
+                "the harness runner exited 0 without reporting a result: the variant ended the "
+                "process itself (e.g. os._exit() in its code)"
+            )
         status: Status = "timeout" if run.timed_out else "error"
         return replace(base, status=status, reason=reason)
     outputs = payload["outputs"]

@@ -117,6 +117,7 @@ class Evaluator:
             kernel_name=lat.kernel_name,
             command=tuple(lat.command) if lat.command else None,
             op_name=self.op.name,
+            config_file=self._config_file(),
         )
 
     def kernel_name(self, source: Path) -> str:

@@ -108,6 +108,7 @@ class SandboxResult:
         default_factory=list
     )  # what on the channel was not the runner's
     swept: int = 0  # processes of the child still alive after it ended, killed by the sweep
+    output_bytes: int = 0  # how much the child printed in all (`output` keeps the last 256 KiB)
 
     @property
     def ok(self) -> bool:
@@ -380,6 +381,7 @@ def run_sandboxed(
             if reader:
                 reader.finish()
         text = _read_tail(sink)
+        printed = os.fstat(sink.fileno()).st_size
     duration = time.monotonic() - start
     rc = proc.returncode
     messages = reader.messages if reader else []
@@ -395,6 +397,7 @@ def run_sandboxed(
             timed_out=True,
             signal_name="SIGKILL",
             swept=swept,
+            output_bytes=printed,
             messages=messages,
             channel_problems=problems,
             reason=f"timed out after {timeout_s:g} s; process group killed",
@@ -409,6 +412,7 @@ def run_sandboxed(
             duration,
             reason="exit code 0",
             swept=swept,
+            output_bytes=printed,
             messages=messages,
             channel_problems=problems,
         )
@@ -425,6 +429,7 @@ def run_sandboxed(
         signal_name=sig_name,
         reason=reason,
         swept=swept,
+        output_bytes=printed,
         messages=messages,
         channel_problems=problems,
     )

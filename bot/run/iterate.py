@@ -8,6 +8,7 @@ nothing recorded is measured again, and refs are recreated from the recorded sha
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from typing import Any
 
 from bot import naming, source_text
@@ -59,15 +60,19 @@ def measure_baseline(run: OpRun, evaluator: Evaluator) -> None:
     phase(run, "baseline L0", 0)
     accuracy = evaluator.accuracy(source)
     if not accuracy.passed:
+        why = f": {accuracy.reason}" if accuracy.reason else ""
         raise BaselineFailed(
-            f"the baseline {rel} fails L0 ({accuracy.status}){_toolchain_hint(accuracy.tail)}:\n"
-            f"{accuracy.tail[-1500:]}"
+            f"the baseline {rel} fails L0 ({accuracy.status}{why})"
+            f"{_toolchain_hint(accuracy.tail)}:\n{accuracy.tail[-1500:]}"
         )
     phase(run, "baseline timing", 0)
     latency = evaluator.latency(source)
     if not latency.ok:
+        why = f": {'; '.join(latency.notes)}" if latency.notes else ""
+        if latency.command:
+            why += f"; command: {shlex.join(latency.command)}"
         raise BaselineFailed(
-            f"the baseline {rel} could not be timed ({latency.status})"
+            f"the baseline {rel} could not be timed ({latency.status}{why})"
             f"{_toolchain_hint(latency.tail)}:\n{latency.tail[-1500:]}"
         )
     env = evaluator.environment(source, run.base_sha)

@@ -93,8 +93,13 @@ def prepare(
     if not request.dry_run:
         held.enter_context(common.run_lock(log.path.parent, found.qualified))
     previous = rs.replay(log.read())
-    fresh = request.restart or bool(
-        previous.proposal and common.proposal_closed(forge, previous.proposal.id)
+    # a run that recorded no baseline (it failed L0, could not be timed, or a setup error stopped
+    # it) has nothing to resume: it starts over at HEAD, so a fix committed since is what runs
+    nothing_measured = previous.start is not None and previous.baseline is None
+    fresh = (
+        request.restart
+        or nothing_measured
+        or bool(previous.proposal and common.proposal_closed(forge, previous.proposal.id))
     )
     superseded = (
         None

@@ -36,6 +36,7 @@ class Request:
     kernel_name: str | None = None
     command: tuple[str, ...] | None = None
     op_name: str = ""
+    config_file: str = "tune.yaml"  # the op's tune.yaml (repo-relative), for setup errors
 
 
 class Backend(Protocol):

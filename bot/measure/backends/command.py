@@ -19,23 +19,32 @@ A command that reports only a median gives no spread, so it is run
 `MEDIAN_RUNS` times and each median is one sample: the decision rule (noise
 floor, confidence interval, interleaved re-measure) then works exactly as for
 the other backends. A non-zero exit, a timeout, or output without exactly one
-such object is an "error"/"timeout" result naming what was wrong.
+such object is an "error"/"timeout" result naming what was wrong. A command that
+cannot work for any variant (an unknown placeholder, a program that is not there or
+not executable) is a `ConfigError` naming the tune.yaml key (exit code 2).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import shutil
 import sys
 from pathlib import Path
 
+from bot.errors import ConfigError
 from bot.measure.backends.common import from_failure, from_samples
-from bot.measure.sandbox import SandboxResult, child_env, run_sandboxed
+from bot.measure.sandbox import OUTPUT_KEEP_BYTES, SandboxResult, child_env, run_sandboxed
 from bot.measure.types import LatencyResult
 
 NAME = "command"
 MEDIAN_RUNS = 5
 UNITS = {"ns": 1e-3, "us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6}
+PLACEHOLDERS = ("source", "op_dir", "warmup", "repeats", "entry", "python")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+KEY = "latency.command"
 
 
 class OutputError(ValueError):
@@ -53,50 +62,133 @@ def expand(argv: tuple[str, ...] | list[str], values: dict[str, str]) -> list[st
     return out
 
 
-def parse_output(output: str) -> tuple[list[float], dict, bool]:
-    """(samples in us, environment facts, median_only) from the command's output; raises OutputError."""
+def unknown_placeholders(argv: tuple[str, ...] | list[str]) -> list[str]:
+    """`{name}` fields in `argv` that are no placeholder (a typo such as `{sourc}` would otherwise
+    reach the benchmark as literal text)."""
+    return [f"{{{m}}}" for arg in argv for m in _PLACEHOLDER.findall(arg) if m not in PLACEHOLDERS]
+
+
+def check_argv(argv: tuple[str, ...] | list[str], config_file: str) -> None:
+    """Refuse, as a config error, a command with a placeholder tunebot does not fill."""
+    unknown = unknown_placeholders(argv)
+    if unknown:
+        raise ConfigError(
+            config_file,
+            KEY,
+            f"unknown placeholder {', '.join(dict.fromkeys(unknown))}",
+            "use one of " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS),
+        )
+
+
+def program_problem(program: str, cwd: Path, path_env: str | None) -> tuple[str, str] | None:
+    """Why `program` (the command's first argument) cannot be started from `cwd`, with the fix;
+    None when it can. A name with a slash is a path (relative to the op's folder), any other name
+    is looked up on PATH, as the operating system does."""
+    if "/" in program:
+        target = (cwd / program).resolve()
+        if not target.is_file():
+            return (
+                f"{program!r} does not exist (looked for {target})",
+                "give the path relative to the op's folder, or an absolute one",
+            )
+        if not os.access(target, os.X_OK):
+            return (
+                f"{program!r} is not executable",
+                f"`chmod +x {program}` (and commit it), or start it with an interpreter: "
+                f'["{{python}}", {program}, ...] or [sh, {program}, ...]',
+            )
+        return None
+    if shutil.which(program, path=path_env) is None:
+        return (
+            f"program {program!r} is not on PATH",
+            "install it, give its full path, or use {python} for the interpreter running tunebot",
+        )
+    return None
+
+
+def _shown(value: object) -> str:
+    """A value the command printed, as JSON and short: it goes into a one-line reason."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_output(output: str, printed: int = 0) -> tuple[list[float], dict, bool]:
+    """(samples in us, environment facts, median_only) from the command's output; raises
+    OutputError. `printed` is how many bytes the command wrote in all (only the last
+    OUTPUT_KEEP_BYTES are kept, so a result line longer than that is lost)."""
     found = []
-    for printed in output.splitlines():
-        line = printed.strip()
-        if not (line.startswith("{") and line.endswith("}")):
+    for line_no, printed_line in enumerate(output.splitlines(), 1):
+        line = printed_line.strip()
+        looks_like_result = '"samples"' in line or '"median"' in line
+        if not (line.startswith("{") and (line.endswith("}") or looks_like_result)):
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as exc:
+            if looks_like_result:
+                raise OutputError(
+                    f"output line {line_no} looks like the result but is not valid JSON "
+                    f"({exc.msg} at column {exc.colno}); print it with json.dumps"
+                ) from None
             continue
         if isinstance(obj, dict) and ("samples" in obj or "median" in obj):
             found.append(obj)
     if not found:
+        cut = (
+            f"; it printed {printed} bytes and tunebot reads the last {OUTPUT_KEEP_BYTES // 1024}"
+            " KiB, so print less (the result line last, at most a few thousand samples)"
+            if printed > OUTPUT_KEEP_BYTES
+            else ""
+        )
         raise OutputError(
-            'printed no JSON object with "samples" or "median" (print one on a line of its own, '
-            'e.g. {"samples": [12.5, 12.7], "unit": "us"})'
+            'printed no JSON object with "samples" or "median" on a line of its own (print '
+            'one, e.g. {"samples": [12.5, 12.7], "unit": "us"})' + cut
         )
     if len(found) > 1:
         raise OutputError(f"printed {len(found)} result objects; print exactly one")
     obj = found[0]
     unit = obj.get("unit", "us")
-    if unit not in UNITS:
-        raise OutputError(f"unknown unit {unit!r}; use one of {', '.join(sorted(UNITS))}")
+    if not isinstance(unit, str) or unit not in UNITS:
+        raise OutputError(
+            f'unknown unit {_shown(unit)} in "unit"; use one of {", ".join(sorted(UNITS))}'
+        )
     scale = UNITS[unit]
     median_only = "samples" not in obj
+    key = "median" if median_only else "samples"
     raw = [obj["median"]] if median_only else obj["samples"]
     if not isinstance(raw, list) or not raw:
         raise OutputError('"samples" must be a non-empty list of numbers')
     samples = []
-    for value in raw:
+    for i, value in enumerate(raw):
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
             or not math.isfinite(value)
             or value <= 0
         ):
-            raise OutputError(f"latency {value!r} is not a positive finite number")
+            where = '"median"' if median_only else f'"samples"[{i}]'
+            raise OutputError(
+                f"{where} is {_shown(value)}, not a positive finite number of {unit} "
+                "(print a JSON number above 0, not text)"
+            )
         samples.append(float(value) * scale)
     env = obj.get("environment", {})
-    if not isinstance(env, dict) or not all(
-        isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in env.items()
-    ):
-        raise OutputError('"environment" must be an object of plain facts (strings or numbers)')
+    if not isinstance(env, dict):
+        raise OutputError(
+            f'"environment" is {type(env).__name__}: it must be an object of plain facts, '
+            'e.g. {"device": "Ascend910B3"}'
+        )
+    for name, value in env.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise OutputError(
+                f'"environment"[{json.dumps(name)}] is {type(value).__name__}: each fact must be '
+                "a string or a number"
+            )
+        if isinstance(value, str) and len(value) > 1000:
+            raise OutputError(
+                f'"environment"[{json.dumps(name)}] is {len(value)} characters long; a fact '
+                "must be at most 1000"
+            )
     return samples, dict(env), median_only
 
 
@@ -117,11 +209,15 @@ def measure_command(
     timeout_s: float = 300.0,
     cwd: Path | None = None,
     memory_limit_mb: int | None = None,
+    config_file: str = "tune.yaml",
     **_: object,
 ) -> LatencyResult:
-    """Run the user's benchmark command on `source` and turn its JSON object into a LatencyResult."""
+    """Run the user's benchmark command on `source` and turn its JSON object into a LatencyResult.
+
+    Raises ConfigError for a command that cannot work for any variant (see the module docstring)."""
     source = Path(source).resolve()
     workdir = Path(cwd or source.parent)
+    check_argv(argv, config_file)
     command = expand(
         argv,
         {
@@ -134,6 +230,12 @@ def measure_command(
         },
     )
     env = child_env([source.parent, workdir])
+    problem = program_problem(command[0], workdir, env.get("PATH"))
+    if problem is not None:
+        raise ConfigError(config_file, f"{KEY}[0]", *problem)
+    by_hand = (
+        "run it by hand in the op's folder to see why (the exact argv is the result's command)"
+    )
     samples: list[float] = []
     facts: dict = {}
     tails = []
@@ -141,12 +243,16 @@ def measure_command(
     while True:
         run = run_sandboxed(command, workdir, timeout_s, env=env, memory_limit_mb=memory_limit_mb)
         runs += 1
+        if run.timed_out:
+            return from_failure(
+                NAME, run, f"the benchmark command did not finish in latency.timeout_s; {by_hand}"
+            )
         if not run.ok:
-            return from_failure(NAME, run, f"the benchmark command failed: {run.reason}")
+            return from_failure(NAME, run, f"the benchmark command failed; {by_hand}")
         try:
-            got, env_facts, median_only = parse_output(run.output)
+            got, env_facts, median_only = parse_output(run.output, run.output_bytes)
         except OutputError as exc:
-            return _failure(run, f"the benchmark command {exc}")
+            return _failure(run, f"the benchmark command's output: {exc}")
         samples += got
         facts.update(env_facts)
         tails.append(run.tail)

@@ -55,6 +55,7 @@ class CommandBackend(OneVariantPerProcess):
             timeout_s=request.timeout_s,
             cwd=request.cwd,
             memory_limit_mb=request.memory_limit_mb,
+            config_file=request.config_file,
         )
 
 

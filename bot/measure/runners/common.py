@@ -27,15 +27,28 @@ class OpContractError(Exception):
 
 
 def load_module(source: Path, name: str = "tunebot_variant") -> ModuleType:
-    """Import `source` by path; its own directory is importable (sibling helpers)."""
+    """Import `source` by path; its own directory is importable (sibling helpers).
+
+    The runner's own flags are parsed before this, so the variant sees the command line of
+    `python <source>` with no flags: upstream example files call a strict `parse_args()` at
+    import time, which would otherwise exit on "unrecognized arguments: --source ...". A
+    variant that exits while being imported is an op-contract error naming the exit code."""
     source = source.resolve()
     sys.path.insert(0, str(source.parent))
+    sys.argv = [str(source)]
     spec = importlib.util.spec_from_file_location(name, source)
     if spec is None or spec.loader is None:
         raise OpContractError(f"cannot import {source}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SystemExit as exc:
+        raise OpContractError(
+            f"{source.name} exited with code {exc.code!r} while being imported (a sys.exit() or a "
+            "failed argparse parse_args() at module level); tunebot imports the file with no "
+            'command-line flags, so move that code under `if __name__ == "__main__":`'
+        ) from None
     return module
 
 

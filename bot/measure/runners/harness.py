@@ -94,11 +94,21 @@ def main() -> None:
     args = parse_args(p)
     try:
         module = load_module(args.source)
+    except OpContractError as exc:
+        fail_contract(args.result, exc)
+    try:
         kernel = attribute(module, args.entry, "the kernel under test")
         reference = attribute(module, args.reference, "the reference implementation")
         inputs = build_inputs(module, args.inputs, args.seed)
     except OpContractError as exc:
-        fail_contract(args.result, exc)
+        fail_contract(
+            args.result,
+            OpContractError(
+                f"{exc}. Harness mode compares the file's kernel with its reference on its "
+                "get_inputs(); a file that runs its own check (an upstream example with an "
+                "assert_close in its __main__) needs `accuracy.mode: command` in tune.yaml"
+            ),
+        )
     import torch  # only the harness needs torch; the timing runners do not
 
     rtols, atols = json.loads(args.rtol), json.loads(args.atol)
