@@ -156,7 +156,8 @@ class Printer:
                 f"plan for {event.op} (nothing will be run or written):",
                 f"  settings: {json.dumps(event.data.get('settings', {}), ensure_ascii=False)}",
             ]
-            return "\n".join(lines + [f"  - {line}" for line in event.message.splitlines()])
+            # the planner's lines carry their own numbering and "- not planned:" bullets
+            return "\n".join(lines + [f"  {line}" for line in event.message.splitlines()])
         if event.kind == "delivered":
             return f"delivered: branch {event.branch} ({(event.sha or '')[:10]})"
         if event.kind == "stop":
