@@ -158,8 +158,10 @@ def third_party_corpus(name: str, probe: str) -> Path | None:
 # the README's test command runs everything.
 SLOW_MODULES = frozenset(
     {
+        "test_cli_command_backend",
         "test_cli_delivery",
         "test_cli_tune",
+        "test_cli_upstream_l0",
         "test_delivery",
         "test_demo_model",
         "test_demo_ops",
@@ -173,6 +175,7 @@ SLOW_MODULES = frozenset(
         "test_github_flow",
         "test_github_security",
         "test_loop",
+        "test_loop_failed_move",
         "test_loop_upstream_real",
         "test_loaded_tune_benchmark",
         "test_loop_upstream_style",

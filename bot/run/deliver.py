@@ -16,6 +16,7 @@ from bot.run.prepare import OpRun
 from bot.run.proposal_body import proposal_body, proposal_title
 from bot.run.request import RunOutcome, planned
 from bot.run.stops import stop_reason_text
+from bot.strategies import explain
 from bot.strategies.base import PlanContext
 
 
@@ -137,9 +138,26 @@ def outcome(run: OpRun, state: rs.RunState, proposal: Proposal | None) -> RunOut
 
 
 def dry_run(run: OpRun) -> RunOutcome:
-    source = repository.read_file(run.repo, run.base_sha, run.op.source.as_posix())
+    """The plan the run would follow now: from the recorded best with the recorded attempts when a
+    run of this op is recorded (what a resume does), else from the base."""
+    state = rs.RunState() if run.request.restart else run.state()
+    sha, path = run.base_sha, run.op.source.as_posix()
+    if state.best_sha is not None and state.best_path is not None:
+        sha, path = state.best_sha, state.best_path
+    source = repository.read_file(run.repo, sha, path)
     assert source is not None  # read without missing_ok: a missing file raises
-    plan = planner(run).plan(PlanContext(best_source=source, allowed=run.settings.strategies))
+    ctx = PlanContext(
+        best_source=source, history=tuple(state.attempts), allowed=run.settings.strategies
+    )
+    plan = planner(run).plan(ctx)
+    failed = [f"  - not planned: {line}" for line in explain.failed_moves(ctx.history)]
+    at = next((i for i, line in enumerate(plan) if line.startswith("nothing left")), len(plan))
+    plan[at:at] = failed
+    if state.stop is not None:
+        plan.append(
+            f"the recorded run has stopped ({state.stop.reason}); `tunebot tune --restart` "
+            "starts over from the base"
+        )
     run.event(
         "plan",
         message="\n".join(plan),

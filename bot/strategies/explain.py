@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the planner imports the strategies; this module stays light for bot/record
     from bot.run.records import Stop
-    from bot.strategies.base import PlanContext
+    from bot.strategies.base import Attempt, PlanContext
     from bot.strategies.planner import Planner
 
 SECTION = "未计划"  # opt_log.md section: what was not planned, and why
@@ -30,7 +30,24 @@ def not_planned(planner: Planner, ctx: PlanContext) -> list[str]:
     are in the dry run's plan only: they say nothing about this kernel."""
     strategies, _ = planner.allowed(ctx)
     _, dropped = planner.specs(ctx.best_source, strategies)
-    return list(dict.fromkeys(_one_line(s) for s in dropped if s.strip()))
+    lines = [*dropped, *failed_moves(ctx.history)]
+    return list(dict.fromkeys(_one_line(s) for s in lines if s.strip()))
+
+
+def failed_moves(history: tuple[Attempt, ...] | list[Attempt]) -> list[str]:
+    """One line per knob value whose variant failed L0, timed out or errored: the planner never
+    plans it again, from any parent, and says so here rather than leaving it out silently."""
+    from bot.strategies.space import FAILED_VERDICTS
+
+    lines = []
+    for a in history:
+        if a.verdict in FAILED_VERDICTS and a.change.knob is not None:
+            lines.append(
+                f"{a.change.strategy}: {a.change.knob}={a.change.new} not tried again: its "
+                f"variant ended in {a.verdict} ({a.change.description}); a failed move is never "
+                "retried from any parent"
+            )
+    return list(dict.fromkeys(lines))
 
 
 def _one_line(text: str) -> str:
