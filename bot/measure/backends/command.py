@@ -154,7 +154,6 @@ def parse_output(output: str, printed: int = 0) -> tuple[list[float], dict, bool
         )
     scale = UNITS[unit]
     median_only = "samples" not in obj
-    key = "median" if median_only else "samples"
     raw = [obj["median"]] if median_only else obj["samples"]
     if not isinstance(raw, list) or not raw:
         raise OutputError('"samples" must be a non-empty list of numbers')
