@@ -241,13 +241,9 @@ def _latency(check: Checker, values: dict) -> LatencySettings:
     for need, problem, fix in backend.requires if backend else ():
         if not values.get(need):
             check.fail(f"latency.{need}", problem, fix)
-    unknown = command_backend.unknown_placeholders(values.get("command") or ())
-    if unknown:
-        check.fail(
-            "latency.command",
-            f"unknown placeholder {', '.join(dict.fromkeys(unknown))}",
-            "use one of " + ", ".join(f"{{{p}}}" for p in command_backend.PLACEHOLDERS),
-        )
+    placeholders = command_backend.placeholder_problem(values.get("command") or ())
+    if placeholders is not None:
+        check.fail(command_backend.KEY, *placeholders)
     return LatencySettings(**values)
 
 

@@ -93,13 +93,8 @@ def prepare(
     if not request.dry_run:
         held.enter_context(common.run_lock(log.path.parent, found.qualified))
     previous = rs.replay(log.read())
-    # a run that recorded no baseline (it failed L0, could not be timed, or a setup error stopped
-    # it) has nothing to resume: it starts over at HEAD, so a fix committed since is what runs
-    nothing_measured = previous.start is not None and previous.baseline is None
-    fresh = (
-        request.restart
-        or nothing_measured
-        or bool(previous.proposal and common.proposal_closed(forge, previous.proposal.id))
+    fresh = request.restart or bool(
+        previous.proposal and common.proposal_closed(forge, previous.proposal.id)
     )
     superseded = (
         None
@@ -109,6 +104,22 @@ def prepare(
     if superseded:
         fresh = True
         progress(ProgressEvent("warning", found.qualified, message=superseded))
+    elif not fresh and (recorded := _unmeasured_run(previous, resolved.sha, request)):
+        # nothing to resume: a fix committed since (tune.yaml, a harness, a toolchain stand-in,
+        # not only the op's file) is what runs
+        fresh = True
+        if not request.dry_run:
+            progress(
+                ProgressEvent(
+                    "warning",
+                    found.qualified,
+                    message=(
+                        f"the run recorded at {recorded[:10]} has no baseline (it "
+                        "failed L0, could not be timed, or stopped on a setup error): starting "
+                        f"over at {resolved.sha[:10]}"
+                    ),
+                )
+            )
     if fresh:
         previous = rs.RunState()
     if previous.start:
@@ -167,6 +178,15 @@ def prepare(
     return OpRun(
         request, repo, op, settings, repo_cfg, base_sha, base_branch, worktree, log, forge, progress
     )
+
+
+def _unmeasured_run(previous: rs.RunState, sha: str, request: TuneRequest) -> str | None:
+    """The base commit of a recorded run without a baseline, when it differs from the commit
+    asked for now (an explicit --base pins the commit and is left to the usual rules)."""
+    start = previous.start
+    if start is None or previous.baseline is not None or request.base_ref is not None:
+        return None
+    return start.base_sha if start.base_sha != sha else None
 
 
 def _settings(

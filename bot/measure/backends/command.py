@@ -68,16 +68,15 @@ def unknown_placeholders(argv: tuple[str, ...] | list[str]) -> list[str]:
     return [f"{{{m}}}" for arg in argv for m in _PLACEHOLDER.findall(arg) if m not in PLACEHOLDERS]
 
 
-def check_argv(argv: tuple[str, ...] | list[str], config_file: str) -> None:
-    """Refuse, as a config error, a command with a placeholder tunebot does not fill."""
+def placeholder_problem(argv: tuple[str, ...] | list[str]) -> tuple[str, str] | None:
+    """(problem, fix) for a command with a placeholder tunebot does not fill, else None."""
     unknown = unknown_placeholders(argv)
-    if unknown:
-        raise ConfigError(
-            config_file,
-            KEY,
-            f"unknown placeholder {', '.join(dict.fromkeys(unknown))}",
-            "use one of " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS),
-        )
+    if not unknown:
+        return None
+    return (
+        f"unknown placeholder {', '.join(dict.fromkeys(unknown))}",
+        "use one of " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS),
+    )
 
 
 def program_problem(program: str, cwd: Path, path_env: str | None) -> tuple[str, str] | None:
@@ -216,7 +215,9 @@ def measure_command(
     Raises ConfigError for a command that cannot work for any variant (see the module docstring)."""
     source = Path(source).resolve()
     workdir = Path(cwd or source.parent)
-    check_argv(argv, config_file)
+    problem = placeholder_problem(argv)
+    if problem is not None:
+        raise ConfigError(config_file, KEY, *problem)
     command = expand(
         argv,
         {
