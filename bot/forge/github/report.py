@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from bot.errors import TunebotError
 from bot.forge.github.forge import GithubForge
-from bot.forge.github.status import matching
+from bot.forge.github.status import matching, without_quotes
 
 HEADING = re.compile(r"^### tunebot · `(?P<op>[^`]+)` · (?P<phase>.+)$", re.MULTILINE)
 PROPOSAL = re.compile(r"Proposal: \[#(\d+)\]\(([^)\s]+)\)")
@@ -56,7 +56,7 @@ def op_states(
     out = []
     for typed in ops:
         name = matching(comments, typed)
-        body = comments.get(name or "", "")
+        body = without_quotes(comments.get(name or "", ""))  # not what PR code printed
         heading = HEADING.search(body)
         phase = heading.group("phase").strip() if heading else "no status"
         found = PROPOSAL.search(body)

@@ -7,6 +7,7 @@ status end in a final, truthful state.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -145,6 +146,23 @@ def set_status(
         forge.comments.set_status(sha, state, description[:140], context=context)
     except TunebotError as exc:
         print(f"tunebot: could not set the commit status to {state}: {exc}", file=sys.stderr)
+
+
+def quoted(text: str) -> str:
+    """`text` as a fenced code block that nothing inside it can close: a failure's message carries
+    the output tail of PR-controlled code, which must render as text and never as markdown (links,
+    mentions, a fake heading or "Proposal:" line that the summary step reads)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def without_quotes(body: str) -> str:
+    """`body` without its fenced code blocks: what tunebot itself wrote in a comment."""
+    return _FENCED.sub("", body)
+
+
+_FENCED = re.compile(r"^(`{3,})[^\n`]*\n.*?\n\1[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 def failure_text(exc: BaseException) -> str:

@@ -28,6 +28,7 @@ from bot.forge.github.status import (
     end_all,
     failure_text,
     matching,
+    quoted,
     set_status,
     us,
 )
@@ -81,7 +82,7 @@ def handle(req: Request, auth: Authorization, ctx: Context, say: Say) -> Outcome
     except (TunebotError, subprocess.CalledProcessError, GithubException) as exc:
         # Whatever failed, the commit status and the status comments must not stay "pending/queued".
         what = failure_text(exc)
-        failed = ("failed", f"**Failed:** {what}")
+        failed = ("failed", f"**Failed:**\n\n{quoted(what)}")
         end_all(ctx, req, pinned, ops, failed, ("failure", f"tunebot failed: {what}"))
         return Outcome("failed", what, outputs, exit_code=1)
 
@@ -268,7 +269,7 @@ def _tune_op(run: OpRun, req: Request, reporter: StatusReporter) -> tuple[str, s
     try:
         outcome = run.tune(req.actor, req.command, progress=reporter)
     except TunebotError as exc:
-        reporter.final("failed", f"**Failed:** {exc}\n\n{RETRY_HINT}")
+        reporter.final("failed", f"**Failed:**\n\n{quoted(str(exc))}\n\n{RETRY_HINT}")
         return f"failed: {exc}", "failed"
     except Exception:
         # A bug, not a user error: say so where the user looks, keep the traceback for the log.
