@@ -261,3 +261,13 @@ def test_the_harness_cannot_write_the_records(git_repo):
         assert "write refused" in base["latency"]["tail"]
     else:  # not confined: the write happened, was caught and undone, and the run failed
         assert done.returncode == 1 and "results.jsonl" in done.stderr, done.stderr
+
+
+def test_a_command_written_as_one_text_with_a_quoted_path_holding_a_space(git_repo):
+    add_op(git_repo, "'{python} \"../../../tools/my bench.py\" {source} ok'")
+    make_commit(git_repo, {"tools/my bench.py": HARNESS}, "a harness whose name has a space")
+    done = tune(git_repo, "--max-iters", "1")
+    assert done.returncode == 0, done.stderr
+    base = next(r for r in records(git_repo) if r["kind"] == "baseline")
+    assert base["latency"]["command"][1].endswith("tools/my bench.py")
+    assert base["latency"]["median_us"] == pytest.approx(100.4, abs=0.01)
