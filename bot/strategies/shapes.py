@@ -10,9 +10,12 @@ whatever the size is. The file usually says more, by name:
   several times (`M, N, K = 1024, 512, 2048` ... `M, N, K = 512, 1024, 512`);
 
 Each open name gets every literal value such a function assigns to the same
-name. A rule must then hold for every value: a block must divide all of them
-(or not exceed the smallest). Names the factory fixes itself are never
-overridden: these values only fill what is otherwise unknown.
+name. Outside the file, the op's tune.yaml (`shapes:`) and DESIGN.md (a shapes
+section) declare sizes by name (bot/config/shapes.py); they join the file's
+sizes for the open names. A rule must then hold for every value, wherever it
+came from: a block must divide all of them (or not exceed the smallest). Names
+the factory fixes itself are never overridden: these values only fill what is
+otherwise unknown, and a declaration of such a name is not used (`unused`).
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ import itertools
 
 import libcst as cst
 
+from bot.config.schema import DeclaredShape
 from bot.strategies.binding import Resolver
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted, int_value
 
 INPUTS = "get_inputs"  # the op contract's input builder (docs/architecture.md)
+IN_FILE = "in-file"  # the origin of a size read from the source itself
 MAX_CHOICES = 27  # combinations of several sizes checked per rule
 
 
@@ -83,8 +88,72 @@ def sizes(f: Facts, resolver: Resolver, factories: list[Function]) -> dict[str, 
 
 def choices(found: dict[str, tuple[int, ...]]) -> list[dict[str, int]]:
     """Every combination of the sizes (at most MAX_CHOICES; one empty choice when none)."""
+    found = {name: values for name, values in found.items() if values}
     if not found:
         return [{}]
     names = sorted(found)
     combos = itertools.islice(itertools.product(*(found[n] for n in names)), MAX_CHOICES)
     return [dict(zip(names, combo, strict=True)) for combo in combos]
+
+
+def merged(
+    found: dict[str, tuple[int, ...]], open_: frozenset[str], declared: tuple[DeclaredShape, ...]
+) -> tuple[dict[str, tuple[int, ...]], dict[tuple[str, int], str]]:
+    """The file's sizes joined with the declared ones for the open names, and where each
+    (name, size) came from (IN_FILE, or the declaration's origin: "tune.yaml shapes", ...)."""
+    sizes = {name: list(values) for name, values in found.items()}
+    origins = {(name, v): IN_FILE for name, values in found.items() for v in values}
+    for shape in declared:
+        if shape.name not in open_:
+            continue  # the kernel fixes it itself (or never reads it): never overridden
+        values = sizes.setdefault(shape.name, [])
+        for v in shape.values:
+            if v not in values:
+                values.append(v)
+            origins.setdefault((shape.name, v), shape.origin)
+    return {name: tuple(values) for name, values in sizes.items()}, origins
+
+
+def note(choice: dict[str, int], origins: dict[tuple[str, int], str]) -> str:
+    """Where the sizes a refusal used came from: ` (with M=4096 from tune.yaml shapes)`."""
+    if not choice:
+        return ""
+    parts: dict[str, list[str]] = {}
+    for name, value in sorted(choice.items()):
+        parts.setdefault(origins.get((name, value), IN_FILE), []).append(f"{name}={value}")
+    said = [
+        f"{', '.join(items)}, a size this file runs the op with"
+        if origin == IN_FILE
+        else f"{', '.join(items)} from {origin}"
+        for origin, items in parts.items()
+    ]
+    return f" (with {'; '.join(said)})"
+
+
+def unused(
+    f: Facts, resolver: Resolver, factories: list[Function], declared: tuple[DeclaredShape, ...]
+) -> list[str]:
+    """One sentence per declared name no kernel leaves open (so the declaration is not used)."""
+    open_: set[str] = set()
+    for factory in factories:
+        open_ |= open_names(f, resolver, factory)
+    out: list[str] = []
+    for shape in declared:
+        if shape.name in open_ or not factories:
+            continue
+        reads = shape.name in f.module_assigns or any(
+            shape.name in fn.params or shape.name in fn.assigns
+            for factory in factories
+            for fn in factory.chain
+        )
+        why = (
+            "the kernel fixes it itself, which a declaration never overrides"
+            if reads
+            else "no kernel factory reads that name"
+        )
+        out.append(f"shape {shape.name}={_values(shape.values)} ({shape.origin}) not used: {why}")
+    return out
+
+
+def _values(values: tuple[int, ...]) -> str:
+    return str(values[0]) if len(values) == 1 else "[" + ", ".join(map(str, values)) + "]"
