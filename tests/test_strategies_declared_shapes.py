@@ -18,7 +18,7 @@ from bot.config.discovery import load_op_config
 from bot.config.schema import DeclaredShape, Knob
 from bot.config.shapes import design_shapes
 from bot.errors import ConfigError
-from bot.strategies import knobs
+from bot.strategies import explain, knobs
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.planner import Planner
 from bot.strategies.registry import STRATEGIES
@@ -249,6 +249,50 @@ def test_a_changed_tune_yaml_is_not_answered_from_the_cache(tmp_path):
     assert "[(32, 64)]" in text and "block_M=128 does not divide 4160" in text
     first = Planner(load_op_config(tmp_path, folder)).next(PlanContext(KERNEL))
     assert isinstance(first, Variant) and first.change.new == 64
+
+
+WIDE = """\
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def rows(block_M=4):
+    M = 1024
+    N = T.symbolic("N")
+
+    @T.prim_func
+    def main(X: T.Tensor([M, N], "float32"), Y: T.Tensor([M, N], "float32")):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            x = T.alloc_ub([block_M, N], "float32")
+            T.copy(X[cid * block_M, 0], x)
+            T.copy(x, Y[cid * block_M, 0])
+
+    return main
+"""
+
+
+def test_a_declared_size_lets_the_buffers_be_counted():
+    # x is [block_M, N] fp32 in UB (192 KiB): with N unknown its size cannot be read, so no
+    # capacity refusal rests on a guess; with N = 8192 declared, 4 rows take 128 KiB (fits),
+    # 8 rows 256 KiB (does not)
+    knob = Knob("block_M", "block_size", (4, 8))
+    assert isinstance(knobs.set_knob(WIDE, knob, 8), Variant)
+    declared = (DeclaredShape("N", (8192,), "tune.yaml shapes"),)
+    r = knobs.set_knob(WIDE, knob, 8, None, "rows.py", declared)
+    assert isinstance(r, Refusal)
+    assert "UB buffers as allocated (x (line 13))" in r.reason and "262144 bytes" in r.reason
+    assert "(with N=8192 from tune.yaml shapes)" in r.reason
+
+
+def test_the_refusal_reaches_the_stop_record_lines_with_its_source(tmp_path):
+    # explain.not_planned is what results.jsonl's stop record, opt_log.md and the report carry
+    folder = op_folder(tmp_path, KNOB_YAML, "# scale\n\n## 形状\n\n- M = 4096\n")
+    lines = explain.not_planned(Planner(load_op_config(tmp_path, folder)), PlanContext(KERNEL))
+    assert (
+        "block_size: block_M=96 refused: block_M=96 does not divide 4096 (`M // block_M` at line "
+        "11 needs full tiles) (with M=4096 from DESIGN.md line 5)"
+    ) in lines
 
 
 # ---------------------------------------------------------------- upstream kernels
