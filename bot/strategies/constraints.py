@@ -161,6 +161,7 @@ class Constraints:
     checks: list[Check] = field(default_factory=list)  # capacity and other whole-kernel rules
     sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # open names -> sizes run with
     open_names: frozenset[str] = frozenset()  # left open by the kernel: declared shapes fill these
+    symbols: dict[str, str] = field(default_factory=dict)  # T.symbolic("name") -> Python name
 
     def _env(self, chain: tuple[Function, ...], value: int) -> Env:
         return Env(self.resolver, chain, 0, {a: value for a in self.aliases})
@@ -174,7 +175,7 @@ class Constraints:
             return None
         if value <= 0:
             return f"{self.name}={value}: a block size must be positive"
-        sizes, origins = shapes.merged(self.sizes, self.open_names, declared)
+        sizes, origins = self.declared_sizes(declared)
         for name, size, _ in self.contradicted(current, sizes, origins):
             sizes[name] = tuple(v for v in sizes[name] if v != size)
             if not sizes[name]:
@@ -190,6 +191,12 @@ class Constraints:
         finally:
             self.resolver.fallback = {}
         return None
+
+    def declared_sizes(
+        self, declared: tuple[DeclaredShape, ...]
+    ) -> tuple[dict[str, tuple[int, ...]], dict[tuple[str, int], str]]:
+        """The sizes the rules use (the file's and the declared ones), and each one's origin."""
+        return shapes.merged(self.sizes, self.open_names, declared, self.symbols)
 
     def contradicted(
         self,
@@ -331,4 +338,5 @@ def constraints_for(
         [capacity] if capacity else [],
         shapes.sizes(f, resolver, factories),
         frozenset(open_),
+        shapes.symbols(factories),
     )

@@ -284,7 +284,7 @@ def unused_shapes(source: str, declared: Shapes) -> list[str]:
     out = shapes.unused(f, Resolver(f), list(f.factories), declared)
     for info in inventory.inventory(source).knobs:
         c = info.constraints
-        sizes, origins = shapes.merged(c.sizes, c.open_names, declared)
+        sizes, origins = c.declared_sizes(declared)
         for name, size, problem in c.contradicted(info.value, sizes, origins):
             out.append(
                 f"shape {name}={size} ({origins[(name, size)]}) not used for {info.name}: the "

@@ -48,6 +48,24 @@ def open_names(f: Facts, resolver: Resolver, factory: Function) -> set[str]:
     return found
 
 
+def symbols(factories: list[Function]) -> dict[str, str]:
+    """Symbol name -> the Python name bound to it (`n = T.symbolic("num_tokens")`): a shape may
+    be declared under either."""
+    out: dict[str, str] = {}
+    for factory in factories:
+        for fn in factory.chain:
+            for name, values in fn.assigns.items():
+                v = values[0] if len(values) == 1 else None
+                if (
+                    isinstance(v, cst.Call)
+                    and dotted(v.func).endswith("symbolic")
+                    and v.args
+                    and isinstance(v.args[0].value, cst.SimpleString)
+                ):
+                    out.setdefault(str(v.args[0].value.evaluated_value), name)
+    return out
+
+
 def _callers(f: Facts, factory: Function) -> list[Function]:
     """Functions that call the factory (or the factory it is returned from) by name."""
     names = {fn.name for fn in factory.chain}
@@ -97,20 +115,27 @@ def choices(found: dict[str, tuple[int, ...]]) -> list[dict[str, int]]:
 
 
 def merged(
-    found: dict[str, tuple[int, ...]], open_: frozenset[str], declared: tuple[DeclaredShape, ...]
+    found: dict[str, tuple[int, ...]],
+    open_: frozenset[str],
+    declared: tuple[DeclaredShape, ...],
+    symbol_names: dict[str, str] | None = None,
 ) -> tuple[dict[str, tuple[int, ...]], dict[tuple[str, int], str]]:
     """The file's sizes joined with the declared ones for the open names, and where each
-    (name, size) came from (IN_FILE, or the declaration's origin: "tune.yaml shapes", ...)."""
+    (name, size) came from (IN_FILE, or the declaration's origin: "tune.yaml shapes", ...).
+    A declaration under a symbol's own name (`num_tokens`) fills the name bound to it (`n`)."""
     sizes = {name: list(values) for name, values in found.items()}
     origins = {(name, v): IN_FILE for name, values in found.items() for v in values}
     for shape in declared:
-        if shape.name not in open_:
+        name = shape.name
+        if name not in open_:
+            name = (symbol_names or {}).get(name, name)
+        if name not in open_:
             continue  # the kernel fixes it itself (or never reads it): never overridden
-        values = sizes.setdefault(shape.name, [])
+        values = sizes.setdefault(name, [])
         for v in shape.values:
             if v not in values:
                 values.append(v)
-            origins.setdefault((shape.name, v), shape.origin)
+            origins.setdefault((name, v), shape.origin)
     return {name: tuple(values) for name, values in sizes.items()}, origins
 
 
@@ -137,9 +162,10 @@ def unused(
     open_: set[str] = set()
     for factory in factories:
         open_ |= open_names(f, resolver, factory)
+    by_symbol = symbols(factories)
     out: list[str] = []
     for shape in declared:
-        if shape.name in open_ or not factories:
+        if shape.name in open_ or by_symbol.get(shape.name) in open_ or not factories:
             continue
         reads = shape.name in f.module_assigns or any(
             shape.name in fn.params or shape.name in fn.assigns
