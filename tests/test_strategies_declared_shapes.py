@@ -163,6 +163,7 @@ def test_a_symbolic_shape_declared_in_design_md_limits_the_block(tmp_path):
         ("## Shapes\nA = 4096 x 1024\nlatency: 120 us\nX = 64 KiB\n| R | 4 x 2 |\n", {}),
         # a section about blocks or tiles is not about the op's shapes
         ("## Block sizes\nBLOCK_M = 64\n", {}),
+        ("- Tile shape: block_M = 128, Shapes: M = 64\n", {}),
         ("## Design\nM = 4096\n", {}),  # outside a shapes section and without a label
     ],
 )

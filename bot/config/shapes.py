@@ -34,6 +34,7 @@ _SHAPES_TITLE = re.compile(
     re.IGNORECASE,
 )
 _LABEL = re.compile(r"(?:shapes?|形状|尺寸|规模)\s*[:：]", re.IGNORECASE)
+_TILE_WORD = re.compile(r"(?:block|tile|分块|块)\s*$", re.IGNORECASE)
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _NUMBER = r"-?\d+(?:\.\d+)?"
 _VALUES = rf"{_NUMBER}(?:\s*(?:,|/|、|，|\bor\b|或)\s*{_NUMBER})*"
@@ -94,8 +95,8 @@ def design_shapes(text: str, shown: str) -> tuple[DeclaredShape, ...]:
             part = line
         else:
             label = _LABEL.search(line)
-            if label is None:
-                continue
+            if label is None or _TILE_WORD.search(line[: label.start()]):
+                continue  # no label, or `Tile shape: block_M = 128`: the tuning space
             part = line[label.end() :]
         for name, value in _pairs(part):
             sizes = found.setdefault((name, number), [])

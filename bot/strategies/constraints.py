@@ -207,7 +207,7 @@ class Constraints:
         """(name, size, why) for each declared size with which the current value itself breaks
         a rule: the declaration does not describe the kernel as it runs, so it is not used (a
         wrong declaration must not lift the rule that guards the unknown extent)."""
-        if current is None:
+        if current is None or all(o == shapes.IN_FILE for o in origins.values()):
             return []
         out: list[tuple[str, int, str]] = []
         try:

@@ -256,31 +256,24 @@ def legal_values(
     info = inventory.resolve(source, name)
     if info is None or isinstance(info, str):
         return tuple(values), []
-    ok, refused = [], []
-    for v in values:
-        problem = None if v == info.value else info.constraints.violation(v, info.value, declared)
-        if problem:
-            refused.append((v, problem))
-        else:
-            ok.append(v)
-    return tuple(ok), refused
+    return info.legal(tuple(values), declared)
 
 
 @lru_cache(maxsize=256)  # asked once per planning step about the same best source
-def unused_shapes(source: str, declared: Shapes) -> list[str]:
+def unused_shapes(source: str, declared: Shapes) -> tuple[str, ...]:
     """One sentence per declared shape the kernel's rules cannot use, with the reason."""
     if not declared:
-        return []
+        return ()
     try:
         f = facts(source)
     except ParseFailure:
-        return []
+        return ()
     if not f.factories:
-        return [
+        return tuple(
             f"shape {s.name} ({s.origin}) not used: the source has no TileLang kernel factory "
             "(`@T.prim_func`) whose rules could use it"
             for s in declared
-        ]
+        )
     out = shapes.unused(f, Resolver(f), list(f.factories), declared)
     for info in inventory.inventory(source).knobs:
         c = info.constraints
@@ -291,7 +284,7 @@ def unused_shapes(source: str, declared: Shapes) -> list[str]:
                 f"current {info.name}={info.value} already breaks the kernel's rule with it "
                 f"({problem}), so the declaration does not describe the kernel as it runs"
             )
-    return out
+    return tuple(out)
 
 
 def refusal_lines(strategy: str, name: str, refused: list[tuple[int, str]]) -> list[str]:
