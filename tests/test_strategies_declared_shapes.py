@@ -92,6 +92,8 @@ def test_tune_yaml_shapes_are_read_by_name(tmp_path):
         ("shapes:\n  2M: 64\n", "shapes.2M", "not a name"),
         ("shapes: [M, 4096]\n", "shapes", "expected a mapping"),
         ("shape:\n  M: 4096\n", "shape", "unknown key"),
+        # one name declared twice with different sizes: say both in one list instead
+        ("shapes:\n  M: 4096\n  M: 1024\n", "line 3", "duplicate key 'M'"),
     ],
 )
 def test_a_malformed_tune_yaml_declaration_names_the_file_key_and_fix(tmp_path, text, key, words):
