@@ -18,7 +18,7 @@ from bot.config.discovery import load_op_config
 from bot.config.schema import DeclaredShape, Knob
 from bot.config.shapes import design_shapes
 from bot.errors import ConfigError
-from bot.strategies import explain, knobs
+from bot.strategies import explain, knobs, shapes
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.planner import Planner
 from bot.strategies.registry import STRATEGIES
@@ -309,6 +309,18 @@ def test_the_refusal_reaches_the_stop_record_lines_with_its_source(tmp_path):
         "block_size: block_M=96 refused: block_M=96 does not divide 4096 (`M // block_M` at line "
         "11 needs full tiles) (with M=4096 from DESIGN.md line 5)"
     ) in lines
+
+
+def test_every_size_is_checked_even_when_the_combinations_are_too_many():
+    # 3 names x 10 sizes = 1000 combinations: more than are checked, but each size of each name
+    # still appears in some choice, so a rule on one extent sees every size it can take
+    found = {n: tuple(range(1, 11)) for n in ("K", "M", "N")}
+    picked = shapes.choices(found)
+    assert len(picked) < 1000
+    for name, sizes in found.items():
+        assert {c[name] for c in picked} == set(sizes)
+    # a small product is checked whole
+    assert len(shapes.choices({"M": (1, 2), "N": (3, 4)})) == 4
 
 
 # ---------------------------------------------------------------- upstream kernels

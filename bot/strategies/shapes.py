@@ -21,6 +21,7 @@ otherwise unknown, and a declaration of such a name is not used (`unused`).
 from __future__ import annotations
 
 import itertools
+import math
 
 import libcst as cst
 
@@ -105,12 +106,23 @@ def sizes(f: Facts, resolver: Resolver, factories: list[Function]) -> dict[str, 
 
 
 def choices(found: dict[str, tuple[int, ...]]) -> list[dict[str, int]]:
-    """Every combination of the sizes (at most MAX_CHOICES; one empty choice when none)."""
+    """Combinations of the sizes to check a rule with (one empty choice when none).
+
+    Every combination while there are at most MAX_CHOICES; beyond that the first MAX_CHOICES
+    and, so that no size goes unchecked, each size of each name with the others at their first
+    size (a rule on one extent sees every size it can take)."""
     found = {name: values for name, values in found.items() if values}
     if not found:
         return [{}]
     names = sorted(found)
-    combos = itertools.islice(itertools.product(*(found[n] for n in names)), MAX_CHOICES)
+    combos = list(itertools.islice(itertools.product(*(found[n] for n in names)), MAX_CHOICES))
+    if math.prod(len(found[n]) for n in names) > MAX_CHOICES:
+        first = tuple(found[n][0] for n in names)
+        for i, name in enumerate(names):
+            for v in found[name][1:]:
+                combo = first[:i] + (v,) + first[i + 1 :]
+                if combo not in combos:
+                    combos.append(combo)
     return [dict(zip(names, combo, strict=True)) for combo in combos]
 
 
