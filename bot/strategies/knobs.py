@@ -245,11 +245,11 @@ def dropped(source: str) -> list[inventory.Dropped]:
     return list(inventory.inventory(source).dropped)
 
 
-Shapes = tuple[DeclaredShape, ...]  # the op's declared shapes (OpConfig.shapes)
+DeclaredShapes = tuple[DeclaredShape, ...]  # the op's declared shapes (OpConfig.shapes)
 
 
 def legal_values(
-    source: str, name: str, values: tuple, declared: Shapes = ()
+    source: str, name: str, values: tuple, declared: DeclaredShapes = ()
 ) -> tuple[tuple, list[tuple[int, str]]]:
     """`values` that meet the kernel's own rules for knob `name` (with the op's declared shapes
     filling the sizes the kernel leaves open), and (value, reason) for the rest."""
@@ -260,7 +260,7 @@ def legal_values(
 
 
 @lru_cache(maxsize=256)  # asked once per planning step about the same best source
-def unused_shapes(source: str, declared: Shapes) -> tuple[str, ...]:
+def unused_shapes(source: str, declared: DeclaredShapes) -> tuple[str, ...]:
     """One sentence per declared shape the kernel's rules cannot use, with the reason."""
     if not declared:
         return ()
@@ -312,7 +312,9 @@ def check_constraints(knob: Knob, value: int) -> str | None:
     return None
 
 
-def kernel_violation(source: str, name: str, value: int, declared: Shapes = ()) -> str | None:
+def kernel_violation(
+    source: str, name: str, value: int, declared: DeclaredShapes = ()
+) -> str | None:
     """Why `value` breaks the kernel's own rules for knob `name` (asserts, full tiles, extents,
     with the op's declared shapes for open sizes), or None."""
     info = inventory.resolve(source, name)
@@ -330,7 +332,7 @@ def set_knob(
     new: int | bool,
     strategy: str | None = None,
     name: str = "kernel.py",
-    declared: Shapes = (),
+    declared: DeclaredShapes = (),
 ) -> Variant | Refusal:
     """Set knob `knob.name` to `new` at its one effective site (`declared`: the op's shapes)."""
     strategy = strategy or knob.strategy
