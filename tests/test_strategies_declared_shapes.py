@@ -323,6 +323,46 @@ def test_every_size_is_checked_even_when_the_combinations_are_too_many():
     assert len(shapes.choices({"M": (1, 2), "N": (3, 4)})) == 4
 
 
+ASSERTED = """\
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def cols(N, block_N=32):
+    assert N % block_N == 0, "N must be a multiple of block_N"
+
+    @T.prim_func
+    def main(X: T.Tensor((128, N), "float16"), Y: T.Tensor((128, N), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((128, block_N), "float16")
+            T.copy(X[0, 0], buf)
+            T.copy(buf, Y[0, 0])
+
+    return main
+
+
+def run(x):
+    return cols(x.shape[-1])(x)
+"""
+
+
+def test_the_kernel_s_own_assert_is_checked_with_a_declared_run_time_size():
+    # N is bound at run time (x.shape[-1]): without a size only divisors of the current 32
+    knob = Knob("block_N", "block_size", (32, 64))
+    r = knobs.set_knob(ASSERTED, knob, 64)
+    assert isinstance(r, Refusal) and "only divisors of the current 32" in r.reason
+    fits = (DeclaredShape("N", (128,), "tune.yaml shapes"),)
+    assert isinstance(knobs.set_knob(ASSERTED, knob, 64, None, "cols.py", fits), Variant)
+    declared = (DeclaredShape("N", (96,), "DESIGN.md line 3"),)
+    r = knobs.set_knob(ASSERTED, knob, 64, None, "cols.py", declared)
+    assert isinstance(r, Refusal)
+    assert r.reason == (
+        "block_N=64 breaks the kernel's assert at line 7: `N % block_N == 0` "
+        "(with N=96 from DESIGN.md line 3)"
+    )
+
+
 # ---------------------------------------------------------------- upstream kernels
 
 
