@@ -73,6 +73,8 @@ def valid(rule: dict, value: int) -> bool:
         return False
     if "max" in rule and value > rule["max"]:
         return False
+    if "min" in rule and value < rule["min"]:
+        return False
     if "multiple_of" in rule and value % rule["multiple_of"]:
         return False
     return not (rule.get("even") and value % 2)
