@@ -314,8 +314,8 @@ def test_clopper_pearson_matches_known_values():
     # 13/13: lower bound (alpha/2)^(1/13); 0/10: upper bound 1 - (alpha/2)^(1/10)
     assert clopper_pearson(13, 13)[0] == pytest.approx(0.025 ** (1 / 13), abs=1e-9)
     assert clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** (1 / 10), abs=1e-9)
-    lo, hi = clopper_pearson(33, 51)  # tabulated: 0.5010-0.7763
-    assert lo == pytest.approx(0.5010, abs=5e-4) and hi == pytest.approx(0.7763, abs=5e-4)
+    lo, hi = clopper_pearson(33, 51)  # scipy.stats.beta.ppf(0.025, 33, 19), .ppf(0.975, 34, 18)
+    assert lo == pytest.approx(0.5006820, abs=1e-6) and hi == pytest.approx(0.7756938, abs=1e-6)
 
 
 def corpus_report(every_value: bool = False, sets: tuple[str, ...] = SETS) -> str:

@@ -17,19 +17,20 @@ makes the sum smaller: a refusal never rests on a guess.
 
 Sizes are those of Ascend A2/A3 (Atlas 800T A2, the 910B the upstream
 examples run on). `alloc_shared`/`alloc_fragment` name no memory of their
-own (the compiler places them in UB or L1/L0C by use), so they are checked
-against the largest memory they can be placed in.
+own: the compiler places them by use (bot/strategies/placement.py), and one
+whose use does not tell is checked against the largest memory it can be in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
+from bot.strategies.placement import placements
 from bot.strategies.source import dotted
 
 KIB = 1024
@@ -56,6 +57,7 @@ MEMORY: dict[str, str] = {
     "alloc_fragment": "fragment (UB or L0C)",
     "alloc_local": "fragment (UB or L0C)",
 }
+UNPLACED = frozenset({"shared (UB or L1)", "fragment (UB or L0C)"})
 DTYPE_BYTES: dict[str, int] = {
     "float": 4,
     "float32": 4,
@@ -159,7 +161,11 @@ def buffers(f: Facts, factory: Function) -> list[Buffer]:
     for pf in factory.prim_funcs:
         v = _Allocs(f, by_node[id(pf)].chain)
         pf.visit(v)
-        found.extend(v.buffers)
+        placed = placements(pf)
+        found.extend(
+            replace(b, memory=placed[b.name]) if b.memory in UNPLACED and b.name in placed else b
+            for b in v.buffers
+        )
     return found
 
 

@@ -7,8 +7,13 @@ effective value (bot/strategies/binding.py) and carries the kernel's rules
 for new values (bot/strategies/constraints.py). Left out, with a reason:
 
 - a name the kernel never reads (a dead parameter): tuning it is a no-op;
+- a name the kernel reads only through locals that come out the same for every
+  value a run could try (`BLOCK_N = block_n if IN % block_n == 0 else IN` with
+  IN=4): tuning it is a no-op too;
 - a name bound at several places (two call sites, two kernels sharing it);
 - a name set by an expression rather than a literal;
+- a name set to 1: one row or element per step is how that kernel is written
+  (e.g. one partial sum per tile row), not a tile size to grow;
 - a block-like literal (an argparse option, a dict entry, a default) that no
   kernel factory reads.
 
@@ -26,10 +31,13 @@ import libcst as cst
 
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
+from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+# values a run could give a discovered block knob (bot/strategies/builtin.py's space)
+TRIED = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
 @dataclass(frozen=True)
@@ -148,13 +156,71 @@ def _bind(
     assert site is not None
     if isinstance(site.value, bool) or not isinstance(site.value, int):
         return Dropped("block_size", name, f"set to {site.value!r}, not an integer")
+    if site.value == 1:
+        return Dropped(
+            "block_size",
+            name,
+            f"set to 1 ({site.where()}): the kernel takes one row or element per step there, "
+            f"and the smallest block a run could try ({TRIED[0]}) would change how it is "
+            f"written (e.g. one partial result per tile row), not only a tile size",
+        )
     shared = _shared_literal(f, name, site)
     if shared:
         return Dropped("block_size", name, shared)
     bound = [
         (o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node
     ]
-    return KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
+    info = KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
+    same = _no_effect(f, resolver, info, bound)
+    return Dropped("block_size", name, same) if same else info
+
+
+def _no_effect(
+    f: Facts, resolver: Resolver, info: KnobInfo, bound: list[tuple[Function | None, Function]]
+) -> str | None:
+    """Why no value a run could try changes what the kernels read, or None.
+
+    A kernel that reads the knob itself is affected. One that reads it only through locals
+    computed from it (`BLOCK_N = block_n if ... else IN`) is not when each of those locals
+    evaluates to the same value for the current value and every value tried."""
+    aliases = set(info.constraints.aliases)
+    found: list[str] = []
+    for _, factory in bound:
+        read: set[str] = set()
+        for pf in factory.prim_funcs:
+            read |= names_in(pf)
+        if read & aliases:
+            return None
+        derived: list[tuple[Function, str]] = []
+        names = set(aliases)
+        changed = True
+        while changed:
+            changed = False
+            for fn in factory.chain:
+                for local, values in fn.assigns.items():
+                    if local not in names and any(names_in(v) & names for v in values):
+                        names.add(local)
+                        derived.append((fn, local))
+                        changed = True
+        seen = [(fn, local) for fn, local in derived if local in read]
+        if not seen:
+            return None
+        for fn, local in seen:
+            outcomes = {
+                evaluate(cst.Name(local), Env(resolver, fn.chain, 0, dict.fromkeys(aliases, v)))
+                for v in (info.value, *TRIED)
+            }
+            if len(outcomes) != 1 or None in outcomes:
+                return None
+            line = f.line(fn.assigns[local][0])
+            found.append(f"{local} = {outcomes.pop()} (line {line})")
+    if not found:
+        return None
+    return (
+        f"the kernel reads it only through {', '.join(dict.fromkeys(found))}, the same for the "
+        f"current {info.value} and every value a run could try ({TRIED[0]}-{TRIED[-1]}): "
+        f"tuning it cannot change anything"
+    )
 
 
 def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
