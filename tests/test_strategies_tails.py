@@ -178,3 +178,53 @@ def test_a_block_of_one_is_not_grown():
     assert inv.knob("block_M") is None
     assert any(d.name == "block_M" and "set to 1" in d.reason for d in inv.dropped)
     assert inv.knob("block_N") is not None
+
+
+TIED = """
+import argparse
+import tilelang
+import tilelang.language as T
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--dtype", type=str, default="float16")
+parser.add_argument("--block_m", type=int, default=128)
+parser.add_argument("--block_n", type=int, default=128)
+args = parser.parse_args()
+
+
+def attn(dtype, block_m, block_n):
+    seq_len = 4096
+    dim = 128
+
+    @T.prim_func
+    def main(K: T.Tensor([seq_len, dim], dtype), O: T.Tensor([seq_len, dim], dtype)):
+        with T.Kernel(T.ceildiv(seq_len, block_m), is_npu=True) as (cid, _):
+            l1_b = T.alloc_L1([block_m, dim], dtype)
+            ub = T.alloc_ub([block_m, 512], dtype)
+            for i in T.serial(T.ceildiv(seq_len, block_n)):
+                tail_n = T.min(block_n, seq_len - i * block_n)
+                T.load_nd2nz(K[i * block_n, 0], l1_b, [tail_n, dim])
+            T.copy(ub, O[cid * block_m, 0])
+
+    return main
+
+
+func = attn(args.dtype, args.block_m, args.block_n)
+"""
+
+
+def test_a_tile_copied_into_a_buffer_sized_by_another_knob_must_fit_it():
+    r = set_knob(TIED, bs("block_n"), 256)
+    assert isinstance(r, Refusal)
+    assert (
+        "moves a tile of 256 along dimension 0 into `l1_b`" in r.reason and "holds 128" in r.reason
+    )
+    r = set_knob(TIED, bs("block_m"), 64)
+    assert isinstance(r, Refusal) and "moves a tile of 128" in r.reason and "holds 64" in r.reason
+    assert isinstance(set_knob(TIED, bs("block_n"), 64), Variant)
+
+
+def test_a_dtype_passed_from_an_argparse_default_is_read_for_capacity():
+    # ub [block_m, 512] float16: 128 KiB now, 256 KiB at block_m=256 (past UB's 192 KiB)
+    r = set_knob(TIED, Knob("block_m", "block_size", (128, 256)), 256)
+    assert isinstance(r, Refusal) and "UB buffers" in r.reason and "262144 bytes" in r.reason

@@ -114,10 +114,50 @@ def _strings(
             if node.value in fn.defaults:
                 return _strings(fn.defaults[node.value], fn.parents, f, depth + 1)
             if node.value in fn.params:
-                return set()
+                return _param_strings(fn, node.value, f, depth + 1)
         values = f.module_assigns.get(node.value, [])
         return _strings(values[0], (), f, depth + 1) if len(values) == 1 else set()
+    if isinstance(node, cst.Attribute):  # `args.dtype`: the argparse option's string default
+        return _argparse_strings(f, node.attr.value)
     return set()
+
+
+def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
+    """The strings parameter `name` of `fn` gets at every call site (empty if any is unknown)."""
+    index = fn.params.index(name)
+    found: set[str] = set()
+    for call in f.calls:
+        if dotted(call.node.func) != fn.name:
+            continue
+        arg = next((a.value for a in call.node.args if a.keyword and a.keyword.value == name), None)
+        positional = [a.value for a in call.node.args if a.keyword is None and not a.star]
+        if arg is None and index < len(positional):
+            arg = positional[index]
+        values = _strings(arg, call.scope, f, depth) if arg is not None else set()
+        if not values:
+            return set()
+        found |= values
+    return found
+
+
+def _argparse_strings(f: Facts, dest: str) -> set[str]:
+    """String defaults of argparse option `dest` (`add_argument("--dtype", default="float16")`)."""
+    found: set[str] = set()
+    for call in f.calls:
+        if not dotted(call.node.func).endswith("add_argument"):
+            continue
+        names = [
+            a.value.evaluated_value
+            for a in call.node.args
+            if a.keyword is None and isinstance(a.value, cst.SimpleString)
+        ]
+        kw = {a.keyword.value: a.value for a in call.node.args if a.keyword is not None}
+        default = kw.get("default")
+        if f"--{dest}" in names and isinstance(default, cst.SimpleString):
+            value = default.evaluated_value
+            if isinstance(value, str):
+                found.add(value)
+    return found
 
 
 class _Allocs(cst.CSTVisitor):

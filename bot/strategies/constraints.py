@@ -33,6 +33,7 @@ import libcst as cst
 from bot.strategies import shapes
 from bot.strategies.binding import Resolver
 from bot.strategies.capacity import capacity_check
+from bot.strategies.copyfit import copy_fit
 from bot.strategies.evaluate import CEILDIV, Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
@@ -351,12 +352,13 @@ def constraints_for(
         )
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)
+    fit = copy_fit(f, name, factories)
     return Constraints(
         name,
         frozenset(all_aliases),
         rules,
         resolver,
-        [capacity] if capacity else [],
+        [c for c in (capacity, fit) if c is not None],
         shapes.sizes(f, resolver, factories),
     )
 
