@@ -228,3 +228,54 @@ def test_a_dtype_passed_from_an_argparse_default_is_read_for_capacity():
     # ub [block_m, 512] float16: 128 KiB now, 256 KiB at block_m=256 (past UB's 192 KiB)
     r = set_knob(TIED, Knob("block_m", "block_size", (128, 256)), 256)
     assert isinstance(r, Refusal) and "UB buffers" in r.reason and "262144 bytes" in r.reason
+
+
+STAGED = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def partials(M, N, block_N, dtype="float"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), P: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), is_npu=True) as (cid, vid):
+            a = T.alloc_shared((1, block_N), dtype)
+            T.copy(A[0:1, cid * block_N : (cid + 1) * block_N], a, pad_value=0.0)
+            T.copy(a, P[0:1, cid * block_N : (cid + 1) * block_N])
+
+    return main
+
+
+@tilelang.jit(out_idx=[1])
+def apply(M, N, block_N, dtype="float"):
+    @T.prim_func
+    def main(P: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), is_npu=True) as (cid, vid):
+            b = T.alloc_shared((1, block_N), dtype)
+            T.copy(P[0:1, cid * block_N : (cid + 1) * block_N], b, pad_value=0.0)
+            T.copy(b, B[0:1, cid * block_N : (cid + 1) * block_N])
+
+    return main
+
+
+def staged(M, N, partial_block_N, apply_block_N):
+    first = partials(M, N, partial_block_N)
+    second = apply(M, N, apply_block_N)
+    return lambda x: second(first(x))
+
+
+func = staged(32, 65, 32, 32)
+"""
+
+
+def test_one_kernel_name_bound_at_two_literals_under_distinct_names_is_two_knobs():
+    inv = inventory(STAGED)
+    assert {k.name for k in inv.knobs} == {"partial_block_N", "apply_block_N"}
+    assert not any(d.name == "block_N" for d in inv.dropped)
+    r = set_knob(STAGED, bs("apply_block_N"), 64)
+    assert isinstance(r, Variant) and "staged(32, 65, 32, 64)" in r.source
+    r = set_knob(STAGED, bs("partial_block_N"), 16)
+    assert isinstance(r, Variant) and "staged(32, 65, 16, 32)" in r.source
+    r = set_knob(STAGED, bs("partial_block_N"), 128)
+    assert isinstance(r, Refusal) and "exceeds the extent 65" in r.reason

@@ -129,7 +129,7 @@ def _owners(
 
 def _bind(
     f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function, bool]]
-) -> KnobInfo | Dropped:
+) -> KnobInfo | Dropped | list[KnobInfo | Dropped]:
     live = [(o, fac) for o, fac, is_live in owners if is_live]
     if not live:
         where = ", ".join(sorted({f"{fac.name}()" for _, fac, _ in owners}))
@@ -141,6 +141,9 @@ def _bind(
     results = [(o, fac, resolver.name(name, o.chain if o else ())) for o, fac in live]
     sites = {id(r.site.node): r for _, _, r in results if r.site is not None and r.problem is None}
     if len(sites) > 1:
+        split = _split(f, resolver, name, results, [r.site for r in sites.values() if r.site])
+        if split is not None:
+            return split
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
         return Dropped(
             "block_size",
@@ -152,27 +155,55 @@ def _bind(
         problems = "; ".join(dict.fromkeys(r.problem or "not a literal" for _, _, r in results))
         return Dropped("block_size", name, problems)
     r = next(iter(sites.values()))
-    site = r.site
-    assert site is not None
+    assert r.site is not None
+    return _knob_at(f, resolver, name, name, r.site, r.path, results)
+
+
+def _split(
+    f: Facts, resolver: Resolver, name: str, results: list, sites: list[Site]
+) -> list[KnobInfo | Dropped] | None:
+    """One knob per literal when a kernel parameter is bound at several places under distinct
+    block-like names (`staged(M, N, partial_block_N=32, apply_block_N=32)` feeding two
+    kernels' `block_N`): each literal is its own knob, named as written. None otherwise."""
+    names = [s.name for s in sites]
+    if len(set(names)) != len(names) or any(n == name or "block" not in n.lower() for n in names):
+        return None
+    return [_knob_at(f, resolver, s.name, name, s, _path(results, s), results) for s in sites]
+
+
+def _path(results: list, site: Site) -> tuple[str, ...]:
+    return next(r.path for _, _, r in results if r.site is not None and r.site.node is site.node)
+
+
+def _knob_at(
+    f: Facts,
+    resolver: Resolver,
+    knob: str,
+    name: str,
+    site: Site,
+    path: tuple[str, ...],
+    results: list,
+) -> KnobInfo | Dropped:
+    """Knob `knob` set by `site`, read by the kernels as `name`; or why it is not tuned."""
     if isinstance(site.value, bool) or not isinstance(site.value, int):
-        return Dropped("block_size", name, f"set to {site.value!r}, not an integer")
+        return Dropped("block_size", knob, f"set to {site.value!r}, not an integer")
     if site.value == 1:
         return Dropped(
             "block_size",
-            name,
+            knob,
             f"set to 1 ({site.where()}): the kernel takes one row or element per step there, "
             f"and the smallest block a run could try ({TRIED[0]}) would change how it is "
             f"written (e.g. one partial result per tile row), not only a tile size",
         )
     shared = _shared_literal(f, name, site)
     if shared:
-        return Dropped("block_size", name, shared)
+        return Dropped("block_size", knob, shared)
     bound = [
         (o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node
     ]
-    info = KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
+    info = KnobInfo(knob, site, site.value, path, constraints_for(f, resolver, name, bound))
     same = _no_effect(f, resolver, info, bound)
-    return Dropped("block_size", name, same) if same else info
+    return Dropped("block_size", knob, same) if same else info
 
 
 def _no_effect(
@@ -271,16 +302,17 @@ def inventory(source: str) -> Inventory:
     dropped: list[Dropped] = []
     taken: dict[int, str] = {}  # id(site node) -> knob name
     for name, owners in _owners(f).items():
-        found = _bind(f, resolver, name, owners)
-        if isinstance(found, Dropped):
-            dropped.append(found)
-        elif id(found.site.node) not in taken:  # the same literal under another name is one knob
-            if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
-                found.name = (
-                    found.site.name
-                )  # a module constant keeps its own name (BLOCK_M, not block_M)
-            taken[id(found.site.node)] = found.name
-            knobs.append(found)
+        bound = _bind(f, resolver, name, owners)
+        for found in bound if isinstance(bound, list) else [bound]:
+            if isinstance(found, Dropped):
+                dropped.append(found)
+            elif (
+                id(found.site.node) not in taken
+            ):  # the same literal under another name is one knob
+                if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
+                    found.name = found.site.name  # a module constant keeps its own name (BLOCK_M)
+                taken[id(found.site.node)] = found.name
+                knobs.append(found)
     _unread_literals(f, taken, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
@@ -304,6 +336,8 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
     if not owners:
         return None
     found = _bind(f, Resolver(f), name, owners)
+    if isinstance(found, list):  # split into knobs named as written: `name` itself is none
+        return f"bound at {len(found)} places, tuned as " + ", ".join(k.name for k in found)
     return found.reason if isinstance(found, Dropped) else found
 
 
