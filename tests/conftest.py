@@ -173,6 +173,7 @@ SLOW_MODULES = frozenset(
         "test_github_flow",
         "test_github_security",
         "test_loop",
+        "test_loop_declared_shapes",
         "test_loop_upstream_real",
         "test_loaded_tune_benchmark",
         "test_loop_upstream_style",

@@ -161,11 +161,12 @@ class Printer:
             return f"delivered: branch {event.branch} ({(event.sha or '')[:10]})"
         if event.kind == "stop":
             d = event.data
+            reason, _, warning = event.message.partition(" · ")  # "reason · noise warning"
             text = stop_reason_text(
-                event.message,
+                reason,
                 max_iters=d.get("max_iters"),
                 patience=d.get("patience"),
                 target_us=d.get("target_us"),
             )
-            return f"stop: {text}"
+            return f"stop: {text}" + (f" · {warning}" if warning else "")
         return f"{event.kind}: {event.message}"

@@ -1,4 +1,5 @@
-"""The latency target stated in an op's DESIGN.md (its performance-target section)."""
+"""The latency target stated in an op's DESIGN.md (its performance-target section), and the
+section finder the other DESIGN.md readers share (bot/config/shapes.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def design_target_us(design_md_text: str) -> float | None:
     (目标, target, <=, 以内, ...) wins; lines naming only a baseline are skipped; otherwise
     the first value in the section. None when there is no such section or value.
     """
-    section = _target_section(design_md_text.splitlines())
+    section = find_section(design_md_text.splitlines(), _TARGET_TITLE)
     if section is None:
         return None
     fallback: float | None = None
@@ -50,24 +51,32 @@ def _microseconds(match: re.Match) -> float:
     return float(match.group(1)) * scale
 
 
-def _target_section(lines: list[str]) -> list[str] | None:
+def find_section(lines: list[str], title: re.Pattern) -> list[str] | None:
+    """The lines under the first heading whose text matches `title`, up to the next heading of
+    the same or a higher level (subsections included; headings inside code blocks do not count)."""
+    numbered = find_numbered_section(lines, title)
+    return None if numbered is None else [line for _, line in numbered]
+
+
+def find_numbered_section(lines: list[str], title: re.Pattern) -> list[tuple[int, str]] | None:
+    """`find_section` with each line's 1-based line number in the file."""
     in_fence = False
     level = 0
-    section: list[str] | None = None
-    for line in lines:
+    section: list[tuple[int, str]] | None = None
+    for number, line in enumerate(lines, start=1):
         if _FENCE.match(line):
             in_fence = not in_fence
             if section is not None:
-                section.append(line)
+                section.append((number, line))
             continue
         heading = None if in_fence else _HEADING.match(line)
         if heading:
             if section is not None and len(heading.group(1)) <= level:
                 return section
-            if section is None and _TARGET_TITLE.search(heading.group(2)):
+            if section is None and title.search(heading.group(2)):
                 level = len(heading.group(1))
                 section = []
                 continue
         if section is not None:
-            section.append(line)
+            section.append((number, line))
     return section

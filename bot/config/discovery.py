@@ -14,6 +14,7 @@ from bot.config.design import design_target_us
 from bot.config.names import NAME_PART, OpNameError, op_name_problem, suggest
 from bot.config.opfile import op_from_data
 from bot.config.schema import OP_CONFIG_FILE, REPO_CONFIG_FILE, OpConfig, RepoConfig
+from bot.config.shapes import design_shapes
 from bot.config.tree import Tree, as_tree
 from bot.config.yamlfile import read_yaml
 from bot.errors import ConfigError
@@ -81,7 +82,7 @@ def resolve_op(root: Path | Tree, cfg: RepoConfig, name: str) -> OpConfig:
 
 
 def load_op_config(root: Path | Tree, op_dir: Path) -> OpConfig:
-    """Read `<op_dir>/tune.yaml` (optional) and DESIGN.md's target for the op in `op_dir`.
+    """Read `<op_dir>/tune.yaml` (optional) and DESIGN.md's target and shapes for the op in `op_dir`.
 
     `op_dir` may be absolute or relative to the root; the returned OpConfig.dir is relative.
     """
@@ -101,18 +102,23 @@ def load_op_config(root: Path | Tree, op_dir: Path) -> OpConfig:
     config_file = f"{folder}/{OP_CONFIG_FILE}"
     data = read_yaml(tree, config_file, shown) if tree.exists(config_file) else {}
     op = op_from_data(Checker(shown), data, project, name, relative)
+    design = _design_text(tree, f"{folder}/DESIGN.md", relative / "DESIGN.md")
+    if design is None:
+        return op
     if op.target_us is None:
-        target = _design_target(tree, f"{folder}/DESIGN.md", relative / "DESIGN.md")
+        target = design_target_us(design)
         if target is not None:
             op = replace(op, target_us=target)
-    return op
+    # both declare sizes the op runs with: a kernel rule must hold for every one of them
+    declared = design_shapes(design, (relative / "DESIGN.md").as_posix())
+    return replace(op, shapes=op.shapes + declared) if declared else op
 
 
-def _design_target(tree: Tree, rel: str, shown: Path) -> float | None:
+def _design_text(tree: Tree, rel: str, shown: Path) -> str | None:
     if not tree.is_file(rel):
         return None
     try:
-        text = tree.read_bytes(rel).decode("utf-8")
+        return tree.read_bytes(rel).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             shown.as_posix(),
@@ -120,4 +126,3 @@ def _design_target(tree: Tree, rel: str, shown: Path) -> float | None:
             f"not UTF-8 text ({exc.reason} at byte {exc.start})",
             "save DESIGN.md as UTF-8 (e.g. `iconv -f gbk -t utf-8`)",
         ) from None
-    return design_target_us(text)

@@ -24,6 +24,7 @@ from bot.config.schema import (
     LatencySettings,
     OpConfig,
 )
+from bot.config.shapes import Shapes
 
 KNOB_KEYS = ("name", "strategy", "values", "divides", "multiple_of")
 
@@ -285,6 +286,7 @@ OP = Section(
         Field("inputs", Text(identifier=True)),
         Field("reference", Text(identifier=True)),
         Field("knobs", Knobs()),
+        Field("shapes", Shapes()),
         Field("strategies", Strategies()),
         Field("accuracy", Nested(ACCURACY, _accuracy), null_is_absent=False),
         Field("latency", Nested(LATENCY, _latency), null_is_absent=False),
@@ -300,6 +302,7 @@ OP = Section(
         "inputs",
         "reference",
         "knobs",
+        "shapes",
         "strategies",
         "accuracy",
         "latency",

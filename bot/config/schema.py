@@ -38,6 +38,19 @@ class Knob:
 
 
 @dataclass(frozen=True)
+class DeclaredShape:
+    """A size the op runs with, declared by name outside the kernel: `M: 4096` in tune.yaml's
+    `shapes:` or `M = 4096` in DESIGN.md's shapes section. It fills a size the kernel leaves
+    open (`M = T.symbolic("M")`, a parameter bound at run time) for the kernel's own rules
+    (bot/strategies/constraints.py); a size the kernel fixes itself is never overridden.
+    """
+
+    name: str
+    values: tuple[int, ...]  # every size the op runs with under this name
+    origin: str  # where it was declared, as a refusal names it: "tune.yaml shapes", "DESIGN.md"
+
+
+@dataclass(frozen=True)
 class AccuracySettings:
     mode: str = "command"  # "command": python <op>.py --level L0 ; "harness": kernel vs reference
     level: str = "L0"
@@ -93,6 +106,7 @@ class OpConfig:
     inputs: str = "get_inputs"  # function returning the kernel's input tuple
     reference: str = "reference"  # function the harness compares against
     knobs: tuple[Knob, ...] = ()
+    shapes: tuple[DeclaredShape, ...] = ()  # tune.yaml `shapes:`, then DESIGN.md's
     strategies: tuple[str, ...] | None = None  # None: every applicable catalog entry
     accuracy: AccuracySettings = field(default_factory=AccuracySettings)
     latency: LatencySettings = field(default_factory=LatencySettings)

@@ -85,7 +85,7 @@ def create_branch(repo: git.Repo, name: str, sha: str) -> None:
     An existing branch of ours is moved there (compare-and-swap); one that is
     not ours, or that someone moved since tunebot set it, is refused.
     """
-    if not refs.is_valid_branch_name(repo, name):
+    if not refs.is_valid_branch_name(name):
         raise InvalidName(
             f"'{name}' is not a valid branch name. Use letters, digits, '/', '-', '_' and '.'."
         )
@@ -214,7 +214,7 @@ def archive_branches(repo: git.Repo, names: list[str], label: str) -> list[str]:
     the move. Branches that are not tunebot's (never created by it, or moved since),
     are checked out somewhere, or no longer exist are left as they are.
     """
-    if not label or not refs.is_valid_ref(naming.archive_ref(label, "x"), repo):
+    if not label or not refs.is_valid_ref(naming.archive_ref(label, "x")):
         raise InvalidName(f"bad archive label '{label}': use something like '20260101T120000'.")
     archived: list[str] = []
     checked_out = checked_out_branches(repo)

@@ -5,13 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from io import BytesIO
 
 import git
-from gitdb.base import IStream
-from gitdb.db import LooseObjectDB
 
-from bot.git import runner
+from bot.git import runner, trees
 from bot.git.refs import ZERO_SHA
 from bot.git.repository import (
     check_path,
@@ -34,10 +31,6 @@ def _blob_mode(repo: git.Repo, parent: str | None, path: str) -> str:
     return f"{obj.mode:o}" if obj.type == "blob" else "100644"
 
 
-def _loose_objects(repo: git.Repo) -> LooseObjectDB:
-    return LooseObjectDB(os.path.join(repo.common_dir, "objects"))
-
-
 def commit_files(
     repo: git.Repo,
     parent: str | None,
@@ -47,18 +40,35 @@ def commit_files(
 ) -> str:
     """A commit whose tree is `parent`'s with `files` added/replaced (None removes); returns its sha.
 
-    Uses a temporary index in state_dir, so neither the user's index nor any
-    worktree changes, and moves no ref. Same inputs and dates give the same sha.
+    Touches no index, worktree or ref. The objects are written in-process (bot/git/trees.py)
+    unless the repository's configuration needs git to write them; either way the commit is
+    the one `git commit-tree` would make, so same inputs and dates give the same sha.
     """
     parent_sha = resolve(repo, parent) if parent is not None else None
+    for path in files:
+        check_path(path)
+    who_author = parse_author(author) if author else identity(repo, "AUTHOR")
+    who_committer = identity(repo, "COMMITTER")
+    if trees.fast_path_problem(repo, [who_author, who_committer]) is None:
+        base_tree = repo.commit(parent_sha).tree.hexsha if parent_sha else None
+        tree = trees.write_tree(repo, base_tree, files)
+        parents = [parent_sha] if parent_sha else []
+        sha = trees.write_commit(repo, tree, parents, message, who_author, who_committer)
+    else:
+        tree = _tree_by_git(repo, parent_sha, files)
+        sha = commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
+    remember_commit(repo, sha)  # create_branch resolves it next: one rev-parse less
+    return sha
+
+
+def _tree_by_git(repo: git.Repo, parent_sha: str | None, files: dict[str, bytes | None]) -> str:
+    """The tree of `commit_files` written by git itself, through a temporary index in state_dir."""
     index_info = []
     for path, data in sorted(files.items()):
-        check_path(path)
         if data is None:
             index_info.append(f"0 {ZERO_SHA}\t{path}")
             continue
-        # a loose object written in-process: no `git hash-object` child per file
-        blob = _loose_objects(repo).store(IStream("blob", len(data), BytesIO(data))).hexsha.decode()
+        blob = runner.out(repo, "hash-object", "-w", "--stdin", input=data)
         index_info.append(f"{_blob_mode(repo, parent_sha, path)} {blob}\t{path}")
     index = state_dir(repo) / f"index.{os.getpid()}.{time.monotonic_ns()}"
     env = {"GIT_INDEX_FILE": str(index)}
@@ -72,13 +82,10 @@ def commit_files(
                 input="\n".join(index_info).encode() + b"\n",
                 env=env,
             )
-        tree = runner.out(repo, "write-tree", env=env)
+        return runner.out(repo, "write-tree", env=env)
     finally:
         with contextlib.suppress(FileNotFoundError):
             index.unlink()
-    sha = commit_tree(repo, tree, [parent_sha] if parent_sha else [], message, author)
-    remember_commit(repo, sha)  # create_branch resolves it next: one rev-parse less
-    return sha
 
 
 def commit_tree(

@@ -51,16 +51,17 @@ class BlockSize(_Base):
         self, source: str, op: OpConfig, taken: set[str]
     ) -> tuple[list[KnobSpec], list[str]]:
         sid = self.entry.id
+        skipped = [f"{sid}: {s}" for s in knobs.unused_shapes(source, op.shapes)]
         if _declares(op, sid):
-            return [], []
+            return [], skipped
         specs: list[KnobSpec] = []
-        skipped: list[str] = []
         for name in knobs.discover(source):
             value = knobs.current_value(source, name)
             if name in taken or not isinstance(value, int) or isinstance(value, bool):
                 continue
             values = tuple(sorted(set(DISCOVERED_BLOCK_VALUES) | {value}))
-            values, refused = knobs.legal_values(source, name, values)  # the kernel's own rules
+            # the kernel's own rules, with the sizes tune.yaml / DESIGN.md declare
+            values, refused = knobs.legal_values(source, name, values, op.shapes)
             skipped.extend(knobs.refusal_lines(sid, name, refused))
             specs.append(KnobSpec(name, sid, "knob", values, Knob(name, sid, values)))
         skipped.extend(str(d) for d in knobs.dropped(source))
@@ -141,6 +142,7 @@ BLOCK_SIZE = BlockSize(
         kinds=("vector", "cube", "mix"),
         priority=1,
         applied="transform",
+        positive="a block size",
     )
 )
 PIPELINE_DEPTH = PipelineDepth(

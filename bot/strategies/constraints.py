@@ -13,9 +13,11 @@ For a knob read by a kernel factory (bot/strategies/binding.py) the rules are:
   current value, when that already covers X: a larger block adds nothing);
 - a loop over `T.ceildiv(X, knob)` tiles whose index picks a row of a tensor
   laid out in `T.ceildiv(X, G)` groups (per-group scales) ties the knob to G;
-- when X is not known in the file (a `T.symbolic` shape, a runtime size), only
-  divisors of the current value are provably safe: the current value already
-  divides every shape the op runs with.
+- when X is open (a `T.symbolic` shape, a runtime size) it takes every size the
+  op runs with: from the file (get_inputs, the factory's callers) and declared in
+  tune.yaml `shapes:` / DESIGN.md (bot/strategies/shapes.py); a refusal says
+  where the size came from. With none, only divisors of the current value are
+  provably safe: the current value already divides every shape the op runs with.
 
 A rule the current value itself breaks is not a requirement of this kernel
 (e.g. a grid size of 20 over 16 guarded work items) and is ignored. A move
@@ -30,6 +32,7 @@ from typing import Protocol
 
 import libcst as cst
 
+from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
 from bot.strategies.binding import Resolver
 from bot.strategies.capacity import capacity_check
@@ -221,27 +224,69 @@ class Constraints:
     resolver: Resolver
     checks: list[Check] = field(default_factory=list)  # capacity and other whole-kernel rules
     sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # open names -> sizes run with
+    open_names: frozenset[str] = frozenset()  # left open by the kernel: declared shapes fill these
+    symbols: dict[str, str] = field(default_factory=dict)  # T.symbolic("name") -> Python name
 
     def _env(self, chain: tuple[Function, ...], value: int) -> Env:
         return Env(self.resolver, chain, 0, {a: value for a in self.aliases})
 
-    def violation(self, value: int, current: int | None) -> str | None:
-        """Why `value` breaks the kernel, or None."""
+    def violation(
+        self, value: int, current: int | None, declared: tuple[DeclaredShape, ...] = ()
+    ) -> str | None:
+        """Why `value` breaks the kernel, or None. `declared`: the op's declared shapes
+        (tune.yaml, DESIGN.md); they fill only the names the kernel leaves open."""
         if isinstance(value, bool):
             return None
         if value <= 0:
             return f"{self.name}={value}: a block size must be positive"
+        sizes, origins = self.declared_sizes(declared)
+        for name, size, _ in self.contradicted(current, sizes, origins):
+            sizes[name] = tuple(v for v in sizes[name] if v != size)
+            if not sizes[name]:
+                del sizes[name]  # unknown again: the rules for an unknown extent apply
         try:
-            for choice in shapes.choices(self.sizes):
+            for choice in shapes.choices(sizes):
                 self.resolver.fallback = choice  # open sizes: every one the op runs with
                 problem = self._violation(value, current)
                 if problem:
                     self.resolver.fallback = {}
                     alone = self._violation(value, current)  # the same without the sizes?
-                    return problem + ("" if alone == problem else _sizes_note(choice))
+                    return problem + ("" if alone == problem else shapes.note(choice, origins))
         finally:
             self.resolver.fallback = {}
         return None
+
+    def declared_sizes(
+        self, declared: tuple[DeclaredShape, ...]
+    ) -> tuple[dict[str, tuple[int, ...]], dict[tuple[str, int], str]]:
+        """The sizes the rules use (the file's and the declared ones), and each one's origin."""
+        return shapes.merged(self.sizes, self.open_names, declared, self.symbols)
+
+    def contradicted(
+        self,
+        current: int | None,
+        sizes: dict[str, tuple[int, ...]],
+        origins: dict[tuple[str, int], str],
+    ) -> list[tuple[str, int, str]]:
+        """(name, size, why) for each declared size with which the current value itself breaks
+        a rule: the declaration does not describe the kernel as it runs, so it is not used (a
+        wrong declaration must not lift the rule that guards the unknown extent)."""
+        if current is None or all(o == shapes.IN_FILE for o in origins.values()):
+            return []
+        out: list[tuple[str, int, str]] = []
+        try:
+            alone = self._violation(current, None)
+            for (name, size), origin in origins.items():
+                if origin == shapes.IN_FILE or size not in sizes.get(name, ()):
+                    continue
+                self.resolver.fallback = {name: size}
+                problem = self._violation(current, None)
+                self.resolver.fallback = {}
+                if problem and problem != alone:
+                    out.append((name, size, problem))
+        finally:
+            self.resolver.fallback = {}
+        return out
 
     def _violation(self, value: int, current: int | None) -> str | None:
         for rule in self.rules:
@@ -353,6 +398,9 @@ def constraints_for(
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)
     fit = copy_fit(f, name, factories)
+    open_: set[str] = set()
+    for factory in factories:
+        open_ |= shapes.open_names(f, resolver, factory)
     return Constraints(
         name,
         frozenset(all_aliases),
@@ -360,11 +408,6 @@ def constraints_for(
         resolver,
         [c for c in (capacity, fit) if c is not None],
         shapes.sizes(f, resolver, factories),
+        frozenset(open_),
+        shapes.symbols(factories),
     )
-
-
-def _sizes_note(choice: dict[str, int]) -> str:
-    if not choice:
-        return ""
-    where = ", ".join(f"{k}={v}" for k, v in sorted(choice.items()))
-    return f" (with {where}, a size this file runs the op with)"

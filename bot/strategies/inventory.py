@@ -29,6 +29,7 @@ from functools import lru_cache
 
 import libcst as cst
 
+from bot.config.schema import DeclaredShape
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
@@ -60,11 +61,16 @@ class KnobInfo:
     path: tuple[str, ...]
     constraints: Constraints
 
-    def legal(self, values: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[int, str]]]:
-        """The values that meet the kernel's rules, and (value, reason) for the others."""
+    def legal(
+        self, values: tuple[int, ...], declared: tuple[DeclaredShape, ...] = ()
+    ) -> tuple[tuple[int, ...], list[tuple[int, str]]]:
+        """The values that meet the kernel's rules (`declared`: the op's declared shapes, for
+        the sizes the kernel leaves open), and (value, reason) for the others."""
         ok, refused = [], []
         for v in values:
-            problem = None if v == self.value else self.constraints.violation(v, self.value)
+            problem = (
+                None if v == self.value else self.constraints.violation(v, self.value, declared)
+            )
             if problem:
                 refused.append((v, problem))
             else:

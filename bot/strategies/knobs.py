@@ -28,9 +28,10 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from bot.config.schema import Knob
-from bot.strategies import inventory
+from bot.config.schema import DeclaredShape, Knob
+from bot.strategies import inventory, shapes
 from bot.strategies.base import Change, Refusal, Variant
+from bot.strategies.binding import Resolver
 from bot.strategies.facts import facts
 from bot.strategies.source import (
     ParseFailure,
@@ -244,12 +245,46 @@ def dropped(source: str) -> list[inventory.Dropped]:
     return list(inventory.inventory(source).dropped)
 
 
-def legal_values(source: str, name: str, values: tuple) -> tuple[tuple, list[tuple[int, str]]]:
-    """`values` that meet the kernel's own rules for knob `name`, and (value, reason) for the rest."""
+DeclaredShapes = tuple[DeclaredShape, ...]  # the op's declared shapes (OpConfig.shapes)
+
+
+def legal_values(
+    source: str, name: str, values: tuple, declared: DeclaredShapes = ()
+) -> tuple[tuple, list[tuple[int, str]]]:
+    """`values` that meet the kernel's own rules for knob `name` (with the op's declared shapes
+    filling the sizes the kernel leaves open), and (value, reason) for the rest."""
     info = inventory.resolve(source, name)
     if info is None or isinstance(info, str):
         return tuple(values), []
-    return info.legal(tuple(values))
+    return info.legal(tuple(values), declared)
+
+
+@lru_cache(maxsize=256)  # asked once per planning step about the same best source
+def unused_shapes(source: str, declared: DeclaredShapes) -> tuple[str, ...]:
+    """One sentence per declared shape the kernel's rules cannot use, with the reason."""
+    if not declared:
+        return ()
+    try:
+        f = facts(source)
+    except ParseFailure:
+        return ()
+    if not f.factories:
+        return tuple(
+            f"shape {s.name} ({s.origin}) not used: the source has no TileLang kernel factory "
+            "(`@T.prim_func`) whose rules could use it"
+            for s in declared
+        )
+    out = shapes.unused(f, Resolver(f), list(f.factories), declared)
+    for info in inventory.inventory(source).knobs:
+        c = info.constraints
+        sizes, origins = c.declared_sizes(declared)
+        for name, size, problem in c.contradicted(info.value, sizes, origins):
+            out.append(
+                f"shape {name}={size} ({origins[(name, size)]}) not used for {info.name}: the "
+                f"current {info.name}={info.value} already breaks the kernel's rule with it "
+                f"({problem}), so the declaration does not describe the kernel as it runs"
+            )
+    return tuple(out)
 
 
 def refusal_lines(strategy: str, name: str, refused: list[tuple[int, str]]) -> list[str]:
@@ -264,8 +299,12 @@ def current_value(source: str, name: str) -> int | bool | None:
 
 def check_constraints(knob: Knob, value: int) -> str | None:
     """Why `value` breaks the knob's declared constraints, or None."""
-    if value <= 0 and knob.strategy == "block_size":
-        return f"{knob.name}={value}: a block size must be positive"
+    from bot.strategies.registry import STRATEGIES  # late: the registry imports this module
+
+    strategy = STRATEGIES.get(knob.strategy)
+    sizes = strategy.entry.positive if strategy is not None else None
+    if value <= 0 and sizes:
+        return f"{knob.name}={value}: {sizes} must be positive"
     if knob.divides is not None and value > 0 and knob.divides % value != 0:
         return f"{knob.name}={value} does not divide {knob.divides}"
     if knob.multiple_of is not None and value % knob.multiple_of != 0:
@@ -273,19 +312,29 @@ def check_constraints(knob: Knob, value: int) -> str | None:
     return None
 
 
-def kernel_violation(source: str, name: str, value: int) -> str | None:
-    """Why `value` breaks the kernel's own rules for knob `name` (asserts, full tiles, extents), or None."""
+def kernel_violation(
+    source: str, name: str, value: int, declared: DeclaredShapes = ()
+) -> str | None:
+    """Why `value` breaks the kernel's own rules for knob `name` (asserts, full tiles, extents,
+    with the op's declared shapes for open sizes), or None."""
     info = inventory.resolve(source, name)
     if info is None or isinstance(info, str) or value == info.value:
         return None
-    return info.constraints.violation(value, info.value)
+    return info.constraints.violation(value, info.value, declared)
 
 
-@lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
+# pure: the planner re-derives the same variants while it searches; the declared shapes are part
+# of the key, so a changed tune.yaml / DESIGN.md is never answered from an old entry
+@lru_cache(maxsize=1024)
 def set_knob(
-    source: str, knob: Knob, new: int | bool, strategy: str | None = None, name: str = "kernel.py"
+    source: str,
+    knob: Knob,
+    new: int | bool,
+    strategy: str | None = None,
+    name: str = "kernel.py",
+    declared: DeclaredShapes = (),
 ) -> Variant | Refusal:
-    """Set knob `knob.name` to `new` at its one effective site."""
+    """Set knob `knob.name` to `new` at its one effective site (`declared`: the op's shapes)."""
     strategy = strategy or knob.strategy
     try:
         wrapper, _, _ = find_sites(source)
@@ -295,7 +344,7 @@ def set_knob(
     if isinstance(site, str):
         return Refusal((site,), strategy=strategy)
     if not isinstance(new, bool):
-        problem = check_constraints(knob, new) or kernel_violation(source, knob.name, new)
+        problem = check_constraints(knob, new) or kernel_violation(source, knob.name, new, declared)
         if problem:
             return Refusal((problem,), strategy=strategy)
     if site.value == new and type(site.value) is type(new):

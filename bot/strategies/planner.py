@@ -203,7 +203,9 @@ class Planner:
             if knobs.current_value(source, k.name) is None:
                 skipped.append(f"{k.strategy}: knob '{k.name}': {knobs.locate(source, k.name)}")
                 continue
-            legal, refused = knobs.legal_values(source, k.name, tuple(k.values))  # kernel's rules
+            legal, refused = knobs.legal_values(  # kernel's rules, with the declared shapes
+                source, k.name, tuple(k.values), self.op.shapes
+            )
             skipped.extend(knobs.refusal_lines(k.strategy, k.name, refused))
             legal_knob = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # for caches
             specs.append(KnobSpec(k.name, k.strategy, "knob", legal, legal_knob, order=len(specs)))
@@ -418,7 +420,7 @@ class Planner:
             return once
         if spec.kind == "knob":
             assert spec.knob is not None
-            return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name)
+            return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name, self.op.shapes)
         return STRATEGIES[spec.strategy].apply(source, spec, move.new, name)
 
 

@@ -31,6 +31,8 @@ class Entry:
     priority: int  # 1 = tried first (before evidence reorders)
     applied: Applied  # "transform": a libcst rule; "proposer": the external proposer
     style_only: bool = False  # never counted as an improvement (verdict "style")
+    # its values are sizes, so 0 and below are refused; the noun the refusal uses ("a block size")
+    positive: str | None = None
 
     @property
     def expected_gain(self) -> float:

@@ -10,22 +10,28 @@ whatever the size is. The file usually says more, by name:
   several times (`M, N, K = 1024, 512, 2048` ... `M, N, K = 512, 1024, 512`);
 
 Each open name gets every literal value such a function assigns to the same
-name. A rule must then hold for every value: a block must divide all of them
-(or not exceed the smallest). Names the factory fixes itself are never
-overridden: these values only fill what is otherwise unknown.
+name. Outside the file, the op's tune.yaml (`shapes:`) and DESIGN.md (a shapes
+section) declare sizes by name (bot/config/shapes.py); they join the file's
+sizes for the open names. A rule must then hold for every value, wherever it
+came from: a block must divide all of them (or not exceed the smallest). Names
+the factory fixes itself are never overridden: these values only fill what is
+otherwise unknown, and a declaration of such a name is not used (`unused`).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import libcst as cst
 
+from bot.config.schema import DeclaredShape
 from bot.strategies.binding import Resolver
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted, int_value
 
 INPUTS = "get_inputs"  # the op contract's input builder (docs/architecture.md)
+IN_FILE = "in-file"  # the origin of a size read from the source itself
 MAX_CHOICES = 27  # combinations of several sizes checked per rule
 
 
@@ -41,6 +47,24 @@ def open_names(f: Facts, resolver: Resolver, factory: Function) -> set[str]:
             if resolver.param(fn, name, 0).value is None:
                 found.add(name)
     return found
+
+
+def symbols(factories: list[Function]) -> dict[str, str]:
+    """Symbol name -> the Python name bound to it (`n = T.symbolic("num_tokens")`): a shape may
+    be declared under either."""
+    out: dict[str, str] = {}
+    for factory in factories:
+        for fn in factory.chain:
+            for name, values in fn.assigns.items():
+                v = values[0] if len(values) == 1 else None
+                if (
+                    isinstance(v, cst.Call)
+                    and dotted(v.func).endswith("symbolic")
+                    and v.args
+                    and isinstance(v.args[0].value, cst.SimpleString)
+                ):
+                    out.setdefault(str(v.args[0].value.evaluated_value), name)
+    return out
 
 
 def _callers(f: Facts, factory: Function) -> list[Function]:
@@ -82,9 +106,92 @@ def sizes(f: Facts, resolver: Resolver, factories: list[Function]) -> dict[str, 
 
 
 def choices(found: dict[str, tuple[int, ...]]) -> list[dict[str, int]]:
-    """Every combination of the sizes (at most MAX_CHOICES; one empty choice when none)."""
+    """Combinations of the sizes to check a rule with (one empty choice when none).
+
+    Every combination while there are at most MAX_CHOICES; beyond that the first MAX_CHOICES
+    and, so that no size goes unchecked, each size of each name with the others at their first
+    size (a rule on one extent sees every size it can take)."""
+    found = {name: values for name, values in found.items() if values}
     if not found:
         return [{}]
     names = sorted(found)
-    combos = itertools.islice(itertools.product(*(found[n] for n in names)), MAX_CHOICES)
+    combos = list(itertools.islice(itertools.product(*(found[n] for n in names)), MAX_CHOICES))
+    if math.prod(len(found[n]) for n in names) > MAX_CHOICES:
+        first = tuple(found[n][0] for n in names)
+        for i, name in enumerate(names):
+            for v in found[name][1:]:
+                combo = first[:i] + (v,) + first[i + 1 :]
+                if combo not in combos:
+                    combos.append(combo)
     return [dict(zip(names, combo, strict=True)) for combo in combos]
+
+
+def merged(
+    found: dict[str, tuple[int, ...]],
+    open_: frozenset[str],
+    declared: tuple[DeclaredShape, ...],
+    symbol_names: dict[str, str] | None = None,
+) -> tuple[dict[str, tuple[int, ...]], dict[tuple[str, int], str]]:
+    """The file's sizes joined with the declared ones for the open names, and where each
+    (name, size) came from (IN_FILE, or the declaration's origin: "tune.yaml shapes", ...).
+    A declaration under a symbol's own name (`num_tokens`) fills the name bound to it (`n`)."""
+    sizes = {name: list(values) for name, values in found.items()}
+    origins = {(name, v): IN_FILE for name, values in found.items() for v in values}
+    for shape in declared:
+        name = shape.name
+        if name not in open_:
+            name = (symbol_names or {}).get(name, name)
+        if name not in open_:
+            continue  # the kernel fixes it itself (or never reads it): never overridden
+        values = sizes.setdefault(name, [])
+        for v in shape.values:
+            if v not in values:
+                values.append(v)
+            origins.setdefault((name, v), shape.origin)
+    return {name: tuple(values) for name, values in sizes.items()}, origins
+
+
+def note(choice: dict[str, int], origins: dict[tuple[str, int], str]) -> str:
+    """Where the sizes a refusal used came from: ` (with M=4096 from tune.yaml shapes)`."""
+    if not choice:
+        return ""
+    parts: dict[str, list[str]] = {}
+    for name, value in sorted(choice.items()):
+        parts.setdefault(origins.get((name, value), IN_FILE), []).append(f"{name}={value}")
+    said = [
+        f"{', '.join(items)}, a size this file runs the op with"
+        if origin == IN_FILE
+        else f"{', '.join(items)} from {origin}"
+        for origin, items in parts.items()
+    ]
+    return f" (with {'; '.join(said)})"
+
+
+def unused(
+    f: Facts, resolver: Resolver, factories: list[Function], declared: tuple[DeclaredShape, ...]
+) -> list[str]:
+    """One sentence per declared name no kernel leaves open (so the declaration is not used)."""
+    open_: set[str] = set()
+    for factory in factories:
+        open_ |= open_names(f, resolver, factory)
+    by_symbol = symbols(factories)
+    out: list[str] = []
+    for shape in declared:
+        if shape.name in open_ or by_symbol.get(shape.name) in open_ or not factories:
+            continue
+        reads = shape.name in f.module_assigns or any(
+            shape.name in fn.params or shape.name in fn.assigns
+            for factory in factories
+            for fn in factory.chain
+        )
+        why = (
+            "the kernel fixes it itself, which a declaration never overrides"
+            if reads
+            else "no kernel factory reads that name"
+        )
+        out.append(f"shape {shape.name}={_values(shape.values)} ({shape.origin}) not used: {why}")
+    return out
+
+
+def _values(values: tuple[int, ...]) -> str:
+    return str(values[0]) if len(values) == 1 else "[" + ", ".join(map(str, values)) + "]"
