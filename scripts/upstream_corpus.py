@@ -1,9 +1,13 @@
-"""Materialise the upstream kernel corpus (tests/data/upstream_kernels/src/) from a local clone.
+"""Materialise the upstream kernel corpus (tests/data/upstream_kernels/src/) from local clones.
 
-    python scripts/upstream_corpus.py --git-dir /path/to/tilelang-ascend/.git
+    python scripts/upstream_corpus.py --git-dir /path/to/tilelang-ascend/.git \\
+        --git-dir sonokeyu/kernelbench_tilelang_ascend=/path/to/kernelbench/.git
 
 Reads MANIFEST.yaml, writes each kernel as src/<id>.py with `git show
-<commit>:<path>` (nothing is downloaded) and checks its sha256. The sources stay
+<commit>:<path>` (nothing is downloaded) and checks its sha256. A kernel comes
+from its own `repo` (default: the manifest's source.repo); a bare --git-dir is a
+clone of source.repo, `OWNER/NAME=PATH` a clone of another repository. Kernels
+whose repository has no clone given are listed and left out. The sources stay
 out of git: they are third-party code kept only as local test data.
 """
 
@@ -20,20 +24,41 @@ import yaml
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "upstream_kernels"
 
 
+def clones(values: list[str], default_repo: str) -> dict[str, str]:
+    """Repository -> git directory, from the --git-dir values."""
+    out: dict[str, str] = {}
+    for value in values:
+        repo, sep, path = value.partition("=")
+        if not sep:
+            repo, path = default_repo, value
+        out[repo] = path
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--git-dir", required=True, help="git directory of a clone holding the manifest's commit"
+        "--git-dir",
+        action="append",
+        required=True,
+        help="git directory of a clone: PATH (the manifest's source repository) or OWNER/NAME=PATH",
     )
     args = parser.parse_args(argv)
     manifest = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8"))
+    source = manifest["source"]
+    git_dirs = clones(args.git_dir, source["repo"])
     out = CORPUS / "src"
     out.mkdir(exist_ok=True)
-    bad = 0
+    bad = written = 0
+    missing: dict[str, int] = {}
     for k in manifest["kernels"]:
-        commit = k.get("commit", manifest["source"]["commit"])  # a kernel may name its own commit
+        repo = k.get("repo", source["repo"])
+        if repo not in git_dirs:
+            missing[repo] = missing.get(repo, 0) + 1
+            continue
+        commit = k.get("commit", source["commit"])  # a kernel may name its own commit
         run = subprocess.run(
-            ["git", "--git-dir", args.git_dir, "show", f"{commit}:{k['path']}"],
+            ["git", "--git-dir", git_dirs[repo], "show", f"{commit}:{k['path']}"],
             capture_output=True,
             check=False,
         )
@@ -50,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             continue
         (out / f"{k['id']}.py").write_bytes(run.stdout)
-    print(f"{len(manifest['kernels']) - bad} kernels in {out}")
+        written += 1
+    for repo, n in missing.items():
+        print(f"{n} kernels left out: no clone of {repo} given (--git-dir {repo}=PATH)")
+    print(f"{written} kernels in {out}")
     return 2 if bad else 0
 
 

@@ -46,15 +46,18 @@ MANIFEST = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8")
 EXPECTED = yaml.safe_load((CORPUS / "expected.yaml").read_text(encoding="utf-8"))["kernels"]
 KERNELS = {k["id"]: k for k in MANIFEST["kernels"]}
 STRATEGIES = ["block_size", "pipeline_depth", "multi_buffer", "vprefix"]
+SETS = ("tuning", "heldout", "heldout_b", "heldout_c", "heldout_d", "heldout_e")
 
 
 def source_of(kid: str) -> str:
     shared = third_party_corpus("upstream_kernels", f"{kid}.py")
     path = shared / f"{kid}.py" if shared is not None else CORPUS / "src" / f"{kid}.py"
+    repo = KERNELS[kid].get("repo", MANIFEST["source"]["repo"])
     if not path.is_file():
         pytest.skip(
             f"corpus source {path} is not materialised: run "
-            f"`python scripts/upstream_corpus.py --git-dir <clone of {MANIFEST['source']['repo']}>`"
+            f"`python scripts/upstream_corpus.py --git-dir {repo}=<clone of {repo}>` "
+            "(tests/data/upstream_kernels/README.md)"
         )
     data = path.read_bytes()
     assert hashlib.sha256(data).hexdigest() == KERNELS[kid]["sha256"], (
@@ -72,6 +75,8 @@ def valid(rule: dict, value: int) -> bool:
     if "divides" in rule and rule["divides"] % value:
         return False
     if "max" in rule and value > rule["max"]:
+        return False
+    if "min" in rule and value < rule["min"]:
         return False
     if "multiple_of" in rule and value % rule["multiple_of"]:
         return False
@@ -115,7 +120,9 @@ def _op(kid: str) -> OpConfig:
     )
 
 
-def judge_kernel(kid: str) -> Tally:
+def judge_kernel(kid: str, every_value: bool = False) -> Tally:
+    """Judge every first move on `kid`; with every_value, every value each knob's space plans
+    (the planner's probes go to the far ends first, so any of them can reach measurement)."""
     src = source_of(kid)
     exp = EXPECTED[kid]
     t = Tally()
@@ -158,7 +165,11 @@ def judge_kernel(kid: str) -> Tally:
             ordered = sorted(set(spec.values))
             i = ordered.index(current) if current in ordered else None
             neighbours = (
-                [] if i is None else [ordered[j] for j in (i - 1, i + 1) if 0 <= j < len(ordered)]
+                []
+                if i is None
+                else [v for v in ordered if v != current]
+                if every_value
+                else [ordered[j] for j in (i - 1, i + 1) if 0 <= j < len(ordered)]
             )
             site = knobs.locate(src, spec.key)
             if not isinstance(site, str):
@@ -251,8 +262,10 @@ def test_corpus_is_big_enough_and_documented():
     assert len(KERNELS) >= 15
     assert set(EXPECTED) == set(KERNELS), "every corpus kernel has a hand-written expectation"
     assert len(_ids("heldout")) >= 4 and len(_ids("heldout_b")) >= 10
+    assert len(_ids("heldout_d")) >= 25
     for k in MANIFEST["kernels"]:
         assert k["path"] and len(k["sha256"]) == 64
+        assert len(k.get("commit", MANIFEST["source"]["commit"])) == 40
     assert MANIFEST["source"]["repo"] and len(MANIFEST["source"]["commit"]) == 40
     assert MANIFEST["source"]["licence"]
 
@@ -277,16 +290,46 @@ def _interval(k: int, n: int) -> str:
     return f"{max(0.0, centre - half):.1%}-{min(1.0, centre + half):.1%}"
 
 
-def corpus_report() -> str:
+def _binom_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+
+def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) two-sided interval of k successes in n, by bisection."""
+
+    def solve(target: float, f) -> float:  # f increases with p
+        lo, hi = 0.0, 1.0
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
+        return (lo + hi) / 2
+
+    lower = 0.0 if k == 0 else solve(alpha / 2, lambda p: _binom_tail(k, n, p))
+    upper = 1.0 if k == n else solve(1 - alpha / 2, lambda p: _binom_tail(k + 1, n, p))
+    return lower, upper
+
+
+def test_clopper_pearson_matches_known_values():
+    # 13/13: lower bound (alpha/2)^(1/13); 0/10: upper bound 1 - (alpha/2)^(1/10)
+    assert clopper_pearson(13, 13)[0] == pytest.approx(0.025 ** (1 / 13), abs=1e-9)
+    assert clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** (1 / 10), abs=1e-9)
+    lo, hi = clopper_pearson(33, 51)  # scipy.stats.beta.ppf(0.025, 33, 19), .ppf(0.975, 34, 18)
+    assert lo == pytest.approx(0.5006820, abs=1e-6) and hi == pytest.approx(0.7756938, abs=1e-6)
+
+
+def corpus_report(every_value: bool = False, sets: tuple[str, ...] = SETS) -> str:
     lines = []
-    for which in ("tuning", "heldout", "heldout_b", "heldout_c"):
+    for which in sets:
         total = Tally()
         for kid in _ids(which):
-            total.add(judge_kernel(kid))
+            total.add(judge_kernel(kid, every_value))
         n = total.produced
+        cp_lo, cp_hi = clopper_pearson(total.correct, n) if n else (0.0, 1.0)
         lines.append(
             f"{which}: {len(_ids(which))} kernels, {n} variants, {total.correct} correct "
-            f"({total.correct / n:.1%}, 95 % CI {_interval(total.correct, n)}), "
+            f"({total.correct / max(n, 1):.1%}, 95 % CI Wilson {_interval(total.correct, n)}, "
+            f"Clopper-Pearson {cp_lo:.1%}-{cp_hi:.1%}), "
             f"{len(total.wrong_site)} wrong-site, {len(total.noop)} no-op, "
             f"{len(total.breaking)} semantics-breaking, {total.refused} refused "
             f"({len(total.refused_valid)} of them valid by the expectation), "

@@ -17,19 +17,20 @@ makes the sum smaller: a refusal never rests on a guess.
 
 Sizes are those of Ascend A2/A3 (Atlas 800T A2, the 910B the upstream
 examples run on). `alloc_shared`/`alloc_fragment` name no memory of their
-own (the compiler places them in UB or L1/L0C by use), so they are checked
-against the largest memory they can be placed in.
+own: the compiler places them by use (bot/strategies/placement.py), and one
+whose use does not tell is checked against the largest memory it can be in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
+from bot.strategies.placement import placements
 from bot.strategies.source import dotted
 
 KIB = 1024
@@ -56,6 +57,7 @@ MEMORY: dict[str, str] = {
     "alloc_fragment": "fragment (UB or L0C)",
     "alloc_local": "fragment (UB or L0C)",
 }
+UNPLACED = frozenset({"shared (UB or L1)", "fragment (UB or L0C)"})
 DTYPE_BYTES: dict[str, int] = {
     "float": 4,
     "float32": 4,
@@ -112,10 +114,50 @@ def _strings(
             if node.value in fn.defaults:
                 return _strings(fn.defaults[node.value], fn.parents, f, depth + 1)
             if node.value in fn.params:
-                return set()
+                return _param_strings(fn, node.value, f, depth + 1)
         values = f.module_assigns.get(node.value, [])
         return _strings(values[0], (), f, depth + 1) if len(values) == 1 else set()
+    if isinstance(node, cst.Attribute):  # `args.dtype`: the argparse option's string default
+        return _argparse_strings(f, node.attr.value)
     return set()
+
+
+def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
+    """The strings parameter `name` of `fn` gets at every call site (empty if any is unknown)."""
+    index = fn.params.index(name)
+    found: set[str] = set()
+    for call in f.calls:
+        if dotted(call.node.func) != fn.name:
+            continue
+        arg = next((a.value for a in call.node.args if a.keyword and a.keyword.value == name), None)
+        positional = [a.value for a in call.node.args if a.keyword is None and not a.star]
+        if arg is None and index < len(positional):
+            arg = positional[index]
+        values = _strings(arg, call.scope, f, depth) if arg is not None else set()
+        if not values:
+            return set()
+        found |= values
+    return found
+
+
+def _argparse_strings(f: Facts, dest: str) -> set[str]:
+    """String defaults of argparse option `dest` (`add_argument("--dtype", default="float16")`)."""
+    found: set[str] = set()
+    for call in f.calls:
+        if not dotted(call.node.func).endswith("add_argument"):
+            continue
+        names = [
+            a.value.evaluated_value
+            for a in call.node.args
+            if a.keyword is None and isinstance(a.value, cst.SimpleString)
+        ]
+        kw = {a.keyword.value: a.value for a in call.node.args if a.keyword is not None}
+        default = kw.get("default")
+        if f"--{dest}" in names and isinstance(default, cst.SimpleString):
+            value = default.evaluated_value
+            if isinstance(value, str):
+                found.add(value)
+    return found
 
 
 class _Allocs(cst.CSTVisitor):
@@ -159,7 +201,11 @@ def buffers(f: Facts, factory: Function) -> list[Buffer]:
     for pf in factory.prim_funcs:
         v = _Allocs(f, by_node[id(pf)].chain)
         pf.visit(v)
-        found.extend(v.buffers)
+        placed = placements(pf)
+        found.extend(
+            replace(b, memory=placed[b.name]) if b.memory in UNPLACED and b.name in placed else b
+            for b in v.buffers
+        )
     return found
 
 

@@ -6,7 +6,11 @@ For a knob read by a kernel factory (bot/strategies/binding.py) the rules are:
   hold with the new one (`assert top_k % block_I == 0`, `group_size == block_N`);
 - `X // knob`, `X % knob` with a plain shape X, and `T.ceildiv(X, knob)` when no
   `T.min(knob, ...)` handles a tail, mean full tiles: the new value must divide X;
-- `T.ceildiv(X, knob)` with a tail handled means the block must not exceed X;
+- `T.ceildiv(X, knob)` with a tail handled (`T.min(knob, ...)`, or copies through
+  slices whose bound grows with the knob, `A[i * knob : (i + 1) * knob]`, which the
+  compiler clips at the tensor's end, and no element index computed from the knob,
+  `S[i * knob + j]`, which nothing clips) means the block must not exceed X (nor the
+  current value, when that already covers X: a larger block adds nothing);
 - a loop over `T.ceildiv(X, knob)` tiles whose index picks a row of a tensor
   laid out in `T.ceildiv(X, G)` groups (per-group scales) ties the knob to G;
 - when X is open (a `T.symbolic` shape, a runtime size) it takes every size the
@@ -32,6 +36,7 @@ from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
 from bot.strategies.binding import Resolver
 from bot.strategies.capacity import capacity_check
+from bot.strategies.copyfit import copy_fit
 from bot.strategies.evaluate import CEILDIV, Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
@@ -55,6 +60,9 @@ class _Rules(cst.CSTVisitor):
         self.ceil: list[Rule] = []
         self.tails = False
         self.iterators = _iterators(f)
+        self.sized = _sized_by(f, aliases)
+        self.offsets = _sized_by(f, aliases, _offset_names)
+        self.sliced = self.indexed = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         fn = self.by_node.get(id(node))
@@ -98,6 +106,18 @@ class _Rules(cst.CSTVisitor):
         elif short == "min" and any(self._is_knob(a) for a in args):
             self.tails = True
 
+    def visit_Slice(self, node: cst.Slice) -> None:
+        if node.upper is not None and _names(node.upper) & self.sized:
+            self.sliced = True  # a copy through this slice is clipped at the tensor's end
+
+    def visit_Index(self, node: cst.Index) -> None:
+        if _names(node.value) & self.offsets:
+            self.indexed = True  # one element at an offset from the knob: not clipped
+
+    @property
+    def tail_handled(self) -> bool:
+        return self.tails or (self.sliced and not self.indexed)
+
     def visit_Assert(self, node: cst.Assert) -> None:
         if _names(node.test) & self.aliases:
             self.rules.append(self._rule("assert", node.test, node.test))
@@ -125,6 +145,50 @@ def _names(node: cst.CSTNode) -> set[str]:
     class V(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
             found.add(n.value)
+
+    node.visit(V())
+    return found
+
+
+def _sized_by(
+    f: Facts, aliases: set[str], used: Callable[[cst.CSTNode], set[str]] | None = None
+) -> set[str]:
+    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`);
+    with `used`, only through the names `used` picks out of an expression."""
+    pick = used or _names
+    names = set(aliases)
+    changed = True
+    while changed:
+        changed = False
+        for fn in f.functions:
+            for local, values in fn.assigns.items():
+                if local not in names and any(pick(v) & names for v in values):
+                    names.add(local)
+                    changed = True
+    return names
+
+
+def _offset_names(node: cst.CSTNode) -> set[str]:
+    """Names that scale or shift an expression's value: not a divisor (`cid // n_num`,
+    `T.ceildiv(N, block_N)`), which makes a tile index or count, not an element offset."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> bool:
+            if isinstance(n.operator, (cst.FloorDivide, cst.Modulo)):
+                n.left.visit(self)
+                return False
+            return True
+
+        def visit_Call(self, n: cst.Call) -> bool:
+            args = [a.value for a in n.args if a.keyword is None]
+            if dotted(n.func).rsplit(".", 1)[-1] in CEILDIV and len(args) == 2:
+                args[0].visit(self)
+                return False
+            return True
 
     node.visit(V())
     return found
@@ -299,7 +363,12 @@ class Constraints:
                 )
             return None
         if rule.kind == "cap" and extent is not None:
-            if current and current > extent:
+            if current and current > extent:  # one tile already covers the extent
+                if value > current:
+                    return (
+                        f"{self.name}={value} exceeds the extent {extent} it tiles (`{rule.text}` "
+                        f"at line {rule.line}); the current {current} already covers it in one tile"
+                    )
                 return None
             if value > extent:
                 return f"{self.name}={value} exceeds the extent {extent} it tiles (`{rule.text}` at line {rule.line})"
@@ -323,10 +392,12 @@ def constraints_for(
         rules.extend(group_rules(f, factory, aliases))
         rules.extend(whole_rules(f, factory, aliases))
         rules.extend(
-            Rule("cap" if v.tails else "exact", r.node, r.chain, r.line, r.text) for r in v.ceil
+            Rule("cap" if v.tail_handled else "exact", r.node, r.chain, r.line, r.text)
+            for r in v.ceil
         )
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)
+    fit = copy_fit(f, name, factories)
     open_: set[str] = set()
     for factory in factories:
         open_ |= shapes.open_names(f, resolver, factory)
@@ -335,7 +406,7 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [capacity] if capacity else [],
+        [c for c in (capacity, fit) if c is not None],
         shapes.sizes(f, resolver, factories),
         frozenset(open_),
         shapes.symbols(factories),

@@ -145,6 +145,9 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
         )
     if isinstance(node, cst.Call):
         return _eval_call(node, env)
+    if isinstance(node, cst.IfExp):  # `block_n if IN % block_n == 0 else IN`
+        test = _eval(node.test, env)
+        return None if test is None else _eval(node.body if test else node.orelse, env)
     return None
 
 

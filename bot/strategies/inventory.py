@@ -7,8 +7,13 @@ effective value (bot/strategies/binding.py) and carries the kernel's rules
 for new values (bot/strategies/constraints.py). Left out, with a reason:
 
 - a name the kernel never reads (a dead parameter): tuning it is a no-op;
+- a name the kernel reads only through locals that come out the same for every
+  value a run could try (`BLOCK_N = block_n if IN % block_n == 0 else IN` with
+  IN=4): tuning it is a no-op too;
 - a name bound at several places (two call sites, two kernels sharing it);
 - a name set by an expression rather than a literal;
+- a name set to 1: one row or element per step is how that kernel is written
+  (e.g. one partial sum per tile row), not a tile size to grow;
 - a block-like literal (an argparse option, a dict entry, a default) that no
   kernel factory reads.
 
@@ -27,10 +32,13 @@ import libcst as cst
 from bot.config.schema import DeclaredShape
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
+from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+# values a run could give a discovered block knob (bot/strategies/builtin.py's space)
+TRIED = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,7 @@ def _owners(
 
 def _bind(
     f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function, bool]]
-) -> KnobInfo | Dropped:
+) -> KnobInfo | Dropped | list[KnobInfo | Dropped]:
     live = [(o, fac) for o, fac, is_live in owners if is_live]
     if not live:
         where = ", ".join(sorted({f"{fac.name}()" for _, fac, _ in owners}))
@@ -139,6 +147,9 @@ def _bind(
     results = [(o, fac, resolver.name(name, o.chain if o else ())) for o, fac in live]
     sites = {id(r.site.node): r for _, _, r in results if r.site is not None and r.problem is None}
     if len(sites) > 1:
+        split = _split(f, resolver, name, results, [r.site for r in sites.values() if r.site])
+        if split is not None:
+            return split
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
         return Dropped(
             "block_size",
@@ -150,17 +161,103 @@ def _bind(
         problems = "; ".join(dict.fromkeys(r.problem or "not a literal" for _, _, r in results))
         return Dropped("block_size", name, problems)
     r = next(iter(sites.values()))
-    site = r.site
-    assert site is not None
+    assert r.site is not None
+    return _knob_at(f, resolver, name, name, r.site, r.path, results)
+
+
+def _split(
+    f: Facts, resolver: Resolver, name: str, results: list, sites: list[Site]
+) -> list[KnobInfo | Dropped] | None:
+    """One knob per literal when a kernel parameter is bound at several places under distinct
+    block-like names (`staged(M, N, partial_block_N=32, apply_block_N=32)` feeding two
+    kernels' `block_N`): each literal is its own knob, named as written. None otherwise."""
+    names = [s.name for s in sites]
+    if len(set(names)) != len(names) or any(n == name or "block" not in n.lower() for n in names):
+        return None
+    return [_knob_at(f, resolver, s.name, name, s, _path(results, s), results) for s in sites]
+
+
+def _path(results: list, site: Site) -> tuple[str, ...]:
+    return next(r.path for _, _, r in results if r.site is not None and r.site.node is site.node)
+
+
+def _knob_at(
+    f: Facts,
+    resolver: Resolver,
+    knob: str,
+    name: str,
+    site: Site,
+    path: tuple[str, ...],
+    results: list,
+) -> KnobInfo | Dropped:
+    """Knob `knob` set by `site`, read by the kernels as `name`; or why it is not tuned."""
     if isinstance(site.value, bool) or not isinstance(site.value, int):
-        return Dropped("block_size", name, f"set to {site.value!r}, not an integer")
+        return Dropped("block_size", knob, f"set to {site.value!r}, not an integer")
+    if site.value == 1:
+        return Dropped(
+            "block_size",
+            knob,
+            f"set to 1 ({site.where()}): the kernel takes one row or element per step there, "
+            f"and the smallest block a run could try ({TRIED[0]}) would change how it is "
+            f"written (e.g. one partial result per tile row), not only a tile size",
+        )
     shared = _shared_literal(f, name, site)
     if shared:
-        return Dropped("block_size", name, shared)
+        return Dropped("block_size", knob, shared)
     bound = [
         (o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node
     ]
-    return KnobInfo(name, site, site.value, r.path, constraints_for(f, resolver, name, bound))
+    info = KnobInfo(knob, site, site.value, path, constraints_for(f, resolver, name, bound))
+    same = _no_effect(f, resolver, info, bound)
+    return Dropped("block_size", knob, same) if same else info
+
+
+def _no_effect(
+    f: Facts, resolver: Resolver, info: KnobInfo, bound: list[tuple[Function | None, Function]]
+) -> str | None:
+    """Why no value a run could try changes what the kernels read, or None.
+
+    A kernel that reads the knob itself is affected. One that reads it only through locals
+    computed from it (`BLOCK_N = block_n if ... else IN`) is not when each of those locals
+    evaluates to the same value for the current value and every value tried."""
+    aliases = set(info.constraints.aliases)
+    found: list[str] = []
+    for _, factory in bound:
+        read: set[str] = set()
+        for pf in factory.prim_funcs:
+            read |= names_in(pf)
+        if read & aliases:
+            return None
+        derived: list[tuple[Function, str]] = []
+        names = set(aliases)
+        changed = True
+        while changed:
+            changed = False
+            for fn in factory.chain:
+                for local, values in fn.assigns.items():
+                    if local not in names and any(names_in(v) & names for v in values):
+                        names.add(local)
+                        derived.append((fn, local))
+                        changed = True
+        seen = [(fn, local) for fn, local in derived if local in read]
+        if not seen:
+            return None
+        for fn, local in seen:
+            outcomes = {
+                evaluate(cst.Name(local), Env(resolver, fn.chain, 0, dict.fromkeys(aliases, v)))
+                for v in (info.value, *TRIED)
+            }
+            if len(outcomes) != 1 or None in outcomes:
+                return None
+            line = f.line(fn.assigns[local][0])
+            found.append(f"{local} = {outcomes.pop()} (line {line})")
+    if not found:
+        return None
+    return (
+        f"the kernel reads it only through {', '.join(dict.fromkeys(found))}, the same for the "
+        f"current {info.value} and every value a run could try ({TRIED[0]}-{TRIED[-1]}): "
+        f"tuning it cannot change anything"
+    )
 
 
 def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
@@ -211,16 +308,17 @@ def inventory(source: str) -> Inventory:
     dropped: list[Dropped] = []
     taken: dict[int, str] = {}  # id(site node) -> knob name
     for name, owners in _owners(f).items():
-        found = _bind(f, resolver, name, owners)
-        if isinstance(found, Dropped):
-            dropped.append(found)
-        elif id(found.site.node) not in taken:  # the same literal under another name is one knob
-            if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
-                found.name = (
-                    found.site.name
-                )  # a module constant keeps its own name (BLOCK_M, not block_M)
-            taken[id(found.site.node)] = found.name
-            knobs.append(found)
+        bound = _bind(f, resolver, name, owners)
+        for found in bound if isinstance(bound, list) else [bound]:
+            if isinstance(found, Dropped):
+                dropped.append(found)
+            elif (
+                id(found.site.node) not in taken
+            ):  # the same literal under another name is one knob
+                if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
+                    found.name = found.site.name  # a module constant keeps its own name (BLOCK_M)
+                taken[id(found.site.node)] = found.name
+                knobs.append(found)
     _unread_literals(f, taken, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
@@ -244,6 +342,8 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
     if not owners:
         return None
     found = _bind(f, Resolver(f), name, owners)
+    if isinstance(found, list):  # split into knobs named as written: `name` itself is none
+        return f"bound at {len(found)} places, tuned as " + ", ".join(k.name for k in found)
     return found.reason if isinstance(found, Dropped) else found
 
 

@@ -1,0 +1,127 @@
+"""A tile copied into an on-chip buffer must fit the buffer.
+
+An explicit-size copy (`T.load_nd2nz(K[...], l1_b, [tail_n, tail_k])`,
+`T.copy(src, dst, size=[...])`) moves a tile whose extent along each dimension is
+at most its size; `tail_n = T.min(block_n, seq_len - i * block_n)` is at most
+`block_n`. When the destination buffer is sized by another knob
+(`l1_b = T.alloc_L1([block_m, block_k], ...)`), the two knobs are tied: a move
+that makes a tile larger than its buffer writes past it. A move is refused when
+some copy fits with the current value and not with the new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.capacity import Buffer, buffers
+from bot.strategies.evaluate import Env, code_of, evaluate
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+
+COPIES = frozenset({"load_nd2nz", "copy"})
+
+
+@dataclass(frozen=True)
+class Copy:
+    buffer: Buffer
+    sizes: tuple[cst.BaseExpression, ...]
+    line: int
+
+
+def _is_min(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and dotted(node.func) in ("T.min", "min")
+
+
+def _bound(node: cst.BaseExpression, chain: tuple[Function, ...]) -> list[cst.BaseExpression]:
+    """Expressions whose smallest value bounds `node`: the arguments of a `T.min` (also through
+    a local set to one, the same way each time it is set); otherwise the node itself."""
+    if isinstance(node, cst.Name):
+        for fn in reversed(chain):
+            values = fn.assigns.get(node.value)
+            if values:
+                same = len({code_of(v) for v in values}) == 1
+                return _bound(values[0], fn.chain) if same and _is_min(values[0]) else [node]
+    if _is_min(node):
+        out: list[cst.BaseExpression] = []
+        for a in node.args:  # type: ignore[attr-defined]
+            out.extend(_bound(a.value, chain))
+        return out
+    return [node]
+
+
+class _Copies(cst.CSTVisitor):
+    def __init__(self, f: Facts, held: dict[str, Buffer], chain: tuple[Function, ...]) -> None:
+        self.f, self.held, self.chain = f, held, chain
+        self.found: list[tuple[Copy, tuple[Function, ...]]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted(node.func).rsplit(".", 1)[-1] not in COPIES:
+            return
+        args = [a.value for a in node.args if a.keyword is None]
+        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        size = kw.get("size", args[2] if len(args) > 2 else None)
+        dst = args[1] if len(args) > 1 else None
+        if not isinstance(size, cst.List) or not isinstance(dst, cst.Name):
+            return
+        buffer = self.held.get(dst.value)
+        if buffer is None or len(buffer.dims) != len(size.elements):
+            return
+        sizes = tuple(e.value for e in size.elements)
+        self.found.append((Copy(buffer, sizes, self.f.line(node)), self.chain))
+
+
+def _copies(f: Facts, factory: Function) -> list[tuple[Copy, tuple[Function, ...]]]:
+    """Every explicit-size copy into a buffer the prim_funcs of `factory` allocate."""
+    by_node = {id(fn.node): fn for fn in f.functions}
+    held = {b.name: b for b in buffers(f, factory)}
+    found: list[tuple[Copy, tuple[Function, ...]]] = []
+    for pf in factory.prim_funcs:
+        v = _Copies(f, held, by_node[id(pf)].chain)
+        pf.visit(v)
+        found.extend(v.found)
+    return found
+
+
+def _fits(copy: Copy, chain: tuple[Function, ...], env: Env) -> tuple[int, int, int] | None:
+    """(dimension, tile extent, buffer extent) of the first dimension that overflows, or None."""
+    for i, (size, dim) in enumerate(zip(copy.sizes, copy.buffer.dims, strict=True)):
+        bounds = [evaluate(b, env) for b in _bound(size, chain)]
+        known = [b for b in bounds if isinstance(b, int) and not isinstance(b, bool)]
+        room = evaluate(dim, env)
+        if known and isinstance(room, int) and not isinstance(room, bool) and min(known) > room:
+            return i, min(known), room
+    return None
+
+
+@dataclass
+class CopyFit:
+    """Refuses a value with which an explicit-size copy overflows its destination buffer."""
+
+    name: str
+    copies: list[tuple[Copy, tuple[Function, ...]]]
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if current is None:
+            return None
+        for copy, chain in self.copies:
+            if _fits(copy, chain, env(chain, current)) is not None:
+                continue  # the current value overflows too: not ours to judge
+            over = _fits(copy, chain, env(chain, value))
+            if over is not None:
+                dim, tile, room = over
+                return (
+                    f"{self.name}={value}: the copy at line {copy.line} moves a tile of {tile} "
+                    f"along dimension {dim} into `{copy.buffer.name}` (line {copy.buffer.line}), "
+                    f"which holds {room} there"
+                )
+        return None
+
+
+def copy_fit(f: Facts, name: str, factories: list[Function]) -> CopyFit | None:
+    copies = [c for factory in factories for c in _copies(f, factory)]
+    return CopyFit(name, copies) if copies else None
