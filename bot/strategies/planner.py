@@ -56,6 +56,7 @@ from bot.strategies.space import FAILED_VERDICTS
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
 ONCE_TIER = 1  # a one-shot change, beside each knob's first move
 EXPLORE_TIER = 5
+INTERPOLATE_TIER = 2  # after every knob's first probe, before new bisections
 REVISIT_WITHIN = 0.0  # revisit values that measured at least as fast as their parent
 STYLE_TIER = 9
 
@@ -384,6 +385,24 @@ class Planner:
                         add(value, 4)
                 for value in ladder:
                     add(value, EXPLORE_TIER)
+            # both sides of here measured (or, at an edge, two values on the only side): the
+            # parabola through the three nearest measured values says where the optimum lies
+            guess = space.interpolate(spec, current, levels, tried_here | failed)
+            if guess is not None:
+                _place(
+                    moves,
+                    Move(
+                        spec.strategy,
+                        spec.key,
+                        INTERPOLATE_TIER,
+                        score,
+                        spec.order,
+                        current,
+                        guess,
+                        spec,
+                        tries=len(honest),
+                    ),
+                )
         for sid in strategies:
             entry = catalog.get(sid)
             if entry.applied != "proposer":
@@ -420,6 +439,16 @@ class Planner:
             assert spec.knob is not None
             return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name)
         return STRATEGIES[spec.strategy].apply(source, spec, move.new, name)
+
+
+def _place(moves: list[Move], move: Move) -> None:
+    """Plan `move` unless the same value of the same knob is already planned at a tier as low."""
+    key = space.value_key(move.new)
+    same = [m for m in moves if m.key == move.key and space.value_key(m.new) == key]
+    if any(m.tier <= move.tier for m in same):
+        return
+    moves[:] = [m for m in moves if not (m.key == move.key and space.value_key(m.new) == key)]
+    moves.append(move)
 
 
 def _seen(ctx: PlanContext) -> set[str]:
