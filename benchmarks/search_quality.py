@@ -34,7 +34,7 @@ Methods, each with the same budget of latency measurements (`--budgets`, default
   as the Evaluator learns it); L0 failures cost no latency measurement; it stops at the
   budget (a decision cut short by the budget adopts nothing), when the planner is
   exhausted, or, in "patience 3" (the default run), after `bot.run.state.patience_count`
-  reaches 3;
+  reaches 3 and every knob has been tried (the loop's rule, bot/run/stops/no_gain.py);
 - random: distinct random points, one measurement each, keeps the fastest measured;
 - TPE: Optuna's TPESampler (skipped if optuna is missing), keeps the fastest measured.
 
@@ -350,8 +350,16 @@ def run_tunebot(
     since_win: list[Attempt] = []
     rule = Rule()
     n = 0
-    while patience is None or patience_count(since_win) < patience:
-        v = planner.next(PlanContext(best_source=best_src, history=tuple(history)))
+    while True:
+        ctx = PlanContext(best_source=best_src, history=tuple(history))
+        # the loop's 连续无提升 (bot/run/stops/no_gain.py): patience spent and every knob tried
+        if (
+            patience is not None
+            and patience_count(since_win) >= patience
+            and not planner.untried(ctx)
+        ):
+            break
+        v = planner.next(ctx)
         if isinstance(v, Refusal):
             if v.attempt is not None and not v.exhausted:
                 history.append(v.attempt)

@@ -355,3 +355,19 @@ def test_the_interpolated_probe_comes_after_every_other_knobs_first_probe():
     # then the interpolated values of each, before any bisection
     assert tried[:4] == [("BLOCK_M", 8), ("BLOCK_M", 256), ("BLOCK_N", 16), ("BLOCK_N", 128)]
     assert tried[4] == ("BLOCK_M", 32)
+
+
+def test_untried_lists_the_knobs_without_an_attempt_that_can_still_move():
+    op = demo_op(
+        knobs=(
+            Knob("BLOCK_M", "block_size", (32, 64, 128)),
+            Knob("BLOCK_N", "block_size", (32, 64, 128)),
+            Knob("STAGES", "pipeline_depth", (1,)),  # at its only value: nothing to try
+        )
+    )
+    p, history = Planner(op), []
+    assert p.untried(PlanContext(best_source=DEMO)) == ["BLOCK_M", "BLOCK_N"]
+    v = p.next(PlanContext(best_source=DEMO))
+    assert isinstance(v, Variant) and v.change.knob == "BLOCK_M"
+    history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "fail_l0", None))
+    assert p.untried(PlanContext(best_source=DEMO, history=tuple(history))) == ["BLOCK_N"]

@@ -172,6 +172,24 @@ class Planner:
             lines.append("nothing left to try: the run would stop with 'strategies exhausted'")
         return lines
 
+    def untried(self, ctx: PlanContext) -> list[str]:
+        """Knobs never tried in this run whose first probe can be planned from the best source.
+
+        Patience counts different things tried without a gain; a knob not tried yet has not
+        had its most promising move, so the loop does not stop for patience while one is left
+        (bot/run/stops/no_gain.py)."""
+        tried = {a.change.knob for a in ctx.history if a.change.knob is not None}
+        seen = _seen(ctx)
+        moves, _ = self._moves(ctx)
+        out: list[str] = []
+        for move in moves:
+            if move.spec is None or move.key in tried or move.key in out:
+                continue
+            result = self._apply(move, ctx.best_source)
+            if not isinstance(result, Refusal) and result.source_hash not in seen:
+                out.append(move.key)
+        return out
+
     # ------------------------------------------------------------ moves
 
     def allowed(self, ctx: PlanContext) -> tuple[list[str], list[str]]:
