@@ -22,7 +22,10 @@ best source. The planner names no strategy: it asks every registered one
    2 a knob tried before from another best (the context changed): first the value
      that measured at least as fast as its parent there, else the preferred
      direction; a win's continuation before every knob was tried; the values
-     between a win and the value it came from (refining the jump);
+     between a win and the value it came from (refining the jump); a knob measured
+     slower on both sides of here (or twice on the only side a knob at an edge has):
+     the value nearest the vertex of the parabola through the three nearest measured
+     values (successive parabolic interpolation, on the knob's ladder);
    3 the values short of a loss (bisection); one value past a plateau;
    4 valley crossing past the farthest loss: the log-midpoint and the far end;
    5 exploration: every other value, nearest first.
