@@ -15,8 +15,8 @@ Landscapes:
   the baseline value, valleys between the baseline and the optimum, plateaus, coupled
   knobs and a few points that fail L0. Their source is a module of knob constants; a knob
   whose values include 0 is declared as a count (pipeline_depth), since a block size must
-  be positive. The planner was tuned on seeds 0-39 and 1000-1099; seeds 3000 and up are
-  held out (docs/strategies.md says which sets were looked at).
+  be positive. Seeds 0-3099 were looked at while tuning the planner; seeds 5000 and up are
+  the held-out family (docs/strategies.md says which sets were looked at, and when).
 
 Noise: every latency measurement is simulated as a real LatencyResult of `repeats` samples,
 true median x (1 + e_process) x (1 + e_sample). e_process ~ Normal(0, s) with s the
@@ -34,7 +34,7 @@ Methods, each with the same budget of latency measurements (`--budgets`, default
   as the Evaluator learns it); L0 failures cost no latency measurement; it stops at the
   budget (a decision cut short by the budget adopts nothing), when the planner is
   exhausted, or, in "patience 3" (the default run), after `bot.run.state.patience_count`
-  reaches 3;
+  reaches 3 and every knob has been tried (the loop's rule, bot/run/stops/no_gain.py);
 - random: distinct random points, one measurement each, keeps the fastest measured;
 - TPE: Optuna's TPESampler (skipped if optuna is missing), keeps the fastest measured.
 
@@ -350,8 +350,16 @@ def run_tunebot(
     since_win: list[Attempt] = []
     rule = Rule()
     n = 0
-    while patience is None or patience_count(since_win) < patience:
-        v = planner.next(PlanContext(best_source=best_src, history=tuple(history)))
+    while True:
+        ctx = PlanContext(best_source=best_src, history=tuple(history))
+        # the loop's 连续无提升 (bot/run/stops/no_gain.py): patience spent and every knob tried
+        if (
+            patience is not None
+            and patience_count(since_win) >= patience
+            and not planner.untried(ctx)
+        ):
+            break
+        v = planner.next(ctx)
         if isinstance(v, Refusal):
             if v.attempt is not None and not v.exhausted:
                 history.append(v.attempt)

@@ -96,3 +96,18 @@ def test_rule_explains_itself_in_english(rule):
     text = stops.stop_reason_text(rule.name, max_iters=10, patience=3, target_us=50.0)
     assert text == f"{rule.name} ({rule.explain(LIMITS)})"
     assert stops.stop_reason_text(rule.name) == f"{rule.name} ({rule.explain(stops.Limits())})"
+
+
+def test_patience_waits_for_knobs_never_tried(tmp_path):
+    """连续无提升 fires only once every knob the planner can move has been tried: a knob not
+    tried yet has not had its most promising move."""
+    spent = _state(no_gain_streak=3)
+    flag = tmp_path / "cancel"
+    waiting = stops.StopContext(spent, LIMITS, flag, untried=lambda: ["BLOCK_K"])
+    assert stops.first_firing(waiting) is None
+    assert stops.first_firing(stops.StopContext(spent, LIMITS, flag, untried=list)) == stops.NO_GAIN
+    asked: list[int] = []
+    quiet = stops.StopContext(
+        _state(no_gain_streak=2), LIMITS, flag, untried=lambda: asked.append(1) or []
+    )
+    assert stops.first_firing(quiet) is None and asked == []  # not asked before patience is spent

@@ -213,11 +213,15 @@ def test_every_example_op_resolves_and_plans_one_parsable_change():
 def test_far_ends_first_then_the_values_short_of_them():
     op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (16, 32, 64, 128, 256)),))
     p, history, tried = Planner(op), [], []
+    # the far end up loses less than the far end down: the values between come nearest the
+    # measured profile's minimum (the parabola through 16, 64, 256) first
+    loss = {256: -0.03, 16: -0.10, 128: -0.05, 32: -0.05}
     for _ in range(4):
         v = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
         assert isinstance(v, Variant)
         tried.append(v.change.new)
-        history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", -0.05))
+        gain = loss[v.change.new]
+        history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", gain))
     assert tried == [256, 16, 128, 32]  # both far ends, then the values between
     assert isinstance(p.next(PlanContext(best_source=DEMO, history=tuple(history))), Refusal)
 
@@ -314,3 +318,56 @@ def test_patience_counts_different_things_not_repeats_of_one():
     assert patience_count([a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 32), a("BLOCK_N", 8, 16)]) == 2
     assert patience_count([a("BLOCK_M", 64, 128), a("STAGES", 1, 2), a("BLOCK_N", 8, 16)]) == 3
     assert patience_count(same * 2) == 3  # the backstop: a single-knob run still stops
+
+
+def test_a_knob_slower_at_both_ends_is_probed_where_the_parabola_puts_its_minimum():
+    # BLOCK_M = 64 in (8 ... 256): the far end down (3 steps away) loses 14 %, the far end up
+    # (2 steps) 13 %: the profile falls more gently downwards, and the parabola through 8, 64
+    # and 256 (on the ladder) bottoms out at 2.5 steps -> 32, although the up side lost less
+    # (preferred direction: up, whose bisection would try 128)
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (8, 16, 32, 64, 128, 256)),))
+    p, history = Planner(op), []
+    loss = {8: -0.14, 256: -0.13}
+    for expected in (8, 256, 32):
+        v = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+        assert isinstance(v, Variant)
+        assert v.change.new == expected, (history, v.change)
+        gain = loss.get(v.change.new, -0.05)
+        history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", gain))
+
+
+def test_the_interpolated_probe_comes_after_every_other_knobs_first_probe():
+    op = demo_op(
+        knobs=(
+            Knob("BLOCK_M", "block_size", (8, 16, 32, 64, 128, 256)),
+            Knob("BLOCK_N", "block_size", (16, 32, 64, 128)),
+        )
+    )
+    p, history, tried = Planner(op), [], []
+    loss = {("BLOCK_M", 8): -0.14, ("BLOCK_M", 256): -0.13}
+    for _ in range(5):
+        v = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+        assert isinstance(v, Variant)
+        tried.append((v.change.knob, v.change.new))
+        gain = loss.get((v.change.knob, v.change.new), -0.05)
+        history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", gain))
+    # BLOCK_M's honest attempt (both far ends), BLOCK_N's (its far end down has more room),
+    # then the interpolated values of each, before any bisection
+    assert tried[:4] == [("BLOCK_M", 8), ("BLOCK_M", 256), ("BLOCK_N", 16), ("BLOCK_N", 128)]
+    assert tried[4] == ("BLOCK_M", 32)
+
+
+def test_untried_lists_the_knobs_without_an_attempt_that_can_still_move():
+    op = demo_op(
+        knobs=(
+            Knob("BLOCK_M", "block_size", (32, 64, 128)),
+            Knob("BLOCK_N", "block_size", (32, 64, 128)),
+            Knob("STAGES", "pipeline_depth", (1,)),  # at its only value: nothing to try
+        )
+    )
+    p, history = Planner(op), []
+    assert p.untried(PlanContext(best_source=DEMO)) == ["BLOCK_M", "BLOCK_N"]
+    v = p.next(PlanContext(best_source=DEMO))
+    assert isinstance(v, Variant) and v.change.knob == "BLOCK_M"
+    history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "fail_l0", None))
+    assert p.untried(PlanContext(best_source=DEMO, history=tuple(history))) == ["BLOCK_N"]

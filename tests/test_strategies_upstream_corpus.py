@@ -46,7 +46,7 @@ MANIFEST = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8")
 EXPECTED = yaml.safe_load((CORPUS / "expected.yaml").read_text(encoding="utf-8"))["kernels"]
 KERNELS = {k["id"]: k for k in MANIFEST["kernels"]}
 STRATEGIES = ["block_size", "pipeline_depth", "multi_buffer", "vprefix"]
-SETS = ("tuning", "heldout", "heldout_b", "heldout_c", "heldout_d", "heldout_e")
+SETS = ("tuning", "heldout", "heldout_b", "heldout_c", "heldout_d", "heldout_e", "heldout_f")
 
 
 def source_of(kid: str) -> str:

@@ -8,6 +8,7 @@ nothing recorded is measured again, and refs are recreated from the recorded sha
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shlex
 from typing import Any
 
@@ -117,6 +118,16 @@ def _toolchain_hint(tail: str) -> str:
 # ---------------------------------------------------------------- iterating
 
 
+def _untried(plan: Planner, run: OpRun, state: rs.RunState) -> list[str]:
+    """Knobs the planner could still try that this run never tried (asked by 连续无提升)."""
+    ctx = PlanContext(
+        best_source=_best_source(run, state),
+        history=tuple(state.attempts),
+        allowed=run.settings.strategies,
+    )
+    return plan.untried(ctx)
+
+
 def iterate(run: OpRun, evaluator: Evaluator, state: rs.RunState) -> None:
     """Plan and measure one variant at a time until a stop rule fires (bot.run.stops)."""
     plan = planner(run)
@@ -127,7 +138,13 @@ def iterate(run: OpRun, evaluator: Evaluator, state: rs.RunState) -> None:
     )
     while True:
         reason = stops.first_firing(
-            stops.StopContext(state, limits, run.cancel_file, run.forge.cancel_requested)
+            stops.StopContext(
+                state,
+                limits,
+                run.cancel_file,
+                run.forge.cancel_requested,
+                untried=functools.partial(_untried, plan, run, state),
+            )
         )
         if reason is not None:
             break

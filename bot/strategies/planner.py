@@ -22,7 +22,10 @@ best source. The planner names no strategy: it asks every registered one
    2 a knob tried before from another best (the context changed): first the value
      that measured at least as fast as its parent there, else the preferred
      direction; a win's continuation before every knob was tried; the values
-     between a win and the value it came from (refining the jump);
+     between a win and the value it came from (refining the jump); a knob measured
+     slower on both sides of here (or twice on the only side a knob at an edge has):
+     the value nearest the vertex of the parabola through the three nearest measured
+     values (successive parabolic interpolation, on the knob's ladder);
    3 the values short of a loss (bisection); one value past a plateau;
    4 valley crossing past the farthest loss: the log-midpoint and the far end;
    5 exploration: every other value, nearest first.
@@ -56,6 +59,7 @@ from bot.strategies.space import FAILED_VERDICTS
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
 ONCE_TIER = 1  # a one-shot change, beside each knob's first move
 EXPLORE_TIER = 5
+INTERPOLATE_TIER = 2  # after every knob's first probe, before new bisections
 REVISIT_WITHIN = 0.0  # revisit values that measured at least as fast as their parent
 STYLE_TIER = 9
 
@@ -170,6 +174,24 @@ class Planner:
         if n == 0:
             lines.append("nothing left to try: the run would stop with 'strategies exhausted'")
         return lines
+
+    def untried(self, ctx: PlanContext) -> list[str]:
+        """Knobs never tried in this run whose first probe can be planned from the best source.
+
+        Patience counts different things tried without a gain; a knob not tried yet has not
+        had its most promising move, so the loop does not stop for patience while one is left
+        (bot/run/stops/no_gain.py)."""
+        tried = {a.change.knob for a in ctx.history if a.change.knob is not None}
+        seen = _seen(ctx)
+        moves, _ = self._moves(ctx)
+        out: list[str] = []
+        for move in moves:
+            if move.spec is None or move.key in tried or move.key in out:
+                continue
+            result = self._apply(move, ctx.best_source)
+            if not isinstance(result, Refusal) and result.source_hash not in seen:
+                out.append(move.key)
+        return out
 
     # ------------------------------------------------------------ moves
 
@@ -386,6 +408,24 @@ class Planner:
                         add(value, 4)
                 for value in ladder:
                     add(value, EXPLORE_TIER)
+            # both sides of here measured (or, at an edge, two values on the only side): the
+            # parabola through the three nearest measured values says where the optimum lies
+            guess = space.interpolate(spec, current, levels, tried_here | failed)
+            if guess is not None:
+                _place(
+                    moves,
+                    Move(
+                        spec.strategy,
+                        spec.key,
+                        INTERPOLATE_TIER,
+                        score,
+                        spec.order,
+                        current,
+                        guess,
+                        spec,
+                        tries=len(honest),
+                    ),
+                )
         for sid in strategies:
             entry = catalog.get(sid)
             if entry.applied != "proposer":
@@ -422,6 +462,16 @@ class Planner:
             assert spec.knob is not None
             return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name, self.op.shapes)
         return STRATEGIES[spec.strategy].apply(source, spec, move.new, name)
+
+
+def _place(moves: list[Move], move: Move) -> None:
+    """Plan `move` unless the same value of the same knob is already planned at a tier as low."""
+    key = space.value_key(move.new)
+    same = [m for m in moves if m.key == move.key and space.value_key(m.new) == key]
+    if any(m.tier <= move.tier for m in same):
+        return
+    moves[:] = [m for m in moves if not (m.key == move.key and space.value_key(m.new) == key)]
+    moves.append(move)
 
 
 def _seen(ctx: PlanContext) -> set[str]:

@@ -109,3 +109,38 @@ def preferred_direction(
     if up != down:
         return +1 if up > down else -1
     return +1
+
+
+def interpolate(spec: KnobSpec, current: object, levels: dict, skip: set[str]) -> object | None:
+    """Successive parabolic interpolation on the knob's ladder of allowed values (a log scale
+    for powers of two): the parabola through the current value and its nearest measured values
+    (one on each side, or the two nearest on the only side a knob at an edge has) puts the
+    minimum at its vertex; the untried value inside those three nearest the vertex. None when
+    fewer than three values are measured there or the parabola does not open upwards."""
+    axis = (
+        list(reversed(side_values(spec, current, -1))) + [current] + side_values(spec, current, +1)
+    )
+    at = {value_key(v): i for i, v in enumerate(axis)}
+    here = at[value_key(current)]
+    measured = {at[value_key(v)]: lv for v, lv in levels.items() if value_key(v) in at}
+    below = sorted((i for i in measured if i < here), reverse=True)
+    above = sorted(i for i in measured if i > here)
+    if below and above:
+        xs = [below[0], here, above[0]]
+    elif here == 0 and len(above) >= 2:
+        xs = [here, above[0], above[1]]
+    elif here == len(axis) - 1 and len(below) >= 2:
+        xs = [below[1], below[0], here]
+    else:
+        return None  # the other side is still unmeasured: its own probe comes first
+    (x0, x1, x2), (y0, y1, y2) = xs, [measured.get(x, 0.0) for x in xs]
+    curvature = ((y2 - y1) / (x2 - x1) - (y1 - y0) / (x1 - x0)) / (x2 - x0)
+    if curvature <= 0:  # flat or opening downwards: no minimum inside
+        return None
+    slope = (y1 - y0) / (x1 - x0) - curvature * (x0 + x1)  # y = c*x^2 + slope*x + const
+    vertex = -slope / (2 * curvature)
+    inside = [i for i in range(x0 + 1, x2) if i not in measured and value_key(axis[i]) not in skip]
+    if not inside or vertex <= x0 or vertex >= x2:
+        return None
+    # nearest the vertex; a tie goes to the side whose end measured faster
+    return axis[min(inside, key=lambda i: (abs(i - vertex), y0 if i < x1 else y2))]

@@ -43,6 +43,9 @@ class StopContext:
     forge_cancel: Callable[[], bool] = lambda: (
         False
     )  # the forge says someone cancelled (`/tune cancel`)
+    # knobs never tried in this run that the planner could still try (asked only when the
+    # patience is spent: a knob not tried yet has not had its most promising move)
+    untried: Callable[[], list[str]] = lambda: []
 
 
 class StopRule(Protocol):

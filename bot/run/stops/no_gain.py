@@ -1,5 +1,5 @@
 """连续无提升: `patience` different things tried without a gain since the last win
-(bot.run.state.patience_count)."""
+(bot.run.state.patience_count), once every knob the planner can move has been tried."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ class NoGain:
 
     def check(self, ctx: StopContext) -> bool:
         patience = ctx.limits.patience
-        return patience is not None and ctx.state.no_gain_streak >= patience
+        if patience is None or ctx.state.no_gain_streak < patience:
+            return False
+        return not ctx.untried()  # every knob gets its first probe before patience ends the run
 
     def explain(self, limits: Limits) -> str:
         if not limits.patience:
