@@ -432,16 +432,9 @@ def test_positive_values_are_a_property_of_the_strategy_not_its_name(monkeypatch
 # ---------------------------------------------------------------- the dry run
 
 
-def test_dry_run_shows_the_refusal_with_where_the_shape_came_from(git_repo):
-    make_commit(
-        git_repo.path,
-        {
-            "examples/p/scale/scale.py": KERNEL,
-            "examples/p/scale/tune.yaml": KNOB_YAML + "shapes:\n  M: 4096\n",
-        },
-        "add scale",
-    )
-    done = subprocess.run(
+def _dry_run(git_repo) -> subprocess.CompletedProcess[str]:
+    """`tunebot tune scale --dry-run` as a user runs it: a subprocess on the real repository."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -456,6 +449,18 @@ def test_dry_run_shows_the_refusal_with_where_the_shape_came_from(git_repo):
         text=True,
         timeout=300,
     )
+
+
+def test_dry_run_shows_the_refusal_with_where_the_shape_came_from(git_repo):
+    make_commit(
+        git_repo.path,
+        {
+            "examples/p/scale/scale.py": KERNEL,
+            "examples/p/scale/tune.yaml": KNOB_YAML + "shapes:\n  M: 4096\n",
+        },
+        "add scale",
+    )
+    done = _dry_run(git_repo)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "not planned: block_size: block_M=96 refused: block_M=96 does not divide 4096" in out
@@ -472,21 +477,7 @@ def test_dry_run_with_a_malformed_declaration_exits_2(git_repo):
         },
         "add scale",
     )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bot.cli",
-            "tune",
-            "scale",
-            "--repo",
-            str(git_repo.path),
-            "--dry-run",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _dry_run(git_repo)
     assert done.returncode == 2
     assert "examples/p/scale/tune.yaml: key 'shapes.M'" in done.stderr
     assert "expected a whole number" in done.stderr and "Fix:" in done.stderr
