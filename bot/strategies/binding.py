@@ -83,7 +83,8 @@ class Resolver:
             if name in loops:
                 return _unresolved(
                     f"'{name}' is set by the for loop at line {loops[name]} (one value per "
-                    f"pass, e.g. a list of test configurations); one change cannot pick one"
+                    f"pass, e.g. a list of test configurations); tunebot edits a name bound to "
+                    f"one integer literal, not the entries of the list a loop walks"
                 )
         return _unresolved(f"'{name}' is not bound in this module")
 
