@@ -17,7 +17,7 @@ ZERO_SHA = "0" * 40
 _REF_FORBIDDEN = set(" ~^:?*[\\\x7f") | {chr(c) for c in range(32)}
 
 
-def well_formed(ref: str) -> bool:
+def is_valid_ref(ref: str) -> bool:
     """Whether `ref` is a well-formed full ref name, by the rules `git check-ref-format` documents.
 
     Checked in-process because every iteration names a new branch; tests compare the verdicts
@@ -32,14 +32,9 @@ def well_formed(ref: str) -> bool:
     )
 
 
-def is_valid_ref(name: str) -> bool:
-    """Whether `name` is a well-formed full ref name."""
-    return well_formed(name)
-
-
 def is_valid_branch_name(name: str) -> bool:
     """Whether git takes `name` as a branch name (and it is not an option or HEAD)."""
-    return not name.startswith("-") and name != "HEAD" and well_formed(f"refs/heads/{name}")
+    return not name.startswith("-") and name != "HEAD" and is_valid_ref(f"refs/heads/{name}")
 
 
 def ref_sha(repo: git.Repo, ref: str) -> str | None:

@@ -94,11 +94,7 @@ def write_tree(repo: git.Repo, base_tree: str | None, files: dict[str, bytes | N
     left empty by removals disappears, as in git.
     """
     split = {tuple(p.encode().split(b"/")): data for p, data in files.items()}
-    return _write(repo, base_tree, split) or _empty_tree(repo)
-
-
-def _empty_tree(repo: git.Repo) -> str:
-    return store(repo, "tree", b"")
+    return _write(repo, base_tree, split) or store(repo, "tree", b"")
 
 
 def _write(

@@ -118,14 +118,14 @@ def _toolchain_hint(tail: str) -> str:
 # ---------------------------------------------------------------- iterating
 
 
+def _context(run: OpRun, state: rs.RunState) -> PlanContext:
+    """What the planner plans from: the best-so-far source, every attempt, the allowed strategies."""
+    return PlanContext(_best_source(run, state), tuple(state.attempts), run.settings.strategies)
+
+
 def _untried(plan: Planner, run: OpRun, state: rs.RunState) -> list[str]:
     """Knobs the planner could still try that this run never tried (asked by 连续无提升)."""
-    ctx = PlanContext(
-        best_source=_best_source(run, state),
-        history=tuple(state.attempts),
-        allowed=run.settings.strategies,
-    )
-    return plan.untried(ctx)
+    return plan.untried(_context(run, state))
 
 
 def iterate(run: OpRun, evaluator: Evaluator, state: rs.RunState) -> None:
@@ -148,14 +148,12 @@ def iterate(run: OpRun, evaluator: Evaluator, state: rs.RunState) -> None:
         )
         if reason is not None:
             break
-        best_source = _best_source(run, state)
-        ctx = PlanContext(
-            best_source=best_source,
-            history=tuple(state.attempts),
-            allowed=run.settings.strategies,
+        ctx = dataclasses.replace(
+            _context(run, state),
             profile_summary=_profile_summary(state),
             last_failure=state.last_failure,
         )
+        best_source = ctx.best_source
         variant = plan.next(ctx)
         if isinstance(variant, Refusal) and variant.attempt is not None and not variant.exhausted:
             _record_rejection(run, state, variant)
@@ -166,8 +164,7 @@ def iterate(run: OpRun, evaluator: Evaluator, state: rs.RunState) -> None:
             break
         _run_iteration(run, evaluator, state, variant, best_source)
         state = run.state()
-    ctx = PlanContext(_best_source(run, state), tuple(state.attempts), run.settings.strategies)
-    finish(run, evaluator, state, reason, explain.not_planned(plan, ctx))
+    finish(run, evaluator, state, reason, explain.not_planned(plan, _context(run, state)))
 
 
 def _best_source(run: OpRun, state: rs.RunState) -> str:
