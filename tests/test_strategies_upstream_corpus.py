@@ -46,7 +46,16 @@ MANIFEST = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8")
 EXPECTED = yaml.safe_load((CORPUS / "expected.yaml").read_text(encoding="utf-8"))["kernels"]
 KERNELS = {k["id"]: k for k in MANIFEST["kernels"]}
 STRATEGIES = ["block_size", "pipeline_depth", "multi_buffer", "vprefix"]
-SETS = ("tuning", "heldout", "heldout_b", "heldout_c", "heldout_d", "heldout_e", "heldout_f")
+SETS = (
+    "tuning",
+    "heldout",
+    "heldout_b",
+    "heldout_c",
+    "heldout_d",
+    "heldout_e",
+    "heldout_f",
+    "heldout_g",
+)
 
 
 def source_of(kid: str) -> str:
@@ -262,7 +271,7 @@ def test_corpus_is_big_enough_and_documented():
     assert len(KERNELS) >= 15
     assert set(EXPECTED) == set(KERNELS), "every corpus kernel has a hand-written expectation"
     assert len(_ids("heldout")) >= 4 and len(_ids("heldout_b")) >= 10
-    assert len(_ids("heldout_d")) >= 25
+    assert len(_ids("heldout_d")) >= 25 and len(_ids("heldout_g")) >= 20
     for k in MANIFEST["kernels"]:
         assert k["path"] and len(k["sha256"]) == 64
         assert len(k.get("commit", MANIFEST["source"]["commit"])) == 40
