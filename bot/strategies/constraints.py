@@ -4,8 +4,13 @@ For a knob read by a kernel factory (bot/strategies/binding.py) the rules are:
 
 - every `assert` of the factory that holds with the current value must still
   hold with the new one (`assert top_k % block_I == 0`, `group_size == block_N`);
-- `X // knob`, `X % knob` with a plain shape X, and `T.ceildiv(X, knob)` when no
-  `T.min(knob, ...)` handles a tail, mean full tiles: the new value must divide X;
+- a check that raises (`if N % block_N != 0: raise ValueError(...)`) is an assert
+  of the opposite condition;
+- `X // knob` with a plain shape X, `X % knob` inside an assert or a raising check,
+  and `T.ceildiv(X, knob)` when no `T.min(knob, ...)` handles a tail, mean full
+  tiles: the new value must divide X. A remainder computed anywhere else
+  (`valid = real_top_k % block_I`, then a mask of `valid` lanes) is how a kernel
+  handles the partial tile, not a demand for full ones;
 - `T.ceildiv(X, knob)` with a tail handled (`T.min(knob, ...)`, or copies through
   slices whose bound grows with the knob, `A[i * knob : (i + 1) * knob]`, which the
   compiler clips at the tensor's end, and no element index computed from the knob,
@@ -63,6 +68,7 @@ class _Rules(cst.CSTVisitor):
         self.sized = _sized_by(f, aliases)
         self.offsets = _sized_by(f, aliases, _offset_names)
         self.sliced = self.indexed = False
+        self.checking = 0  # inside an assert's or a raising check's condition
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         fn = self.by_node.get(id(node))
@@ -90,7 +96,10 @@ class _Rules(cst.CSTVisitor):
         ):  # `block_M // VEC_NUM`: the knob is split into VEC_NUM parts
             self.rules.append(self._rule("multiple", node.right, node))
         if (
-            isinstance(node.operator, (cst.FloorDivide, cst.Modulo))
+            (
+                isinstance(node.operator, cst.FloorDivide)
+                or (isinstance(node.operator, cst.Modulo) and self.checking)
+            )
             and self._is_knob(node.right)
             and isinstance(left, (cst.Name, cst.Integer, cst.Attribute))
             and not (isinstance(left, cst.Name) and left.value in self.iterators)
@@ -119,8 +128,35 @@ class _Rules(cst.CSTVisitor):
         return self.tails or (self.sliced and not self.indexed)
 
     def visit_Assert(self, node: cst.Assert) -> None:
+        self.checking += 1
         if _names(node.test) & self.aliases:
             self.rules.append(self._rule("assert", node.test, node.test))
+
+    def leave_Assert(self, original_node: cst.Assert) -> None:
+        self.checking -= 1
+
+    def visit_If(self, node: cst.If) -> bool:
+        if not _raises(node):
+            return True
+        if _names(node.test) & self.aliases:
+            self.rules.append(self._rule("raises", node.test, node.test))
+        self.checking += 1
+        node.test.visit(self)
+        self.checking -= 1
+        node.body.visit(self)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+
+def _raises(node: cst.If) -> bool:
+    """`if cond: raise ...`: a check the kernel makes of its arguments."""
+    if isinstance(node.body, cst.SimpleStatementSuite):  # `if cond: raise X` on one line
+        return any(isinstance(s, cst.Raise) for s in node.body.body)
+    first = node.body.body[0] if node.body.body else None
+    return isinstance(first, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.Raise) for s in first.body
+    )
 
 
 def _iterators(f: Facts) -> set[str]:
@@ -308,6 +344,18 @@ class Constraints:
                 return None  # the kernel's own assert already fails: not ours to judge
             if evaluate(rule.node, self._env(rule.chain, value)) is False:
                 return f"{self.name}={value} breaks the kernel's assert at line {rule.line}: `{rule.text}`"
+            return None
+        if rule.kind == "raises":
+            now = (
+                evaluate(rule.node, self._env(rule.chain, current)) if current is not None else None
+            )
+            if now is True:
+                return None  # the kernel already raises with the current value: not ours to judge
+            if evaluate(rule.node, self._env(rule.chain, value)) is True:
+                return (
+                    f"{self.name}={value} makes the kernel raise: `if {rule.text}` "
+                    f"(line {rule.line}) holds"
+                )
             return None
         extent = evaluate(
             rule.node, self._env(rule.chain, current if current is not None else value)
