@@ -337,7 +337,14 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
     for d in inv.dropped:
         if d.name == name:
             return d.reason
+    # a name the literal is written under (`--block_i`, a dict key) rather than the kernel's own
+    written = [k for k in inv.knobs if k.site.name == name]
+    if len(written) == 1:
+        return written[0]
     f = facts(source)
+    fed = fed_params(f, name)
+    if len(fed) == 1 and name not in fed:  # `f(block_I=args.block_i)`: the rules of block_I
+        return resolve(source, next(iter(fed)))
     owners = _owners(f, lambda n: n == name).get(name)
     if not owners:
         return None
@@ -347,14 +354,46 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
     return found.reason if isinstance(found, Dropped) else found
 
 
+def fed_params(f: Facts, dest: str) -> set[str]:
+    """The kernel factory parameters that argparse option `dest` is passed to
+    (`f(block_I=args.block_i)`, `f(M, args.block_i)`), by the factory chains' names."""
+    chains = {fn.name: fn for factory in f.factories for fn in factory.chain}
+    out: set[str] = set()
+    for call in f.calls:
+        func = call.node.func
+        fn = chains.get(func.value) if isinstance(func, cst.Name) else None
+        if fn is None:
+            continue
+        for i, arg in enumerate(call.node.args):
+            value = arg.value
+            if not (
+                isinstance(value, cst.Attribute)
+                and isinstance(value.value, cst.Name)
+                and value.attr.value == dest
+            ):
+                continue
+            if arg.keyword is not None:
+                out.add(arg.keyword.value)
+            elif not arg.star and i < len(fn.params):
+                out.add(fn.params[i])
+    return out
+
+
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
-    """Block-like argparse options and module constants no kernel factory reads."""
+    """Block-like argparse options no kernel factory reads as a knob, with why."""
+    left_out = {d.name: d.reason for d in dropped}
     for dest, sites in f.argparse.items():
-        if BLOCK_NAME.match(dest) and not any(id(s.node) in taken for s in sites):
-            dropped.append(
-                Dropped(
-                    "block_size",
-                    dest,
-                    f"argparse option at line {sites[0].line} is not passed to any kernel factory",
-                )
+        if not BLOCK_NAME.match(dest) or any(id(s.node) in taken for s in sites):
+            continue
+        fed = sorted(fed_params(f, dest))
+        where = f"argparse option at line {sites[0].line}"
+        if not fed:
+            reason = f"{where} is not passed to any kernel factory"
+        elif all(p in left_out for p in fed):
+            reason = f"{where} is passed to " + ", ".join(f"{p} ({left_out[p]})" for p in fed)
+        else:
+            reason = (
+                f"{where} is passed to {', '.join(fed)}, a name not discovered as a block size; "
+                f"declare it in tune.yaml `knobs:` to tune it"
             )
+        dropped.append(Dropped("block_size", dest, reason))
