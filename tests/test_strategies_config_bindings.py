@@ -119,3 +119,90 @@ def test_sparse_mla_fwd_declared_block_i_follows_block_I_rules():
     assert isinstance(v, Variant)
     [(old, new)] = changed_lines(source, v.source)
     assert "--block_i" in old and "default=32" in old and "default=64" in new
+
+
+# --- the one entry of a configuration list ---
+
+CONFIGS = src("""
+    import tilelang
+    import tilelang.language as T
+
+    @tilelang.jit(target="npuir")
+    def rows(M, N, block_M, block_N):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), "float16")):
+            with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                buf = T.alloc_ub((block_M, block_N), "float16")
+                for j in T.serial(N // block_N):
+                    T.copy(A[cid * block_M, j * block_N], buf)
+
+        return main
+
+    def run(x, block_M, block_N):
+        M, N = x.shape  # the sizes of the tensor the loop below built
+        return rows(M, N, block_M, block_N)(x)
+
+    test_configs = [
+        (256, 96, 64, 32),
+    ]
+    for M, N, block_M, block_N in test_configs:
+        run(make(M, N), block_M, block_N)
+""")
+
+
+def test_the_one_entry_of_a_configuration_list_is_the_knob():
+    assert knobs.discover(CONFIGS) == ["block_M", "block_N"]
+    site = knobs.locate(CONFIGS, "block_M")
+    assert not isinstance(site, str) and site.kind == "entry" and site.value == 64
+    v = knobs.set_knob(CONFIGS, bs("block_M"), 128)
+    assert isinstance(v, Variant), v
+    assert changed_lines(CONFIGS, v.source) == [
+        ("    (256, 96, 64, 32),", "    (256, 96, 128, 32),")
+    ]
+    assert "configuration list" in v.change.description
+    # the same rules as any block: sizes from the entry (M=256, N=96) through x.shape
+    r = knobs.set_knob(CONFIGS, bs("block_M"), 512)
+    assert isinstance(r, Refusal) and "does not divide 256" in r.reason
+    r = knobs.set_knob(CONFIGS, bs("block_N"), 64)
+    assert isinstance(r, Refusal) and "does not divide 96" in r.reason
+    assert knobs.legal_values(CONFIGS, "block_N", BS)[0] == (8, 16, 32)
+
+
+def test_a_list_of_several_configurations_or_one_that_changes_is_left_out():
+    two = CONFIGS.replace("(256, 96, 64, 32),", "(256, 96, 64, 32),\n    (512, 96, 128, 32),")
+    grown = CONFIGS + "test_configs.append((512, 96, 128, 32))\n"
+    for text in (two, grown):
+        assert knobs.discover(text) == []
+        dropped = {d.name: d.reason for d in knobs.dropped(text)}
+        assert "set by the for loop at line" in dropped["block_M"]
+        assert "not the entries of the list a loop walks" in dropped["block_M"]
+        assert isinstance(knobs.set_knob(text, bs("block_M"), 128), Refusal)
+
+
+def test_a_tuple_unpacked_local_is_not_the_module_name_of_the_same_name():
+    # `M, N = x.shape` makes M local to run(): the module's M = 64 is another name
+    text = CONFIGS.replace("test_configs = [", "M = 64\ntest_configs = [")
+    r = knobs.set_knob(text, bs("block_M"), 128)
+    assert isinstance(r, Variant), r  # 128 divides the M=256 the loop runs, not 64's rule
+
+
+def test_linear_attention_normalize_block_L_block_D_are_tuned_at_their_list_entry():
+    # upstream: test_configs = [(2, 32, 512, 128, 64, 64)] (line 169), walked by the loop at
+    # line 172 into linear_attention(q, k, v, block_L, block_D) and both kernels; L=512, D=128
+    source = _upstream("pto_linear_attention_normalize.py")
+    assert {"block_L", "block_D"} <= set(knobs.discover(source))
+    for name in ("block_L", "block_D"):
+        site = knobs.locate(source, name)
+        assert not isinstance(site, str) and (site.line, site.value) == (169, 64)
+    v = knobs.set_knob(source, bs("block_L"), 128)
+    assert isinstance(v, Variant), v
+    assert changed_lines(source, v.source) == [
+        ("\t(2, 32, 512, 128, 64, 64),", "\t(2, 32, 512, 128, 128, 64),")
+    ]
+    assert knobs.legal_values(source, "block_D", BS)[0] == (8, 16, 32, 64, 128)
+    r = knobs.set_knob(source, bs("block_D"), 256)
+    assert isinstance(r, Refusal) and "does not divide 128" in r.reason
+    r = knobs.set_knob(source, bs("block_L"), 256)  # ker2's UB: 1026 * block_L + 768 bytes
+    assert isinstance(r, Refusal) and "UB" in r.reason
+    r = knobs.set_knob(source, bs("block_L"), 1024)
+    assert isinstance(r, Refusal) and "does not divide 512" in r.reason

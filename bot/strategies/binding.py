@@ -26,8 +26,33 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
-from bot.strategies.facts import Call, Facts, Function, Site, literal
+from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in
 from bot.strategies.source import dotted
+
+# list methods that change a configuration list after it is written
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
+
+
+def _element(
+    target: cst.BaseExpression, entry: cst.BaseExpression, name: str
+) -> cst.BaseExpression | None:
+    """The part of one list entry a loop target binds to `name` (`(M, block_M)` over
+    `(64, 32)`: block_M -> 32), or None when the shapes do not match."""
+    if isinstance(target, cst.Name):
+        return entry if target.value == name else None
+    if not (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(entry, (cst.Tuple, cst.List))
+        and len(target.elements) == len(entry.elements)
+    ):
+        return None
+    for t, e in zip(target.elements, entry.elements, strict=True):
+        if isinstance(t, cst.StarredElement) or isinstance(e, cst.StarredElement):
+            return None
+        found = _element(t.value, e.value, name)
+        if found is not None:
+            return found
+    return None
 
 
 @dataclass(frozen=True)
@@ -68,6 +93,8 @@ class Resolver:
                 return self.expr(values[0], fn.chain, depth + 1, name, "local")
             if name in fn.params or name in fn.defaults:
                 return self.param(fn, name, depth + 1)
+            if name in fn.loop_targets:
+                return self._loop(name, fn.loop_targets[name], fn.chain, depth)
         module_values = self.f.module_assigns.get(name)
         if module_values:
             values = module_values
@@ -78,15 +105,63 @@ class Resolver:
                     return Resolution(None, r.value, r.path, problem)  # a value, no single site
                 return _unresolved(problem)
             return self.expr(values[0], (), depth + 1, name, "constant")
-        for scope in (*reversed(chain), None):
-            loops = scope.loop_targets if scope is not None else self.f.module_loops
-            if name in loops:
-                return _unresolved(
-                    f"'{name}' is set by the for loop at line {loops[name]} (one value per "
-                    f"pass, e.g. a list of test configurations); tunebot edits a name bound to "
-                    f"one integer literal, not the entries of the list a loop walks"
-                )
+        if name in self.f.module_loops:
+            return self._loop(name, self.f.module_loops[name], (), depth)
         return _unresolved(f"'{name}' is not bound in this module")
+
+    def _loop(self, name: str, loop: Loop, chain: tuple[Function, ...], depth: int) -> Resolution:
+        """A name a for loop binds: with one entry in the list it walks, that entry's element
+        is the one value (`for B, L, block_L in [(2, 512, 64)]`); otherwise no single literal."""
+        entries = self._entries(loop, chain)
+        element = _element(loop.target, entries[0], name) if entries and len(entries) == 1 else None
+        if element is None:
+            return _unresolved(
+                f"'{name}' is set by the for loop at line {loop.line} (one value per "
+                f"pass, e.g. a list of test configurations); tunebot edits a name bound to "
+                f"one integer literal, not the entries of the list a loop walks"
+            )
+        r = self.expr(element, chain, depth + 1, name, "entry")
+        how = f"the one entry of the list the for loop at line {loop.line} walks"
+        return Resolution(r.site, r.value, (how, *r.path), r.problem)
+
+    def _entries(self, loop: Loop, chain: tuple[Function, ...]) -> list[cst.BaseExpression] | None:
+        """The entries of the list a loop walks, when the file spells them out and never
+        changes the list (`test_configs = [...]` assigned once, no `.append`)."""
+        node: cst.BaseExpression | None = loop.iter
+        if isinstance(node, cst.Name):
+            var = node.value
+            node = None
+            for fn in reversed(chain):
+                if var in fn.assigns:
+                    values = fn.assigns[var]
+                    node = values[0] if len(values) == 1 else None
+                    break
+            else:
+                values = self.f.module_assigns.get(var, [])
+                node = values[0] if len(values) == 1 else None
+            if any(
+                isinstance(c.node.func, cst.Attribute)
+                and isinstance(c.node.func.value, cst.Name)
+                and c.node.func.value.value == var
+                and c.node.func.attr.value in _MUTATORS
+                for c in self.f.calls
+            ):
+                return None
+        if not isinstance(node, (cst.List, cst.Tuple)) or any(
+            isinstance(e, cst.StarredElement) for e in node.elements
+        ):
+            return None
+        return [e.value for e in node.elements]
+
+    def loop_values(self, loop: Loop, chain: tuple[Function, ...]) -> dict[str, list[int]]:
+        """name -> the integer literal each entry of the loop's list gives it (every pass)."""
+        out: dict[str, list[int]] = {}
+        for entry in self._entries(loop, chain) or []:
+            for name in names_in(loop.target):
+                value = literal(_element(loop.target, entry, name))
+                if isinstance(value, int) and not isinstance(value, bool):
+                    out.setdefault(name, []).append(value)
+        return out
 
     def expr(
         self,

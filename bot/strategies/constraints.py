@@ -160,7 +160,10 @@ def _raises(node: cst.If) -> bool:
 
 
 def _iterators(f: Facts) -> set[str]:
-    """Loop and `with ... as` targets: indices (`k % slots` is a ring index), never shapes."""
+    """Loop and `with ... as` targets inside the kernel factories (and the functions around
+    them): indices (`k % slots` is a ring
+    index), never shapes. A loop outside them walks configurations (`for M, N, block_M in
+    test_configs`): its names are the sizes the kernel is built with."""
     found: set[str] = set()
 
     class V(cst.CSTVisitor):
@@ -171,7 +174,8 @@ def _iterators(f: Facts) -> set[str]:
             if n.asname is not None:
                 found.update(_names(n.asname.name))
 
-    f.wrapper.module.visit(V())
+    for outer in {id(fac.chain[0]): fac.chain[0] for fac in f.factories}.values():
+        outer.node.visit(V())
     return found
 
 

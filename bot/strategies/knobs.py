@@ -51,6 +51,7 @@ _LEVEL = {
     "local": 1,
     "argparse": 1,
     "dict": 1,
+    "entry": 1,
     "default": 2,
 }
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
@@ -59,12 +60,14 @@ BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 @dataclass(frozen=True)
 class KnobSite:
     name: str
-    kind: str  # constant | local | default | keyword | positional | argparse | dict
+    kind: str  # constant | local | default | keyword | positional | argparse | dict | entry
     line: int
     value: int | bool
     node: cst.BaseExpression  # the literal to replace
 
     def where(self) -> str:
+        if self.kind == "entry":
+            return f"the one entry of a configuration list, at line {self.line}"
         return f"{self.kind} at line {self.line}"
 
 

@@ -8,6 +8,9 @@ whatever the size is. The file usually says more, by name:
 - `get_inputs()` builds the op's inputs from literal sizes (`M, N = 4096, 1024`);
 - a function that calls the factory sets the sizes it runs it with, possibly
   several times (`M, N, K = 1024, 512, 2048` ... `M, N, K = 512, 1024, 512`);
+- a configuration loop, in such a function or at module level, walks a list of
+  the sizes (`for B, H, L, D, block_L in [(2, 32, 512, 128, 64), ...]`): every
+  entry is a size the op runs with;
 
 Each open name gets every literal value such a function assigns to the same
 name. Outside the file, the op's tune.yaml (`shapes:`) and DESIGN.md (a shapes
@@ -100,6 +103,16 @@ def sizes(f: Facts, resolver: Resolver, factories: list[Function]) -> dict[str, 
         scopes = _callers(f, factory) + [fn for fn in f.functions if fn.name == INPUTS]
         for scope in scopes:
             for name, values in _literal_assignments(scope).items():
+                if name in wanted:
+                    out.setdefault(name, []).extend(values)
+        loops = [(loop, fn.chain) for fn in scopes for loop in fn.loop_targets.values()]
+        loops += [(loop, ()) for loop in f.module_loops.values()]
+        seen: set[int] = set()
+        for loop, chain in loops:
+            if id(loop) in seen:  # one loop binds several names: read it once
+                continue
+            seen.add(id(loop))
+            for name, values in resolver.loop_values(loop, chain).items():
                 if name in wanted:
                     out.setdefault(name, []).extend(values)
     return {name: tuple(dict.fromkeys(values)) for name, values in out.items()}
