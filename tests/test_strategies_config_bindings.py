@@ -206,3 +206,100 @@ def test_linear_attention_normalize_block_L_block_D_are_tuned_at_their_list_entr
     assert isinstance(r, Refusal) and "UB" in r.reason
     r = knobs.set_knob(source, bs("block_L"), 1024)
     assert isinstance(r, Refusal) and "does not divide 512" in r.reason
+
+
+# --- a module constant that several (not all) call sites share ---
+
+SHARED = src("""
+    import tilelang
+    import tilelang.language as T
+
+    DEFAULT_BLOCK_M = 64
+
+    @tilelang.jit(target="npuir")
+    def rows(M, block_M):
+        @T.prim_func
+        def main(A: T.Tensor((M,), "float16")):
+            with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                buf = T.alloc_ub((block_M,), "float16")
+                T.copy(A[cid * block_M], buf)
+
+        return main
+
+    def test_small():
+        M = 48
+        block_M = 16
+        return rows(M, block_M)
+
+    def test_typical():
+        M = 1024
+        block_M = DEFAULT_BLOCK_M
+        return rows(M, block_M)
+
+    def bench():
+        M = 512
+        return rows(M, block_M=DEFAULT_BLOCK_M)
+
+    if __name__ == "__main__":
+        test_small()
+        test_typical()
+        bench()
+""")
+
+
+def test_a_module_constant_shared_by_the_calls_the_file_runs_is_the_knob():
+    assert knobs.discover(SHARED) == ["DEFAULT_BLOCK_M"]
+    v = knobs.set_knob(SHARED, bs("DEFAULT_BLOCK_M"), 128)
+    assert isinstance(v, Variant), v
+    assert changed_lines(SHARED, v.source) == [("DEFAULT_BLOCK_M = 64", "DEFAULT_BLOCK_M = 128")]
+    # every call the constant feeds must meet the rule (M=1024 and M=512); test_small's M=48
+    # runs its own block_M=16 and does not restrict the constant
+    r = knobs.set_knob(SHARED, bs("DEFAULT_BLOCK_M"), 1024)
+    assert isinstance(r, Refusal) and "does not divide 512" in r.reason
+    assert knobs.legal_values(SHARED, "DEFAULT_BLOCK_M", BS)[0] == (8, 16, 32, 64, 128, 256, 512)
+    # the call with its own literal is named, not tuned
+    plan = "\n".join(Planner(_declared_none()).plan(PlanContext(best_source=SHARED)))
+    assert "block_M=16 (local at line 18, the call at line 19 in test_small())" in plan
+    assert "DEFAULT_BLOCK_M (line 4), which feeds the calls at lines 24, 28, is tuned" in plan
+
+
+def _declared_none() -> OpConfig:
+    return OpConfig("p", "k", Path("x"), kernel_kind="vector", strategies=("block_size",))
+
+
+def test_call_sites_that_share_no_single_constant_stay_ambiguous_with_the_exact_reason():
+    two = SHARED.replace("DEFAULT_BLOCK_M = 64", "DEFAULT_BLOCK_M = 64\nBENCH_BLOCK_M = 32")
+    two = two.replace("block_M=DEFAULT_BLOCK_M", "block_M=BENCH_BLOCK_M")
+    unrun = SHARED.replace("    test_typical()\n    bench()\n", "")
+    computed = SHARED.replace("block_M = 16", "block_M = M // 3")
+    for text, why in (
+        (two, "through 2 different module constants (DEFAULT_BLOCK_M (line 4), BENCH_BLOCK_M"),
+        (unrun, "feeds only calls the file never runs (lines 24, 28)"),
+        (computed, "at the call at line 19: 'block_M' is computed at line 18"),
+    ):
+        assert knobs.discover(text) == [], text
+        dropped = {d.name: d.reason for d in knobs.dropped(text)}
+        assert why in dropped["block_M"], dropped["block_M"]
+        assert (
+            "one change cannot pick one" in dropped["block_M"]
+            or "nothing measured" in (dropped["block_M"])
+        )
+
+
+def test_blocksparse_gemm_default_blocks_are_tuned_for_the_calls_they_feed():
+    # upstream: DEFAULT_BLOCK_M/N/K (lines 9-11) feed test_typical, both boundary tests and
+    # main (M=N=K=1024; asserts M % block_M, N % block_N); test_basic passes its own 32s
+    source = _upstream("pto_blocksparse_gemm.py")
+    assert knobs.discover(source) == ["DEFAULT_BLOCK_M", "DEFAULT_BLOCK_N", "DEFAULT_BLOCK_K"]
+    v = knobs.set_knob(source, bs("DEFAULT_BLOCK_M"), 256)
+    assert isinstance(v, Variant), v
+    assert changed_lines(source, v.source) == [("DEFAULT_BLOCK_M = 128", "DEFAULT_BLOCK_M = 256")]
+    # 512 fills L0C (fp32 512 x 128); test_basic's M=128 is not the constant's size
+    assert knobs.legal_values(source, "DEFAULT_BLOCK_M", BS)[0] == (8, 16, 32, 64, 128, 256)
+    assert knobs.legal_values(source, "DEFAULT_BLOCK_K", BS)[0][-1] == 1024
+    r = knobs.set_knob(source, bs("DEFAULT_BLOCK_N"), 2048)
+    assert isinstance(r, Refusal) and "assert at line 61" in r.reason
+    assert any(
+        "the call at line 104 in test_basic()" in n and "DEFAULT_BLOCK_M (line 9)" in n
+        for n in knobs.notes(source)
+    )

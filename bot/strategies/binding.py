@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies import callsites
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in
 from bot.strategies.source import dotted
@@ -61,6 +62,7 @@ class Resolution:
     value: object  # the effective value when known (int/bool), else None
     path: tuple[str, ...] = ()  # how it was reached, for messages
     problem: str | None = None  # why there is no single literal (ambiguous, computed, unbound)
+    shared: callsites.Shared | None = None  # a module constant several (not all) calls share
 
 
 def _unresolved(problem: str, path: tuple[str, ...] = ()) -> Resolution:
@@ -203,29 +205,33 @@ class Resolver:
 
     def param(self, fn: Function, name: str, depth: int) -> Resolution:
         """A parameter: its call sites (by the function's name), else its default."""
-        found: list[Resolution] = []
+        pairs: list[tuple[Call, Resolution]] = []
         for call in self.f.calls:
             if not self._calls(call, fn):
                 continue
             bound = self._bound_by(call, fn, name)
             if bound is None:
                 continue
-            found.append(
-                self.expr(bound[0], call.scope, depth + 1, name, bound[1])
-                if bound[1] != "dict"
-                else self._dict_entry(bound[0], call.scope, name, depth + 1)
+            pairs.append(
+                (
+                    call,
+                    self.expr(bound[0], call.scope, depth + 1, name, bound[1])
+                    if bound[1] != "dict"
+                    else self._dict_entry(bound[0], call.scope, name, depth + 1),
+                )
             )
-        if found:
+        if pairs:
+            found = [r for _, r in pairs]
             nodes = {id(r.site.node) if r.site else None for r in found}
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
                 r = found[0]
                 return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
-            lines = sorted({r.site.line for r in found if r.site})
-            return _unresolved(
-                f"'{name}' of {fn.name}() is bound at {len(found)} call sites"
-                f"{' (lines ' + ', '.join(map(str, lines)) + ')' if lines else ''}; "
-                f"one change cannot pick one"
-            )
+            shared = callsites.shared_constant(self.f, fn, name, pairs)
+            if isinstance(shared, str):
+                return _unresolved(shared)
+            r = shared.resolution
+            path = (f"{fn.name}({name}=...) at {len(shared.fed)} of {len(pairs)} calls", *r.path)
+            return Resolution(r.site, r.value, path, r.problem, shared)
         if name in fn.defaults:
             return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
         return _unresolved(

@@ -43,7 +43,7 @@ from bot.strategies.binding import Resolver
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
 from bot.strategies.evaluate import CEILDIV, Env, evaluate
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted
 from bot.strategies.tiling import Rule, group_rules, whole_rules
 
@@ -428,9 +428,15 @@ class Constraints:
 
 
 def constraints_for(
-    f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function]]
+    f: Facts,
+    resolver: Resolver,
+    name: str,
+    owners: list[tuple[Function | None, Function]],
+    calls: tuple[Call, ...] = (),
 ) -> Constraints:
-    """Rules for `name` as read by each (owner, factory): owner holds the name, factory the prim_func."""
+    """Rules for `name` as read by each (owner, factory): owner holds the name, factory the
+    prim_func. `calls`: the only calls the knob's literal reaches (a module constant some calls
+    share): the sizes come from those calls alone."""
     rules: list[Rule] = []
     all_aliases: set[str] = set()
     for owner, factory in owners:
@@ -459,7 +465,7 @@ def constraints_for(
         rules,
         resolver,
         [c for c in (capacity, fit) if c is not None],
-        shapes.sizes(f, resolver, factories),
+        shapes.sizes(f, resolver, factories, calls),
         frozenset(open_),
         shapes.symbols(factories),
     )

@@ -30,6 +30,7 @@ from functools import lru_cache
 import libcst as cst
 
 from bot.config.schema import DeclaredShape
+from bot.strategies import callsites
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
@@ -37,6 +38,8 @@ from bot.strategies.facts import Facts, Function, Site, facts, names_in
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+# a name its author made a block size (`DEFAULT_BLOCK_M`, `block_M`), not a shape it also feeds
+BLOCK_WORD = re.compile(r"(?:^|_)(?:block|BLOCK)(?:_|$)")
 # values a run could give a discovered block knob (bot/strategies/builtin.py's space)
 TRIED = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
@@ -60,6 +63,7 @@ class KnobInfo:
     value: int
     path: tuple[str, ...]
     constraints: Constraints
+    note: str | None = None  # what tuning it leaves alone (calls that pass their own literal)
 
     def legal(
         self, values: tuple[int, ...], declared: tuple[DeclaredShape, ...] = ()
@@ -204,10 +208,12 @@ def _knob_at(
     shared = _shared_literal(f, name, site)
     if shared:
         return Dropped("block_size", knob, shared)
-    bound = [
-        (o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node
-    ]
-    info = KnobInfo(knob, site, site.value, path, constraints_for(f, resolver, name, bound))
+    mine = [(o, fac, r) for o, fac, r in results if r.site is not None and r.site.node is site.node]
+    bound = [(o, fac) for o, fac, _ in mine]
+    shared = next((r.shared for _, _, r in mine if r.shared is not None), None)
+    calls = shared.fed if shared else ()  # the sizes of the calls the constant feeds, only
+    info = KnobInfo(knob, site, site.value, path, constraints_for(f, resolver, name, bound, calls))
+    info.note = callsites.note(f, shared) if shared else None
     same = _no_effect(f, resolver, info, bound)
     return Dropped("block_size", knob, same) if same else info
 
@@ -264,7 +270,7 @@ def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
     """Why the literal reached for `name` is not the block's own: it is a shape or size that the
     file also uses elsewhere (`f(N, block_N=N)`, `vec_add(seq_len, seq_len)`), so editing it would
     change the problem, not only the block."""
-    if site.kind not in ("local", "constant") or site.name == name or BLOCK_NAME.match(site.name):
+    if site.kind not in ("local", "constant") or site.name == name or BLOCK_WORD.search(site.name):
         return None
     scope = f.chain_at(site.line)
     root = scope[-1].node if scope and site.kind == "local" else f.wrapper.module
@@ -315,7 +321,7 @@ def inventory(source: str) -> Inventory:
             elif (
                 id(found.site.node) not in taken
             ):  # the same literal under another name is one knob
-                if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
+                if found.site.kind == "constant" and BLOCK_WORD.search(found.site.name):
                     found.name = found.site.name  # a module constant keeps its own name (BLOCK_M)
                 taken[id(found.site.node)] = found.name
                 knobs.append(found)

@@ -248,6 +248,12 @@ def dropped(source: str) -> list[inventory.Dropped]:
     return list(inventory.inventory(source).dropped)
 
 
+def notes(source: str) -> list[str]:
+    """For each tuned knob of a TileLang source whose edit leaves some calls as they are (they
+    pass their own literal): those literals, so the dry run and the report name them."""
+    return [k.note for k in inventory.inventory(source).knobs if k.note]
+
+
 DeclaredShapes = tuple[DeclaredShape, ...]  # the op's declared shapes (OpConfig.shapes)
 
 

@@ -30,7 +30,7 @@ import libcst as cst
 
 from bot.config.schema import DeclaredShape
 from bot.strategies.binding import Resolver
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted, int_value
 
 INPUTS = "get_inputs"  # the op contract's input builder (docs/architecture.md)
@@ -93,14 +93,20 @@ def _literal_assignments(fn: Function) -> dict[str, list[int]]:
     return out
 
 
-def sizes(f: Facts, resolver: Resolver, factories: list[Function]) -> dict[str, tuple[int, ...]]:
-    """Open name -> the sizes the file runs it with (get_inputs and the factory's callers)."""
+def sizes(
+    f: Facts, resolver: Resolver, factories: list[Function], calls: tuple[Call, ...] = ()
+) -> dict[str, tuple[int, ...]]:
+    """Open name -> the sizes the file runs it with (get_inputs and the factory's callers;
+    with `calls`, only the functions holding those calls)."""
     out: dict[str, list[int]] = {}
     for factory in factories:
         wanted = open_names(f, resolver, factory)
         if not wanted:
             continue
-        scopes = _callers(f, factory) + [fn for fn in f.functions if fn.name == INPUTS]
+        callers = _callers(f, factory)
+        if calls:
+            callers = [fn for fn in callers if any(c.scope and c.scope[-1] is fn for c in calls)]
+        scopes = callers + [fn for fn in f.functions if fn.name == INPUTS]
         for scope in scopes:
             for name, values in _literal_assignments(scope).items():
                 if name in wanted:
