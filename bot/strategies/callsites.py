@@ -11,6 +11,10 @@ must feed a call the file runs (from module level, `if __name__ == "__main__":` 
 through the functions it calls); a constant that feeds only calls nothing runs would be a
 no-op. Anything else (a call binding a computed value, several constants, no constant) stays
 ambiguous, and the reason says which of these it is.
+
+`fed_params` names the factory parameters an argparse option is passed to
+(`f(block_I=args.block_i)`), so a knob declared under the option's name (`block_i`) takes the
+rules and refusals of the parameter it feeds.
 """
 
 from __future__ import annotations
@@ -119,3 +123,28 @@ def note(f: Facts, shared: Shared) -> str | None:
         f"{own}: that call passes its own literal, which stays as it is; the module constant "
         f"{const.name} (line {const.line}), which feeds the calls at lines {fed}, is tuned instead"
     )
+
+
+def fed_params(f: Facts, dest: str) -> set[str]:
+    """The kernel factory parameters that argparse option `dest` is passed to
+    (`f(block_I=args.block_i)`, `f(M, args.block_i)`), by the factory chains' names."""
+    chains = {fn.name: fn for factory in f.factories for fn in factory.chain}
+    out: set[str] = set()
+    for call in f.calls:
+        func = call.node.func
+        fn = chains.get(func.value) if isinstance(func, cst.Name) else None
+        if fn is None:
+            continue
+        for i, arg in enumerate(call.node.args):
+            value = arg.value
+            if not (
+                isinstance(value, cst.Attribute)
+                and isinstance(value.value, cst.Name)
+                and value.attr.value == dest
+            ):
+                continue
+            if arg.keyword is not None:
+                out.add(arg.keyword.value)
+            elif not arg.star and i < len(fn.params):
+                out.add(fn.params[i])
+    return out

@@ -348,7 +348,7 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
     if len(written) == 1:
         return written[0]
     f = facts(source)
-    fed = fed_params(f, name)
+    fed = callsites.fed_params(f, name)
     if len(fed) == 1 and name not in fed:  # `f(block_I=args.block_i)`: the rules of block_I
         return resolve(source, next(iter(fed)))
     owners = _owners(f, lambda n: n == name).get(name)
@@ -360,38 +360,13 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
     return found.reason if isinstance(found, Dropped) else found
 
 
-def fed_params(f: Facts, dest: str) -> set[str]:
-    """The kernel factory parameters that argparse option `dest` is passed to
-    (`f(block_I=args.block_i)`, `f(M, args.block_i)`), by the factory chains' names."""
-    chains = {fn.name: fn for factory in f.factories for fn in factory.chain}
-    out: set[str] = set()
-    for call in f.calls:
-        func = call.node.func
-        fn = chains.get(func.value) if isinstance(func, cst.Name) else None
-        if fn is None:
-            continue
-        for i, arg in enumerate(call.node.args):
-            value = arg.value
-            if not (
-                isinstance(value, cst.Attribute)
-                and isinstance(value.value, cst.Name)
-                and value.attr.value == dest
-            ):
-                continue
-            if arg.keyword is not None:
-                out.add(arg.keyword.value)
-            elif not arg.star and i < len(fn.params):
-                out.add(fn.params[i])
-    return out
-
-
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
     """Block-like argparse options no kernel factory reads as a knob, with why."""
     left_out = {d.name: d.reason for d in dropped}
     for dest, sites in f.argparse.items():
         if not BLOCK_NAME.match(dest) or any(id(s.node) in taken for s in sites):
             continue
-        fed = sorted(fed_params(f, dest))
+        fed = sorted(callsites.fed_params(f, dest))
         where = f"argparse option at line {sites[0].line}"
         if not fed:
             reason = f"{where} is not passed to any kernel factory"
