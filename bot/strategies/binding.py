@@ -9,8 +9,11 @@ parameter or a local. Its value comes from, in scope order:
   `f(block_M=BM)`, `f(**config)`, `f(block_I=args.block_i)`), followed through
   names (local, parameter of the caller, module constant), `args.<dest>` to the
   argparse default and `**name` to a dict literal; with no call site binding
-  it, the parameter's default;
-- a module constant.
+  it, the parameter's default (call sites binding different literals:
+  bot/strategies/callsites.py);
+- a module constant;
+- a name a `for` loop binds from a one-entry list the file spells out
+  (`for B, L, block_L in [(2, 512, 64)]`): that entry's element.
 
 The binding is scope-correct: a same-named variable in an unrelated function
 is never taken for the knob. The facts gathered on the way (the values of the

@@ -10,7 +10,9 @@ for new values (bot/strategies/constraints.py). Left out, with a reason:
 - a name the kernel reads only through locals that come out the same for every
   value a run could try (`BLOCK_N = block_n if IN % block_n == 0 else IN` with
   IN=4): tuning it is a no-op too;
-- a name bound at several places (two call sites, two kernels sharing it);
+- a name bound at several places (two call sites, two kernels sharing it), unless
+  one module constant feeds the calls the file runs and the others pass their own
+  literals (bot/strategies/callsites.py: the constant is the knob);
 - a name set by an expression rather than a literal;
 - a name set to 1: one row or element per step is how that kernel is written
   (e.g. one partial sum per tile row), not a tile size to grow;
