@@ -303,3 +303,38 @@ def test_blocksparse_gemm_default_blocks_are_tuned_for_the_calls_they_feed():
         "the call at line 104 in test_basic()" in n and "DEFAULT_BLOCK_M (line 9)" in n
         for n in knobs.notes(source)
     )
+
+
+def test_a_one_entry_list_of_configurations_passed_with_star_or_double_star():
+    kernel = src("""
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.jit(target="npuir")
+        def rows(M, block_M):
+            @T.prim_func
+            def main(A: T.Tensor((M,), "float16")):
+                with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                    buf = T.alloc_ub((block_M,), "float16")
+                    T.copy(A[cid * block_M], buf)
+
+            return main
+    """)
+    star = kernel + "for cfg in [(256, 64)]:\n    rows(*cfg)\n"
+    double = (
+        kernel + 'configs = [{"M": 256, "block_M": 64}]\nfor cfg in configs:\n    rows(**cfg)\n'
+    )
+    for text, old, new in (
+        (star, "for cfg in [(256, 64)]:", "for cfg in [(256, 128)]:"),
+        (double, 'configs = [{"M": 256, "block_M": 64}]', 'configs = [{"M": 256, "block_M": 128}]'),
+    ):
+        v = knobs.set_knob(text, bs("block_M"), 128)
+        assert isinstance(v, Variant), v
+        assert changed_lines(text, v.source) == [(old, new)]
+        r = knobs.set_knob(text, bs("block_M"), 512)  # M=256 from the same entry
+        assert isinstance(r, Refusal) and "does not divide 256" in r.reason
+    two = kernel + "for cfg in [(256, 64), (512, 64)]:\n    rows(*cfg)\n"
+    assert isinstance(knobs.set_knob(two, bs("block_M"), 128), Refusal)
+    dropped = {d.name: d.reason for d in knobs.dropped(two)}
+    assert "may come from `*cfg` at line 14" in dropped["block_M"], dropped
+    assert "no call site" not in dropped["block_M"]

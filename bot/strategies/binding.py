@@ -117,8 +117,7 @@ class Resolver:
     def _loop(self, name: str, loop: Loop, chain: tuple[Function, ...], depth: int) -> Resolution:
         """A name a for loop binds: with one entry in the list it walks, that entry's element
         is the one value (`for B, L, block_L in [(2, 512, 64)]`); otherwise no single literal."""
-        entries = self._entries(loop, chain)
-        element = _element(loop.target, entries[0], name) if entries and len(entries) == 1 else None
+        element = self._one_entry(name, loop, chain)
         if element is None:
             return _unresolved(
                 f"'{name}' is set by the for loop at line {loop.line} (one value per "
@@ -215,14 +214,19 @@ class Resolver:
             bound = self._bound_by(call, fn, name)
             if bound is None:
                 continue
-            pairs.append(
-                (
-                    call,
-                    self.expr(bound[0], call.scope, depth + 1, name, bound[1])
-                    if bound[1] != "dict"
-                    else self._dict_entry(bound[0], call.scope, name, depth + 1),
+            if bound[1] == "opaque":
+                double = any(a.star == "**" and a.value is bound[0] for a in call.node.args)
+                star = "**" if double else "*"
+                r = _unresolved(
+                    f"'{name}' of {fn.name}() may come from `{star}{code_of(bound[0])}` at "
+                    f"line {self.f.line(call.node)}, whose values the file does not spell out "
+                    f"as one literal (e.g. a loop over several configurations)"
                 )
-            )
+            elif bound[1] == "dict":
+                r = self._dict_entry(bound[0], call.scope, name, depth + 1)
+            else:
+                r = self.expr(bound[0], call.scope, depth + 1, name, bound[1])
+            pairs.append((call, r))
         if pairs:
             found = [r for _, r in pairs]
             nodes = {id(r.site.node) if r.site else None for r in found}
@@ -266,6 +270,7 @@ class Resolver:
         self, call: Call, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, str] | None:
         positional = 0
+        opaque: cst.BaseExpression | None = None  # a `*x` / `**x` whose contents are not known
         for arg in call.node.args:
             if arg.keyword is not None:
                 if arg.keyword.value == name:
@@ -276,23 +281,60 @@ class Resolver:
                     arg.value.value, call.scope, name
                 ):
                     return arg.value, "dict"
+                if self._dict_literal_of(arg.value, call.scope) is None:
+                    opaque = opaque or arg.value
                 continue
-            if arg.star == "*":
-                return None
+            if arg.star == "*":  # `f(*cfg)` with cfg a tuple the file spells out
+                seq = self._spelled(arg.value, call.scope)
+                if not isinstance(seq, (cst.Tuple, cst.List)) or any(
+                    isinstance(e, cst.StarredElement) for e in seq.elements
+                ):
+                    return arg.value, "opaque"
+                for e in seq.elements:
+                    if positional < len(fn.params) and fn.params[positional] == name:
+                        return e.value, "positional"
+                    positional += 1
+                continue
             if positional < len(fn.params) and fn.params[positional] == name:
                 return arg.value, "positional"
             positional += 1
-        return None
+        return (opaque, "opaque") if opaque is not None else None
 
-    def _dict_literal(self, var: str, chain: tuple[Function, ...]) -> cst.Dict | None:
+    def _dict_literal_of(
+        self, node: cst.BaseExpression, chain: tuple[Function, ...]
+    ) -> cst.Dict | None:
+        return self._dict_literal(node.value, chain) if isinstance(node, cst.Name) else None
+
+    def _spelled(
+        self, node: cst.BaseExpression, chain: tuple[Function, ...]
+    ) -> cst.BaseExpression | None:
+        """What a name passed as `*cfg` / `**cfg` is bound to: its one assignment in the nearest
+        scope that assigns it, or the element of a one-entry list a loop walks into it."""
+        if not isinstance(node, cst.Name):
+            return None
+        var = node.value
         for fn in reversed(chain):
             if var in fn.assigns:
                 values = fn.assigns[var]
-                return values[0] if len(values) == 1 and isinstance(values[0], cst.Dict) else None
+                return values[0] if len(values) == 1 else None
+            if var in fn.loop_targets:
+                return self._one_entry(var, fn.loop_targets[var], fn.chain)
         module_values = self.f.module_assigns.get(var)
-        if module_values and len(module_values) == 1 and isinstance(module_values[0], cst.Dict):
-            return module_values[0]
+        if module_values:
+            return module_values[0] if len(module_values) == 1 else None
+        if var in self.f.module_loops:
+            return self._one_entry(var, self.f.module_loops[var], ())
         return None
+
+    def _one_entry(
+        self, name: str, loop: Loop, chain: tuple[Function, ...]
+    ) -> cst.BaseExpression | None:
+        entries = self._entries(loop, chain)
+        return _element(loop.target, entries[0], name) if entries and len(entries) == 1 else None
+
+    def _dict_literal(self, var: str, chain: tuple[Function, ...]) -> cst.Dict | None:
+        d = self._spelled(cst.Name(var), chain)
+        return d if isinstance(d, cst.Dict) else None
 
     def _dict_has(self, var: str, chain: tuple[Function, ...], key: str) -> bool:
         d = self._dict_literal(var, chain)
