@@ -338,3 +338,10 @@ def test_a_one_entry_list_of_configurations_passed_with_star_or_double_star():
     dropped = {d.name: d.reason for d in knobs.dropped(two)}
     assert "may come from `*cfg` at line 14" in dropped["block_M"], dropped
     assert "no call site" not in dropped["block_M"]
+    # a keyword after an unknown `*x` still binds the parameter (M unknown: divisors only)
+    keyword = kernel + "rows(*sizes(), block_M=64)\n"
+    v = knobs.set_knob(keyword, bs("block_M"), 32)
+    assert isinstance(v, Variant), v
+    assert changed_lines(keyword, v.source) == [
+        ("rows(*sizes(), block_M=64)", "rows(*sizes(), block_M=32)")
+    ]

@@ -269,7 +269,7 @@ class Resolver:
     def _bound_by(
         self, call: Call, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, str] | None:
-        positional = 0
+        positional: int | None = 0
         opaque: cst.BaseExpression | None = None  # a `*x` / `**x` whose contents are not known
         for arg in call.node.args:
             if arg.keyword is not None:
@@ -286,14 +286,20 @@ class Resolver:
                 continue
             if arg.star == "*":  # `f(*cfg)` with cfg a tuple the file spells out
                 seq = self._spelled(arg.value, call.scope)
-                if not isinstance(seq, (cst.Tuple, cst.List)) or any(
-                    isinstance(e, cst.StarredElement) for e in seq.elements
+                if (
+                    positional is None
+                    or not isinstance(seq, (cst.Tuple, cst.List))
+                    or any(isinstance(e, cst.StarredElement) for e in seq.elements)
                 ):
-                    return arg.value, "opaque"
+                    opaque = opaque or arg.value
+                    positional = None  # the positions after it are not known
+                    continue
                 for e in seq.elements:
                     if positional < len(fn.params) and fn.params[positional] == name:
                         return e.value, "positional"
                     positional += 1
+                continue
+            if positional is None:
                 continue
             if positional < len(fn.params) and fn.params[positional] == name:
                 return arg.value, "positional"
