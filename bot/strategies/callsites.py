@@ -7,9 +7,10 @@ has one setting to tune when exactly one module constant feeds calls
 `main`) and every other call passes a literal of its own (a small smoke test's
 `block_M = 32`): the constant is the knob, its rules are checked with the sizes of every call
 it feeds, and the other calls, which keep their own values, are named beside it. The constant
-must feed a call the file runs (from module level, `if __name__ == "__main__":` included,
-through the functions it calls); a constant that feeds only calls nothing runs would be a
-no-op. Anything else (a call binding a computed value, several constants, no constant) stays
+must feed a call the file runs: from module level (`if __name__ == "__main__":` included)
+or the op contract's `kernel`/`get_inputs`/`reference`, through the functions they call (an
+entry renamed in tune.yaml is not seen); a constant that feeds only calls nothing runs would
+be a no-op. Anything else (a call binding a computed value, several constants, no constant) stays
 ambiguous, and the reason says which of these it is.
 
 `fed_params` names the factory parameters an argparse option is passed to
@@ -39,9 +40,14 @@ class Shared:
     own: tuple[tuple[Call, Site], ...]
 
 
+# functions a harness calls by the op contract's default names (OpConfig entry/inputs/reference)
+CONTRACT = frozenset({"kernel", "get_inputs", "reference"})
+
+
 def reached(f: Facts) -> set[int] | None:
-    """ids of the call nodes the file runs (module level and the functions it calls, by name);
-    None when nothing runs at module level (a library module: every call may run)."""
+    """ids of the call nodes the file runs: module level (`if __name__ == "__main__":`
+    included), the op contract's functions a harness calls (CONTRACT), and the functions these
+    call, by name. None when nothing runs at module level (a library module: any call may run)."""
     entry = [c for c in f.calls if not c.scope]
     if not entry:
         return None
@@ -49,8 +55,8 @@ def reached(f: Facts) -> set[int] | None:
     for fn in f.functions:
         if not fn.parents:
             by_name.setdefault(fn.name, []).append(fn)
-    running: set[int] = set()
-    todo = list(entry)
+    running: set[int] = {id(fn) for name in CONTRACT for fn in by_name.get(name, [])}
+    todo = [c for c in f.calls if c.scope and id(c.scope[0]) in running] + entry
     seen: set[int] = set()
     while todo:
         call = todo.pop()
