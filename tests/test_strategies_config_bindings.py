@@ -354,3 +354,43 @@ def test_the_op_contracts_kernel_entry_counts_as_run():
         "    test_typical()\n    bench()\n", ""
     )
     assert knobs.discover(text) == ["DEFAULT_BLOCK_M"]
+
+
+def test_a_shared_constants_rules_use_the_sizes_of_every_call_it_feeds():
+    # DEFAULT_BLOCK_M feeds big() (M from the module constant SIZE_M=1024) and odd() (M=96);
+    # small() passes its own block and SIZE_M. 64 divides 1024 but not 96: refused.
+    text = src("""
+        import tilelang
+        import tilelang.language as T
+
+        DEFAULT_BLOCK_M = 32
+        SIZE_M = 1024
+
+        @tilelang.jit(target="npuir")
+        def rows(M, block_M):
+            @T.prim_func
+            def main(A: T.Tensor((M,), "float16")):
+                with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                    buf = T.alloc_ub((block_M,), "float16")
+                    T.copy(A[cid * block_M], buf)
+
+            return main
+
+        def big():
+            return rows(SIZE_M, DEFAULT_BLOCK_M)
+
+        def odd():
+            return rows(96, DEFAULT_BLOCK_M)
+
+        def small():
+            return rows(SIZE_M, 16)
+
+        if __name__ == "__main__":
+            big()
+            odd()
+            small()
+    """)
+    assert knobs.discover(text) == ["DEFAULT_BLOCK_M"]
+    r = knobs.set_knob(text, bs("DEFAULT_BLOCK_M"), 64)
+    assert isinstance(r, Refusal) and "does not divide 96" in r.reason
+    assert knobs.legal_values(text, "DEFAULT_BLOCK_M", BS)[0] == (8, 16, 32)

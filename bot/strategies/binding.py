@@ -207,6 +207,30 @@ class Resolver:
 
     def param(self, fn: Function, name: str, depth: int) -> Resolution:
         """A parameter: its call sites (by the function's name), else its default."""
+        pairs = self.bindings(fn, name, depth)
+        if pairs:
+            found = [r for _, r in pairs]
+            nodes = {id(r.site.node) if r.site else None for r in found}
+            if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
+                r = found[0]
+                return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
+            shared = callsites.shared_constant(self.f, fn, name, pairs)
+            if isinstance(shared, str):
+                return _unresolved(shared)
+            r = shared.resolution
+            path = (f"{fn.name}({name}=...) at {len(shared.fed)} of {len(pairs)} calls", *r.path)
+            # a block's value is the constant's for the calls it feeds (a sibling knob's rules
+            # read it there); any other name (a shape) differs by call: its sizes come per call
+            value = r.value if callsites.BLOCK_WORD.search(name) else None
+            return Resolution(r.site, value, path, r.problem, shared)
+        if name in fn.defaults:
+            return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
+        return _unresolved(
+            f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
+        )
+
+    def bindings(self, fn: Function, name: str, depth: int) -> list[tuple[Call, Resolution]]:
+        """Each call of `fn` that binds parameter `name`, with what it binds it to."""
         pairs: list[tuple[Call, Resolution]] = []
         for call in self.f.calls:
             if not self._calls(call, fn):
@@ -227,23 +251,7 @@ class Resolver:
             else:
                 r = self.expr(bound[0], call.scope, depth + 1, name, bound[1])
             pairs.append((call, r))
-        if pairs:
-            found = [r for _, r in pairs]
-            nodes = {id(r.site.node) if r.site else None for r in found}
-            if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
-                r = found[0]
-                return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
-            shared = callsites.shared_constant(self.f, fn, name, pairs)
-            if isinstance(shared, str):
-                return _unresolved(shared)
-            r = shared.resolution
-            path = (f"{fn.name}({name}=...) at {len(shared.fed)} of {len(pairs)} calls", *r.path)
-            return Resolution(r.site, r.value, path, r.problem, shared)
-        if name in fn.defaults:
-            return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
-        return _unresolved(
-            f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
-        )
+        return pairs
 
     def _calls(self, call: Call, fn: Function) -> bool:
         """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`."""

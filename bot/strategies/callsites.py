@@ -20,6 +20,7 @@ rules and refusals of the parameter it feeds.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,8 @@ class Shared:
     own: tuple[tuple[Call, Site], ...]
 
 
+# a name its author made a block size (`DEFAULT_BLOCK_M`, `block_M`), not a shape it also feeds
+BLOCK_WORD = re.compile(r"(?:^|_)(?:block|BLOCK)(?:_|$)")
 # functions a harness calls by the op contract's default names (OpConfig entry/inputs/reference)
 CONTRACT = frozenset({"kernel", "get_inputs", "reference"})
 

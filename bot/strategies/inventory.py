@@ -40,8 +40,7 @@ from bot.strategies.facts import Facts, Function, Site, facts, names_in
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
-# a name its author made a block size (`DEFAULT_BLOCK_M`, `block_M`), not a shape it also feeds
-BLOCK_WORD = re.compile(r"(?:^|_)(?:block|BLOCK)(?:_|$)")
+BLOCK_WORD = callsites.BLOCK_WORD
 # values a run could give a discovered block knob (bot/strategies/builtin.py's space)
 TRIED = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 

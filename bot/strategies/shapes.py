@@ -113,6 +113,14 @@ def sizes(
                     out.setdefault(name, []).extend(values)
         loops = [(loop, fn.chain) for fn in scopes for loop in fn.loop_targets.values()]
         loops += [(loop, ()) for loop in f.module_loops.values()]
+        # what each call that builds the kernel binds an open parameter to (with `calls`: only
+        # those), e.g. a module constant some calls pass and a local literal others do
+        only = {id(c.node) for c in calls}
+        for fn in factory.chain:
+            for name in wanted & set(fn.params):
+                for call, r in resolver.bindings(fn, name, 0):
+                    if (not only or id(call.node) in only) and type(r.value) is int:
+                        out.setdefault(name, []).append(r.value)
         seen: set[int] = set()
         for loop, chain in loops:
             if id(loop) in seen:  # one loop binds several names: read it once
