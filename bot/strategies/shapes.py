@@ -8,6 +8,9 @@ whatever the size is. The file usually says more, by name:
 - `get_inputs()` builds the op's inputs from literal sizes (`M, N = 4096, 1024`);
 - a function that calls the factory sets the sizes it runs it with, possibly
   several times (`M, N, K = 1024, 512, 2048` ... `M, N, K = 512, 1024, 512`);
+- the calls that build the kernel bind an open parameter to different values
+  (`rows(SIZE_M, ...)` in one, `rows(96, ...)` in another): each is a size (for a
+  knob that a module constant shared by some calls sets, only those calls count);
 - a configuration loop, in such a function or at module level, walks a list of
   the sizes (`for B, H, L, D, block_L in [(2, 32, 512, 128, 64), ...]`): every
   entry is a size the op runs with;
