@@ -394,3 +394,23 @@ def test_a_shared_constants_rules_use_the_sizes_of_every_call_it_feeds():
     r = knobs.set_knob(text, bs("DEFAULT_BLOCK_M"), 64)
     assert isinstance(r, Refusal) and "does not divide 96" in r.reason
     assert knobs.legal_values(text, "DEFAULT_BLOCK_M", BS)[0] == (8, 16, 32)
+
+
+def test_a_configuration_unpacked_in_the_loop_body_or_from_a_module_tuple():
+    kernel = CONFIGS.split("test_configs = [")[0]
+    body = kernel + "for cfg in [(256, 96, 64, 32)]:\n    M, N, block_M, block_N = cfg\n"
+    body += "    run(make(M, N), block_M, block_N)\n"
+    module = kernel + "SIZES = (256, 96, 64, 32)\nM, N, block_M, block_N = SIZES\n"
+    module += "run(make(M, N), block_M, block_N)\n"
+    for text, line in (
+        (body, "for cfg in [(256, 96, 64, 32)]:"),
+        (module, "SIZES = (256, 96, 64, 32)"),
+    ):
+        v = knobs.set_knob(text, bs("block_M"), 128)
+        assert isinstance(v, Variant), v
+        assert changed_lines(text, v.source) == [(line, line.replace("64", "128"))]
+        r = knobs.set_knob(text, bs("block_N"), 64)  # N=96 from the same tuple
+        assert isinstance(r, Refusal) and "does not divide 96" in r.reason
+    two = kernel + "for cfg in [(256, 96, 64, 32), (512, 96, 64, 32)]:\n"
+    two += "    M, N, block_M, block_N = cfg\n    run(make(M, N), block_M, block_N)\n"
+    assert isinstance(knobs.set_knob(two, bs("block_M"), 128), Refusal)

@@ -95,6 +95,8 @@ class Resolver:
                 values = fn.assigns[name]
                 if len(values) > 1:
                     return _unresolved(f"'{name}' is assigned {len(values)} times in {fn.name}()")
+                if name in fn.unpacked:
+                    return self._unpacked(name, fn.unpacked[name], fn.chain, depth, "local")
                 return self.expr(values[0], fn.chain, depth + 1, name, "local")
             if name in fn.params or name in fn.defaults:
                 return self.param(fn, name, depth + 1)
@@ -109,10 +111,44 @@ class Resolver:
                     r = self.expr(values[0], (), depth + 1, name, "constant")
                     return Resolution(None, r.value, r.path, problem)  # a value, no single site
                 return _unresolved(problem)
+            if name in self.f.module_unpacked:
+                return self._unpacked(name, self.f.module_unpacked[name], (), depth, "constant")
             return self.expr(values[0], (), depth + 1, name, "constant")
         if name in self.f.module_loops:
             return self._loop(name, self.f.module_loops[name], (), depth)
         return _unresolved(f"'{name}' is not bound in this module")
+
+    def _unpacked(
+        self,
+        name: str,
+        unpack: tuple[cst.BaseExpression, cst.BaseExpression],
+        chain: tuple[Function, ...],
+        depth: int,
+        kind: str,
+    ) -> Resolution:
+        """`M, N, block_M = cfg` with cfg a tuple the file spells out (one assignment, or the one
+        entry of a configuration list): the part of it `name` takes."""
+        target, value = unpack
+        spelled = self._spelled(value, chain)
+        element = _element(target, spelled, name) if spelled is not None else None
+        if element is None:
+            return self.expr(value, chain, depth + 1, name, kind)  # says why it is no literal
+        where = self._where(value, chain)
+        r = self.expr(element, chain, depth + 1, name, where or kind)
+        return Resolution(r.site, r.value, (f"{name} unpacked from {code_of(value)}", *r.path))
+
+    def _where(self, node: cst.BaseExpression, chain: tuple[Function, ...]) -> str | None:
+        """The site kind of what a spelled-out name is bound to (`entry` for a loop's entry)."""
+        if not isinstance(node, cst.Name):
+            return None
+        for fn in reversed(chain):
+            if node.value in fn.assigns:
+                return "local"
+            if node.value in fn.loop_targets:
+                return "entry"
+        if node.value in self.f.module_assigns:
+            return "constant"
+        return "entry" if node.value in self.f.module_loops else None
 
     def _loop(self, name: str, loop: Loop, chain: tuple[Function, ...], depth: int) -> Resolution:
         """A name a for loop binds: with one entry in the list it walks, that entry's element

@@ -64,6 +64,8 @@ class Function:
         default_factory=list
     )  # names returned (`return _func`: an inner factory)
     loop_targets: dict[str, Loop] = field(default_factory=dict)  # for-loop target -> its loop
+    # name -> (tuple target, value) of `M, N, block_M = cfg` (a value not spelled as a tuple)
+    unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = field(default_factory=dict)
 
     @property
     def chain(self) -> tuple[Function, ...]:
@@ -130,6 +132,7 @@ class _Collector(cst.CSTVisitor):
         self.module_assigns: dict[str, list[cst.BaseExpression]] = {}
         self.argparse: dict[str, list[Site]] = {}
         self.module_loops: dict[str, Loop] = {}
+        self.module_unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         p = node.params
@@ -155,6 +158,14 @@ class _Collector(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         for name, value in _simple_targets(node):
             self._assigns().setdefault(name, []).append(value)
+        for target in node.targets:  # `M, N, block_M = cfg`: each name is a part of cfg
+            t = target.target
+            if isinstance(t, (cst.Tuple, cst.List)) and not isinstance(
+                node.value, (cst.Tuple, cst.List)
+            ):
+                unpacked = self.stack[-1].unpacked if self.stack else self.module_unpacked
+                for name in names_in(t):
+                    unpacked[name] = (t, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
@@ -216,6 +227,9 @@ class Facts:
     module_assigns: dict[str, list[cst.BaseExpression]]
     argparse: dict[str, list[Site]]
     module_loops: dict[str, Loop] = field(default_factory=dict)  # for-loop target -> its loop
+    module_unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = field(
+        default_factory=dict
+    )
 
     @property
     def factories(self) -> list[Function]:
@@ -242,4 +256,12 @@ def facts(source: str) -> Facts:
     wrapper = parse(source)
     c = _Collector(wrapper)
     wrapper.visit(c)
-    return Facts(wrapper, c.functions, c.calls, c.module_assigns, c.argparse, c.module_loops)
+    return Facts(
+        wrapper,
+        c.functions,
+        c.calls,
+        c.module_assigns,
+        c.argparse,
+        c.module_loops,
+        c.module_unpacked,
+    )

@@ -13,7 +13,8 @@ whatever the size is. The file usually says more, by name:
   knob that a module constant shared by some calls sets, only those calls count);
 - a configuration loop, in such a function or at module level, walks a list of
   the sizes (`for B, H, L, D, block_L in [(2, 32, 512, 128, 64), ...]`): every
-  entry is a size the op runs with;
+  entry is a size the op runs with, and so is each part of a configuration
+  unpacked by name (`M, N, block_M = cfg`);
 
 Each open name gets every literal value such a function assigns to the same
 name. Outside the file, the op's tune.yaml (`shapes:`) and DESIGN.md (a shapes
@@ -124,6 +125,13 @@ def sizes(
                 for call, r in resolver.bindings(fn, name, 0):
                     if (not only or id(call.node) in only) and type(r.value) is int:
                         out.setdefault(name, []).append(r.value)
+        # `M, N, block_M = cfg` with cfg spelled out (a configuration entry, a module tuple)
+        unpacked = [(name, fn.chain) for fn in scopes for name in fn.unpacked]
+        unpacked += [(name, ()) for name in f.module_unpacked]
+        for name, chain in unpacked:
+            value = resolver.name(name, chain, 0).value if name in wanted else None
+            if type(value) is int:
+                out.setdefault(name, []).append(value)
         seen: set[int] = set()
         for loop, chain in loops:
             if id(loop) in seen:  # one loop binds several names: read it once
