@@ -129,9 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{n} landscapes, budget {args.budget}: "
         + ", ".join(f"{k} {v}" for k, v in counts.most_common())
     )
+    reachable = n - counts["floor"] - counts["stuck"]
     print(
-        f"best reachable without gains under the floor: {n - counts['floor']}/{n} "
-        f"({(n - counts['floor']) / max(n, 1):.0%})"
+        f"best reachable within the seed's rules (floor and stuck lost): {reachable}/{n} "
+        f"({reachable / max(n, 1):.0%})"
     )
     for k in sorted(by_knobs):
         print(f"  {k} knobs: " + ", ".join(f"{c} {v}" for c, v in by_knobs[k].most_common()))
