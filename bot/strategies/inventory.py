@@ -10,7 +10,9 @@ for new values (bot/strategies/constraints.py). Left out, with a reason:
 - a name the kernel reads only through locals that come out the same for every
   value a run could try (`BLOCK_N = block_n if IN % block_n == 0 else IN` with
   IN=4): tuning it is a no-op too;
-- a name bound at several places (two call sites, two kernels sharing it);
+- a name bound at several places (two call sites, two kernels sharing it), unless
+  one module constant feeds the calls the file runs and the others pass their own
+  literals (bot/strategies/callsites.py: the constant is the knob);
 - a name set by an expression rather than a literal;
 - a name set to 1: one row or element per step is how that kernel is written
   (e.g. one partial sum per tile row), not a tile size to grow;
@@ -30,6 +32,7 @@ from functools import lru_cache
 import libcst as cst
 
 from bot.config.schema import DeclaredShape
+from bot.strategies import callsites
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
@@ -37,6 +40,7 @@ from bot.strategies.facts import Facts, Function, Site, facts, names_in
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+BLOCK_WORD = callsites.BLOCK_WORD
 # values a run could give a discovered block knob (bot/strategies/builtin.py's space)
 TRIED = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
@@ -60,6 +64,7 @@ class KnobInfo:
     value: int
     path: tuple[str, ...]
     constraints: Constraints
+    note: str | None = None  # what tuning it leaves alone (calls that pass their own literal)
 
     def legal(
         self, values: tuple[int, ...], declared: tuple[DeclaredShape, ...] = ()
@@ -204,10 +209,12 @@ def _knob_at(
     shared = _shared_literal(f, name, site)
     if shared:
         return Dropped("block_size", knob, shared)
-    bound = [
-        (o, fac) for o, fac, res in results if res.site is not None and res.site.node is site.node
-    ]
-    info = KnobInfo(knob, site, site.value, path, constraints_for(f, resolver, name, bound))
+    mine = [(o, fac, r) for o, fac, r in results if r.site is not None and r.site.node is site.node]
+    bound = [(o, fac) for o, fac, _ in mine]
+    shared = next((r.shared for _, _, r in mine if r.shared is not None), None)
+    calls = shared.fed if shared else ()  # the sizes of the calls the constant feeds, only
+    info = KnobInfo(knob, site, site.value, path, constraints_for(f, resolver, name, bound, calls))
+    info.note = callsites.note(f, shared) if shared else None
     same = _no_effect(f, resolver, info, bound)
     return Dropped("block_size", knob, same) if same else info
 
@@ -264,7 +271,7 @@ def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
     """Why the literal reached for `name` is not the block's own: it is a shape or size that the
     file also uses elsewhere (`f(N, block_N=N)`, `vec_add(seq_len, seq_len)`), so editing it would
     change the problem, not only the block."""
-    if site.kind not in ("local", "constant") or site.name == name or BLOCK_NAME.match(site.name):
+    if site.kind not in ("local", "constant") or site.name == name or BLOCK_WORD.search(site.name):
         return None
     scope = f.chain_at(site.line)
     root = scope[-1].node if scope and site.kind == "local" else f.wrapper.module
@@ -315,7 +322,7 @@ def inventory(source: str) -> Inventory:
             elif (
                 id(found.site.node) not in taken
             ):  # the same literal under another name is one knob
-                if found.site.kind == "constant" and BLOCK_NAME.match(found.site.name):
+                if found.site.kind == "constant" and BLOCK_WORD.search(found.site.name):
                     found.name = found.site.name  # a module constant keeps its own name (BLOCK_M)
                 taken[id(found.site.node)] = found.name
                 knobs.append(found)
@@ -337,7 +344,14 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
     for d in inv.dropped:
         if d.name == name:
             return d.reason
+    # a name the literal is written under (`--block_i`, a dict key) rather than the kernel's own
+    written = [k for k in inv.knobs if k.site.name == name]
+    if len(written) == 1:
+        return written[0]
     f = facts(source)
+    fed = callsites.fed_params(f, name)
+    if len(fed) == 1 and name not in fed:  # `f(block_I=args.block_i)`: the rules of block_I
+        return resolve(source, next(iter(fed)))
     owners = _owners(f, lambda n: n == name).get(name)
     if not owners:
         return None
@@ -348,13 +362,20 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
 
 
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
-    """Block-like argparse options and module constants no kernel factory reads."""
+    """Block-like argparse options no kernel factory reads as a knob, with why."""
+    left_out = {d.name: d.reason for d in dropped}
     for dest, sites in f.argparse.items():
-        if BLOCK_NAME.match(dest) and not any(id(s.node) in taken for s in sites):
-            dropped.append(
-                Dropped(
-                    "block_size",
-                    dest,
-                    f"argparse option at line {sites[0].line} is not passed to any kernel factory",
-                )
+        if not BLOCK_NAME.match(dest) or any(id(s.node) in taken for s in sites):
+            continue
+        fed = sorted(callsites.fed_params(f, dest))
+        where = f"argparse option at line {sites[0].line}"
+        if not fed:
+            reason = f"{where} is not passed to any kernel factory"
+        elif all(p in left_out for p in fed):
+            reason = f"{where} is passed to " + ", ".join(f"{p} ({left_out[p]})" for p in fed)
+        else:
+            reason = (
+                f"{where} is passed to {', '.join(fed)}, a name not discovered as a block size; "
+                f"declare it in tune.yaml `knobs:` to tune it"
             )
+        dropped.append(Dropped("block_size", dest, reason))

@@ -51,6 +51,7 @@ _LEVEL = {
     "local": 1,
     "argparse": 1,
     "dict": 1,
+    "entry": 1,
     "default": 2,
 }
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
@@ -59,12 +60,14 @@ BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 @dataclass(frozen=True)
 class KnobSite:
     name: str
-    kind: str  # constant | local | default | keyword | positional | argparse | dict
+    kind: str  # constant | local | default | keyword | positional | argparse | dict | entry
     line: int
     value: int | bool
     node: cst.BaseExpression  # the literal to replace
 
     def where(self) -> str:
+        if self.kind == "entry":
+            return f"the one entry of a configuration list, at line {self.line}"
         return f"{self.kind} at line {self.line}"
 
 
@@ -243,6 +246,12 @@ def discover(source: str) -> list[str]:
 def dropped(source: str) -> list[inventory.Dropped]:
     """Block-like names of a TileLang source that are not tuned, each with its reason."""
     return list(inventory.inventory(source).dropped)
+
+
+def notes(source: str) -> list[str]:
+    """For each tuned knob of a TileLang source whose edit leaves some calls as they are (they
+    pass their own literal): those literals, so the dry run and the report name them."""
+    return [k.note for k in inventory.inventory(source).knobs if k.note]
 
 
 DeclaredShapes = tuple[DeclaredShape, ...]  # the op's declared shapes (OpConfig.shapes)

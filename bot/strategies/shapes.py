@@ -8,6 +8,13 @@ whatever the size is. The file usually says more, by name:
 - `get_inputs()` builds the op's inputs from literal sizes (`M, N = 4096, 1024`);
 - a function that calls the factory sets the sizes it runs it with, possibly
   several times (`M, N, K = 1024, 512, 2048` ... `M, N, K = 512, 1024, 512`);
+- the calls that build the kernel bind an open parameter to different values
+  (`rows(SIZE_M, ...)` in one, `rows(96, ...)` in another): each is a size (for a
+  knob that a module constant shared by some calls sets, only those calls count);
+- a configuration loop, in such a function or at module level, walks a list of
+  the sizes (`for B, H, L, D, block_L in [(2, 32, 512, 128, 64), ...]`): every
+  entry is a size the op runs with, and so is each part of a configuration
+  unpacked by name (`M, N, block_M = cfg`);
 
 Each open name gets every literal value such a function assigns to the same
 name. Outside the file, the op's tune.yaml (`shapes:`) and DESIGN.md (a shapes
@@ -27,7 +34,7 @@ import libcst as cst
 
 from bot.config.schema import DeclaredShape
 from bot.strategies.binding import Resolver
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted, int_value
 
 INPUTS = "get_inputs"  # the op contract's input builder (docs/architecture.md)
@@ -90,16 +97,47 @@ def _literal_assignments(fn: Function) -> dict[str, list[int]]:
     return out
 
 
-def sizes(f: Facts, resolver: Resolver, factories: list[Function]) -> dict[str, tuple[int, ...]]:
-    """Open name -> the sizes the file runs it with (get_inputs and the factory's callers)."""
+def sizes(
+    f: Facts, resolver: Resolver, factories: list[Function], calls: tuple[Call, ...] = ()
+) -> dict[str, tuple[int, ...]]:
+    """Open name -> the sizes the file runs it with (get_inputs and the factory's callers;
+    with `calls`, only the functions holding those calls)."""
     out: dict[str, list[int]] = {}
     for factory in factories:
         wanted = open_names(f, resolver, factory)
         if not wanted:
             continue
-        scopes = _callers(f, factory) + [fn for fn in f.functions if fn.name == INPUTS]
+        callers = _callers(f, factory)
+        if calls:
+            callers = [fn for fn in callers if any(c.scope and c.scope[-1] is fn for c in calls)]
+        scopes = callers + [fn for fn in f.functions if fn.name == INPUTS]
         for scope in scopes:
             for name, values in _literal_assignments(scope).items():
+                if name in wanted:
+                    out.setdefault(name, []).extend(values)
+        loops = [(loop, fn.chain) for fn in scopes for loop in fn.loop_targets.values()]
+        loops += [(loop, ()) for loop in f.module_loops.values()]
+        # what each call that builds the kernel binds an open parameter to (with `calls`: only
+        # those), e.g. a module constant some calls pass and a local literal others do
+        only = {id(c.node) for c in calls}
+        for fn in factory.chain:
+            for name in wanted & set(fn.params):
+                for call, r in resolver.bindings(fn, name, 0):
+                    if (not only or id(call.node) in only) and type(r.value) is int:
+                        out.setdefault(name, []).append(r.value)
+        # `M, N, block_M = cfg` with cfg spelled out (a configuration entry, a module tuple)
+        unpacked = [(name, fn.chain) for fn in scopes for name in fn.unpacked]
+        unpacked += [(name, ()) for name in f.module_unpacked]
+        for name, chain in unpacked:
+            value = resolver.name(name, chain, 0).value if name in wanted else None
+            if type(value) is int:
+                out.setdefault(name, []).append(value)
+        seen: set[int] = set()
+        for loop, chain in loops:
+            if id(loop) in seen:  # one loop binds several names: read it once
+                continue
+            seen.add(id(loop))
+            for name, values in resolver.loop_values(loop, chain).items():
                 if name in wanted:
                     out.setdefault(name, []).extend(values)
     return {name: tuple(dict.fromkeys(values)) for name, values in out.items()}

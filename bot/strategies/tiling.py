@@ -25,7 +25,7 @@ from bot.strategies.source import dotted
 @dataclass(frozen=True)
 class Rule:
     # exact (must divide X) | cap (must not exceed X) | equal (groups of X) | whole (one tile: must
-    # be X) | multiple (must be a multiple of X) | assert
+    # be X) | multiple (must be a multiple of X) | assert | raises (`if test: raise`)
     kind: str
     node: cst.BaseExpression  # the extent X, or the assert's test
     chain: tuple[Function, ...]  # scope the node is evaluated in

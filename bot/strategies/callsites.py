@@ -1,0 +1,159 @@
+"""Which literal is the knob when several call sites bind a factory parameter differently.
+
+A factory called from several places gets a parameter from each call. When the calls bind
+different literals, one edit changes only some of the kernels the file builds. The file still
+has one setting to tune when exactly one module constant feeds calls
+(`DEFAULT_BLOCK_M = 128`, read by the typical test, the boundary tests and the benchmark's
+`main`) and every other call passes a literal of its own (a small smoke test's
+`block_M = 32`): the constant is the knob, its rules are checked with the sizes of every call
+it feeds, and the other calls, which keep their own values, are named beside it. The constant
+must feed a call the file runs: from module level (`if __name__ == "__main__":` included)
+or the op contract's `kernel`/`get_inputs`/`reference`, through the functions they call (an
+entry renamed in tune.yaml is not seen); a constant that feeds only calls nothing runs would
+be a no-op. Anything else (a call binding a computed value, several constants, no constant) stays
+ambiguous, and the reason says which of these it is.
+
+`fed_params` names the factory parameters an argparse option is passed to
+(`f(block_I=args.block_i)`), so a knob declared under the option's name (`block_i`) takes the
+rules and refusals of the parameter it feeds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from bot.strategies.facts import Call, Facts, Function, Site
+
+if TYPE_CHECKING:
+    from bot.strategies.binding import Resolution
+
+
+@dataclass(frozen=True)
+class Shared:
+    """The module constant that is the knob, the calls it feeds, and the calls with their own."""
+
+    resolution: Resolution
+    fed: tuple[Call, ...]
+    own: tuple[tuple[Call, Site], ...]
+
+
+# a name its author made a block size (`DEFAULT_BLOCK_M`, `block_M`), not a shape it also feeds
+BLOCK_WORD = re.compile(r"(?:^|_)(?:block|BLOCK)(?:_|$)")
+# functions a harness calls by the op contract's default names (OpConfig entry/inputs/reference)
+CONTRACT = frozenset({"kernel", "get_inputs", "reference"})
+
+
+def reached(f: Facts) -> set[int] | None:
+    """ids of the call nodes the file runs: module level (`if __name__ == "__main__":`
+    included), the op contract's functions a harness calls (CONTRACT), and the functions these
+    call, by name. None when nothing runs at module level (a library module: any call may run)."""
+    entry = [c for c in f.calls if not c.scope]
+    if not entry:
+        return None
+    by_name: dict[str, list[Function]] = {}
+    for fn in f.functions:
+        if not fn.parents:
+            by_name.setdefault(fn.name, []).append(fn)
+    running: set[int] = {id(fn) for name in CONTRACT for fn in by_name.get(name, [])}
+    todo = [c for c in f.calls if c.scope and id(c.scope[0]) in running] + entry
+    seen: set[int] = set()
+    while todo:
+        call = todo.pop()
+        if id(call.node) in seen:
+            continue
+        seen.add(id(call.node))
+        func = call.node.func
+        for fn in by_name.get(func.value, []) if isinstance(func, cst.Name) else []:
+            if id(fn) not in running:
+                running.add(id(fn))
+                todo.extend(c for c in f.calls if c.scope and c.scope[0] is fn)
+    return seen
+
+
+def shared_constant(
+    f: Facts, fn: Function, name: str, bound: list[tuple[Call, Resolution]]
+) -> Shared | str:
+    """The one module constant several call sites share, or the sentence saying why none is."""
+    lines = sorted({r.site.line for _, r in bound if r.site})
+    head = (
+        f"'{name}' of {fn.name}() is bound at {len(bound)} call sites"
+        f"{' (lines ' + ', '.join(map(str, lines)) + ')' if lines else ''}"
+    )
+    tail = "one change cannot pick one"
+    computed = [(c, r) for c, r in bound if r.site is None]
+    if computed:
+        call, r = computed[0]
+        why = r.problem or "a value that is not a literal"
+        return f"{head}, and at the call at line {f.line(call.node)}: {why}; {tail}"
+    groups: dict[int, list[tuple[Call, Resolution]]] = {}
+    for call, r in bound:
+        assert r.site is not None
+        groups.setdefault(id(r.site.node), []).append((call, r))
+    constants = [g for g in groups.values() if g[0][1].site and g[0][1].site.kind == "constant"]
+    if not constants:
+        return f"{head}, each to a literal of its own; {tail}"
+    if len(constants) > 1:
+        names = ", ".join(
+            f"{g[0][1].site.name} (line {g[0][1].site.line})" for g in constants if g[0][1].site
+        )
+        return f"{head}, through {len(constants)} different module constants ({names}); {tail}"
+    group = constants[0]
+    site = group[0][1].site
+    assert site is not None
+    runs = reached(f)
+    if runs is not None and not any(id(c.node) in runs for c, _ in group):
+        at = ", ".join(str(f.line(c.node)) for c, _ in group)
+        return (
+            f"{head}; the module constant {site.name} (line {site.line}) feeds only calls the "
+            f"file never runs (lines {at}): changing it would change nothing measured"
+        )
+    own = tuple((c, r.site) for g in groups.values() if g is not group for c, r in g if r.site)
+    return Shared(group[0][1], tuple(c for c, _ in group), own)
+
+
+def note(f: Facts, shared: Shared) -> str | None:
+    """The calls a shared constant does not change, named for the dry run and the report:
+    `block_M=32 (local at line 95, the call at line 104 in test_basic()): ...`."""
+    if not shared.own:
+        return None
+    const = shared.resolution.site
+    assert const is not None
+    fed = ", ".join(str(f.line(c.node)) for c in shared.fed)
+    own = "; ".join(
+        f"{s.name}={s.value} ({s.where()}, the call at line {f.line(c.node)}"
+        f"{' in ' + c.scope[-1].name + '()' if c.scope else ''})"
+        for c, s in shared.own
+    )
+    return (
+        f"{own}: that call passes its own literal, which stays as it is; the module constant "
+        f"{const.name} (line {const.line}), which feeds the calls at lines {fed}, is tuned instead"
+    )
+
+
+def fed_params(f: Facts, dest: str) -> set[str]:
+    """The kernel factory parameters that argparse option `dest` is passed to
+    (`f(block_I=args.block_i)`, `f(M, args.block_i)`), by the factory chains' names."""
+    chains = {fn.name: fn for factory in f.factories for fn in factory.chain}
+    out: set[str] = set()
+    for call in f.calls:
+        func = call.node.func
+        fn = chains.get(func.value) if isinstance(func, cst.Name) else None
+        if fn is None:
+            continue
+        for i, arg in enumerate(call.node.args):
+            value = arg.value
+            if not (
+                isinstance(value, cst.Attribute)
+                and isinstance(value.value, cst.Name)
+                and value.attr.value == dest
+            ):
+                continue
+            if arg.keyword is not None:
+                out.add(arg.keyword.value)
+            elif not arg.star and i < len(fn.params):
+                out.add(fn.params[i])
+    return out

@@ -1,0 +1,221 @@
+"""Rules read from a kernel factory's own expressions, for one knob and its aliases.
+
+`Rules` walks the factory and collects (bot/strategies/constraints.py checks them):
+
+- `assert` tests that read the knob, and `if cond: raise ...` checks (an assert
+  of the opposite);
+- `X // knob` (full tiles of X), `knob // P` (the knob split into P parts);
+- `X % knob` only inside an assert or a raising check: a remainder computed
+  anywhere else sizes the partial tile the kernel handles;
+- `T.ceildiv(X, knob)`, full tiles unless a tail is handled (`T.min(knob, ...)`,
+  slice copies the compiler clips, with no element index computed from the knob).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from bot.strategies.evaluate import CEILDIV
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+from bot.strategies.tiling import Rule
+
+
+class Rules(cst.CSTVisitor):
+    def __init__(self, f: Facts, aliases: set[str], base: tuple[Function, ...]) -> None:
+        self.f, self.aliases = f, aliases
+        self.by_node = {id(fn.node): fn for fn in f.functions}
+        self.stack: list[Function] = list(base)
+        self.rules: list[Rule] = []
+        self.ceil: list[Rule] = []
+        self.tails = False
+        self.iterators = _iterators(f)
+        self.sized = _sized_by(f, aliases)
+        self.offsets = _sized_by(f, aliases, _offset_names)
+        self.sliced = self.indexed = False
+        self.checking = 0  # inside an assert's or a raising check's condition
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        fn = self.by_node.get(id(node))
+        if fn is not None and (not self.stack or self.stack[-1] is not fn):
+            self.stack.append(fn)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self.stack and self.stack[-1].node is original_node and len(self.stack) > 1:
+            self.stack.pop()
+
+    def _is_knob(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Name) and node.value in self.aliases
+
+    def _rule(self, kind: str, node: cst.BaseExpression, whole: cst.CSTNode) -> Rule:
+        text = cst.Module([]).code_for_node(whole)
+        return Rule(kind, node, tuple(self.stack), self.f.line(whole), " ".join(text.split()))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        left = node.left
+        if (
+            isinstance(node.operator, cst.FloorDivide)
+            and self._is_knob(left)
+            and isinstance(node.right, (cst.Name, cst.Integer))
+            and not self._is_knob(node.right)
+        ):  # `block_M // VEC_NUM`: the knob is split into VEC_NUM parts
+            self.rules.append(self._rule("multiple", node.right, node))
+        if (
+            (
+                isinstance(node.operator, cst.FloorDivide)
+                or (isinstance(node.operator, cst.Modulo) and self.checking)
+            )
+            and self._is_knob(node.right)
+            and isinstance(left, (cst.Name, cst.Integer, cst.Attribute))
+            and not (isinstance(left, cst.Name) and left.value in self.iterators)
+        ):
+            self.rules.append(self._rule("exact", node.left, node))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = dotted(node.func)
+        short = name.rsplit(".", 1)[-1]
+        args = [a.value for a in node.args if a.keyword is None]
+        if short in CEILDIV and len(args) == 2 and self._is_knob(args[1]):
+            self.ceil.append(self._rule("ceil", args[0], node))
+        elif short == "min" and any(self._is_knob(a) for a in args):
+            self.tails = True
+
+    def visit_Slice(self, node: cst.Slice) -> None:
+        if node.upper is not None and _names(node.upper) & self.sized:
+            self.sliced = True  # a copy through this slice is clipped at the tensor's end
+
+    def visit_Index(self, node: cst.Index) -> None:
+        if _names(node.value) & self.offsets:
+            self.indexed = True  # one element at an offset from the knob: not clipped
+
+    @property
+    def tail_handled(self) -> bool:
+        return self.tails or (self.sliced and not self.indexed)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.checking += 1
+        if _names(node.test) & self.aliases:
+            self.rules.append(self._rule("assert", node.test, node.test))
+
+    def leave_Assert(self, original_node: cst.Assert) -> None:
+        self.checking -= 1
+
+    def visit_If(self, node: cst.If) -> bool:
+        if not _raises(node):
+            return True
+        if _names(node.test) & self.aliases:
+            self.rules.append(self._rule("raises", node.test, node.test))
+        self.checking += 1
+        node.test.visit(self)
+        self.checking -= 1
+        node.body.visit(self)
+        if node.orelse is not None:
+            node.orelse.visit(self)
+        return False
+
+
+def _raises(node: cst.If) -> bool:
+    """`if cond: raise ...`: a check the kernel makes of its arguments."""
+    if isinstance(node.body, cst.SimpleStatementSuite):  # `if cond: raise X` on one line
+        return any(isinstance(s, cst.Raise) for s in node.body.body)
+    first = node.body.body[0] if node.body.body else None
+    return isinstance(first, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.Raise) for s in first.body
+    )
+
+
+def _iterators(f: Facts) -> set[str]:
+    """Loop and `with ... as` targets inside the kernel factories (and the functions around
+    them): indices (`k % slots` is a ring
+    index), never shapes. A loop outside them walks configurations (`for M, N, block_M in
+    test_configs`): its names are the sizes the kernel is built with."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> None:
+            found.update(_names(n.target))
+
+        def visit_WithItem(self, n: cst.WithItem) -> None:
+            if n.asname is not None:
+                found.update(_names(n.asname.name))
+
+    for outer in {id(fac.chain[0]): fac.chain[0] for fac in f.factories}.values():
+        outer.node.visit(V())
+    return found
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+    node.visit(V())
+    return found
+
+
+def _sized_by(
+    f: Facts, aliases: set[str], used: Callable[[cst.CSTNode], set[str]] | None = None
+) -> set[str]:
+    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`);
+    with `used`, only through the names `used` picks out of an expression."""
+    pick = used or _names
+    names = set(aliases)
+    changed = True
+    while changed:
+        changed = False
+        for fn in f.functions:
+            for local, values in fn.assigns.items():
+                if local not in names and any(pick(v) & names for v in values):
+                    names.add(local)
+                    changed = True
+    return names
+
+
+def _offset_names(node: cst.CSTNode) -> set[str]:
+    """Names that scale or shift an expression's value: not a divisor (`cid // n_num`,
+    `T.ceildiv(N, block_N)`), which makes a tile index or count, not an element offset."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> bool:
+            if isinstance(n.operator, (cst.FloorDivide, cst.Modulo)):
+                n.left.visit(self)
+                return False
+            return True
+
+        def visit_Call(self, n: cst.Call) -> bool:
+            args = [a.value for a in n.args if a.keyword is None]
+            if dotted(n.func).rsplit(".", 1)[-1] in CEILDIV and len(args) == 2:
+                args[0].visit(self)
+                return False
+            return True
+
+    node.visit(V())
+    return found
+
+
+def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
+    """`name` and the locals that are plain copies of it (`block_m = block_M`)."""
+    names = {name}
+    scopes = [fn for fn in f.functions if any(p is c for c in chain for p in fn.chain)]
+    changed = True
+    while changed:
+        changed = False
+        for fn in scopes:
+            for local, values in fn.assigns.items():
+                if (
+                    local not in names
+                    and len(values) == 1
+                    and isinstance(values[0], cst.Name)
+                    and values[0].value in names
+                ):
+                    names.add(local)
+                    changed = True
+    return names
