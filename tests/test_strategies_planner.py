@@ -371,3 +371,29 @@ def test_untried_lists_the_knobs_without_an_attempt_that_can_still_move():
     assert isinstance(v, Variant) and v.change.knob == "BLOCK_M"
     history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "fail_l0", None))
     assert p.untried(PlanContext(best_source=DEMO, history=tuple(history))) == ["BLOCK_N"]
+
+
+def test_untried_keeps_a_knob_until_its_honest_attempt_and_first_parabola_are_done():
+    # patience means honest attempts found nothing: a knob whose far end lost still owes its
+    # other side, and a knob slower on both sides owes the parabola's first guess
+    op = demo_op(knobs=(Knob("BLOCK_M", "block_size", (8, 16, 32, 64, 128, 256)),))
+    p, history, tried = Planner(op), [], []
+    loss = {8: -0.14, 256: -0.13}
+    for _ in range(3):
+        ctx = PlanContext(best_source=DEMO, history=tuple(history))
+        assert p.untried(ctx) == ["BLOCK_M"]
+        v = p.next(ctx)
+        assert isinstance(v, Variant)
+        tried.append(v.change.new)
+        history.append(
+            Attempt(
+                v.change,
+                v.source_hash,
+                source_hash(DEMO),
+                "not_better",
+                loss.get(v.change.new, -0.05),
+            )
+        )
+    assert tried[:2] == [8, 256] and tried[2] not in (8, 256, 64)  # the third: the vertex guess
+    # three honest probes from here: the attempt is done, patience may end the run
+    assert p.untried(PlanContext(best_source=DEMO, history=tuple(history))) == []

@@ -58,6 +58,7 @@ from bot.strategies.space import FAILED_VERDICTS
 
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
 ONCE_TIER = 1  # a one-shot change, beside each knob's first move
+OTHER_SIDE_TIER = 0  # the second probe of an honest attempt, before any other knob's first
 EXPLORE_TIER = 5
 INTERPOLATE_TIER = 2  # after every knob's first probe, before new bisections
 REVISIT_WITHIN = 0.0  # revisit values that measured at least as fast as their parent
@@ -76,6 +77,7 @@ class Move:
     spec: KnobSpec | None = None
     distance: int = 1  # steps along the knob's space (exploration goes nearest first)
     tries: int = 0  # attempts on this knob so far in the run (round robin: fewer first)
+    why: str = ""  # what the move is for: "first", "other_side", "half_edge", "interpolate"...
 
     def sort_key(self) -> tuple:
         # distance orders exploration (nearest first); a stride's length says nothing about promise
@@ -176,17 +178,30 @@ class Planner:
         return lines
 
     def untried(self, ctx: PlanContext) -> list[str]:
-        """Knobs never tried in this run whose first probe can be planned from the best source.
+        """Knobs whose honest attempt is unfinished: never tried in this run, or tried from the
+        best source with the second probe (its other side, or halfway to the far end that lost)
+        still plannable, or measured slower on both sides with the parabola's first guess
+        not tried yet (at most two honest probes from here so far).
 
-        Patience counts different things tried without a gain; a knob not tried yet has not
-        had its most promising move, so the loop does not stop for patience while one is left
-        (bot/run/stops/no_gain.py)."""
+        Patience counts different things tried without a gain; a knob whose attempt is not
+        finished has not had its most promising moves, so the loop does not stop for patience
+        while one is left (bot/run/stops/no_gain.py)."""
         tried = {a.change.knob for a in ctx.history if a.change.knob is not None}
+        best = source_hash(ctx.best_source)
+        here: dict[str, int] = {}
+        for a in ctx.history:
+            if a.change.knob and a.parent_hash == best and a.verdict not in FAILED_VERDICTS:
+                here[a.change.knob] = here.get(a.change.knob, 0) + 1
         seen = _seen(ctx)
         moves, _ = self._moves(ctx)
         out: list[str] = []
         for move in moves:
-            if move.spec is None or move.key in tried or move.key in out:
+            if move.spec is None or move.key in out:
+                continue
+            unfinished = move.why in ("other_side", "half_edge") or (
+                move.why == "interpolate" and here.get(move.key, 0) <= 2
+            )
+            if move.key in tried and not unfinished:
                 continue
             result = self._apply(move, ctx.best_source)
             if not isinstance(result, Refusal) and result.source_hash not in seen:
@@ -324,6 +339,7 @@ class Planner:
                     score: float = score,
                     current: object = current,
                     tries: int = len(honest),
+                    why: str = "",
                 ) -> None:
                     key = space.value_key(value)
                     if key not in planned or planned[key] > tier:
@@ -345,6 +361,7 @@ class Planner:
                                 spec,
                                 ladder.index(value) + 1,
                                 tries,
+                                why,
                             )
                         )
 
@@ -357,9 +374,11 @@ class Planner:
                         and last_win.change.new == current
                     )
                     if continuing:
-                        add(step, 0 if every_knob_tried else 2)
+                        add(step, 0 if every_knob_tried else 2, why="continue")
                     elif d == preferred and not honest:
-                        add(ladder[-1], 1)  # the knob's most promising move: its far end
+                        add(
+                            ladder[-1], 1, why="first"
+                        )  # the knob's most promising move: its far end
                     elif not any(
                         space.direction(a.change.old, a.change.new) == d for a in honest
                     ) and any(
@@ -368,13 +387,15 @@ class Planner:
                         and a.verdict != "better"
                         for a in from_here
                     ):
-                        add(ladder[-1], 0)  # its other side: the rest of one honest attempt
+                        add(
+                            ladder[-1], OTHER_SIDE_TIER, why="other_side"
+                        )  # its other side: the rest of one honest attempt
                     elif revisit is not None and revisit in ladder:
-                        add(revisit, 2)
+                        add(revisit, 2, why="revisit")
                     elif d == preferred:
-                        add(step, 2)
+                        add(step, 2, why="pref_step")
                     else:
-                        add(step, 3)
+                        add(step, 3, why="other_step")
                 else:
                     nearest = min(ladder.index(v) for v in worse)
                     if nearest > 0:  # a stride lost: bisect the values short of it
@@ -397,17 +418,20 @@ class Planner:
                         )  # refining a win comes before a new bisection
                         add(
                             ladder[(nearest - 1) // 2],
-                            0 if one_sided and first_probe_lost else refine,
+                            OTHER_SIDE_TIER if one_sided and first_probe_lost else refine,
+                            why="half_edge"
+                            if one_sided and first_probe_lost
+                            else ("refine" if came_from else "bisect"),
                         )
                     if plateau and nearest + 1 < len(ladder):
                         add(
-                            ladder[nearest + 1], 3
+                            ladder[nearest + 1], 3, why="plateau"
                         )  # faster within the noise: look one value further
                     farthest = max(ladder.index(v) for v in worse)
                     for value in space.valley_crossing(ladder[farthest:]):  # past the farthest loss
-                        add(value, 4)
+                        add(value, 4, why="valley")
                 for value in ladder:
-                    add(value, EXPLORE_TIER)
+                    add(value, EXPLORE_TIER, why="explore")
             # both sides of here measured (or, at an edge, two values on the only side): the
             # parabola through the three nearest measured values says where the optimum lies
             guess = space.interpolate(spec, current, levels, tried_here | failed)
@@ -424,6 +448,7 @@ class Planner:
                         guess,
                         spec,
                         tries=len(honest),
+                        why="interpolate",
                     ),
                 )
         for sid in strategies:

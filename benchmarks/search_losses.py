@@ -1,0 +1,145 @@
+"""Why tunebot loses a landscape to random search or TPE (benchmarks/search_quality.py).
+
+    python benchmarks/search_losses.py benchmarks/results/search_quality_heldout_5000.json
+    python benchmarks/search_losses.py OUT.json --budget 10 --seeds 30 --json losses.json
+
+Reads a search_quality JSON (its random and TPE median runs per generated landscape; both are
+fixed by their seeds), re-runs tunebot (patience 3, the loop's own decision) on the same
+landscapes with the checkout under test, and classifies every landscape where tunebot's
+median run is below random's or TPE's:
+
+- floor: the point tunebot's median run kept is within the 3 % noise floor of the optimum
+  (optimum / kept > 1 / 1.03): every better point is a gain under 3 %, which the seed's
+  rule calls noise, so winning needs breaking that rule (or luck in the path taken);
+- stuck: most losing runs kept a point that no single change improves by 3 % or more (a
+  local optimum under the floor: winning needs two changes at once or a gain under 3 %,
+  both against the seed's rules);
+- budget: most losing runs stopped because the budget ran out (with one measurement
+  left a run cannot confirm a win, which takes two: that counts as the budget too);
+- patience: most losing runs stopped for patience with budget left;
+- other: most losing runs stopped because the planner was exhausted.
+
+Only generated landscapes are classified (the demo sweeps need their op's files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import search_quality as sq  # noqa: E402
+
+from bot.strategies.planner import Planner  # noqa: E402
+
+FLOOR = 0.03
+
+
+def stuck(land: sq.Landscape, point: tuple[int, ...]) -> bool:
+    """No single-knob change of `point` is 3 % faster or more (true medians)."""
+    here = land.true[point]
+    for i, values in enumerate(land.values):
+        for v in values:
+            other = point[:i] + (v,) + point[i + 1 :]
+            if land.true[other] * (1 + FLOOR) <= here:
+                return False
+    return True
+
+
+def classify(land: sq.Landscape, budget: int, seeds: int, target: float) -> tuple[str, float, dict]:
+    """(class, tunebot's median fraction, details) for one landscape against `target`."""
+    planner = Planner(land.op)
+    runs = []
+    for s in range(seeds):
+        info: dict = {}
+        found, used = sq.run_tunebot(
+            land, budget, random.Random(s), sq.PATIENCE, planner, info=info
+        )
+        wins = sum(a.verdict == "better" for a in info["history"])
+        runs.append(
+            (
+                land.optimum / found,
+                info["stop"],
+                used,
+                wins,
+                len(info["history"]),
+                stuck(land, info["kept"]),
+            )
+        )
+    median = statistics.median(r[0] for r in runs)
+    losing = [r for r in runs if r[0] + 1e-9 < target]
+    # a run left with one measurement cannot confirm a win (a decision needs two): budget
+    stops = collections.Counter(
+        "budget" if r[1] == "patience" and r[2] >= budget - 1 else r[1] for r in losing
+    )
+    details = {
+        "median": median,
+        "target": target,
+        "losing_runs": len(losing),
+        "stops": dict(stops),
+        "mean_wins": statistics.fmean(r[3] for r in runs),
+        "mean_attempts": statistics.fmean(r[4] for r in runs),
+    }
+    if median + 1e-9 >= target:
+        return "win", median, details
+    if median > 1 / (1 + FLOOR):
+        return "floor", median, details
+    if sum(r[5] for r in losing) * 2 > len(losing):
+        return "stuck", median, details
+    top = stops.most_common(1)[0][0] if stops else "exhausted"
+    return {"budget": "budget", "patience": "patience"}.get(top, "other"), median, details
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("results", type=Path, help="a search_quality JSON (random and TPE runs)")
+    parser.add_argument("--budget", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--json", type=Path, help="also write every landscape's class here")
+    args = parser.parse_args(argv)
+    data = json.loads(args.results.read_text())
+    counts: collections.Counter = collections.Counter()
+    by_knobs: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    rows = []
+    for res in data["landscapes"]:
+        name = res["landscape"]
+        if not name.startswith("generated/"):
+            continue
+        row = res["budgets"][str(args.budget)]
+        target = max(row["random"]["median"], row.get("tpe", row["random"])["median"])
+        land = sq.generate(int(name.split("/")[1]), data["spread"])
+        cls, median, details = classify(land, args.budget, args.seeds, target)
+        counts[cls] += 1
+        by_knobs[len(land.names)][cls] += 1
+        rows.append({"landscape": name, "class": cls, "knobs": len(land.names), **details})
+        if cls != "win":
+            print(
+                f"{name}: {cls}: tunebot {median:.1%} < {target:.1%} "
+                f"(losing runs {details['losing_runs']}, stops {details['stops']}, "
+                f"wins/run {details['mean_wins']:.1f})"
+            )
+    n = sum(counts.values())
+    print(
+        f"\n{n} landscapes, budget {args.budget}: "
+        + ", ".join(f"{k} {v}" for k, v in counts.most_common())
+    )
+    reachable = n - counts["floor"] - counts["stuck"]
+    print(
+        f"best reachable within the seed's rules (floor and stuck lost): {reachable}/{n} "
+        f"({reachable / max(n, 1):.0%})"
+    )
+    for k in sorted(by_knobs):
+        print(f"  {k} knobs: " + ", ".join(f"{c} {v}" for c, v in by_knobs[k].most_common()))
+    if args.json:
+        args.json.write_text(json.dumps({"counts": counts, "landscapes": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
