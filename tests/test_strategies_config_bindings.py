@@ -414,3 +414,42 @@ def test_a_configuration_unpacked_in_the_loop_body_or_from_a_module_tuple():
     two = kernel + "for cfg in [(256, 96, 64, 32), (512, 96, 64, 32)]:\n"
     two += "    M, N, block_M, block_N = cfg\n    run(make(M, N), block_M, block_N)\n"
     assert isinstance(knobs.set_knob(two, bs("block_M"), 128), Refusal)
+
+
+def test_a_constant_feeding_only_a_helper_nothing_calls_is_dropped_when_the_run_path_autotunes():
+    # upstream shape (tma_gqa_sliding_window): the module constant reaches the kernel only
+    # through a helper nothing calls; `__main__` calls the @tilelang.autotune kernel without
+    # the block size, so editing the constant changes nothing measured
+    text = src("""
+        import tilelang
+        import tilelang.language as T
+
+        block_M = 64
+        M = 1024
+
+        @tilelang.autotune(configs=[{"block_M": 32}, {"block_M": 64}])
+        @tilelang.jit(target="npuir")
+        def rows(M, block_M):
+            @T.prim_func
+            def main(A: T.Tensor((M,), "float16")):
+                with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                    buf = T.alloc_ub((block_M,), "float16")
+                    T.copy(A[cid * block_M], buf)
+
+            return main
+
+        def helper():
+            return rows(M, block_M)
+
+        if __name__ == "__main__":
+            kernel = rows(M=M)
+    """)
+    assert knobs.discover(text) == []
+    dropped = {d.name: d.reason for d in knobs.dropped(text)}
+    assert "block_M" in dropped, dropped
+    why = dropped["block_M"]
+    assert "block_M (line 4) feeds only the call at line 19 in helper()" in why, why
+    assert "the call at line 22 leaves it unset" in why and "autotune" in why, why
+    # the helper called from the run path: the constant is the knob again
+    run = text.replace("kernel = rows(M=M)", "kernel = helper()")
+    assert knobs.discover(run) == ["block_M"]

@@ -163,3 +163,34 @@ def test_refusals_say_why():
 def test_deterministic():
     src = kernel("flash_attention")
     assert set_flag(src, False) == set_flag(src, False)
+
+
+def test_a_flag_set_by_an_expression_is_not_planned_and_is_listed_with_its_reason():
+    # upstream shape (tma_farn_split_d): the caller's dtype decides the flag
+    from bot.config.schema import OpConfig
+    from bot.strategies.planner import Planner
+
+    src = (
+        "import tilelang\n"
+        "def build(dtype):\n"
+        "    @tilelang.jit(\n"
+        '        target="npuir",\n'
+        "        pass_configs={\n"
+        '            tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: dtype == "float16",\n'
+        "        },\n"
+        "    )\n"
+        "    def k(block_m):\n"
+        "        return block_m\n"
+        "    return k\n"
+    )
+    assert current(src) is None
+    op = OpConfig("p", "k", Path("x"), kernel_kind="vector", strategies=("multi_buffer",))
+    specs, skipped = Planner(op).specs(src, ["multi_buffer"])
+    assert specs == []
+    why = [s for s in skipped if s.startswith("multi_buffer: ")]
+    assert len(why) == 1, skipped
+    assert 'line 6 is set by the expression `dtype == "float16"`' in why[0], why[0]
+    # set twice: listed with that reason too
+    two = f'import tilelang\na = {{"{FLAG}": True}}\nb = {{"{FLAG}": False}}\n'
+    specs, skipped = Planner(op).specs(two, ["multi_buffer"])
+    assert specs == [] and any("set 2 times (lines 2, 3)" in s for s in skipped), skipped

@@ -4,6 +4,8 @@ slice copies, buffers placed by use, knobs whose every value reads the same, a b
 from __future__ import annotations
 
 import libcst as cst
+import pytest
+from conftest import third_party_corpus
 
 from bot.config.schema import Knob
 from bot.strategies.base import Refusal, Variant
@@ -279,3 +281,62 @@ def test_one_kernel_name_bound_at_two_literals_under_distinct_names_is_two_knobs
     assert isinstance(r, Variant) and "staged(32, 65, 16, 32)" in r.source
     r = set_knob(STAGED, bs("partial_block_N"), 128)
     assert isinstance(r, Refusal) and "exceeds the extent 65" in r.reason
+
+
+GUARDED = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def rows(M, N, dtype="float"):
+    block_M = 64
+    m_num = T.ceildiv(M, block_M)
+    sub = block_M // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(m_num, is_npu=True) as (cid, vid):
+            row_ub = T.alloc_ub((1, N), dtype)
+            for r in T.serial(sub):
+                row_idx = cid * block_M + vid * sub + r
+                if row_idx < M:
+                    T.copy(A[row_idx, :], row_ub)
+                    T.copy(row_ub, B[row_idx, :])
+
+    return main
+"""
+
+
+def test_an_element_index_under_an_if_that_bounds_it_handles_the_tail():
+    # upstream shape (aog_rms_norm, aog_flash_attention_gqa): every row read from the knob's
+    # offset is guarded by `if row_idx < M`, so a block that does not divide M is safe
+    v = set_knob(GUARDED, bs("block_M"), 128)
+    assert isinstance(v, Variant), v
+    # the same index unguarded: full tiles stay required (M is unknown here)
+    bare = GUARDED.replace("                if row_idx < M:\n", "                if True:\n")
+    r = set_knob(bare, bs("block_M"), 128)
+    assert isinstance(r, Refusal) and "needs full tiles" in r.reason, r
+    # an index guarded only in part: one unguarded access keeps full tiles required
+    part = GUARDED.replace(
+        "            row_ub = T.alloc_ub((1, N), dtype)\n",
+        "            row_ub = T.alloc_ub((1, N), dtype)\n"
+        "            T.copy(A[cid * block_M, :], row_ub)\n",
+    )
+    r = set_knob(part, bs("block_M"), 128)
+    assert isinstance(r, Refusal) and "needs full tiles" in r.reason, r
+
+
+@pytest.mark.parametrize(
+    ("kid", "knob", "value"),
+    [("aog_rms_norm", "block_M", 128), ("aog_flash_attention_gqa", "block_bkvh", 8)],
+)
+def test_upstream_guarded_tails_take_blocks_that_do_not_divide(kid, knob, value):
+    # heldout_g: every row / kv-head group the knob offsets is guarded by an `if` (aog_rms_norm
+    # lines 93, 120, 177, 228; aog_flash_attention_gqa line 90)
+    root = third_party_corpus("upstream_kernels", f"{kid}.py")
+    if root is None:
+        pytest.skip(f"{kid}.py is not materialised (scripts/upstream_corpus.py)")
+    source = (root / f"{kid}.py").read_text()
+    v = set_knob(source, Knob(knob, "block_size", (value,)), value)
+    assert isinstance(v, Variant), v

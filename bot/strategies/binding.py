@@ -245,6 +245,9 @@ class Resolver:
         """A parameter: its call sites (by the function's name), else its default."""
         pairs = self.bindings(fn, name, depth)
         if pairs:
+            idle = callsites.unrun(self.f, fn, name, pairs)
+            if idle is not None:
+                return _unresolved(idle)
             found = [r for _, r in pairs]
             nodes = {id(r.site.node) if r.site else None for r in found}
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):

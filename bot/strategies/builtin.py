@@ -107,8 +107,9 @@ class MultiBuffer(_Base):
         self, source: str, op: OpConfig, taken: set[str]
     ) -> tuple[list[KnobSpec], list[str]]:
         now = multibuffer.current(source) if "tilelang" in source else None
-        if now is None:
-            return [], []
+        if now is None:  # set by an expression or more than once: listed with the reason
+            why = multibuffer.undecided(source) if "tilelang" in source else None
+            return [], [f"{self.entry.id}: {multibuffer.FLAG}: {why}"] if why else []
         flip = multibuffer.set_flag(source, not now)
         if isinstance(flip, Refusal):
             return [], [f"{self.entry.id}: {multibuffer.FLAG}: {flip.reason}"]

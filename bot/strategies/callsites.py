@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Call, Facts, Function, Site
 
 if TYPE_CHECKING:
@@ -113,6 +114,49 @@ def shared_constant(
         )
     own = tuple((c, r.site) for g in groups.values() if g is not group for c, r in g if r.site)
     return Shared(group[0][1], tuple(c for c, _ in group), own)
+
+
+def unrun(f: Facts, fn: Function, name: str, bound: list[tuple[Call, Resolution]]) -> str | None:
+    """Why the values bound to `name` measure nothing, or None: every call that binds it lies
+    off the path the file runs, and the calls of `fn` that the file does run leave it unset
+    (the kernel's autotuner picks it)."""
+    runs = reached(f)
+    if name in fn.defaults or runs is None or any(id(c.node) in runs for c, _ in bound):
+        return None
+    binding = {id(c.node) for c, _ in bound}
+    unset = [
+        c
+        for c in f.calls
+        if id(c.node) in runs
+        and id(c.node) not in binding
+        and isinstance(c.node.func, cst.Name)
+        and c.node.func.value == fn.name
+    ]
+    if not unset:
+        return None
+    sites = sorted({(r.site.name, r.site.line) for _, r in bound if r.site})
+    what = (
+        " and ".join(f"{n} (line {line})" for n, line in sites)
+        if sites
+        else f"the value bound to '{name}'"
+    )
+    at = ", ".join(
+        f"line {f.line(c.node)}{' in ' + c.scope[-1].name + '()' if c.scope else ''}"
+        for c, _ in bound
+    )
+    plural = "calls" if len(bound) > 1 else "call"
+    runs_at = ", ".join(str(f.line(c.node)) for c in unset)
+    tuner = any(
+        "autotune"
+        in code_of(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func)
+        for d in fn.node.decorators
+    )
+    picks = "@tilelang.autotune picks it" if tuner else "the call passes no value"
+    return (
+        f"{what} feeds only the {plural} at {at}, which the file never runs; the call at line"
+        f"{'s' if len(unset) > 1 else ''} {runs_at} leaves it unset ({picks}): changing it "
+        f"would change nothing measured"
+    )
 
 
 def note(f: Facts, shared: Shared) -> str | None:

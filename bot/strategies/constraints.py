@@ -18,6 +18,8 @@ tiles by bot/strategies/tiling.py):
   compiler clips at the tensor's end, and no element index computed from the knob,
   `S[i * knob + j]`, which nothing clips) means the block must not exceed X (nor the
   current value, when that already covers X: a larger block adds nothing);
+- `T.ceildiv(X, knob)` whose every element access from the knob sits under an `if` that
+  keeps its offset below a bound (`if row_idx < M:`) asks nothing: a tile past X idles;
 - a loop over `T.ceildiv(X, knob)` tiles whose index picks a row of a tensor
   laid out in `T.ceildiv(X, G)` groups (per-group scales) ties the knob to G;
 - when X is open (a `T.symbolic` shape, a runtime size) it takes every size the
@@ -254,6 +256,7 @@ def constraints_for(
         rules.extend(
             Rule("cap" if v.tail_handled else "exact", r.node, r.chain, r.line, r.text)
             for r in v.ceil
+            if v.tail_handled or not v.tail_guarded
         )
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)

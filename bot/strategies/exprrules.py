@@ -8,7 +8,8 @@
 - `X % knob` only inside an assert or a raising check: a remainder computed
   anywhere else sizes the partial tile the kernel handles;
 - `T.ceildiv(X, knob)`, full tiles unless a tail is handled (`T.min(knob, ...)`,
-  slice copies the compiler clips, with no element index computed from the knob).
+  slice copies the compiler clips, or accesses under an `if` that keeps the knob's offset
+  below a bound, `if row_idx < M:`, with no other element index computed from the knob).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class Rules(cst.CSTVisitor):
         self.iterators = _iterators(f)
         self.sized = _sized_by(f, aliases)
         self.offsets = _sized_by(f, aliases, _offset_names)
-        self.sliced = self.indexed = False
+        self.sliced = self.indexed = self.guarded = False
+        self.guarding = 0  # inside the body of an `if` that bounds a knob offset (`if r < M:`)
         self.checking = 0  # inside an assert's or a raising check's condition
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -87,12 +89,30 @@ class Rules(cst.CSTVisitor):
             self.sliced = True  # a copy through this slice is clipped at the tensor's end
 
     def visit_Index(self, node: cst.Index) -> None:
-        if _names(node.value) & self.offsets:
+        if _names(node.value) & self.offsets and not self.guarding:
             self.indexed = True  # one element at an offset from the knob: not clipped
 
     @property
     def tail_handled(self) -> bool:
         return self.tails or (self.sliced and not self.indexed)
+
+    @property
+    def tail_guarded(self) -> bool:
+        """Every element index from the knob sits under an `if` that bounds it: a tile past
+        the extent does no work, so the tile count demands nothing of the knob."""
+        return self.guarded and not self.indexed
+
+    def _bounds(self, test: cst.BaseExpression) -> bool:
+        """`row_idx < M` / `row_base + n <= M`: a knob offset kept below a bound that does not
+        grow with the knob, so the accesses the `if` guards stop at the tensor's end."""
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return False
+        target = test.comparisons[0]
+        return (
+            isinstance(target.operator, (cst.LessThan, cst.LessThanEqual))
+            and bool(_names(test.left) & self.offsets)
+            and not _names(target.comparator) & self.offsets
+        )
 
     def visit_Assert(self, node: cst.Assert) -> None:
         self.checking += 1
@@ -104,7 +124,16 @@ class Rules(cst.CSTVisitor):
 
     def visit_If(self, node: cst.If) -> bool:
         if not _raises(node):
-            return True
+            if not self._bounds(node.test):
+                return True
+            self.guarded = True
+            node.test.visit(self)
+            self.guarding += 1
+            node.body.visit(self)
+            self.guarding -= 1
+            if node.orelse is not None:
+                node.orelse.visit(self)
+            return False
         if _names(node.test) & self.aliases:
             self.rules.append(self._rule("raises", node.test, node.test))
         self.checking += 1

@@ -181,6 +181,29 @@ def current(source: str) -> bool | None:
     return default_enabled()[0]
 
 
+def _expression(wrapper: MetadataWrapper, entry: cst.DictElement) -> str:
+    return (
+        f"{FLAG} at line {line_of(wrapper, entry)} is set by the expression "
+        f"`{wrapper.module.code_for_node(entry.value)}`, not True/False: the values it reads "
+        f"decide the flag per build, so there is no one current setting to flip"
+    )
+
+
+def undecided(source: str) -> str | None:
+    """Why the flag has no one current value (set by an expression, or set more than once),
+    or None when it has one (or the file does not parse)."""
+    try:
+        wrapper, f = _scan(source)
+    except ParseFailure:
+        return None
+    if len(f.entries) > 1:
+        lines = ", ".join(str(line_of(wrapper, e)) for e in f.entries)
+        return f"{FLAG} is set {len(f.entries)} times (lines {lines}); one change cannot pick one"
+    if f.entries and bool_value(f.entries[0].value) is None:
+        return _expression(wrapper, f.entries[0])
+    return None
+
+
 @lru_cache(maxsize=1024)  # pure: the planner re-derives the same variants while it searches
 def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | Refusal:
     """Set `npuir.enable_auto_multi_buffer` to `enabled` (one entry, or one added)."""
@@ -217,10 +240,7 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
         entry = f.entries[0]
         old = bool_value(entry.value)
         if old is None:
-            return Refusal(
-                (f"{FLAG} at line {line_of(wrapper, entry)} is an expression, not True/False",),
-                strategy=STRATEGY,
-            )
+            return Refusal((_expression(wrapper, entry),), strategy=STRATEGY)
         if old == enabled:
             return Refusal((f"{FLAG} is already {enabled}",), strategy=STRATEGY)
         new_source = replace_node(module, entry.value, literal_node(enabled))
