@@ -21,7 +21,7 @@ import libcst as cst
 from bot.strategies.evaluate import CEILDIV
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
-from bot.strategies.tiling import Rule
+from bot.strategies.tiling import Rule, _names
 
 
 class Rules(cst.CSTVisitor):
@@ -172,17 +172,6 @@ def _iterators(f: Facts) -> set[str]:
 
     for outer in {id(fac.chain[0]): fac.chain[0] for fac in f.factories}.values():
         outer.node.visit(V())
-    return found
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-    node.visit(V())
     return found
 
 
