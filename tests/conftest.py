@@ -153,6 +153,17 @@ def third_party_corpus(name: str, probe: str) -> Path | None:
     return None
 
 
+def upstream_kernel(filename: str) -> str:
+    """A kernel of the upstream corpus (tests/data/upstream_kernels); skips when not materialised (CI)."""
+    root = third_party_corpus("upstream_kernels", f"src/{filename}")
+    if root is None:
+        pytest.skip(
+            f"upstream kernel {filename} is not materialised: run "
+            "`python scripts/upstream_corpus.py --git-dir <clone>`"
+        )
+    return (root / "src" / filename).read_text()
+
+
 # Modules that run whole tuning runs, CLI processes or the GitHub flow end to end: about 90 % of
 # the suite's time (measured with --durations=0). `pytest -m "not slow"` is the quick edit loop;
 # the README's test command runs everything.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import pytest
+from conftest import upstream_kernel
 
 from bot.config.schema import Knob, OpConfig
 from bot.strategies import knobs
@@ -15,22 +15,11 @@ from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.planner import Planner
 from bot.strategies.source import changed_lines
 
-UPSTREAM = Path(__file__).parent / "data" / "upstream_kernels" / "src"
 BS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
 def src(text: str) -> str:
     return textwrap.dedent(text).lstrip()
-
-
-def _upstream(name: str) -> str:
-    """A corpus kernel's text; the test skips when the corpus is not materialised (as in CI)."""
-    path = UPSTREAM / name
-    if not path.exists():
-        pytest.skip(
-            f"{path} is not materialised: run `python scripts/upstream_corpus.py --git-dir <clone>`"
-        )
-    return path.read_text()
 
 
 def bs(name: str, values: tuple[int, ...] = BS) -> Knob:
@@ -109,7 +98,7 @@ def test_a_declared_argparse_name_of_a_dead_parameter_says_so():
 def test_sparse_mla_fwd_declared_block_i_follows_block_I_rules():
     # upstream: `--block_i` (default 32, line 23) is passed as block_I=args.block_i (line 457);
     # the kernel asserts top_k % block_I == 0 with top_k=64 (line 55)
-    source = _upstream("sparse_mla_fwd.py")
+    source = upstream_kernel("sparse_mla_fwd.py")
     legal, refused = knobs.legal_values(source, "block_i", BS)
     assert legal == (8, 16, 32, 64)
     assert all("assert at line 55" in reason for _, reason in refused)
@@ -189,7 +178,7 @@ def test_a_tuple_unpacked_local_is_not_the_module_name_of_the_same_name():
 def test_linear_attention_normalize_block_L_block_D_are_tuned_at_their_list_entry():
     # upstream: test_configs = [(2, 32, 512, 128, 64, 64)] (line 169), walked by the loop at
     # line 172 into linear_attention(q, k, v, block_L, block_D) and both kernels; L=512, D=128
-    source = _upstream("pto_linear_attention_normalize.py")
+    source = upstream_kernel("pto_linear_attention_normalize.py")
     assert {"block_L", "block_D"} <= set(knobs.discover(source))
     for name in ("block_L", "block_D"):
         site = knobs.locate(source, name)
@@ -289,7 +278,7 @@ def test_call_sites_that_share_no_single_constant_stay_ambiguous_with_the_exact_
 def test_blocksparse_gemm_default_blocks_are_tuned_for_the_calls_they_feed():
     # upstream: DEFAULT_BLOCK_M/N/K (lines 9-11) feed test_typical, both boundary tests and
     # main (M=N=K=1024; asserts M % block_M, N % block_N); test_basic passes its own 32s
-    source = _upstream("pto_blocksparse_gemm.py")
+    source = upstream_kernel("pto_blocksparse_gemm.py")
     assert knobs.discover(source) == ["DEFAULT_BLOCK_M", "DEFAULT_BLOCK_N", "DEFAULT_BLOCK_K"]
     v = knobs.set_knob(source, bs("DEFAULT_BLOCK_M"), 256)
     assert isinstance(v, Variant), v

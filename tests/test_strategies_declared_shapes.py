@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_commit
+from conftest import make_commit, upstream_kernel
 
 from bot.config.discovery import load_op_config
 from bot.config.schema import DeclaredShape, Knob
@@ -22,19 +22,6 @@ from bot.strategies import explain, knobs, shapes
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.planner import Planner
 from bot.strategies.registry import STRATEGIES
-
-UPSTREAM = Path(__file__).parent / "data" / "upstream_kernels" / "src"
-
-
-def _upstream(name: str) -> str:
-    """A corpus kernel's text; the test skips when the corpus is not materialised (as in CI)."""
-    path = UPSTREAM / name
-    if not path.exists():
-        pytest.skip(
-            f"{path} is not materialised: run `python scripts/upstream_corpus.py --git-dir <clone>`"
-        )
-    return path.read_text()
-
 
 # M is symbolic: its size is known only outside the file.
 KERNEL = """\
@@ -382,7 +369,7 @@ def test_upstream_dynamic_shape_matmul_keeps_its_own_sizes_when_larger_ones_are_
     # the smallest size the file's own test runs it with (M, N in {1024, 512}); L0C holds
     # [block_M, block_N] fp32 (128 KiB), so 256 x 256 is too much. Declaring larger sizes
     # loosens nothing: a rule must hold for every size, the file's included.
-    source = _upstream("npuir_matmul_dynamic_shape.py")
+    source = upstream_kernel("npuir_matmul_dynamic_shape.py")
     values = (16, 32, 64, 128, 256, 512, 1024)
     big = (
         DeclaredShape("M", (8192,), "tune.yaml shapes"),
@@ -400,7 +387,7 @@ def test_upstream_dynamic_shape_matmul_keeps_its_own_sizes_when_larger_ones_are_
 def test_upstream_act_quant_takes_its_symbolic_m_from_a_declaration():
     # act_quant_kernel: M = T.symbolic("M"), m_num = M // block_M (full tiles); no function
     # that calls the factory sets M, so without a declaration only divisors of 32 are safe
-    source = _upstream("example_act_quant_kernel.py")
+    source = upstream_kernel("example_act_quant_kernel.py")
     values = (16, 32, 64, 96, 128)
     assert knobs.legal_values(source, "block_M", values)[0] == (16, 32)
     declared = (DeclaredShape("M", (4096,), "tune.yaml shapes"),)

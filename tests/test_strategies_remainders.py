@@ -3,26 +3,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
+from conftest import upstream_kernel
 
 from bot.config.schema import Knob
 from bot.strategies import knobs
 from bot.strategies.base import Refusal, Variant
 
-UPSTREAM = Path(__file__).parent / "data" / "upstream_kernels" / "src"
 BS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
-
-
-def _upstream(name: str) -> str:
-    """A corpus kernel's text; the test skips when the corpus is not materialised (as in CI)."""
-    path = UPSTREAM / name
-    if not path.exists():
-        pytest.skip(
-            f"{path} is not materialised: run `python scripts/upstream_corpus.py --git-dir <clone>`"
-        )
-    return path.read_text()
 
 
 # top_k candidates per row, of which only `real_top_k` are real: the last tile's
@@ -101,7 +88,7 @@ def test_a_raising_check_is_an_assert_of_the_opposite():
 def test_sparse_mla_fwd_block_I_64_is_planned_and_128_refused_by_its_assert():
     # upstream sparse_mla_fwd: `valid_mod = real_top_k % block_I` (line 247) sizes the mask of
     # the last, partial tile; `assert top_k % block_I == 0` (line 55) with top_k=64 is the rule
-    source = _upstream("sparse_mla_fwd.py")
+    source = upstream_kernel("sparse_mla_fwd.py")
     legal, refused = knobs.legal_values(source, "block_I", BS)
     assert legal == (8, 16, 32, 64)
     reasons = dict(refused)
