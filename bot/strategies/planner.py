@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from bot.config.schema import Knob, OpConfig
 from bot.strategies import catalog, knobs, space
@@ -55,6 +56,24 @@ from bot.strategies.protocol import KnobSpec
 from bot.strategies.registry import STRATEGIES
 from bot.strategies.source import source_hash
 from bot.strategies.space import FAILED_VERDICTS
+
+# What a planned move is for (a closed set, so a misspelt label is a type error)
+Why = Literal[
+    "",
+    "continue",
+    "first",
+    "other_side",
+    "revisit",
+    "pref_step",
+    "other_step",
+    "half_edge",
+    "refine",
+    "bisect",
+    "plateau",
+    "valley",
+    "explore",
+    "interpolate",
+]
 
 MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
 ONCE_TIER = 1  # a one-shot change, beside each knob's first move
@@ -77,7 +96,7 @@ class Move:
     spec: KnobSpec | None = None
     distance: int = 1  # steps along the knob's space (exploration goes nearest first)
     tries: int = 0  # attempts on this knob so far in the run (round robin: fewer first)
-    why: str = ""  # what the move is for: "first", "other_side", "half_edge", "interpolate"...
+    why: Why = ""  # what the move is for; untried() keeps a knob open on some of these
 
     def sort_key(self) -> tuple:
         # distance orders exploration (nearest first); a stride's length says nothing about promise
@@ -339,7 +358,7 @@ class Planner:
                     score: float = score,
                     current: object = current,
                     tries: int = len(honest),
-                    why: str = "",
+                    why: Why = "",
                 ) -> None:
                     key = space.value_key(value)
                     if key not in planned or planned[key] > tier:
