@@ -29,34 +29,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.strategies import callsites
+from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
-from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in
+from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
 from bot.strategies.source import dotted
-
-# list methods that change a configuration list after it is written
-_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
-
-
-def _element(
-    target: cst.BaseExpression, entry: cst.BaseExpression, name: str
-) -> cst.BaseExpression | None:
-    """The part of one list entry a loop target binds to `name` (`(M, block_M)` over
-    `(64, 32)`: block_M -> 32), or None when the shapes do not match."""
-    if isinstance(target, cst.Name):
-        return entry if target.value == name else None
-    if not (
-        isinstance(target, (cst.Tuple, cst.List))
-        and isinstance(entry, (cst.Tuple, cst.List))
-        and len(target.elements) == len(entry.elements)
-    ):
-        return None
-    for t, e in zip(target.elements, entry.elements, strict=True):
-        if isinstance(t, cst.StarredElement) or isinstance(e, cst.StarredElement):
-            return None
-        found = _element(t.value, e.value, name)
-        if found is not None:
-            return found
-    return None
 
 
 @dataclass(frozen=True)
@@ -79,6 +55,7 @@ class Resolver:
 
     def __init__(self, f: Facts) -> None:
         self.f = f
+        self.spelled = Spelled(f)
         # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
         # set by a check while it evaluates, never used to find a knob's literal
         self.fallback: dict[str, int] = {}
@@ -129,79 +106,27 @@ class Resolver:
         """`M, N, block_M = cfg` with cfg a tuple the file spells out (one assignment, or the one
         entry of a configuration list): the part of it `name` takes."""
         target, value = unpack
-        spelled = self._spelled(value, chain)
-        element = _element(target, spelled, name) if spelled is not None else None
-        if element is None:
+        spelled = self.spelled.node(value, chain)
+        part = element(target, spelled, name) if spelled is not None else None
+        if part is None:
             return self.expr(value, chain, depth + 1, name, kind)  # says why it is no literal
-        where = self._where(value, chain)
-        r = self.expr(element, chain, depth + 1, name, where or kind)
+        where = self.spelled.where(value, chain)
+        r = self.expr(part, chain, depth + 1, name, where or kind)
         return Resolution(r.site, r.value, (f"{name} unpacked from {code_of(value)}", *r.path))
-
-    def _where(self, node: cst.BaseExpression, chain: tuple[Function, ...]) -> str | None:
-        """The site kind of what a spelled-out name is bound to (`entry` for a loop's entry)."""
-        if not isinstance(node, cst.Name):
-            return None
-        for fn in reversed(chain):
-            if node.value in fn.assigns:
-                return "local"
-            if node.value in fn.loop_targets:
-                return "entry"
-        if node.value in self.f.module_assigns:
-            return "constant"
-        return "entry" if node.value in self.f.module_loops else None
 
     def _loop(self, name: str, loop: Loop, chain: tuple[Function, ...], depth: int) -> Resolution:
         """A name a for loop binds: with one entry in the list it walks, that entry's element
         is the one value (`for B, L, block_L in [(2, 512, 64)]`); otherwise no single literal."""
-        element = self._one_entry(name, loop, chain)
-        if element is None:
-            return _unresolved(
-                f"'{name}' is set by the for loop at line {loop.line} (one value per "
-                f"pass, e.g. a list of test configurations); tunebot edits a name bound to "
-                f"one integer literal, not the entries of the list a loop walks"
-            )
-        r = self.expr(element, chain, depth + 1, name, "entry")
+        part = self.spelled.one_entry(name, loop, chain)
+        if part is None:
+            return _unresolved(Spelled.several(name, loop))
+        r = self.expr(part, chain, depth + 1, name, "entry")
         how = f"the one entry of the list the for loop at line {loop.line} walks"
         return Resolution(r.site, r.value, (how, *r.path), r.problem)
 
-    def _entries(self, loop: Loop, chain: tuple[Function, ...]) -> list[cst.BaseExpression] | None:
-        """The entries of the list a loop walks, when the file spells them out and never
-        changes the list (`test_configs = [...]` assigned once, no `.append`)."""
-        node: cst.BaseExpression | None = loop.iter
-        if isinstance(node, cst.Name):
-            var = node.value
-            node = None
-            for fn in reversed(chain):
-                if var in fn.assigns:
-                    values = fn.assigns[var]
-                    node = values[0] if len(values) == 1 else None
-                    break
-            else:
-                values = self.f.module_assigns.get(var, [])
-                node = values[0] if len(values) == 1 else None
-            if any(
-                isinstance(c.node.func, cst.Attribute)
-                and isinstance(c.node.func.value, cst.Name)
-                and c.node.func.value.value == var
-                and c.node.func.attr.value in _MUTATORS
-                for c in self.f.calls
-            ):
-                return None
-        if not isinstance(node, (cst.List, cst.Tuple)) or any(
-            isinstance(e, cst.StarredElement) for e in node.elements
-        ):
-            return None
-        return [e.value for e in node.elements]
-
     def loop_values(self, loop: Loop, chain: tuple[Function, ...]) -> dict[str, list[int]]:
         """name -> the integer literal each entry of the loop's list gives it (every pass)."""
-        out: dict[str, list[int]] = {}
-        for entry in self._entries(loop, chain) or []:
-            for name in names_in(loop.target):
-                value = literal(_element(loop.target, entry, name))
-                if isinstance(value, int) and not isinstance(value, bool):
-                    out.setdefault(name, []).append(value)
-        return out
+        return self.spelled.loop_values(loop, chain)
 
     def expr(
         self,
@@ -219,6 +144,13 @@ class Resolver:
         if isinstance(node, cst.Name) and node.value not in ("None",):
             r = self.name(node.value, chain, depth + 1)
             return Resolution(r.site, r.value, (f"{name} = {node.value}", *r.path), r.problem)
+        if isinstance(node, cst.Subscript):  # `cfg["block_M"]`, `cfg[2]`: the entry written
+            found = self.spelled.item(node, chain)
+            if isinstance(found, str):
+                return _unresolved(f"'{name}' is read from {found}")
+            part, kind = found
+            r = self.expr(part, chain, depth + 1, name, kind)
+            return Resolution(r.site, r.value, (f"{name} = {code_of(node)}", *r.path), r.problem)
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             sites = self.f.argparse.get(node.attr.value)
             if sites:
@@ -324,15 +256,14 @@ class Resolver:
                     return arg.value, "keyword"
                 continue
             if arg.star == "**":
-                if isinstance(arg.value, cst.Name) and self._dict_has(
-                    arg.value.value, call.scope, name
-                ):
-                    return arg.value, "dict"
-                if self._dict_literal_of(arg.value, call.scope) is None:
+                items = dict_items(self.spelled.node(arg.value, call.scope))
+                if items is None:
                     opaque = opaque or arg.value
+                elif name in items:
+                    return arg.value, "dict"
                 continue
             if arg.star == "*":  # `f(*cfg)` with cfg a tuple the file spells out
-                seq = self._spelled(arg.value, call.scope)
+                seq = self.spelled.node(arg.value, call.scope)
                 if (
                     positional is None
                     or not isinstance(seq, (cst.Tuple, cst.List))
@@ -353,63 +284,11 @@ class Resolver:
             positional += 1
         return (opaque, "opaque") if opaque is not None else None
 
-    def _dict_literal_of(
-        self, node: cst.BaseExpression, chain: tuple[Function, ...]
-    ) -> cst.Dict | None:
-        return self._dict_literal(node.value, chain) if isinstance(node, cst.Name) else None
-
-    def _spelled(
-        self, node: cst.BaseExpression, chain: tuple[Function, ...]
-    ) -> cst.BaseExpression | None:
-        """What a name passed as `*cfg` / `**cfg` is bound to: its one assignment in the nearest
-        scope that assigns it, or the element of a one-entry list a loop walks into it."""
-        if not isinstance(node, cst.Name):
-            return None
-        var = node.value
-        for fn in reversed(chain):
-            if var in fn.assigns:
-                values = fn.assigns[var]
-                return values[0] if len(values) == 1 else None
-            if var in fn.loop_targets:
-                return self._one_entry(var, fn.loop_targets[var], fn.chain)
-        module_values = self.f.module_assigns.get(var)
-        if module_values:
-            return module_values[0] if len(module_values) == 1 else None
-        if var in self.f.module_loops:
-            return self._one_entry(var, self.f.module_loops[var], ())
-        return None
-
-    def _one_entry(
-        self, name: str, loop: Loop, chain: tuple[Function, ...]
-    ) -> cst.BaseExpression | None:
-        entries = self._entries(loop, chain)
-        return _element(loop.target, entries[0], name) if entries and len(entries) == 1 else None
-
-    def _dict_literal(self, var: str, chain: tuple[Function, ...]) -> cst.Dict | None:
-        d = self._spelled(cst.Name(var), chain)
-        return d if isinstance(d, cst.Dict) else None
-
-    def _dict_has(self, var: str, chain: tuple[Function, ...], key: str) -> bool:
-        d = self._dict_literal(var, chain)
-        return d is not None and any(
-            isinstance(e, cst.DictElement)
-            and isinstance(e.key, cst.SimpleString)
-            and e.key.evaluated_value == key
-            for e in d.elements
-        )
-
     def _dict_entry(
         self, node: cst.BaseExpression, chain: tuple[Function, ...], name: str, depth: int
     ) -> Resolution:
-        assert isinstance(node, cst.Name)
-        d = self._dict_literal(node.value, chain)
-        assert d is not None
-        for e in d.elements:
-            if (
-                isinstance(e, cst.DictElement)
-                and isinstance(e.key, cst.SimpleString)
-                and e.key.evaluated_value == name
-            ):
-                r = self.expr(e.value, chain, depth, name, "dict")
-                return Resolution(r.site, r.value, (f"**{node.value}", *r.path), r.problem)
-        return _unresolved(f"'{name}' is not in dict '{node.value}'")
+        """`f(**cfg)` with cfg a dict the file spells out that has key `name`."""
+        items = dict_items(self.spelled.node(node, chain))
+        assert items is not None and name in items
+        r = self.expr(items[name], chain, depth, name, "dict")
+        return Resolution(r.site, r.value, (f"**{code_of(node)}", *r.path), r.problem)

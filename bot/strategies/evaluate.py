@@ -110,6 +110,9 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
             and node.value.value not in ("T", "tl", "tilelang")
             else None
         )
+    if isinstance(node, cst.Subscript):  # `cfg["M"]`: the entry of a configuration written out
+        found = env.resolver.spelled.item(node, env.chain)
+        return None if isinstance(found, str) else _eval(found[0], env)
     if isinstance(node, cst.UnaryOperation):
         v = _eval(node.expression, env)
         if v is None:
