@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.config.schema import DEFAULT_HARNESS
 from bot.strategies import callsites
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
@@ -53,8 +54,9 @@ class Resolver:
 
     MAX_DEPTH = MAX_DEPTH
 
-    def __init__(self, f: Facts) -> None:
+    def __init__(self, f: Facts, harness: tuple[str, ...] = DEFAULT_HARNESS) -> None:
         self.f = f
+        self.harness = harness  # the functions a harness calls by name (callsites.reached)
         self.spelled = Spelled(f)
         # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
         # set by a check while it evaluates, never used to find a knob's literal
@@ -177,7 +179,7 @@ class Resolver:
         """A parameter: its call sites (by the function's name), else its default."""
         pairs = self.bindings(fn, name, depth)
         if pairs:
-            idle = callsites.unrun(self.f, fn, name, pairs)
+            idle = callsites.unrun(self.f, fn, name, pairs, self.harness)
             if idle is not None:
                 return _unresolved(idle)
             found = [r for _, r in pairs]
@@ -185,7 +187,7 @@ class Resolver:
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
                 r = found[0]
                 return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
-            shared = callsites.shared_constant(self.f, fn, name, pairs)
+            shared = callsites.shared_constant(self.f, fn, name, pairs, self.harness)
             if isinstance(shared, str):
                 return _unresolved(shared)
             r = shared.resolution
