@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import callsites
+from bot.strategies import callsites, rebinding
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
@@ -71,6 +71,9 @@ class Resolver:
             return _unresolved(f"'{name}' is bound through too many names")
         for fn in reversed(chain):
             if name in fn.assigns:
+                why = rebinding.rebound(self.f, fn, name)
+                if why is not None:
+                    return _unresolved(why)
                 values = fn.assigns[name]
                 if len(values) > 1:
                     return _unresolved(f"'{name}' is assigned {len(values)} times in {fn.name}()")
@@ -83,6 +86,9 @@ class Resolver:
                 return self._loop(name, fn.loop_targets[name], fn.chain, depth)
         module_values = self.f.module_assigns.get(name)
         if module_values:
+            why = rebinding.rebound(self.f, None, name)
+            if why is not None:
+                return _unresolved(why)
             values = module_values
             if len(values) > 1:
                 problem = f"module name '{name}' is assigned {len(values)} times"
