@@ -29,10 +29,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import callsites, rebinding
+from bot.strategies import callsites, rebinding, wrappers
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
+from bot.strategies.signature import star_names, takes
 from bot.strategies.source import dotted
 
 
@@ -80,7 +81,7 @@ class Resolver:
                 if name in fn.unpacked:
                     return self._unpacked(name, fn.unpacked[name], fn.chain, depth, "local")
                 return self.expr(values[0], fn.chain, depth + 1, name, "local")
-            if name in fn.params or name in fn.defaults:
+            if takes(fn, name):
                 return self.param(fn, name, depth + 1)
             if name in fn.loop_targets:
                 return self._loop(name, fn.loop_targets[name], fn.chain, depth)
@@ -183,6 +184,11 @@ class Resolver:
 
     def param(self, fn: Function, name: str, depth: int) -> Resolution:
         """A parameter: its call sites (by the function's name), else its default."""
+        if name in star_names(fn):
+            return _unresolved(
+                f"'{name}' is the `*{name}`/`**{name}` parameter of {fn.name}(): it gathers "
+                f"whatever each call passes, not one value a literal sets"
+            )
         pairs = self.bindings(fn, name, depth)
         if pairs:
             idle = callsites.unrun(self.f, fn, name, pairs, self.harness)
@@ -212,13 +218,18 @@ class Resolver:
         """Each call of `fn` that binds parameter `name`, with what it binds it to."""
         pairs: list[tuple[Call, Resolution]] = []
         for call in self.f.calls:
-            if not self._calls(call, fn):
+            args = (
+                list(call.node.args)
+                if self._calls(call, fn)
+                else wrappers.arguments(self.f, call, fn, self.spelled)  # partial(fn, ...)
+            )
+            if args is None:
                 continue
-            bound = self._bound_by(call, fn, name)
+            bound = self._bound_by(args, call, fn, name)
             if bound is None:
                 continue
             if bound[1] == "opaque":
-                double = any(a.star == "**" and a.value is bound[0] for a in call.node.args)
+                double = any(a.star == "**" and a.value is bound[0] for a in args)
                 star = "**" if double else "*"
                 r = _unresolved(
                     f"'{name}' of {fn.name}() may come from `{star}{code_of(bound[0])}` at "
@@ -233,32 +244,35 @@ class Resolver:
         return pairs
 
     def _calls(self, call: Call, fn: Function) -> bool:
-        """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`."""
+        """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`, or
+        `outer(...)(...)`."""
         func = call.node.func
+        if (
+            isinstance(func, cst.Call)
+            and isinstance(func.func, cst.Name)
+            and fn.parents
+            and fn.name in fn.parents[-1].returns
+        ):
+            return func.func.value == fn.parents[-1].name
         if not isinstance(func, cst.Name):
             return False
         if func.value == fn.name:
             return not any(func.value in f.assigns for f in call.scope)  # not shadowed by a local
         if not fn.parents or fn.name not in fn.parents[-1].returns:
             return False
-        for scope in reversed(call.scope):
-            values = scope.assigns.get(func.value)
-            if values:
-                v = values[0]
-                return (
-                    len(values) == 1
-                    and isinstance(v, cst.Call)
-                    and isinstance(v.func, cst.Name)
-                    and v.func.value == fn.parents[-1].name
-                )
-        return False
+        v = self.spelled.assigned(func.value, call.scope)  # its one assignment, module included
+        return (
+            isinstance(v, cst.Call)
+            and isinstance(v.func, cst.Name)
+            and v.func.value == fn.parents[-1].name
+        )
 
     def _bound_by(
-        self, call: Call, fn: Function, name: str
+        self, args: list[cst.Arg], call: Call, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, str] | None:
         positional: int | None = 0
         opaque: cst.BaseExpression | None = None  # a `*x` / `**x` whose contents are not known
-        for arg in call.node.args:
+        for arg in args:
             if arg.keyword is not None:
                 if arg.keyword.value == name:
                     return arg.value, "keyword"

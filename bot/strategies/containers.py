@@ -18,6 +18,7 @@ from libcst.metadata import MetadataWrapper
 
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Facts, Function, Loop, literal, names_in
+from bot.strategies.signature import takes
 from bot.strategies.source import line_of
 
 # methods that change a list or dict after it is written
@@ -134,19 +135,22 @@ class Spelled:
         if isinstance(node, cst.Name):
             if node.value in self.changed:
                 return None
-            node = self._assigned(node.value, chain)
+            node = self.assigned(node.value, chain)
         if not isinstance(node, (cst.List, cst.Tuple)) or any(
             isinstance(e, cst.StarredElement) for e in node.elements
         ):
             return None
         return [e.value for e in node.elements]
 
-    def _assigned(self, var: str, chain: tuple[Function, ...]) -> cst.BaseExpression | None:
-        """The one assignment of `var` in the nearest scope that assigns it."""
+    def assigned(self, var: str, chain: tuple[Function, ...]) -> cst.BaseExpression | None:
+        """The one assignment of `var` in the nearest scope that binds it (None when that scope
+        assigns it more than once or takes it as a parameter)."""
         for fn in reversed(chain):
             if var in fn.assigns:
                 values = fn.assigns[var]
                 return values[0] if len(values) == 1 else None
+            if takes(fn, var):
+                return None
         values = self.f.module_assigns.get(var, [])
         return values[0] if len(values) == 1 else None
 
@@ -189,7 +193,7 @@ class Spelled:
                 if len(values) != 1 or var in fn.unpacked:
                     return None
                 return self.node(values[0], fn.chain, hops + 1)
-            if var in fn.params or var in fn.defaults:
+            if takes(fn, var):
                 return None
             if var in fn.loop_targets:
                 one = self.one_entry(var, fn.loop_targets[var], fn.chain)
@@ -270,7 +274,7 @@ class Spelled:
                     f"'{var}' is set by `{code_of(values[0])}` at line "
                     f"{self.f.line(values[0])}, not a configuration the file spells out"
                 )
-            if var in fn.params or var in fn.defaults:
+            if takes(fn, var):
                 return (
                     f"'{var}' is a parameter of {fn.name}(): the configuration comes from its "
                     f"callers, and tunebot does not follow a subscript into them"

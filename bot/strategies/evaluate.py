@@ -15,6 +15,7 @@ import libcst as cst
 
 from bot.strategies import rebinding
 from bot.strategies.facts import Function, literal
+from bot.strategies.signature import takes
 from bot.strategies.source import dotted
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class Env:
                         evaluate(fn.assigns[name][0], Env(self.resolver, fn.chain, deeper))
                         if plain
                         else self.resolver.param(fn, name, deeper).value
-                        if name in fn.params or name in fn.defaults
+                        if takes(fn, name)
                         else None
                     )
                     return self._augmented(base, augs, fn.chain)
@@ -66,7 +67,7 @@ class Env:
                     return self.resolver.name(name, fn.chain, deeper).value
                 # computed in this scope: evaluate with the same pinned values
                 return evaluate(values[0], Env(self.resolver, fn.chain, deeper, self.overrides))
-            if name in fn.params or name in fn.defaults:
+            if takes(fn, name):
                 return self.resolver.param(fn, name, deeper).value
         module_values = self.resolver.f.module_assigns.get(name)
         augs = rebinding.augments(self.resolver.f, None, name) if module_values else None

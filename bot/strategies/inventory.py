@@ -37,6 +37,7 @@ from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in
+from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
@@ -121,7 +122,8 @@ def _owners(
     for factory in f.factories:
         live = _live_names(factory, f)
         for owner in factory.chain:
-            names = list(dict.fromkeys([*owner.params, *owner.defaults, *owner.assigns]))
+            own = sorted(parameter_names(owner.node))  # keyword-only and `*args` too
+            names = list(dict.fromkeys([*owner.params, *owner.defaults, *own, *owner.assigns]))
             for name in names:
                 if wanted(name):
                     out.setdefault(name, []).append((owner, factory, name in live))
@@ -129,10 +131,7 @@ def _owners(
             if (
                 wanted(name)
                 and name in f.module_assigns
-                and not any(
-                    name in o.params or name in o.defaults or name in o.assigns
-                    for o in factory.chain
-                )
+                and not any(takes(o, name) or name in o.assigns for o in factory.chain)
             ):
                 out.setdefault(name, []).append((None, factory, True))
     return out

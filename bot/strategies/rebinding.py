@@ -18,6 +18,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.strategies.facts import Facts, Function
+from bot.strategies.signature import takes
 from bot.strategies.source import line_of
 
 # statements whose body runs on some paths only (or several times)
@@ -118,7 +119,7 @@ def rebound(f: Facts, fn: Function | None, name: str) -> str | None:
             f"kernel reads is not the one a literal sets, so changing that literal would not "
             f"set it to the value tried"
         )
-    if fn is not None and (name in fn.params or name in fn.defaults):
+    if fn is not None and takes(fn, name):
         branch = next((b for b in bindings if b.conditional), None)
         if branch is not None:
             return (

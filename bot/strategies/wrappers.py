@@ -1,0 +1,68 @@
+"""Calls that reach a kernel factory through another callable: `functools.partial` or an alias.
+
+`k = partial(rows, block_M=64)` binds `block_M` where the partial is made; `k(1024)` then
+binds the rest, after the partial's own positional arguments; `k = rows` makes `k(1024, 64)` a
+call of `rows`. `arguments` gives the arguments a call passes to a factory, in the order Python
+binds them (positional first, then keywords, the call's own keywords before the partial's so
+they win), or None when the call does not reach that factory this way.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from bot.strategies.containers import Spelled
+from bot.strategies.facts import Call, Facts, Function
+from bot.strategies.source import dotted
+
+PARTIAL = frozenset({"partial", "functools.partial"})
+
+
+def wrapped(node: cst.Call) -> str | None:
+    """The function name `partial(rows, ...)` wraps, or None for any other call."""
+    if dotted(node.func) not in PARTIAL or not node.args:
+        return None
+    first = node.args[0]
+    if first.keyword is not None or first.star or not isinstance(first.value, cst.Name):
+        return None
+    return first.value.value
+
+
+def arguments(f: Facts, call: Call, fn: Function, spelled: Spelled) -> list[cst.Arg] | None:
+    """What `call` passes to `fn` when it goes through a partial or an alias of `fn`."""
+    node = call.node
+    if wrapped(node) == fn.name:
+        # a partial that is called by name binds through those calls (their keywords win);
+        # one never called by name binds its own arguments where it is made
+        return None if _called(f, node) else list(node.args[1:])
+    if not isinstance(node.func, cst.Name) or node.func.value == fn.name:
+        return None
+    made = spelled.assigned(node.func.value, call.scope)
+    if isinstance(made, cst.Name) and made.value == fn.name:  # `k = rows`
+        return list(node.args)
+    if isinstance(made, cst.Call) and wrapped(made) == fn.name:
+        return _merged(list(made.args[1:]), list(node.args))
+    return None
+
+
+def _called(f: Facts, made: cst.Call) -> bool:
+    """True when the partial `made` is assigned to a name the file calls."""
+    holders = {
+        name
+        for assigns in (f.module_assigns, *(fn.assigns for fn in f.functions))
+        for name, values in assigns.items()
+        if any(v is made for v in values)
+    }
+    return any(isinstance(c.node.func, cst.Name) and c.node.func.value in holders for c in f.calls)
+
+
+def _merged(first: list[cst.Arg], then: list[cst.Arg]) -> list[cst.Arg]:
+    def positional(a: cst.Arg) -> bool:
+        return a.keyword is None and a.star != "**"
+
+    return [
+        *(a for a in first if positional(a)),
+        *(a for a in then if positional(a)),
+        *(a for a in then if not positional(a)),
+        *(a for a in first if not positional(a)),
+    ]

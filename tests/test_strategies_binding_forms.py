@@ -1,0 +1,145 @@
+"""Binding across the call forms real kernel files use: functools.partial, an alias of the
+factory, keyword-only parameters, `*args`/`**kw` parameters, a factory returning a jitted
+closure, symbolic shapes and a second wrapper. The knob is the literal the running kernel sees,
+or it is left out with a reason that is true."""
+
+from __future__ import annotations
+
+import textwrap
+
+from bot.config.schema import Knob
+from bot.strategies import knobs
+from bot.strategies.base import Refusal, Variant
+from bot.strategies.source import changed_lines
+
+BS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip()
+
+
+def bs(name: str) -> Knob:
+    return Knob(name, "block_size", BS)
+
+
+def rows(signature: str) -> str:
+    return src(f"""
+        import functools
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.jit(target="npuir")
+        def rows({signature}):
+            @T.prim_func
+            def main(A: T.Tensor((M,), "float16")):
+                with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                    buf = T.alloc_ub((block_M,), "float16")
+                    T.copy(A[cid * block_M], buf)
+
+            return main
+
+    """)
+
+
+def _tuned(text: str, old: str, new: str, refused_at: int = 2048, size: int = 1024) -> None:
+    assert knobs.discover(text) == ["block_M"], knobs.dropped(text)
+    v = knobs.set_knob(text, bs("block_M"), 128)
+    assert isinstance(v, Variant), v
+    assert changed_lines(text, v.source) == [(old, new)]
+    r = knobs.set_knob(text, bs("block_M"), refused_at)
+    assert isinstance(r, Refusal) and f"does not divide {size}" in r.reason, r
+
+
+def test_a_partial_binds_the_knob_where_it_is_made_not_at_the_default():
+    text = rows("M, block_M=32") + "k = functools.partial(rows, block_M=64)\nkernel = k(1024)\n"
+    _tuned(
+        text, "k = functools.partial(rows, block_M=64)", "k = functools.partial(rows, block_M=128)"
+    )
+
+
+def test_a_partial_of_the_sizes_leaves_the_block_to_its_call():
+    text = rows("M, block_M") + "from functools import partial\n"
+    text += "k = partial(rows, 1024)\nkernel = k(64)\n"
+    _tuned(text, "kernel = k(64)", "kernel = k(128)")
+    # the call's keyword wins over the partial's
+    both = rows("M, block_M") + "k = functools.partial(rows, 1024, block_M=16)\n"
+    both += "kernel = k(block_M=64)\n"
+    _tuned(both, "kernel = k(block_M=64)", "kernel = k(block_M=128)")
+
+
+def test_an_alias_of_the_factory_is_a_call_of_it():
+    text = rows("M, block_M=32") + "build = rows\nkernel = build(1024, 64)\n"
+    _tuned(text, "kernel = build(1024, 64)", "kernel = build(1024, 128)")
+
+
+def test_a_keyword_only_parameter_is_never_the_same_named_module_constant():
+    text = rows("M, *, block_M") + "block_M = 16\nprint(block_M)\nkernel = rows(1024, block_M=64)\n"
+    _tuned(text, "kernel = rows(1024, block_M=64)", "kernel = rows(1024, block_M=128)")
+    default = rows("M, *, block_M=64") + "kernel = rows(1024)\n"
+    _tuned(default, "def rows(M, *, block_M=64):", "def rows(M, *, block_M=128):")
+
+
+def test_star_parameters_are_named_as_the_reason():
+    star = rows("M, **opts").replace(
+        "    @T.prim_func", '    block_M = opts["block_M"]\n\n    @T.prim_func'
+    )
+    star += "kernel = rows(1024, block_M=64)\n"
+    assert knobs.discover(star) == []
+    why = {d.name: d.reason for d in knobs.dropped(star)}["block_M"]
+    assert "'opts' is a parameter of rows()" in why, why
+    gathered = rows("M, *block_M") + "kernel = rows(1024, 64)\n"
+    assert knobs.discover(gathered) == []
+    why = {d.name: d.reason for d in knobs.dropped(gathered)}["block_M"]
+    assert "the `*block_M`/`**block_M` parameter of rows()" in why, why
+
+
+CLOSURE = src("""
+    import tilelang
+    import tilelang.language as T
+
+    def make(block_M):
+        @tilelang.jit(target="npuir")
+        def rows(M):
+            @T.prim_func
+            def main(A: T.Tensor((M,), "float16")):
+                with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                    buf = T.alloc_ub((block_M,), "float16")
+                    T.copy(A[cid * block_M], buf)
+
+            return main
+
+        return rows
+
+""")
+
+
+def test_a_factory_returning_a_jitted_closure():
+    named = CLOSURE + "build = make(64)\nkernel = build(1024)\n"
+    _tuned(named, "build = make(64)", "build = make(128)")
+    inline = CLOSURE + "kernel = make(64)(1024)\n"  # M from the inline call of the closure
+    _tuned(inline, "kernel = make(64)(1024)", "kernel = make(128)(1024)")
+
+
+def test_symbolic_sizes_keep_the_block_bound_at_its_call():
+    text = rows("block_M").replace(
+        "    @T.prim_func", '    M = T.symbolic("M")\n\n    @T.prim_func'
+    )
+    text += "kernel = rows(64)\n"
+    assert knobs.discover(text) == ["block_M"]
+    site = knobs.locate(text, "block_M")
+    assert not isinstance(site, str) and (site.kind, site.value) == ("positional", 64)
+
+
+def test_a_second_wrapper_passes_the_knob_through_its_parameter():
+    text = rows("M, block_M") + src("""
+        def run(M, bm):
+            return rows(M, block_M=bm)
+
+        def bench(size):
+            return run(size, 64)
+
+        if __name__ == "__main__":
+            bench(1024)
+    """)
+    _tuned(text, "    return run(size, 64)", "    return run(size, 128)")
