@@ -59,6 +59,7 @@ class Resolver:
         self.f = f
         self.harness = harness  # the functions a harness calls by name (callsites.reached)
         self.spelled = Spelled(f)
+        self.wrappers = wrappers.Wrappers(f, self.spelled)
         # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
         # set by a check while it evaluates, never used to find a knob's literal
         self.fallback: dict[str, int] = {}
@@ -221,7 +222,7 @@ class Resolver:
             args = (
                 list(call.node.args)
                 if self._calls(call, fn)
-                else wrappers.arguments(self.f, call, fn, self.spelled)  # partial(fn, ...)
+                else self.wrappers.arguments(call, fn)  # partial(fn, ...), `k = fn`
             )
             if args is None:
                 continue

@@ -11,32 +11,13 @@ node, why: a loop walks several entries, the container is changed after it is wr
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import libcst as cst
-from libcst.metadata import MetadataWrapper
 
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Facts, Function, Loop, literal, names_in
 from bot.strategies.signature import takes
-from bot.strategies.source import line_of
+from bot.strategies.writes import writes
 
-# methods that change a list or dict after it is written
-MUTATORS = frozenset(
-    {
-        "append",
-        "extend",
-        "insert",
-        "pop",
-        "remove",
-        "clear",
-        "sort",
-        "reverse",
-        "update",
-        "setdefault",
-        "popitem",
-    }
-)
 MAX_HOPS = 8  # names followed to the container they stand for
 
 
@@ -81,52 +62,12 @@ def dict_items(node: cst.BaseExpression | None) -> dict[str, cst.BaseExpression]
     return None
 
 
-class _Changes(cst.CSTVisitor):
-    """name -> line of the first statement that changes the container it names."""
-
-    def __init__(self, wrapper: MetadataWrapper) -> None:
-        self.wrapper = wrapper
-        self.changed: dict[str, tuple[int, str]] = {}
-
-    def _note(self, target: cst.BaseExpression, stmt: cst.CSTNode) -> None:
-        while isinstance(target, cst.Subscript):
-            target = target.value
-            if isinstance(target, cst.Name):
-                self.changed.setdefault(target.value, (line_of(self.wrapper, stmt), code_of(stmt)))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._note(t.target, node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._note(node.target, node)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._note(node.target, node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if (
-            isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.attr.value in MUTATORS
-        ):
-            self.changed.setdefault(func.value.value, (line_of(self.wrapper, node), code_of(node)))
-
-
-@lru_cache(maxsize=256)
-def _changed(wrapper: MetadataWrapper) -> dict[str, tuple[int, str]]:
-    v = _Changes(wrapper)
-    wrapper.module.visit(v)
-    return v.changed
-
-
 class Spelled:
     """Spelled-out configurations of one source's facts, read scope-correctly."""
 
     def __init__(self, f: Facts) -> None:
         self.f = f
-        self.changed = _changed(f.wrapper)
+        self.changed = writes(f.wrapper).changed
 
     def entries(self, loop: Loop, chain: tuple[Function, ...]) -> list[cst.BaseExpression] | None:
         """The entries of the list a loop walks, when the file spells them out and never
@@ -263,8 +204,11 @@ class Spelled:
             return f"`{code_of(node)}` is not a configuration the file spells out"
         var = node.value
         if var in self.changed:
-            line, code = self.changed[var]
-            return f"'{var}' is changed at line {line} (`{code}`) after it is written"
+            stmt = self.changed[var]
+            return (
+                f"'{var}' is changed at line {self.f.line(stmt)} (`{code_of(stmt)}`) after it "
+                f"is written"
+            )
         for fn in reversed(chain):
             if var in fn.assigns:
                 values = fn.assigns[var]

@@ -5,134 +5,63 @@ factory parameter reassigned under a condition (`if block_M > M: block_M = M`,
 `if block_M is None: block_M = 64`) reads the call's value on one path and the literal on the
 other. Editing either literal as if it were the knob's value would measure something other
 than what the change says. `rebound` names the statement that makes the binding unsure, so
-bot/strategies/binding.py leaves the name out with that reason; bot/strategies/evaluate.py
-treats such a name's value as unknown.
+bot/strategies/binding.py leaves the name out with that reason. bot/strategies/evaluate.py
+folds unconditional augmented assignments into a size's value (`augments`: `M *= 2` after
+`M` is passed 1024 reads 2048) and treats any other rebound name's value as unknown.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
-
 import libcst as cst
-from libcst.metadata import MetadataWrapper
 
 from bot.strategies.facts import Facts, Function
 from bot.strategies.signature import takes
-from bot.strategies.source import line_of
-
-# statements whose body runs on some paths only (or several times)
-_BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.With, cst.Match)
-
-
-@dataclass(frozen=True)
-class Binding:
-    line: int
-    code: str  # the statement, on one line
-    augmented: bool  # `x *= 2`: changes the value it had
-    conditional: bool  # inside an if/for/while/try/with/match of its scope
-    node: cst.CSTNode = field(compare=False)
-
-
-@dataclass
-class _Scope:
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
-
-
-class _Scan(cst.CSTVisitor):
-    """Every plain or augmented assignment to a name, per function (0: the module)."""
-
-    def __init__(self, wrapper: MetadataWrapper) -> None:
-        self.wrapper = wrapper
-        self.scopes: dict[int, _Scope] = {0: _Scope()}
-        self.stack: list[tuple[int, int]] = [(0, 0)]  # (scope id, branch depth)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes[id(node)] = _Scope()
-        self.stack.append((id(node), 0))
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.stack.pop()
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, _BRANCHES):
-            scope, depth = self.stack[-1]
-            self.stack[-1] = (scope, depth + 1)
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if isinstance(original_node, _BRANCHES):
-            scope, depth = self.stack[-1]
-            self.stack[-1] = (scope, depth - 1)
-        super().on_leave(original_node)
-
-    def _add(self, name: str, stmt: cst.CSTNode, augmented: bool) -> None:
-        scope, depth = self.stack[-1]
-        b = Binding(line_of(self.wrapper, stmt), code_of(stmt), augmented, depth > 0, stmt)
-        self.scopes[scope].bindings.setdefault(name, []).append(b)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            for name in _target_names(t.target):
-                self._add(name, node, False)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name) and node.value is not None:
-            self._add(node.target.value, node, False)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            self._add(node.target.value, node, True)
+from bot.strategies.writes import Binding, writes
 
 
 def code_of(node: cst.CSTNode) -> str:
     return " ".join(cst.Module([]).code_for_node(node).split())
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
+def _bindings(f: Facts, fn: Function | None, name: str) -> list[Binding]:
+    return writes(f.wrapper).bindings.get(id(fn.node) if fn else 0, {}).get(name, [])
 
 
-@lru_cache(maxsize=256)
-def _scan(wrapper: MetadataWrapper) -> dict[int, _Scope]:
-    v = _Scan(wrapper)
-    wrapper.module.visit(v)
-    return v.scopes
+def _culprit(f: Facts, fn: Function | None, name: str) -> Binding | None:
+    """The assignment that makes `name`'s literal not its value: an augmented one, or for a
+    parameter one inside a branch or loop; None when there is none."""
+    bindings = _bindings(f, fn, name)
+    aug = next((b for b in bindings if b.augmented), None)
+    if aug is not None or fn is None or not takes(fn, name):
+        return aug
+    return next((b for b in bindings if b.conditional), None)
 
 
 def rebound(f: Facts, fn: Function | None, name: str) -> str | None:
     """Why the literal assigned to `name` in `fn` (None: at module level) is not the value the
     code after it reads, or None when nothing rebinds it."""
-    scope = _scan(f.wrapper).get(id(fn.node) if fn else 0)
-    bindings = scope.bindings.get(name, []) if scope else []
-    where = f" in {fn.name}()" if fn else ""
-    aug = next((b for b in bindings if b.augmented), None)
-    if aug is not None:
+    b = _culprit(f, fn, name)
+    if b is None:
+        return None
+    at, code = f.line(b.node), code_of(b.node)
+    if b.augmented:
+        where = f" in {fn.name}()" if fn else ""
         return (
-            f"'{name}' is rebound at line {aug.line} by `{aug.code}`{where}: the value the "
-            f"kernel reads is not the one a literal sets, so changing that literal would not "
-            f"set it to the value tried"
+            f"'{name}' is rebound at line {at} by `{code}`{where}: the value the kernel reads "
+            f"is not the one a literal sets, so changing that literal would not set it to the "
+            f"value tried"
         )
-    if fn is not None and takes(fn, name):
-        branch = next((b for b in bindings if b.conditional), None)
-        if branch is not None:
-            return (
-                f"parameter '{name}' of {fn.name}() is reassigned at line {branch.line} "
-                f"(`{branch.code}`) inside a branch or loop: whether the kernel reads that "
-                f"literal or the value passed in depends on the path taken"
-            )
-    return None
+    assert fn is not None
+    return (
+        f"parameter '{name}' of {fn.name}() is reassigned at line {at} (`{code}`) inside a "
+        f"branch or loop: whether the kernel reads that literal or the value passed in depends "
+        f"on the path taken"
+    )
 
 
 def unsure(f: Facts, fn: Function | None, name: str) -> bool:
     """True when `name`'s value in `fn` is not simply its one assignment (see `rebound`)."""
-    return rebound(f, fn, name) is not None
+    return _culprit(f, fn, name) is not None
 
 
 def augments(f: Facts, fn: Function | None, name: str) -> list[cst.AugAssign] | None:
@@ -141,8 +70,7 @@ def augments(f: Facts, fn: Function | None, name: str) -> list[cst.AugAssign] | 
     parameter) first, then only augmented ones, none inside a branch or loop (`M = 96;
     M *= 2`, or parameter `M` then `M *= 2`). None when nothing augments it or the order or a
     branch makes the value depend on the path."""
-    scope = _scan(f.wrapper).get(id(fn.node) if fn else 0)
-    bindings = scope.bindings.get(name, []) if scope else []
+    bindings = _bindings(f, fn, name)
     if not any(b.augmented for b in bindings) or any(b.conditional for b in bindings):
         return None
     plain = [i for i, b in enumerate(bindings) if not b.augmented]

@@ -28,21 +28,41 @@ def wrapped(node: cst.Call) -> str | None:
     return first.value.value
 
 
-def arguments(f: Facts, call: Call, fn: Function, spelled: Spelled) -> list[cst.Arg] | None:
-    """What `call` passes to `fn` when it goes through a partial or an alias of `fn`."""
-    node = call.node
-    if wrapped(node) == fn.name:
-        # a partial that is called by name binds through those calls (their keywords win);
-        # one never called by name binds its own arguments where it is made
-        return None if _called(f, node) else list(node.args[1:])
-    if not isinstance(node.func, cst.Name) or node.func.value == fn.name:
+class Wrappers:
+    """The partials and aliases of one source's facts, found once."""
+
+    def __init__(self, f: Facts, spelled: Spelled) -> None:
+        self.f, self.spelled = f, spelled
+        self.made = {id(c.node) for c in f.calls if wrapped(c.node) is not None}
+        # names some assignment binds to a partial or to another name (`k = rows`)
+        self.holders = {
+            name
+            for assigns in (f.module_assigns, *(fn.assigns for fn in f.functions))
+            for name, values in assigns.items()
+            if any(
+                isinstance(v, cst.Name) or (isinstance(v, cst.Call) and id(v) in self.made)
+                for v in values
+            )
+        }
+
+    def arguments(self, call: Call, fn: Function) -> list[cst.Arg] | None:
+        """What `call` passes to `fn` when it goes through a partial or an alias of `fn`."""
+        node = call.node
+        if id(node) in self.made:
+            if wrapped(node) != fn.name:
+                return None
+            # a partial that is called by name binds through those calls (their keywords
+            # win); one never called by name binds its own arguments where it is made
+            return None if _called(self.f, node) else list(node.args[1:])
+        func = node.func
+        if not isinstance(func, cst.Name) or func.value not in self.holders:
+            return None
+        made = self.spelled.assigned(func.value, call.scope)
+        if isinstance(made, cst.Name) and made.value == fn.name:  # `k = rows`
+            return list(node.args)
+        if isinstance(made, cst.Call) and wrapped(made) == fn.name:
+            return _merged(list(made.args[1:]), list(node.args))
         return None
-    made = spelled.assigned(node.func.value, call.scope)
-    if isinstance(made, cst.Name) and made.value == fn.name:  # `k = rows`
-        return list(node.args)
-    if isinstance(made, cst.Call) and wrapped(made) == fn.name:
-        return _merged(list(made.args[1:]), list(node.args))
-    return None
 
 
 def _called(f: Facts, made: cst.Call) -> bool:
