@@ -143,3 +143,57 @@ def test_a_second_wrapper_passes_the_knob_through_its_parameter():
             bench(1024)
     """)
     _tuned(text, "    return run(size, 64)", "    return run(size, 128)")
+
+
+def test_a_factory_written_as_a_method_is_bound_at_its_calls():
+    method = src("""
+        import tilelang
+        import tilelang.language as T
+
+        class Kernels:
+            @staticmethod
+            @tilelang.jit(target="npuir")
+            def rows(M, block_M):
+                @T.prim_func
+                def main(A: T.Tensor((M,), "float16")):
+                    with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                        buf = T.alloc_ub((block_M,), "float16")
+                        T.copy(A[cid * block_M], buf)
+
+                return main
+
+            def run(self):
+                return self.rows(1024, 64)
+
+        Kernels().run()
+    """)
+    _tuned(method, "        return self.rows(1024, 64)", "        return self.rows(1024, 128)")
+    bound = method.replace("    @staticmethod\n", "").replace("def rows(M,", "def rows(self, M,")
+    _tuned(bound, "        return self.rows(1024, 64)", "        return self.rows(1024, 128)")
+    by_class = method.replace("self.rows(1024, 64)", "Kernels.rows(1024, 64)")
+    _tuned(
+        by_class, "        return Kernels.rows(1024, 64)", "        return Kernels.rows(1024, 128)"
+    )
+
+
+def test_a_block_left_to_the_autotuner_says_so():
+    text = src("""
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.autotune(configs=[{"block_M": 32}, {"block_M": 64}])
+        @tilelang.jit(target="npuir")
+        def rows(M, block_M):
+            @T.prim_func
+            def main(A: T.Tensor((M,), "float16")):
+                with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                    buf = T.alloc_ub((block_M,), "float16")
+                    T.copy(A[cid * block_M], buf)
+
+            return main
+
+        kernel = rows(1024)
+    """)
+    assert knobs.discover(text) == []
+    why = {d.name: d.reason for d in knobs.dropped(text)}["block_M"]
+    assert "'block_M' of rows() is left to @tilelang.autotune" in why, why

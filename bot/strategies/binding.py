@@ -211,6 +211,11 @@ class Resolver:
             return Resolution(r.site, value, path, r.problem, shared)
         if name in fn.defaults:
             return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
+        if callsites.autotuned(fn):
+            return _unresolved(
+                f"'{name}' of {fn.name}() is left to @tilelang.autotune: no call in this file "
+                f"passes it and it has no default, so the autotuner picks it from its configs"
+            )
         return _unresolved(
             f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
         )

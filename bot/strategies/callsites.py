@@ -157,16 +157,20 @@ def unrun(
     )
     plural = "calls" if len(bound) > 1 else "call"
     runs_at = ", ".join(str(f.line(c.node)) for c in unset)
-    tuner = any(
-        "autotune"
-        in code_of(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func)
-        for d in fn.node.decorators
-    )
-    picks = "@tilelang.autotune picks it" if tuner else "the call passes no value"
+    picks = "@tilelang.autotune picks it" if autotuned(fn) else "the call passes no value"
     return (
         f"{what} feeds only the {plural} at {at}, which the file never runs; the call at line"
         f"{'s' if len(unset) > 1 else ''} {runs_at} leaves it unset ({picks}): changing it "
         f"would change nothing measured"
+    )
+
+
+def autotuned(fn: Function) -> bool:
+    """True when `fn` is decorated with `@tilelang.autotune(...)` (any spelling)."""
+    return any(
+        "autotune"
+        in code_of(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func)
+        for d in fn.node.decorators
     )
 
 

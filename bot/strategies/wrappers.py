@@ -1,11 +1,12 @@
-"""Calls that reach a kernel factory through another callable: `functools.partial` or an alias.
+"""Calls that reach a kernel factory through another callable: a partial, an alias, a method.
 
 `k = partial(rows, block_M=64)` binds `block_M` where the partial is made; `k(1024)` then
 binds the rest, after the partial's own positional arguments; `k = rows` makes `k(1024, 64)` a
-call of `rows`. `arguments` gives the arguments a call passes to a factory, in the order Python
-binds them (positional first, then keywords, the call's own keywords before the partial's so
-they win), or None when the call does not reach that factory this way.
-"""
+call of `rows`; `self.rows(...)` / `Helper.rows(...)` call a factory written as a method (a
+`@staticmethod`, or with `self`/`cls` bound first). `arguments` gives the arguments a call
+passes to a factory, in the order Python binds them (positional first, then keywords, the
+call's own keywords before the partial's so they win), or None when the call does not reach
+that factory this way."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class Wrappers:
     def __init__(self, f: Facts, spelled: Spelled) -> None:
         self.f, self.spelled = f, spelled
         self.made = {id(c.node) for c in f.calls if wrapped(c.node) is not None}
+        self.classes = {s.name.value for s in f.wrapper.module.body if isinstance(s, cst.ClassDef)}
         # names some assignment binds to a partial or to another name (`k = rows`)
         self.holders = {
             name
@@ -55,6 +57,8 @@ class Wrappers:
             # win); one never called by name binds its own arguments where it is made
             return None if _called(self.f, node) else list(node.args[1:])
         func = node.func
+        if isinstance(func, cst.Attribute):
+            return self._method(func, node, fn)
         if not isinstance(func, cst.Name) or func.value not in self.holders:
             return None
         made = self.spelled.assigned(func.value, call.scope)
@@ -63,6 +67,23 @@ class Wrappers:
         if isinstance(made, cst.Call) and wrapped(made) == fn.name:
             return _merged(list(made.args[1:]), list(node.args))
         return None
+
+    def _method(self, func: cst.Attribute, node: cst.Call, fn: Function) -> list[cst.Arg] | None:
+        """`self.f(...)`, `cls.f(...)`, `Helper.f(...)` of a method `f` (a class's functions are
+        named like module functions in the facts): the arguments, with the instance or class
+        bound to the first parameter where Python binds it."""
+        owner = func.value
+        if func.attr.value != fn.name or not isinstance(owner, cst.Name):
+            return None
+        if owner.value not in ("self", "cls") and owner.value not in self.classes:
+            return None
+        decorators = {dotted(d.decorator) for d in fn.node.decorators}
+        if "staticmethod" in decorators:
+            return list(node.args)
+        implicit = "classmethod" in decorators or owner.value in ("self", "cls")
+        if implicit and fn.params and fn.params[0] in ("self", "cls"):
+            return [cst.Arg(cst.Name(fn.params[0])), *node.args]
+        return list(node.args) if not implicit else None
 
 
 def _called(f: Facts, made: cst.Call) -> bool:
