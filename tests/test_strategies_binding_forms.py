@@ -197,3 +197,14 @@ def test_a_block_left_to_the_autotuner_says_so():
     assert knobs.discover(text) == []
     why = {d.name: d.reason for d in knobs.dropped(text)}["block_M"]
     assert "'block_M' of rows() is left to @tilelang.autotune" in why, why
+
+
+def test_a_name_bound_by_a_lambda_or_a_with_is_named_for_what_binds_it():
+    lam = rows("M, block_M") + "make = lambda bm: rows(1024, bm)\nkernel = make(64)\n"
+    assert knobs.discover(lam) == []
+    why = {d.name: d.reason for d in knobs.dropped(lam)}["block_M"]
+    assert "'bm' is bound by a lambda's parameter at line 15" in why, why
+    assert "not bound in this module" not in why
+    ctx = rows("M, block_M") + "with open('sizes') as bm:\n    kernel = rows(1024, bm)\n"
+    why = {d.name: d.reason for d in knobs.dropped(ctx)}["block_M"]
+    assert "'bm' is bound by `with ... as` at line 15" in why, why

@@ -103,7 +103,7 @@ class Resolver:
             return self.expr(values[0], (), depth + 1, name, "constant")
         if name in self.f.module_loops:
             return self._loop(name, self.f.module_loops[name], (), depth)
-        return _unresolved(f"'{name}' is not bound in this module")
+        return _unresolved(self.spelled.unbound(name))
 
     def _unpacked(
         self,

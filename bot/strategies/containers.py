@@ -236,7 +236,25 @@ class Spelled:
             )
         if var in self.f.module_loops:
             return self.several(var, self.f.module_loops[var])
-        return f"'{var}' is not bound in this module"
+        return self.unbound(var)
+
+    def unbound(self, name: str) -> str:
+        """Why a name no assignment, parameter or `for` statement binds has no literal."""
+        node = writes(self.f.wrapper).other.get(name)
+        if node is None:
+            return f"'{name}' is not bound in this module"
+        what = {
+            cst.Lambda: "a lambda's parameter",
+            cst.CompFor: "a comprehension's variable",
+            cst.WithItem: "`with ... as`",
+            cst.ExceptHandler: "`except ... as`",
+            cst.NamedExpr: "`:=`",
+            cst.ImportAlias: "an import",
+        }.get(type(node), "a construct")
+        return (
+            f"'{name}' is bound by {what} at line {self.f.line(node)}, not by an assignment or "
+            f"a call tunebot can follow to one literal"
+        )
 
     @staticmethod
     def several(name: str, loop: Loop) -> str:

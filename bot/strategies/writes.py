@@ -1,9 +1,11 @@
-"""Every write a source does, gathered in one pass: names assigned and containers changed.
+"""Every write a source does, gathered in one pass: names bound and containers changed.
 
 bot/strategies/rebinding.py reads the first (a name augmented after its literal, a parameter
 reassigned in a branch); bot/strategies/containers.py the second (a configuration dict or list
 changed after it is written: `cfg["block_M"] = 32`, `del cfg["M"]`, `cfg.update(...)`). Nodes are
-kept, not text: the lines and code are rendered only for the few a reason names.
+kept, not text: the lines and code are rendered only for the few a reason names. Names bound
+some other way (a lambda's parameter, a comprehension, `with ... as`, an import) are kept too,
+so a name no assignment binds is named for what binds it.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ class Writes:
     bindings: dict[int, dict[str, list[Binding]]] = field(default_factory=dict)
     # container name -> the first statement (or call) that changes it, anywhere in the file
     changed: dict[str, cst.CSTNode] = field(default_factory=dict)
+    # name -> the first node that binds it some other way (a lambda's or comprehension's
+    # variable, `with ... as`, `except ... as`, an import, `:=`), anywhere in the file
+    other: dict[str, cst.CSTNode] = field(default_factory=dict)
 
 
 class _Scan(cst.CSTVisitor):
@@ -103,6 +108,32 @@ class _Scan(cst.CSTVisitor):
 
     def visit_Del(self, node: cst.Del) -> None:
         self._change(node.target, node)
+
+    def _bound_other(self, target: cst.BaseExpression | None, node: cst.CSTNode) -> None:
+        for name in _target_names(target) if target is not None else []:
+            self.out.other.setdefault(name, node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        p = node.params
+        for x in (*p.posonly_params, *p.params, *p.kwonly_params):
+            self.out.other.setdefault(x.name.value, node)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bound_other(node.target, node)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self._bound_other(node.asname.name if node.asname else None, node)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._bound_other(node.name.name if node.name else None, node)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bound_other(node.target, node)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        bound = node.asname.name if node.asname else node.name
+        if isinstance(bound, cst.Name):
+            self.out.other.setdefault(bound.value, node)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
