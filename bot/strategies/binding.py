@@ -14,6 +14,12 @@ parameter or a local. Its value comes from, in scope order:
 - a module constant;
 - a name a `for` loop binds from a one-entry list the file spells out
   (`for B, L, block_L in [(2, 512, 64)]`): that entry's element.
+- an entry of a configuration the file spells out (`cfg["block_M"]`, `SIZES[1]`,
+  `dict(block_M=64)`: bot/strategies/containers.py).
+
+Calls through `functools.partial`, an alias, an outer factory's closure or a method count as
+calls of the factory (bot/strategies/wrappers.py); a name rebound after its literal
+(`block_M *= 2`) has no single literal (bot/strategies/rebinding.py).
 
 The binding is scope-correct: a same-named variable in an unrelated function
 is never taken for the knob. The facts gathered on the way (the values of the
