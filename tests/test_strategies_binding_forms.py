@@ -208,3 +208,20 @@ def test_a_name_bound_by_a_lambda_or_a_with_is_named_for_what_binds_it():
     ctx = rows("M, block_M") + "with open('sizes') as bm:\n    kernel = rows(1024, bm)\n"
     why = {d.name: d.reason for d in knobs.dropped(ctx)}["block_M"]
     assert "'bm' is bound by `with ... as` at line 15" in why, why
+
+
+def test_a_default_is_not_the_knob_when_calls_through_a_value_may_pass_it():
+    table = rows("M=1024, block_M=64") + 'KERNELS = {"rows": rows}\n'
+    quiet = table + 'kernel = KERNELS["rows"]()\n'  # a dispatch that passes nothing
+    _tuned(quiet, "def rows(M=1024, block_M=64):", "def rows(M=1024, block_M=128):")
+    loud = table + 'kernel = KERNELS["rows"](512, 32)\n'
+    assert knobs.discover(loud) == []
+    why = {d.name: d.reason for d in knobs.dropped(loud)}["block_M"]
+    assert "would take its default, but rows is called through `KERNELS` at line 16" in why, why
+    passed = rows("M=1024, block_M=64") + "def bench(build):\n    return build(512, 32)\n\n"
+    passed += "bench(rows)\n"
+    why = {d.name: d.reason for d in knobs.dropped(passed)}["block_M"]
+    assert "rows is also passed as a value at line 18" in why, why
+    # a method call names `rows` as an attribute, not as a value
+    called = rows("M=1024, block_M=64") + "import sys\nsys.rows = 1\nkernel = rows()\n"
+    assert knobs.discover(called) == ["block_M"]

@@ -216,6 +216,9 @@ class Resolver:
             value = r.value if callsites.BLOCK_WORD.search(name) else None
             return Resolution(r.site, value, path, r.problem, shared)
         if name in fn.defaults:
+            hidden = self.wrappers.hidden(fn, name)
+            if hidden is not None:
+                return _unresolved(hidden)
             return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
         if callsites.autotuned(fn):
             return _unresolved(

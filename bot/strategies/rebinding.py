@@ -54,8 +54,8 @@ def rebound(f: Facts, fn: Function | None, name: str) -> str | None:
     assert fn is not None
     return (
         f"parameter '{name}' of {fn.name}() is reassigned at line {at} (`{code}`) inside a "
-        f"branch or loop: whether the kernel reads that literal or the value passed in depends "
-        f"on the path taken"
+        f"branch or loop: whether the kernel reads the value assigned there or the one passed "
+        f"in depends on the path taken"
     )
 
 

@@ -47,6 +47,40 @@ class Wrappers:
             )
         }
 
+        self._uses: _Uses | None = None
+
+    def hidden(self, fn: Function, name: str) -> str | None:
+        """Why `fn`'s default for `name` may not be the value it runs with: `fn` is also used as
+        a value (`KERNELS = {"gemm": make_gemm}`, `run(make_gemm)`) and a call through that
+        value may pass `name`. A dispatch table whose calls pass nothing (`KERNELS[k]()`) keeps
+        the default. None when nothing hides a call."""
+        if self._uses is None:
+            self._uses = _Uses({g.name for g in self.f.functions})
+            self.f.wrapper.module.visit(self._uses)
+        uses = self._uses
+        for table, names in uses.tables.items():
+            if fn.name in names:
+                for call in self.f.calls:
+                    func = call.node.func
+                    if (
+                        isinstance(func, cst.Subscript)
+                        and isinstance(func.value, cst.Name)
+                        and func.value.value == table
+                        and call.node.args
+                    ):
+                        return (
+                            f"'{name}' of {fn.name}() would take its default, but {fn.name} is "
+                            f"called through `{table}` at line {self.f.line(call.node)} with "
+                            f"arguments tunebot cannot match to its parameters"
+                        )
+        other = uses.values.get(fn.name)
+        if other is None:
+            return None
+        return (
+            f"'{name}' of {fn.name}() would take its default, but {fn.name} is also passed as a "
+            f"value at line {self.f.line(other)}, and a call through it may pass its own"
+        )
+
     def arguments(self, call: Call, fn: Function) -> list[cst.Arg] | None:
         """What `call` passes to `fn` when it goes through a partial or an alias of `fn`."""
         node = call.node
@@ -84,6 +118,61 @@ class Wrappers:
         if implicit and fn.params and fn.params[0] in ("self", "cls"):
             return [cst.Arg(cst.Name(fn.params[0])), *node.args]
         return list(node.args) if not implicit else None
+
+
+class _Uses(cst.CSTVisitor):
+    """Where function names are used other than called, made a partial, aliased or defined:
+    `tables` (a name assigned a dict/list/tuple literal -> the functions it holds) and
+    `values` (a function name -> the first other place it is read)."""
+
+    def __init__(self, functions: set[str]) -> None:
+        self.functions = functions
+        self.skip: set[int] = set()
+        self.tables: dict[str, set[str]] = {}
+        self.values: dict[str, cst.Name] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.skip.add(id(node.func))
+        if wrapped(node) is not None:
+            self.skip.add(id(node.args[0].value))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.skip.add(id(node.name))
+
+    # names that are not reads of a variable: `x.rows`, `f(rows=1)`, `def f(rows)`, imports
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.skip.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.skip.add(id(node.name))
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+        if isinstance(value, cst.Name):  # `k = rows`: an alias, followed as a call of rows
+            self.skip.add(id(value))
+        elif isinstance(value, (cst.Dict, cst.List, cst.Tuple, cst.Set)) and names:
+            parts = (
+                [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+                if isinstance(value, cst.Dict)
+                else [e.value for e in value.elements]
+            )
+            for part in parts:
+                if isinstance(part, cst.Name) and part.value in self.functions:
+                    self.skip.add(id(part))
+                    for table in names:
+                        self.tables.setdefault(table, set()).add(part.value)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.functions and id(node) not in self.skip:
+            self.values.setdefault(node.value, node)
 
 
 def _called(f: Facts, made: cst.Call) -> bool:
