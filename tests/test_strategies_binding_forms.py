@@ -225,3 +225,19 @@ def test_a_default_is_not_the_knob_when_calls_through_a_value_may_pass_it():
     # a method call names `rows` as an attribute, not as a value
     called = rows("M=1024, block_M=64") + "import sys\nsys.rows = 1\nkernel = rows()\n"
     assert knobs.discover(called) == ["block_M"]
+
+
+def test_a_wrapper_passing_its_keywords_on_is_followed_to_its_callers():
+    text = rows("M, block_M=32") + src("""
+        def run(M, **kw):
+            return rows(M, **kw)
+
+        kernel = run(1024, block_M=64)
+    """)
+    _tuned(text, "kernel = run(1024, block_M=64)", "kernel = run(1024, block_M=128)")
+    # callers that do not pass it leave the factory's default in force
+    plain = text.replace("run(1024, block_M=64)", "run(1024)")
+    _tuned(plain, "def rows(M, block_M=32):", "def rows(M, block_M=128):")
+    two = text + "other = run(1024, block_M=16)\n"
+    why = {d.name: d.reason for d in knobs.dropped(two)}["block_M"]
+    assert "bound at 2 call sites" in why and "one change cannot pick one" in why, why

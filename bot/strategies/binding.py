@@ -240,7 +240,7 @@ class Resolver:
             )
             if args is None:
                 continue
-            bound = self._bound_by(args, call, fn, name)
+            bound = self._bound_by(args, call, fn, name, depth)
             if bound is None:
                 continue
             if bound[1] == "opaque":
@@ -251,6 +251,10 @@ class Resolver:
                     f"line {self.f.line(call.node)}, whose values the file does not spell out "
                     f"as one literal (e.g. a loop over several configurations)"
                 )
+            elif bound[1] == "forward":
+                wrapper = call.scope[-1]
+                r = self.param(wrapper, name, depth + 1)
+                r = Resolution(r.site, r.value, (f"**{code_of(bound[0])}", *r.path), r.problem)
             elif bound[1] == "dict":
                 r = self._dict_entry(bound[0], call.scope, name, depth + 1)
             else:
@@ -283,7 +287,7 @@ class Resolver:
         )
 
     def _bound_by(
-        self, args: list[cst.Arg], call: Call, fn: Function, name: str
+        self, args: list[cst.Arg], call: Call, fn: Function, name: str, depth: int = 0
     ) -> tuple[cst.BaseExpression, str] | None:
         positional: int | None = 0
         opaque: cst.BaseExpression | None = None  # a `*x` / `**x` whose contents are not known
@@ -293,6 +297,11 @@ class Resolver:
                     return arg.value, "keyword"
                 continue
             if arg.star == "**":
+                wrapper = self._forwarder(arg.value, call)
+                if wrapper is not None:  # `def run(M, **kw): rows(M, **kw)`: run's callers
+                    if depth <= self.MAX_DEPTH and self.bindings(wrapper, name, depth + 1):
+                        return arg.value, "forward"
+                    continue
                 items = dict_items(self.spelled.node(arg.value, call.scope))
                 if items is None:
                     opaque = opaque or arg.value
@@ -320,6 +329,19 @@ class Resolver:
                 return arg.value, "positional"
             positional += 1
         return (opaque, "opaque") if opaque is not None else None
+
+    def _forwarder(self, node: cst.BaseExpression, call: Call) -> Function | None:
+        """The function whose `**kw` parameter a call passes on unchanged (`rows(M, **kw)`
+        inside `def run(M, **kw)`), or None."""
+        if not call.scope or not isinstance(node, cst.Name):
+            return None
+        inner = call.scope[-1]
+        star = inner.node.params.star_kwarg
+        if not isinstance(star, cst.Param) or star.name.value != node.value:
+            return None
+        if node.value in inner.assigns or node.value in self.spelled.changed:
+            return None
+        return inner
 
     def _dict_entry(
         self, node: cst.BaseExpression, chain: tuple[Function, ...], name: str, depth: int
