@@ -14,6 +14,7 @@ import libcst as cst
 
 from bot.strategies.containers import Spelled
 from bot.strategies.facts import Call, Facts, Function
+from bot.strategies.signature import parameter_names
 from bot.strategies.source import dotted
 
 PARTIAL = frozenset({"partial", "functools.partial"})
@@ -54,8 +55,10 @@ class Wrappers:
         a value (`KERNELS = {"gemm": make_gemm}`, `run(make_gemm)`) and a call through that
         value may pass `name`. A dispatch table whose calls pass nothing (`KERNELS[k]()`) keeps
         the default. None when nothing hides a call."""
+        if fn.parents:  # an inner factory is reached through its outer one
+            return None
         if self._uses is None:
-            self._uses = _Uses({g.name for g in self.f.functions})
+            self._uses = _Uses(self.f)
             self.f.wrapper.module.visit(self._uses)
         uses = self._uses
         for table, names in uses.tables.items():
@@ -125,8 +128,17 @@ class _Uses(cst.CSTVisitor):
     `tables` (a name assigned a dict/list/tuple literal -> the functions it holds) and
     `values` (a function name -> the first other place it is read)."""
 
-    def __init__(self, functions: set[str]) -> None:
-        self.functions = functions
+    def __init__(self, f: Facts) -> None:
+        self.functions = {g.name for g in f.functions if not g.parents}
+        # names each function binds itself (a nested def, a parameter, an assignment): a read of
+        # one of them inside it is not the module's function of that name
+        self.local: dict[int, set[str]] = {
+            id(g.node): {*g.assigns, *parameter_names(g.node)} for g in f.functions
+        }
+        for g in f.functions:
+            if g.parents:
+                self.local[id(g.parents[-1].node)].add(g.name)
+        self.stack: list[set[str]] = []
         self.skip: set[int] = set()
         self.tables: dict[str, set[str]] = {}
         self.values: dict[str, cst.Name] = {}
@@ -138,6 +150,10 @@ class _Uses(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.skip.add(id(node.name))
+        self.stack.append(self.local.get(id(node), set()))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
 
     # names that are not reads of a variable: `x.rows`, `f(rows=1)`, `def f(rows)`, imports
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -171,7 +187,11 @@ class _Uses(cst.CSTVisitor):
                         self.tables.setdefault(table, set()).add(part.value)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.functions and id(node) not in self.skip:
+        if (
+            node.value in self.functions
+            and id(node) not in self.skip
+            and not any(node.value in local for local in self.stack)
+        ):
             self.values.setdefault(node.value, node)
 
 
