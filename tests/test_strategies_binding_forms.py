@@ -241,3 +241,15 @@ def test_a_wrapper_passing_its_keywords_on_is_followed_to_its_callers():
     two = text + "other = run(1024, block_M=16)\n"
     why = {d.name: d.reason for d in knobs.dropped(two)}["block_M"]
     assert "bound at 2 call sites" in why and "one change cannot pick one" in why, why
+
+
+def test_a_wrapper_passing_its_positions_on_is_named_as_the_reason():
+    text = rows("M, block_M") + src("""
+        def run(*args):
+            return rows(*args)
+
+        kernel = run(1024, 64)
+    """)
+    assert knobs.discover(text) == []
+    why = {d.name: d.reason for d in knobs.dropped(text)}["block_M"]
+    assert "may come from `*args` at line 16, the `*args` parameter of run()" in why, why

@@ -246,10 +246,16 @@ class Resolver:
             if bound[1] == "opaque":
                 double = any(a.star == "**" and a.value is bound[0] for a in args)
                 star = "**" if double else "*"
+                whose = (
+                    f"the `{star}{code_of(bound[0])}` parameter of {call.scope[-1].name}(), "
+                    f"which passes on what each of its calls gives (positions not followed)"
+                    if call.scope and code_of(bound[0]) in star_names(call.scope[-1])
+                    else "whose values the file does not spell out as one literal (e.g. a loop "
+                    "over several configurations)"
+                )
                 r = _unresolved(
                     f"'{name}' of {fn.name}() may come from `{star}{code_of(bound[0])}` at "
-                    f"line {self.f.line(call.node)}, whose values the file does not spell out "
-                    f"as one literal (e.g. a loop over several configurations)"
+                    f"line {self.f.line(call.node)}, {whose}"
                 )
             elif bound[1] == "forward":
                 wrapper = call.scope[-1]
