@@ -140,3 +140,21 @@ def test_a_configuration_the_file_does_not_spell_out_is_named():
     assert "the dict written at line 14 has no key 'block_M'" in _dropped(missing)
     chosen = ROWS + "SIZES = (256, 64)\ni = 1\nrows(SIZES[0], SIZES[i])\n"
     assert "the entry is chosen by a value that is not a literal" in _dropped(chosen)
+
+
+def test_a_same_named_container_changed_in_another_function_is_another_name():
+    text = ROWS + src("""
+        cfg = {"M": 256, "block_M": 64}
+
+        def unrelated():
+            cfg = {}
+            cfg["block_M"] = 8
+            return cfg
+
+        kernel = rows(cfg["M"], cfg["block_M"])
+    """)
+    _tuned_at(text, 'cfg = {"M": 256, "block_M": 64}', 'cfg = {"M": 256, "block_M": 128}')
+    # a function that changes the module's own dict (no local `cfg`) does change it
+    shared = text.replace("    cfg = {}\n", "")
+    why = _dropped(shared)
+    assert "'cfg' is changed at line 17 (`cfg[\"block_M\"] = 8`) after it is written" in why, why

@@ -345,7 +345,7 @@ class Resolver:
         star = inner.node.params.star_kwarg
         if not isinstance(star, cst.Param) or star.name.value != node.value:
             return None
-        if node.value in inner.assigns or node.value in self.spelled.changed:
+        if node.value in inner.assigns or self.spelled.changed(node.value, call.scope):
             return None
         return inner
 

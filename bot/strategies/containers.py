@@ -67,14 +67,36 @@ class Spelled:
 
     def __init__(self, f: Facts) -> None:
         self.f = f
-        self.changed = writes(f.wrapper).changed
+        self._changes = writes(f.wrapper).changed
+
+    def changed(self, var: str, chain: tuple[Function, ...]) -> cst.CSTNode | None:
+        """The first statement that changes the container `var` names where `chain` reads it:
+        in the scope that binds `var`, or in a function inside it that does not bind its own
+        `var`; None when nothing does."""
+        owner = next(
+            (
+                fn
+                for fn in reversed(chain)
+                if var in fn.assigns or takes(fn, var) or var in fn.loop_targets
+            ),
+            None,
+        )
+        hit = self._changes.get(id(owner.node) if owner else 0, {}).get(var)
+        if hit is not None:
+            return hit
+        for g in self.f.functions:
+            inside = owner is None or any(p is owner for p in g.parents)
+            own = var in g.assigns or takes(g, var) or var in g.loop_targets
+            if inside and not own and var in self._changes.get(id(g.node), {}):
+                return self._changes[id(g.node)][var]
+        return None
 
     def entries(self, loop: Loop, chain: tuple[Function, ...]) -> list[cst.BaseExpression] | None:
         """The entries of the list a loop walks, when the file spells them out and never
         changes the list (`test_configs = [...]` assigned once, no `.append`)."""
         node: cst.BaseExpression | None = loop.iter
         if isinstance(node, cst.Name):
-            if node.value in self.changed:
+            if self.changed(node.value, chain) is not None:
                 return None
             node = self.assigned(node.value, chain)
         if not isinstance(node, (cst.List, cst.Tuple)) or any(
@@ -126,7 +148,7 @@ class Spelled:
         if not isinstance(node, cst.Name):
             return node
         var = node.value
-        if var in self.changed:
+        if self.changed(var, chain) is not None:
             return None
         for fn in reversed(chain):
             if var in fn.assigns:
@@ -203,8 +225,8 @@ class Spelled:
         if not isinstance(node, cst.Name):
             return f"`{code_of(node)}` is not a configuration the file spells out"
         var = node.value
-        if var in self.changed:
-            stmt = self.changed[var]
+        stmt = self.changed(var, chain)
+        if stmt is not None:
             return (
                 f"'{var}' is changed at line {self.f.line(stmt)} (`{code_of(stmt)}`) after it "
                 f"is written"

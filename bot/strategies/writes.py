@@ -49,8 +49,9 @@ class Binding:
 class Writes:
     # id of the FunctionDef (0: the module) -> name -> its assignments in source order
     bindings: dict[int, dict[str, list[Binding]]] = field(default_factory=dict)
-    # container name -> the first statement (or call) that changes it, anywhere in the file
-    changed: dict[str, cst.CSTNode] = field(default_factory=dict)
+    # id of the FunctionDef (0: the module) -> container name -> the first statement (or call)
+    # there that changes it
+    changed: dict[int, dict[str, cst.CSTNode]] = field(default_factory=dict)
     # name -> the first node that binds it some other way (a lambda's or comprehension's
     # variable, `with ... as`, `except ... as`, an import, `:=`), anywhere in the file
     other: dict[str, cst.CSTNode] = field(default_factory=dict)
@@ -85,11 +86,14 @@ class _Scan(cst.CSTVisitor):
         b = Binding(stmt, augmented, depth > 0)
         self.out.bindings[scope].setdefault(name, []).append(b)
 
+    def _changed(self, name: str, node: cst.CSTNode) -> None:
+        self.out.changed.setdefault(self.stack[-1][0], {}).setdefault(name, node)
+
     def _change(self, target: cst.BaseExpression, stmt: cst.CSTNode) -> None:
         while isinstance(target, cst.Subscript):
             target = target.value
             if isinstance(target, cst.Name):
-                self.out.changed.setdefault(target.value, stmt)
+                self._changed(target.value, stmt)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -142,7 +146,7 @@ class _Scan(cst.CSTVisitor):
             and isinstance(func.value, cst.Name)
             and func.attr.value in MUTATORS
         ):
-            self.out.changed.setdefault(func.value.value, node)
+            self._changed(func.value.value, node)
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
