@@ -14,8 +14,9 @@ import libcst as cst
 
 from bot.strategies.containers import Spelled
 from bot.strategies.facts import Call, Facts, Function
-from bot.strategies.signature import parameter_names
+from bot.strategies.signature import takes
 from bot.strategies.source import dotted
+from bot.strategies.writes import writes
 
 PARTIAL = frozenset({"partial", "functools.partial"})
 
@@ -36,7 +37,15 @@ class Wrappers:
     def __init__(self, f: Facts, spelled: Spelled) -> None:
         self.f, self.spelled = f, spelled
         self.made = {id(c.node) for c in f.calls if wrapped(c.node) is not None}
-        self.classes = {s.name.value for s in f.wrapper.module.body if isinstance(s, cst.ClassDef)}
+        classes = {s.name.value for s in f.wrapper.module.body if isinstance(s, cst.ClassDef)}
+        # `self.f(...)`, `cls.f(...)`, `Helper.f(...)`: calls that may reach a method
+        self.methods = {
+            id(c.node)
+            for c in f.calls
+            if isinstance(c.node.func, cst.Attribute)
+            and isinstance(c.node.func.value, cst.Name)
+            and (c.node.func.value.value in ("self", "cls") or c.node.func.value.value in classes)
+        }
         # names some assignment binds to a partial or to another name (`k = rows`)
         self.holders = {
             name
@@ -48,8 +57,6 @@ class Wrappers:
             )
         }
 
-        self._uses: _Uses | None = None
-
     def hidden(self, fn: Function, name: str) -> str | None:
         """Why `fn`'s default for `name` may not be the value it runs with: `fn` is also used as
         a value (`KERNELS = {"gemm": make_gemm}`, `run(make_gemm)`) and a call through that
@@ -57,11 +64,8 @@ class Wrappers:
         the default. None when nothing hides a call."""
         if fn.parents:  # an inner factory is reached through its outer one
             return None
-        if self._uses is None:
-            self._uses = _Uses(self.f)
-            self.f.wrapper.module.visit(self._uses)
-        uses = self._uses
-        for table, names in uses.tables.items():
+        w = writes(self.f.wrapper)
+        for table, names in w.tables.items():
             if fn.name in names:
                 for call in self.f.calls:
                     func = call.node.func
@@ -76,13 +80,27 @@ class Wrappers:
                             f"called through `{table}` at line {self.f.line(call.node)} with "
                             f"arguments tunebot cannot match to its parameters"
                         )
-        other = uses.values.get(fn.name)
-        if other is None:
-            return None
-        return (
-            f"'{name}' of {fn.name}() would take its default, but {fn.name} is also passed as a "
-            f"value at line {self.f.line(other)}, and a call through it may pass its own"
-        )
+        for scope, reads in w.reads.items():
+            read = reads.get(fn.name)
+            if read is not None and not self._shadowed(scope, fn.name):
+                return (
+                    f"'{name}' of {fn.name}() would take its default, but {fn.name} is also "
+                    f"passed as a value at line {self.f.line(read)}, and a call through it may "
+                    f"pass its own"
+                )
+        return None
+
+    def _shadowed(self, scope: int, name: str) -> bool:
+        """True when the function `scope` (0: the module) or one around it binds `name` itself
+        (a nested def, a parameter, an assignment), so a read there is not the module's."""
+        fn = next((g for g in self.f.functions if id(g.node) == scope), None)
+        for g in fn.chain if fn else ():
+            nested = any(
+                h.parents and h.parents[-1] is g and h.name == name for h in self.f.functions
+            )
+            if nested or name in g.assigns or takes(g, name):
+                return True
+        return False
 
     def arguments(self, call: Call, fn: Function) -> list[cst.Arg] | None:
         """What `call` passes to `fn` when it goes through a partial or an alias of `fn`."""
@@ -95,7 +113,7 @@ class Wrappers:
             return None if _called(self.f, node) else list(node.args[1:])
         func = node.func
         if isinstance(func, cst.Attribute):
-            return self._method(func, node, fn)
+            return self._method(func, node, fn) if id(node) in self.methods else None
         if not isinstance(func, cst.Name) or func.value not in self.holders:
             return None
         made = self.spelled.assigned(func.value, call.scope)
@@ -112,8 +130,6 @@ class Wrappers:
         owner = func.value
         if func.attr.value != fn.name or not isinstance(owner, cst.Name):
             return None
-        if owner.value not in ("self", "cls") and owner.value not in self.classes:
-            return None
         decorators = {dotted(d.decorator) for d in fn.node.decorators}
         if "staticmethod" in decorators:
             return list(node.args)
@@ -121,78 +137,6 @@ class Wrappers:
         if implicit and fn.params and fn.params[0] in ("self", "cls"):
             return [cst.Arg(cst.Name(fn.params[0])), *node.args]
         return list(node.args) if not implicit else None
-
-
-class _Uses(cst.CSTVisitor):
-    """Where function names are used other than called, made a partial, aliased or defined:
-    `tables` (a name assigned a dict/list/tuple literal -> the functions it holds) and
-    `values` (a function name -> the first other place it is read)."""
-
-    def __init__(self, f: Facts) -> None:
-        self.functions = {g.name for g in f.functions if not g.parents}
-        # names each function binds itself (a nested def, a parameter, an assignment): a read of
-        # one of them inside it is not the module's function of that name
-        self.local: dict[int, set[str]] = {
-            id(g.node): {*g.assigns, *parameter_names(g.node)} for g in f.functions
-        }
-        for g in f.functions:
-            if g.parents:
-                self.local[id(g.parents[-1].node)].add(g.name)
-        self.stack: list[set[str]] = []
-        self.skip: set[int] = set()
-        self.tables: dict[str, set[str]] = {}
-        self.values: dict[str, cst.Name] = {}
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.skip.add(id(node.func))
-        if wrapped(node) is not None:
-            self.skip.add(id(node.args[0].value))
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.skip.add(id(node.name))
-        self.stack.append(self.local.get(id(node), set()))
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.stack.pop()
-
-    # names that are not reads of a variable: `x.rows`, `f(rows=1)`, `def f(rows)`, imports
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.skip.add(id(node.attr))
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None:
-            self.skip.add(id(node.keyword))
-
-    def visit_Param(self, node: cst.Param) -> None:
-        self.skip.add(id(node.name))
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        value = node.value
-        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
-        if isinstance(value, cst.Name):  # `k = rows`: an alias, followed as a call of rows
-            self.skip.add(id(value))
-        elif isinstance(value, (cst.Dict, cst.List, cst.Tuple, cst.Set)) and names:
-            parts = (
-                [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-                if isinstance(value, cst.Dict)
-                else [e.value for e in value.elements]
-            )
-            for part in parts:
-                if isinstance(part, cst.Name) and part.value in self.functions:
-                    self.skip.add(id(part))
-                    for table in names:
-                        self.tables.setdefault(table, set()).add(part.value)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if (
-            node.value in self.functions
-            and id(node) not in self.skip
-            and not any(node.value in local for local in self.stack)
-        ):
-            self.values.setdefault(node.value, node)
 
 
 def _called(f: Facts, made: cst.Call) -> bool:
