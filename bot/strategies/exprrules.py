@@ -7,7 +7,7 @@
 - `X // knob` (full tiles of X), `knob // P` (the knob split into P parts);
 - `X % knob` only inside an assert or a raising check: a remainder computed
   anywhere else sizes the partial tile the kernel handles;
-- `T.ceildiv(X, knob)`, full tiles unless a tail is handled (`T.min(knob, ...)`,
+- `T.ceildiv(X, knob)` (or `(X + knob - 1) // knob`), full tiles unless a tail is handled (`T.min(knob, ...)`,
   slice copies the compiler clips, or accesses under an `if` that keeps the knob's offset
   below a bound, `if row_idx < M:`, with no other element index computed from the knob).
 """
@@ -57,6 +57,10 @@ class Rules(cst.CSTVisitor):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         left = node.left
+        x = _rounded_up(node, self._is_knob)
+        if x is not None:  # `(X + knob - 1) // knob`: a ceildiv spelled out
+            self.ceil.append(self._rule("ceil", x, node))
+            return
         if (
             isinstance(node.operator, cst.FloorDivide)
             and self._is_knob(left)
@@ -143,6 +147,28 @@ class Rules(cst.CSTVisitor):
         if node.orelse is not None:
             node.orelse.visit(self)
         return False
+
+
+def _rounded_up(
+    node: cst.BinaryOperation, is_knob: Callable[[cst.BaseExpression], bool]
+) -> cst.BaseExpression | None:
+    """X of `(X + knob - 1) // knob`, else None."""
+    if not (isinstance(node.operator, cst.FloorDivide) and is_knob(node.right)):
+        return None
+    top = node.left
+    if not (
+        isinstance(top, cst.BinaryOperation)
+        and isinstance(top.operator, cst.Subtract)
+        and isinstance(top.right, cst.Integer)
+        and top.right.value == "1"
+        and isinstance(top.left, cst.BinaryOperation)
+        and isinstance(top.left.operator, cst.Add)
+    ):
+        return None
+    added = top.left
+    if is_knob(added.right):
+        return added.left
+    return added.right if is_knob(added.left) else None
 
 
 def _raises(node: cst.If) -> bool:
