@@ -200,6 +200,7 @@ def test_a_slice_clipped_at_another_extent_does_not_handle_a_group_tail():
     assert legal == (8, 16, 32)  # the group sizes come from a runtime string
     reason = dict(refused)[64]
     assert "`(n + block_M - 1) // block_M`" in reason and "not known in this file" in reason
+    assert "clip it at `total`, not at `n`" in reason
     # the same tiles over the whole tensor: the clip is at the extent they walk
     whole = GROUPS.replace("sum((n + block_M - 1) // block_M for n in sizes)", "0").replace(
         "tiles = 0", "tiles = (total + block_M - 1) // block_M"
@@ -312,7 +313,9 @@ def test_upstream_grouped_gemm_row_tail_is_per_group():
     src = upstream_kernel("pto_grouped_gemm_fwd.py")
     legal, refused = knobs.legal_values(src, "block_M", BS)
     assert legal == (8, 16, 32, 64)
-    assert "(size + block_M - 1) // block_M" in dict(refused)[128]
+    reason = dict(refused)[128]
+    assert "(size + block_M - 1) // block_M" in reason
+    assert "clip it at `batch_sum`, not at `size`" in reason
     legal, _ = knobs.legal_values(src, "block_K", BS)
     assert 1024 in legal  # K = 8192 through two callers and the argparse default
 

@@ -270,10 +270,11 @@ def _clipped_elsewhere(
         value = evaluate(dim, env)
         if type(value) is int and value == x_value:
             return None
-    dims = ", ".join(dict.fromkeys(f"`{code_of(d)}` (line {line})" for d, line in clips if d))
+    at = " or ".join(dict.fromkeys(f"`{code_of(d)}`" for d, _ in clips if d is not None))
+    lines = ", ".join(str(line) for line in sorted({line for _, line in clips}))
     return (
-        f"the slices a partial tile is clipped at end at the tensor extents {dims}, not at "
-        f"`{x}`, so a partial last tile would read and write elements past `{x}`"
+        f"the copies that clip a partial tile (line {lines}) clip it at {at}, not at `{x}`, "
+        f"so a partial last tile would read and write elements past `{x}`"
     )
 
 
@@ -294,7 +295,7 @@ def constraints_for(
         chain = root.chain
         aliases = aliases_of(name, factory.chain, f)
         all_aliases |= aliases
-        v = Rules(f, aliases, chain[:-1])
+        v = Rules(f, aliases, chain[:-1], root)
         root.node.visit(v)
         rules.extend(
             r

@@ -25,7 +25,13 @@ from bot.strategies.tiling import Rule, _names
 
 
 class Rules(cst.CSTVisitor):
-    def __init__(self, f: Facts, aliases: set[str], base: tuple[Function, ...]) -> None:
+    def __init__(
+        self,
+        f: Facts,
+        aliases: set[str],
+        base: tuple[Function, ...],
+        within: Function | None = None,
+    ) -> None:
         self.f, self.aliases = f, aliases
         self.by_node = {id(fn.node): fn for fn in f.functions}
         self.stack: list[Function] = list(base)
@@ -33,8 +39,13 @@ class Rules(cst.CSTVisitor):
         self.ceil: list[Rule] = []
         self.tails = False
         self.iterators = _iterators(f)
-        self.sized = _sized_by(f, aliases)
-        self.offsets = _sized_by(f, aliases, _offset_names)
+        # the names computed from the knob in `within` (the function that holds it), the
+        # functions around it and those inside it: a same-named local elsewhere is another name
+        scope = [
+            fn for fn in f.functions if within is None or within in fn.chain or fn in within.chain
+        ]
+        self.sized = _sized_by(f, aliases, within=scope)
+        self.offsets = _sized_by(f, aliases, _offset_names, scope)
         self.sliced = self.indexed = self.guarded = False
         self.guarding = 0  # inside the body of an `if` that bounds a knob offset (`if r < M:`)
         self.checking = 0  # inside an assert's or a raising check's condition
@@ -202,16 +213,20 @@ def _iterators(f: Facts) -> set[str]:
 
 
 def _sized_by(
-    f: Facts, aliases: set[str], used: Callable[[cst.CSTNode], set[str]] | None = None
+    f: Facts,
+    aliases: set[str],
+    used: Callable[[cst.CSTNode], set[str]] | None = None,
+    within: list[Function] | None = None,
 ) -> set[str]:
-    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`);
+    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`), in
+    the functions `within` (default: all);
     with `used`, only through the names `used` picks out of an expression."""
     pick = used or _names
     names = set(aliases)
     changed = True
     while changed:
         changed = False
-        for fn in f.functions:
+        for fn in f.functions if within is None else within:
             for local, values in fn.assigns.items():
                 if local not in names and any(pick(v) & names for v in values):
                     names.add(local)

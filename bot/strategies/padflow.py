@@ -11,8 +11,10 @@ next) and tracks, per buffer, the value its padded elements hold:
 - a clipped load pads with its `pad_value=` (else with what a `T.tile.fill` /
   `T.clear` just before it in the same block left, else with unknown data);
 - copies, element-wise tile ops, gemm and reductions along another axis carry the
-  padding on, with a small algebra of the pad value (`exp(-inf) = 0`, `0 * x = 0`,
-  `x - (-inf)` is unknown to a sum ...);
+  padding on, with the pad value followed through each op (bot/strategies/padvalues.py;
+  a buffer a fill sets once and nothing else writes is that constant there);
+- a bounded view (`x_ub[:, 0:valid_n]`) is written and read only up to its bound: a
+  clipped load into one pads nothing, and an op reading one reads no padding;
 - `T.if_then_else(offset < X, v, c)` (or an `if` on the offset that writes `c` past
   the end) masks the padded elements with `c`;
 - a reduction over an axis sized by the knob (`T.reduce_max/min/sum(..., dim=d)`,
@@ -25,122 +27,14 @@ padding never reaches one.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import libcst as cst
 
 from bot.strategies.facts import Facts, Function
+from bot.strategies.padvalues import FINITE, NEUTRAL, UNKNOWN, WHAT, combine, pad_of
 from bot.strategies.source import dotted
 from bot.strategies.tiling import _names
-
-UNKNOWN, FINITE = "unknown data", "x"  # pad values are numbers as text ("0", "-inf", "-1")
-NEUTRAL = {"max": "-inf", "min": "+inf", "sum": "0", "abssum": "0", "absmax": "0"}
-WHAT = {"max": "the max", "min": "the min", "sum": "the sum", "abssum": "the sum"}
-_BIG = 2.0**29  # a literal at least this large stands in for infinity (`-2**30`)
-
-
-def _number(node: cst.BaseExpression | None) -> float | None:
-    """The value of a constant expression: a number, `-T.infinity(dtype)`, `T.float32(0)`."""
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return float(node.evaluated_value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        v = _number(node.expression)
-        return None if v is None else -v
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
-        a, b = _number(node.left), _number(node.right)
-        return a**b if a is not None and b is not None and 0 <= b <= 64 else None
-    if isinstance(node, cst.Call):
-        short = dotted(node.func).rsplit(".", 1)[-1]
-        args = [a.value for a in node.args if a.keyword is None]
-        if short == "infinity":
-            return math.inf
-        if short.startswith(("float", "int")) and len(args) == 1:
-            if isinstance(args[0], cst.SimpleString):
-                text = str(args[0].evaluated_value)
-                return float(text) if text in ("inf", "-inf", "nan") else None
-            return _number(args[0])
-    return None
-
-
-def _text(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return UNKNOWN
-    if math.isinf(value) or abs(value) >= _BIG:
-        return "-inf" if value < 0 else "+inf"
-    return str(int(value)) if value == int(value) else repr(value)
-
-
-def _value(text: str) -> float | None:
-    if text in (UNKNOWN, FINITE):
-        return None
-    return {"-inf": -math.inf, "+inf": math.inf}.get(text) if "inf" in text else float(text)
-
-
-def _pad_of(node: cst.BaseExpression | None) -> str:
-    """The pad value a constant expression stands for."""
-    return _text(_number(node))
-
-
-_UNARY: dict[str, Callable[[float], float]] = {
-    "exp": math.exp,
-    "ln": math.log,
-    "log": math.log,
-    "abs": abs,
-    "relu": lambda a: max(a, 0.0),
-    "sqrt": math.sqrt,
-    "rsqrt": lambda a: math.inf if a == 0 else 1 / math.sqrt(a),
-    "neg": lambda a: -a,
-    "copy": lambda a: a,
-    "cast": lambda a: a,
-    "broadcast": lambda a: a,
-    "brc": lambda a: a,
-}
-
-
-def _combine(op: str, pads: list[str]) -> str:
-    """The pad value of an element-wise op's result from its operands' (FINITE: an operand
-    without padding, whose value is some finite number)."""
-    try:
-        return _text(_apply(op, pads))
-    except (ValueError, OverflowError, ZeroDivisionError):
-        return UNKNOWN
-
-
-def _apply(op: str, pads: list[str]) -> float | None:
-    if not pads or UNKNOWN in pads:
-        return None
-    values = [_value(p) for p in pads]
-    known = [v for v in values if v is not None]
-    some = FINITE in pads  # an operand whose value is finite but not known
-    if op in _UNARY:
-        return None if values[0] is None else _UNARY[op](values[0])
-    if op == "clamp" and len(values) >= 3 and None not in values[:3]:
-        return min(max(values[0], values[1]), values[2])  # type: ignore[type-var]
-    infs = {v for v in known if math.isinf(v)}
-    if op == "add":
-        if not some:
-            return sum(known)
-        return infs.pop() if len(infs) == 1 else None
-    if op == "sub" and len(values) == 2:
-        a, b = values
-        if a is not None and b is not None:
-            return a - b
-        if a is not None and math.isinf(a):
-            return a
-        return -b if b is not None and math.isinf(b) else None
-    if op == "mul":
-        if not some:
-            return math.prod(known)
-        return 0.0 if 0.0 in known and not infs else None
-    if op == "div" and len(values) == 2:
-        a, b = values
-        if a is not None and b is not None:
-            return a / b
-        return 0.0 if a == 0.0 else None
-    if op in ("max", "min") and not some:
-        return (max if op == "max" else min)(known)
-    return None
 
 
 def _base(node: cst.BaseExpression) -> str | None:
@@ -259,7 +153,7 @@ class _Flow:
                         if isinstance(small, cst.Assign) and len(small.targets) == 1:
                             base = _base(small.targets[0].target)
                             if base in self.pad:
-                                self.pad[base] = (_pad_of(small.value), self.pad[base][1])
+                                self.pad[base] = (pad_of(small.value), self.pad[base][1])
         else:
             self.block(s.body.body)
         if isinstance(s.orelse, cst.If):
@@ -303,7 +197,7 @@ class _Flow:
             if side is not None:  # a mask keyed on the offset: the padded elements take one side
                 past = value.args[2].value if side == "inside" else value.args[1].value
                 line = self.pad.get(base, ("", self.f.line(value)))[1]
-                self.pad[base] = (_pad_of(past), line)
+                self.pad[base] = (pad_of(past), line)
                 return
         read = [self.pad[n] for n in _names(value) if n in self.pad]
         if read:
@@ -319,7 +213,7 @@ class _Flow:
             if base:
                 self.pad.pop(base, None)
                 self.filled[base] = (
-                    "0" if short == "clear" else _pad_of(args[1] if len(args) > 1 else None)
+                    "0" if short == "clear" else pad_of(args[1] if len(args) > 1 else None)
                 )
             return
         if short == "copy" and len(args) >= 2:
@@ -356,7 +250,7 @@ class _Flow:
             if self._view(dst):  # only the valid part is written (`buf[:, 0:valid_n]`)
                 self.filled.pop(base, None)
                 return
-            value = _pad_of(pad_value) if pad_value is not None else self.filled.get(base, UNKNOWN)
+            value = pad_of(pad_value) if pad_value is not None else self.filled.get(base, UNKNOWN)
             self._write(dst, (value, self.f.line(node)))
             return
         self._write(dst, self._padded(src))
@@ -404,8 +298,8 @@ class _Flow:
             if "0" not in pads or any("inf" in p for p in pads):
                 self.report(node, "the gemm accumulation", pads[0], "0", on_k[0][1])
             return
-        pad, line = padded[0][2]
-        self._write(args[2], ("0" if pad == "0" else UNKNOWN, line))
+        value, line = padded[0][2]
+        self._write(args[2], ("0" if value == "0" else UNKNOWN, line))
 
     def reduce(self, node: cst.Call, kind: str, args: list[cst.BaseExpression], kw: dict) -> None:
         padded = self._padded(args[0])
@@ -441,7 +335,7 @@ class _Flow:
         if self._view(args[0]):
             return  # writes the valid part only: the padding stays as it was
         pads = [self._operand(a) for a in srcs]
-        self._write(args[0], (_combine(op, pads), lines[0]))
+        self._write(args[0], (combine(op, pads), lines[0]))
 
     def _operand(self, node: cst.BaseExpression) -> str:
         """An operand's pad value: a padded buffer's, a literal's, else a finite value."""
@@ -450,7 +344,7 @@ class _Flow:
             return padded[0]
         if isinstance(node, cst.Name) and node.value in self.constant:
             return self.constant[node.value]
-        value = _pad_of(node)
+        value = pad_of(node)
         return FINITE if value == UNKNOWN else value
 
     def report(self, node: cst.Call, what: str, pad: str, neutral: str | None, clip: int) -> None:
@@ -475,7 +369,7 @@ def _constants(pf: cst.FunctionDef) -> dict[str, str]:
             index = next((i for k, i in at.items() if short.startswith(k)), 0)
             if index < len(args) and (base := _base(args[index])):
                 if short == "fill" and len(args) > 1:
-                    fills.setdefault(base, []).append(_pad_of(args[1]))
+                    fills.setdefault(base, []).append(pad_of(args[1]))
                 else:
                     written.add(base)
 
