@@ -51,6 +51,17 @@ IF_THEN_ELSE = """\
                     buf[0, j] = T.if_then_else(t * block_N + j < N, buf[0, j], -T.infinity("float"))
 """
 
+IF_VALID_LANE = """\
+                valid = N - t * block_N
+                for j in T.Parallel(block_N):
+                    buf[0, j] = T.if_then_else(j < valid, buf[0, j], -T.infinity("float"))
+"""
+PAST_END = """\
+                for j in T.Parallel(block_N):
+                    if t * block_N + j >= N:
+                        buf[0, j] = -T.infinity("float")
+"""
+
 
 def _row_max(load: str, mask: str = "") -> str:
     return ROW_MAX.replace("{LOAD}", load).replace("{MASK}", mask)
@@ -68,8 +79,8 @@ def test_padded_elements_in_an_unmasked_max_need_full_tiles():
 
 @pytest.mark.parametrize(
     "load, mask",
-    [(NEG_INF_PAD, ""), (PLAIN, IF_THEN_ELSE)],
-    ids=["pad_value=-inf", "if_then_else mask"],
+    [(NEG_INF_PAD, ""), (PLAIN, IF_THEN_ELSE), (PLAIN, IF_VALID_LANE), (PLAIN, PAST_END)],
+    ids=["pad_value=-inf", "if_then_else mask", "lane below a valid length", "if past the end"],
 )
 def test_a_neutral_pad_or_a_mask_handles_the_tail(load, mask):
     legal, refused = knobs.legal_values(_row_max(load, mask), "block_N", BS)
@@ -332,3 +343,10 @@ def test_upstream_splitk_runs_its_own_chunk_sizes():
     legal, refused = knobs.legal_values(src, "block_K", BS)
     assert legal == (8, 16, 32, 64)
     assert "does not divide 64" in dict(refused)[128]
+
+
+def test_a_mask_with_a_value_the_reduction_counts_does_not_handle_the_tail():
+    zero_mask = IF_THEN_ELSE.replace('-T.infinity("float")', "0.0")
+    legal, refused = knobs.legal_values(_row_max(PLAIN, zero_mask), "block_N", BS)
+    assert legal == (8,)
+    assert "(0) would enter the max" in dict(refused)[64]

@@ -64,6 +64,7 @@ class _Flow:
     ) -> None:
         self.f, self.scope = f, scope
         self.sized, self.offsets = sized  # names sized by the knob; element offsets from it
+        self.iterators: set[str] = set()  # loop indices of the prim_func
         self.shapes: dict[str, list[cst.BaseExpression]] = {}  # buffer/tensor -> dims
         self.tensors: set[str] = set()
         self.pad: dict[str, tuple[str, int]] = {}  # padded buffer -> (pad value, line of the clip)
@@ -162,7 +163,8 @@ class _Flow:
             self.block(s.orelse.body.body)
 
     def _side(self, test: cst.BaseExpression) -> str | None:
-        """ "inside" for `offset < X`, "past" for `offset >= X` (offset from the knob)."""
+        """Which elements a comparison keeps: "inside" the extent (`t * block_N + j < N`,
+        `j < valid_n` with valid_n the tile's valid length) or "past" it (`offset >= N`)."""
         if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
             return None
         target = test.comparisons[0]
@@ -175,6 +177,9 @@ class _Flow:
         more = isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual))
         if not (less or more):
             return None
+        other = _names(target.comparator if left else test.left)
+        if other and other <= self.iterators:  # a lane index against a valid length
+            return "inside" if less != left else "past"
         return "inside" if less == left else "past"
 
     def assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
@@ -356,6 +361,17 @@ class _Flow:
         )
 
 
+def _loop_indices(pf: cst.FunctionDef) -> set[str]:
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_For(self, node: cst.For) -> None:
+            found.update(_names(node.target))
+
+    pf.visit(V())
+    return found
+
+
 def _constants(pf: cst.FunctionDef) -> dict[str, str]:
     """Buffers a fill sets to one value and nothing else ever writes (`T.tile.fill(one, 1.0)`)."""
     fills: dict[str, list[str]] = {}
@@ -396,6 +412,7 @@ def _flows(f: Facts, factory: Function, sized: set[str], offsets: set[str]) -> l
         flow = _Flow(f, (sized, offsets), scope)
         flow.params(pf)
         flow.constant = _constants(pf)
+        flow.iterators = _loop_indices(pf)
         flow.block(pf.body.body)
         flows.append(flow)
     return flows
