@@ -36,6 +36,12 @@ from bot.strategies.padvalues import FINITE, NEUTRAL, UNKNOWN, WHAT, combine, pa
 from bot.strategies.source import dotted
 from bot.strategies.tiling import _names
 
+# NPUIR vector ops (`T.vexp(src, dst)`): their result is the last argument
+V_OPS = frozenset(
+    {"vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vexp", "vln", "vlog", "vabs", "vrelu"}
+    | {"vsqrt", "vrsqrt", "vcast", "vneg", "vbrc"}
+)
+
 
 def _base(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Subscript):
@@ -213,12 +219,14 @@ class _Flow:
         short = name.rsplit(".", 1)[-1]
         args = [a.value for a in node.args if a.keyword is None]
         kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        if short == "vbrc" and len(args) == 2 and _base(args[0]) not in self.shapes:
+            short, args = "fill", [args[1], args[0]]  # NPUIR `T.vbrc(value, dst)`: a fill
         if short in ("fill", "clear") and args:
             base = _base(args[0])
             if base:
                 self.pad.pop(base, None)
                 self.filled[base] = (
-                    "0" if short == "clear" else pad_of(args[1] if len(args) > 1 else None)
+                    "0" if short == "clear" else self._const(args[1] if len(args) > 1 else None)
                 )
             return
         if short == "copy" and len(args) >= 2:
@@ -232,6 +240,14 @@ class _Flow:
                 self.reduce(node, short.removeprefix("reduce").strip("_"), args, kw)
         elif name.startswith(("T.tile.", "tile.")) and args:
             self.elementwise(short, args)
+        elif name.startswith("T.") and short in V_OPS and len(args) >= 2:
+            self.elementwise(short[1:], [args[-1], *args[:-1]])  # NPUIR: the result comes last
+
+    def _const(self, node: cst.BaseExpression | None) -> str:
+        """The pad value of a constant, also through a name the kernel binds to one once."""
+        if isinstance(node, cst.Name) and len(self.scope.get(node.value, [])) == 1:
+            node = self.scope[node.value][0]
+        return pad_of(node)
 
     def _write(self, dst: cst.BaseExpression, pad: tuple[str, int] | None) -> None:
         base = _base(dst)
@@ -285,9 +301,11 @@ class _Flow:
         return self._sized(dims[axis])
 
     def gemm(self, node: cst.Call, args: list[cst.BaseExpression], kw: dict) -> None:
-        trans = [
-            _code(kw.get(k, cst.Name("False"))) == "True" for k in ("transpose_A", "transpose_B")
-        ]
+        trans = [False, False]  # transpose_A / b_transpose / trans_b ...
+        for key, value in kw.items():
+            side = key.lower().replace("transpose", "").replace("trans", "").strip("_")
+            if key.lower() != side and side in ("a", "b") and _code(value) == "True":
+                trans["ab".index(side)] = True
         axes = (-2 if trans[0] else -1, -1 if trans[1] else -2)  # the K axis of A and of B
         padded = [
             (a, axis, pad)
@@ -349,7 +367,7 @@ class _Flow:
             return padded[0]
         if isinstance(node, cst.Name) and node.value in self.constant:
             return self.constant[node.value]
-        value = pad_of(node)
+        value = self._const(node)
         return FINITE if value == UNKNOWN else value
 
     def report(self, node: cst.Call, what: str, pad: str, neutral: str | None, clip: int) -> None:
@@ -383,6 +401,8 @@ def _constants(pf: cst.FunctionDef) -> dict[str, str]:
             args = [a.value for a in node.args if a.keyword is None]
             at = {"copy": 1, "reduce": 1, "gemm": 2, "mma": 2}
             index = next((i for k, i in at.items() if short.startswith(k)), 0)
+            if short in V_OPS:  # NPUIR: the result comes last
+                index = len(args) - 1
             if index < len(args) and (base := _base(args[index])):
                 if short == "fill" and len(args) > 1:
                     fills.setdefault(base, []).append(pad_of(args[1]))
