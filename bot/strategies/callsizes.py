@@ -11,6 +11,8 @@ switches the call off) is not a size the kernel runs with and is left out.
 
 from __future__ import annotations
 
+import libcst as cst
+
 from bot.strategies.binding import Resolver
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
@@ -55,8 +57,8 @@ def _paths(
             value = evaluate(node, Env(resolver, call.scope))
             if type(value) is int:
                 known[name] = value
-            elif caller is not None and _param_name(node, caller) is not None:
-                passed[name] = _param_name(node, caller) or ""
+            elif caller is not None and (theirs := _param_name(node, caller)) is not None:
+                passed[name] = theirs
         if passed and caller is not None:
             upper = _paths(f, resolver, caller, set(passed.values()), depth + 1)
             for env in upper or [{}]:
@@ -68,9 +70,12 @@ def _paths(
     return [p for p in paths if all(v > 0 for v in p.values())]
 
 
-def _param_name(node: object, caller: Function) -> str | None:
-    from libcst import Name
-
-    if isinstance(node, Name) and node.value in caller.params and node.value not in caller.assigns:
+def _param_name(node: cst.BaseExpression, caller: Function) -> str | None:
+    """The caller's own parameter `node` is (not reassigned in the caller), else None."""
+    if (
+        isinstance(node, cst.Name)
+        and node.value in caller.params
+        and node.value not in caller.assigns
+    ):
         return node.value
     return None

@@ -7,9 +7,10 @@
 - `X // knob` (full tiles of X), `knob // P` (the knob split into P parts);
 - `X % knob` only inside an assert or a raising check: a remainder computed
   anywhere else sizes the partial tile the kernel handles;
-- `T.ceildiv(X, knob)` (or `(X + knob - 1) // knob`), full tiles unless a tail is handled (`T.min(knob, ...)`,
-  slice copies the compiler clips, or accesses under an `if` that keeps the knob's offset
-  below a bound, `if row_idx < M:`, with no other element index computed from the knob).
+- `T.ceildiv(X, knob)` (or `(X + knob - 1) // knob`), full tiles unless a tail is
+  handled (`T.min(knob, ...)`, slice copies the compiler clips, or accesses under an
+  `if` that keeps the knob's offset below a bound, `if row_idx < M:`, with no other
+  element index computed from the knob).
 """
 
 from __future__ import annotations
@@ -218,9 +219,9 @@ def _sized_by(
     used: Callable[[cst.CSTNode], set[str]] | None = None,
     within: list[Function] | None = None,
 ) -> set[str]:
-    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`), in
-    the functions `within` (default: all);
-    with `used`, only through the names `used` picks out of an expression."""
+    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`) in
+    the functions `within` (default: all); with `used`, only through the names `used` picks
+    out of an expression."""
     pick = used or _names
     names = set(aliases)
     changed = True
