@@ -240,7 +240,7 @@ class Resolver:
             )
             if args is None:
                 continue
-            bound = self._bound_by(args, call, fn, name, depth)
+            bound = self._bound_in(args, call, fn, name, depth)
             if bound is None:
                 continue
             if bound[1] == "opaque":
@@ -293,8 +293,15 @@ class Resolver:
         )
 
     def _bound_by(
+        self, call: Call, fn: Function, name: str
+    ) -> tuple[cst.BaseExpression, str] | None:
+        """What a direct call of `fn` (`_calls`) binds parameter `name` to, and how."""
+        return self._bound_in(list(call.node.args), call, fn, name)
+
+    def _bound_in(
         self, args: list[cst.Arg], call: Call, fn: Function, name: str, depth: int = 0
     ) -> tuple[cst.BaseExpression, str] | None:
+        """What `args` (a call's arguments as they reach `fn`) bind parameter `name` to."""
         positional: int | None = 0
         opaque: cst.BaseExpression | None = None  # a `*x` / `**x` whose contents are not known
         for arg in args:
