@@ -55,6 +55,7 @@ SETS = (
     "heldout_e",
     "heldout_f",
     "heldout_g",
+    "heldout_h",
 )
 
 
