@@ -1,0 +1,46 @@
+"""heldout_h/heldout_i first-contact failures, each on a small kernel written for the test."""
+
+from __future__ import annotations
+
+from bot.strategies.base import Refusal, Variant
+from bot.strategies.pipeline import find_loops, set_depth, trip_count
+
+SHORT_LOOP = """
+import tilelang.language as T
+
+
+def build(total=96, chunk=32):
+    steps = (total + chunk - 1) // chunk
+
+    @T.prim_func
+    def main(X: T.Tensor((total,), "float16"), Y: T.Tensor((total,), "float16")):
+        with T.Kernel(1) as cid:
+            buf = T.alloc_shared((chunk,), "float16")
+            for i in T.Pipelined(steps, num_stages=2):
+                T.copy(X[i * chunk], buf)
+                T.copy(buf, Y[i * chunk])
+
+    return main
+"""
+
+
+def test_depth_past_the_trip_count_is_refused():
+    (loop,) = find_loops(SHORT_LOOP)
+    assert trip_count(SHORT_LOOP, loop) == 3
+    assert isinstance(set_depth(SHORT_LOOP, 3), Variant)
+    r = set_depth(SHORT_LOOP, 4)
+    assert isinstance(r, Refusal) and "3 iterations" in r.reason
+
+
+def test_unknown_trip_count_leaves_the_depth_open():
+    src = SHORT_LOOP.replace("def build(total=96, chunk=32)", "def build(total, chunk=32)")
+    (loop,) = find_loops(src)
+    assert trip_count(src, loop) is None
+    assert isinstance(set_depth(src, 4), Variant)
+
+
+def test_depth_past_the_searched_range_is_refused():
+    src = SHORT_LOOP.replace("total=96", "total=4096").replace("num_stages=2", "num_stages=4")
+    r = set_depth(src, 5)
+    assert isinstance(r, Refusal) and "deepest pipeline" in r.reason
+    assert isinstance(set_depth(src, 3), Variant)
