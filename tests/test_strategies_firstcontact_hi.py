@@ -44,3 +44,30 @@ def test_depth_past_the_searched_range_is_refused():
     r = set_depth(src, 5)
     assert isinstance(r, Refusal) and "deepest pipeline" in r.reason
     assert isinstance(set_depth(src, 3), Variant)
+
+
+HEADS_FROM_PROBLEM = """
+import tilelang.language as T
+
+
+def attention(rows=512, heads=16, width=64, block_rows=32):
+    block_h = heads
+
+    @T.prim_func
+    def main(Q: T.Tensor((rows, heads, width), "float16"), O: T.Tensor((rows, heads, width), "float16")):
+        with T.Kernel(rows // block_rows) as bx:
+            q = T.alloc_shared((block_rows, block_h, width), "float16")
+            T.copy(Q[bx * block_rows, 0:heads, 0], q)
+            T.copy(q, O[bx * block_rows, 0:heads, 0])
+
+    return main
+"""
+
+
+def test_block_bound_to_a_problem_sized_default_is_dropped():
+    from bot.strategies import inventory
+
+    inv = inventory.inventory(HEADS_FROM_PROBLEM)
+    assert [k.name for k in inv.knobs] == ["block_rows"]
+    (why,) = [d.reason for d in inv.dropped if d.name == "block_h"]
+    assert "'heads'" in why and "change the problem" in why

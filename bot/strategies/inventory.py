@@ -269,11 +269,16 @@ def _no_effect(
 def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
     """Why the literal reached for `name` is not the block's own: it is a shape or size that the
     file also uses elsewhere (`f(N, block_N=N)`, `vec_add(seq_len, seq_len)`), so editing it would
-    change the problem, not only the block."""
-    if site.kind not in ("local", "constant") or site.name == name or BLOCK_WORD.search(site.name):
+    change the problem, not only the block. A parameter's default counts too
+    (`def attn(heads=64): block_h = heads` with `heads` also in a tensor shape)."""
+    if (
+        site.kind not in ("local", "constant", "default")
+        or site.name == name
+        or BLOCK_WORD.search(site.name)
+    ):
         return None
-    scope = f.chain_at(site.line)
-    root = scope[-1].node if scope and site.kind == "local" else f.wrapper.module
+    scope = f.chain_at(site.line)  # a default's line lies inside its own function
+    root = scope[-1].node if scope and site.kind != "constant" else f.wrapper.module
     uses = _load_count(root, site.name)
     if uses <= 1:
         return None
