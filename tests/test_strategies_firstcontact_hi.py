@@ -71,3 +71,49 @@ def test_block_bound_to_a_problem_sized_default_is_dropped():
     assert [k.name for k in inv.knobs] == ["block_rows"]
     (why,) = [d.reason for d in inv.dropped if d.name == "block_h"]
     assert "'heads'" in why and "change the problem" in why
+
+
+TWO_MODES = """
+import sys
+
+import tilelang
+import tilelang.language as T
+
+
+def scale(n, block_n=64):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float16"), Y: T.Tensor((n,), "float16")):
+        with T.Kernel(n // block_n) as bx:
+            buf = T.alloc_shared((block_n,), "float16")
+            T.copy(X[bx * block_n], buf)
+            T.copy(buf, Y[bx * block_n])
+
+    return main
+
+
+if sys.argv[-1] == "offline":
+    program = scale(4096, 128)
+else:
+    compiled = tilelang.jit(out_idx=[-1], target="ascendc")(scale)
+    kernel = compiled(4096, 128)
+"""
+
+
+def test_a_decorator_applied_by_hand_is_a_second_call_site():
+    from bot.strategies import inventory
+
+    inv = inventory.inventory(TWO_MODES)
+    assert inv.knobs == []
+    (why,) = [d.reason for d in inv.dropped if d.name == "block_n"]
+    assert "2 call sites" in why
+
+
+def test_a_decorator_applied_by_hand_binds_like_a_call():
+    from bot.strategies import inventory
+
+    src = TWO_MODES.replace("    program = scale(4096, 128)\n", "    program = None\n")
+    (knob,) = inventory.inventory(src).knobs
+    assert (
+        knob.name == "block_n"
+        and knob.site.line == src.splitlines().index("    kernel = compiled(4096, 128)") + 1
+    )

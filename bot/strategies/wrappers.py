@@ -5,7 +5,8 @@ binds the rest, after the partial's own positional arguments; `k = rows` makes `
 call of `rows`; `self.rows(...)` / `Helper.rows(...)` call a factory written as a method (a
 `@staticmethod`, or with `self`/`cls` bound first). `arguments` gives the arguments a call
 passes to a factory, in the order Python binds them (positional first, then keywords, the
-call's own keywords before the partial's so they win), or None when the call does not reach
+call's own keywords before the partial's so they win; `k = jit(...)(rows)`, a decorator
+applied by hand, makes `k` an alias), or None when the call does not reach
 that factory this way."""
 
 from __future__ import annotations
@@ -31,6 +32,19 @@ def wrapped(node: cst.Call) -> str | None:
     return first.value.value
 
 
+def applied(node: cst.BaseExpression) -> str | None:
+    """The function name a decorator applied by hand wraps (`tilelang.jit(out_idx=[-1])(gemm)`:
+    a call whose callee is itself a call, with the function as its one argument), or None."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Call):
+        return None
+    if len(node.args) != 1:
+        return None
+    only = node.args[0]
+    if only.keyword is not None or only.star or not isinstance(only.value, cst.Name):
+        return None
+    return only.value.value
+
+
 class Wrappers:
     """The partials and aliases of one source's facts, found once."""
 
@@ -52,7 +66,9 @@ class Wrappers:
             for assigns in (f.module_assigns, *(fn.assigns for fn in f.functions))
             for name, values in assigns.items()
             if any(
-                isinstance(v, cst.Name) or (isinstance(v, cst.Call) and id(v) in self.made)
+                isinstance(v, cst.Name)
+                or (isinstance(v, cst.Call) and id(v) in self.made)
+                or applied(v) is not None
                 for v in values
             )
         }
@@ -118,6 +134,8 @@ class Wrappers:
             return None
         made = self.spelled.assigned(func.value, call.scope)
         if isinstance(made, cst.Name) and made.value == fn.name:  # `k = rows`
+            return list(node.args)
+        if applied(made) == fn.name:  # `k = tilelang.jit(...)(rows)`: a call of rows
             return list(node.args)
         if isinstance(made, cst.Call) and wrapped(made) == fn.name:
             return _merged(list(made.args[1:]), list(node.args))
