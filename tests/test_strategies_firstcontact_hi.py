@@ -117,3 +117,42 @@ def test_a_decorator_applied_by_hand_binds_like_a_call():
         knob.name == "block_n"
         and knob.site.line == src.splitlines().index("    kernel = compiled(4096, 128)") + 1
     )
+
+
+PASSED_TO_A_RUNNER = """
+import tilelang.language as T
+
+ROWS = 512
+BLOCK_R = 64
+
+
+def copy_rows(rows):
+    tiles = rows // BLOCK_R
+
+    @T.prim_func
+    def main(X: T.Tensor((rows,), "float16"), Y: T.Tensor((rows,), "float16")):
+        with T.Kernel(tiles) as bx:
+            buf = T.alloc_shared((BLOCK_R,), "float16")
+            T.copy(X[bx * BLOCK_R], buf)
+            T.copy(buf, Y[bx * BLOCK_R])
+
+    return main
+
+
+def check(label, build, rows):
+    kernel = build(rows)
+    return label, kernel
+
+
+if __name__ == "__main__":
+    check("rows", copy_rows, ROWS)
+"""
+
+
+def test_a_factory_passed_to_a_runner_is_called_with_the_runners_arguments():
+    from bot.strategies import inventory
+
+    (knob,) = inventory.inventory(PASSED_TO_A_RUNNER).knobs
+    ok, refused = knob.legal((32, 128, 512, 1024))
+    assert ok == (32, 128, 512)  # rows = ROWS = 512 reaches copy_rows through check()
+    assert [v for v, _ in refused] == [1024] and "divide 512" in refused[0][1]

@@ -11,6 +11,8 @@ that factory this way."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from bot.strategies.containers import Spelled
@@ -130,7 +132,9 @@ class Wrappers:
         func = node.func
         if isinstance(func, cst.Attribute):
             return self._method(func, node, fn) if id(node) in self.methods else None
-        if not isinstance(func, cst.Name) or func.value not in self.holders:
+        if isinstance(func, cst.Name) and func.value not in self.holders:
+            return list(node.args) if self._passed_in(call, fn) else None
+        if not isinstance(func, cst.Name):
             return None
         made = self.spelled.assigned(func.value, call.scope)
         if isinstance(made, cst.Name) and made.value == fn.name:  # `k = rows`
@@ -140,6 +144,27 @@ class Wrappers:
         if isinstance(made, cst.Call) and wrapped(made) == fn.name:
             return _merged(list(made.args[1:]), list(node.args))
         return None
+
+    def _passed_in(self, call: Call, fn: Function) -> bool:
+        """True when `call` calls a parameter of the function around it (`def run(k, M):
+        k(M)`) and some call of that function passes `fn` itself for it (`run(gemm, 256)`)."""
+        func = call.node.func
+        if fn.parents or not call.scope or not isinstance(func, cst.Name):
+            return False
+        runner, name = call.scope[-1], func.value
+        if name not in runner.params or name in runner.assigns:
+            return False
+        position = runner.params.index(name)
+        for other in self.f.calls:
+            f = other.node.func
+            if not isinstance(f, cst.Name) or f.value != runner.name:
+                continue
+            if any(f.value in g.assigns or takes(g, f.value) for g in other.scope):
+                continue  # a local of the same name, not the runner
+            passed = _argument(other.node.args, position, name)
+            if isinstance(passed, cst.Name) and passed.value == fn.name:
+                return True
+        return False
 
     def _method(self, func: cst.Attribute, node: cst.Call, fn: Function) -> list[cst.Arg] | None:
         """`self.f(...)`, `cls.f(...)`, `Helper.f(...)` of a method `f` (a class's functions are
@@ -155,6 +180,22 @@ class Wrappers:
         if implicit and fn.params and fn.params[0] in ("self", "cls"):
             return [cst.Arg(cst.Name(fn.params[0])), *node.args]
         return list(node.args) if not implicit else None
+
+
+def _argument(args: Sequence[cst.Arg], position: int, name: str) -> cst.BaseExpression | None:
+    """What plain arguments `args` pass for the parameter `name` at `position`, or None."""
+    plain = 0
+    for a in args:
+        if a.star:
+            return None  # the positions after a `*x` are not known
+        if a.keyword is not None:
+            if a.keyword.value == name:
+                return a.value
+        elif plain == position:
+            return a.value
+        else:
+            plain += 1
+    return None
 
 
 def _called(f: Facts, made: cst.Call) -> bool:
