@@ -156,3 +156,54 @@ def test_a_factory_passed_to_a_runner_is_called_with_the_runners_arguments():
     ok, refused = knob.legal((32, 128, 512, 1024))
     assert ok == (32, 128, 512)  # rows = ROWS = 512 reaches copy_rows through check()
     assert [v for v, _ in refused] == [1024] and "divide 512" in refused[0][1]
+
+
+TWO_FACTORIES = """
+import tilelang.language as T
+
+
+def plain_copy(M, N):
+    block_R = 32
+    tiles = T.ceildiv(M, block_R)
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), Y: T.Tensor((M, N), "float16")):
+        with T.Kernel(tiles) as bx:
+            buf = T.alloc_shared((block_R, N), "float16")
+            T.copy(X[bx * block_R, 0], buf)
+            T.copy(buf, Y[bx * block_R, 0])
+
+    return main
+
+
+def halved_copy(M, N):
+    block_R = 64
+    half = block_R // 2
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), Y: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, block_R), 2) as (bx, vid):
+            buf = T.alloc_shared((half, N), "float16")
+            T.copy(X[bx * block_R + vid * half, 0], buf)
+            T.copy(buf, Y[bx * block_R + vid * half, 0])
+
+    return main
+"""
+
+
+def test_each_factorys_own_local_is_its_own_knob():
+    from bot.config.schema import Knob
+    from bot.strategies import inventory, knobs
+
+    inv = inventory.inventory(TWO_FACTORIES)
+    assert [(k.name, k.site.line) for k in inv.knobs] == [
+        ("plain_copy.block_R", 6),
+        ("halved_copy.block_R", 20),
+    ]
+    assert inv.dropped == []
+    v = knobs.set_knob(TWO_FACTORIES, Knob("halved_copy.block_R", "block_size", (16, 64)), 16)
+    assert isinstance(v, Variant)
+    assert v.change.description == "halved_copy.block_R: 64 -> 16 (local at line 20)"
+    assert "    block_R = 32\n" in v.source and "    block_R = 16\n" in v.source
+    odd = knobs.set_knob(TWO_FACTORIES, Knob("halved_copy.block_R", "block_size", (63, 64)), 63)
+    assert isinstance(odd, Refusal) and "multiple of 2" in odd.reason
