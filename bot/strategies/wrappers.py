@@ -34,7 +34,7 @@ def wrapped(node: cst.Call) -> str | None:
     return first.value.value
 
 
-def applied(node: cst.BaseExpression) -> str | None:
+def applied(node: cst.BaseExpression | None) -> str | None:
     """The function name a decorator applied by hand wraps (`tilelang.jit(out_idx=[-1])(gemm)`:
     a call whose callee is itself a call, with the function as its one argument), or None."""
     if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Call):
