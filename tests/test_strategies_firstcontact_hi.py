@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.strategies.base import Refusal, Variant
-from bot.strategies.pipeline import find_loops, set_depth, trip_count
+from bot.strategies.pipeline import set_depth
 
 SHORT_LOOP = """
 import tilelang.language as T
@@ -22,21 +22,6 @@ def build(total=96, chunk=32):
 
     return main
 """
-
-
-def test_depth_past_the_trip_count_is_refused():
-    (loop,) = find_loops(SHORT_LOOP)
-    assert trip_count(SHORT_LOOP, loop) == 3
-    assert isinstance(set_depth(SHORT_LOOP, 3), Variant)
-    r = set_depth(SHORT_LOOP, 4)
-    assert isinstance(r, Refusal) and "3 iterations" in r.reason
-
-
-def test_unknown_trip_count_leaves_the_depth_open():
-    src = SHORT_LOOP.replace("def build(total=96, chunk=32)", "def build(total, chunk=32)")
-    (loop,) = find_loops(src)
-    assert trip_count(src, loop) is None
-    assert isinstance(set_depth(src, 4), Variant)
 
 
 def test_depth_past_the_searched_range_is_refused():

@@ -19,7 +19,6 @@ from libcst.metadata import MetadataWrapper
 
 from bot.strategies import binding, facts
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.source import (
     ParseFailure,
     dotted,
@@ -126,7 +125,7 @@ def set_depth(
             (f"there are only {len(loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY
         )
     loop = loops[index]
-    too_deep = _too_deep(source, loop, depth)
+    too_deep = _too_deep(loop, depth)
     if too_deep:
         return Refusal((too_deep,), strategy=STRATEGY)
     if loop.bound_to is not None:
@@ -153,38 +152,13 @@ def set_depth(
     return make_variant(source, new_source, change, name)
 
 
-def trip_count(source: str, loop: PipelinedLoop) -> int | None:
-    """How many iterations the loop runs, when the file fixes it (T.Pipelined(n) or (a, b))."""
-    args = [a.value for a in loop.call.args if a.keyword is None]
-    if not 1 <= len(args) <= 2:
-        return None
-    try:
-        f = facts.facts(source)
-    except ParseFailure:
-        return None
-    env = Env(binding.Resolver(f), f.chain_at(loop.line))
-    values = [evaluate(a, env) for a in args]
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return None
-    ints = [int(v) for v in values]  # type: ignore[call-overload]
-    return ints[0] if len(ints) == 1 else ints[1] - ints[0]
-
-
-def _too_deep(source: str, loop: PipelinedLoop, depth: int) -> str | None:
-    """Why `depth` is past what the loop can use, or None."""
+def _too_deep(loop: PipelinedLoop, depth: int) -> str | None:
+    """Why `depth` is deeper than the transform writes, or None."""
     where = f"T.Pipelined at line {loop.line}"
     if depth > MAX_DEPTH:
         return (
             f"{where}: num_stages={depth} is past the deepest pipeline tunebot writes "
             f"({MAX_DEPTH}): each further stage holds another copy of the loop's tiles on chip"
-        )
-    trips = trip_count(source, loop)
-    # a one-iteration T.Pipelined(1) only marks a scope for the pipeliner (the demo ops use it
-    # so; the CPU backend models its depth): left to the search
-    if trips is not None and trips >= 2 and depth > trips:
-        return (
-            f"{where}: num_stages={depth} is past the loop's {trips} iterations: "
-            "there is nothing left to overlap, and the prologue would run past the loop"
         )
     return None
 
