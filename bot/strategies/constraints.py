@@ -36,17 +36,22 @@ that breaks a rule is refused with the rule, before anything is measured.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
+
+import libcst as cst
 
 from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
 from bot.strategies.binding import Resolver
+from bot.strategies.callsizes import call_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
-from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
+from bot.strategies.padflow import clip_extents, padded_reduction
+from bot.strategies.roundup import multiple_of
 from bot.strategies.tiling import Rule, group_rules, whole_rules
 
 
@@ -70,6 +75,7 @@ class Constraints:
     sizes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # open names -> sizes run with
     open_names: frozenset[str] = frozenset()  # left open by the kernel: declared shapes fill these
     symbols: dict[str, str] = field(default_factory=dict)  # T.symbolic("name") -> Python name
+    joint: tuple[dict[str, int], ...] = ()  # the sizes each call path binds together
 
     def _env(self, chain: tuple[Function, ...], value: int) -> Env:
         return Env(self.resolver, chain, 0, {a: value for a in self.aliases})
@@ -89,7 +95,7 @@ class Constraints:
             if not sizes[name]:
                 del sizes[name]  # unknown again: the rules for an unknown extent apply
         try:
-            for choice in shapes.choices(sizes):
+            for choice in shapes.choices(sizes, self.joint):
                 self.resolver.fallback = choice  # open sizes: every one the op runs with
                 problem = self._violation(value, current)
                 if problem:
@@ -172,6 +178,13 @@ class Constraints:
             return None
         if rule.kind == "exact":
             if extent is None:
+                if current and current % value != 0 and rule.why:
+                    return (
+                        f"{self.name}={value}: `{rule.text}` (line {rule.line}) leaves a partial "
+                        f"last tile when {self.name} does not divide its extent, and {rule.why}; "
+                        f"the extent is not known in this file, so only divisors of the current "
+                        f"{current} are safe"
+                    )
                 if current and current % value != 0:
                     return (
                         f"{self.name}={value}: `{rule.text}` (line {rule.line}) needs full tiles and its "
@@ -179,7 +192,14 @@ class Constraints:
                     )
                 return None
             if current and extent % current != 0:
+                if rule.why:  # a partial tile already runs: still no tile past the extent
+                    return self._check(replace(rule, kind="cap"), value, current)
                 return None  # the current value does not divide it either: not a requirement here
+            if extent % value != 0 and rule.why:
+                return (
+                    f"{self.name}={value} does not divide {extent}: `{rule.text}` (line "
+                    f"{rule.line}) would leave a partial last tile, and {rule.why}"
+                )
             if extent % value != 0:
                 return (
                     f"{self.name}={value} does not divide {extent} "
@@ -231,6 +251,33 @@ class Constraints:
         return None
 
 
+def _clipped_elsewhere(
+    resolver: Resolver, rule: Rule, clips: list[tuple[cst.BaseExpression | None, int]]
+) -> str | None:
+    """Why slices clipped at the tensor's end do not handle the tail of `rule`'s extent X:
+    they clip at a tensor dim other than X (a per-group size inside one tensor, where a
+    partial tile reads and writes the next group's elements). None when one clips at X, or
+    when a clipped dim cannot be read."""
+    if not clips or any(dim is None for dim, _ in clips):
+        return None
+    env = Env(resolver, rule.chain, 0)
+    x = code_of(rule.node)
+    x_value = evaluate(rule.node, env)
+    for dim, _ in clips:
+        assert dim is not None
+        if code_of(dim) == x:
+            return None
+        value = evaluate(dim, env)
+        if type(value) is int and value == x_value:
+            return None
+    at = " or ".join(dict.fromkeys(f"`{code_of(d)}`" for d, _ in clips if d is not None))
+    lines = ", ".join(str(line) for line in sorted({line for _, line in clips}))
+    return (
+        f"the copies that clip a partial tile (line {lines}) clip it at {at}, not at `{x}`, "
+        f"so a partial last tile would read and write elements past `{x}`"
+    )
+
+
 def constraints_for(
     f: Facts,
     resolver: Resolver,
@@ -248,29 +295,49 @@ def constraints_for(
         chain = root.chain
         aliases = aliases_of(name, factory.chain, f)
         all_aliases |= aliases
-        v = Rules(f, aliases, chain[:-1])
+        v = Rules(f, aliases, chain[:-1], root)
         root.node.visit(v)
-        rules.extend(v.rules)
+        rules.extend(
+            r
+            for r in v.rules  # an extent the file pads to whole blocks demands nothing
+            if r.kind != "exact" or not multiple_of(resolver, r.node, r.chain, frozenset(aliases))
+        )
         rules.extend(group_rules(f, factory, aliases))
         rules.extend(whole_rules(f, factory, aliases))
-        rules.extend(
-            Rule("cap" if v.tail_handled else "exact", r.node, r.chain, r.line, r.text)
-            for r in v.ceil
-            if v.tail_handled or not v.tail_guarded
-        )
+        clipped = v.tail_handled and not v.tails  # handled only by slices the compiler clips
+        leak = padded_reduction(f, factory, v.sized, v.offsets) if clipped else None
+        clips = clip_extents(f, factory, v.sized, v.offsets) if clipped and not leak else []
+        for r in v.ceil:
+            if (not v.tail_handled and v.tail_guarded) or multiple_of(
+                resolver, r.node, r.chain, frozenset(aliases)
+            ):
+                continue
+            why = leak or _clipped_elsewhere(resolver, r, clips)
+            kind = "cap" if v.tail_handled and not why else "exact"
+            rules.append(Rule(kind, r.node, r.chain, r.line, r.text, why or ""))
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)
     fit = copy_fit(f, name, factories)
     open_: set[str] = set()
+    joint: list[dict[str, int]] = []
     for factory in factories:
-        open_ |= shapes.open_names(f, resolver, factory)
+        wanted = shapes.open_names(f, resolver, factory)
+        open_ |= wanted
+        if not calls:  # a constant some calls share: only those calls' sizes (shapes.sizes)
+            joint += [p for p in call_sizes(f, resolver, factory, wanted) if p not in joint]
+    sizes = shapes.sizes(f, resolver, factories, calls)
+    for path in joint:
+        for open_name, size in path.items():
+            if size not in sizes.get(open_name, ()):
+                sizes[open_name] = (*sizes.get(open_name, ()), size)
     return Constraints(
         name,
         frozenset(all_aliases),
         rules,
         resolver,
         [c for c in (capacity, fit) if c is not None],
-        shapes.sizes(f, resolver, factories, calls),
+        sizes,
         frozenset(open_),
         shapes.symbols(factories),
+        tuple(joint),
     )

@@ -7,9 +7,10 @@
 - `X // knob` (full tiles of X), `knob // P` (the knob split into P parts);
 - `X % knob` only inside an assert or a raising check: a remainder computed
   anywhere else sizes the partial tile the kernel handles;
-- `T.ceildiv(X, knob)`, full tiles unless a tail is handled (`T.min(knob, ...)`,
-  slice copies the compiler clips, or accesses under an `if` that keeps the knob's offset
-  below a bound, `if row_idx < M:`, with no other element index computed from the knob).
+- `T.ceildiv(X, knob)` (or `(X + knob - 1) // knob`), full tiles unless a tail is
+  handled (`T.min(knob, ...)`, slice copies the compiler clips, or accesses under an
+  `if` that keeps the knob's offset below a bound, `if row_idx < M:`, with no other
+  element index computed from the knob).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from bot.strategies.tiling import Rule, _names
 
 
 class Rules(cst.CSTVisitor):
-    def __init__(self, f: Facts, aliases: set[str], base: tuple[Function, ...]) -> None:
+    def __init__(
+        self,
+        f: Facts,
+        aliases: set[str],
+        base: tuple[Function, ...],
+        within: Function | None = None,
+    ) -> None:
         self.f, self.aliases = f, aliases
         self.by_node = {id(fn.node): fn for fn in f.functions}
         self.stack: list[Function] = list(base)
@@ -33,8 +40,13 @@ class Rules(cst.CSTVisitor):
         self.ceil: list[Rule] = []
         self.tails = False
         self.iterators = _iterators(f)
-        self.sized = _sized_by(f, aliases)
-        self.offsets = _sized_by(f, aliases, _offset_names)
+        # the names computed from the knob in `within` (the function that holds it), the
+        # functions around it and those inside it: a same-named local elsewhere is another name
+        scope = [
+            fn for fn in f.functions if within is None or within in fn.chain or fn in within.chain
+        ]
+        self.sized = _sized_by(f, aliases, within=scope)
+        self.offsets = _sized_by(f, aliases, _offset_names, scope)
         self.sliced = self.indexed = self.guarded = False
         self.guarding = 0  # inside the body of an `if` that bounds a knob offset (`if r < M:`)
         self.checking = 0  # inside an assert's or a raising check's condition
@@ -57,6 +69,10 @@ class Rules(cst.CSTVisitor):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         left = node.left
+        x = _rounded_up(node, self._is_knob)
+        if x is not None:  # `(X + knob - 1) // knob`: a ceildiv spelled out
+            self.ceil.append(self._rule("ceil", x, node))
+            return
         if (
             isinstance(node.operator, cst.FloorDivide)
             and self._is_knob(left)
@@ -145,6 +161,28 @@ class Rules(cst.CSTVisitor):
         return False
 
 
+def _rounded_up(
+    node: cst.BinaryOperation, is_knob: Callable[[cst.BaseExpression], bool]
+) -> cst.BaseExpression | None:
+    """X of `(X + knob - 1) // knob`, else None."""
+    if not (isinstance(node.operator, cst.FloorDivide) and is_knob(node.right)):
+        return None
+    top = node.left
+    if not (
+        isinstance(top, cst.BinaryOperation)
+        and isinstance(top.operator, cst.Subtract)
+        and isinstance(top.right, cst.Integer)
+        and top.right.value == "1"
+        and isinstance(top.left, cst.BinaryOperation)
+        and isinstance(top.left.operator, cst.Add)
+    ):
+        return None
+    added = top.left
+    if is_knob(added.right):
+        return added.left
+    return added.right if is_knob(added.left) else None
+
+
 def _raises(node: cst.If) -> bool:
     """`if cond: raise ...`: a check the kernel makes of its arguments."""
     if isinstance(node.body, cst.SimpleStatementSuite):  # `if cond: raise X` on one line
@@ -176,16 +214,20 @@ def _iterators(f: Facts) -> set[str]:
 
 
 def _sized_by(
-    f: Facts, aliases: set[str], used: Callable[[cst.CSTNode], set[str]] | None = None
+    f: Facts,
+    aliases: set[str],
+    used: Callable[[cst.CSTNode], set[str]] | None = None,
+    within: list[Function] | None = None,
 ) -> set[str]:
-    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`);
-    with `used`, only through the names `used` picks out of an expression."""
+    """The knob's names and the locals computed from them (`sub_block_M = block_M // 2`) in
+    the functions `within` (default: all); with `used`, only through the names `used` picks
+    out of an expression."""
     pick = used or _names
     names = set(aliases)
     changed = True
     while changed:
         changed = False
-        for fn in f.functions:
+        for fn in f.functions if within is None else within:
             for local, values in fn.assigns.items():
                 if local not in names and any(pick(v) & names for v in values):
                     names.add(local)

@@ -143,8 +143,35 @@ def sizes(
     return {name: tuple(dict.fromkeys(values)) for name, values in out.items()}
 
 
-def choices(found: dict[str, tuple[int, ...]]) -> list[dict[str, int]]:
+def choices(
+    found: dict[str, tuple[int, ...]], joint: tuple[dict[str, int], ...] = ()
+) -> list[dict[str, int]]:
     """Combinations of the sizes to check a rule with (one empty choice when none).
+
+    `joint`: the sizes each call path binds together (bot/strategies/callsizes.py); the names
+    they bind take those combinations only, never a pairing no call makes. A size of such a
+    name that no call path binds (a declared one) is checked with the first path's others."""
+    if joint:
+        together = set().union(*joint)
+        rest = choices({n: v for n, v in found.items() if n not in together})
+        out: list[dict[str, int]] = []
+        for combo in joint:
+            missing = {n: found[n] for n in together - set(combo) if found.get(n)}
+            for fill in choices(missing):
+                for other in rest:
+                    choice = {**other, **fill, **combo}
+                    if choice not in out:
+                        out.append(choice)
+        for name in sorted(together):
+            for v in found.get(name, ()):
+                if not any(c.get(name) == v for c in joint):
+                    out.append({**out[0], name: v})
+        return out
+    return _product(found)
+
+
+def _product(found: dict[str, tuple[int, ...]]) -> list[dict[str, int]]:
+    """Every combination of the sizes, or a bounded set of them.
 
     Every combination while there are at most MAX_CHOICES; beyond that the first MAX_CHOICES
     and, so that no size goes unchecked, each size of each name with the others at their first

@@ -31,6 +31,9 @@ class Rule:
     chain: tuple[Function, ...]  # scope the node is evaluated in
     line: int
     text: str  # the source text, for messages
+    why: str = (
+        ""  # exact: why a partial last tile breaks the kernel, when it would otherwise be fine
+    )
 
 
 def _ceildiv_args(
