@@ -6,7 +6,9 @@
 Reads MANIFEST.yaml, writes each kernel as src/<id>.py with `git show
 <commit>:<path>` (nothing is downloaded) and checks its sha256. A kernel comes
 from its own `repo` (default: the manifest's source.repo); a bare --git-dir is a
-clone of source.repo, `OWNER/NAME=PATH` a clone of another repository. Kernels
+clone of source.repo, `OWNER/NAME=PATH` a clone of another repository. A kernel
+whose commit is reachable only from a pull-request head names that ref (`ref:`);
+when the clone lacks the commit, the error says which ref to fetch. Kernels
 whose repository has no clone given are listed and left out. The sources stay
 out of git: they are third-party code kept only as local test data.
 """
@@ -35,6 +37,14 @@ def clones(values: list[str], default_repo: str) -> dict[str, str]:
     return out
 
 
+def fetch_hint(kernel: dict) -> str:
+    """How to bring a kernel's commit into a clone that lacks it (empty without a `ref`)."""
+    ref = kernel.get("ref")
+    if not ref or ref.startswith("refs/heads/"):
+        return ""
+    return f" (the commit is on {ref}: run `git fetch origin '+{ref}:{ref}'` in the clone)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -43,11 +53,17 @@ def main(argv: list[str] | None = None) -> int:
         required=True,
         help="git directory of a clone: PATH (the manifest's source repository) or OWNER/NAME=PATH",
     )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS,
+        help="folder holding MANIFEST.yaml; the kernels go to its src/ (default: the test corpus)",
+    )
     args = parser.parse_args(argv)
-    manifest = yaml.safe_load((CORPUS / "MANIFEST.yaml").read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((args.corpus / "MANIFEST.yaml").read_text(encoding="utf-8"))
     source = manifest["source"]
     git_dirs = clones(args.git_dir, source["repo"])
-    out = CORPUS / "src"
+    out = args.corpus / "src"
     out.mkdir(exist_ok=True)
     bad = written = 0
     missing: dict[str, int] = {}
@@ -64,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if run.returncode != 0:
             print(
-                f"{k['id']}: git show failed: {run.stderr.decode(errors='replace').strip()}",
+                f"{k['id']}: git show failed: {run.stderr.decode(errors='replace').strip()}"
+                f"{fetch_hint(k)}",
                 file=sys.stderr,
             )
             bad += 1

@@ -55,6 +55,8 @@ SETS = (
     "heldout_e",
     "heldout_f",
     "heldout_g",
+    "heldout_h",
+    "heldout_i",
 )
 
 
@@ -272,6 +274,7 @@ def test_corpus_is_big_enough_and_documented():
     assert set(EXPECTED) == set(KERNELS), "every corpus kernel has a hand-written expectation"
     assert len(_ids("heldout")) >= 4 and len(_ids("heldout_b")) >= 10
     assert len(_ids("heldout_d")) >= 25 and len(_ids("heldout_g")) >= 20
+    assert len(_ids("heldout_i")) >= 20
     for k in MANIFEST["kernels"]:
         assert k["path"] and len(k["sha256"]) == 64
         assert len(k.get("commit", MANIFEST["source"]["commit"])) == 40

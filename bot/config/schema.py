@@ -4,7 +4,7 @@ the effective settings of one run. Every value here has passed the checks in bot
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 REPO_CONFIG_FILE = ".tunebot.yml"
@@ -122,12 +122,24 @@ class OpConfig:
         return f"{self.project}/{self.name}"
 
     @property
+    def harness_functions(self) -> tuple[str, ...]:
+        """The op file's functions a harness or backend calls by name (entry, inputs, reference),
+        as tune.yaml names them."""
+        return (self.entry, self.inputs, self.reference)
+
+    @property
     def source(self) -> Path:
         return self.dir / f"{self.name}.py"
 
     @property
     def perf_dir(self) -> Path:
         return self.dir / "perf_opt"
+
+
+# the functions a harness calls when tune.yaml does not rename them
+DEFAULT_HARNESS: tuple[str, ...] = tuple(
+    str(f.default) for f in fields(OpConfig) if f.name in ("entry", "inputs", "reference")
+)
 
 
 @dataclass(frozen=True)

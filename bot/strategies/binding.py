@@ -14,6 +14,12 @@ parameter or a local. Its value comes from, in scope order:
 - a module constant;
 - a name a `for` loop binds from a one-entry list the file spells out
   (`for B, L, block_L in [(2, 512, 64)]`): that entry's element.
+- an entry of a configuration the file spells out (`cfg["block_M"]`, `SIZES[1]`,
+  `dict(block_M=64)`: bot/strategies/containers.py).
+
+Calls through `functools.partial`, an alias, an outer factory's closure or a method count as
+calls of the factory (bot/strategies/wrappers.py); a name rebound after its literal
+(`block_M *= 2`) has no single literal (bot/strategies/rebinding.py).
 
 The binding is scope-correct: a same-named variable in an unrelated function
 is never taken for the knob. The facts gathered on the way (the values of the
@@ -28,35 +34,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies import callsites
+from bot.config.schema import DEFAULT_HARNESS
+from bot.strategies import callsites, rebinding, wrappers
+from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
-from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in
+from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
+from bot.strategies.signature import star_names, takes
 from bot.strategies.source import dotted
-
-# list methods that change a configuration list after it is written
-_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
-
-
-def _element(
-    target: cst.BaseExpression, entry: cst.BaseExpression, name: str
-) -> cst.BaseExpression | None:
-    """The part of one list entry a loop target binds to `name` (`(M, block_M)` over
-    `(64, 32)`: block_M -> 32), or None when the shapes do not match."""
-    if isinstance(target, cst.Name):
-        return entry if target.value == name else None
-    if not (
-        isinstance(target, (cst.Tuple, cst.List))
-        and isinstance(entry, (cst.Tuple, cst.List))
-        and len(target.elements) == len(entry.elements)
-    ):
-        return None
-    for t, e in zip(target.elements, entry.elements, strict=True):
-        if isinstance(t, cst.StarredElement) or isinstance(e, cst.StarredElement):
-            return None
-        found = _element(t.value, e.value, name)
-        if found is not None:
-            return found
-    return None
 
 
 @dataclass(frozen=True)
@@ -77,8 +61,11 @@ class Resolver:
 
     MAX_DEPTH = MAX_DEPTH
 
-    def __init__(self, f: Facts) -> None:
+    def __init__(self, f: Facts, harness: tuple[str, ...] = DEFAULT_HARNESS) -> None:
         self.f = f
+        self.harness = harness  # the functions a harness calls by name (callsites.reached)
+        self.spelled = Spelled(f)
+        self.wrappers = wrappers.Wrappers(f, self.spelled)
         # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
         # set by a check while it evaluates, never used to find a knob's literal
         self.fallback: dict[str, int] = {}
@@ -92,18 +79,24 @@ class Resolver:
             return _unresolved(f"'{name}' is bound through too many names")
         for fn in reversed(chain):
             if name in fn.assigns:
+                why = rebinding.rebound(self.f, fn, name)
+                if why is not None:
+                    return _unresolved(why)
                 values = fn.assigns[name]
                 if len(values) > 1:
                     return _unresolved(f"'{name}' is assigned {len(values)} times in {fn.name}()")
                 if name in fn.unpacked:
                     return self._unpacked(name, fn.unpacked[name], fn.chain, depth, "local")
                 return self.expr(values[0], fn.chain, depth + 1, name, "local")
-            if name in fn.params or name in fn.defaults:
+            if takes(fn, name):
                 return self.param(fn, name, depth + 1)
             if name in fn.loop_targets:
                 return self._loop(name, fn.loop_targets[name], fn.chain, depth)
         module_values = self.f.module_assigns.get(name)
         if module_values:
+            why = rebinding.rebound(self.f, None, name)
+            if why is not None:
+                return _unresolved(why)
             values = module_values
             if len(values) > 1:
                 problem = f"module name '{name}' is assigned {len(values)} times"
@@ -116,7 +109,7 @@ class Resolver:
             return self.expr(values[0], (), depth + 1, name, "constant")
         if name in self.f.module_loops:
             return self._loop(name, self.f.module_loops[name], (), depth)
-        return _unresolved(f"'{name}' is not bound in this module")
+        return _unresolved(self.spelled.unbound(name))
 
     def _unpacked(
         self,
@@ -129,79 +122,27 @@ class Resolver:
         """`M, N, block_M = cfg` with cfg a tuple the file spells out (one assignment, or the one
         entry of a configuration list): the part of it `name` takes."""
         target, value = unpack
-        spelled = self._spelled(value, chain)
-        element = _element(target, spelled, name) if spelled is not None else None
-        if element is None:
+        spelled = self.spelled.node(value, chain)
+        part = element(target, spelled, name) if spelled is not None else None
+        if part is None:
             return self.expr(value, chain, depth + 1, name, kind)  # says why it is no literal
-        where = self._where(value, chain)
-        r = self.expr(element, chain, depth + 1, name, where or kind)
+        where = self.spelled.where(value, chain)
+        r = self.expr(part, chain, depth + 1, name, where or kind)
         return Resolution(r.site, r.value, (f"{name} unpacked from {code_of(value)}", *r.path))
-
-    def _where(self, node: cst.BaseExpression, chain: tuple[Function, ...]) -> str | None:
-        """The site kind of what a spelled-out name is bound to (`entry` for a loop's entry)."""
-        if not isinstance(node, cst.Name):
-            return None
-        for fn in reversed(chain):
-            if node.value in fn.assigns:
-                return "local"
-            if node.value in fn.loop_targets:
-                return "entry"
-        if node.value in self.f.module_assigns:
-            return "constant"
-        return "entry" if node.value in self.f.module_loops else None
 
     def _loop(self, name: str, loop: Loop, chain: tuple[Function, ...], depth: int) -> Resolution:
         """A name a for loop binds: with one entry in the list it walks, that entry's element
         is the one value (`for B, L, block_L in [(2, 512, 64)]`); otherwise no single literal."""
-        element = self._one_entry(name, loop, chain)
-        if element is None:
-            return _unresolved(
-                f"'{name}' is set by the for loop at line {loop.line} (one value per "
-                f"pass, e.g. a list of test configurations); tunebot edits a name bound to "
-                f"one integer literal, not the entries of the list a loop walks"
-            )
-        r = self.expr(element, chain, depth + 1, name, "entry")
+        part = self.spelled.one_entry(name, loop, chain)
+        if part is None:
+            return _unresolved(Spelled.several(name, loop))
+        r = self.expr(part, chain, depth + 1, name, "entry")
         how = f"the one entry of the list the for loop at line {loop.line} walks"
         return Resolution(r.site, r.value, (how, *r.path), r.problem)
 
-    def _entries(self, loop: Loop, chain: tuple[Function, ...]) -> list[cst.BaseExpression] | None:
-        """The entries of the list a loop walks, when the file spells them out and never
-        changes the list (`test_configs = [...]` assigned once, no `.append`)."""
-        node: cst.BaseExpression | None = loop.iter
-        if isinstance(node, cst.Name):
-            var = node.value
-            node = None
-            for fn in reversed(chain):
-                if var in fn.assigns:
-                    values = fn.assigns[var]
-                    node = values[0] if len(values) == 1 else None
-                    break
-            else:
-                values = self.f.module_assigns.get(var, [])
-                node = values[0] if len(values) == 1 else None
-            if any(
-                isinstance(c.node.func, cst.Attribute)
-                and isinstance(c.node.func.value, cst.Name)
-                and c.node.func.value.value == var
-                and c.node.func.attr.value in _MUTATORS
-                for c in self.f.calls
-            ):
-                return None
-        if not isinstance(node, (cst.List, cst.Tuple)) or any(
-            isinstance(e, cst.StarredElement) for e in node.elements
-        ):
-            return None
-        return [e.value for e in node.elements]
-
     def loop_values(self, loop: Loop, chain: tuple[Function, ...]) -> dict[str, list[int]]:
         """name -> the integer literal each entry of the loop's list gives it (every pass)."""
-        out: dict[str, list[int]] = {}
-        for entry in self._entries(loop, chain) or []:
-            for name in names_in(loop.target):
-                value = literal(_element(loop.target, entry, name))
-                if isinstance(value, int) and not isinstance(value, bool):
-                    out.setdefault(name, []).append(value)
-        return out
+        return self.spelled.loop_values(loop, chain)
 
     def expr(
         self,
@@ -219,6 +160,13 @@ class Resolver:
         if isinstance(node, cst.Name) and node.value not in ("None",):
             r = self.name(node.value, chain, depth + 1)
             return Resolution(r.site, r.value, (f"{name} = {node.value}", *r.path), r.problem)
+        if isinstance(node, cst.Subscript):  # `cfg["block_M"]`, `cfg[2]`: the entry written
+            found = self.spelled.item(node, chain)
+            if isinstance(found, str):
+                return _unresolved(f"'{name}' is read from {found}")
+            part, kind = found
+            r = self.expr(part, chain, depth + 1, name, kind)
+            return Resolution(r.site, r.value, (f"{name} = {code_of(node)}", *r.path), r.problem)
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             sites = self.f.argparse.get(node.attr.value)
             if sites:
@@ -243,9 +191,14 @@ class Resolver:
 
     def param(self, fn: Function, name: str, depth: int) -> Resolution:
         """A parameter: its call sites (by the function's name), else its default."""
+        if name in star_names(fn):
+            return _unresolved(
+                f"'{name}' is the `*{name}`/`**{name}` parameter of {fn.name}(): it gathers "
+                f"whatever each call passes, not one value a literal sets"
+            )
         pairs = self.bindings(fn, name, depth)
         if pairs:
-            idle = callsites.unrun(self.f, fn, name, pairs)
+            idle = callsites.unrun(self.f, fn, name, pairs, self.harness)
             if idle is not None:
                 return _unresolved(idle)
             found = [r for _, r in pairs]
@@ -253,7 +206,7 @@ class Resolver:
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
                 r = found[0]
                 return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
-            shared = callsites.shared_constant(self.f, fn, name, pairs)
+            shared = callsites.shared_constant(self.f, fn, name, pairs, self.harness)
             if isinstance(shared, str):
                 return _unresolved(shared)
             r = shared.resolution
@@ -263,7 +216,15 @@ class Resolver:
             value = r.value if callsites.BLOCK_WORD.search(name) else None
             return Resolution(r.site, value, path, r.problem, shared)
         if name in fn.defaults:
+            hidden = self.wrappers.hidden(fn, name)
+            if hidden is not None:
+                return _unresolved(hidden)
             return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
+        if callsites.autotuned(fn):
+            return _unresolved(
+                f"'{name}' of {fn.name}() is left to @tilelang.autotune: no call in this file "
+                f"passes it and it has no default, so the autotuner picks it from its configs"
+            )
         return _unresolved(
             f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
         )
@@ -272,19 +233,34 @@ class Resolver:
         """Each call of `fn` that binds parameter `name`, with what it binds it to."""
         pairs: list[tuple[Call, Resolution]] = []
         for call in self.f.calls:
-            if not self._calls(call, fn):
+            args = (
+                list(call.node.args)
+                if self._calls(call, fn)
+                else self.wrappers.arguments(call, fn)  # partial(fn, ...), `k = fn`
+            )
+            if args is None:
                 continue
-            bound = self._bound_by(call, fn, name)
+            bound = self._bound_in(args, call, fn, name, depth)
             if bound is None:
                 continue
             if bound[1] == "opaque":
-                double = any(a.star == "**" and a.value is bound[0] for a in call.node.args)
+                double = any(a.star == "**" and a.value is bound[0] for a in args)
                 star = "**" if double else "*"
+                whose = (
+                    f"the `{star}{code_of(bound[0])}` parameter of {call.scope[-1].name}(), "
+                    f"which passes on what each of its calls gives (positions not followed)"
+                    if call.scope and code_of(bound[0]) in star_names(call.scope[-1])
+                    else "whose values the file does not spell out as one literal (e.g. a loop "
+                    "over several configurations)"
+                )
                 r = _unresolved(
                     f"'{name}' of {fn.name}() may come from `{star}{code_of(bound[0])}` at "
-                    f"line {self.f.line(call.node)}, whose values the file does not spell out "
-                    f"as one literal (e.g. a loop over several configurations)"
+                    f"line {self.f.line(call.node)}, {whose}"
                 )
+            elif bound[1] == "forward":
+                wrapper = call.scope[-1]
+                r = self.param(wrapper, name, depth + 1)
+                r = Resolution(r.site, r.value, (f"**{code_of(bound[0])}", *r.path), r.problem)
             elif bound[1] == "dict":
                 r = self._dict_entry(bound[0], call.scope, name, depth + 1)
             else:
@@ -293,46 +269,60 @@ class Resolver:
         return pairs
 
     def _calls(self, call: Call, fn: Function) -> bool:
-        """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`."""
+        """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`, or
+        `outer(...)(...)`."""
         func = call.node.func
+        if (
+            isinstance(func, cst.Call)
+            and isinstance(func.func, cst.Name)
+            and fn.parents
+            and fn.name in fn.parents[-1].returns
+        ):
+            return func.func.value == fn.parents[-1].name
         if not isinstance(func, cst.Name):
             return False
         if func.value == fn.name:
             return not any(func.value in f.assigns for f in call.scope)  # not shadowed by a local
         if not fn.parents or fn.name not in fn.parents[-1].returns:
             return False
-        for scope in reversed(call.scope):
-            values = scope.assigns.get(func.value)
-            if values:
-                v = values[0]
-                return (
-                    len(values) == 1
-                    and isinstance(v, cst.Call)
-                    and isinstance(v.func, cst.Name)
-                    and v.func.value == fn.parents[-1].name
-                )
-        return False
+        v = self.spelled.assigned(func.value, call.scope)  # its one assignment, module included
+        return (
+            isinstance(v, cst.Call)
+            and isinstance(v.func, cst.Name)
+            and v.func.value == fn.parents[-1].name
+        )
 
     def _bound_by(
         self, call: Call, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, str] | None:
+        """What a direct call of `fn` (`_calls`) binds parameter `name` to, and how."""
+        return self._bound_in(list(call.node.args), call, fn, name)
+
+    def _bound_in(
+        self, args: list[cst.Arg], call: Call, fn: Function, name: str, depth: int = 0
+    ) -> tuple[cst.BaseExpression, str] | None:
+        """What `args` (a call's arguments as they reach `fn`) bind parameter `name` to."""
         positional: int | None = 0
         opaque: cst.BaseExpression | None = None  # a `*x` / `**x` whose contents are not known
-        for arg in call.node.args:
+        for arg in args:
             if arg.keyword is not None:
                 if arg.keyword.value == name:
                     return arg.value, "keyword"
                 continue
             if arg.star == "**":
-                if isinstance(arg.value, cst.Name) and self._dict_has(
-                    arg.value.value, call.scope, name
-                ):
-                    return arg.value, "dict"
-                if self._dict_literal_of(arg.value, call.scope) is None:
+                wrapper = self._forwarder(arg.value, call)
+                if wrapper is not None:  # `def run(M, **kw): rows(M, **kw)`: run's callers
+                    if depth <= self.MAX_DEPTH and self.bindings(wrapper, name, depth + 1):
+                        return arg.value, "forward"
+                    continue
+                items = dict_items(self.spelled.node(arg.value, call.scope))
+                if items is None:
                     opaque = opaque or arg.value
+                elif name in items:
+                    return arg.value, "dict"
                 continue
             if arg.star == "*":  # `f(*cfg)` with cfg a tuple the file spells out
-                seq = self._spelled(arg.value, call.scope)
+                seq = self.spelled.node(arg.value, call.scope)
                 if (
                     positional is None
                     or not isinstance(seq, (cst.Tuple, cst.List))
@@ -353,63 +343,24 @@ class Resolver:
             positional += 1
         return (opaque, "opaque") if opaque is not None else None
 
-    def _dict_literal_of(
-        self, node: cst.BaseExpression, chain: tuple[Function, ...]
-    ) -> cst.Dict | None:
-        return self._dict_literal(node.value, chain) if isinstance(node, cst.Name) else None
-
-    def _spelled(
-        self, node: cst.BaseExpression, chain: tuple[Function, ...]
-    ) -> cst.BaseExpression | None:
-        """What a name passed as `*cfg` / `**cfg` is bound to: its one assignment in the nearest
-        scope that assigns it, or the element of a one-entry list a loop walks into it."""
-        if not isinstance(node, cst.Name):
+    def _forwarder(self, node: cst.BaseExpression, call: Call) -> Function | None:
+        """The function whose `**kw` parameter a call passes on unchanged (`rows(M, **kw)`
+        inside `def run(M, **kw)`), or None."""
+        if not call.scope or not isinstance(node, cst.Name):
             return None
-        var = node.value
-        for fn in reversed(chain):
-            if var in fn.assigns:
-                values = fn.assigns[var]
-                return values[0] if len(values) == 1 else None
-            if var in fn.loop_targets:
-                return self._one_entry(var, fn.loop_targets[var], fn.chain)
-        module_values = self.f.module_assigns.get(var)
-        if module_values:
-            return module_values[0] if len(module_values) == 1 else None
-        if var in self.f.module_loops:
-            return self._one_entry(var, self.f.module_loops[var], ())
-        return None
-
-    def _one_entry(
-        self, name: str, loop: Loop, chain: tuple[Function, ...]
-    ) -> cst.BaseExpression | None:
-        entries = self._entries(loop, chain)
-        return _element(loop.target, entries[0], name) if entries and len(entries) == 1 else None
-
-    def _dict_literal(self, var: str, chain: tuple[Function, ...]) -> cst.Dict | None:
-        d = self._spelled(cst.Name(var), chain)
-        return d if isinstance(d, cst.Dict) else None
-
-    def _dict_has(self, var: str, chain: tuple[Function, ...], key: str) -> bool:
-        d = self._dict_literal(var, chain)
-        return d is not None and any(
-            isinstance(e, cst.DictElement)
-            and isinstance(e.key, cst.SimpleString)
-            and e.key.evaluated_value == key
-            for e in d.elements
-        )
+        inner = call.scope[-1]
+        star = inner.node.params.star_kwarg
+        if not isinstance(star, cst.Param) or star.name.value != node.value:
+            return None
+        if node.value in inner.assigns or self.spelled.changed(node.value, call.scope):
+            return None
+        return inner
 
     def _dict_entry(
         self, node: cst.BaseExpression, chain: tuple[Function, ...], name: str, depth: int
     ) -> Resolution:
-        assert isinstance(node, cst.Name)
-        d = self._dict_literal(node.value, chain)
-        assert d is not None
-        for e in d.elements:
-            if (
-                isinstance(e, cst.DictElement)
-                and isinstance(e.key, cst.SimpleString)
-                and e.key.evaluated_value == name
-            ):
-                r = self.expr(e.value, chain, depth, name, "dict")
-                return Resolution(r.site, r.value, (f"**{node.value}", *r.path), r.problem)
-        return _unresolved(f"'{name}' is not in dict '{node.value}'")
+        """`f(**cfg)` with cfg a dict the file spells out that has key `name`."""
+        items = dict_items(self.spelled.node(node, chain))
+        assert items is not None and name in items
+        r = self.expr(items[name], chain, depth, name, "dict")
+        return Resolution(r.site, r.value, (f"**{code_of(node)}", *r.path), r.problem)

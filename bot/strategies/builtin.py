@@ -51,21 +51,22 @@ class BlockSize(_Base):
         self, source: str, op: OpConfig, taken: set[str]
     ) -> tuple[list[KnobSpec], list[str]]:
         sid = self.entry.id
-        skipped = [f"{sid}: {s}" for s in knobs.unused_shapes(source, op.shapes)]
+        harness = op.harness_functions
+        skipped = [f"{sid}: {s}" for s in knobs.unused_shapes(source, op.shapes, harness)]
         if _declares(op, sid):
             return [], skipped
         specs: list[KnobSpec] = []
-        for name in knobs.discover(source):
-            value = knobs.current_value(source, name)
+        for name in knobs.discover(source, harness):
+            value = knobs.current_value(source, name, harness)
             if name in taken or not isinstance(value, int) or isinstance(value, bool):
                 continue
             values = tuple(sorted(set(DISCOVERED_BLOCK_VALUES) | {value}))
             # the kernel's own rules, with the sizes tune.yaml / DESIGN.md declare
-            values, refused = knobs.legal_values(source, name, values, op.shapes)
+            values, refused = knobs.legal_values(source, name, values, op.shapes, harness)
             skipped.extend(knobs.refusal_lines(sid, name, refused))
             specs.append(KnobSpec(name, sid, "knob", values, Knob(name, sid, values)))
-        skipped.extend(str(d) for d in knobs.dropped(source))
-        skipped.extend(f"{sid}: {n}" for n in knobs.notes(source))
+        skipped.extend(str(d) for d in knobs.dropped(source, harness))
+        skipped.extend(f"{sid}: {n}" for n in knobs.notes(source, harness))
         return specs, skipped
 
 

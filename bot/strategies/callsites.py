@@ -8,10 +8,11 @@ has one setting to tune when exactly one module constant feeds calls
 `block_M = 32`): the constant is the knob, its rules are checked with the sizes of every call
 it feeds, and the other calls, which keep their own values, are named beside it. The constant
 must feed a call the file runs: from module level (`if __name__ == "__main__":` included)
-or the op contract's `kernel`/`get_inputs`/`reference`, through the functions they call (an
-entry renamed in tune.yaml is not seen); a constant that feeds only calls nothing runs would
-be a no-op. Anything else (a call binding a computed value, several constants, no constant) stays
-ambiguous, and the reason says which of these it is.
+or the functions a harness calls by name (the op's entry, inputs and reference as tune.yaml
+names them; `kernel`/`get_inputs`/`reference` when it does not), through the functions they
+call; a constant that feeds only calls nothing runs would be a no-op. Anything else (a call
+binding a computed value, several constants, no constant) stays ambiguous, and the reason says
+which of these it is.
 
 `fed_params` names the factory parameters an argparse option is passed to
 (`f(block_I=args.block_i)`), so a knob declared under the option's name (`block_i`) takes the
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from bot.config.schema import DEFAULT_HARNESS
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Call, Facts, Function, Site
 
@@ -44,14 +46,13 @@ class Shared:
 
 # a name its author made a block size (`DEFAULT_BLOCK_M`, `block_M`), not a shape it also feeds
 BLOCK_WORD = re.compile(r"(?:^|_)(?:block|BLOCK)(?:_|$)")
-# functions a harness calls by the op contract's default names (OpConfig entry/inputs/reference)
-CONTRACT = frozenset({"kernel", "get_inputs", "reference"})
 
 
-def reached(f: Facts) -> set[int] | None:
+def reached(f: Facts, harness: tuple[str, ...] = DEFAULT_HARNESS) -> set[int] | None:
     """ids of the call nodes the file runs: module level (`if __name__ == "__main__":`
-    included), the op contract's functions a harness calls (CONTRACT), and the functions these
-    call, by name. None when nothing runs at module level (a library module: any call may run)."""
+    included), the functions a harness calls by name (`harness`: the op's entry, inputs and
+    reference, OpConfig.harness_functions), and the functions these call, by name. None when
+    nothing runs at module level (a library module: any call may run)."""
     entry = [c for c in f.calls if not c.scope]
     if not entry:
         return None
@@ -59,7 +60,7 @@ def reached(f: Facts) -> set[int] | None:
     for fn in f.functions:
         if not fn.parents:
             by_name.setdefault(fn.name, []).append(fn)
-    running: set[int] = {id(fn) for name in CONTRACT for fn in by_name.get(name, [])}
+    running: set[int] = {id(fn) for name in harness for fn in by_name.get(name, [])}
     todo = [c for c in f.calls if c.scope and id(c.scope[0]) in running] + entry
     seen: set[int] = set()
     while todo:
@@ -76,7 +77,11 @@ def reached(f: Facts) -> set[int] | None:
 
 
 def shared_constant(
-    f: Facts, fn: Function, name: str, bound: list[tuple[Call, Resolution]]
+    f: Facts,
+    fn: Function,
+    name: str,
+    bound: list[tuple[Call, Resolution]],
+    harness: tuple[str, ...] = DEFAULT_HARNESS,
 ) -> Shared | str:
     """The one module constant several call sites share, or the sentence saying why none is."""
     lines = sorted({r.site.line for _, r in bound if r.site})
@@ -105,7 +110,7 @@ def shared_constant(
     group = constants[0]
     site = group[0][1].site
     assert site is not None
-    runs = reached(f)
+    runs = reached(f, harness)
     if runs is not None and not any(id(c.node) in runs for c, _ in group):
         at = ", ".join(str(f.line(c.node)) for c, _ in group)
         return (
@@ -116,11 +121,17 @@ def shared_constant(
     return Shared(group[0][1], tuple(c for c, _ in group), own)
 
 
-def unrun(f: Facts, fn: Function, name: str, bound: list[tuple[Call, Resolution]]) -> str | None:
+def unrun(
+    f: Facts,
+    fn: Function,
+    name: str,
+    bound: list[tuple[Call, Resolution]],
+    harness: tuple[str, ...] = DEFAULT_HARNESS,
+) -> str | None:
     """Why the values bound to `name` measure nothing, or None: every call that binds it lies
     off the path the file runs, and the calls of `fn` that the file does run leave it unset
     (the kernel's autotuner picks it)."""
-    runs = reached(f)
+    runs = reached(f, harness)
     if name in fn.defaults or runs is None or any(id(c.node) in runs for c, _ in bound):
         return None
     binding = {id(c.node) for c, _ in bound}
@@ -146,16 +157,20 @@ def unrun(f: Facts, fn: Function, name: str, bound: list[tuple[Call, Resolution]
     )
     plural = "calls" if len(bound) > 1 else "call"
     runs_at = ", ".join(str(f.line(c.node)) for c in unset)
-    tuner = any(
-        "autotune"
-        in code_of(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func)
-        for d in fn.node.decorators
-    )
-    picks = "@tilelang.autotune picks it" if tuner else "the call passes no value"
+    picks = "@tilelang.autotune picks it" if autotuned(fn) else "the call passes no value"
     return (
         f"{what} feeds only the {plural} at {at}, which the file never runs; the call at line"
         f"{'s' if len(unset) > 1 else ''} {runs_at} leaves it unset ({picks}): changing it "
         f"would change nothing measured"
+    )
+
+
+def autotuned(fn: Function) -> bool:
+    """True when `fn` is decorated with `@tilelang.autotune(...)` (any spelling)."""
+    return any(
+        "autotune"
+        in code_of(d.decorator if not isinstance(d.decorator, cst.Call) else d.decorator.func)
+        for d in fn.node.decorators
     )
 
 

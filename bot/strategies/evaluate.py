@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from bot.strategies import rebinding
 from bot.strategies.facts import Function, literal
+from bot.strategies.signature import takes
 from bot.strategies.source import dotted
 
 if TYPE_CHECKING:
@@ -47,22 +49,55 @@ class Env:
         deeper = self.depth + 1
         for fn in reversed(self.chain):
             if name in fn.assigns:
+                augs = rebinding.augments(self.resolver.f, fn, name)
+                if augs is not None:  # `M *= 2` after its value: fold the changes in
+                    plain = len(fn.assigns[name]) > len(augs)
+                    base = (
+                        evaluate(fn.assigns[name][0], Env(self.resolver, fn.chain, deeper))
+                        if plain
+                        else self.resolver.param(fn, name, deeper).value
+                        if takes(fn, name)
+                        else None
+                    )
+                    return self._augmented(base, augs, fn.chain)
                 values = fn.assigns[name]
-                if len(values) != 1:
+                if len(values) != 1 or rebinding.unsure(self.resolver.f, fn, name):
                     return None
                 if name in fn.unpacked:  # `M, N = cfg`: a part of a tuple the file spells out
                     return self.resolver.name(name, fn.chain, deeper).value
                 # computed in this scope: evaluate with the same pinned values
                 return evaluate(values[0], Env(self.resolver, fn.chain, deeper, self.overrides))
-            if name in fn.params or name in fn.defaults:
+            if takes(fn, name):
                 return self.resolver.param(fn, name, deeper).value
         module_values = self.resolver.f.module_assigns.get(name)
+        augs = rebinding.augments(self.resolver.f, None, name) if module_values else None
+        if module_values and augs is not None and len(module_values) > len(augs):
+            base = evaluate(module_values[0], Env(self.resolver, (), deeper))
+            return self._augmented(base, augs, ())
+        if module_values and rebinding.unsure(self.resolver.f, None, name):
+            return None
         if module_values and name in self.resolver.f.module_unpacked and len(module_values) == 1:
             return self.resolver.name(name, (), deeper).value
         if module_values and len({code_of(v) for v in module_values}) == 1:
             # one assignment, or the same one repeated (`M = args.m` at the top and in __main__)
             return evaluate(module_values[0], Env(self.resolver, (), deeper, self.overrides))
         return None
+
+    def _augmented(
+        self, base: object, augs: list[cst.AugAssign], chain: tuple[Function, ...]
+    ) -> object:
+        """`base` changed by each `x op= value` in turn; None when any part is unknown."""
+        value = base
+        for aug in augs:
+            op = _AUGOPS.get(type(aug.operator))
+            right = evaluate(aug.value, Env(self.resolver, chain, self.depth + 1, self.overrides))
+            if op is None or not isinstance(value, int) or not isinstance(right, int):
+                return None
+            try:
+                value = _BINOPS[op](value, right)
+            except (ZeroDivisionError, OverflowError):
+                return None
+        return value
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -76,6 +111,14 @@ _BINOPS = {
     cst.FloorDivide: lambda a, b: a // b,
     cst.Modulo: lambda a, b: a % b,
     cst.Power: lambda a, b: a**b if 0 <= b <= 64 else None,
+}
+_AUGOPS: dict[type, type[cst.BaseBinaryOp]] = {
+    cst.AddAssign: cst.Add,
+    cst.SubtractAssign: cst.Subtract,
+    cst.MultiplyAssign: cst.Multiply,
+    cst.FloorDivideAssign: cst.FloorDivide,
+    cst.ModuloAssign: cst.Modulo,
+    cst.PowerAssign: cst.Power,
 }
 _CMPS = {
     cst.Equal: lambda a, b: a == b,
@@ -110,6 +153,9 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
             and node.value.value not in ("T", "tl", "tilelang")
             else None
         )
+    if isinstance(node, cst.Subscript):  # `cfg["M"]`: the entry of a configuration written out
+        found = env.resolver.spelled.item(node, env.chain)
+        return None if isinstance(found, str) else _eval(found[0], env)
     if isinstance(node, cst.UnaryOperation):
         v = _eval(node.expression, env)
         if v is None:

@@ -31,12 +31,13 @@ from functools import lru_cache
 
 import libcst as cst
 
-from bot.config.schema import DeclaredShape
+from bot.config.schema import DEFAULT_HARNESS, DeclaredShape
 from bot.strategies import callsites
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in
+from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
@@ -121,7 +122,8 @@ def _owners(
     for factory in f.factories:
         live = _live_names(factory, f)
         for owner in factory.chain:
-            names = list(dict.fromkeys([*owner.params, *owner.defaults, *owner.assigns]))
+            own = sorted(parameter_names(owner.node))  # keyword-only and `*args` too
+            names = list(dict.fromkeys([*owner.params, *owner.defaults, *own, *owner.assigns]))
             for name in names:
                 if wanted(name):
                     out.setdefault(name, []).append((owner, factory, name in live))
@@ -129,10 +131,7 @@ def _owners(
             if (
                 wanted(name)
                 and name in f.module_assigns
-                and not any(
-                    name in o.params or name in o.defaults or name in o.assigns
-                    for o in factory.chain
-                )
+                and not any(takes(o, name) or name in o.assigns for o in factory.chain)
             ):
                 out.setdefault(name, []).append((None, factory, True))
     return out
@@ -302,15 +301,16 @@ def _load_count(node: cst.CSTNode, name: str) -> int:
 
 
 @lru_cache(maxsize=256)
-def inventory(source: str) -> Inventory:
-    """Knobs and dropped names of `source` (cached; callers must not mutate)."""
+def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Inventory:
+    """Knobs and dropped names of `source` (cached; callers must not mutate). `harness`: the
+    functions a harness calls by name (OpConfig.harness_functions), which the file runs."""
     try:
         f = facts(source)
     except ParseFailure as exc:
         return Inventory(False, [], [Dropped("block_size", "*", str(exc))])
     if not f.factories:
         return Inventory(False, [], [])
-    resolver = Resolver(f)
+    resolver = Resolver(f, harness)
     knobs: list[KnobInfo] = []
     dropped: list[Dropped] = []
     taken: dict[int, str] = {}  # id(site node) -> knob name
@@ -332,10 +332,12 @@ def inventory(source: str) -> Inventory:
 
 
 @lru_cache(maxsize=1024)
-def resolve(source: str, name: str) -> KnobInfo | str | None:
+def resolve(
+    source: str, name: str, harness: tuple[str, ...] = DEFAULT_HARNESS
+) -> KnobInfo | str | None:
     """Knob `name` as the kernel factories read it; a reason when they read it but it cannot be
     tuned; None when no factory reads it (the name-based rules apply)."""
-    inv = inventory(source)
+    inv = inventory(source, harness)
     if not inv.tilelang:
         return None
     known = inv.knob(name)
@@ -351,11 +353,11 @@ def resolve(source: str, name: str) -> KnobInfo | str | None:
     f = facts(source)
     fed = callsites.fed_params(f, name)
     if len(fed) == 1 and name not in fed:  # `f(block_I=args.block_i)`: the rules of block_I
-        return resolve(source, next(iter(fed)))
+        return resolve(source, next(iter(fed)), harness)
     owners = _owners(f, lambda n: n == name).get(name)
     if not owners:
         return None
-    found = _bind(f, Resolver(f), name, owners)
+    found = _bind(f, Resolver(f, harness), name, owners)
     if isinstance(found, list):  # split into knobs named as written: `name` itself is none
         return f"bound at {len(found)} places, tuned as " + ", ".join(k.name for k in found)
     return found.reason if isinstance(found, Dropped) else found

@@ -28,7 +28,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from bot.config.schema import DeclaredShape, Knob
+from bot.config.schema import DEFAULT_HARNESS, DeclaredShape, Knob
 from bot.strategies import inventory, shapes
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.binding import Resolver
@@ -169,21 +169,24 @@ def find_sites(source: str) -> tuple[MetadataWrapper, list[KnobSite], list[tuple
     return wrapper, finder.sites, finder.indirect
 
 
-def locate(source: str, name: str) -> KnobSite | str:
+Harness = tuple[str, ...]  # the functions a harness calls by name (OpConfig.harness_functions)
+
+
+def locate(source: str, name: str, harness: Harness = DEFAULT_HARNESS) -> KnobSite | str:
     """The one site that sets knob `name`, or a sentence saying why there is none."""
     try:
         _, sites, indirect = find_sites(source)
     except ParseFailure as exc:
         return str(exc)
-    bound = _bound(source, name)
+    bound = _bound(source, name, harness)
     if bound is not None:
         return bound
     return _choose(name, sites, indirect)
 
 
-def _bound(source: str, name: str) -> KnobSite | str | None:
+def _bound(source: str, name: str, harness: Harness) -> KnobSite | str | None:
     """The scope-correct site of a name the kernel factories read; None when none reads it."""
-    found = inventory.resolve(source, name)
+    found = inventory.resolve(source, name, harness)
     if found is None or isinstance(found, str):
         return found
     s = found.site
@@ -223,13 +226,13 @@ def _choose(
     return top[0]
 
 
-def discover(source: str) -> list[str]:
+def discover(source: str, harness: Harness = DEFAULT_HARNESS) -> list[str]:
     """Block-size-like names (block_*/BLOCK_*) set by a literal, in source order.
 
     In a TileLang source: only the names a kernel reads that are bound to one
     literal (`dropped(source)` lists the others, with reasons).
     """
-    inv = inventory.inventory(source)
+    inv = inventory.inventory(source, harness)
     if inv.tilelang:
         return [k.name for k in inv.knobs]
     try:
@@ -243,33 +246,39 @@ def discover(source: str) -> list[str]:
     return names
 
 
-def dropped(source: str) -> list[inventory.Dropped]:
+def dropped(source: str, harness: Harness = DEFAULT_HARNESS) -> list[inventory.Dropped]:
     """Block-like names of a TileLang source that are not tuned, each with its reason."""
-    return list(inventory.inventory(source).dropped)
+    return list(inventory.inventory(source, harness).dropped)
 
 
-def notes(source: str) -> list[str]:
+def notes(source: str, harness: Harness = DEFAULT_HARNESS) -> list[str]:
     """For each tuned knob of a TileLang source whose edit leaves some calls as they are (they
     pass their own literal): those literals, so the dry run and the report name them."""
-    return [k.note for k in inventory.inventory(source).knobs if k.note]
+    return [k.note for k in inventory.inventory(source, harness).knobs if k.note]
 
 
 DeclaredShapes = tuple[DeclaredShape, ...]  # the op's declared shapes (OpConfig.shapes)
 
 
 def legal_values(
-    source: str, name: str, values: tuple, declared: DeclaredShapes = ()
+    source: str,
+    name: str,
+    values: tuple,
+    declared: DeclaredShapes = (),
+    harness: Harness = DEFAULT_HARNESS,
 ) -> tuple[tuple, list[tuple[int, str]]]:
     """`values` that meet the kernel's own rules for knob `name` (with the op's declared shapes
     filling the sizes the kernel leaves open), and (value, reason) for the rest."""
-    info = inventory.resolve(source, name)
+    info = inventory.resolve(source, name, harness)
     if info is None or isinstance(info, str):
         return tuple(values), []
     return info.legal(tuple(values), declared)
 
 
 @lru_cache(maxsize=256)  # asked once per planning step about the same best source
-def unused_shapes(source: str, declared: DeclaredShapes) -> tuple[str, ...]:
+def unused_shapes(
+    source: str, declared: DeclaredShapes, harness: Harness = DEFAULT_HARNESS
+) -> tuple[str, ...]:
     """One sentence per declared shape the kernel's rules cannot use, with the reason."""
     if not declared:
         return ()
@@ -283,8 +292,8 @@ def unused_shapes(source: str, declared: DeclaredShapes) -> tuple[str, ...]:
             "(`@T.prim_func`) whose rules could use it"
             for s in declared
         )
-    out = shapes.unused(f, Resolver(f), list(f.factories), declared)
-    for info in inventory.inventory(source).knobs:
+    out = shapes.unused(f, Resolver(f, harness), list(f.factories), declared)
+    for info in inventory.inventory(source, harness).knobs:
         c = info.constraints
         sizes, origins = c.declared_sizes(declared)
         for name, size, problem in c.contradicted(info.value, sizes, origins):
@@ -301,8 +310,8 @@ def refusal_lines(strategy: str, name: str, refused: list[tuple[int, str]]) -> l
     return [f"{strategy}: {name}={value} refused: {reason}" for value, reason in refused]
 
 
-def current_value(source: str, name: str) -> int | bool | None:
-    site = locate(source, name)
+def current_value(source: str, name: str, harness: Harness = DEFAULT_HARNESS) -> int | bool | None:
+    site = locate(source, name, harness)
     return None if isinstance(site, str) else site.value
 
 
@@ -322,11 +331,15 @@ def check_constraints(knob: Knob, value: int) -> str | None:
 
 
 def kernel_violation(
-    source: str, name: str, value: int, declared: DeclaredShapes = ()
+    source: str,
+    name: str,
+    value: int,
+    declared: DeclaredShapes = (),
+    harness: Harness = DEFAULT_HARNESS,
 ) -> str | None:
     """Why `value` breaks the kernel's own rules for knob `name` (asserts, full tiles, extents,
     with the op's declared shapes for open sizes), or None."""
-    info = inventory.resolve(source, name)
+    info = inventory.resolve(source, name, harness)
     if info is None or isinstance(info, str) or value == info.value:
         return None
     return info.constraints.violation(value, info.value, declared)
@@ -342,18 +355,22 @@ def set_knob(
     strategy: str | None = None,
     name: str = "kernel.py",
     declared: DeclaredShapes = (),
+    harness: Harness = DEFAULT_HARNESS,
 ) -> Variant | Refusal:
-    """Set knob `knob.name` to `new` at its one effective site (`declared`: the op's shapes)."""
+    """Set knob `knob.name` to `new` at its one effective site (`declared`: the op's shapes;
+    `harness`: the functions a harness calls by name, OpConfig.harness_functions)."""
     strategy = strategy or knob.strategy
     try:
         wrapper, _, _ = find_sites(source)
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=strategy)
-    site = locate(source, knob.name)
+    site = locate(source, knob.name, harness)
     if isinstance(site, str):
         return Refusal((site,), strategy=strategy)
     if not isinstance(new, bool):
-        problem = check_constraints(knob, new) or kernel_violation(source, knob.name, new, declared)
+        problem = check_constraints(knob, new) or kernel_violation(
+            source, knob.name, new, declared, harness
+        )
         if problem:
             return Refusal((problem,), strategy=strategy)
     if site.value == new and type(site.value) is type(new):

@@ -256,11 +256,13 @@ class Planner:
         for k in self.op.knobs:
             if k.strategy not in strategies:
                 continue
-            if knobs.current_value(source, k.name) is None:
-                skipped.append(f"{k.strategy}: knob '{k.name}': {knobs.locate(source, k.name)}")
+            harness = self.op.harness_functions
+            if knobs.current_value(source, k.name, harness) is None:
+                where = knobs.locate(source, k.name, harness)
+                skipped.append(f"{k.strategy}: knob '{k.name}': {where}")
                 continue
             legal, refused = knobs.legal_values(  # kernel's rules, with the declared shapes
-                source, k.name, tuple(k.values), self.op.shapes
+                source, k.name, tuple(k.values), self.op.shapes, harness
             )
             skipped.extend(knobs.refusal_lines(k.strategy, k.name, refused))
             legal_knob = Knob(k.name, k.strategy, legal, k.divides, k.multiple_of)  # for caches
@@ -491,7 +493,7 @@ class Planner:
 
     def _current(self, spec: KnobSpec, source: str) -> object:
         if spec.kind == "knob":  # a named constant, whoever found it
-            return knobs.current_value(source, spec.key)
+            return knobs.current_value(source, spec.key, self.op.harness_functions)
         return STRATEGIES[spec.strategy].current(source, spec)
 
     def _apply(self, move: Move, source: str) -> Variant | Refusal:
@@ -504,7 +506,15 @@ class Planner:
             return once
         if spec.kind == "knob":
             assert spec.knob is not None
-            return knobs.set_knob(source, spec.knob, move.new, spec.strategy, name, self.op.shapes)
+            return knobs.set_knob(
+                source,
+                spec.knob,
+                move.new,
+                spec.strategy,
+                name,
+                self.op.shapes,
+                self.op.harness_functions,
+            )
         return STRATEGIES[spec.strategy].apply(source, spec, move.new, name)
 
 

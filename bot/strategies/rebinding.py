@@ -1,0 +1,80 @@
+"""Names whose value changes after a literal sets it, so the literal is not what the kernel reads.
+
+`block_M = 64` followed by `block_M *= 2` (or `+=`, `//=`, ...) leaves 128 in `block_M`; a
+factory parameter reassigned under a condition (`if block_M > M: block_M = M`,
+`if block_M is None: block_M = 64`) reads the call's value on one path and the literal on the
+other. Editing either literal as if it were the knob's value would measure something other
+than what the change says. `rebound` names the statement that makes the binding unsure, so
+bot/strategies/binding.py leaves the name out with that reason. bot/strategies/evaluate.py
+folds unconditional augmented assignments into a size's value (`augments`: `M *= 2` after
+`M` is passed 1024 reads 2048) and treats any other rebound name's value as unknown.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from bot.strategies.facts import Facts, Function
+from bot.strategies.signature import takes
+from bot.strategies.writes import Binding, writes
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module([]).code_for_node(node).split())
+
+
+def _bindings(f: Facts, fn: Function | None, name: str) -> list[Binding]:
+    return writes(f.wrapper).bindings.get(id(fn.node) if fn else 0, {}).get(name, [])
+
+
+def _culprit(f: Facts, fn: Function | None, name: str) -> Binding | None:
+    """The assignment that makes `name`'s literal not its value: an augmented one, or for a
+    parameter one inside a branch or loop; None when there is none."""
+    bindings = _bindings(f, fn, name)
+    aug = next((b for b in bindings if b.augmented), None)
+    if aug is not None or fn is None or not takes(fn, name):
+        return aug
+    return next((b for b in bindings if b.conditional), None)
+
+
+def rebound(f: Facts, fn: Function | None, name: str) -> str | None:
+    """Why the literal assigned to `name` in `fn` (None: at module level) is not the value the
+    code after it reads, or None when nothing rebinds it."""
+    b = _culprit(f, fn, name)
+    if b is None:
+        return None
+    at, code = f.line(b.node), code_of(b.node)
+    if b.augmented:
+        where = f" in {fn.name}()" if fn else ""
+        return (
+            f"'{name}' is rebound at line {at} by `{code}`{where}: the value the kernel reads "
+            f"is not the one a literal sets, so changing that literal would not set it to the "
+            f"value tried"
+        )
+    assert fn is not None
+    return (
+        f"parameter '{name}' of {fn.name}() is reassigned at line {at} (`{code}`) inside a "
+        f"branch or loop: whether the kernel reads the value assigned there or the one passed "
+        f"in depends on the path taken"
+    )
+
+
+def unsure(f: Facts, fn: Function | None, name: str) -> bool:
+    """True when `name`'s value in `fn` is not simply its one assignment (see `rebound`)."""
+    return _culprit(f, fn, name) is not None
+
+
+def augments(f: Facts, fn: Function | None, name: str) -> list[cst.AugAssign] | None:
+    """The augmented assignments that make `name`'s value in `fn` (None: the module), in order,
+    when that value is plain to compute: at most one plain assignment (or, in a function, the
+    parameter) first, then only augmented ones, none inside a branch or loop (`M = 96;
+    M *= 2`, or parameter `M` then `M *= 2`). None when nothing augments it or the order or a
+    branch makes the value depend on the path."""
+    bindings = _bindings(f, fn, name)
+    if not any(b.augmented for b in bindings) or any(b.conditional for b in bindings):
+        return None
+    plain = [i for i, b in enumerate(bindings) if not b.augmented]
+    if plain != ([0] if plain else []):
+        return None
+    out = [b.node for b in bindings if isinstance(b.node, cst.AugAssign)]
+    return out if len(out) == len(bindings) - len(plain) else None
