@@ -218,10 +218,19 @@ def test_a_default_is_not_the_knob_when_calls_through_a_value_may_pass_it():
     assert knobs.discover(loud) == []
     why = {d.name: d.reason for d in knobs.dropped(loud)}["block_M"]
     assert "would take its default, but rows is called through `KERNELS` at line 16" in why, why
-    passed = rows("M=1024, block_M=64") + "def bench(build):\n    return build(512, 32)\n\n"
-    passed += "bench(rows)\n"
+    # passed to a function of another module, whose calls through it the file cannot see
+    passed = rows("M=1024, block_M=64") + "from harness import bench\n\nbench(rows)\n"
     why = {d.name: d.reason for d in knobs.dropped(passed)}["block_M"]
-    assert "rows is also passed as a value at line 18" in why, why
+    assert "rows is also passed as a value at line 17" in why, why
+    # passed to a runner in this file: the runner's call binds it (its literal is the knob)
+    ran = rows("M=1024, block_M=64") + "def bench(build):\n    return build(512, 32)\n\n"
+    ran += "bench(rows)\n"
+    site = knobs.locate(ran, "block_M")
+    assert not isinstance(site, str) and (site.kind, site.line, site.value) == (
+        "positional",
+        16,
+        32,
+    )
     # a method call names `rows` as an attribute, not as a value
     called = rows("M=1024, block_M=64") + "import sys\nsys.rows = 1\nkernel = rows()\n"
     assert knobs.discover(called) == ["block_M"]

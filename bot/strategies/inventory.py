@@ -151,7 +151,10 @@ def _bind(
     results = [(o, fac, resolver.name(name, o.chain if o else ())) for o, fac in live]
     sites = {id(r.site.node): r for _, _, r in results if r.site is not None and r.problem is None}
     if len(sites) > 1:
-        split = _split(f, resolver, name, results, [r.site for r in sites.values() if r.site])
+        found = [r.site for r in sites.values() if r.site]
+        split = _split(f, resolver, name, results, found) or _per_factory(
+            f, resolver, name, results, found
+        )
         if split is not None:
             return split
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
@@ -179,6 +182,32 @@ def _split(
     if len(set(names)) != len(names) or any(n == name or "block" not in n.lower() for n in names):
         return None
     return [_knob_at(f, resolver, s.name, name, s, _path(results, s), results) for s in sites]
+
+
+def _per_factory(
+    f: Facts, resolver: Resolver, name: str, results: list, sites: list[Site]
+) -> list[KnobInfo | Dropped] | None:
+    """One knob per factory when each kernel factory sets its own local literal under the same
+    name (three kernels, each with `block_M = 64`): editing one changes only the kernel that
+    function builds. Each is named after its function (`rms_quant.block_M`). None otherwise."""
+    owners: list[Function] = []
+    for site in sites:
+        scope = f.chain_at(site.line)
+        if site.kind != "local" or site.name != name or not scope:
+            return None
+        owner = scope[-1]
+        if name not in owner.assigns or len(owner.assigns[name]) != 1:
+            return None
+        readers = [fac for _, fac, r in results if r.site is not None and r.site.node is site.node]
+        if not readers or any(owner not in fac.chain for fac in readers):
+            return None
+        owners.append(owner)
+    if len({o.name for o in owners}) != len(owners):
+        return None
+    return [
+        _knob_at(f, resolver, f"{o.name}.{name}", name, s, _path(results, s), results)
+        for o, s in zip(owners, sites, strict=True)
+    ]
 
 
 def _path(results: list, site: Site) -> tuple[str, ...]:
@@ -269,11 +298,16 @@ def _no_effect(
 def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
     """Why the literal reached for `name` is not the block's own: it is a shape or size that the
     file also uses elsewhere (`f(N, block_N=N)`, `vec_add(seq_len, seq_len)`), so editing it would
-    change the problem, not only the block."""
-    if site.kind not in ("local", "constant") or site.name == name or BLOCK_WORD.search(site.name):
+    change the problem, not only the block. A parameter's default counts too
+    (`def attn(heads=64): block_h = heads` with `heads` also in a tensor shape)."""
+    if (
+        site.kind not in ("local", "constant", "default")
+        or site.name == name
+        or BLOCK_WORD.search(site.name)
+    ):
         return None
-    scope = f.chain_at(site.line)
-    root = scope[-1].node if scope and site.kind == "local" else f.wrapper.module
+    scope = f.chain_at(site.line)  # a default's line lies inside its own function
+    root = scope[-1].node if scope and site.kind != "constant" else f.wrapper.module
     uses = _load_count(root, site.name)
     if uses <= 1:
         return None

@@ -375,7 +375,8 @@ def set_knob(
             return Refusal((problem,), strategy=strategy)
     if site.value == new and type(site.value) is type(new):
         return Refusal((f"{knob.name} is already {new}",), strategy=strategy)
-    label = knob.name if site.name == knob.name else f"{knob.name} (via {site.name})"
+    own = site.name == knob.name or knob.name.endswith(f".{site.name}")  # `gemm.block_M`
+    label = knob.name if own else f"{knob.name} (via {site.name})"
     change = Change(
         strategy=strategy,
         description=f"{label}: {site.value} -> {new} ({site.where()})",

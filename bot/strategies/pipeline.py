@@ -33,6 +33,9 @@ from bot.strategies.source import (
 
 STRATEGY = "pipeline_depth"
 DEFAULT_DEPTHS: tuple[int, ...] = (0, 1, 2, 3, 4)
+# the deepest pipeline the transform writes: every stage past the first holds another copy of
+# the loop's tiles on chip, and no upstream kernel is known to be verified deeper than this
+MAX_DEPTH = max(DEFAULT_DEPTHS)
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,9 @@ def set_depth(
             (f"there are only {len(loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY
         )
     loop = loops[index]
+    too_deep = _too_deep(loop, depth)
+    if too_deep:
+        return Refusal((too_deep,), strategy=STRATEGY)
     if loop.bound_to is not None:
         # num_stages=<name>: change the one literal that name is bound to where the loop reads it.
         return _set_bound(source, loop, depth, name)
@@ -144,6 +150,17 @@ def set_depth(
         new=depth,
     )
     return make_variant(source, new_source, change, name)
+
+
+def _too_deep(loop: PipelinedLoop, depth: int) -> str | None:
+    """Why `depth` is deeper than the transform writes, or None."""
+    where = f"T.Pipelined at line {loop.line}"
+    if depth > MAX_DEPTH:
+        return (
+            f"{where}: num_stages={depth} is past the deepest pipeline tunebot writes "
+            f"({MAX_DEPTH}): each further stage holds another copy of the loop's tiles on chip"
+        )
+    return None
 
 
 def _bound_site(source: str, loop: PipelinedLoop) -> binding.Resolution:

@@ -5,10 +5,13 @@ binds the rest, after the partial's own positional arguments; `k = rows` makes `
 call of `rows`; `self.rows(...)` / `Helper.rows(...)` call a factory written as a method (a
 `@staticmethod`, or with `self`/`cls` bound first). `arguments` gives the arguments a call
 passes to a factory, in the order Python binds them (positional first, then keywords, the
-call's own keywords before the partial's so they win), or None when the call does not reach
+call's own keywords before the partial's so they win; `k = jit(...)(rows)`, a decorator
+applied by hand, makes `k` an alias), or None when the call does not reach
 that factory this way."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -29,6 +32,19 @@ def wrapped(node: cst.Call) -> str | None:
     if first.keyword is not None or first.star or not isinstance(first.value, cst.Name):
         return None
     return first.value.value
+
+
+def applied(node: cst.BaseExpression | None) -> str | None:
+    """The function name a decorator applied by hand wraps (`tilelang.jit(out_idx=[-1])(gemm)`:
+    a call whose callee is itself a call, with the function as its one argument), or None."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Call):
+        return None
+    if len(node.args) != 1:
+        return None
+    only = node.args[0]
+    if only.keyword is not None or only.star or not isinstance(only.value, cst.Name):
+        return None
+    return only.value.value
 
 
 class Wrappers:
@@ -52,7 +68,9 @@ class Wrappers:
             for assigns in (f.module_assigns, *(fn.assigns for fn in f.functions))
             for name, values in assigns.items()
             if any(
-                isinstance(v, cst.Name) or (isinstance(v, cst.Call) and id(v) in self.made)
+                isinstance(v, cst.Name)
+                or (isinstance(v, cst.Call) and id(v) in self.made)
+                or applied(v) is not None
                 for v in values
             )
         }
@@ -114,14 +132,39 @@ class Wrappers:
         func = node.func
         if isinstance(func, cst.Attribute):
             return self._method(func, node, fn) if id(node) in self.methods else None
-        if not isinstance(func, cst.Name) or func.value not in self.holders:
+        if isinstance(func, cst.Name) and func.value not in self.holders:
+            return list(node.args) if self._passed_in(call, fn) else None
+        if not isinstance(func, cst.Name):
             return None
         made = self.spelled.assigned(func.value, call.scope)
         if isinstance(made, cst.Name) and made.value == fn.name:  # `k = rows`
             return list(node.args)
+        if applied(made) == fn.name:  # `k = tilelang.jit(...)(rows)`: a call of rows
+            return list(node.args)
         if isinstance(made, cst.Call) and wrapped(made) == fn.name:
             return _merged(list(made.args[1:]), list(node.args))
         return None
+
+    def _passed_in(self, call: Call, fn: Function) -> bool:
+        """True when `call` calls a parameter of the function around it (`def run(k, M):
+        k(M)`) and some call of that function passes `fn` itself for it (`run(gemm, 256)`)."""
+        func = call.node.func
+        if fn.parents or not call.scope or not isinstance(func, cst.Name):
+            return False
+        runner, name = call.scope[-1], func.value
+        if name not in runner.params or name in runner.assigns:
+            return False
+        position = runner.params.index(name)
+        for other in self.f.calls:
+            f = other.node.func
+            if not isinstance(f, cst.Name) or f.value != runner.name:
+                continue
+            if any(f.value in g.assigns or takes(g, f.value) for g in other.scope):
+                continue  # a local of the same name, not the runner
+            passed = _argument(other.node.args, position, name)
+            if isinstance(passed, cst.Name) and passed.value == fn.name:
+                return True
+        return False
 
     def _method(self, func: cst.Attribute, node: cst.Call, fn: Function) -> list[cst.Arg] | None:
         """`self.f(...)`, `cls.f(...)`, `Helper.f(...)` of a method `f` (a class's functions are
@@ -137,6 +180,22 @@ class Wrappers:
         if implicit and fn.params and fn.params[0] in ("self", "cls"):
             return [cst.Arg(cst.Name(fn.params[0])), *node.args]
         return list(node.args) if not implicit else None
+
+
+def _argument(args: Sequence[cst.Arg], position: int, name: str) -> cst.BaseExpression | None:
+    """What plain arguments `args` pass for the parameter `name` at `position`, or None."""
+    plain = 0
+    for a in args:
+        if a.star:
+            return None  # the positions after a `*x` are not known
+        if a.keyword is not None:
+            if a.keyword.value == name:
+                return a.value
+        elif plain == position:
+            return a.value
+        else:
+            plain += 1
+    return None
 
 
 def _called(f: Facts, made: cst.Call) -> bool:
