@@ -179,3 +179,44 @@ def test_a_kernel_without_a_matrix_multiply_keeps_its_buffers_in_ub():
     assert isinstance(r, Refusal)
     assert "UB" in r.reason and "192 KiB" in r.reason
     assert isinstance(set_knob(VECTOR_ONLY, bs("rows"), 32), Variant)
+
+
+GEMV_SLICES = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def gemv(N, K, bn, bk, dtype="float16"):
+    @T.prim_func
+    def main(
+        W: T.Tensor((N, K), dtype), v: T.Tensor((K,), dtype), out: T.Tensor((N,), "float32")
+    ):
+        with T.Kernel(N // bn, is_npu=True) as (cid, _):
+            w_l1 = T.alloc_L1((bn, bk), dtype)
+            v_l1 = T.alloc_L1((16, bk), dtype)
+            acc = T.alloc_L0C((16, bn), "float32")
+            for kk in T.serial(K // bk):
+                T.copy(v[kk * bk], v_l1)
+                T.copy(W[cid * bn, kk * bk], w_l1)
+                T.gemm_v0(v_l1, w_l1, acc, transpose_B=True, init=(kk == 0))
+            T.copy(acc, out[cid * bn])
+
+    return main
+
+
+def main():
+    kernel = gemv(4096, 4096, 128, 128)
+    kernel()
+"""
+
+
+def test_a_gemm_v0_operand_slice_must_fit_l0b():
+    big = Knob("bn", "block_size", (64, 128, 256, 512, 1024))
+    # transposed B is (bn, bk): its L0B slice is bn x 128 fp16; 512 x 128 x 2 B = 128 KiB
+    r = set_knob(GEMV_SLICES, big, 512)
+    assert isinstance(r, Refusal)
+    assert "L0B" in r.reason and "w_l1 (line" in r.reason
+    assert isinstance(set_knob(GEMV_SLICES, big, 256), Variant)  # 64 KiB: fits
+    # the reduction axis passes in slices of 128: a long bk never overflows L0
+    assert isinstance(set_knob(GEMV_SLICES, Knob("bk", "block_size", (128, 1024)), 1024), Variant)

@@ -51,6 +51,7 @@ from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.fixedcount import fixed_count_check
+from bot.strategies.l0fit import l0_check
 from bot.strategies.padflow import clip_extents, padded_reduction
 from bot.strategies.roundup import multiple_of
 from bot.strategies.tiling import Rule, group_rules, whole_rules
@@ -322,6 +323,7 @@ def constraints_for(
     capacity = capacity_check(f, name, factories)
     fit = copy_fit(f, name, factories)
     fixed = fixed_count_check(f, name, sized_by)
+    l0 = l0_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -339,7 +341,7 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [c for c in (capacity, fit, fixed) if c is not None],
+        [c for c in (capacity, fit, fixed, l0) if c is not None],
         sizes,
         frozenset(open_),
         shapes.symbols(factories),
