@@ -220,3 +220,53 @@ def test_a_gemm_v0_operand_slice_must_fit_l0b():
     assert isinstance(set_knob(GEMV_SLICES, big, 256), Variant)  # 64 KiB: fits
     # the reduction axis passes in slices of 128: a long bk never overflows L0
     assert isinstance(set_knob(GEMV_SLICES, Knob("bk", "block_size", (128, 1024)), 1024), Variant)
+
+
+SCRATCH = """
+import torch
+import tilelang
+import tilelang.language as T
+
+R = 256
+C = 256
+
+
+@tilelang.jit(target="npuir")
+def stage(R, C, tr, tc):
+    tiles = (R // tr) * (C // tc)
+
+    @T.prim_func
+    def main(
+        X: T.Tensor((R, C), "float16"),
+        scratch: T.Tensor((tiles, tr, tc), "float16"),
+        Y: T.Tensor((R, C), "float16"),
+    ):
+        with T.Kernel(tiles, is_npu=True) as (cid, _):
+            bx = cid // (C // tc)
+            by = cid % (C // tc)
+            buf = T.alloc_shared((tr, tc), "float16")
+            T.copy(X[bx * tr, by * tc], buf)
+            T.copy(buf, scratch[cid, 0, 0])
+            T.copy(scratch[cid, 0, 0], buf)
+            T.copy(buf, Y[bx * tr, by * tc])
+
+    return main
+
+
+def check():
+    tr = 64
+    tc = 128
+    kernel = stage(R, C, tr, tc)
+    x = torch.randn(size=[R, C], dtype=torch.float16).npu()
+    space = torch.empty(size=[16, tr, tc], dtype=torch.float16).npu()
+    y = torch.zeros(size=[R, C], dtype=torch.float16).npu()
+    kernel(x, space, y)
+"""
+
+
+def test_a_tensor_the_caller_allocates_bounds_the_declared_shape():
+    # tiles = (256 / tr) * 2: tr = 16 declares 32 slices, the caller allocates 16
+    r = set_knob(SCRATCH, bs("tr"), 16)
+    assert isinstance(r, Refusal)
+    assert "`scratch`" in r.reason and "= 16" in r.reason and "32" in r.reason
+    assert isinstance(set_knob(SCRATCH, bs("tr"), 32), Variant)  # 16 slices: fits exactly

@@ -44,6 +44,7 @@ import libcst as cst
 from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
 from bot.strategies.binding import Resolver
+from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
@@ -324,6 +325,7 @@ def constraints_for(
     fit = copy_fit(f, name, factories)
     fixed = fixed_count_check(f, name, sized_by)
     l0 = l0_check(f, name, factories)
+    passed = caller_buffer_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -341,7 +343,7 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [c for c in (capacity, fit, fixed, l0) if c is not None],
+        [c for c in (capacity, fit, fixed, l0, passed) if c is not None],
         sizes,
         frozenset(open_),
         shapes.symbols(factories),
