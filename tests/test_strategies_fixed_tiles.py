@@ -270,3 +270,50 @@ def test_a_tensor_the_caller_allocates_bounds_the_declared_shape():
     assert isinstance(r, Refusal)
     assert "`scratch`" in r.reason and "= 16" in r.reason and "32" in r.reason
     assert isinstance(set_knob(SCRATCH, bs("tr"), 32), Variant)  # 16 slices: fits exactly
+
+
+ROUND_ROBIN = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def add(M, N, bm, bn):
+    m_num = M // bm
+    n_num = N // bn
+    CORES = 24
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(CORES, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((bm, bn), "float16")
+            for i in T.serial(T.ceildiv(m_num * n_num, CORES)):
+                t = i * CORES + cid
+                if t < m_num * n_num:
+                    T.copy(A[(t // n_num) * bm, (t % n_num) * bn], buf)
+                    T.copy(buf, C[(t // n_num) * bm, (t % n_num) * bn])
+
+    return main
+
+
+def main():
+    kernel = add(256, 256, 64, 64)
+    kernel()
+"""
+
+
+def test_tiles_dealt_round_robin_over_a_fixed_grid_are_still_counted():
+    # 16 tiles of 64 and 4 of 128 both take one round over 24 cores: the count is read
+    # far from the two values too, where it does fall as the block grows
+    assert isinstance(set_knob(ROUND_ROBIN, bs("bm"), 128), Variant)
+
+
+def test_a_knob_taken_as_a_ring_modulus_is_not_a_tile_size():
+    ring = ONE_TILE.replace("TILE_C = 64\n", "TILE_C = 64\nSLOTS = 2\n")
+    ring = ring.replace(
+        "x_l1 = T.alloc_shared((TILE_R, TILE_D)", "x_l1 = T.alloc_shared((SLOTS, TILE_R, TILE_D)"
+    )
+    ring = ring.replace(
+        "T.copy(X[0, d * TILE_D], x_l1)", "T.copy(X[0, d * TILE_D], x_l1[d % SLOTS, 0, 0])"
+    )
+    assert isinstance(set_knob(ring, bs("SLOTS"), 4), Variant)

@@ -19,8 +19,9 @@ Sizes are those of Ascend A2/A3 (Atlas 800T A2, the 910B the upstream
 examples run on). `alloc_shared`/`alloc_fragment` name no memory of their
 own: the compiler places them by use (bot/strategies/placement.py), and one
 whose use does not tell is checked against the largest memory it can be in. A
-matrix multiply's accumulator is in L0C whatever else reads it, and a kernel with
-no matrix multiply runs on the vector cores, whose only on-chip memory is UB.
+matrix multiply's accumulator is in L0C whatever else reads it, and the buffers of a
+kernel with no matrix multiply that only copies them (its vector work runs on buffers
+of another kind) are in UB: the vector cores reach no other on-chip memory.
 """
 
 from __future__ import annotations
@@ -222,10 +223,11 @@ class _Gemms(cst.CSTVisitor):
 
 
 def _by_role(pf: cst.FunctionDef) -> dict[str, str]:
-    """Placements that hold whatever else a buffer is used for: a kernel with no matrix
-    multiply runs on the vector cores only, which reach no memory but UB ("*" for every
-    buffer); a matrix multiply's accumulator is in L0C while the multiply runs, even when
-    vector instructions also read it (a copy in UB comes on top)."""
+    """Placements that hold whatever else a buffer is used for. A kernel with no matrix
+    multiply runs on the vector cores only, which reach no memory but UB ("*": every
+    buffer, used when the kernel places none of its buffers by name or by use). A matrix
+    multiply's accumulator is in L0C while the multiply runs, even when vector
+    instructions also read it (a copy in UB comes on top)."""
     v = _Gemms()
     pf.visit(v)
     if not v.any:
@@ -240,7 +242,11 @@ def buffers(f: Facts, factory: Function) -> list[Buffer]:
     for pf in factory.prim_funcs:
         v = _Allocs(f, by_node[id(pf)].chain)
         pf.visit(v)
-        placed = {**_by_role(pf), **placements(pf)}
+        by_use = placements(pf)
+        roles = _by_role(pf)
+        if any(b.name in by_use or b.memory not in UNPLACED for b in v.buffers):
+            roles.pop("*", None)  # the kernel places its buffers itself: those count alone
+        placed = {**roles, **by_use}
         found.extend(
             replace(b, memory=placed.get(b.name, placed.get("*", b.memory)))
             if b.memory in UNPLACED

@@ -11,7 +11,10 @@ current value keeps what the kernel computes.
 A count that cannot be read (an open size, a call the evaluator does not know) may
 hide a dependence on the knob, so the rule is not made then: a refusal never rests
 on a guess. Loops whose count grows with the knob (`T.Parallel(block_M)`) walk the
-elements of one tile and say nothing about the number of tiles.
+elements of one tile and say nothing about the number of tiles. A knob taken as a
+modulus (`slot = k % multi_l1`) counts the slots of a ring, not a tile's size, and a
+knob that is a loop's step (`range(0, N, block)`) sets the count itself: neither is
+judged here.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 from bot.strategies.tiling import _names
 
+PROBE = 4096  # how far past the current value the knob is also tried
 STEPPED = frozenset({"range", "serial"})  # (start, stop, step): the step is the tile size
 
 
@@ -39,6 +43,7 @@ class _Counts(cst.CSTVisitor):
         self.counts: list[cst.BaseExpression] = []
         self.buffers: list[cst.CSTNode] = []
         self.stepped = False
+        self.ring = False  # `k % multi_l1`: the knob counts slots of a ring, not a tile size
 
     def visit_Call(self, node: cst.Call) -> None:
         short = dotted(node.func).rsplit(".", 1)[-1]
@@ -47,6 +52,10 @@ class _Counts(cst.CSTVisitor):
             self.counts.extend(args)
         elif short.startswith("alloc") and args and _names(args[0]) & self.sized:
             self.buffers.append(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Modulo) and _names(node.right) & self.sized:
+            self.ring = True
 
     def visit_For(self, node: cst.For) -> None:
         it = node.iter
@@ -91,12 +100,17 @@ def _fixed(
     env: Callable[[tuple[Function, ...], int], Env],
 ) -> bool:
     """True when every count can be read with both values and none is a count of knob tiles
-    (fewer tiles with a larger knob)."""
+    (fewer tiles with a larger knob). Besides the two values, the knob is also tried far from
+    them (1 and 4096 times the current value): a count rounded up over a fixed grid
+    (`T.ceildiv(m_num * n_num, 20)`) can stay the same for two nearby values."""
+    probes = sorted({1, value, current, current * PROBE})
     for node in counts:
         new, now = evaluate(node, env(chain, value)), evaluate(node, env(chain, current))
         if type(new) is not int or type(now) is not int:
             return False  # unreadable: it may count the knob's tiles
-        if (new - now) * (value - current) < 0:
+        seen = [(k, evaluate(node, env(chain, k))) for k in probes]
+        known = [(k, c) for k, c in seen if type(c) is int]
+        if any(a[1] > b[1] for a, b in zip(known, known[1:], strict=False)):  # type: ignore[operator]
             return False  # fewer tiles with a larger knob: a count of its tiles
     return True
 
@@ -113,7 +127,7 @@ def fixed_count_check(
         for pf in factory.prim_funcs:
             v = _Counts(sized)
             pf.visit(v)
-            if not v.buffers or v.stepped:
+            if not v.buffers or v.stepped or v.ring:
                 continue
             kernels.append((by_node[id(pf)].chain, v.counts, f.line(v.buffers[0])))
     return FixedCountCheck(name, kernels) if kernels else None
