@@ -108,9 +108,9 @@ def _fixed(
         new, now = evaluate(node, env(chain, value)), evaluate(node, env(chain, current))
         if type(new) is not int or type(now) is not int:
             return False  # unreadable: it may count the knob's tiles
-        seen = [(k, evaluate(node, env(chain, k))) for k in probes]
-        known = [(k, c) for k, c in seen if type(c) is int]
-        if any(a[1] > b[1] for a, b in zip(known, known[1:], strict=False)):  # type: ignore[operator]
+        seen = [evaluate(node, env(chain, k)) for k in probes]
+        known = [c for c in seen if isinstance(c, int) and not isinstance(c, bool)]
+        if any(a > b for a, b in zip(known, known[1:], strict=False)):
             return False  # fewer tiles with a larger knob: a count of its tiles
     return True
 
