@@ -20,6 +20,12 @@ median run is below random's or TPE's:
 - other: most losing runs stopped because the planner was exhausted.
 
 Only generated landscapes are classified (the demo sweeps need their op's files).
+
+`--oracle` also runs a greedy oracle on every landscape: it knows the true medians and always
+tries the single change that is truly fastest from its best (one change per iteration, never
+the same move twice), decided and charged exactly as tunebot's (`decide_in_pairs`, the
+baseline's measurement first). What it wins is a bound on what better choices of moves could
+win under the same decision rule and measurement costs.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import search_quality as sq  # noqa: E402
 
+from bot.measure.decide import Rule  # noqa: E402
+from bot.measure.pairs import decide_in_pairs  # noqa: E402
 from bot.strategies.planner import Planner  # noqa: E402
 
 FLOOR = 0.03
@@ -50,6 +58,38 @@ def stuck(land: sq.Landscape, point: tuple[int, ...]) -> bool:
             if land.true[other] * (1 + FLOOR) <= here:
                 return False
     return True
+
+
+def run_oracle(land: sq.Landscape, budget: int, rng: random.Random) -> float:
+    """True median of the point a greedy oracle keeps (see the module doc)."""
+    sim = sq.Simulator(land, budget, rng)
+    best, best_path = land.start, Path("p0.py")
+    sim.points[best_path] = best
+    sim.measure(best_path)  # the baseline, as every method pays it
+    tried: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
+    n = 0
+    while True:
+        moves = [
+            (land.true[p], p)
+            for i, values in enumerate(land.values)
+            for v in values
+            for p in [best[:i] + (v,) + best[i + 1 :]]
+            if p != best and (best, p) not in tried and land.true[p] != sq.FAILED
+        ]
+        if not moves:
+            break
+        point = min(moves)[1]
+        tried.add((best, point))
+        n += 1
+        path = Path(f"p{n}.py")
+        sim.points[path] = point
+        try:
+            _, d = decide_in_pairs(best_path, path, sim.pair, Rule())
+        except sq.Budget:
+            break
+        if d.better:
+            best, best_path = point, path
+    return land.true[best]
 
 
 def classify(land: sq.Landscape, budget: int, seeds: int, target: float) -> tuple[str, float, dict]:
@@ -102,11 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=30)
     parser.add_argument("--json", type=Path, help="also write every landscape's class here")
+    parser.add_argument(
+        "--oracle", action="store_true", help="also count the greedy oracle's wins (module doc)"
+    )
     args = parser.parse_args(argv)
     data = json.loads(args.results.read_text())
     counts: collections.Counter = collections.Counter()
     by_knobs: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
     rows = []
+    oracle_wins = 0
     for res in data["landscapes"]:
         name = res["landscape"]
         if not name.startswith("generated/"):
@@ -115,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         target = max(row["random"]["median"], row.get("tpe", row["random"])["median"])
         land = sq.generate(int(name.split("/")[1]), data["spread"])
         cls, median, details = classify(land, args.budget, args.seeds, target)
+        if args.oracle:
+            found = [run_oracle(land, args.budget, random.Random(s)) for s in range(args.seeds)]
+            details["oracle_median"] = statistics.median(land.optimum / f for f in found)
+            oracle_wins += details["oracle_median"] + 1e-9 >= target
         counts[cls] += 1
         by_knobs[len(land.names)][cls] += 1
         rows.append({"landscape": name, "class": cls, "knobs": len(land.names), **details})
@@ -134,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         f"best reachable within the seed's rules (floor and stuck lost): {reachable}/{n} "
         f"({reachable / max(n, 1):.0%})"
     )
+    if args.oracle:
+        print(f"greedy oracle (true medians known, same decisions and costs): {oracle_wins}/{n}")
     for k in sorted(by_knobs):
         print(f"  {k} knobs: " + ", ".join(f"{c} {v}" for c, v in by_knobs[k].most_common()))
     if args.json:

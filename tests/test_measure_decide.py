@@ -340,7 +340,7 @@ def test_in_one_process_a_loss_takes_one_run_and_a_win_always_two():
 def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_swapped():
     from bot.measure.pairs import decide_in_pairs
 
-    pairs = Pairs([0.04, 0.045, 0.05])  # under twice the floor: a third pair confirms
+    pairs = Pairs([0.04, 0.05, 0.045])  # under twice the floor, 1 point apart: a third confirms
     cand, d = decide_in_pairs(A, B, pairs)
     assert d.better and d.remeasured and pairs.calls == [(A, B), (B, A), (A, B)]
     assert d.gain == pytest.approx(0.045)
@@ -356,6 +356,27 @@ def test_in_one_process_a_close_gain_needs_a_second_pair_with_the_import_order_s
     disagree = Pairs([0.04, 0.30])  # both beyond the floor, but too far apart to trust the median
     _, d = decide_in_pairs(A, B, disagree)
     assert not d.better and "disagree" in d.reason and d.detectable > 0.17
+
+
+def test_in_one_process_two_close_pairs_that_agree_need_no_third():
+    from bot.measure.pairs import decide_in_pairs
+
+    agree = Pairs([0.04, 0.045, 0.05])  # both beyond the floor, 0.5 points apart
+    _, d = decide_in_pairs(A, B, agree)
+    assert d.better and agree.calls == [(A, B), (B, A)]
+    assert d.gain == pytest.approx(0.0425)
+    edge = Pairs([0.031, 0.038, 0.05])  # 0.7 points apart: still agreeing
+    _, d = decide_in_pairs(A, B, edge)
+    assert d.better and len(edge.calls) == 2
+    apart = Pairs([0.031, 0.039, -0.01])  # 0.8 points apart: the third pair decides
+    _, d = decide_in_pairs(A, B, apart)
+    assert not d.better and len(apart.calls) == 3
+    under = Pairs([0.029, 0.031, 0.05])  # the first is not beyond the floor: no second pair
+    _, d = decide_in_pairs(A, B, under)
+    assert not d.better and len(under.calls) == 1
+    strict = Pairs([0.04, 0.045, -0.01])  # the agreement shortcut can be switched off
+    _, d = decide_in_pairs(A, B, strict, Rule(pair_agree=-1.0))
+    assert not d.better and len(strict.calls) == 3
 
 
 def test_in_one_process_a_failed_candidate_has_no_decision_to_make():

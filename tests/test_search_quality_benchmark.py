@@ -94,3 +94,16 @@ def test_wilson_interval_brackets_the_proportion():
     low, high = sq.wilson(80, 100)
     assert 0.70 < low < 0.80 < high < 0.88
     assert sq.wilson(0, 10)[0] == 0.0 and sq.wilson(10, 10)[1] == 1.0
+
+
+def test_the_greedy_oracle_pays_like_tunebot_and_walks_to_the_optimum():
+    import search_losses as sl
+
+    for seed in (0, 2, 4):
+        land = sq.generate(seed, 0.05)
+        start = land.true[land.start]
+        assert sl.run_oracle(land, 1, random.Random(0)) == start  # the baseline only
+        # the baseline and one confirmed win (two pairs): one change, not yet the optimum
+        three = sl.run_oracle(land, 3, random.Random(0))
+        assert land.optimum < three < start
+        assert sl.run_oracle(land, 40, random.Random(0)) == land.optimum

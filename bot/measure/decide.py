@@ -63,6 +63,9 @@ class Rule:
     fast_z: float = 3.5  # first-look acceptance needs gain >= fast_z * sqrt(2) * spread
     pair_rounds: int = 2  # rounds when the backend times both variants in one process
     pair_rounds_close: int = 3  # ... when their median gain is under twice the floor
+    # ... unless both of the two are beyond the floor and differ by at most this (gain points):
+    # in benchmarks/noise.py's recorded runs no A/A or slowed candidate ever had two such pairs
+    pair_agree: float = 0.0075
     reject_z: float = (
         1.5  # with pairs, first-look rejection allows for reject_z * sqrt(2) * spread of bad luck
     )

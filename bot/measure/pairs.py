@@ -33,7 +33,8 @@ def decide_in_pairs(
 
     1. first pair's gain < close_low * floor (1.5 %): not better (one run);
     2. otherwise `pair_rounds` (2) pairs in all, 3 (`pair_rounds_close`) while their median
-       gain is under twice the floor, the import order swapped each round, stopped at the
+       gain is under twice the floor and the two differ by more than `pair_agree` (0.75
+       points), the import order swapped each round, stopped at the
        first pair that is not beyond the floor; better only if every pair's gain >= floor,
        the median gain >= max(floor, twice the standard error estimated from the pairs'
        spread), and no sample is suspect. One pair never decides "better": an identical
@@ -82,7 +83,7 @@ def decide_in_pairs(
     rounds = rule.pair_rounds
     i = 0
     while len(pa_list) < rounds or (
-        len(pa_list) < rule.pair_rounds_close and _close(pa_list, pb_list, floor)
+        len(pa_list) < rule.pair_rounds_close and _close(pa_list, pb_list, rule)
     ):
         i += 1
         if gain_between(pa_list[-1], pb_list[-1]) < floor:
@@ -114,7 +115,7 @@ def decide_in_pairs(
     threshold2 = max(floor, noise2)
     short = sum(1 for g in round_gains if g < floor)
     complete = len(round_gains) >= rule.pair_rounds and (
-        len(round_gains) >= rule.pair_rounds_close or not _close(pa_list, pb_list, floor)
+        len(round_gains) >= rule.pair_rounds_close or not _close(pa_list, pb_list, rule)
     )
     suspect = any(r.suspect for r in pa_list + pb_list)
     better = complete and short == 0 and gain2 >= threshold2 and not suspect
@@ -154,7 +155,11 @@ def decide_in_pairs(
     )
 
 
-def _close(pa: list[LatencyResult], pb: list[LatencyResult], floor: float) -> bool:
-    """The pairs so far put the gain under twice the floor: one more pair must confirm it."""
+def _close(pa: list[LatencyResult], pb: list[LatencyResult], rule: Rule) -> bool:
+    """The pairs so far put the gain under twice the floor: one more pair must confirm it,
+    unless the first two are both beyond the floor and agree within `rule.pair_agree`."""
+    floor = rule.noise_floor
     gains = [gain_between(a, b) for a, b in zip(pa, pb, strict=True)]
+    if len(gains) == 2 and min(gains) >= floor and abs(gains[0] - gains[1]) <= rule.pair_agree:
+        return False
     return statistics.median(gains) < 2 * floor
