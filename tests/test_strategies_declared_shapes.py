@@ -332,10 +332,10 @@ def cols(N, block_N=32):
 
     @T.prim_func
     def main(X: T.Tensor((128, N), "float16"), Y: T.Tensor((128, N), "float16")):
-        with T.Kernel(1, is_npu=True) as (cid, _):
+        with T.Kernel(N // block_N, is_npu=True) as (cid, _):
             buf = T.alloc_ub((128, block_N), "float16")
-            T.copy(X[0, 0], buf)
-            T.copy(buf, Y[0, 0])
+            T.copy(X[0, cid * block_N], buf)
+            T.copy(buf, Y[0, cid * block_N])
 
     return main
 

@@ -18,7 +18,10 @@ makes the sum smaller: a refusal never rests on a guess.
 Sizes are those of Ascend A2/A3 (Atlas 800T A2, the 910B the upstream
 examples run on). `alloc_shared`/`alloc_fragment` name no memory of their
 own: the compiler places them by use (bot/strategies/placement.py), and one
-whose use does not tell is checked against the largest memory it can be in.
+whose use does not tell is checked against the largest memory it can be in. A
+matrix multiply's accumulator is in L0C whatever else reads it, and the buffers of a
+kernel with no matrix multiply that only copies them (its vector work runs on buffers
+of another kind) are in UB: the vector cores reach no other on-chip memory.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import libcst as cst
 
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
-from bot.strategies.placement import placements
+from bot.strategies.placement import GEMMS, placements
 from bot.strategies.source import dotted
 
 KIB = 1024
@@ -88,6 +91,9 @@ class Buffer:
     chain: tuple[Function, ...]
 
 
+DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
+
+
 def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
     if isinstance(node, (cst.Tuple, cst.List)):
         return tuple(e.value for e in node.elements)
@@ -117,6 +123,8 @@ def _strings(
                 return _param_strings(fn, node.value, f, depth + 1)
         values = f.module_assigns.get(node.value, [])
         return _strings(values[0], (), f, depth + 1) if len(values) == 1 else set()
+    if isinstance(node, cst.Attribute) and dotted(node.value) in DTYPE_MODULES:
+        return {node.attr.value} if node.attr.value in DTYPE_BYTES else set()  # `T.float32`
     if isinstance(node, cst.Attribute):  # `args.dtype`: the argparse option's string default
         return _argparse_strings(f, node.attr.value)
     return set()
@@ -194,6 +202,39 @@ class _Allocs(cst.CSTVisitor):
         )
 
 
+class _Gemms(cst.CSTVisitor):
+    """The accumulators of the matrix multiplies in a prim_func, and whether it has any."""
+
+    def __init__(self) -> None:
+        self.any = False
+        self.accumulators: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = dotted(node.func)
+        if not (name.startswith("T.") and name.rsplit(".", 1)[-1] in GEMMS):
+            return
+        self.any = True
+        args = [a.value for a in node.args if a.keyword is None]
+        base = args[2] if len(args) >= 3 else None
+        while isinstance(base, cst.Subscript):
+            base = base.value
+        if isinstance(base, cst.Name):
+            self.accumulators.add(base.value)
+
+
+def _by_role(pf: cst.FunctionDef) -> dict[str, str]:
+    """Placements that hold whatever else a buffer is used for. A kernel with no matrix
+    multiply runs on the vector cores only, which reach no memory but UB ("*": every
+    buffer, used when the kernel places none of its buffers by name or by use). A matrix
+    multiply's accumulator is in L0C while the multiply runs, even when vector
+    instructions also read it (a copy in UB comes on top)."""
+    v = _Gemms()
+    pf.visit(v)
+    if not v.any:
+        return {"*": "UB"}
+    return dict.fromkeys(v.accumulators, "L0C")
+
+
 def buffers(f: Facts, factory: Function) -> list[Buffer]:
     """Every readable allocation in the prim_funcs of `factory`."""
     by_node = {id(fn.node): fn for fn in f.functions}
@@ -201,9 +242,15 @@ def buffers(f: Facts, factory: Function) -> list[Buffer]:
     for pf in factory.prim_funcs:
         v = _Allocs(f, by_node[id(pf)].chain)
         pf.visit(v)
-        placed = placements(pf)
+        by_use = placements(pf)
+        roles = _by_role(pf)
+        if any(b.name in by_use or b.memory not in UNPLACED for b in v.buffers):
+            roles.pop("*", None)  # the kernel places its buffers itself: those count alone
+        placed = {**roles, **by_use}
         found.extend(
-            replace(b, memory=placed[b.name]) if b.memory in UNPLACED and b.name in placed else b
+            replace(b, memory=placed.get(b.name, placed.get("*", b.memory)))
+            if b.memory in UNPLACED
+            else b
             for b in v.buffers
         )
     return found

@@ -44,12 +44,15 @@ import libcst as cst
 from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
 from bot.strategies.binding import Resolver
+from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
+from bot.strategies.fixedcount import fixed_count_check
+from bot.strategies.l0fit import l0_check
 from bot.strategies.padflow import clip_extents, padded_reduction
 from bot.strategies.roundup import multiple_of
 from bot.strategies.tiling import Rule, group_rules, whole_rules
@@ -290,11 +293,13 @@ def constraints_for(
     share): the sizes come from those calls alone."""
     rules: list[Rule] = []
     all_aliases: set[str] = set()
+    sized_by: list[tuple[Function, set[str]]] = []
     for owner, factory in owners:
         root = owner or factory
         chain = root.chain
         aliases = aliases_of(name, factory.chain, f)
         all_aliases |= aliases
+        sized_by.append((factory, aliases))
         v = Rules(f, aliases, chain[:-1], root)
         root.node.visit(v)
         rules.extend(
@@ -318,6 +323,9 @@ def constraints_for(
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)
     fit = copy_fit(f, name, factories)
+    fixed = fixed_count_check(f, name, sized_by)
+    l0 = l0_check(f, name, factories)
+    passed = caller_buffer_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -335,7 +343,7 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [c for c in (capacity, fit) if c is not None],
+        [c for c in (capacity, fit, fixed, l0, passed) if c is not None],
         sizes,
         frozenset(open_),
         shapes.symbols(factories),

@@ -4,7 +4,8 @@
 
 - `assert` tests that read the knob, and `if cond: raise ...` checks (an assert
   of the opposite);
-- `X // knob` (full tiles of X), `knob // P` (the knob split into P parts);
+- `X // knob` (full tiles of X), `X // (c * knob)` (full tiles of c knobs: the knob
+  divides X // c), `knob // P` (the knob split into P parts);
 - `X % knob` only inside an assert or a raising check: a remainder computed
   anywhere else sizes the partial tile the kernel handles;
 - `T.ceildiv(X, knob)` (or `(X + knob - 1) // knob`), full tiles unless a tail is
@@ -90,6 +91,15 @@ class Rules(cst.CSTVisitor):
             and not (isinstance(left, cst.Name) and left.value in self.iterators)
         ):
             self.rules.append(self._rule("exact", node.left, node))
+        scaled = _scaled_knob(node.right, self._is_knob)
+        if (
+            isinstance(node.operator, cst.FloorDivide)
+            and scaled is not None
+            and isinstance(left, (cst.Name, cst.Integer, cst.Attribute))
+            and not (isinstance(left, cst.Name) and left.value in self.iterators)
+        ):  # `M // (2 * block_M)`: full tiles of 2 * block_M, so block_M divides M // 2
+            part = cst.BinaryOperation(left=left, operator=cst.FloorDivide(), right=scaled)
+            self.rules.append(self._rule("exact", part, node))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted(node.func)
@@ -181,6 +191,18 @@ def _rounded_up(
     if is_knob(added.right):
         return added.left
     return added.right if is_knob(added.left) else None
+
+
+def _scaled_knob(
+    node: cst.BaseExpression, is_knob: Callable[[cst.BaseExpression], bool]
+) -> cst.BaseExpression | None:
+    """c of `c * knob` or `knob * c` (c not the knob), else None."""
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply)):
+        return None
+    for mine, other in ((node.left, node.right), (node.right, node.left)):
+        if is_knob(mine) and isinstance(other, (cst.Name, cst.Integer)) and not is_knob(other):
+            return other
+    return None
 
 
 def _raises(node: cst.If) -> bool:

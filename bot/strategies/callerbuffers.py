@@ -1,0 +1,140 @@
+"""Tensors the caller allocates for a kernel, against the shape the kernel declares.
+
+A kernel declares each tensor parameter's shape from its knobs
+(`workspace: T.Tensor((m_num * n_num, block_M, block_K), dtype)`) and indexes it
+up to that shape, while the caller allocates the tensor it passes with sizes of
+its own (`w1 = torch.zeros(size=[8, block_M, block_K])`). When a knob value makes
+a declared dimension larger than the caller's tensor, the kernel reads and writes
+past it. The rule holds only where both sizes can be read and the current value
+keeps the declared shape within the caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.evaluate import Env, code_of, evaluate
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+
+ALLOCATORS = frozenset({"zeros", "empty", "ones", "randn", "rand", "full"})
+MOVES = frozenset({"npu", "cuda", "to", "contiguous"})
+
+
+@dataclass(frozen=True)
+class _Pair:
+    param: str
+    declared: tuple[cst.BaseExpression, ...]
+    kernel_chain: tuple[Function, ...]
+    allocated: tuple[cst.BaseExpression, ...]
+    caller_chain: tuple[Function, ...]
+    line: int
+
+
+def _dims(node: cst.BaseExpression | None) -> tuple[cst.BaseExpression, ...] | None:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return tuple(e.value for e in node.elements)
+    return None
+
+
+def _allocated(value: cst.BaseExpression) -> tuple[cst.BaseExpression, ...] | None:
+    """The sizes of `torch.zeros(size=[...])` / `torch.empty((a, b)).npu()`, else None."""
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in MOVES
+    ):  # `.npu()`, `.to(device)`: the same sizes
+        value = value.func.value
+    if not isinstance(value, cst.Call) or dotted(value.func).rsplit(".", 1)[-1] not in ALLOCATORS:
+        return None
+    kw = {a.keyword.value: a.value for a in value.args if a.keyword is not None}
+    args = [a.value for a in value.args if a.keyword is None]
+    return _dims(kw.get("size")) or (_dims(args[0]) if args else None)
+
+
+def _declared(pf: cst.FunctionDef) -> list[tuple[str, tuple[cst.BaseExpression, ...]]]:
+    out: list[tuple[str, tuple[cst.BaseExpression, ...]]] = []
+    for p in pf.params.params:
+        ann = p.annotation.annotation if p.annotation else None
+        dims = (
+            _dims(ann.args[0].value)
+            if isinstance(ann, cst.Call) and dotted(ann.func).endswith("Tensor") and ann.args
+            else None
+        )
+        out.append((p.name.value, dims or ()))
+    return out
+
+
+@dataclass
+class CallerBufferCheck:
+    """Refuses a knob value that declares a tensor larger than the one its caller passes."""
+
+    name: str
+    pairs: list[_Pair]
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if current is None:
+            return None
+        for p in self.pairs:
+            for decl, alloc in zip(p.declared, p.allocated, strict=False):
+                new_k = evaluate(decl, env(p.kernel_chain, value))
+                new_c = evaluate(alloc, env(p.caller_chain, value))
+                now_k = evaluate(decl, env(p.kernel_chain, current))
+                now_c = evaluate(alloc, env(p.caller_chain, current))
+                if not all(type(x) is int for x in (new_k, new_c, now_k, now_c)):
+                    continue
+                assert isinstance(new_k, int) and isinstance(new_c, int)
+                assert isinstance(now_k, int) and isinstance(now_c, int)
+                if new_k > new_c and now_k <= now_c:
+                    return (
+                        f"{self.name}={value}: the kernel declares `{p.param}` with a dimension "
+                        f"`{code_of(decl)}` = {new_k}, but the caller allocates it with "
+                        f"`{code_of(alloc)}` = {new_c} (line {p.line}): the kernel would read "
+                        f"and write past the tensor it is given"
+                    )
+        return None
+
+
+def caller_buffer_check(f: Facts, name: str, factories: list[Function]) -> CallerBufferCheck | None:
+    """The rule of knob `name` for the tensors callers of `factories`' kernels allocate."""
+    by_node = {id(fn.node): fn for fn in f.functions}
+    pairs: list[_Pair] = []
+    for factory in factories:
+        if len(factory.prim_funcs) != 1:
+            continue  # which kernel a handle runs is not read here
+        pf = factory.prim_funcs[0]
+        declared = _declared(pf)
+        for fn in f.functions:
+            handles = {
+                local
+                for local, values in fn.assigns.items()
+                if len(values) == 1
+                and isinstance(values[0], cst.Call)
+                and dotted(values[0].func) == factory.name
+            }
+            if not handles:
+                continue
+            for call in f.calls:
+                if not call.scope or call.scope[-1] is not fn:
+                    continue
+                if dotted(call.node.func) not in handles:
+                    continue
+                args = [a.value for a in call.node.args if a.keyword is None and not a.star]
+                for (param, dims), arg in zip(declared, args, strict=False):
+                    if not dims or not isinstance(arg, cst.Name):
+                        continue
+                    values = fn.assigns.get(arg.value, [])
+                    alloc = _allocated(values[0]) if len(values) == 1 else None
+                    if alloc is None or len(alloc) != len(dims):
+                        continue
+                    pairs.append(
+                        _Pair(
+                            param, dims, by_node[id(pf)].chain, alloc, fn.chain, f.line(values[0])
+                        )
+                    )
+    return CallerBufferCheck(name, pairs) if pairs else None

@@ -1,0 +1,133 @@
+"""A knob that sizes a kernel's tiles while the number of tiles does not depend on it.
+
+A kernel covers an extent with (number of tiles) x (tile size). When the knob sizes
+a buffer of the prim_func (`T.alloc_*((BLOCK_M, BLOCK_K), ...)`) but neither the
+grid (`T.Kernel(1)`) nor any loop count of the prim_func (`T.serial(K // BLOCK_K)`
+counts BLOCK_K's tiles, not BLOCK_M's) shrinks when the knob grows, the kernel
+runs the same number of tiles whatever the knob: a smaller tile leaves part of the
+extent unread or unwritten, a larger one reads and writes past it. Only the
+current value keeps what the kernel computes.
+
+A count that cannot be read (an open size, a call the evaluator does not know) may
+hide a dependence on the knob, so the rule is not made then: a refusal never rests
+on a guess. Loops whose count grows with the knob (`T.Parallel(block_M)`) walk the
+elements of one tile and say nothing about the number of tiles. A knob taken as a
+modulus (`slot = k % multi_l1`) counts the slots of a ring, not a tile's size, and a
+knob that is a loop's step (`range(0, N, block)`) sets the count itself: neither is
+judged here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.exprrules import _sized_by
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+from bot.strategies.tiling import _names
+
+PROBE = 4096  # how far past the current value the knob is also tried
+STEPPED = frozenset({"range", "serial"})  # (start, stop, step): the step is the tile size
+
+
+class _Counts(cst.CSTVisitor):
+    """The grid's and every loop's count expressions in a prim_func, the buffers the knob
+    sizes, and whether the knob is a loop's step."""
+
+    def __init__(self, sized: set[str]) -> None:
+        self.sized = sized
+        self.counts: list[cst.BaseExpression] = []
+        self.buffers: list[cst.CSTNode] = []
+        self.stepped = False
+        self.ring = False  # `k % multi_l1`: the knob counts slots of a ring, not a tile size
+
+    def visit_Call(self, node: cst.Call) -> None:
+        short = dotted(node.func).rsplit(".", 1)[-1]
+        args = [a.value for a in node.args if a.keyword is None]
+        if short == "Kernel":
+            self.counts.extend(args)
+        elif short.startswith("alloc") and args and _names(args[0]) & self.sized:
+            self.buffers.append(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Modulo) and _names(node.right) & self.sized:
+            self.ring = True
+
+    def visit_For(self, node: cst.For) -> None:
+        it = node.iter
+        if not isinstance(it, cst.Call):
+            return
+        args = [a.value for a in it.args if a.keyword is None]
+        self.counts.extend(args)
+        short = dotted(it.func).rsplit(".", 1)[-1]
+        if short in STEPPED and len(args) == 3 and _names(args[2]) & self.sized:
+            self.stepped = True
+
+
+@dataclass
+class FixedCountCheck:
+    """Refuses any value but the current one for a knob whose tile count is fixed."""
+
+    name: str
+    kernels: list[tuple[tuple[Function, ...], list[cst.BaseExpression], int]]
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if current is None or value == current:
+            return None
+        for chain, counts, line in self.kernels:
+            if _fixed(counts, chain, value, current, env):
+                return (
+                    f"{self.name}={value}: {self.name} sizes the tile of the buffer at line "
+                    f"{line}, but no tile count of the kernel (its grid and its loops) depends "
+                    f"on {self.name}, so the kernel runs the same tiles whatever its value: a "
+                    f"smaller tile leaves part of the extent uncomputed, a larger one goes past "
+                    f"it; only the current {current} keeps the result"
+                )
+        return None
+
+
+def _fixed(
+    counts: list[cst.BaseExpression],
+    chain: tuple[Function, ...],
+    value: int,
+    current: int,
+    env: Callable[[tuple[Function, ...], int], Env],
+) -> bool:
+    """True when every count can be read with both values and none is a count of knob tiles
+    (fewer tiles with a larger knob). Besides the two values, the knob is also tried far from
+    them (1 and 4096 times the current value): a count rounded up over a fixed grid
+    (`T.ceildiv(m_num * n_num, 20)`) can stay the same for two nearby values."""
+    probes = sorted({1, value, current, current * PROBE})
+    for node in counts:
+        new, now = evaluate(node, env(chain, value)), evaluate(node, env(chain, current))
+        if type(new) is not int or type(now) is not int:
+            return False  # unreadable: it may count the knob's tiles
+        seen = [evaluate(node, env(chain, k)) for k in probes]
+        known = [c for c in seen if isinstance(c, int) and not isinstance(c, bool)]
+        if any(a > b for a, b in zip(known, known[1:], strict=False)):
+            return False  # fewer tiles with a larger knob: a count of its tiles
+    return True
+
+
+def fixed_count_check(
+    f: Facts, name: str, owners: list[tuple[Function, set[str]]]
+) -> FixedCountCheck | None:
+    """The rule for knob `name` over the prim_funcs of each (factory, aliases)."""
+    by_node = {id(fn.node): fn for fn in f.functions}
+    kernels: list[tuple[tuple[Function, ...], list[cst.BaseExpression], int]] = []
+    for factory, aliases in owners:
+        scope = [fn for fn in f.functions if factory in fn.chain or fn in factory.chain]
+        sized = _sized_by(f, aliases, within=scope)
+        for pf in factory.prim_funcs:
+            v = _Counts(sized)
+            pf.visit(v)
+            if not v.buffers or v.stepped or v.ring:
+                continue
+            kernels.append((by_node[id(pf)].chain, v.counts, f.line(v.buffers[0])))
+    return FixedCountCheck(name, kernels) if kernels else None

@@ -1,0 +1,111 @@
+"""The slices of a `T.gemm_v0` operand that pass through L0A and L0B.
+
+TileLang-Ascend's `gemm_v0` (both its AscendC and its PTO templates) walks the
+reduction axis of its L1 operands in slices of 128 and copies each slice into
+L0A (A: M x 128) and L0B (B: 128 x N) before the matrix multiply. A knob that
+sizes M or N of an operand must keep that slice within the 64 KiB of L0A/L0B:
+the smallest footprint of either template (the AscendC one double-buffers the
+slices, which only needs more). A reduction axis shorter than 128 is one slice
+of its own length. Only a knob that sizes M or N is judged here: one that
+sizes the reduction axis alone mostly changes the number of slices (below 128
+it also lengthens each) and is left to the L1 capacity rule, which refuses less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.capacity import CAPACITY, KIB, Buffer, buffers
+from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+
+SLICE = 128  # reduction elements per L0 slice in gemm_v0
+
+
+@dataclass(frozen=True)
+class _Operand:
+    buffer: Buffer
+    memory: str  # L0A or L0B
+    free: int  # index of the M (A) or N (B) dimension
+    reduced: int  # index of the K dimension
+
+
+class _Gemms(cst.CSTVisitor):
+    def __init__(self, by_name: dict[str, Buffer]) -> None:
+        self.by_name = by_name
+        self.operands: list[_Operand] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted(node.func).rsplit(".", 1)[-1] != "gemm_v0":
+            return
+        args = [a.value for a in node.args if a.keyword is None]
+        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        for i, (memory, flag, plain) in enumerate(
+            (("L0A", "transpose_A", (0, 1)), ("L0B", "transpose_B", (1, 0)))
+        ):
+            arg = args[i] if i < len(args) else None
+            if not isinstance(arg, cst.Name):
+                continue
+            b = self.by_name.get(arg.value)
+            t = kw.get(flag)
+            if b is None or len(b.dims) != 2 or (t is not None and not isinstance(t, cst.Name)):
+                continue
+            swapped = isinstance(t, cst.Name) and t.value == "True"
+            free, reduced = plain[::-1] if swapped else plain
+            self.operands.append(_Operand(b, memory, free, reduced))
+
+
+@dataclass
+class L0Check:
+    """Refuses a knob value whose gemm_v0 operand slice overflows L0A or L0B."""
+
+    name: str
+    operands: list[_Operand]
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if current is None:
+            return None
+        for op in self.operands:
+            b = op.buffer
+            if evaluate(b.dims[op.free], env(b.chain, value)) == evaluate(
+                b.dims[op.free], env(b.chain, current)
+            ):
+                continue  # the knob only lengthens the reduction axis: judged by L1 alone
+            new, now = _bytes(op, value, env), _bytes(op, current, env)
+            limit = CAPACITY[op.memory]
+            if new is None or now is None or new <= limit or now > limit:
+                continue
+            return (
+                f"{self.name}={value}: gemm_v0 copies its operand {b.name} (line {b.line}) "
+                f"into {op.memory} in slices of {SLICE} along the reduction axis, and one slice "
+                f"would take {new} bytes, more than the {limit // KIB} KiB of {op.memory} on "
+                f"Ascend A2/A3"
+            )
+        return None
+
+
+def _bytes(op: _Operand, value: int, env: Callable[[tuple[Function, ...], int], Env]) -> int | None:
+    b = op.buffer
+    free = evaluate(b.dims[op.free], env(b.chain, value))
+    reduced = evaluate(b.dims[op.reduced], env(b.chain, value))
+    if type(free) is not int or type(reduced) is not int or free <= 0 or reduced <= 0:
+        return None
+    return free * min(reduced, SLICE) * b.dtype_bytes
+
+
+def l0_check(f: Facts, name: str, factories: list[Function]) -> L0Check | None:
+    """The L0 rule of knob `name` over the gemm_v0 calls of the kernels of `factories`."""
+    operands: list[_Operand] = []
+    for factory in factories:
+        by_name = {b.name: b for b in buffers(f, factory)}
+        for pf in factory.prim_funcs:
+            v = _Gemms(by_name)
+            pf.visit(v)
+            operands.extend(v.operands)
+    return L0Check(name, operands) if operands else None
