@@ -235,7 +235,7 @@ class Resolver:
         for call in self.f.calls:
             args = (
                 list(call.node.args)
-                if self._calls(call, fn)
+                if self.calls(call, fn)
                 else self.wrappers.arguments(call, fn)  # partial(fn, ...), `k = fn`
             )
             if args is None:
@@ -268,7 +268,7 @@ class Resolver:
             pairs.append((call, r))
         return pairs
 
-    def _calls(self, call: Call, fn: Function) -> bool:
+    def calls(self, call: Call, fn: Function) -> bool:
         """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`, or
         `outer(...)(...)`."""
         func = call.node.func
@@ -292,10 +292,10 @@ class Resolver:
             and v.func.value == fn.parents[-1].name
         )
 
-    def _bound_by(
+    def bound_by(
         self, call: Call, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, str] | None:
-        """What a direct call of `fn` (`_calls`) binds parameter `name` to, and how."""
+        """What a direct call of `fn` (`calls`) binds parameter `name` to, and how."""
         return self._bound_in(list(call.node.args), call, fn, name)
 
     def _bound_in(

@@ -44,13 +44,13 @@ def _paths(
         return []
     paths: list[dict[str, int]] = []
     for call in f.calls:
-        if not resolver._calls(call, fn):
+        if not resolver.calls(call, fn):
             continue
         known: dict[str, int] = {}
         passed: dict[str, str] = {}  # our parameter -> the caller's parameter it is bound to
         caller = call.scope[-1] if call.scope else None
         for name in sorted(names):
-            bound = resolver._bound_by(call, fn, name)
+            bound = resolver.bound_by(call, fn, name)
             if bound is None or bound[1] not in ("keyword", "positional"):
                 continue
             node = bound[0]

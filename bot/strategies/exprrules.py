@@ -46,8 +46,8 @@ class Rules(cst.CSTVisitor):
         scope = [
             fn for fn in f.functions if within is None or within in fn.chain or fn in within.chain
         ]
-        self.sized = _sized_by(f, aliases, within=scope)
-        self.offsets = _sized_by(f, aliases, _offset_names, scope)
+        self.sized = sized_by(f, aliases, within=scope)
+        self.offsets = sized_by(f, aliases, _offset_names, scope)
         self.sliced = self.indexed = self.guarded = False
         self.guarding = 0  # inside the body of an `if` that bounds a knob offset (`if r < M:`)
         self.checking = 0  # inside an assert's or a raising check's condition
@@ -235,7 +235,7 @@ def _iterators(f: Facts) -> set[str]:
     return found
 
 
-def _sized_by(
+def sized_by(
     f: Facts,
     aliases: set[str],
     used: Callable[[cst.CSTNode], set[str]] | None = None,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.strategies.evaluate import Env, evaluate
-from bot.strategies.exprrules import _sized_by
+from bot.strategies.exprrules import sized_by
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 from bot.strategies.tiling import _names
@@ -123,7 +123,7 @@ def fixed_count_check(
     kernels: list[tuple[tuple[Function, ...], list[cst.BaseExpression], int]] = []
     for factory, aliases in owners:
         scope = [fn for fn in f.functions if factory in fn.chain or fn in factory.chain]
-        sized = _sized_by(f, aliases, within=scope)
+        sized = sized_by(f, aliases, within=scope)
         for pf in factory.prim_funcs:
             v = _Counts(sized)
             pf.visit(v)

@@ -62,10 +62,10 @@ def _through_calls(
         return False
     seen = False
     for call in resolver.f.calls:
-        if not resolver._calls(call, fn):
+        if not resolver.calls(call, fn):
             continue
-        bound = resolver._bound_by(call, fn, name)
-        knobs = [resolver._bound_by(call, fn, k) for k in passes]
+        bound = resolver.bound_by(call, fn, name)
+        knobs = [resolver.bound_by(call, fn, k) for k in passes]
         spelled = frozenset(  # a name: a literal here is not the knob's site, and would stay
             code_of(b[0]) for b in knobs if b is not None and isinstance(b[0], cst.Name)
         )
