@@ -44,6 +44,7 @@ import libcst as cst
 from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
 from bot.strategies.binding import Resolver
+from bot.strategies.branches import run_path_taken
 from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes
 from bot.strategies.capacity import capacity_check
@@ -294,13 +295,17 @@ def constraints_for(
     rules: list[Rule] = []
     all_aliases: set[str] = set()
     sized_by: list[tuple[Function, set[str]]] = []
+
+    def taken(test: cst.BaseExpression, chain: tuple[Function, ...]) -> bool | None:
+        return run_path_taken(resolver, chain, test)
+
     for owner, factory in owners:
         root = owner or factory
         chain = root.chain
         aliases = aliases_of(name, factory.chain, f)
         all_aliases |= aliases
         sized_by.append((factory, aliases))
-        v = Rules(f, aliases, chain[:-1], root)
+        v = Rules(f, aliases, chain[:-1], root, taken)
         root.node.visit(v)
         rules.extend(
             r
@@ -310,8 +315,8 @@ def constraints_for(
         rules.extend(group_rules(f, factory, aliases))
         rules.extend(whole_rules(f, factory, aliases))
         clipped = v.tail_handled and not v.tails  # handled only by slices the compiler clips
-        leak = padded_reduction(f, factory, v.sized, v.offsets) if clipped else None
-        clips = clip_extents(f, factory, v.sized, v.offsets) if clipped and not leak else []
+        leak = padded_reduction(f, factory, v.sized, v.offsets, taken) if clipped else None
+        clips = clip_extents(f, factory, v.sized, v.offsets, taken) if clipped and not leak else []
         for r in v.ceil:
             if (not v.tail_handled and v.tail_guarded) or multiple_of(
                 resolver, r.node, r.chain, frozenset(aliases)

@@ -20,10 +20,14 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from bot.strategies.branches import IfForm, as_if
 from bot.strategies.evaluate import CEILDIV
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 from bot.strategies.tiling import Rule, _names
+
+# the side `test` takes on every path the file runs the kernel by (None: not one side)
+Taken = Callable[[cst.BaseExpression, tuple[Function, ...]], bool | None]
 
 
 class Rules(cst.CSTVisitor):
@@ -33,6 +37,7 @@ class Rules(cst.CSTVisitor):
         aliases: set[str],
         base: tuple[Function, ...],
         within: Function | None = None,
+        taken: Taken | None = None,
     ) -> None:
         self.f, self.aliases = f, aliases
         self.by_node = {id(fn.node): fn for fn in f.functions}
@@ -49,8 +54,10 @@ class Rules(cst.CSTVisitor):
         self.sized = sized_by(f, aliases, within=scope)
         self.offsets = sized_by(f, aliases, _offset_names, scope)
         self.sliced = self.indexed = self.guarded = False
-        self.guarding = 0  # inside the body of an `if` that bounds a knob offset (`if r < M:`)
+        self.guards: list[cst.Comparison] = []  # the `if` tests bounding a knob offset around
         self.checking = 0  # inside an assert's or a raising check's condition
+        self.loops: list[set[str]] = []  # the names each enclosing for loop binds
+        self.taken = taken  # the side a condition takes on the run path (branches.py)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         fn = self.by_node.get(id(node))
@@ -110,13 +117,47 @@ class Rules(cst.CSTVisitor):
         elif short == "min" and any(self._is_knob(a) for a in args):
             self.tails = True
 
+    def visit_For(self, node: cst.For) -> None:
+        self.loops.append(_names(node.target))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.loops.pop()
+
+    def _live(self, node: cst.CSTNode) -> set[str]:
+        """The names an expression reads, less those an enclosing for loop binds there (a loop
+        index `col` is not the same-named local computed from the knob elsewhere)."""
+        shadowed = set().union(*self.loops) if self.loops else set()
+        return _names(node) - shadowed
+
     def visit_Slice(self, node: cst.Slice) -> None:
-        if node.upper is not None and _names(node.upper) & self.sized:
+        sized = node.upper is not None and self._live(node.upper) & self.sized
+        if sized and not self._guarded_slice(node):
             self.sliced = True  # a copy through this slice is clipped at the tensor's end
 
     def visit_Index(self, node: cst.Index) -> None:
-        if _names(node.value) & self.offsets and not self.guarding:
+        if self._live(node.value) & self.offsets and not self.guards:
             self.indexed = True  # one element at an offset from the knob: not clipped
+
+    def _guarded_slice(self, node: cst.Slice) -> bool:
+        """A slice an enclosing guard keeps inside the extent: its end is the bounded offset
+        (`if col_end <= n:` around `src[base + col_start : base + col_end]`; `if col < n:`
+        around `src[base + col : base + col + 1]`), or, under such a guard, a window the knob
+        alone sizes (`buf[0:block]`). Nothing clips it: it is never past the end."""
+        if not self.guards or node.upper is None:
+            return False
+        upper = _terms(node.upper, self.offsets)
+        if (
+            upper[0]
+            and set(upper[0]) <= self.aliases
+            and not (node.lower is not None and _names(node.lower) & self.offsets)
+        ):
+            return True
+        for guard in self.guards:
+            bound = _terms(guard.left, self.offsets)
+            slack = 1 if isinstance(guard.comparisons[0].operator, cst.LessThan) else 0
+            if sorted(upper[0]) == sorted(bound[0]) and upper[1] - bound[1] <= slack:
+                return True
+        return False
 
     @property
     def tail_handled(self) -> bool:
@@ -150,15 +191,9 @@ class Rules(cst.CSTVisitor):
 
     def visit_If(self, node: cst.If) -> bool:
         if not _raises(node):
-            if not self._bounds(node.test):
-                return True
-            self.guarded = True
-            node.test.visit(self)
-            self.guarding += 1
-            node.body.visit(self)
-            self.guarding -= 1
-            if node.orelse is not None:
-                node.orelse.visit(self)
+            form = as_if(node)
+            assert form is not None
+            self._branch(form)
             return False
         if _names(node.test) & self.aliases:
             self.rules.append(self._rule("raises", node.test, node.test))
@@ -169,6 +204,63 @@ class Rules(cst.CSTVisitor):
         if node.orelse is not None:
             node.orelse.visit(self)
         return False
+
+    def visit_With(self, node: cst.With) -> bool:
+        form = as_if(node)  # `with T.If(cond): with T.Then(): ...`: an `if`
+        if form is None:
+            return True
+        self._branch(form)
+        return False
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        taken = self._taken(node.test)  # `a if is_causal else b`: the side the run path takes
+        if taken is None:
+            return True
+        node.test.visit(self)
+        (node.body if taken else node.orelse).visit(self)
+        return False
+
+    def _branch(self, form: IfForm) -> None:
+        """Both sides of an `if`, or only the one the run path takes when its condition is one
+        value there (`if is_causal:` with is_causal False on every call path): a rule read
+        from a side that never runs is no rule of the kernel as it runs."""
+        form.test.visit(self)
+        taken = self._taken(form.test)
+        if taken is not False:
+            bounds = self._bounds(form.test)
+            if bounds:
+                self.guarded = True
+                self.guards.append(form.test)  # type: ignore[arg-type]
+            for stmt in form.body:
+                stmt.visit(self)
+            if bounds:
+                self.guards.pop()
+        if taken is not True:
+            for stmt in form.orelse:
+                stmt.visit(self)
+
+    def _taken(self, test: cst.BaseExpression) -> bool | None:
+        names = _names(test)
+        if self.taken is None or names & self.sized or names & self.iterators:
+            return None
+        return self.taken(test, tuple(self.stack))
+
+
+def _terms(node: cst.BaseExpression, offsets: set[str]) -> tuple[list[str], int]:
+    """An index as a sum: the code of its terms that move with the knob, and the sum of its
+    integer literals (other terms, a row's base offset, shift both sides alike)."""
+    moving: list[str] = []
+    constant = 0
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Add):
+            stack += [n.left, n.right]
+        elif isinstance(n, cst.Integer):
+            constant += int(n.value)
+        elif _names(n) & offsets:
+            moving.append(" ".join(cst.Module([]).code_for_node(n).split()))
+    return moving, constant
 
 
 def _rounded_up(

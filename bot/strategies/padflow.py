@@ -27,14 +27,17 @@ padding never reaches one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from bot.strategies.branches import IfForm, as_if
 from bot.strategies.facts import Facts, Function
 from bot.strategies.padvalues import FINITE, NEUTRAL, UNKNOWN, WHAT, combine, pad_of
 from bot.strategies.source import dotted
 from bot.strategies.tiling import _names
+
+Taken = Callable[[cst.BaseExpression, tuple[Function, ...]], bool | None]
 
 # NPUIR vector ops (`T.vexp(src, dst)`): their result is the last argument
 V_OPS = frozenset(
@@ -67,8 +70,9 @@ class _Flow:
         f: Facts,
         sized: tuple[set[str], set[str]],
         scope: dict[str, list[cst.BaseExpression]],
+        taken: Callable[[cst.BaseExpression], bool | None] | None = None,
     ) -> None:
-        self.f, self.scope = f, scope
+        self.f, self.scope, self.taken = f, scope, taken
         self.sized, self.offsets = sized  # names sized by the knob; element offsets from it
         self.iterators: set[str] = set()  # loop indices of the prim_func
         self.shapes: dict[str, list[cst.BaseExpression]] = {}  # buffer/tensor -> dims
@@ -138,23 +142,29 @@ class _Flow:
             self.call(s.value)
         elif isinstance(s, cst.Assign) and len(s.targets) == 1:
             self.assign(s.targets[0].target, s.value)
+        elif isinstance(s, (cst.If, cst.With)) and (form := as_if(s)) is not None:
+            self.branch(form)
         elif isinstance(s, cst.With):
             self.block(s.body.body)
         elif isinstance(s, (cst.For, cst.While)):
-            for _ in range(2):  # what one pass leaves, the next reads
+            # what one pass leaves, the next reads; an element-wise loop (`T.Parallel`) writes
+            # each element once, from the values before it: one pass
+            for _ in range(1 if _elementwise(s) else 2):
                 self.filled = {}
                 self.block(s.body.body)
-        elif isinstance(s, cst.If):
-            self.branch(s)
 
-    def branch(self, s: cst.If) -> None:
+    def branch(self, s: IfForm) -> None:
+        taken = self._taken(s.test)
+        if taken is not None:  # one side on every run path (`if is_causal:`, bound False)
+            self.block(s.body if taken else s.orelse)
+            return
         side = self._side(s.test)
         if side == "inside":  # only elements before the end are written: padding unchanged
             before = dict(self.pad)
-            self.block(s.body.body)
+            self.block(s.body)
             self.pad = {**before, **{k: v for k, v in self.pad.items() if k not in before}}
         elif side == "past":  # writes to elements past the end: a mask
-            for stmt in s.body.body:
+            for stmt in s.body:
                 if isinstance(stmt, cst.SimpleStatementLine):
                     for small in stmt.body:
                         if isinstance(small, cst.Assign) and len(small.targets) == 1:
@@ -162,11 +172,14 @@ class _Flow:
                             if base in self.pad:
                                 self.pad[base] = (pad_of(small.value), self.pad[base][1])
         else:
-            self.block(s.body.body)
-        if isinstance(s.orelse, cst.If):
-            self.branch(s.orelse)
-        elif s.orelse is not None:
-            self.block(s.orelse.body.body)
+            self.block(s.body)
+        self.block(s.orelse)
+
+    def _taken(self, test: cst.BaseExpression) -> bool | None:
+        names = _names(test)
+        if self.taken is None or names & (self.sized | self.offsets | self.iterators):
+            return None
+        return self.taken(test)
 
     def _side(self, test: cst.BaseExpression) -> str | None:
         """Which elements a comparison keeps: "inside" the extent (`t * block_N + j < N`,
@@ -212,7 +225,40 @@ class _Flow:
                 return
         read = [self.pad[n] for n in _names(value) if n in self.pad]
         if read:
-            self.pad[base] = (UNKNOWN, read[0][1])
+            pad = self._expr(value)
+            self.pad[base] = (UNKNOWN if pad == FINITE else pad, read[0][1])
+
+    def _expr(self, node: cst.BaseExpression, depth: int = 0) -> str:
+        """The pad value of an element expression over tiles (`T.exp2(acc_s[i, j] * scale -
+        m[i] * scale)`): each padded buffer read gives its pad value, anything else a finite
+        value or the constant it is."""
+        if depth > 20:
+            return UNKNOWN
+        if isinstance(node, (cst.Subscript, cst.Name)) and _base(node) in self.pad:
+            return self._operand(node)
+        if isinstance(node, cst.BinaryOperation):
+            op = _BINARY.get(type(node.operator))
+            if op is None:
+                return UNKNOWN
+            a, b = self._expr(node.left, depth + 1), self._expr(node.right, depth + 1)
+            if op in ("mul", "div") and "inf" in a and b == FINITE:
+                sign = _sign(node.right, self.scope)  # `x * scale` with scale > 0 keeps -inf
+                if sign is not None:
+                    return a if sign > 0 else combine("neg", [a])
+            return combine(op, [a, b])
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            return combine("neg", [self._expr(node.expression, depth + 1)])
+        if isinstance(node, cst.Call) and not _names(node) & set(self.pad):
+            return self._operand(node)
+        if isinstance(node, cst.Call):
+            short = dotted(node.func).rsplit(".", 1)[-1]
+            args = [a.value for a in node.args if a.keyword is None]
+            if short in _CALLS and args:
+                return combine(_CALLS[short], [self._expr(a, depth + 1) for a in args])
+            return UNKNOWN
+        if _names(node) & set(self.pad):
+            return UNKNOWN
+        return self._operand(node)
 
     def call(self, node: cst.Call) -> None:
         name = dotted(node.func)
@@ -322,6 +368,13 @@ class _Flow:
                 self.report(node, "the gemm accumulation", pads[0], "0", on_k[0][1])
             return
         value, line = padded[0][2]
+        acc = self.pad.get(_base(args[2]) or "")
+        if acc is not None and "inf" in acc[0] and _accumulates(args, kw):
+            # C += A @ B onto a C whose padded elements hold -inf (a mask): a finite product
+            # (stale data is finite, as above) leaves them -inf
+            product = UNKNOWN if "inf" in value else FINITE
+            self._write(args[2], (combine("add", [acc[0], product]), acc[1]))
+            return
         self._write(args[2], ("0" if value == "0" else UNKNOWN, line))
 
     def reduce(self, node: cst.Call, kind: str, args: list[cst.BaseExpression], kw: dict) -> None:
@@ -379,6 +432,72 @@ class _Flow:
         )
 
 
+_BINARY: dict[type, str] = {
+    cst.Add: "add",
+    cst.Subtract: "sub",
+    cst.Multiply: "mul",
+    cst.Divide: "div",
+}
+# element-wise calls an expression applies (`T.exp2(x)`, `T.max(a, b)`) -> padvalues' op
+_CALLS = {
+    "exp": "exp",
+    "exp2": "exp2",
+    "log": "log",
+    "abs": "abs",
+    "max": "max",
+    "min": "min",
+    "sqrt": "sqrt",
+    "rsqrt": "rsqrt",
+    "cast": "cast",
+}
+
+
+def _elementwise(loop: cst.For | cst.While) -> bool:
+    return (
+        isinstance(loop, cst.For)
+        and isinstance(loop.iter, cst.Call)
+        and dotted(loop.iter.func).rsplit(".", 1)[-1] in ("Parallel", "vectorized")
+    )
+
+
+def _accumulates(args: list[cst.BaseExpression], kw: dict) -> bool:
+    """A gemm that adds into C as it finds it: no clearing argument (`clear_accum=`,
+    `init=`) other than a literal False, and no positional argument past the transposes."""
+    if len(args) > 5:
+        return False
+    return all(
+        _code(v) == "False"
+        for k, v in kw.items()
+        if k.lower().replace("_", "") in ("clearaccum", "init", "initc", "clear", "zeroinit")
+    )
+
+
+def _sign(
+    node: cst.BaseExpression, scope: dict[str, list[cst.BaseExpression]], depth: int = 0
+) -> int | None:
+    """+1 / -1 when a scalar is surely positive / negative (`(1.0 / dim) ** 0.5 * 1.44`,
+    a square root times a positive constant), else None."""
+    if depth > 10:
+        return None
+    if isinstance(node, (cst.Integer, cst.Float)):
+        v = float(node.evaluated_value)
+        return None if v == 0 else (1 if v > 0 else -1)
+    if isinstance(node, cst.Name) and len(scope.get(node.value, [])) == 1:
+        return _sign(scope[node.value][0], scope, depth + 1)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        s = _sign(node.expression, scope, depth + 1)
+        return None if s is None else -s
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, cst.Power) and isinstance(node.right, cst.Float):
+            return 1  # a fractional power is real only for a positive base, and positive
+        if isinstance(node.operator, (cst.Multiply, cst.Divide)):
+            a, b = _sign(node.left, scope, depth + 1), _sign(node.right, scope, depth + 1)
+            return None if a is None or b is None else a * b
+    if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] in ("sqrt", "rsqrt"):
+        return 1
+    return None
+
+
 def _loop_indices(pf: cst.FunctionDef) -> set[str]:
     found: set[str] = set()
 
@@ -422,14 +541,22 @@ def _constants(pf: cst.FunctionDef) -> dict[str, str]:
     }
 
 
-def _flows(f: Facts, factory: Function, sized: set[str], offsets: set[str]) -> list[_Flow]:
+def _at(taken: Taken, chain: tuple[Function, ...]) -> Callable[[cst.BaseExpression], bool | None]:
+    """`taken` for the conditions read inside `chain`."""
+    return lambda test: taken(test, chain)
+
+
+def _flows(
+    f: Facts, factory: Function, sized: set[str], offsets: set[str], taken: Taken | None
+) -> list[_Flow]:
     by_node = {id(fn.node): fn for fn in f.functions}
     flows = []
     for pf in factory.prim_funcs:
         scope: dict[str, list[cst.BaseExpression]] = {}
-        for fn in by_node[id(pf)].chain:  # innermost wins
+        chain = by_node[id(pf)].chain
+        for fn in chain:  # innermost wins
             scope.update(fn.assigns)
-        flow = _Flow(f, (sized, offsets), scope)
+        flow = _Flow(f, (sized, offsets), scope, None if taken is None else _at(taken, chain))
         flow.params(pf)
         flow.constant = _constants(pf)
         flow.iterators = _loop_indices(pf)
@@ -439,14 +566,18 @@ def _flows(f: Facts, factory: Function, sized: set[str], offsets: set[str]) -> l
 
 
 def clip_extents(
-    f: Facts, factory: Function, sized: set[str], offsets: set[str]
+    f: Facts, factory: Function, sized: set[str], offsets: set[str], taken: Taken | None = None
 ) -> list[tuple[cst.BaseExpression | None, int]]:
     """(tensor dim, line) of every slice a partial tile of the knob would be clipped at:
-    the compiler clips there, at the tensor's extent along that dim (None: not readable)."""
-    return [clip for flow in _flows(f, factory, sized, offsets) for clip in flow.clips]
+    the compiler clips there, at the tensor's extent along that dim (None: not readable).
+    `taken`: the side a condition takes on the run path (bot/strategies/branches.py)."""
+    return [clip for flow in _flows(f, factory, sized, offsets, taken) for clip in flow.clips]
 
 
-def padded_reduction(f: Facts, factory: Function, sized: set[str], offsets: set[str]) -> str | None:
+def padded_reduction(
+    f: Facts, factory: Function, sized: set[str], offsets: set[str], taken: Taken | None = None
+) -> str | None:
     """Why a partial last tile of the knob would corrupt a reduction, or None. `sized`: the
     knob and the names computed from it; `offsets`: those that scale or shift with it."""
-    return next((fl.found for fl in _flows(f, factory, sized, offsets) if fl.found), None)
+    flows = _flows(f, factory, sized, offsets, taken)
+    return next((fl.found for fl in flows if fl.found), None)

@@ -66,6 +66,7 @@ def pad_of(node: cst.BaseExpression | None) -> str:
 
 _UNARY: dict[str, Callable[[float], float]] = {
     "exp": math.exp,
+    "exp2": lambda a: 2.0**a,
     "ln": math.log,
     "log": math.log,
     "abs": abs,
@@ -84,9 +85,22 @@ def combine(op: str, pads: list[str]) -> str:
     """The pad value of an element-wise op's result from its operands' (FINITE: an operand
     without padding, whose value is some finite number)."""
     try:
-        return _text(_apply(op, pads))
+        value = _apply(op, pads)
     except (ValueError, OverflowError, ZeroDivisionError):
         return UNKNOWN
+    if value is None and op in _FINITE_OPS and FINITE in pads and all(_finite(p) for p in pads):
+        return FINITE  # finite operands, one of them not known: some finite number
+    return _text(value)
+
+
+_FINITE_OPS = frozenset({"add", "sub", "mul", "max", "min", "neg", "abs", "copy", "cast"})
+
+
+def _finite(pad: str) -> bool:
+    if pad == FINITE:
+        return True
+    value = _value(pad)
+    return value is not None and math.isfinite(value)
 
 
 def _apply(op: str, pads: list[str]) -> float | None:

@@ -1,0 +1,99 @@
+"""The branches of a kernel factory: both spellings of `if`, and which side the run path takes.
+
+TileLang has two ways to branch inside a prim_func: Python's `if cond:` (unrolled when the
+condition is a Python value, an `if` node of the kernel otherwise) and the statement form
+
+    with T.If(cond):
+        with T.Then():
+            ...
+        with T.Else():
+            ...
+
+`as_if` reads the statement form as the `if` it stands for, so every reader of `if` guards
+reads both. `run_path_taken` says which side a condition takes on every way the file runs
+the kernel (`if is_causal:` with `is_causal` bound to False by the only call path), so rules
+read from a branch that never runs are not rules of the kernel as it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.facts import Function
+from bot.strategies.source import dotted
+
+if TYPE_CHECKING:
+    from bot.strategies.binding import Resolver
+
+Statements = Sequence[cst.BaseStatement]
+
+
+@dataclass(frozen=True)
+class IfForm:
+    """One `if`, from either spelling: its test, the statements of each side."""
+
+    test: cst.BaseExpression
+    body: Statements
+    orelse: Statements
+
+
+def _with_call(node: cst.CSTNode, name: str) -> cst.Call | None:
+    """The `T.<name>(...)` call of a one-item `with` statement, else None."""
+    if not isinstance(node, cst.With) or len(node.items) != 1:
+        return None
+    call = node.items[0].item
+    if isinstance(call, cst.Call) and dotted(call.func).rsplit(".", 1)[-1] == name:
+        return call
+    return None
+
+
+def _body(node: cst.With) -> Statements:
+    return node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+
+
+def as_if(node: cst.CSTNode) -> IfForm | None:
+    """`if test: ... else: ...` or `with T.If(test): with T.Then(): ... with T.Else(): ...`
+    as one IfForm (an `elif` is an `if` in the else side); None for any other statement."""
+    if isinstance(node, cst.If):
+        if node.orelse is None:
+            orelse: Statements = ()
+        elif isinstance(node.orelse, cst.If):
+            orelse = (node.orelse,)
+        else:
+            orelse = (
+                node.orelse.body.body if isinstance(node.orelse.body, cst.IndentedBlock) else ()
+            )
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        return IfForm(node.test, body, orelse)
+    call = _with_call(node, "If")
+    if call is None or not call.args or not isinstance(node, cst.With):
+        return None
+    then: list[cst.BaseStatement] = []
+    other: list[cst.BaseStatement] = []
+    for stmt in _body(node):
+        if _with_call(stmt, "Then") is not None:
+            then.extend(_body(stmt))  # type: ignore[arg-type]
+        elif _with_call(stmt, "Else") is not None:
+            other.extend(_body(stmt))  # type: ignore[arg-type]
+        else:
+            then.append(stmt)  # a statement directly under T.If runs under its condition
+    return IfForm(call.args[0].value, then, other)
+
+
+def run_path_taken(
+    resolver: Resolver, chain: tuple[Function, ...], test: cst.BaseExpression
+) -> bool | None:
+    """The truth of `test` on every path the file runs the kernel by (its names resolved
+    through call sites, argparse defaults and constants), or None when it is not one value
+    there (a runtime value, several call paths that disagree, anything unreadable)."""
+    value = evaluate(test, Env(resolver, chain, 0))
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value != 0
+    return None
