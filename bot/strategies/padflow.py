@@ -33,6 +33,7 @@ import libcst as cst
 
 from bot.strategies.branches import IfForm, as_if
 from bot.strategies.facts import Facts, Function
+from bot.strategies.padexprs import accumulates, elementwise_loop, expression_pad
 from bot.strategies.padvalues import FINITE, NEUTRAL, UNKNOWN, WHAT, combine, pad_of
 from bot.strategies.source import dotted
 from bot.strategies.tiling import _names
@@ -149,7 +150,7 @@ class _Flow:
         elif isinstance(s, (cst.For, cst.While)):
             # what one pass leaves, the next reads; an element-wise loop (`T.Parallel`) writes
             # each element once, from the values before it: one pass
-            for _ in range(1 if _elementwise(s) else 2):
+            for _ in range(1 if elementwise_loop(s) else 2):
                 self.filled = {}
                 self.block(s.body.body)
 
@@ -225,40 +226,8 @@ class _Flow:
                 return
         read = [self.pad[n] for n in _names(value) if n in self.pad]
         if read:
-            pad = self._expr(value)
+            pad = expression_pad(value, set(self.pad), self._operand, self.scope)
             self.pad[base] = (UNKNOWN if pad == FINITE else pad, read[0][1])
-
-    def _expr(self, node: cst.BaseExpression, depth: int = 0) -> str:
-        """The pad value of an element expression over tiles (`T.exp2(acc_s[i, j] * scale -
-        m[i] * scale)`): each padded buffer read gives its pad value, anything else a finite
-        value or the constant it is."""
-        if depth > 20:
-            return UNKNOWN
-        if isinstance(node, (cst.Subscript, cst.Name)) and _base(node) in self.pad:
-            return self._operand(node)
-        if isinstance(node, cst.BinaryOperation):
-            op = _BINARY.get(type(node.operator))
-            if op is None:
-                return UNKNOWN
-            a, b = self._expr(node.left, depth + 1), self._expr(node.right, depth + 1)
-            if op in ("mul", "div") and "inf" in a and b == FINITE:
-                sign = _sign(node.right, self.scope)  # `x * scale` with scale > 0 keeps -inf
-                if sign is not None:
-                    return a if sign > 0 else combine("neg", [a])
-            return combine(op, [a, b])
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-            return combine("neg", [self._expr(node.expression, depth + 1)])
-        if isinstance(node, cst.Call) and not _names(node) & set(self.pad):
-            return self._operand(node)
-        if isinstance(node, cst.Call):
-            short = dotted(node.func).rsplit(".", 1)[-1]
-            args = [a.value for a in node.args if a.keyword is None]
-            if short in _CALLS and args:
-                return combine(_CALLS[short], [self._expr(a, depth + 1) for a in args])
-            return UNKNOWN
-        if _names(node) & set(self.pad):
-            return UNKNOWN
-        return self._operand(node)
 
     def call(self, node: cst.Call) -> None:
         name = dotted(node.func)
@@ -369,7 +338,7 @@ class _Flow:
             return
         value, line = padded[0][2]
         acc = self.pad.get(_base(args[2]) or "")
-        if acc is not None and "inf" in acc[0] and _accumulates(args, kw):
+        if acc is not None and "inf" in acc[0] and accumulates(args, kw):
             # C += A @ B onto a C whose padded elements hold -inf (a mask): a finite product
             # (stale data is finite, as above) leaves them -inf
             product = UNKNOWN if "inf" in value else FINITE
@@ -430,72 +399,6 @@ class _Flow:
             f"the padded elements of the tile clipped at line {clip} ({holds}) would enter "
             f"{what} `{_code(node)}` at line {self.f.line(node)} unmasked{need}"
         )
-
-
-_BINARY: dict[type, str] = {
-    cst.Add: "add",
-    cst.Subtract: "sub",
-    cst.Multiply: "mul",
-    cst.Divide: "div",
-}
-# element-wise calls an expression applies (`T.exp2(x)`, `T.max(a, b)`) -> padvalues' op
-_CALLS = {
-    "exp": "exp",
-    "exp2": "exp2",
-    "log": "log",
-    "abs": "abs",
-    "max": "max",
-    "min": "min",
-    "sqrt": "sqrt",
-    "rsqrt": "rsqrt",
-    "cast": "cast",
-}
-
-
-def _elementwise(loop: cst.For | cst.While) -> bool:
-    return (
-        isinstance(loop, cst.For)
-        and isinstance(loop.iter, cst.Call)
-        and dotted(loop.iter.func).rsplit(".", 1)[-1] in ("Parallel", "vectorized")
-    )
-
-
-def _accumulates(args: list[cst.BaseExpression], kw: dict) -> bool:
-    """A gemm that adds into C as it finds it: no clearing argument (`clear_accum=`,
-    `init=`) other than a literal False, and no positional argument past the transposes."""
-    if len(args) > 5:
-        return False
-    return all(
-        _code(v) == "False"
-        for k, v in kw.items()
-        if k.lower().replace("_", "") in ("clearaccum", "init", "initc", "clear", "zeroinit")
-    )
-
-
-def _sign(
-    node: cst.BaseExpression, scope: dict[str, list[cst.BaseExpression]], depth: int = 0
-) -> int | None:
-    """+1 / -1 when a scalar is surely positive / negative (`(1.0 / dim) ** 0.5 * 1.44`,
-    a square root times a positive constant), else None."""
-    if depth > 10:
-        return None
-    if isinstance(node, (cst.Integer, cst.Float)):
-        v = float(node.evaluated_value)
-        return None if v == 0 else (1 if v > 0 else -1)
-    if isinstance(node, cst.Name) and len(scope.get(node.value, [])) == 1:
-        return _sign(scope[node.value][0], scope, depth + 1)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        s = _sign(node.expression, scope, depth + 1)
-        return None if s is None else -s
-    if isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.Power) and isinstance(node.right, cst.Float):
-            return 1  # a fractional power is real only for a positive base, and positive
-        if isinstance(node.operator, (cst.Multiply, cst.Divide)):
-            a, b = _sign(node.left, scope, depth + 1), _sign(node.right, scope, depth + 1)
-            return None if a is None or b is None else a * b
-    if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] in ("sqrt", "rsqrt"):
-        return 1
-    return None
 
 
 def _loop_indices(pf: cst.FunctionDef) -> set[str]:
