@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
+from bot.strategies import rebinding
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
@@ -275,10 +276,11 @@ class CapacityCheck:
                 if total <= limit or now_use.get(memory, (0, []))[0] > limit:
                     continue  # fits, or the current value does not fit either: not ours to judge
                 where = ", ".join(placed)
+                least = "at least " if any("unknown sizes as 1" in p for p in placed) else ""
                 return (
                     f"{self.name}={value}: the kernel's {memory} buffers as allocated ({where}) "
-                    f"would take {total} bytes, more than the {limit // KIB} KiB it can hold on "
-                    f"Ascend A2/A3"
+                    f"would take {least}{total} bytes, more than the {limit // KIB} KiB it can "
+                    f"hold on Ascend A2/A3"
                 )
         return None
 
@@ -286,20 +288,57 @@ class CapacityCheck:
 def _use(
     group: list[Buffer], value: int, env: Callable[[tuple[Function, ...], int], Env]
 ) -> dict[str, tuple[int, list[str]]]:
-    """memory -> (bytes, ["name (line N)", ...]) of the buffers whose size can be read."""
+    """memory -> (bytes, ["name (line N)", ...]) of the buffers whose size can be read, at
+    least in part: a dim the file does not fix (`block_Q * heads` with heads a runtime size)
+    counts with its unknown factors at 1, so the sum stays a lower bound. A buffer sized by
+    nothing the knob sets and nothing readable is left out."""
     use: dict[str, tuple[int, list[str]]] = {}
     for b in group:
-        size = b.dtype_bytes
+        e = env(b.chain, value)
+        size, open_ = b.dtype_bytes, False
         for d in b.dims:
-            extent = evaluate(d, env(b.chain, value))
-            if not isinstance(extent, int) or isinstance(extent, bool) or extent <= 0:
+            extent = _at_least(d, e)
+            if extent is None:
                 size = 0
                 break
-            size *= extent
+            open_ = open_ or extent[1]
+            size *= extent[0]
+        if size and open_ and size == b.dtype_bytes:
+            size = 0  # nothing of its size is known
         if size:
             total, placed = use.get(b.memory, (0, []))
-            use[b.memory] = (total + size, [*placed, f"{b.name} (line {b.line})"])
+            shown = f"{b.name} (line {b.line}{', unknown sizes as 1' if open_ else ''})"
+            use[b.memory] = (total + size, [*placed, shown])
     return use
+
+
+def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
+    """(a lower bound of a dim, whether any part of it is unknown); None when it cannot be
+    bounded (a known extent that is not a positive integer). An unknown factor of a product,
+    or an unknown dim, is at least 1: a buffer has no empty dims."""
+    extent = evaluate(node, env)
+    if isinstance(extent, int) and not isinstance(extent, bool):
+        return (extent, False) if extent > 0 else None
+    if extent is not None:
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        left, right = _at_least(node.left, env), _at_least(node.right, env)
+        if left is None or right is None:
+            return None
+        return left[0] * right[0], True
+    if isinstance(node, cst.Call) and dotted(node.func) in ("max", "T.max") and node.args:
+        parts = [_at_least(a.value, env) for a in node.args if a.keyword is None]
+        known = [p[0] for p in parts if p is not None]
+        return (max(known) if known else 1), True  # `max(block, dim)` is at least block
+    if isinstance(node, cst.Name) and env.depth < 8:  # a local computed once: its expression
+        for fn in reversed(env.chain):
+            values = fn.assigns.get(node.value)
+            if values is not None:
+                if len(values) == 1 and not rebinding.unsure(env.resolver.f, fn, node.value):
+                    inner = Env(env.resolver, fn.chain, env.depth + 1, env.overrides)
+                    return _at_least(values[0], inner)
+                break
+    return 1, True
 
 
 def capacity_check(f: Facts, name: str, factories: list[Function]) -> CapacityCheck | None:
