@@ -17,6 +17,7 @@ for new values (bot/strategies/constraints.py). Left out, with a reason:
 - a name set to 1: one row or element per step is how that kernel is written
   (e.g. one partial sum per tile row), not a tile size to grow;
 - a name set to 0 or less: a switch (`block_C=0`: no channel split), not a size;
+- a name that counts warps or threads (`block_row_warps`): execution units, not a tile;
 - a block-like literal (an argparse option, a dict entry, a default) that no
   kernel factory reads.
 
@@ -42,6 +43,8 @@ from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+# `block_row_warps`, `BLOCK_THREADS`: how many warps or threads a block runs, not a tile size
+UNIT_COUNT = re.compile(r"(?i)(warp|thread)s?(?![a-z])")
 BLOCK_WORD = callsites.BLOCK_WORD
 # values a run could give a discovered block knob (bot/strategies/builtin.py's space)
 TRIED = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -142,6 +145,14 @@ def _bind(
     f: Facts, resolver: Resolver, name: str, owners: list[tuple[Function | None, Function, bool]]
 ) -> KnobInfo | Dropped | list[KnobInfo | Dropped]:
     live = [(o, fac) for o, fac, is_live in owners if is_live]
+    unit = UNIT_COUNT.search(name)
+    if unit:
+        return Dropped(
+            "block_size",
+            name,
+            f"counts {unit.group(1).lower()}s (the execution units a block runs), not the size "
+            f"of a tile: a tile size's values would launch that many of them",
+        )
     if not live:
         where = ", ".join(sorted({f"{fac.name}()" for _, fac, _ in owners}))
         return Dropped(
