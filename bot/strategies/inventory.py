@@ -16,7 +16,6 @@ for new values (bot/strategies/constraints.py). Left out, with a reason:
 - a name set by an expression rather than a literal;
 - a name set to 1: one row or element per step is how that kernel is written
   (e.g. one partial sum per tile row), not a tile size to grow;
-- a name set to 0 or less: a switch (`block_C=0`: no channel split), not a size;
 - a name that counts warps or threads (`block_row_warps`): execution units, not a tile;
 - a block-like literal (an argparse option, a dict entry, a default) that no
   kernel factory reads.
@@ -245,14 +244,6 @@ def _knob_at(
             f"set to 1 ({site.where()}): the kernel takes one row or element per step there, "
             f"and the smallest block a run could try ({TRIED[0]}) would change how it is "
             f"written (e.g. one partial result per tile row), not only a tile size",
-        )
-    if site.value <= 0:
-        return Dropped(
-            "block_size",
-            knob,
-            f"set to {site.value} ({site.where()}): no tile is {site.value} wide, so the value "
-            f"is a switch (e.g. 0 for no split, or size chosen elsewhere), and a size would "
-            f"turn on another way of running the kernel, not resize a tile",
         )
     shared = _shared_literal(f, name, site)
     if shared:
