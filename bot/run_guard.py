@@ -419,7 +419,8 @@ def superseded_baseline(repo, previous, op, request) -> str | None:
     if new is None or old == new:
         return None
     return (
-        f"the baseline recorded at {recorded[:10]} never passed L0, and {path} has a new commit at HEAD "
+        f"the baseline recorded at {recorded[:10]} never passed L0 or was never timed, and {path} "
+        f"has a new commit at HEAD "
         f"{head[:10]}: starting over there (the old records are kept as results.<time>.jsonl)"
     )
 
