@@ -430,7 +430,9 @@ def _remeasure_baseline(
         ),
         None,
     )
-    if partner is None:  # the candidate it was timed beside is not recorded (a resumed run)
+    # that candidate is not recorded when the baseline already met the target (or when a run
+    # resumed after a kill planned another first candidate): the start has no like to compare
+    if partner is None:
         latency = evaluator.latency(base)
         latency.notes.append(
             "timed alone; the start was timed beside a candidate no iteration records: no drift"
