@@ -205,6 +205,22 @@ class GuardedEvaluator:
             )
         return result
 
+    def latency_pair(self, a: Path, b: Path) -> tuple[LatencyResult, LatencyResult]:
+        (ra, rb), problem = self._guarded([a, b], lambda: self.inner.latency_pair(a, b))
+        if problem:
+            ra, rb = (
+                LatencyResult(
+                    status="error",
+                    backend=r.backend,
+                    command=r.command,
+                    tail=r.tail,
+                    notes=[problem],
+                    extra={"tampered": True},
+                )
+                for r in (ra, rb)
+            )
+        return ra, rb
+
     def decide(
         self, best_source: Path, best, candidate_source: Path, candidate, noise_floor: float
     ) -> Decision:
@@ -232,6 +248,7 @@ class GuardedEvaluator:
                 notes=[problem],
                 extra={"tampered": True},
             )
+            self.inner.paired_best = None  # timed beside a run that tampered: not a baseline
             return latency, None
         return latency, decision
 
@@ -402,7 +419,8 @@ def superseded_baseline(repo, previous, op, request) -> str | None:
     if new is None or old == new:
         return None
     return (
-        f"the baseline recorded at {recorded[:10]} never passed L0, and {path} has a new commit at HEAD "
+        f"the baseline recorded at {recorded[:10]} never passed L0 or was never timed, and {path} "
+        f"has a new commit at HEAD "
         f"{head[:10]}: starting over there (the old records are kept as results.<time>.jsonl)"
     )
 

@@ -107,3 +107,31 @@ def test_the_greedy_oracle_pays_like_tunebot_and_walks_to_the_optimum():
         three = sl.run_oracle(land, 3, random.Random(0))
         assert land.optimum < three < start
         assert sl.run_oracle(land, 40, random.Random(0)) == land.optimum
+
+
+def test_tunebot_pays_for_the_baseline_where_the_loop_times_it_alone(monkeypatch):
+    """As bot/run/iterate.py: with pairs the first pair times the baseline (no measurement of
+    its own); alone first without pairs, and alone when the first candidate fails L0."""
+    alone: list[tuple[int, ...]] = []
+    real = sq.Simulator.measure_point
+
+    def counted(self, point):
+        alone.append(point)
+        return real(self, point)
+
+    monkeypatch.setattr(sq.Simulator, "measure_point", counted)
+    land = sq.generate(5, 0.05)
+    planner = Planner(land.op)
+    sq.run_tunebot(land, 10, random.Random(0), None, planner)
+    assert alone == [], "with pairs nothing is timed alone"
+    sq.run_tunebot(land, 10, random.Random(0), None, planner, pairs=False)
+    assert alone[0] == land.start, "without pairs the baseline comes first, alone"
+    alone.clear()
+    info: dict = {}
+    sq.run_tunebot(land, 10, random.Random(0), None, planner, info=info)
+    first = sq.point_of(land, land.source)
+    move = info["history"][0].change
+    first = tuple(move.new if n == move.knob else v for n, v in zip(land.names, first, strict=True))
+    land.true[first] = sq.FAILED
+    sq.run_tunebot(land, 10, random.Random(0), None, planner)
+    assert alone == [land.start], "a first candidate failing L0: the baseline alone, once"

@@ -69,6 +69,9 @@ class Evaluator:
         # every source measured more than once tells how much one measurement moves between processes
         self.spread = decide_mod.SpreadTracker()
         self._facts: dict = {}  # environment facts a `command` benchmark reported
+        # the best's side of the last `compare`'s first pair (backends with `pairs`), else None:
+        # a real measurement of the best, timed in one process beside the candidate
+        self.paired_best: LatencyResult | None = None
 
     # -- paths and settings ------------------------------------------------
     def _abs(self, source: Path) -> Path:
@@ -102,6 +105,11 @@ class Evaluator:
     @property
     def _impl(self) -> Backend:
         return REGISTRY[self.backend]
+
+    @property
+    def pairs(self) -> bool:
+        """Whether `compare` times the best and the candidate in one process (cpu backend)."""
+        return self._impl.pairs
 
     def request(self, cwd: Path, repeats: int | None = None) -> Request:
         """What every backend needs to measure one of this op's variants from `cwd`."""
@@ -277,20 +285,38 @@ class Evaluator:
         )
 
     def compare(
-        self, best_source: Path, best: LatencyResult, candidate_source: Path, noise_floor: float
+        self,
+        best_source: Path,
+        best: LatencyResult | None,
+        candidate_source: Path,
+        noise_floor: float,
     ) -> tuple[LatencyResult, Decision | None]:
         """Measure a candidate and decide whether it beats the best: (its latency, the decision).
 
         Backends with `pairs` (cpu): both are timed in one process from the first measurement
         on (`pairs.decide_in_pairs`); the others measure the candidate alone and apply `decide`
-        against the best's recorded result. No decision when the candidate has no latency.
+        against the best's recorded result (`best`: None only with pairs, which time the best
+        anew). No decision when the candidate has no latency. Afterwards `paired_best` holds the
+        best's side of the first pair (None without pairs).
         """
+        self.paired_best = None
         if self._impl.pairs:
             rule = decide_mod.Rule(noise_floor=noise_floor)
+            first: list[LatencyResult] = []
+
+            def pair(a: Path, b: Path) -> tuple[LatencyResult, LatencyResult]:
+                ra, rb = self.latency_pair(a, b)
+                if not first:  # decide_in_pairs times (best, candidate) first
+                    first.append(ra)
+                return ra, rb
+
             latency, decision = pairs_mod.decide_in_pairs(
-                self._abs(best_source), self._abs(candidate_source), self.latency_pair, rule
+                self._abs(best_source), self._abs(candidate_source), pair, rule
             )
+            self.paired_best = first[0] if first else None
             return latency, decision if latency.ok else None
+        if best is None:
+            raise ValueError("a backend without pairs compares with the best's recorded latency")
         latency = self.latency(candidate_source)
         if not latency.ok:
             return latency, None

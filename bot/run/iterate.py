@@ -21,7 +21,7 @@ from bot.run import common, delivery, stops
 from bot.run import records as rec
 from bot.run import state as rs
 from bot.run.errors import BaselineFailed
-from bot.run.prepare import OpRun
+from bot.run.prepare import OpRun, PendingBaseline
 from bot.strategies import catalog, explain
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.planner import Planner
@@ -55,6 +55,16 @@ def phase(run: OpRun, name: str, iteration: int | None) -> None:
 
 
 def measure_baseline(run: OpRun, evaluator: Evaluator) -> None:
+    """L0 of the start source, then its latency, recorded (the `baseline` record).
+
+    On a backend that times pairs (cpu), the latency waits for the first comparison: every
+    decision times the best beside the candidate in one process, so the first pair measures
+    the baseline anyway, at no extra cost; a separate measurement first would cost one
+    measurement and decide nothing. It is timed alone on other backends and when no pair comes
+    first (`settle_baseline`). A baseline the first pair finds at or under the target stops the
+    run before anything is recorded of that candidate: the run tries nothing, as when the
+    baseline was timed alone first (the cost: that candidate's L0 run).
+    """
     # A merged best on the base is where this run starts: its gains are against what the base holds.
     rel, note = delivery.start_source(run.repo, run.base_sha, run.op)
     source = run.worktree / rel
@@ -66,31 +76,70 @@ def measure_baseline(run: OpRun, evaluator: Evaluator) -> None:
             f"the baseline {rel} fails L0 ({accuracy.status}{why})"
             f"{_toolchain_hint(accuracy.tail)}:\n{accuracy.tail[-1500:]}"
         )
-    phase(run, "baseline timing", 0)
-    latency = evaluator.latency(source)
+    run.pending_baseline = PendingBaseline(rel, note, accuracy)
+    if not evaluator.pairs:
+        settle_baseline(run, evaluator)
+
+
+def settle_baseline(
+    run: OpRun, evaluator: Evaluator, paired: tuple[int, str] | None = None
+) -> bool:
+    """Record a pending baseline: with the best's side of the first pair `evaluator.compare`
+    just timed, when `paired` (iteration, candidate source hash) is given and that side has a
+    latency; else timed alone now. Nothing to do when no baseline is pending. True when the
+    baseline came from that pair and already meets the target: the candidate is not recorded."""
+    pending = run.pending_baseline
+    if pending is None:
+        return False
+    source = run.worktree / pending.path
+    latency = evaluator.paired_best if paired is not None else None
+    paired_with: dict[str, Any] = {}
+    met = False
+    if latency is not None and latency.ok and paired is not None:
+        paired_with = {"iteration": paired[0], "source_hash": paired[1]}
+        target = run.settings.target_us
+        met = target is not None and latency.median_us is not None and latency.median_us <= target
+        latency = dataclasses.replace(
+            latency,
+            notes=[
+                *latency.notes,
+                f"timed in one process beside iteration {paired[0]}'s candidate, call by call "
+                "alternately (the first pair of its decision), half the repeats",
+                *(
+                    ["that candidate is not recorded: the baseline already meets the target"]
+                    if met
+                    else []
+                ),
+            ],
+        )
+    else:
+        phase(run, "baseline timing", 0)
+        latency = evaluator.latency(source)
     if not latency.ok:
         why = f": {'; '.join(latency.notes)}" if latency.notes else ""
         if latency.command:
             why += f"; command: {shlex.join(latency.command)}"
         raise BaselineFailed(
-            f"the baseline {rel} could not be timed ({latency.status}{why})"
+            f"the baseline {pending.path} could not be timed ({latency.status}{why})"
             f"{_toolchain_hint(latency.tail)}:\n{latency.tail[-1500:]}"
         )
     env = evaluator.environment(source, run.base_sha)
     record = rec.Baseline(
         sha=run.base_sha,
-        path=rel,
-        accuracy=dataclasses.asdict(accuracy),
+        path=pending.path,
+        accuracy=dataclasses.asdict(pending.accuracy),
         latency=dataclasses.asdict(latency),
         environment=dataclasses.asdict(env),
+        paired_with=paired_with,
         time=common.now(),
     )
     run.log.append(record.to_json())
-    merged = f" ({note})" if note else ""
-    if rel != run.op.source.as_posix():
+    run.pending_baseline = None
+    merged = f" ({pending.note})" if pending.note else ""
+    if pending.path != run.op.source.as_posix():
         recorded = delivery.merged_latency(run.repo, run.base_sha, run.op)
         merged = (
-            f" (starting from the merged best {rel}"
+            f" (starting from the merged best {pending.path}"
             + (f", recorded at {recorded:.2f} us, re-measured now" if recorded is not None else "")
             + ")"
         )
@@ -98,10 +147,11 @@ def measure_baseline(run: OpRun, evaluator: Evaluator) -> None:
         "baseline",
         iteration=0,
         latency_us=latency.median_us,
-        accuracy=accuracy.status,
+        accuracy=pending.accuracy.status,
         sha=run.base_sha,
         message=f"baseline {latency.median_us:.2f} us{merged}",
     )
+    return met
 
 
 def _toolchain_hint(tail: str) -> str:
@@ -164,16 +214,25 @@ def iterate(run: OpRun, evaluator: Evaluator, state: rs.RunState) -> None:
             break
         _run_iteration(run, evaluator, state, variant, best_source)
         state = run.state()
+    settle_baseline(run, evaluator)  # stopped before any comparison timed it: timed alone
+    state = run.state()
     finish(run, evaluator, state, reason, explain.not_planned(plan, _context(run, state)))
+
+
+def _best(run: OpRun, state: rs.RunState) -> tuple[str, str]:
+    """(commit, repo-relative path) of the best-so-far: the baseline's while it is pending."""
+    if state.baseline is None and run.pending_baseline is not None:
+        return run.base_sha, run.pending_baseline.path
+    assert state.best_sha is not None and state.best_path is not None
+    return state.best_sha, state.best_path
 
 
 def _best_source(run: OpRun, state: rs.RunState) -> str:
     """The best-so-far source as committed (read from git once per best, not once per iteration)."""
-    assert state.best_sha is not None and state.best_path is not None
-    key = (state.best_sha, state.best_path)
+    key = _best(run, state)
     if key not in run.sources:
         run.sources.clear()
-        run.sources[key] = _committed(run, state.best_sha, state.best_path)
+        run.sources[key] = _committed(run, *key)
     return run.sources[key]
 
 
@@ -216,10 +275,9 @@ def _profile_summary(state: rs.RunState) -> dict[str, Any]:
 def _run_iteration(
     run: OpRun, evaluator: Evaluator, state: rs.RunState, variant: Variant, best_source: str
 ) -> None:
-    assert state.best_path is not None and state.best_sha is not None
-    assert state.baseline is not None
+    best_sha, best_path = _best(run, state)
     n = state.next_iteration
-    _materialize(run, state.best_path, best_source)
+    _materialize(run, best_path, best_source)
     rel = run.rel(f"{run.op.name}_opt_v{n}.py")
     path = run.worktree / rel
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -228,13 +286,20 @@ def _run_iteration(
     accuracy = evaluator.accuracy(path)
     latency: LatencyResult | None = None
     decision: Decision | None = None
+    paired = False
     if accuracy.passed:
-        assert state.best_latency is not None  # the baseline's, at least
-        # and deciding: on the cpu backend both run as pairs in one process
-        phase(run, "timing", n)
+        # and deciding: on the cpu backend both run as pairs in one process (the first pair
+        # also times a pending baseline: its phase says so)
+        phase(run, "timing" if run.pending_baseline is None else "baseline timing", n)
         latency, decision = evaluator.compare(
-            run.worktree / state.best_path, state.best_latency, path, run.settings.noise_floor
+            run.worktree / best_path, state.best_latency, path, run.settings.noise_floor
         )
+        paired = True
+    # recorded before the iteration that compares with it
+    if settle_baseline(run, evaluator, (n, variant.source_hash) if paired else None):
+        return  # the baseline already meets the target: the run tries nothing (达目标 next)
+    state = run.state()
+    assert state.baseline is not None
     verdict = _verdict(variant, accuracy.status, latency, decision)
     branch = naming.iteration_branch(run.prefix, n)
     median = latency.median_us if latency and latency.ok else None
@@ -266,12 +331,12 @@ def _run_iteration(
     shown = f"{median:.2f} us" if median is not None else "-"
     message = (
         f"tunebot: {run.op.name} v{n}: {variant.change.strategy}: {variant.change.description}\n\n"
-        f"Parent: best-so-far {parent} ({state.best_sha[:12]}).\nL0: {accuracy.status}; "
+        f"Parent: best-so-far {parent} ({best_sha[:12]}).\nL0: {accuracy.status}; "
         f"latency: {shown}; verdict: {verdict}."
     )
     sha = commits.commit_files(
         run.repo,
-        state.best_sha,
+        best_sha,
         {
             rel: source_text.encode(variant.source),
             run.rel("opt_log.md"): render_opt_log(opt_log).encode(),
@@ -282,7 +347,7 @@ def _run_iteration(
     record = rec.Iteration(
         key=rec.iteration_key(n),
         iteration=n,
-        parent=state.best_sha,
+        parent=best_sha,
         parent_iteration=state.best_iteration,
         branch=branch,
         sha=sha,
@@ -347,6 +412,40 @@ def _verdict(
 # ---------------------------------------------------------------- stopping
 
 
+def _remeasure_baseline(
+    run: OpRun, evaluator: Evaluator, state: rs.RunState
+) -> tuple[LatencyResult, bool]:
+    """The baseline timed again at the end, the way it was timed at the start (alone, or in one
+    process beside the same candidate), and whether the two compare like with like (a drift)."""
+    assert state.baseline is not None
+    base = run.worktree / state.baseline.path
+    paired = state.baseline.paired_with
+    if not paired:
+        return evaluator.latency(base), True
+    partner = next(
+        (
+            it
+            for it in state.iterations
+            if it.n == paired.get("iteration") and it.source_hash == paired.get("source_hash")
+        ),
+        None,
+    )
+    # that candidate is not recorded when the baseline already met the target (or when a run
+    # resumed after a kill planned another first candidate): the start has no like to compare
+    if partner is None:
+        latency = evaluator.latency(base)
+        latency.notes.append(
+            "timed alone; the start was timed beside a candidate no iteration records: no drift"
+        )
+        return latency, False
+    _materialize(run, partner.path, _committed(run, partner.sha, partner.path))
+    latency, _ = evaluator.latency_pair(base, run.worktree / partner.path)
+    latency.notes.append(
+        f"timed as at the start: in one process beside iteration {partner.n}'s candidate"
+    )
+    return latency, True
+
+
 def finish(
     run: OpRun,
     evaluator: Evaluator,
@@ -363,12 +462,12 @@ def finish(
             state.baseline.path,
             _committed(run, run.base_sha, state.baseline.path),
         )
-        latency = evaluator.latency(run.worktree / state.baseline.path)
+        latency, like = _remeasure_baseline(run, evaluator, state)
         start = state.baseline_us
         median = latency.median_us
         drift = (
             ((median - start) / start * 100.0)
-            if latency.ok and start and median is not None
+            if like and latency.ok and start and median is not None
             else None
         )
         end = rec.BaselineEnd(

@@ -21,6 +21,7 @@ from bot.config.schema import OpConfig, RepoConfig, RunSettings
 from bot.config.settings import effective_settings
 from bot.forge.base import Forge
 from bot.git import repository, worktrees
+from bot.measure.types import AccuracyResult
 from bot.run import common
 from bot.run import state as rs
 from bot.run.errors import BadRequest
@@ -28,6 +29,16 @@ from bot.run.log import ResultsLog
 from bot.run.records import Start
 from bot.run.request import ProgressCallback, ProgressEvent, TuneRequest
 from bot.run.target import Resolved, op_config_at, repo_config_at
+
+
+@dataclass
+class PendingBaseline:
+    """A baseline that passed L0 and waits for its latency (bot/run/iterate.py): on backends that
+    time pairs, the first comparison times it beside the first candidate, in one process."""
+
+    path: str  # repo-relative path of the baseline source
+    note: str | None  # where the start source came from (delivery.start_source)
+    accuracy: AccuracyResult
 
 
 @dataclass
@@ -47,6 +58,7 @@ class OpRun:
     progress: ProgressCallback
     fold: rs.Fold | None = None  # the records folded so far (see state())
     sources: dict[tuple[str, str], str] = field(default_factory=dict)  # committed best sources
+    pending_baseline: PendingBaseline | None = None  # in memory only: never recorded as such
 
     @property
     def prefix(self) -> str:
@@ -115,7 +127,8 @@ def prepare(
                     found.qualified,
                     message=(
                         f"the run recorded at {recorded[:10]} has no baseline (it "
-                        "failed L0, could not be timed, or stopped on a setup error): starting "
+                        "failed L0, could not be timed, stopped before its first comparison "
+                        "timed it, or stopped on a setup error): starting "
                         f"over at {resolved.sha[:10]}"
                     ),
                 )
