@@ -11,6 +11,14 @@ whose commit is reachable only from a pull-request head names that ref (`ref:`);
 when the clone lacks the commit, the error says which ref to fetch. Kernels
 whose repository has no clone given are listed and left out. The sources stay
 out of git: they are third-party code kept only as local test data.
+
+Kernels read from a search index rather than a clone (no snapshot of their repository
+exists) come from a folder of byte-exact copies named `<id>.py`:
+
+    python scripts/upstream_corpus.py --copies /path/to/copies
+
+A copy is written only when its sha256 matches the manifest; a clone given with --git-dir
+takes precedence over a copy.
 """
 
 from __future__ import annotations
@@ -50,8 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--git-dir",
         action="append",
-        required=True,
+        default=[],
         help="git directory of a clone: PATH (the manifest's source repository) or OWNER/NAME=PATH",
+    )
+    parser.add_argument(
+        "--copies",
+        type=Path,
+        help="folder of byte-exact copies named <id>.py, for kernels no clone is given for",
     )
     parser.add_argument(
         "--corpus",
@@ -60,6 +73,14 @@ def main(argv: list[str] | None = None) -> int:
         help="folder holding MANIFEST.yaml; the kernels go to its src/ (default: the test corpus)",
     )
     args = parser.parse_args(argv)
+    if not args.git_dir and args.copies is None:
+        parser.error(
+            "give at least one --git-dir or --copies (tests/data/upstream_kernels/README.md)"
+        )
+    if args.copies is not None and not args.copies.is_dir():
+        parser.error(
+            f"--copies {args.copies}: not a folder; give the folder holding <id>.py copies"
+        )
     manifest = yaml.safe_load((args.corpus / "MANIFEST.yaml").read_text(encoding="utf-8"))
     source = manifest["source"]
     git_dirs = clones(args.git_dir, source["repo"])
@@ -70,7 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     for k in manifest["kernels"]:
         repo = k.get("repo", source["repo"])
         if repo not in git_dirs:
-            missing[repo] = missing.get(repo, 0) + 1
+            copy = args.copies / f"{k['id']}.py" if args.copies is not None else None
+            if copy is None or not copy.is_file():
+                missing[repo] = missing.get(repo, 0) + 1
+                continue
+            data = copy.read_bytes()
+            if hashlib.sha256(data).hexdigest() != k["sha256"]:
+                print(f"{k['id']}: {copy} differs from the manifest's sha256", file=sys.stderr)
+                bad += 1
+                continue
+            (out / f"{k['id']}.py").write_bytes(data)
+            written += 1
             continue
         commit = k.get("commit", source["commit"])  # a kernel may name its own commit
         run = subprocess.run(
@@ -94,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         (out / f"{k['id']}.py").write_bytes(run.stdout)
         written += 1
     for repo, n in missing.items():
-        print(f"{n} kernels left out: no clone of {repo} given (--git-dir {repo}=PATH)")
+        print(
+            f"{n} kernels left out: no clone of {repo} given (--git-dir {repo}=PATH)"
+            " and no copy in --copies"
+        )
     print(f"{written} kernels in {out}")
     return 2 if bad else 0
 

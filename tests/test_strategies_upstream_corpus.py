@@ -57,6 +57,7 @@ SETS = (
     "heldout_g",
     "heldout_h",
     "heldout_i",
+    "heldout_j",
 )
 
 
@@ -275,6 +276,7 @@ def test_corpus_is_big_enough_and_documented():
     assert len(_ids("heldout")) >= 4 and len(_ids("heldout_b")) >= 10
     assert len(_ids("heldout_d")) >= 25 and len(_ids("heldout_g")) >= 20
     assert len(_ids("heldout_i")) >= 20
+    assert len(_ids("heldout_j")) >= 20
     for k in MANIFEST["kernels"]:
         assert k["path"] and len(k["sha256"]) == 64
         assert len(k.get("commit", MANIFEST["source"]["commit"])) == 40

@@ -145,3 +145,46 @@ def test_kernels_of_a_repository_without_a_clone_are_listed_as_left_out(tmp_path
     assert run.returncode == 0, run.stderr
     assert "1 kernels left out: no clone of other/repo given" in run.stdout
     assert "1 kernels in" in run.stdout
+
+
+def test_index_copies_are_written_only_when_their_sha256_matches(tmp_path):
+    corpus = tmp_path / "corpus"
+    good, bad = "block_M = 128\n", "block_M = 256\n"
+    write_manifest(
+        corpus,
+        [
+            {"id": "c_good", "repo": "owner/idx", "path": "g.py", "sha256": sha(good)},
+            {"id": "c_bad", "repo": "owner/idx", "path": "b.py", "sha256": sha(good)},
+            {"id": "c_none", "repo": "owner/idx", "path": "n.py", "sha256": sha(good)},
+        ],
+    )
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    (copies / "c_good.py").write_text(good)
+    (copies / "c_bad.py").write_text(bad)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--corpus", str(corpus), "--copies", str(copies)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=False,
+    )
+    assert run.returncode == 2  # the altered copy is an error, never written
+    assert (corpus / "src" / "c_good.py").read_text() == good
+    assert not (corpus / "src" / "c_bad.py").exists()
+    assert "c_bad" in run.stderr and "sha256" in run.stderr
+    assert "1 kernels left out: no clone of owner/idx" in run.stdout
+
+
+def test_neither_a_clone_nor_copies_is_a_usage_error(tmp_path):
+    corpus = tmp_path / "corpus"
+    write_manifest(corpus, [])
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--corpus", str(corpus)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert "--git-dir" in run.stderr and "--copies" in run.stderr
