@@ -194,31 +194,12 @@ class GuardedEvaluator:
 
     def latency(self, source: Path) -> LatencyResult:
         result, problem = self._guarded([source], lambda: self.inner.latency(source))
-        if problem:
-            return LatencyResult(
-                status="error",
-                backend=result.backend,
-                command=result.command,
-                tail=result.tail,
-                notes=[problem],
-                extra={"tampered": True},
-            )
-        return result
+        return _tampered(result, problem) if problem else result
 
     def latency_pair(self, a: Path, b: Path) -> tuple[LatencyResult, LatencyResult]:
         (ra, rb), problem = self._guarded([a, b], lambda: self.inner.latency_pair(a, b))
         if problem:
-            ra, rb = (
-                LatencyResult(
-                    status="error",
-                    backend=r.backend,
-                    command=r.command,
-                    tail=r.tail,
-                    notes=[problem],
-                    extra={"tampered": True},
-                )
-                for r in (ra, rb)
-            )
+            return _tampered(ra, problem), _tampered(rb, problem)
         return ra, rb
 
     def decide(
@@ -475,4 +456,16 @@ def check_base_branch(repo, branch: str, what: str) -> None:
         f"{what} {branch}: there is no branch {branch} in this repository, so no proposal "
         f"could be made into it. Create it first (`git branch {branch}`) or name an existing "
         "branch"
+    )
+
+
+def _tampered(result: LatencyResult, problem: str) -> LatencyResult:
+    """A measurement voided because the measured code touched what it must not."""
+    return LatencyResult(
+        status="error",
+        backend=result.backend,
+        command=result.command,
+        tail=result.tail,
+        notes=[problem],
+        extra={"tampered": True},
     )

@@ -18,13 +18,15 @@ from bot.strategies.source import dotted
 from bot.strategies.tiling import _names
 
 
-def _base(node: cst.BaseExpression) -> str | None:
+def base_name(node: cst.BaseExpression) -> str | None:
+    """The buffer or variable an access names (`x` of `x[i]`), else None."""
     if isinstance(node, cst.Subscript):
         node = node.value
     return node.value if isinstance(node, cst.Name) else None
 
 
-def _code(node: cst.CSTNode) -> str:
+def code_of(node: cst.CSTNode) -> str:
+    """A node's source on one line, for reasons that quote it."""
     return " ".join(cst.Module([]).code_for_node(node).split())
 
 
@@ -40,7 +42,7 @@ def expression_pad(
     value or the constant it is."""
     if depth > 20:
         return UNKNOWN
-    if isinstance(node, (cst.Subscript, cst.Name)) and _base(node) in padded:
+    if isinstance(node, (cst.Subscript, cst.Name)) and base_name(node) in padded:
         return operand(node)
     if isinstance(node, cst.BinaryOperation):
         op = _BINARY.get(type(node.operator))
@@ -106,7 +108,7 @@ def accumulates(args: list[cst.BaseExpression], kw: dict) -> bool:
     if len(args) > 5:
         return False
     return all(
-        _code(v) == "False"
+        code_of(v) == "False"
         for k, v in kw.items()
         if k.lower().replace("_", "") in ("clearaccum", "init", "initc", "clear", "zeroinit")
     )

@@ -33,7 +33,13 @@ import libcst as cst
 
 from bot.strategies.branches import IfForm, as_if
 from bot.strategies.facts import Facts, Function
-from bot.strategies.padexprs import accumulates, elementwise_loop, expression_pad
+from bot.strategies.padexprs import (
+    accumulates,
+    base_name,
+    code_of,
+    elementwise_loop,
+    expression_pad,
+)
 from bot.strategies.padvalues import FINITE, NEUTRAL, UNKNOWN, WHAT, combine, pad_of
 from bot.strategies.source import dotted
 from bot.strategies.tiling import _names
@@ -45,16 +51,6 @@ V_OPS = frozenset(
     {"vadd", "vsub", "vmul", "vdiv", "vmax", "vmin", "vexp", "vln", "vlog", "vabs", "vrelu"}
     | {"vsqrt", "vrsqrt", "vcast", "vneg", "vbrc"}
 )
-
-
-def _base(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Subscript):
-        node = node.value
-    return node.value if isinstance(node, cst.Name) else None
-
-
-def _code(node: cst.CSTNode) -> str:
-    return " ".join(cst.Module([]).code_for_node(node).split())
 
 
 def _shape(node: cst.BaseExpression, scope: dict[str, list[cst.BaseExpression]]) -> list | None:
@@ -99,7 +95,7 @@ class _Flow:
 
     def _axes(self, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
         """The dims an argument spans (a subscript keeps its sliced dims)."""
-        base = _base(node)
+        base = base_name(node)
         dims = self.shapes.get(base or "")
         if dims is None:
             return None
@@ -113,9 +109,9 @@ class _Flow:
     def _clipped(self, node: cst.BaseExpression) -> bool:
         """A tensor slice whose bound grows with the knob, on a dim the knob does not size
         (recorded with that dim, where the compiler clips it, in `clips`)."""
-        if not isinstance(node, cst.Subscript) or _base(node) not in self.tensors:
+        if not isinstance(node, cst.Subscript) or base_name(node) not in self.tensors:
             return False
-        dims = self.shapes.get(_base(node) or "", [])
+        dims = self.shapes.get(base_name(node) or "", [])
         found = False
         for i, el in enumerate(node.slice):
             s = el.slice
@@ -169,7 +165,7 @@ class _Flow:
                 if isinstance(stmt, cst.SimpleStatementLine):
                     for small in stmt.body:
                         if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                            base = _base(small.targets[0].target)
+                            base = base_name(small.targets[0].target)
                             if base in self.pad:
                                 self.pad[base] = (pad_of(small.value), self.pad[base][1])
         else:
@@ -203,7 +199,7 @@ class _Flow:
         return "inside" if less == left else "past"
 
     def assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        base = _base(target)
+        base = base_name(target)
         if base is None:
             return
         if isinstance(value, cst.Call) and dotted(value.func).rsplit(".", 1)[-1].startswith(
@@ -234,10 +230,10 @@ class _Flow:
         short = name.rsplit(".", 1)[-1]
         args = [a.value for a in node.args if a.keyword is None]
         kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-        if short == "vbrc" and len(args) == 2 and _base(args[0]) not in self.shapes:
+        if short == "vbrc" and len(args) == 2 and base_name(args[0]) not in self.shapes:
             short, args = "fill", [args[1], args[0]]  # NPUIR `T.vbrc(value, dst)`: a fill
         if short in ("fill", "clear") and args:
-            base = _base(args[0])
+            base = base_name(args[0])
             if base:
                 self.pad.pop(base, None)
                 self.filled[base] = (
@@ -265,7 +261,7 @@ class _Flow:
         return pad_of(node)
 
     def _write(self, dst: cst.BaseExpression, pad: tuple[str, int] | None) -> None:
-        base = _base(dst)
+        base = base_name(dst)
         if base is None:
             return
         self.filled.pop(base, None)
@@ -282,7 +278,7 @@ class _Flow:
         pad_value: cst.BaseExpression | None,
     ) -> None:
         if self._clipped(src):
-            base = _base(dst) or ""
+            base = base_name(dst) or ""
             if self._view(dst):  # only the valid part is written (`buf[:, 0:valid_n]`)
                 self.filled.pop(base, None)
                 return
@@ -294,20 +290,20 @@ class _Flow:
     def _view(self, node: cst.BaseExpression) -> bool:
         """A bounded part of an on-chip buffer (`buf[:, 0:valid_n]`): an op on it reads and
         writes no element past the bound, so none of the padding."""
-        if not isinstance(node, cst.Subscript) or _base(node) in self.tensors:
+        if not isinstance(node, cst.Subscript) or base_name(node) in self.tensors:
             return False
-        dims = self.shapes.get(_base(node) or "", [])
+        dims = self.shapes.get(base_name(node) or "", [])
         for i, el in enumerate(node.slice):
             s = el.slice
             if isinstance(s, cst.Slice) and s.upper is not None:
-                if i < len(dims) and _code(s.upper) == _code(dims[i]):
+                if i < len(dims) and code_of(s.upper) == code_of(dims[i]):
                     continue  # the whole dim
                 return True
         return False
 
     def _padded(self, node: cst.BaseExpression) -> tuple[str, int] | None:
         """The padding an operand reads: its buffer's, unless it is a bounded view."""
-        return None if self._view(node) else self.pad.get(_base(node) or "")
+        return None if self._view(node) else self.pad.get(base_name(node) or "")
 
     def _reduced(self, arg: cst.BaseExpression, axis: int) -> bool:
         dims = self._axes(arg)
@@ -319,7 +315,7 @@ class _Flow:
         trans = [False, False]  # transpose_A / b_transpose / trans_b ...
         for key, value in kw.items():
             side = key.lower().replace("transpose", "").replace("trans", "").strip("_")
-            if key.lower() != side and side in ("a", "b") and _code(value) == "True":
+            if key.lower() != side and side in ("a", "b") and code_of(value) == "True":
                 trans["ab".index(side)] = True
         axes = (-2 if trans[0] else -1, -1 if trans[1] else -2)  # the K axis of A and of B
         padded = [
@@ -337,7 +333,7 @@ class _Flow:
                 self.report(node, "the gemm accumulation", pads[0], "0", on_k[0][1])
             return
         value, line = padded[0][2]
-        acc = self.pad.get(_base(args[2]) or "")
+        acc = self.pad.get(base_name(args[2]) or "")
         if acc is not None and "inf" in acc[0] and accumulates(args, kw):
             # C += A @ B onto a C whose padded elements hold -inf (a mask): a finite product
             # (stale data is finite, as above) leaves them -inf
@@ -353,7 +349,7 @@ class _Flow:
         dim = kw.get("dim")
         ints = [a for a in args[2:] if isinstance(a, (cst.Integer, cst.UnaryOperation))]
         node_dim = dim if dim is not None else (ints[0] if ints else None)
-        code = _code(node_dim) if node_dim is not None else "-1"
+        code = code_of(node_dim) if node_dim is not None else "-1"
         try:
             axis = int(code)
         except ValueError:
@@ -397,7 +393,7 @@ class _Flow:
         need = f"; {what} needs {neutral} there" if neutral else ""
         self.found = (
             f"the padded elements of the tile clipped at line {clip} ({holds}) would enter "
-            f"{what} `{_code(node)}` at line {self.f.line(node)} unmasked{need}"
+            f"{what} `{code_of(node)}` at line {self.f.line(node)} unmasked{need}"
         )
 
 
@@ -425,7 +421,7 @@ def _constants(pf: cst.FunctionDef) -> dict[str, str]:
             index = next((i for k, i in at.items() if short.startswith(k)), 0)
             if short in V_OPS:  # NPUIR: the result comes last
                 index = len(args) - 1
-            if index < len(args) and (base := _base(args[index])):
+            if index < len(args) and (base := base_name(args[index])):
                 if short == "fill" and len(args) > 1:
                     fills.setdefault(base, []).append(pad_of(args[1]))
                 else:
@@ -433,7 +429,7 @@ def _constants(pf: cst.FunctionDef) -> dict[str, str]:
 
         def visit_Assign(self, node: cst.Assign) -> None:
             for t in node.targets:
-                if isinstance(t.target, cst.Subscript) and (base := _base(t.target)):
+                if isinstance(t.target, cst.Subscript) and (base := base_name(t.target)):
                     written.add(base)
 
     pf.visit(V())
