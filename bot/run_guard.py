@@ -221,14 +221,7 @@ class GuardedEvaluator:
             lambda: self.inner.compare(best_source, best, candidate_source, noise_floor),
         )
         if problem:
-            latency = LatencyResult(
-                status="error",
-                backend=latency.backend,
-                command=latency.command,
-                tail=latency.tail,
-                notes=[problem],
-                extra={"tampered": True},
-            )
+            latency = _tampered(latency, problem)
             self.inner.paired_best = None  # timed beside a run that tampered: not a baseline
             return latency, None
         return latency, decision
