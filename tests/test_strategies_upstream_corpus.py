@@ -58,6 +58,7 @@ SETS = (
     "heldout_h",
     "heldout_i",
     "heldout_j",
+    "heldout_k",
 )
 
 
