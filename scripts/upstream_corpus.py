@@ -53,6 +53,27 @@ def fetch_hint(kernel: dict) -> str:
     return f" (the commit is on {ref}: run `git fetch origin '+{ref}:{ref}'` in the clone)"
 
 
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def from_clone(git_dir: str, k: dict, source: dict) -> tuple[bytes | None, str]:
+    """The kernel's bytes at its commit in a clone, or None and what went wrong."""
+    commit = k.get("commit", source["commit"])  # a kernel may name its own commit
+    run = subprocess.run(
+        ["git", "--git-dir", git_dir, "show", f"{commit}:{k['path']}"],
+        capture_output=True,
+        check=False,
+    )
+    if run.returncode != 0:
+        why = run.stderr.decode(errors="replace").strip()
+        return None, f"git show failed: {why}{fetch_hint(k)}"
+    digest = sha256(run.stdout)
+    if digest != k["sha256"]:
+        return None, f"sha256 {digest} differs from the manifest"
+    return run.stdout, ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -90,39 +111,25 @@ def main(argv: list[str] | None = None) -> int:
     missing: dict[str, int] = {}
     for k in manifest["kernels"]:
         repo = k.get("repo", source["repo"])
-        if repo not in git_dirs:
-            copy = args.copies / f"{k['id']}.py" if args.copies is not None else None
-            if copy is None or not copy.is_file():
-                missing[repo] = missing.get(repo, 0) + 1
-                continue
+        copy = args.copies / f"{k['id']}.py" if args.copies is not None else None
+        have_copy = copy is not None and copy.is_file()
+        if repo not in git_dirs and not have_copy:
+            missing[repo] = missing.get(repo, 0) + 1
+            continue
+        data, problem = None, ""
+        if repo in git_dirs:
+            data, problem = from_clone(git_dirs[repo], k, source)
+        if data is None and have_copy:
+            # A clone may lack the commit (a snapshot older than the kernel): the copy stands in.
+            assert copy is not None
             data = copy.read_bytes()
-            if hashlib.sha256(data).hexdigest() != k["sha256"]:
-                print(f"{k['id']}: {copy} differs from the manifest's sha256", file=sys.stderr)
-                bad += 1
-                continue
-            (out / f"{k['id']}.py").write_bytes(data)
-            written += 1
-            continue
-        commit = k.get("commit", source["commit"])  # a kernel may name its own commit
-        run = subprocess.run(
-            ["git", "--git-dir", git_dirs[repo], "show", f"{commit}:{k['path']}"],
-            capture_output=True,
-            check=False,
-        )
-        if run.returncode != 0:
-            print(
-                f"{k['id']}: git show failed: {run.stderr.decode(errors='replace').strip()}"
-                f"{fetch_hint(k)}",
-                file=sys.stderr,
-            )
+            if sha256(data) != k["sha256"]:
+                data, problem = None, f"{copy} differs from the manifest's sha256"
+        if data is None:
+            print(f"{k['id']}: {problem}", file=sys.stderr)
             bad += 1
             continue
-        digest = hashlib.sha256(run.stdout).hexdigest()
-        if digest != k["sha256"]:
-            print(f"{k['id']}: sha256 {digest} differs from the manifest", file=sys.stderr)
-            bad += 1
-            continue
-        (out / f"{k['id']}.py").write_bytes(run.stdout)
+        (out / f"{k['id']}.py").write_bytes(data)
         written += 1
     for repo, n in missing.items():
         print(

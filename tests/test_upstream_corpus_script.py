@@ -188,3 +188,33 @@ def test_neither_a_clone_nor_copies_is_a_usage_error(tmp_path):
     )
     assert run.returncode == 2
     assert "--git-dir" in run.stderr and "--copies" in run.stderr
+
+
+def test_a_copy_stands_in_when_the_clone_lacks_the_commit(tmp_path):
+    # A mirror snapshot older than the kernel: git show fails, the verified copy is used;
+    # a copy whose sha256 is wrong is still refused.
+    repo, main_commit, pr_commit = make_upstream(tmp_path)
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", "--no-local", str(repo), str(clone)], env=ENV, check=True
+    )  # holds main, not the pull-request head
+    corpus = tmp_path / "corpus"
+    write_manifest(corpus, kernels(main_commit, pr_commit))
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    (copies / "k_b.py").write_text("BLOCK_N = 32\n")
+    args = [sys.executable, str(SCRIPT), "--corpus", str(corpus), "--copies", str(copies)]
+    run = subprocess.run(
+        [*args, "--git-dir", f"owner/up={clone}"], capture_output=True, text=True, env=ENV
+    )
+    assert run.returncode == 0, run.stderr
+    assert (corpus / "src" / "k_b.py").read_text() == "BLOCK_N = 32\n"
+    assert "2 kernels in" in run.stdout
+    (copies / "k_b.py").write_text("BLOCK_N = 64\n")
+    (corpus / "src" / "k_b.py").unlink()
+    run = subprocess.run(
+        [*args, "--git-dir", f"owner/up={clone}"], capture_output=True, text=True, env=ENV
+    )
+    assert run.returncode == 2
+    assert "k_b" in run.stderr and "sha256" in run.stderr
+    assert not (corpus / "src" / "k_b.py").exists()
