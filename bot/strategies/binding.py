@@ -50,6 +50,7 @@ class Resolution:
     path: tuple[str, ...] = ()  # how it was reached, for messages
     problem: str | None = None  # why there is no single literal (ambiguous, computed, unbound)
     shared: callsites.Shared | None = None  # a module constant several (not all) calls share
+    subject: str | None = None  # the parameter whose calls bind it differently (ambiguous)
 
 
 def _unresolved(problem: str, path: tuple[str, ...] = ()) -> Resolution:
@@ -159,7 +160,8 @@ class Resolver:
             )
         if isinstance(node, cst.Name) and node.value not in ("None",):
             r = self.name(node.value, chain, depth + 1)
-            return Resolution(r.site, r.value, (f"{name} = {node.value}", *r.path), r.problem)
+            path = (f"{name} = {node.value}", *r.path)
+            return Resolution(r.site, r.value, path, r.problem, subject=r.subject)
         if isinstance(node, cst.Subscript):  # `cfg["block_M"]`, `cfg[2]`: the entry written
             found = self.spelled.item(node, chain)
             if isinstance(found, str):
@@ -197,6 +199,8 @@ class Resolver:
                 f"whatever each call passes, not one value a literal sets"
             )
         pairs = self.bindings(fn, name, depth)
+        if pairs and name in fn.defaults:
+            pairs += self._defaulted(fn, name, pairs, depth)
         if pairs:
             idle = callsites.unrun(self.f, fn, name, pairs, self.harness)
             if idle is not None:
@@ -205,10 +209,11 @@ class Resolver:
             nodes = {id(r.site.node) if r.site else None for r in found}
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
                 r = found[0]
-                return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
+                path = (f"{fn.name}({name}=...)", *r.path)
+                return Resolution(r.site, r.value, path, r.problem, subject=r.subject)
             shared = callsites.shared_constant(self.f, fn, name, pairs, self.harness)
             if isinstance(shared, str):
-                return _unresolved(shared)
+                return Resolution(None, None, (), shared, subject=name)
             r = shared.resolution
             path = (f"{fn.name}({name}=...) at {len(shared.fed)} of {len(pairs)} calls", *r.path)
             # a block's value is the constant's for the calls it feeds (a sibling knob's rules
@@ -228,6 +233,27 @@ class Resolver:
         return _unresolved(
             f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
         )
+
+    def _defaulted(
+        self, fn: Function, name: str, pairs: list[tuple[Call, Resolution]], depth: int
+    ) -> list[tuple[Call, Resolution]]:
+        """The calls of `fn` the file runs that leave `name` unset, each bound to the default:
+        a keyword one call passes (`run(1024, block_n=64)` on a `--quick` path) is not the value
+        a call that leaves the default (`run(4096)`) runs the kernel with."""
+        binding = {id(c.node) for c, _ in pairs}
+        runs = callsites.reached(self.f, self.harness)
+        out: list[tuple[Call, Resolution]] = []
+        for call in self.f.calls:
+            if id(call.node) in binding or (runs is not None and id(call.node) not in runs):
+                continue
+            args = (
+                list(call.node.args) if self.calls(call, fn) else self.wrappers.arguments(call, fn)
+            )
+            if args is None or self._bound_in(args, call, fn, name, depth) is not None:
+                continue
+            r = self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
+            out.append((call, Resolution(r.site, r.value, ("default", *r.path), r.problem)))
+        return out
 
     def bindings(self, fn: Function, name: str, depth: int) -> list[tuple[Call, Resolution]]:
         """Each call of `fn` that binds parameter `name`, with what it binds it to."""

@@ -36,6 +36,7 @@ from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
 from bot.strategies.source import dotted
+from bot.strategies.strings import strings as _strings
 
 KIB = 1024
 # memory -> bytes (Ascend A2/A3: UB 192 KiB, L1 512 KiB, L0A/L0B 64 KiB, L0C 128 KiB)
@@ -92,81 +93,10 @@ class Buffer:
     chain: tuple[Function, ...]
 
 
-DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
-
-
 def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
     if isinstance(node, (cst.Tuple, cst.List)):
         return tuple(e.value for e in node.elements)
     return (node,)  # `T.alloc_ub((block_N), dtype)`: one dimension
-
-
-def _strings(
-    node: cst.BaseExpression, chain: tuple[Function, ...], f: Facts, depth: int = 0
-) -> set[str]:
-    """The string values `node` can take (a literal, a name bound to one, `a if c else b`)."""
-    if depth > 8:
-        return set()
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return {value} if isinstance(value, str) else set()
-    if isinstance(node, cst.IfExp):
-        a, b = _strings(node.body, chain, f, depth + 1), _strings(node.orelse, chain, f, depth + 1)
-        return a | b if a and b else set()
-    if isinstance(node, cst.Name):
-        for fn in reversed(chain):
-            if node.value in fn.assigns:
-                values = fn.assigns[node.value]
-                return _strings(values[0], fn.chain, f, depth + 1) if len(values) == 1 else set()
-            if node.value in fn.defaults:
-                return _strings(fn.defaults[node.value], fn.parents, f, depth + 1)
-            if node.value in fn.params:
-                return _param_strings(fn, node.value, f, depth + 1)
-        values = f.module_assigns.get(node.value, [])
-        return _strings(values[0], (), f, depth + 1) if len(values) == 1 else set()
-    if isinstance(node, cst.Attribute) and dotted(node.value) in DTYPE_MODULES:
-        return {node.attr.value} if node.attr.value in DTYPE_BYTES else set()  # `T.float32`
-    if isinstance(node, cst.Attribute):  # `args.dtype`: the argparse option's string default
-        return _argparse_strings(f, node.attr.value)
-    return set()
-
-
-def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
-    """The strings parameter `name` of `fn` gets at every call site (empty if any is unknown)."""
-    index = fn.params.index(name)
-    found: set[str] = set()
-    for call in f.calls:
-        if dotted(call.node.func) != fn.name:
-            continue
-        arg = next((a.value for a in call.node.args if a.keyword and a.keyword.value == name), None)
-        positional = [a.value for a in call.node.args if a.keyword is None and not a.star]
-        if arg is None and index < len(positional):
-            arg = positional[index]
-        values = _strings(arg, call.scope, f, depth) if arg is not None else set()
-        if not values:
-            return set()
-        found |= values
-    return found
-
-
-def _argparse_strings(f: Facts, dest: str) -> set[str]:
-    """String defaults of argparse option `dest` (`add_argument("--dtype", default="float16")`)."""
-    found: set[str] = set()
-    for call in f.calls:
-        if not dotted(call.node.func).endswith("add_argument"):
-            continue
-        names = [
-            a.value.evaluated_value
-            for a in call.node.args
-            if a.keyword is None and isinstance(a.value, cst.SimpleString)
-        ]
-        kw = {a.keyword.value: a.value for a in call.node.args if a.keyword is not None}
-        default = kw.get("default")
-        if f"--{dest}" in names and isinstance(default, cst.SimpleString):
-            value = default.evaluated_value
-            if isinstance(value, str):
-                found.add(value)
-    return found
 
 
 class _Allocs(cst.CSTVisitor):
@@ -234,6 +164,13 @@ def _by_role(pf: cst.FunctionDef) -> dict[str, str]:
     if not v.any:
         return {"*": "UB"}
     return dict.fromkeys(v.accumulators, "L0C")
+
+
+def allocations(f: Facts, prim_func: Function) -> list[Buffer]:
+    """Every readable allocation in `prim_func`, in the memory its call names (unplaced)."""
+    v = _Allocs(f, prim_func.chain)
+    prim_func.node.visit(v)
+    return v.buffers
 
 
 def buffers(f: Facts, factory: Function) -> list[Buffer]:

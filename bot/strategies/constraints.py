@@ -56,6 +56,7 @@ from bot.strategies.fixedcount import fixed_count_check
 from bot.strategies.l0fit import l0_check
 from bot.strategies.padflow import clip_extents, padded_reduction
 from bot.strategies.roundup import multiple_of
+from bot.strategies.slicefill import slice_fill
 from bot.strategies.tiling import Rule, group_rules, whole_rules
 
 
@@ -331,6 +332,7 @@ def constraints_for(
     fixed = fixed_count_check(f, name, sized_by)
     l0 = l0_check(f, name, factories)
     passed = caller_buffer_check(f, name, factories)
+    filled = slice_fill(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -348,7 +350,7 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [c for c in (capacity, fit, fixed, l0, passed) if c is not None],
+        [c for c in (capacity, fit, filled, fixed, l0, passed) if c is not None],
         sizes,
         frozenset(open_),
         shapes.symbols(factories),

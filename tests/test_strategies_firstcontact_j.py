@@ -1,0 +1,262 @@
+"""heldout_j first-contact failures, each on a small kernel written for the test."""
+
+from __future__ import annotations
+
+from bot.strategies import inventory
+from bot.strategies.base import Refusal, Variant
+
+DEFAULT_ON_ONE_PATH = """
+import argparse
+
+import tilelang.language as T
+
+
+def scale(n, block_n):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float16"), Y: T.Tensor((n,), "float16")):
+        with T.Kernel(n // block_n) as bx:
+            buf = T.alloc_shared((block_n,), "float16")
+            T.copy(X[bx * block_n], buf)
+            T.copy(buf, Y[bx * block_n])
+
+    return main
+
+
+def run(n, block_n=256):
+    return scale(n, block_n)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        run(1024, block_n=64)
+    else:
+        run(4096)
+"""
+
+
+def test_a_keyword_one_call_passes_is_not_the_value_a_call_leaving_the_default_runs():
+    # the default run leaves block_n at 256; only --quick passes 64: two values, no one literal
+    inv = inventory.inventory(DEFAULT_ON_ONE_PATH)
+    assert inv.knobs == []
+    (why,) = [d.reason for d in inv.dropped if d.name == "block_n"]
+    assert "default 256 (line 18)" in why and "line 29" in why and "27" in why
+
+
+def test_a_default_every_run_call_leaves_alone_is_the_knob():
+    src = DEFAULT_ON_ONE_PATH.replace("run(1024, block_n=64)", "run(1024)")
+    (knob,) = inventory.inventory(src).knobs
+    assert knob.name == "block_n" and knob.site.line == 18 and knob.value == 256
+
+
+ENV_DEFAULT = """
+import argparse
+import os
+
+import tilelang.language as T
+
+
+def env_int(name, default):
+    value = os.environ.get(name)
+    return default if value is None else int(value)
+
+
+def rows(n, block_M):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block_M), is_npu=True) as (bx, _):
+            start = bx * block_M
+            valid = T.min(block_M, n - start)
+            buf = T.alloc_ub((block_M,), "float32")
+            T.copy(X[start : start + valid], buf[0:valid])
+            T.copy(buf[0:valid], Y[start : start + valid])
+
+    return main
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=env_int("ROWS_N", 4096))
+    parser.add_argument("--block-m", type=int, default=env_int("ROWS_BLOCK_M", 256))
+    args = parser.parse_args()
+    rows(args.n, args.block_m)
+"""
+
+
+def test_the_fallback_of_an_environment_override_helper_is_the_knob():
+    (knob,) = inventory.inventory(ENV_DEFAULT).knobs
+    assert knob.name == "block_M" and knob.value == 256 and knob.site.line == 29
+    ok, refused = knob.legal((128, 4096, 8192))
+    assert ok == (128, 4096) and "4096" in refused[0][1]  # n = 4096 from the other fallback
+
+
+def test_a_helper_that_does_not_read_the_environment_is_no_fallback():
+    src = ENV_DEFAULT.replace("value = os.environ.get(name)", "value = None")
+    assert inventory.inventory(src).knobs == []
+
+
+ONE_TILE_OF_LANES = """
+import tilelang.language as T
+
+
+def gather(n, block):
+    @T.prim_func
+    def main(LUT: T.Tensor((256,), "float32"), OUT: T.Tensor((n,), "float32")):
+        with T.Kernel(1, is_npu=True) as (pid, vid):
+            o = T.alloc_ub((block,), "float32")
+            for m in T.Parallel(block):
+                if m < n:
+                    o[m] = LUT[m]
+            T.copy(o[0:n], OUT[0:n])
+
+    return main
+
+
+gather(128, 256)
+"""
+
+
+def test_one_guarded_tile_of_lanes_must_cover_the_extent_and_may_idle_past_it():
+    (knob,) = inventory.inventory(ONE_TILE_OF_LANES).knobs
+    ok, refused = knob.legal((64, 128, 256, 512))
+    assert ok == (128, 256, 512)
+    assert [v for v, _ in refused] == [64] and "extent of 128" in refused[0][1]
+
+
+FIXED_WIDTH_SLICE = """
+import tilelang.language as T
+
+
+def scores(S, D=64, block_N=64, block_K=64):
+    @T.prim_func
+    def main(Q: T.Tensor((64, D), "float16"), K: T.Tensor((S, D), "float16"), C: T.Tensor((64, S), "float32")):
+        with T.Kernel(S // block_N) as n:
+            q = T.alloc_L1((64, block_K), "float16")
+            k = T.alloc_L1((block_N, block_K), "float16")
+            c = T.alloc_L0C((64, block_N), "float32")
+            T.copy(Q[0:64, 0:D], q)
+            T.copy(K[n * block_N : (n + 1) * block_N, 0:D], k)
+            T.gemm_v0(q, k, c, transpose_B=True, init=True)
+            T.copy(c, C[0:64, n * block_N : (n + 1) * block_N])
+
+    return main
+
+
+scores(4096)
+"""
+
+
+def test_a_buffer_filled_from_a_fixed_width_slice_and_read_whole_keeps_that_width():
+    inv = inventory.inventory(FIXED_WIDTH_SLICE)
+    knob = inv.knob("block_K")
+    assert knob is not None
+    ok, refused = knob.legal((32, 64, 128))
+    assert ok == (64,)
+    reasons = dict(refused)
+    assert "would hold 32" in reasons[32] and "unwritten" in reasons[128]
+    first = "            T.copy(Q[0:64, 0:D], q)\n"
+    cleared = FIXED_WIDTH_SLICE.replace(
+        first, "            T.clear(q)\n            T.clear(k)\n" + first
+    )
+    knob = inventory.inventory(cleared).knob("block_K")
+    assert knob is not None
+    reasons = dict(knob.legal((32, 64, 128))[1])
+    assert "would hold 32" in reasons[32]
+    assert "unwritten" not in reasons.get(128, "")  # zero columns add nothing to the product
+
+
+RUNNER_BUILDS = """
+import tilelang
+import tilelang.language as T
+
+ROWS = 4096
+BLOCK = 512
+
+
+def build_copy(target):
+    @tilelang.jit(target=target)
+    def k(rows, block_R):
+        @T.prim_func
+        def main(x: T.Tensor((rows,), "float32"), y: T.Tensor((rows,), "float32")):
+            with T.Kernel(rows // block_R, is_npu=True) as (cid, vid):
+                b = T.alloc_ub([block_R], "float32")
+                T.copy(x[cid * block_R], b)
+                T.copy(b, y[cid * block_R])
+        return main
+    return k
+
+
+def run(builder):
+    for tgt in ["ascendc", "pto"]:
+        kern = builder(tgt)(ROWS, BLOCK)
+
+
+run(build_copy)
+"""
+
+
+def test_a_factory_an_outer_builder_returns_is_bound_through_the_runner_that_calls_it():
+    (knob,) = inventory.inventory(RUNNER_BUILDS).knobs
+    assert knob.site.name == "BLOCK" and knob.site.line == 6 and knob.value == 512
+
+
+RING_BUFFERS = """
+import tilelang
+import tilelang.ascend.language as T
+
+
+def add(N, NUM_STAGES=2):
+    TILE = 8192
+    TILES = N // (TILE * 64)
+
+    @T.prim_func
+    def main(A: T.Buffer((N,), "float32"), C: T.Buffer((N,), "float32")):
+        with T.Kernel(64) as bx:
+            w = T.alloc_shared((TILE,), "float32")
+            a = T.alloc_shared((TILE,), "float32")
+            c = T.alloc_shared((TILE,), "float32")
+            T.copy(A[0:TILE], w)
+            for i in T.Pipelined(TILES, num_stages=NUM_STAGES):
+                T.copy(A[i * TILE : (i + 1) * TILE], a)
+                for j in T.Parallel(TILE):
+                    c[j] = a[j] + w[j]
+                T.copy(c, C[i * TILE : (i + 1) * TILE])
+
+    return main
+
+
+add(2**30)
+"""
+
+
+def test_auto_scheduled_stages_multiply_the_buffers_the_loop_writes():
+    from bot.strategies.pipeline import set_depth
+
+    r = set_depth(RING_BUFFERS, 3)
+    assert isinstance(r, Refusal)
+    assert "a x3" in r.reason and "c x3" in r.reason and "w x1" in r.reason
+    assert "229376 bytes" in r.reason and "216 KB" in r.reason
+    assert isinstance(set_depth(RING_BUFFERS, 1), Variant)
+    fixed = RING_BUFFERS.replace(
+        "            T.copy(A[0:TILE], w)\n",
+        "            T.copy(A[0:TILE], w)\n            T.annotate_buffer_versions({a: 1, c: 1})\n",
+    )
+    assert isinstance(set_depth(fixed, 3), Variant)  # one version each, whatever the depth
+    unlimited = RING_BUFFERS.replace(
+        "            T.copy(A[0:TILE], w)\n",
+        '            T.copy(A[0:TILE], w)\n            T.annotate_unlimit_memory("shared")\n',
+    )
+    assert isinstance(set_depth(unlimited, 3), Variant)
+
+
+def test_a_depth_past_the_loops_trip_count_is_refused():
+    from bot.strategies.pipeline import set_depth
+
+    short = RING_BUFFERS.replace("add(2**30)", "add(64 * 8192)").replace(
+        "import tilelang.ascend.language as T", "import tilelang.language as T"
+    )
+    r = set_depth(short, 3)
+    assert isinstance(r, Refusal) and "deeper than the 1 iteration" in r.reason
+    assert isinstance(set_depth(short, 1), Variant)
