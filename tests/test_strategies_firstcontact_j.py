@@ -260,3 +260,113 @@ def test_a_depth_past_the_loops_trip_count_is_refused():
     r = set_depth(short, 3)
     assert isinstance(r, Refusal) and "deeper than the 1 iteration" in r.reason
     assert isinstance(set_depth(short, 1), Variant)
+
+
+INNER_TILES = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def vec_add(M, N, block_M, block_N, dtype="float"):
+    inner = 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, vid):
+            bx = cid // (N // block_N)
+            by = cid % (N // block_N)
+            a = T.alloc_ub((block_M, inner), dtype)
+            for n_i in T.serial(T.ceildiv(block_N, inner)):
+                T.copy(A[bx * block_M, by * block_N + n_i * inner], a)
+                T.copy(a, C[bx * block_M, by * block_N + n_i * inner])
+
+    return main
+
+
+vec_add(1024, 1024, 128, 256)
+"""
+
+
+def test_a_knob_walked_in_whole_tiles_of_another_size_is_a_multiple_of_it():
+    knob = inventory.inventory(INNER_TILES).knob("block_N")
+    assert knob is not None
+    ok, refused = knob.legal((8, 16, 32, 64, 512))
+    assert ok == (32, 64, 512)
+    assert "not a multiple of 32" in dict(refused)[16]
+
+
+COMPUTED_AT_THE_CALL = """
+import tilelang
+import tilelang.language as T
+
+
+def build(rows, hidden, block=1024, block_rows=4):
+    @T.prim_func
+    def main(X: T.Tensor((rows, hidden), "float32"), Y: T.Tensor((rows, hidden), "float32")):
+        with T.Kernel(T.ceildiv(rows, block_rows), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_rows, block), "float32")
+            b = T.alloc_ub((block_rows, block), "float32")
+            r = cid * block_rows
+            n = T.min(block_rows, rows - r)
+            for c in T.serial(hidden // block):
+                T.copy(X[r : r + n, c * block : (c + 1) * block], a[0:n, 0:block])
+                T.vexp(a, b)
+                T.copy(b[0:n, 0:block], Y[r : r + n, c * block : (c + 1) * block])
+
+    return tilelang.compile(main, target="npuir")
+
+
+def run(x):
+    h = x.shape[1]
+    block = min(1024, h)
+    while h % block:
+        block -= 16
+    return build(x.shape[0], h, block)
+"""
+
+
+def test_a_size_the_caller_computes_as_min_of_a_literal_is_checked_at_that_literal():
+    (knob,) = inventory.inventory(COMPUTED_AT_THE_CALL).knobs
+    assert knob.name == "block_rows"
+    ok, refused = knob.legal((8, 16, 32))
+    assert ok == (8, 16)  # 2 x 4 B x 16 x 1024 = 128 KiB; 32 rows: 256 KiB
+    assert "block=1024" in dict(refused)[32]
+
+
+REUSED_UB = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1], target="npuir")
+def dist(M, N, block_M, block_N=256):
+    @T.prim_func
+    def main(B: T.Tensor((M, N), "bfloat16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            r = cid * block_M
+            m = T.min(block_M, M - r)
+            b16 = T.alloc_shared((block_M, block_N), "bfloat16")
+            b32 = T.alloc_shared((block_M, block_N), "float32")
+            d = T.alloc_shared((block_M, block_N), "float32")
+            e = T.alloc_shared((block_M, block_N), "float32")
+            T.copy(B[r : r + m, 0:N], b16[0:m, 0:N])
+            T.vcast(b16, b32, round_mode="rint")
+            T.vmul(b32, b32, d)
+            T.vexp(d, e)
+            T.copy(e[0:m, 0:N], C[r : r + m, 0:N])
+
+    return main
+
+
+dist(4096, 256, 64)
+"""
+
+
+def test_a_kernel_past_ub_as_allocated_is_held_to_the_buffers_live_at_once():
+    # 64 x 256: 224 KiB allocated (it runs by reusing memory); at the cast 32 + 64 KiB are live
+    knob = inventory.inventory(REUSED_UB).knob("block_M")
+    assert knob is not None
+    ok, refused = knob.legal((32, 64, 128, 256))
+    assert ok == (32, 64, 128)  # 128 x 256 x 6 B = 192 KiB at the cast: it fits exactly
+    assert "line 18" in dict(refused)[256] and "(b16, b32)" in dict(refused)[256]
