@@ -370,3 +370,43 @@ def test_a_kernel_past_ub_as_allocated_is_held_to_the_buffers_live_at_once():
     ok, refused = knob.legal((32, 64, 128, 256))
     assert ok == (32, 64, 128)  # 128 x 256 x 6 B = 192 KiB at the cast: it fits exactly
     assert "line 18" in dict(refused)[256] and "(b16, b32)" in dict(refused)[256]
+
+
+UNLIMITED_L1 = """
+import tilelang
+import tilelang.ascend.language as T
+
+
+def gemm(M, N, K, block_M, block_N, block_K):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M)) as bx:
+            T.annotate_unlimit_memory("shared.l1")
+            a_l1 = T.alloc_l1((block_M, block_K), "float16")
+            b_l1 = T.alloc_l1((block_N, block_K), "float16")
+            c = T.alloc_l0c((block_M, block_N), "float32")
+            for k in T.Pipelined(K // block_K, num_stages=2):
+                T.copy(A[bx * block_M : (bx + 1) * block_M, k * block_K : (k + 1) * block_K], a_l1)
+                T.copy(B[0:block_N, k * block_K : (k + 1) * block_K], b_l1)
+                T.gemm(a_l1, b_l1, c, transpose_B=True, clear_accum=(k == 0))
+            T.copy(c, C[bx * block_M : (bx + 1) * block_M, 0:block_N])
+
+    return main
+
+
+gemm(4096, 256, 4096, 256, 256, 512)
+"""
+
+
+def test_the_auto_scheduled_dialect_keeps_its_own_limits_and_lifts_the_ones_it_annotates():
+    inv = inventory.inventory(UNLIMITED_L1)
+    block_k = inv.knob("block_K")
+    assert block_k is not None
+    assert block_k.legal((1024, 2048))[0] == (1024, 2048)  # L1 is unlimited for this kernel
+    block_m = inv.knob("block_M")
+    assert block_m is not None
+    (why,) = [r for v, r in block_m.legal((512,))[1]]
+    assert "L0C" in why and "256 KiB" in why and "tilelang.ascend.language" in why
+    limited = UNLIMITED_L1.replace('            T.annotate_unlimit_memory("shared.l1")\n', "")
+    (why,) = [r for v, r in inventory.inventory(limited).knob("block_K").legal((1024,))[1]]  # type: ignore[union-attr]
+    assert "L1" in why and "512 KiB" in why

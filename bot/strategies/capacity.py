@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from bot.strategies import rebinding
+from bot.strategies import dialect, rebinding
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
@@ -58,6 +58,9 @@ MEMORY: dict[str, str] = {
     "alloc_L0A": "L0A",
     "alloc_L0B": "L0B",
     "alloc_L0C": "L0C",
+    "alloc_l0a": "L0A",
+    "alloc_l0b": "L0B",
+    "alloc_l0c": "L0C",
     "alloc_shared": "shared (UB or L1)",
     "alloc_fragment": "fragment (UB or L0C)",
     "alloc_local": "fragment (UB or L0C)",
@@ -200,24 +203,31 @@ class CapacityCheck:
 
     name: str
     kernels: list[list[Buffer]]  # the buffers of each kernel (prim_func) the knob sizes
+    # memory -> bytes for each kernel (the auto-scheduled dialect's limits, lifted scopes out)
+    limits: list[dict[str, int]] | None = None
 
     def __call__(
         self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
     ) -> str | None:
         if current is None:
             return None
-        for group in self.kernels:
+        for i, group in enumerate(self.kernels):
             new_use, now_use = _use(group, value, env), _use(group, current, env)
+            sizes = self.limits[i] if self.limits else CAPACITY
             for memory, (total, placed) in new_use.items():
-                limit = CAPACITY[memory]
-                if total <= limit or now_use.get(memory, (0, []))[0] > limit:
+                limit = sizes.get(memory)
+                if limit is None or total <= limit or now_use.get(memory, (0, []))[0] > limit:
                     continue  # fits, or the current value does not fit either: not ours to judge
                 where = ", ".join(placed)
                 least = "at least " if any("unknown sizes as 1" in p for p in placed) else ""
+                chip = (
+                    f"of {memory} taken for the tilelang.ascend.language scheduler"
+                    if self.limits
+                    else "it can hold on Ascend A2/A3"
+                )
                 return (
                     f"{self.name}={value}: the kernel's {memory} buffers as allocated ({where}) "
-                    f"would take {least}{total} bytes, more than the {limit // KIB} KiB it can "
-                    f"hold on Ascend A2/A3"
+                    f"would take {least}{total} bytes, more than the {limit // KIB} KiB {chip}"
                 )
         return None
 
@@ -281,4 +291,15 @@ def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
 def capacity_check(f: Facts, name: str, factories: list[Function]) -> CapacityCheck | None:
     """The capacity rule of knob `name` over the buffers of the kernels of `factories`."""
     kernels = [group for factory in factories if (group := buffers(f, factory))]
-    return CapacityCheck(name, kernels) if kernels else None
+    if not kernels:
+        return None
+    if not dialect.auto_scheduled(f.wrapper.module.code):
+        return CapacityCheck(name, kernels)
+    limits = []
+    for factory in factories:
+        if buffers(f, factory):
+            lifted: set[str] = set()
+            for pf in factory.prim_funcs:
+                lifted |= dialect.unlimited(pf)
+            limits.append({m: v for m, v in dialect.LIMITS.items() if m not in lifted})
+    return CapacityCheck(name, kernels, limits)

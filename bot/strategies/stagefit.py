@@ -18,26 +18,18 @@ is refused (the current depth stays allowed, as do shallower ones).
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
-from bot.strategies import capacity, shapes
+from bot.strategies import capacity, dialect, shapes
 from bot.strategies.binding import Resolver
 from bot.strategies.callsizes import call_sizes
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 
-KB = 1024
-# the scheduler's per-scope limits the dialect documents (example_annotate_unlimit_memory.py)
-LIMITS = {"UB": 216 * KB, "L1": 512 * KB}
-SCOPES = {"shared": "UB", "shared.l1": "L1"}  # T.annotate_unlimit_memory(...) scope -> memory
+KB = dialect.KB
+LIMITS = {m: dialect.LIMITS[m] for m in ("UB", "L1")}  # the scopes versions are kept in
 PLACED = {"UB": "UB", "L1": "L1", "shared (UB or L1)": "UB"}  # alloc_shared is UB there
-AUTO_SCHEDULED = re.compile(
-    r"tilelang\.ascend\.language|from\s+tilelang\.ascend\s+import\s+language|"
-    r"annotate_buffer_versions"
-)
 
 
 def _written(body: cst.CSTNode) -> set[str]:
@@ -69,19 +61,15 @@ def _written(body: cst.CSTNode) -> set[str]:
 
 
 class _Annotations(cst.CSTVisitor):
-    """`T.annotate_buffer_versions({buf: k})` counts and `T.annotate_unlimit_memory` scopes."""
+    """`T.annotate_buffer_versions({buf: k})` counts (None: the scheduler picks)."""
 
     def __init__(self) -> None:
-        self.versions: dict[str, cst.BaseExpression | None] = {}  # None: the scheduler picks
+        self.versions: dict[str, cst.BaseExpression | None] = {}
         self.unlimited: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         short = dotted(node.func).rsplit(".", 1)[-1]
         args = [a.value for a in node.args if a.keyword is None]
-        if short == "annotate_unlimit_memory":
-            for a in args:
-                if isinstance(a, cst.SimpleString) and a.evaluated_value in SCOPES:
-                    self.unlimited.add(SCOPES[str(a.evaluated_value)])
         if short == "annotate_buffer_versions" and args and isinstance(args[0], cst.Dict):
             for e in args[0].elements:
                 if isinstance(e, cst.DictElement) and isinstance(e.key, cst.Name):
@@ -169,9 +157,10 @@ def refusal(
     if loop is None:
         return None
     resolver = Resolver(f)
-    auto = AUTO_SCHEDULED.search(source) is not None
+    auto = dialect.auto_scheduled(source)
     ann = _Annotations()
     pf_fn.node.visit(ann)
+    ann.unlimited = dialect.unlimited(pf_fn.node)
     bufs = capacity.allocations(f, pf_fn) if auto else []
     written = _written(loop.body)
     count = next((a.value for a in loop.iter.args if a.keyword is None), None)  # type: ignore[attr-defined]
