@@ -410,3 +410,13 @@ def test_the_auto_scheduled_dialect_keeps_its_own_limits_and_lifts_the_ones_it_a
     limited = UNLIMITED_L1.replace('            T.annotate_unlimit_memory("shared.l1")\n', "")
     (why,) = [r for v, r in inventory.inventory(limited).knob("block_K").legal((1024,))[1]]  # type: ignore[union-attr]
     assert "L1" in why and "512 KiB" in why
+
+
+def test_a_call_on_a_side_the_run_path_never_takes_does_not_bind_the_default():
+    # `--tune` is store_true with no default: False, so `run(4096)` under it never runs
+    src = DEFAULT_ON_ONE_PATH.replace(
+        '"--quick", action="store_true"', '"--tune", action="store_true"'
+    )
+    src = src.replace("if args.quick:", "if not args.tune:")
+    (knob,) = inventory.inventory(src).knobs
+    assert knob.site.kind == "keyword" and knob.value == 64

@@ -36,6 +36,7 @@ import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS
 from bot.strategies import callsites, rebinding, wrappers
+from bot.strategies.branches import run_path_taken
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
@@ -251,9 +252,39 @@ class Resolver:
             )
             if args is None or self._bound_in(args, call, fn, name, depth) is not None:
                 continue
+            if self._off_path(call):  # `if not tune: f(block_M=64) else: f()`, tune False
+                continue
             r = self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
             out.append((call, Resolution(r.site, r.value, ("default", *r.path), r.problem)))
         return out
+
+    def _off_path(self, call: Call) -> bool:
+        """True when `call` sits on a side of an `if` the file's run path never takes."""
+        sides: list[tuple[cst.If, bool]] = []
+        target = call.node
+
+        class _Find(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.stack: list[tuple[cst.If, bool]] = []
+
+            def visit_If(self, node: cst.If) -> bool:
+                node.test.visit(self)
+                self.stack.append((node, True))
+                node.body.visit(self)
+                self.stack[-1] = (node, False)
+                if node.orelse is not None:
+                    node.orelse.visit(self)
+                self.stack.pop()
+                return False
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if node is target:
+                    sides.extend(self.stack)
+
+        (call.scope[-1].node if call.scope else self.f.wrapper.module).visit(_Find())
+        return any(
+            run_path_taken(self, call.scope, branch.test) is (not side) for branch, side in sides
+        )
 
     def bindings(self, fn: Function, name: str, depth: int) -> list[tuple[Call, Resolution]]:
         """Each call of `fn` that binds parameter `name`, with what it binds it to."""

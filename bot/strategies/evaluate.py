@@ -147,11 +147,16 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
     if isinstance(node, cst.Name):
         return env.get(node.value)
     if isinstance(node, cst.Attribute):
+        option = isinstance(node.value, cst.Name) and node.value.value not in (
+            "T",
+            "tl",
+            "tilelang",
+        )
+        if option and node.attr.value in env.resolver.f.switches:  # `args.tune`, store_true
+            return env.resolver.f.switches[node.attr.value]
         return (
             env.get(node.attr.value)
-            if isinstance(node.value, cst.Name)
-            and node.attr.value in env.resolver.f.argparse
-            and node.value.value not in ("T", "tl", "tilelang")
+            if option and node.attr.value in env.resolver.f.argparse
             else None
         )
     if isinstance(node, cst.Subscript):  # `cfg["M"]`: the entry of a configuration written out

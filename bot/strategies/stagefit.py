@@ -11,9 +11,10 @@ one. A depth whose versions no longer fit, while the current depth's do, is refu
 sum (buffers whose size cannot be read are left out: the sum is a lower bound). The sizes are
 every size the op runs with (its callers, loops over test shapes), as for block rules.
 
-Any dialect: a loop that runs fewer iterations than a deeper depth (with some size the op runs
-with) has nothing more to overlap, so a depth above both the current one and the trip count
-is refused (the current depth stays allowed, as do shallower ones).
+Any dialect: a loop that runs one iteration (with some size the op runs with) has nothing to
+overlap, so a depth above both the current one and 1 is refused (the current depth stays
+allowed, as do shallower ones). A depth above a longer trip count is left alone: it still
+reshapes the prologue and epilogue, and upstream expectations differ on it.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ def refusal(
             trips = (
                 evaluate(count, Env(resolver, pf_fn.chain, 0, pins)) if count is not None else None
             )
-            if count is not None and type(trips) is int and depth > trips:
+            if count is not None and type(trips) is int and trips <= 1 < depth:
                 return (
                     f"{where}: num_stages={depth} is deeper than the {trips} iteration"
                     f"{'s' if trips != 1 else ''} the loop runs (`{code_of(count)}`{sizes}): "
