@@ -35,8 +35,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import callsites, rebinding, wrappers
-from bot.strategies.branches import run_path_taken
+from bot.strategies import callsites, defaulted, rebinding, wrappers
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
@@ -201,7 +200,7 @@ class Resolver:
             )
         pairs = self.bindings(fn, name, depth)
         if pairs and name in fn.defaults:
-            pairs += self._defaulted(fn, name, pairs, depth)
+            pairs += defaulted.calls(self, fn, name, pairs, depth)
         if pairs:
             idle = callsites.unrun(self.f, fn, name, pairs, self.harness)
             if idle is not None:
@@ -233,57 +232,6 @@ class Resolver:
             )
         return _unresolved(
             f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
-        )
-
-    def _defaulted(
-        self, fn: Function, name: str, pairs: list[tuple[Call, Resolution]], depth: int
-    ) -> list[tuple[Call, Resolution]]:
-        """The calls of `fn` the file runs that leave `name` unset, each bound to the default:
-        a keyword one call passes (`run(1024, block_n=64)` on a `--quick` path) is not the value
-        a call that leaves the default (`run(4096)`) runs the kernel with."""
-        binding = {id(c.node) for c, _ in pairs}
-        runs = callsites.reached(self.f, self.harness)
-        out: list[tuple[Call, Resolution]] = []
-        for call in self.f.calls:
-            if id(call.node) in binding or (runs is not None and id(call.node) not in runs):
-                continue
-            args = (
-                list(call.node.args) if self.calls(call, fn) else self.wrappers.arguments(call, fn)
-            )
-            if args is None or self._bound_in(args, call, fn, name, depth) is not None:
-                continue
-            if self._off_path(call):  # `if not tune: f(block_M=64) else: f()`, tune False
-                continue
-            r = self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
-            out.append((call, Resolution(r.site, r.value, ("default", *r.path), r.problem)))
-        return out
-
-    def _off_path(self, call: Call) -> bool:
-        """True when `call` sits on a side of an `if` the file's run path never takes."""
-        sides: list[tuple[cst.If, bool]] = []
-        target = call.node
-
-        class _Find(cst.CSTVisitor):
-            def __init__(self) -> None:
-                self.stack: list[tuple[cst.If, bool]] = []
-
-            def visit_If(self, node: cst.If) -> bool:
-                node.test.visit(self)
-                self.stack.append((node, True))
-                node.body.visit(self)
-                self.stack[-1] = (node, False)
-                if node.orelse is not None:
-                    node.orelse.visit(self)
-                self.stack.pop()
-                return False
-
-            def visit_Call(self, node: cst.Call) -> None:
-                if node is target:
-                    sides.extend(self.stack)
-
-        (call.scope[-1].node if call.scope else self.f.wrapper.module).visit(_Find())
-        return any(
-            run_path_taken(self, call.scope, branch.test) is (not side) for branch, side in sides
         )
 
     def bindings(self, fn: Function, name: str, depth: int) -> list[tuple[Call, Resolution]]:
@@ -354,6 +302,12 @@ class Resolver:
     ) -> tuple[cst.BaseExpression, str] | None:
         """What a direct call of `fn` (`calls`) binds parameter `name` to, and how."""
         return self._bound_in(list(call.node.args), call, fn, name)
+
+    def bound_in(
+        self, args: list[cst.Arg], call: Call, fn: Function, name: str, depth: int = 0
+    ) -> tuple[cst.BaseExpression, str] | None:
+        """What `args` (a call's arguments as they reach `fn`) bind parameter `name` to."""
+        return self._bound_in(args, call, fn, name, depth)
 
     def _bound_in(
         self, args: list[cst.Arg], call: Call, fn: Function, name: str, depth: int = 0
