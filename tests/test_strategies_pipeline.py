@@ -77,6 +77,11 @@ def test_num_stages_bound_to_a_parameter_changes_the_call_site():
     ]
 
 
+def test_a_depth_past_a_one_iteration_loop_is_refused():
+    r = set_depth(kernel("rms_norm"), 2)
+    assert isinstance(r, Refusal) and "deeper than the 1 iteration" in r.reason
+
+
 def test_refusals_say_why():
     r = set_depth(kernel("vec_add"), 2)
     assert isinstance(r, Refusal) and "no T.Pipelined" in r.reason
@@ -91,7 +96,8 @@ def test_refusals_say_why():
 def test_deterministic_and_parses():
     for name in ("gemm_developer", "gemm_expert", "layer_norm", "rms_norm", "flash_attention"):
         src = kernel(name)
-        a, b = set_depth(src, 4), set_depth(src, 4)
+        depth = 1 if name == "rms_norm" else 4  # its T.Pipelined(1) runs one iteration
+        a, b = set_depth(src, depth), set_depth(src, depth)
         assert isinstance(a, Variant) and a == b
         cst.parse_module(a.source)
         assert len(changed_lines(src, a.source)) == 1

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import callsites, rebinding, wrappers
+from bot.strategies import callsites, defaulted, rebinding, wrappers
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
@@ -50,6 +50,7 @@ class Resolution:
     path: tuple[str, ...] = ()  # how it was reached, for messages
     problem: str | None = None  # why there is no single literal (ambiguous, computed, unbound)
     shared: callsites.Shared | None = None  # a module constant several (not all) calls share
+    subject: str | None = None  # the parameter whose calls bind it differently (ambiguous)
 
 
 def _unresolved(problem: str, path: tuple[str, ...] = ()) -> Resolution:
@@ -159,7 +160,8 @@ class Resolver:
             )
         if isinstance(node, cst.Name) and node.value not in ("None",):
             r = self.name(node.value, chain, depth + 1)
-            return Resolution(r.site, r.value, (f"{name} = {node.value}", *r.path), r.problem)
+            path = (f"{name} = {node.value}", *r.path)
+            return Resolution(r.site, r.value, path, r.problem, subject=r.subject)
         if isinstance(node, cst.Subscript):  # `cfg["block_M"]`, `cfg[2]`: the entry written
             found = self.spelled.item(node, chain)
             if isinstance(found, str):
@@ -197,6 +199,8 @@ class Resolver:
                 f"whatever each call passes, not one value a literal sets"
             )
         pairs = self.bindings(fn, name, depth)
+        if pairs and name in fn.defaults:
+            pairs += defaulted.calls(self, fn, name, pairs, depth)
         if pairs:
             idle = callsites.unrun(self.f, fn, name, pairs, self.harness)
             if idle is not None:
@@ -205,10 +209,11 @@ class Resolver:
             nodes = {id(r.site.node) if r.site else None for r in found}
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
                 r = found[0]
-                return Resolution(r.site, r.value, (f"{fn.name}({name}=...)", *r.path), r.problem)
+                path = (f"{fn.name}({name}=...)", *r.path)
+                return Resolution(r.site, r.value, path, r.problem, subject=r.subject)
             shared = callsites.shared_constant(self.f, fn, name, pairs, self.harness)
             if isinstance(shared, str):
-                return _unresolved(shared)
+                return Resolution(None, None, (), shared, subject=name)
             r = shared.resolution
             path = (f"{fn.name}({name}=...) at {len(shared.fed)} of {len(pairs)} calls", *r.path)
             # a block's value is the constant's for the calls it feeds (a sibling knob's rules
@@ -297,6 +302,12 @@ class Resolver:
     ) -> tuple[cst.BaseExpression, str] | None:
         """What a direct call of `fn` (`calls`) binds parameter `name` to, and how."""
         return self._bound_in(list(call.node.args), call, fn, name)
+
+    def bound_in(
+        self, args: list[cst.Arg], call: Call, fn: Function, name: str, depth: int = 0
+    ) -> tuple[cst.BaseExpression, str] | None:
+        """What `args` (a call's arguments as they reach `fn`) bind parameter `name` to."""
+        return self._bound_in(args, call, fn, name, depth)
 
     def _bound_in(
         self, args: list[cst.Arg], call: Call, fn: Function, name: str, depth: int = 0

@@ -89,6 +89,15 @@ def shared_constant(
         f"'{name}' of {fn.name}() is bound at {len(bound)} call sites"
         f"{' (lines ' + ', '.join(map(str, lines)) + ')' if lines else ''}"
     )
+    defaulted = [(c, r.site) for c, r in bound if r.site and r.site.kind == "default"]
+    if defaulted:  # a call that passes nothing runs the kernel with the default
+        at = ", ".join(str(f.line(c.node)) for c, _ in defaulted)
+        plain = defaulted[0][1]
+        s = "s" if len(defaulted) > 1 else ""
+        head += (
+            f", the call{s} at line{s} {at} by leaving it at its default {plain.value} "
+            f"(line {plain.line})"
+        )
     tail = "one change cannot pick one"
     computed = [(c, r) for c, r in bound if r.site is None]
     if computed:

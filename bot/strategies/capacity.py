@@ -31,11 +31,12 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from bot.strategies import rebinding
+from bot.strategies import dialect, rebinding
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
 from bot.strategies.source import dotted
+from bot.strategies.strings import strings as _strings
 
 KIB = 1024
 # memory -> bytes (Ascend A2/A3: UB 192 KiB, L1 512 KiB, L0A/L0B 64 KiB, L0C 128 KiB)
@@ -57,6 +58,9 @@ MEMORY: dict[str, str] = {
     "alloc_L0A": "L0A",
     "alloc_L0B": "L0B",
     "alloc_L0C": "L0C",
+    "alloc_l0a": "L0A",
+    "alloc_l0b": "L0B",
+    "alloc_l0c": "L0C",
     "alloc_shared": "shared (UB or L1)",
     "alloc_fragment": "fragment (UB or L0C)",
     "alloc_local": "fragment (UB or L0C)",
@@ -92,81 +96,10 @@ class Buffer:
     chain: tuple[Function, ...]
 
 
-DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
-
-
 def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
     if isinstance(node, (cst.Tuple, cst.List)):
         return tuple(e.value for e in node.elements)
     return (node,)  # `T.alloc_ub((block_N), dtype)`: one dimension
-
-
-def _strings(
-    node: cst.BaseExpression, chain: tuple[Function, ...], f: Facts, depth: int = 0
-) -> set[str]:
-    """The string values `node` can take (a literal, a name bound to one, `a if c else b`)."""
-    if depth > 8:
-        return set()
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return {value} if isinstance(value, str) else set()
-    if isinstance(node, cst.IfExp):
-        a, b = _strings(node.body, chain, f, depth + 1), _strings(node.orelse, chain, f, depth + 1)
-        return a | b if a and b else set()
-    if isinstance(node, cst.Name):
-        for fn in reversed(chain):
-            if node.value in fn.assigns:
-                values = fn.assigns[node.value]
-                return _strings(values[0], fn.chain, f, depth + 1) if len(values) == 1 else set()
-            if node.value in fn.defaults:
-                return _strings(fn.defaults[node.value], fn.parents, f, depth + 1)
-            if node.value in fn.params:
-                return _param_strings(fn, node.value, f, depth + 1)
-        values = f.module_assigns.get(node.value, [])
-        return _strings(values[0], (), f, depth + 1) if len(values) == 1 else set()
-    if isinstance(node, cst.Attribute) and dotted(node.value) in DTYPE_MODULES:
-        return {node.attr.value} if node.attr.value in DTYPE_BYTES else set()  # `T.float32`
-    if isinstance(node, cst.Attribute):  # `args.dtype`: the argparse option's string default
-        return _argparse_strings(f, node.attr.value)
-    return set()
-
-
-def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
-    """The strings parameter `name` of `fn` gets at every call site (empty if any is unknown)."""
-    index = fn.params.index(name)
-    found: set[str] = set()
-    for call in f.calls:
-        if dotted(call.node.func) != fn.name:
-            continue
-        arg = next((a.value for a in call.node.args if a.keyword and a.keyword.value == name), None)
-        positional = [a.value for a in call.node.args if a.keyword is None and not a.star]
-        if arg is None and index < len(positional):
-            arg = positional[index]
-        values = _strings(arg, call.scope, f, depth) if arg is not None else set()
-        if not values:
-            return set()
-        found |= values
-    return found
-
-
-def _argparse_strings(f: Facts, dest: str) -> set[str]:
-    """String defaults of argparse option `dest` (`add_argument("--dtype", default="float16")`)."""
-    found: set[str] = set()
-    for call in f.calls:
-        if not dotted(call.node.func).endswith("add_argument"):
-            continue
-        names = [
-            a.value.evaluated_value
-            for a in call.node.args
-            if a.keyword is None and isinstance(a.value, cst.SimpleString)
-        ]
-        kw = {a.keyword.value: a.value for a in call.node.args if a.keyword is not None}
-        default = kw.get("default")
-        if f"--{dest}" in names and isinstance(default, cst.SimpleString):
-            value = default.evaluated_value
-            if isinstance(value, str):
-                found.add(value)
-    return found
 
 
 class _Allocs(cst.CSTVisitor):
@@ -236,6 +169,13 @@ def _by_role(pf: cst.FunctionDef) -> dict[str, str]:
     return dict.fromkeys(v.accumulators, "L0C")
 
 
+def allocations(f: Facts, prim_func: Function) -> list[Buffer]:
+    """Every readable allocation in `prim_func`, in the memory its call names (unplaced)."""
+    v = _Allocs(f, prim_func.chain)
+    prim_func.node.visit(v)
+    return v.buffers
+
+
 def buffers(f: Facts, factory: Function) -> list[Buffer]:
     """Every readable allocation in the prim_funcs of `factory`."""
     by_node = {id(fn.node): fn for fn in f.functions}
@@ -263,24 +203,31 @@ class CapacityCheck:
 
     name: str
     kernels: list[list[Buffer]]  # the buffers of each kernel (prim_func) the knob sizes
+    # memory -> bytes for each kernel (the auto-scheduled dialect's limits, lifted scopes out)
+    limits: list[dict[str, int]] | None = None
 
     def __call__(
         self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
     ) -> str | None:
         if current is None:
             return None
-        for group in self.kernels:
+        for i, group in enumerate(self.kernels):
             new_use, now_use = _use(group, value, env), _use(group, current, env)
+            sizes = self.limits[i] if self.limits else CAPACITY
             for memory, (total, placed) in new_use.items():
-                limit = CAPACITY[memory]
-                if total <= limit or now_use.get(memory, (0, []))[0] > limit:
+                limit = sizes.get(memory)
+                if limit is None or total <= limit or now_use.get(memory, (0, []))[0] > limit:
                     continue  # fits, or the current value does not fit either: not ours to judge
                 where = ", ".join(placed)
                 least = "at least " if any("unknown sizes as 1" in p for p in placed) else ""
+                chip = (
+                    f"of {memory} taken for the tilelang.ascend.language scheduler"
+                    if self.limits
+                    else "it can hold on Ascend A2/A3"
+                )
                 return (
                     f"{self.name}={value}: the kernel's {memory} buffers as allocated ({where}) "
-                    f"would take {least}{total} bytes, more than the {limit // KIB} KiB it can "
-                    f"hold on Ascend A2/A3"
+                    f"would take {least}{total} bytes, more than the {limit // KIB} KiB {chip}"
                 )
         return None
 
@@ -344,4 +291,15 @@ def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
 def capacity_check(f: Facts, name: str, factories: list[Function]) -> CapacityCheck | None:
     """The capacity rule of knob `name` over the buffers of the kernels of `factories`."""
     kernels = [group for factory in factories if (group := buffers(f, factory))]
-    return CapacityCheck(name, kernels) if kernels else None
+    if not kernels:
+        return None
+    if not dialect.auto_scheduled(f.wrapper.module.code):
+        return CapacityCheck(name, kernels)
+    limits = []
+    for factory in factories:
+        if buffers(f, factory):
+            lifted: set[str] = set()
+            for pf in factory.prim_funcs:
+                lifted |= dialect.unlimited(pf)
+            limits.append({m: v for m, v in dialect.LIMITS.items() if m not in lifted})
+    return CapacityCheck(name, kernels, limits)

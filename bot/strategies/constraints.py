@@ -54,8 +54,10 @@ from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.fixedcount import fixed_count_check
 from bot.strategies.l0fit import l0_check
+from bot.strategies.liveness import live_peak
 from bot.strategies.padflow import clip_extents, padded_reduction
 from bot.strategies.roundup import multiple_of
+from bot.strategies.slicefill import slice_fill
 from bot.strategies.tiling import Rule, group_rules, whole_rules
 
 
@@ -314,6 +316,8 @@ def constraints_for(
         )
         rules.extend(group_rules(f, factory, aliases))
         rules.extend(whole_rules(f, factory, aliases))
+        if not v.tail_handled:  # `T.ceildiv(knob, X)` walked in whole tiles of X
+            rules.extend(v.tiled)
         clipped = v.tail_handled and not v.tails  # handled only by slices the compiler clips
         leak = padded_reduction(f, factory, v.sized, v.offsets, taken) if clipped else None
         clips = clip_extents(f, factory, v.sized, v.offsets, taken) if clipped and not leak else []
@@ -331,6 +335,8 @@ def constraints_for(
     fixed = fixed_count_check(f, name, sized_by)
     l0 = l0_check(f, name, factories)
     passed = caller_buffer_check(f, name, factories)
+    filled = slice_fill(f, name, factories)
+    peak = live_peak(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -348,7 +354,7 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [c for c in (capacity, fit, fixed, l0, passed) if c is not None],
+        [c for c in (capacity, peak, fit, filled, fixed, l0, passed) if c is not None],
         sizes,
         frozenset(open_),
         shapes.symbols(factories),

@@ -17,6 +17,7 @@ from bot.strategies import rebinding
 from bot.strategies.facts import Function, literal
 from bot.strategies.signature import takes
 from bot.strategies.source import dotted
+from bot.strategies.strings import strings
 
 if TYPE_CHECKING:
     from bot.strategies.binding import Resolver
@@ -146,11 +147,16 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
     if isinstance(node, cst.Name):
         return env.get(node.value)
     if isinstance(node, cst.Attribute):
+        option = isinstance(node.value, cst.Name) and node.value.value not in (
+            "T",
+            "tl",
+            "tilelang",
+        )
+        if option and node.attr.value in env.resolver.f.switches:  # `args.tune`, store_true
+            return env.resolver.f.switches[node.attr.value]
         return (
             env.get(node.attr.value)
-            if isinstance(node.value, cst.Name)
-            and node.attr.value in env.resolver.f.argparse
-            and node.value.value not in ("T", "tl", "tilelang")
+            if option and node.attr.value in env.resolver.f.argparse
             else None
         )
     if isinstance(node, cst.Subscript):  # `cfg["M"]`: the entry of a configuration written out
@@ -172,6 +178,9 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
             return None
         return op(a, b)
     if isinstance(node, cst.Comparison):
+        text = _text_test(node, env)
+        if text is not None:
+            return text
         left = _eval(node.left, env)
         for target in node.comparisons:
             op = _CMPS.get(type(target.operator))
@@ -201,6 +210,23 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
     return None
 
 
+def _text_test(node: cst.Comparison, env: Env) -> bool | None:
+    """`dtype == "float32"` / `!=`: decided when the name can take one string only."""
+    if len(node.comparisons) != 1:
+        return None
+    op, right = node.comparisons[0].operator, node.comparisons[0].comparator
+    if not isinstance(op, (cst.Equal, cst.NotEqual)):
+        return None
+    sides = [node.left, right]
+    if not any(isinstance(x, cst.SimpleString) for x in sides):
+        return None
+    values = [strings(x, env.chain, env.resolver.f) for x in sides]
+    if any(len(v) != 1 for v in values):
+        return None
+    same = values[0] == values[1]
+    return same if isinstance(op, cst.Equal) else not same
+
+
 def _eval_call(node: cst.Call, env: Env) -> object:
     name = dotted(node.func)
     args = [a for a in node.args if a.keyword is None and not a.star]
@@ -214,6 +240,9 @@ def _eval_call(node: cst.Call, env: Env) -> object:
         return -(-values[0] // values[1])  # type: ignore[operator]
     if name in ("max", "min", "T.max", "T.min") and values:
         return (max if short == "max" else min)(values)  # type: ignore[type-var]
+    if short == "next_power_of_2" and len(values) == 1:  # tilelang's helper
+        v = values[0]
+        return 1 << (v - 1).bit_length() if isinstance(v, int) and v > 0 else None
     if name == "math.gcd" and len(values) == 2:
         import math
 

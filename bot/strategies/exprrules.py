@@ -44,6 +44,8 @@ class Rules(cst.CSTVisitor):
         self.stack: list[Function] = list(base)
         self.rules: list[Rule] = []
         self.ceil: list[Rule] = []
+        # `T.ceildiv(knob, X)`: the knob is walked in tiles of X (multiple of X unless clipped)
+        self.tiled: list[Rule] = []
         self.tails = False
         self.iterators = _iterators(f)
         # the names computed from the knob in `within` (the function that holds it), the
@@ -114,6 +116,8 @@ class Rules(cst.CSTVisitor):
         args = [a.value for a in node.args if a.keyword is None]
         if short in CEILDIV and len(args) == 2 and self._is_knob(args[1]):
             self.ceil.append(self._rule("ceil", args[0], node))
+        elif short in CEILDIV and len(args) == 2 and self._is_knob(args[0]):
+            self.tiled.append(self._rule("multiple", args[1], node))
         elif short == "min" and any(self._is_knob(a) for a in args):
             self.tails = True
 

@@ -15,6 +15,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from bot.strategies import envdefault
 from bot.strategies.source import bool_value, dotted, int_value, line_of, parse
 
 
@@ -131,6 +132,8 @@ class _Collector(cst.CSTVisitor):
         self.calls: list[Call] = []
         self.module_assigns: dict[str, list[cst.BaseExpression]] = {}
         self.argparse: dict[str, list[Site]] = {}
+        self.env_defaults: list[tuple[str, cst.Call]] = []  # `default=env_int("X", 256)`
+        self.switches: dict[str, bool] = {}  # store_true/store_false options without a default
         self.module_loops: dict[str, Loop] = {}
         self.module_unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = {}
 
@@ -208,6 +211,13 @@ class _Collector(cst.CSTVisitor):
             dest = str(dest_node.evaluated_value)
         default = kw.get("default")
         value = literal(default)
+        action = kw.get("action")
+        if dest and default is None and isinstance(action, cst.SimpleString):
+            implicit = {"store_true": False, "store_false": True}.get(str(action.evaluated_value))
+            if implicit is not None:  # `action="store_true"` with no default: False
+                self.switches[str(dest)] = implicit
+        if dest and isinstance(default, cst.Call) and value is None:
+            self.env_defaults.append((str(dest), default))  # resolved once functions are known
         if dest and default is not None and value is not None:
             self.argparse.setdefault(str(dest), []).append(
                 Site(str(dest), "argparse", line_of(self.wrapper, default), value, default)
@@ -230,6 +240,7 @@ class Facts:
     module_unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = field(
         default_factory=dict
     )
+    switches: dict[str, bool] = field(default_factory=dict)  # `--tune` (store_true): False
 
     @property
     def factories(self) -> list[Function]:
@@ -256,6 +267,14 @@ def facts(source: str) -> Facts:
     wrapper = parse(source)
     c = _Collector(wrapper)
     wrapper.visit(c)
+    for dest, call in c.env_defaults:  # an environment-override helper's literal fallback
+        node = envdefault.fallback(call, c.functions)
+        if node is not None:
+            value = literal(node)
+            assert value is not None
+            c.argparse.setdefault(dest, []).append(
+                Site(dest, "argparse", line_of(wrapper, node), value, node)
+            )
     return Facts(
         wrapper,
         c.functions,
@@ -264,4 +283,5 @@ def facts(source: str) -> Facts:
         c.argparse,
         c.module_loops,
         c.module_unpacked,
+        c.switches,
     )

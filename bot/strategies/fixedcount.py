@@ -44,6 +44,8 @@ class _Counts(cst.CSTVisitor):
         self.buffers: list[cst.CSTNode] = []
         self.stepped = False
         self.ring = False  # `k % multi_l1`: the knob counts slots of a ring, not a tile size
+        # `for m in T.Parallel(block): if m < n:`: lanes past the extent n idle (line, n)
+        self.guards: list[tuple[cst.For, cst.BaseExpression]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         short = dotted(node.func).rsplit(".", 1)[-1]
@@ -64,8 +66,30 @@ class _Counts(cst.CSTVisitor):
         args = [a.value for a in it.args if a.keyword is None]
         self.counts.extend(args)
         short = dotted(it.func).rsplit(".", 1)[-1]
+        if short == "Parallel" and len(args) == 1 and _names(args[0]) & self.sized:
+            bound = _lane_guard(node)
+            if bound is not None:
+                self.guards.append((node, bound))
         if short in STEPPED and len(args) == 3 and _names(args[2]) & self.sized:
             self.stepped = True
+
+
+def _lane_guard(loop: cst.For) -> cst.BaseExpression | None:
+    """X when the whole body of `for m in T.Parallel(knob)` is `if m < X:` (no else)."""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else []
+    if len(body) != 1 or not isinstance(body[0], cst.If) or body[0].orelse is not None:
+        return None
+    test = body[0].test
+    if (
+        isinstance(loop.target, cst.Name)
+        and isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == loop.target.value
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.LessThan)
+    ):
+        return test.comparisons[0].comparator
+    return None
 
 
 @dataclass
@@ -74,21 +98,41 @@ class FixedCountCheck:
 
     name: str
     kernels: list[tuple[tuple[Function, ...], list[cst.BaseExpression], int]]
+    # per kernel: (line, X) of each `for m in T.Parallel(knob): if m < X:` (lanes past X idle)
+    guards: list[list[tuple[int, cst.BaseExpression]]]
 
     def __call__(
         self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
     ) -> str | None:
         if current is None or value == current:
             return None
-        for chain, counts, line in self.kernels:
-            if _fixed(counts, chain, value, current, env):
-                return (
-                    f"{self.name}={value}: {self.name} sizes the tile of the buffer at line "
-                    f"{line}, but no tile count of the kernel (its grid and its loops) depends "
-                    f"on {self.name}, so the kernel runs the same tiles whatever its value: a "
-                    f"smaller tile leaves part of the extent uncomputed, a larger one goes past "
-                    f"it; only the current {current} keeps the result"
-                )
+        for (chain, counts, line), guards in zip(self.kernels, self.guards, strict=True):
+            if not _fixed(counts, chain, value, current, env):
+                continue
+            if guards:  # one tile covers the extent; lanes past it idle
+                for at, bound in guards:
+                    x = evaluate(bound, env(chain, value))
+                    if type(x) is not int and value < current:
+                        return (
+                            f"{self.name}={value}: the kernel covers its extent with one tile of "
+                            f"{self.name} lanes (`T.Parallel({self.name})` at line {at} guards "
+                            f"the lanes past it), and the extent cannot be read: only a value "
+                            f"above the current {current} is known to cover it"
+                        )
+                    if type(x) is int and value < x:
+                        return (
+                            f"{self.name}={value}: the kernel covers its extent of {x} with one "
+                            f"tile of {self.name} lanes (`T.Parallel({self.name})` at line {at}, "
+                            f"lanes past {x} idle): fewer lanes than {x} leave part uncomputed"
+                        )
+                continue
+            return (
+                f"{self.name}={value}: {self.name} sizes the tile of the buffer at line "
+                f"{line}, but no tile count of the kernel (its grid and its loops) depends "
+                f"on {self.name}, so the kernel runs the same tiles whatever its value: a "
+                f"smaller tile leaves part of the extent uncomputed, a larger one goes past "
+                f"it; only the current {current} keeps the result"
+            )
         return None
 
 
@@ -121,6 +165,7 @@ def fixed_count_check(
     """The rule for knob `name` over the prim_funcs of each (factory, aliases)."""
     by_node = {id(fn.node): fn for fn in f.functions}
     kernels: list[tuple[tuple[Function, ...], list[cst.BaseExpression], int]] = []
+    guards: list[list[tuple[int, cst.BaseExpression]]] = []
     for factory, aliases in owners:
         scope = [fn for fn in f.functions if factory in fn.chain or fn in factory.chain]
         sized = sized_by(f, aliases, within=scope)
@@ -130,4 +175,5 @@ def fixed_count_check(
             if not v.buffers or v.stepped or v.ring:
                 continue
             kernels.append((by_node[id(pf)].chain, v.counts, f.line(v.buffers[0])))
-    return FixedCountCheck(name, kernels) if kernels else None
+            guards.append([(f.line(loop), bound) for loop, bound in v.guards])
+    return FixedCountCheck(name, kernels, guards) if kernels else None

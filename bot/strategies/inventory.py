@@ -177,6 +177,11 @@ def _bind(
         )
     if not sites:
         problems = "; ".join(dict.fromkeys(r.problem or "not a literal" for _, _, r in results))
+        subjects = {r.subject for _, _, r in results}
+        (subject,) = subjects if len(subjects) == 1 else (None,)
+        if subject and subject != name and BLOCK_WORD.search(subject):
+            # the value is written under a caller's name whose calls disagree: listed under it
+            return Dropped("block_size", subject, f"{problems} (the kernel reads it as {name})")
         return Dropped("block_size", name, problems)
     r = next(iter(sites.values()))
     assert r.site is not None

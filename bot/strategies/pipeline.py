@@ -17,7 +17,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from bot.strategies import binding, facts
+from bot.strategies import binding, facts, stagefit
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (
     ParseFailure,
@@ -128,6 +128,14 @@ def set_depth(
     too_deep = _too_deep(loop, depth)
     if too_deep:
         return Refusal((too_deep,), strategy=STRATEGY)
+    current = current_depth(source, index)
+    unfit = (
+        stagefit.refusal(facts.facts(source), loop.line, loop.bound_to, depth, current, source)
+        if current is not None
+        else None
+    )
+    if unfit:
+        return Refusal((unfit,), strategy=STRATEGY)
     if loop.bound_to is not None:
         # num_stages=<name>: change the one literal that name is bound to where the loop reads it.
         return _set_bound(source, loop, depth, name)

@@ -34,6 +34,7 @@ import libcst as cst
 
 from bot.config.schema import DeclaredShape
 from bot.strategies.binding import Resolver
+from bot.strategies.ceiling import augmented_operands, ceiling
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted, int_value
 
@@ -89,9 +90,10 @@ def _callers(f: Facts, factory: Function) -> list[Function]:
 def _literal_assignments(fn: Function) -> dict[str, list[int]]:
     """name -> every integer literal the function assigns to it (tuple targets included)."""
     out: dict[str, list[int]] = {}
+    operands = augmented_operands(fn)  # `block -= 16` does not set block to 16
     for name, values in fn.assigns.items():
         for v in values:
-            n = int_value(v)
+            n = int_value(v) if id(v) not in operands else None
             if n is not None and not isinstance(n, bool) and n > 0:
                 out.setdefault(name, []).append(n)
     return out
@@ -125,6 +127,11 @@ def sizes(
                 for call, r in resolver.bindings(fn, name, 0):
                     if (not only or id(call.node) in only) and type(r.value) is int:
                         out.setdefault(name, []).append(r.value)
+                    elif not only or id(call.node) in only:  # `min(1024, h)`: at most 1024
+                        bound = resolver.bound_by(call, fn, name)
+                        top = ceiling(bound[0], call.scope) if bound else None
+                        if top is not None:
+                            out.setdefault(name, []).append(top)
         # `M, N, block_M = cfg` with cfg spelled out (a configuration entry, a module tuple)
         unpacked = [(name, fn.chain) for fn in scopes for name in fn.unpacked]
         unpacked += [(name, ()) for name in f.module_unpacked]

@@ -132,6 +132,14 @@ class Wrappers:
         func = node.func
         if isinstance(func, cst.Attribute):
             return self._method(func, node, fn) if id(node) in self.methods else None
+        if (  # `builder(tgt)(CPG, BS)` in a runner some call passes the outer factory
+            isinstance(func, cst.Call)
+            and isinstance(func.func, cst.Name)
+            and fn.parents
+            and fn.name in fn.parents[-1].returns
+        ):
+            passed = self._passed_in(Call(func, call.scope), fn.parents[-1])
+            return list(node.args) if passed else None
         if isinstance(func, cst.Name) and func.value not in self.holders:
             return list(node.args) if self._passed_in(call, fn) else None
         if not isinstance(func, cst.Name):

@@ -1,0 +1,82 @@
+"""Calls that leave a parameter at its default bind the default.
+
+A wrapper parameter one call passes as a keyword (`test(s1=64, block_n=64)` on a `--quick`
+path) and another call leaves alone (`test(s1=512)`, block_n's default 256) has two values
+on the paths the file runs: no one literal is the knob. Each call the file runs that binds
+nothing for the parameter therefore counts as binding its default. A call on a side of an
+`if` the run path never takes (`if not tune: ... else: f()` with `--tune` a `store_true`
+option, False) runs nothing and binds nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from bot.strategies import callsites
+from bot.strategies.branches import run_path_taken
+from bot.strategies.facts import Call, Function
+
+if TYPE_CHECKING:
+    from bot.strategies.binding import Resolution, Resolver
+
+
+def calls(
+    resolver: Resolver,
+    fn: Function,
+    name: str,
+    pairs: list[tuple[Call, Resolution]],
+    depth: int,
+) -> list[tuple[Call, Resolution]]:
+    """The calls of `fn` the file runs that leave `name` unset, each bound to the default
+    (`pairs`: the calls that bind it)."""
+    from bot.strategies.binding import Resolution
+
+    binding = {id(c.node) for c, _ in pairs}
+    runs = callsites.reached(resolver.f, resolver.harness)
+    out: list[tuple[Call, Resolution]] = []
+    for call in resolver.f.calls:
+        if id(call.node) in binding or (runs is not None and id(call.node) not in runs):
+            continue
+        args = (
+            list(call.node.args)
+            if resolver.calls(call, fn)
+            else resolver.wrappers.arguments(call, fn)
+        )
+        if args is None or resolver.bound_in(args, call, fn, name, depth) is not None:
+            continue
+        if off_path(resolver, call):
+            continue
+        r = resolver.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
+        out.append((call, Resolution(r.site, r.value, ("default", *r.path), r.problem)))
+    return out
+
+
+def off_path(resolver: Resolver, call: Call) -> bool:
+    """True when `call` sits on a side of an `if` the file's run path never takes."""
+    sides: list[tuple[cst.If, bool]] = []
+    target = call.node
+
+    class _Find(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.stack: list[tuple[cst.If, bool]] = []
+
+        def visit_If(self, node: cst.If) -> bool:
+            node.test.visit(self)
+            self.stack.append((node, True))
+            node.body.visit(self)
+            self.stack[-1] = (node, False)
+            if node.orelse is not None:
+                node.orelse.visit(self)
+            self.stack.pop()
+            return False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if node is target:
+                sides.extend(self.stack)
+
+    (call.scope[-1].node if call.scope else resolver.f.wrapper.module).visit(_Find())
+    return any(
+        run_path_taken(resolver, call.scope, branch.test) is (not side) for branch, side in sides
+    )

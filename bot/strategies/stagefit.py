@@ -1,0 +1,197 @@
+"""A deeper pipeline must fit the on-chip memory its ring buffers take, and have iterations to fill.
+
+In the auto-scheduled Ascend dialect of TileLang (`tilelang.ascend.language`, the A5
+AutoSchedule of PTO-ISA/tilelang), `T.Pipelined(n, num_stages=s)` overlaps the data movement
+of s iterations: every on-chip buffer the loop body writes is kept in one version per stage
+(a ring the scheduler indexes by iteration), and a buffer given a count with
+`T.annotate_buffer_versions({buf: k})` is kept in k versions. The scheduler holds the
+versions of all buffers within its per-scope limits, which that dialect documents as 216 KB
+of UB (`shared`) and 512 KB of L1 (`shared.l1`); `T.annotate_unlimit_memory(scope)` lifts
+one. A depth whose versions no longer fit, while the current depth's do, is refused with the
+sum (buffers whose size cannot be read are left out: the sum is a lower bound). The sizes are
+every size the op runs with (its callers, loops over test shapes), as for block rules.
+
+Any dialect: a loop that runs one iteration (with some size the op runs with) has nothing to
+overlap, so a depth above both the current one and 1 is refused (the current depth stays
+allowed, as do shallower ones). A depth above a longer trip count is left alone: it still
+reshapes the prologue and epilogue, and upstream expectations differ on it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from bot.strategies import capacity, dialect, shapes
+from bot.strategies.binding import Resolver
+from bot.strategies.callsizes import call_sizes
+from bot.strategies.evaluate import Env, code_of, evaluate
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+
+KB = dialect.KB
+LIMITS = {m: dialect.LIMITS[m] for m in ("UB", "L1")}  # the scopes versions are kept in
+PLACED = {"UB": "UB", "L1": "L1", "shared (UB or L1)": "UB"}  # alloc_shared is UB there
+
+
+def _written(body: cst.CSTNode) -> set[str]:
+    """Buffers a loop body writes: copy destinations and element stores (`buf[i] = ...`)."""
+    found: set[str] = set()
+
+    def base(node: cst.BaseExpression) -> None:
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        if isinstance(node, cst.Name):
+            found.add(node.value)
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            args = [a.value for a in node.args if a.keyword is None]
+            if dotted(node.func).rsplit(".", 1)[-1] in ("copy", "dual_copy") and len(args) > 1:
+                base(args[1])
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Subscript):
+                base(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Subscript):
+                base(node.target)
+
+    body.visit(_V())
+    return found
+
+
+class _Annotations(cst.CSTVisitor):
+    """`T.annotate_buffer_versions({buf: k})` counts (None: the scheduler picks)."""
+
+    def __init__(self) -> None:
+        self.versions: dict[str, cst.BaseExpression | None] = {}
+        self.unlimited: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        short = dotted(node.func).rsplit(".", 1)[-1]
+        args = [a.value for a in node.args if a.keyword is None]
+        if short == "annotate_buffer_versions" and args and isinstance(args[0], cst.Dict):
+            for e in args[0].elements:
+                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.Name):
+                    v = e.value
+                    v = v.elements[0].value if isinstance(v, cst.Tuple) and v.elements else v
+                    self.versions[e.key.value] = None if isinstance(v, cst.SimpleString) else v
+
+
+def _loop_at(pf: cst.FunctionDef, line: int, f: Facts) -> cst.For | None:
+    found: list[cst.For] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_For(self, node: cst.For) -> None:
+            it = node.iter
+            if (
+                isinstance(it, cst.Call)
+                and dotted(it.func).endswith("Pipelined")
+                and f.line(it) == line
+            ):
+                found.append(node)
+
+    pf.visit(_V())
+    return found[0] if found else None
+
+
+def _choices(f: Facts, resolver: Resolver, factory: Function) -> list[dict[str, int]]:
+    wanted = shapes.open_names(f, resolver, factory)
+    joint = call_sizes(f, resolver, factory, wanted)
+    sizes = shapes.sizes(f, resolver, [factory])
+    for path in joint:
+        for name, size in path.items():
+            if size not in sizes.get(name, ()):
+                sizes[name] = (*sizes.get(name, ()), size)
+    return shapes.choices(sizes, tuple(joint))
+
+
+def _use(
+    bufs: list[capacity.Buffer],
+    written: set[str],
+    ann: _Annotations,
+    env: Env,
+    depth: int,
+) -> dict[str, tuple[int, list[str]]]:
+    """memory -> (bytes, shown) of the readable buffers at `depth`, each times its versions."""
+    use: dict[str, tuple[int, list[str]]] = {}
+    for b in bufs:
+        memory = PLACED.get(b.memory)
+        if memory is None or memory in ann.unlimited:
+            continue
+        size = b.dtype_bytes
+        for d in b.dims:
+            extent = evaluate(d, env)
+            if type(extent) is not int or extent <= 0:
+                size = 0
+                break
+            size *= extent
+        fixed = ann.versions.get(b.name)
+        count = evaluate(fixed, env) if fixed is not None else None
+        if type(count) is not int:
+            count = max(depth, 1) if b.name in written else 1
+        if size:
+            total, shown = use.get(memory, (0, []))
+            use[memory] = (total + size * count, [*shown, f"{b.name} x{count} (line {b.line})"])
+    return use
+
+
+def refusal(
+    f: Facts, line: int, bound: str | None, depth: int, current: int, source: str
+) -> str | None:
+    """Why `depth` does not fit the loop `T.Pipelined` at `line` (num_stages bound to the name
+    `bound`, or a literal), or None. `current`: the depth the file runs now."""
+    chain = f.chain_at(line)
+    pf_fn = next(
+        (
+            fn
+            for fn in reversed(chain)
+            if fn.parents and id(fn.node) in {id(p) for p in fn.parents[-1].prim_funcs}
+        ),
+        None,
+    )
+    if pf_fn is None or depth <= current:
+        return None
+    factory = pf_fn.parents[-1]
+    loop = _loop_at(pf_fn.node, line, f)
+    if loop is None:
+        return None
+    resolver = Resolver(f)
+    auto = dialect.auto_scheduled(source)
+    ann = _Annotations()
+    pf_fn.node.visit(ann)
+    ann.unlimited = dialect.unlimited(pf_fn.node)
+    bufs = capacity.allocations(f, pf_fn) if auto else []
+    written = _written(loop.body)
+    count = next((a.value for a in loop.iter.args if a.keyword is None), None)  # type: ignore[attr-defined]
+    where = f"T.Pipelined at line {line}"
+    try:
+        for choice in _choices(f, resolver, factory):
+            resolver.fallback = choice
+            sizes = "".join(f", {k}={v}" for k, v in choice.items())
+            pins = {bound: depth} if bound else {}
+            now_pins = {bound: current} if bound else {}
+            trips = (
+                evaluate(count, Env(resolver, pf_fn.chain, 0, pins)) if count is not None else None
+            )
+            if count is not None and type(trips) is int and trips <= 1 < depth:
+                return (
+                    f"{where}: num_stages={depth} is deeper than the {trips} iteration"
+                    f"{'s' if trips != 1 else ''} the loop runs (`{code_of(count)}`{sizes}): "
+                    f"there is nothing more to overlap"
+                )
+            new = _use(bufs, written, ann, Env(resolver, pf_fn.chain, 0, pins), depth)
+            now = _use(bufs, written, ann, Env(resolver, pf_fn.chain, 0, now_pins), current)
+            for memory, (total, shown) in new.items():
+                limit = LIMITS[memory]
+                if total > limit and now.get(memory, (0, []))[0] <= limit:
+                    return (
+                        f"{where}: num_stages={depth} keeps one version per stage of the buffers "
+                        f"the loop writes: the {memory} buffers ({', '.join(shown)}) would take "
+                        f"{total} bytes{sizes and ' (with' + sizes[1:] + ')'}, more than the "
+                        f"{limit // KB} KB the auto-scheduler holds there"
+                    )
+    finally:
+        resolver.fallback = {}
+    return None

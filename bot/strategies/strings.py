@@ -1,0 +1,149 @@
+"""The string values an expression can take: dtype names, mode switches.
+
+A kernel's dtypes and switches are strings (`dtype="bfloat16"`, `is_fp32 = dtype ==
+"float32"`). They are read through literals, `a if c else b`, names bound once (a local, a
+parameter's default or every call site's argument, a module constant), the one-value-per-pass
+entries of a loop over a list the file spells out (`for dt, tol in [("bfloat16", 1e-2)]`),
+an argparse option's string default, a TileLang dtype attribute (`T.float32`), and a torch
+dtype's name cut from its text (`str(torch.float32)[len("torch.") :]` is "float32"). An
+empty set means unknown.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+
+DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
+
+
+def strings(
+    node: cst.BaseExpression, chain: tuple[Function, ...], f: Facts, depth: int = 0
+) -> set[str]:
+    """The string values `node` can take (a literal, a name bound to one, `a if c else b`)."""
+    if depth > 8:
+        return set()
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return {value} if isinstance(value, str) else set()
+    if isinstance(node, cst.IfExp):
+        a, b = strings(node.body, chain, f, depth + 1), strings(node.orelse, chain, f, depth + 1)
+        return a | b if a and b else set()
+    if isinstance(node, cst.Name):
+        for fn in reversed(chain):
+            if node.value in fn.assigns:
+                values = fn.assigns[node.value]
+                return strings(values[0], fn.chain, f, depth + 1) if len(values) == 1 else set()
+            if node.value in fn.defaults:
+                return strings(fn.defaults[node.value], fn.parents, f, depth + 1)
+            if node.value in fn.params:
+                return _param_strings(fn, node.value, f, depth + 1)
+            if node.value in fn.loop_targets:
+                return _loop_strings(node.value, fn.loop_targets[node.value], fn.chain, f, depth)
+        values = f.module_assigns.get(node.value, [])
+        if not values and node.value in f.module_loops:
+            return _loop_strings(node.value, f.module_loops[node.value], (), f, depth)
+        return strings(values[0], (), f, depth + 1) if len(values) == 1 else set()
+    if isinstance(node, cst.Attribute) and dotted(node.value) in DTYPE_MODULES:
+        return {node.attr.value}  # `T.float32`
+    if isinstance(node, cst.Attribute) and dotted(node.value) == "torch":
+        return {f"torch.{node.attr.value}"}  # a torch dtype, as `str()` writes it
+    if isinstance(node, cst.Call) and dotted(node.func) == "str" and len(node.args) == 1:
+        return strings(node.args[0].value, chain, f, depth + 1)
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:  # `text[len("torch.") :]`
+        cut = node.slice[0].slice
+        start = _start(cut) if isinstance(cut, cst.Slice) else None
+        if start is not None:
+            return {v[start:] for v in strings(node.value, chain, f, depth + 1)}
+    if isinstance(node, cst.Attribute):  # `args.dtype`: the argparse option's string default
+        return _argparse_strings(f, node.attr.value)
+    return set()
+
+
+def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
+    """The strings parameter `name` of `fn` gets at every call site (empty if any is unknown)."""
+    index = fn.params.index(name)
+    found: set[str] = set()
+    for call in f.calls:
+        if dotted(call.node.func) != fn.name:
+            continue
+        arg = next((a.value for a in call.node.args if a.keyword and a.keyword.value == name), None)
+        positional = [a.value for a in call.node.args if a.keyword is None and not a.star]
+        if arg is None and index < len(positional):
+            arg = positional[index]
+        values = strings(arg, call.scope, f, depth) if arg is not None else set()
+        if not values:
+            return set()
+        found |= values
+    return found
+
+
+def _argparse_strings(f: Facts, dest: str) -> set[str]:
+    """String defaults of argparse option `dest` (`add_argument("--dtype", default="float16")`)."""
+    found: set[str] = set()
+    for call in f.calls:
+        if not dotted(call.node.func).endswith("add_argument"):
+            continue
+        names = [
+            a.value.evaluated_value
+            for a in call.node.args
+            if a.keyword is None and isinstance(a.value, cst.SimpleString)
+        ]
+        kw = {a.keyword.value: a.value for a in call.node.args if a.keyword is not None}
+        default = kw.get("default")
+        if f"--{dest}" in names and isinstance(default, cst.SimpleString):
+            value = default.evaluated_value
+            if isinstance(value, str):
+                found.add(value)
+    return found
+
+
+def _start(cut: cst.Slice) -> int | None:
+    """The start of `[n:]` or `[len("text"):]`, or None for any other slice."""
+    if cut.upper is not None or cut.step is not None or cut.lower is None:
+        return None
+    lo = cut.lower
+    if isinstance(lo, cst.Integer):
+        return int(lo.value)
+    if (
+        isinstance(lo, cst.Call)
+        and dotted(lo.func) == "len"
+        and len(lo.args) == 1
+        and isinstance(lo.args[0].value, cst.SimpleString)
+    ):
+        text = lo.args[0].value.evaluated_value
+        return len(text) if isinstance(text, str) else None
+    return None
+
+
+def _loop_strings(
+    name: str, loop: object, chain: tuple[Function, ...], f: Facts, depth: int
+) -> set[str]:
+    """The strings a for loop's target takes over a list the file spells out (every entry)."""
+    target, it = getattr(loop, "target", None), getattr(loop, "iter", None)
+    if not isinstance(it, (cst.List, cst.Tuple)) or not it.elements:
+        return set()
+    found: set[str] = set()
+    for e in it.elements:
+        part: cst.BaseExpression | None = e.value
+        if isinstance(target, cst.Tuple):
+            names = [t.value for t in target.elements]
+            index = next(
+                (i for i, t in enumerate(names) if isinstance(t, cst.Name) and t.value == name),
+                None,
+            )
+            entry = e.value
+            part = (
+                entry.elements[index].value
+                if index is not None
+                and isinstance(entry, (cst.Tuple, cst.List))
+                and len(entry.elements) == len(names)
+                else None
+            )
+        values = strings(part, chain, f, depth + 1) if part is not None else set()
+        if not values:
+            return set()
+        found |= values
+    return found
