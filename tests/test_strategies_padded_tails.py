@@ -210,7 +210,7 @@ def test_a_slice_clipped_at_another_extent_does_not_handle_a_group_tail():
     legal, refused = knobs.legal_values(GROUPS, "block_M", BS)
     assert legal == (8, 16, 32)  # the group sizes come from a runtime string
     reason = dict(refused)[64]
-    assert "`(n + block_M - 1) // block_M`" in reason and "not known in this file" in reason
+    assert "`(n + block_M - 1) // block_M`" in reason and "could not resolve its extent" in reason
     assert "clip it at `total`, not at `n`" in reason
     # the same tiles over the whole tensor: the clip is at the extent they walk
     whole = GROUPS.replace("sum((n + block_M - 1) // block_M for n in sizes)", "0").replace(
@@ -261,7 +261,7 @@ def test_an_extent_padded_with_another_literal_is_still_unknown():
         PADDED.replace("ROUND", "(M + 63) // 64 * 64"), "block_M", BS
     )
     assert legal == (8, 16, 32, 64)
-    assert "only divisors of the current 64 are safe" in dict(refused)[128]
+    assert "only divisors of the current 64 are planned" in dict(refused)[128]
 
 
 # a split-K gemm run from a helper: the sizes are the pairs the file runs, not their cross product

@@ -188,13 +188,14 @@ class Constraints:
                     return (
                         f"{self.name}={value}: `{rule.text}` (line {rule.line}) leaves a partial "
                         f"last tile when {self.name} does not divide its extent, and {rule.why}; "
-                        f"the extent is not known in this file, so only divisors of the current "
-                        f"{current} are safe"
+                        f"tunebot could not resolve its extent from this file, so only divisors of "
+                        f"the current {current} are planned"
                     )
                 if current and current % value != 0:
                     return (
-                        f"{self.name}={value}: `{rule.text}` (line {rule.line}) needs full tiles and its "
-                        f"extent is not known in this file; only divisors of the current {current} are safe"
+                        f"{self.name}={value}: `{rule.text}` (line {rule.line}) needs full tiles and "
+                        f"tunebot could not resolve its extent from this file; only divisors of the "
+                        f"current {current} are planned"
                     )
                 return None
             if current and extent % current != 0:
