@@ -9,14 +9,16 @@ bot/strategies/evaluate.py computes small expressions with them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, wraps
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from bot.strategies import envdefault
-from bot.strategies.source import bool_value, dotted, int_value, line_of, parse
+from bot.strategies.source import ParseFailure, bool_value, dotted, int_value, line_of, parse
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,8 @@ class Facts:
         default_factory=dict
     )
     switches: dict[str, bool] = field(default_factory=dict)  # `--tune` (store_true): False
+    # what other modules derive from this parse (on_facts): it lives and dies with the parse
+    derived: dict[Hashable, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def factories(self) -> list[Function]:
@@ -259,6 +263,29 @@ class Facts:
             if positions[fn.node].start.line <= line <= positions[fn.node].end.line
         ]
         return max((fn.chain for fn in inside), key=len, default=())
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def on_facts(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str, P], R]:
+    """Cache `fn(source, ...)` on the parse `facts(source)` returns. Results that hold CST nodes
+    must share one parse: caches of their own could outlive each other, and a site found in one
+    parse cannot be replaced in another's module. A source that does not parse is not cached."""
+
+    @wraps(fn)
+    def cached(source: str, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            memo = facts(source).derived
+        except ParseFailure:
+            return fn(source, *args, **kwargs)
+        key = (fn.__qualname__, args, tuple(sorted(kwargs.items())))
+        if key not in memo:
+            memo[key] = fn(source, *args, **kwargs)
+        return cast(R, memo[key])
+
+    return cached
 
 
 @lru_cache(maxsize=256)

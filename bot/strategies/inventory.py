@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 import libcst as cst
 
@@ -37,7 +36,7 @@ from bot.strategies import callsites
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
-from bot.strategies.facts import Facts, Function, Site, facts, names_in
+from bot.strategies.facts import Facts, Function, Site, facts, names_in, on_facts
 from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure
 
@@ -350,7 +349,7 @@ def _load_count(node: cst.CSTNode, name: str) -> int:
     return count
 
 
-@lru_cache(maxsize=256)
+@on_facts
 def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Inventory:
     """Knobs and dropped names of `source` (cached; callers must not mutate). `harness`: the
     functions a harness calls by name (OpConfig.harness_functions), which the file runs."""
@@ -381,7 +380,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     return Inventory(True, knobs, dropped)
 
 
-@lru_cache(maxsize=1024)
+@on_facts
 def resolve(
     source: str, name: str, harness: tuple[str, ...] = DEFAULT_HARNESS
 ) -> KnobInfo | str | None:

@@ -32,7 +32,7 @@ from bot.config.schema import DEFAULT_HARNESS, DeclaredShape, Knob
 from bot.strategies import inventory, shapes
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.binding import Resolver
-from bot.strategies.facts import facts
+from bot.strategies.facts import facts, on_facts
 from bot.strategies.source import (
     ParseFailure,
     bool_value,
@@ -152,7 +152,7 @@ class _SiteFinder(cst.CSTVisitor):
                     )
 
 
-@lru_cache(maxsize=256)  # the planner asks about the same best source many times per step
+@on_facts  # the planner asks about the same best source many times per step
 def find_sites(source: str) -> tuple[MetadataWrapper, list[KnobSite], list[tuple[str, str, int]]]:
     """Every literal knob site of the source (callers must not mutate the cached lists)."""
     f = facts(source)
