@@ -15,8 +15,8 @@ Landscapes:
   the baseline value, valleys between the baseline and the optimum, plateaus, coupled
   knobs and a few points that fail L0. Their source is a module of knob constants; a knob
   whose values include 0 is declared as a count (pipeline_depth), since a block size must
-  be positive. Seeds 0-5599 were looked at while tuning the planner and the decision rule;
-  seeds 5600 and up are the held-out family (docs/strategies.md says which sets were looked at, and when).
+  be positive. Seeds 0-5799 were looked at while tuning the planner and the decision rule;
+  seeds 5800 and up are the held-out family (docs/strategies.md says which sets were looked at, and when).
 
 Noise: every latency measurement is simulated as a real LatencyResult of `repeats` samples,
 true median x (1 + e_process) x (1 + e_sample). e_process ~ Normal(0, s) with s the
@@ -626,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         "--first-seed",
         type=int,
         default=0,
-        help="first generated seed (seeds below 5600 were seen while tuning the planner)",
+        help="first generated seed (seeds below 5800 were seen while tuning the planner)",
     )
     parser.add_argument("--no-demo", action="store_true", help="generated landscapes only")
     parser.add_argument("--seeds", type=int, default=30)

@@ -26,7 +26,8 @@ best source. The planner names no strategy: it asks every registered one
      slower on both sides of here (or twice on the only side a knob at an edge has):
      the value nearest the vertex of the parabola through the three nearest measured
      values (successive parabolic interpolation, on the knob's ladder);
-   3 the values short of a loss (bisection); one value past a plateau;
+   3 the values short of a loss (bisection); refining a win that gained 30 % or more
+     (REFINE_AFTER_BIG_WIN); one value past a plateau;
    4 valley crossing past the farthest loss: the log-midpoint and the far end;
    5 exploration: every other value, nearest first.
    A knob's measured profile (its gains chained through every attempt on it, the
