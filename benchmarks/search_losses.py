@@ -21,6 +21,19 @@ median run is below random's or TPE's:
 
 Only generated landscapes are classified (the demo sweeps need their op's files).
 
+`--why` also says, for every losing landscape, what its losing runs most often missed: the
+truly best single change from the point a run kept (true medians), and why the run did not
+make it (`missed`):
+
+- floor/stuck: no single change from the kept point gains 3 % or more;
+- knob never tried: the change is on a knob the run never measured (the budget ran out first);
+- best value measured, lost: the run measured that value of that knob, from another best
+  (the context changed since: coupled knobs) or within the noise;
+- valley: a value between the kept one and the better one was measured and lost;
+- inside not reached: the knob's far end beyond the better value lost (or it is the far
+  end's neighbourhood) and the value inside was never measured;
+- side never probed: nothing on that side of the knob was measured from any best.
+
 `--oracle` also runs a greedy oracle on every landscape: it knows the true medians and always
 tries the single change that is truly fastest from its best (one change per iteration, never
 the same move twice), decided and charged exactly as tunebot's (`decide_in_pairs`; the
@@ -91,6 +104,35 @@ def run_oracle(land: sq.Landscape, budget: int, rng: random.Random) -> float:
     return land.true[best]
 
 
+def missed(land: sq.Landscape, info: dict) -> str:
+    """Why a run that kept `info["kept"]` missed the truly best single change (module doc)."""
+    from bot.strategies.space import FAILED_VERDICTS
+
+    kept, history = info["kept"], info["history"]
+    best: tuple[float, int, int] | None = None
+    for i, values in enumerate(land.values):
+        for v in values:
+            t = land.true[kept[:i] + (v,) + kept[i + 1 :]]
+            if t != sq.FAILED and (best is None or t < best[0]):
+                best = (t, i, v)
+    assert best is not None  # the kept point itself passes L0
+    t, i, v = best
+    if t * (1 + FLOOR) > land.true[kept]:
+        return "floor/stuck"
+    mine = [a for a in history if a.change.knob == land.names[i]]
+    if not mine:
+        return "knob never tried"
+    if any(a.change.new == v and a.verdict not in FAILED_VERDICTS for a in mine):
+        return "best value measured, lost"
+    lo, hi = sorted((kept[i], v))
+    if any(lo < a.change.new < hi and a.verdict != "better" for a in mine):
+        return "valley"
+    up = v > kept[i]
+    if any(a.verdict != "better" and (a.change.new > v if up else a.change.new < v) for a in mine):
+        return "inside not reached"
+    return "side never probed"
+
+
 def classify(land: sq.Landscape, budget: int, seeds: int, target: float) -> tuple[str, float, dict]:
     """(class, tunebot's median fraction, details) for one landscape against `target`."""
     planner = Planner(land.op)
@@ -109,6 +151,7 @@ def classify(land: sq.Landscape, budget: int, seeds: int, target: float) -> tupl
                 wins,
                 len(info["history"]),
                 stuck(land, info["kept"]),
+                missed(land, info),
             )
         )
     median = statistics.median(r[0] for r in runs)
@@ -124,6 +167,7 @@ def classify(land: sq.Landscape, budget: int, seeds: int, target: float) -> tupl
         "stops": dict(stops),
         "mean_wins": statistics.fmean(r[3] for r in runs),
         "mean_attempts": statistics.fmean(r[4] for r in runs),
+        "missed": dict(collections.Counter(r[6] for r in losing)),
     }
     if median + 1e-9 >= target:
         return "win", median, details
@@ -144,9 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--oracle", action="store_true", help="also count the greedy oracle's wins (module doc)"
     )
+    parser.add_argument(
+        "--why", action="store_true", help="also count what the losing runs missed (module doc)"
+    )
     args = parser.parse_args(argv)
     data = json.loads(args.results.read_text())
     counts: collections.Counter = collections.Counter()
+    why: collections.Counter = collections.Counter()
     by_knobs: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
     rows = []
     oracle_wins = 0
@@ -163,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             details["oracle_median"] = statistics.median(land.optimum / f for f in found)
             oracle_wins += details["oracle_median"] + 1e-9 >= target
         counts[cls] += 1
+        if cls != "win":
+            why[collections.Counter(details["missed"]).most_common(1)[0][0]] += 1
         by_knobs[len(land.names)][cls] += 1
         rows.append({"landscape": name, "class": cls, "knobs": len(land.names), **details})
         if cls != "win":
@@ -181,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         f"best reachable within the seed's rules (floor and stuck lost): {reachable}/{n} "
         f"({reachable / max(n, 1):.0%})"
     )
+    if args.why:
+        print(
+            "what the losing runs missed most often: "
+            + ", ".join(f"{k} {v}" for k, v in why.most_common())
+        )
     if args.oracle:
         print(f"greedy oracle (true medians known, same decisions and costs): {oracle_wins}/{n}")
     for k in sorted(by_knobs):

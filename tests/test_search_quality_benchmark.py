@@ -135,3 +135,36 @@ def test_tunebot_pays_for_the_baseline_where_the_loop_times_it_alone(monkeypatch
     land.true[first] = sq.FAILED
     sq.run_tunebot(land, 10, random.Random(0), None, planner)
     assert alone == [land.start], "a first candidate failing L0: the baseline alone, once"
+
+
+def test_random_and_tpe_pay_no_measurement_for_a_point_failing_l0(monkeypatch):
+    # tunebot's L0 failures cost no latency measurement; random's and TPE's must not either
+    # (they were charged one until 2026-12-01's fourth session, which flattered tunebot)
+    land = sq.generate(5, 0.05)
+    fail = [p for p in land.space if p != land.start][::2]  # half the points fail L0
+    for p in fail:
+        land.true[p] = sq.FAILED
+    measured: list[tuple[int, ...]] = []
+    real = sq.Simulator.measure_point
+
+    def counted(self, point):
+        measured.append(point)
+        return real(self, point)
+
+    monkeypatch.setattr(sq.Simulator, "measure_point", counted)
+    for seed in range(3):
+        measured.clear()
+        sq.run_random(land, 10, random.Random(seed))
+        assert len(measured) == 10 and not set(measured) & set(fail)
+    monkeypatch.setattr(sq, "L0_CHARGED", True)  # the old model, for comparisons
+    measured.clear()
+    sq.run_random(land, 10, random.Random(0))
+    assert len(measured) < 10
+    monkeypatch.setattr(sq, "L0_CHARGED", False)
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        return
+    measured.clear()
+    sq.run_tpe(land, 10, 0)
+    assert len(measured) == 10
