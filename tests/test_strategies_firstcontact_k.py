@@ -1,0 +1,64 @@
+"""heldout_k first-contact failures, each on a small kernel written for the test."""
+
+from __future__ import annotations
+
+from bot.strategies import inventory
+
+LEGACY_BESIDE_LIVE = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def legacy(n, block_M=64, block_sqr=512):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float16"), Y: T.Tensor((n,), "float16")):
+        with T.Kernel(n // block_M) as bx:
+            buf = T.alloc_shared((block_sqr,), "float16")
+            T.copy(X[bx * block_M], buf)
+            T.copy(buf, Y[bx * block_M])
+
+    return main
+
+
+@tilelang.jit
+def fused(n, block_M=64):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float16"), Y: T.Tensor((n,), "float16")):
+        with T.Kernel(n // block_M) as bx:
+            buf = T.alloc_shared((block_M,), "float16")
+            T.copy(X[bx * block_M], buf)
+            T.copy(buf, Y[bx * block_M])
+
+    return main
+
+
+def run(x):
+    return fused(x.shape[0])(x)
+
+
+if __name__ == "__main__":
+    run(make_input(4096))
+"""
+
+
+def test_a_factory_nothing_calls_beside_a_run_path_is_never_built():
+    inv = inventory.inventory(LEGACY_BESIDE_LIVE)
+    # the legacy factory's own name is dropped: the run never builds it
+    (why,) = [d.reason for d in inv.dropped if d.name == "block_sqr"]
+    assert "legacy()" in why and "never builds" in why
+    # the live factory's same-named parameter is bound at its own default alone
+    (knob,) = inv.knobs
+    assert knob.name == "block_M" and knob.site.line == 19 and knob.value == 64
+
+
+def test_a_library_module_without_a_run_path_keeps_every_factory():
+    src = LEGACY_BESIDE_LIVE.split('if __name__ == "__main__":', maxsplit=1)[0]
+    names = {k.name for k in inventory.inventory(src).knobs}
+    assert "block_sqr" in names
+
+
+def test_a_factory_the_run_path_calls_is_built():
+    src = LEGACY_BESIDE_LIVE.replace("run(make_input(4096))", "legacy(4096)")
+    names = {k.name for k in inventory.inventory(src).knobs}
+    assert "block_sqr" in names
