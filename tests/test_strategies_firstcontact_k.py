@@ -62,3 +62,40 @@ def test_a_factory_the_run_path_calls_is_built():
     src = LEGACY_BESIDE_LIVE.replace("run(make_input(4096))", "legacy(4096)")
     names = {k.name for k in inventory.inventory(src).knobs}
     assert "block_sqr" in names
+
+
+WRAPPER_ASSERTS = """
+import tilelang
+import tilelang.language as T
+
+ALIGN = 16
+
+
+@tilelang.jit
+def decode(n, block_N):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float16"), Y: T.Tensor((n,), "float16")):
+        with T.Kernel(n // block_N) as bx:
+            buf = T.alloc_shared((block_N,), "float16")
+            T.copy(X[bx * block_N], buf)
+            T.copy(buf, Y[bx * block_N])
+
+    return main
+
+
+def run_decode(x, block_N):
+    assert block_N % ALIGN == 0, "fractal granularity"
+    return decode(x.shape[0], block_N)(x)
+
+
+if __name__ == "__main__":
+    run_decode(make_input(4096), block_N=64)
+"""
+
+
+def test_an_assert_of_the_wrapper_that_hands_the_block_on_is_the_kernels_rule():
+    (knob,) = inventory.inventory(WRAPPER_ASSERTS).knobs
+    assert knob.name == "block_N" and knob.value == 64
+    ok, refused = knob.legal((8, 16, 32, 128))
+    assert ok == (16, 32) and [v for v, _ in refused] == [8, 128]
+    assert "block_N % ALIGN == 0" in refused[0][1]
