@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bot.strategies import inventory
+from bot.strategies import inventory, pipeline
+from bot.strategies.base import Refusal, Variant
 
 LEGACY_BESIDE_LIVE = """
 import tilelang
@@ -99,3 +100,29 @@ def test_an_assert_of_the_wrapper_that_hands_the_block_on_is_the_kernels_rule():
     ok, refused = knob.legal((8, 16, 32, 128))
     assert ok == (16, 32) and [v for v, _ in refused] == [8, 128]
     assert "block_N % ALIGN == 0" in refused[0][1]
+
+
+PINNED_VERSIONS = """
+import tilelang.language as T
+
+
+def staged():
+    @T.prim_func
+    def main(src: T.Tensor((8, 256), "float32"), dst: T.Tensor((8, 256), "float32")):
+        with T.Kernel(1):
+            ub = T.alloc_shared((256,), "float32")
+            T.annotate_buffer_versions({ub: 2})
+            for step in T.Pipelined(8, num_stages=2):
+                T.copy(src[step, :], ub)
+                T.copy(ub, dst[step, :])
+
+    return main
+"""
+
+
+def test_a_depth_above_the_pinned_versions_of_a_written_buffer_is_refused():
+    deeper = pipeline.set_depth(PINNED_VERSIONS, 3, 0, "k.py")
+    assert isinstance(deeper, Refusal) and "pins 2 version(s)" in deeper.reason
+    assert isinstance(pipeline.set_depth(PINNED_VERSIONS, 1, 0, "k.py"), Variant)
+    free = PINNED_VERSIONS.replace("            T.annotate_buffer_versions({ub: 2})\n", "")
+    assert isinstance(pipeline.set_depth(free, 3, 0, "k.py"), Variant)
