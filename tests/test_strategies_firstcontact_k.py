@@ -126,3 +126,34 @@ def test_a_depth_above_the_pinned_versions_of_a_written_buffer_is_refused():
     assert isinstance(pipeline.set_depth(PINNED_VERSIONS, 1, 0, "k.py"), Variant)
     free = PINNED_VERSIONS.replace("            T.annotate_buffer_versions({ub: 2})\n", "")
     assert isinstance(pipeline.set_depth(free, 3, 0, "k.py"), Variant)
+
+
+GROUPS_BY_LOCAL = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def scaled(M, K, group_size=128, block_k=128):
+    k_groups = T.ceildiv(K, group_size)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), S: T.Tensor((M, k_groups), "float32")):
+        with T.Kernel(M) as bx:
+            a = T.alloc_shared((block_k,), "float16")
+            for k in T.Pipelined(T.ceildiv(K, block_k), num_stages=2):
+                T.copy(A[bx, k * block_k], a)
+                a[0] = a[0] * S[bx, k]
+
+    return main
+
+
+if __name__ == "__main__":
+    scaled(128, 512)
+"""
+
+
+def test_a_k_tile_index_picking_a_group_scale_ties_the_block_to_the_group_through_a_local():
+    (knob,) = [k for k in inventory.inventory(GROUPS_BY_LOCAL).knobs if k.name == "block_k"]
+    ok, refused = knob.legal((64, 128, 256))
+    assert ok == (128,) and [v for v, _ in refused] == [64, 256]
