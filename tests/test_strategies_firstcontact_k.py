@@ -157,3 +157,38 @@ def test_a_k_tile_index_picking_a_group_scale_ties_the_block_to_the_group_throug
     (knob,) = [k for k in inventory.inventory(GROUPS_BY_LOCAL).knobs if k.name == "block_k"]
     ok, refused = knob.legal((64, 128, 256))
     assert ok == (128,) and [v for v, _ in refused] == [64, 256]
+
+
+HOST_PADS = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def rows(hidden):
+    block_m = 16
+    num_tokens = T.symbolic("num_tokens")
+
+    @T.prim_func
+    def main(X: T.Tensor((num_tokens, hidden), "float16"), Y: T.Tensor((num_tokens, hidden), "float16")):
+        with T.Kernel(T.ceildiv(num_tokens, block_m)) as bx:
+            buf = T.alloc_ub((block_m, hidden), "float16")
+            T.copy(X[bx * block_m : (bx + 1) * block_m, :], buf)
+            T.copy(buf, Y[bx * block_m : (bx + 1) * block_m, :])
+
+    return main
+
+
+def run(x):
+    num_tokens, hidden = x.shape
+    if num_tokens % 16 != 0:
+        x = pad_rows(x, ((num_tokens + 15) // 16) * 16)
+    return rows(hidden)(x)
+"""
+
+
+def test_a_block_over_an_extent_the_host_pads_to_a_granule_must_divide_the_granule():
+    (knob,) = inventory.inventory(HOST_PADS).knobs
+    ok, refused = knob.legal((8, 16, 32, 64))
+    assert ok == (8, 16) and [v for v, _ in refused] == [32, 64]
+    assert "pads `num_tokens` only to a multiple of 16" in refused[0][1]
