@@ -192,3 +192,45 @@ def test_a_block_over_an_extent_the_host_pads_to_a_granule_must_divide_the_granu
     ok, refused = knob.legal((8, 16, 32, 64))
     assert ok == (8, 16) and [v for v, _ in refused] == [32, 64]
     assert "pads `num_tokens` only to a multiple of 16" in refused[0][1]
+
+
+PADDED_BY_HOST = """
+import tilelang
+import tilelang.language as T
+
+_cache = {}
+
+
+@tilelang.jit
+def proj(rows, D, block_N_pad=32, block_K=64):
+    @T.prim_func
+    def main(W: T.Tensor([block_N_pad, D], "float16"), Y: T.Tensor([block_N_pad, D], "float16")):
+        with T.Kernel(T.ceildiv(D, block_K) * (rows // block_N_pad)) as bx:
+            r = bx % (rows // block_N_pad)
+            w = T.alloc_shared((block_N_pad, block_K), "float16")
+            T.copy(W[r * block_N_pad, bx * block_K], w)
+            T.copy(w, Y[r * block_N_pad, bx * block_K])
+
+    return main
+
+
+def run(w, D):
+    if D in _cache:
+        w_pad = _cache[D]
+    else:
+        w_pad = torch.zeros(32, D, dtype=torch.float16)
+        _cache[D] = w_pad
+    kernel = proj(32, D)
+    return kernel(w_pad)
+
+
+if __name__ == "__main__":
+    run(make_weight(), 1024)
+"""
+
+
+def test_a_block_that_sizes_a_tensor_the_host_allocates_at_a_literal_keeps_that_size():
+    (knob,) = [k for k in inventory.inventory(PADDED_BY_HOST).knobs if k.name == "block_N_pad"]
+    ok, refused = knob.legal((16, 32, 64))
+    assert ok == (32,) and [v for v, _ in refused] == [16, 64]
+    assert "read only part of the tensor" in refused[0][1]
