@@ -52,6 +52,8 @@ def _allocated(value: cst.BaseExpression) -> tuple[cst.BaseExpression, ...] | No
         return None
     kw = {a.keyword.value: a.value for a in value.args if a.keyword is not None}
     args = [a.value for a in value.args if a.keyword is None]
+    if len(args) > 1 and dotted(value.func).rsplit(".", 1)[-1] != "full":
+        return tuple(args)  # `torch.zeros(32, D, dtype=...)`: the sizes one by one
     return _dims(kw.get("size")) or (_dims(args[0]) if args else None)
 
 
@@ -90,6 +92,14 @@ class CallerBufferCheck:
                     continue
                 assert isinstance(new_k, int) and isinstance(new_c, int)
                 assert isinstance(now_k, int) and isinstance(now_c, int)
+                fixed = evaluate(alloc, env(p.caller_chain, value + 1)) == new_c
+                if fixed and now_k == now_c and 0 < new_k < new_c:
+                    return (
+                        f"{self.name}={value}: the kernel declares `{p.param}` with a dimension "
+                        f"`{code_of(decl)}` = {new_k}, but the caller passes a tensor of "
+                        f"`{code_of(alloc)}` = {new_c} there (line {p.line}), the current size: "
+                        f"the kernel would read only part of the tensor it is given"
+                    )
                 if new_k > new_c and now_k <= now_c:
                     return (
                         f"{self.name}={value}: the kernel declares `{p.param}` with a dimension "
@@ -128,8 +138,10 @@ def caller_buffer_check(f: Facts, name: str, factories: list[Function]) -> Calle
                 for (param, dims), arg in zip(declared, args, strict=False):
                     if not dims or not isinstance(arg, cst.Name):
                         continue
-                    values = fn.assigns.get(arg.value, [])
-                    alloc = _allocated(values[0]) if len(values) == 1 else None
+                    # one allocation; any other binding of the name is a cache lookup of it
+                    allocs = [a for a in map(_allocated, fn.assigns.get(arg.value, [])) if a]
+                    alloc = allocs[0] if len(allocs) == 1 else None
+                    values = [v for v in fn.assigns[arg.value] if _allocated(v)] if alloc else []
                     if alloc is None or len(alloc) != len(dims):
                         continue
                     pairs.append(

@@ -53,6 +53,8 @@ from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.fixedcount import fixed_count_check
+from bot.strategies.hostasserts import wrapper_asserts
+from bot.strategies.hostpad import pad_rules
 from bot.strategies.l0fit import l0_check
 from bot.strategies.liveness import live_peak
 from bot.strategies.padflow import clip_extents, padded_reduction
@@ -316,6 +318,8 @@ def constraints_for(
             if r.kind != "exact" or not multiple_of(resolver, r.node, r.chain, frozenset(aliases))
         )
         rules.extend(group_rules(f, factory, aliases))
+        rules.extend(wrapper_asserts(resolver, factory, aliases))
+        rules.extend(pad_rules(f, v.ceil, shapes.symbols([factory]), chain))
         rules.extend(whole_rules(f, factory, aliases))
         if not v.tail_handled:  # `T.ceildiv(knob, X)` walked in whole tiles of X
             rules.extend(v.tiled)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS, DeclaredShape
-from bot.strategies import callsites
+from bot.strategies import callsites, unbuilt
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
@@ -117,11 +117,14 @@ def _live_names(factory: Function, f: Facts) -> set[str]:
 
 
 def _owners(
-    f: Facts, wanted=BLOCK_NAME.match
+    f: Facts, wanted=BLOCK_NAME.match, skip: tuple[Function, ...] = ()
 ) -> dict[str, list[tuple[Function | None, Function, bool]]]:
-    """name -> (owner, factory, live) for every wanted name a factory chain holds."""
+    """name -> (owner, factory, live) for every wanted name a factory chain holds (factories
+    in `skip`, which the run never builds, left out)."""
     out: dict[str, list[tuple[Function | None, Function, bool]]] = {}
     for factory in f.factories:
+        if any(factory is s for s in skip):
+            continue
         live = _live_names(factory, f)
         for owner in factory.chain:
             own = sorted(parameter_names(owner.node))  # keyword-only and `*args` too
@@ -363,7 +366,13 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     knobs: list[KnobInfo] = []
     dropped: list[Dropped] = []
     taken: dict[int, str] = {}  # id(site node) -> knob name
+    dead = tuple(unbuilt.unbuilt(f, harness))
+    live_owners = _owners(f, skip=dead)
     for name, owners in _owners(f).items():
+        if name not in live_owners:
+            names = sorted({fac.chain[0].name for _, fac, _ in owners})
+            dropped.append(Dropped("block_size", name, unbuilt.reason(names)))
+    for name, owners in live_owners.items():
         bound = _bind(f, resolver, name, owners)
         for found in bound if isinstance(bound, list) else [bound]:
             if isinstance(found, Dropped):
@@ -403,7 +412,7 @@ def resolve(
     fed = callsites.fed_params(f, name)
     if len(fed) == 1 and name not in fed:  # `f(block_I=args.block_i)`: the rules of block_I
         return resolve(source, next(iter(fed)), harness)
-    owners = _owners(f, lambda n: n == name).get(name)
+    owners = _owners(f, lambda n: n == name, tuple(unbuilt.unbuilt(f, harness))).get(name)
     if not owners:
         return None
     found = _bind(f, Resolver(f, harness), name, owners)

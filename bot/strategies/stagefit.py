@@ -27,6 +27,7 @@ from bot.strategies.callsizes import call_sizes
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
+from bot.strategies.versioncap import pinned_cap
 
 KB = dialect.KB
 LIMITS = {m: dialect.LIMITS[m] for m in ("UB", "L1")}  # the scopes versions are kept in
@@ -181,7 +182,11 @@ def refusal(
                     f"{'s' if trips != 1 else ''} the loop runs (`{code_of(count)}`{sizes}): "
                     f"there is nothing more to overlap"
                 )
-            new = _use(bufs, written, ann, Env(resolver, pf_fn.chain, 0, pins), depth)
+            env = Env(resolver, pf_fn.chain, 0, pins)
+            pinned = pinned_cap(ann.versions, written, env, depth, current, where)
+            if pinned:
+                return pinned
+            new = _use(bufs, written, ann, env, depth)
             now = _use(bufs, written, ann, Env(resolver, pf_fn.chain, 0, now_pins), current)
             for memory, (total, shown) in new.items():
                 limit = LIMITS[memory]

@@ -72,6 +72,7 @@ def group_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
         loops = _Loops(locals_, aliases)
         pf.visit(loops)
         index = _GroupIndex(f, tensors, loops.extents, aliases, chain)
+        index.locals = locals_
         pf.visit(index)
         rules.extend(index.rules)
     return rules
@@ -118,6 +119,7 @@ class _GroupIndex(cst.CSTVisitor):
             chain,
         )
         self.rules: list[Rule] = []
+        self.locals: dict[str, list[cst.BaseExpression]] = {}
 
     def visit_Subscript(self, n: cst.Subscript) -> None:
         if not isinstance(n.value, cst.Name) or n.value.value not in self.tensors:
@@ -127,7 +129,10 @@ class _GroupIndex(cst.CSTVisitor):
             idx = el.slice.value if isinstance(el.slice, cst.Index) else None
             if not (isinstance(idx, cst.Name) and idx.value in self.loops) or i >= len(dims):
                 continue
-            pair = _ceildiv_args(dims[i])
+            dim = dims[i]  # a dimension named by a local (`k_groups = T.ceildiv(K, G)`)
+            if isinstance(dim, cst.Name) and len(self.locals.get(dim.value, [])) == 1:
+                dim = self.locals[dim.value][0]
+            pair = _ceildiv_args(dim)
             if (
                 pair
                 and _code(pair[0]) == _code(self.loops[idx.value])

@@ -1,0 +1,71 @@
+"""A run-time extent the host pads to a multiple of a literal: the tiles must divide it.
+
+A kernel whose extent is only known at run time (`num_tokens = T.symbolic("num_tokens")`)
+walks it in `T.ceildiv(num_tokens, block_m)` tiles. When the host code of the same file pads
+that extent before the call, `((num_tokens + 15) // 16) * 16`, the padding is the whole-tile
+guarantee the author relied on: every extent the kernel sees is a multiple of 16 and nothing
+more. A block that does not divide 16 leaves a partial last tile over rows the host never
+padded. So the block must divide the padding granule (an `exact` rule with the granule as its
+extent), whether or not the kernel's copies would clip a partial tile.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from bot.strategies.evaluate import code_of
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import int_value
+from bot.strategies.tiling import Rule
+
+
+def granules(f: Facts) -> dict[str, tuple[int, cst.BinaryOperation]]:
+    """name -> (P, expression) for every `((name + P - 1) // P) * P` in the file."""
+    found: dict[str, tuple[int, cst.BinaryOperation]] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+            if not isinstance(n.operator, cst.Multiply):
+                return
+            p = int_value(n.right)
+            div = n.left
+            if p is None or p < 2 or not isinstance(div, cst.BinaryOperation):
+                return
+            if not isinstance(div.operator, cst.FloorDivide) or int_value(div.right) != p:
+                return
+            add = div.left
+            if (
+                isinstance(add, cst.BinaryOperation)
+                and isinstance(add.operator, cst.Add)
+                and isinstance(add.left, cst.Name)
+                and int_value(add.right) == p - 1
+            ):
+                found.setdefault(add.left.value, (p, n))
+
+    f.wrapper.module.visit(V())
+    return found
+
+
+def pad_rules(
+    f: Facts, ceil: list[Rule], symbols: dict[str, str], chain: tuple[Function, ...]
+) -> list[Rule]:
+    """An `exact` rule against the granule for each `T.ceildiv(X, knob)` whose X the host pads."""
+    pads = granules(f)
+    if not pads:
+        return []
+    python = {v: k for k, v in symbols.items()}  # Python name -> symbol name
+    rules: list[Rule] = []
+    for r in ceil:
+        if not isinstance(r.node, cst.Name):
+            continue
+        name = r.node.value
+        hit = pads.get(name) or pads.get(python.get(name, ""))
+        if hit is None:
+            continue
+        p, expr = hit
+        why = (
+            f"the host pads `{name}` only to a multiple of {p} (`{code_of(expr)}`, line "
+            f"{f.line(expr)}), so a larger or uneven tile runs past the rows it pads"
+        )
+        rules.append(Rule("exact", cst.Integer(str(p)), chain, r.line, r.text, why))
+    return rules

@@ -1,0 +1,83 @@
+"""Kernel factories that the path a file runs never builds.
+
+A file that runs its kernels itself (an `if __name__ == "__main__":` block that calls
+something) builds them through calls. A factory whose name nothing in the file reads (not
+called, not passed as a builder, not returned, not an attribute) and which no harness names
+is never built by that run: a literal only it reads changes nothing measured (a legacy kernel
+kept beside the live one). Its block names are dropped with that reason, and the live
+factories' same-named parameters are bound without it. A file with no such block is a library
+whose importer may build any factory: nothing is ruled out there.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from bot.strategies.facts import Facts, Function
+
+
+def _runs_itself(module: cst.Module) -> bool:
+    """True when the module has an `if __name__ == "__main__":` block that calls something."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+            continue
+        if "__name__" not in {n.value for n in _names(stmt.test)}:
+            continue
+        if _calls_in(stmt.body):
+            return True
+    return False
+
+
+def _calls_in(node: cst.CSTNode) -> bool:
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return bool(found)
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    out: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.append(n)
+
+    node.visit(V())
+    return out
+
+
+def _read_names(module: cst.Module) -> set[str]:
+    """Every name the module reads or reaches as an attribute (a def's own name excluded)."""
+    own: set[int] = set()
+
+    class Defs(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            own.add(id(node.name))
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            own.add(id(node.name))
+
+    module.visit(Defs())
+    return {n.value for n in _names(module) if id(n) not in own}
+
+
+def unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
+    """The factories (outermost function of each chain) the file's run path never builds."""
+    module = f.wrapper.module
+    if not _runs_itself(module):
+        return []
+    read = _read_names(module) | set(harness)
+    return [fac for fac in f.factories if fac.chain[0].name not in read]
+
+
+def reason(names: list[str]) -> str:
+    where = ", ".join(f"{n}()" for n in names)
+    return (
+        f"read only by {where}, which nothing in the file calls or passes on while its "
+        f'`if __name__ == "__main__":` block runs other kernels: the run never builds it, so '
+        f"tuning it cannot change anything measured"
+    )
