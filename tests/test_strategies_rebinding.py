@@ -116,4 +116,4 @@ def test_a_size_rebound_before_the_kernel_is_read_with_its_change():
     assert all("does not divide 192" in why for _, why in refused), refused
     branch = factory("if block_M > 32:\n    M *= 2", "M, block_M") + "kernel = rows(1024, 64)\n"
     legal, refused = knobs.legal_values(branch, "block_M", BS)
-    assert all("extent is not known" in why for _, why in refused), refused
+    assert all("could not resolve its extent" in why for _, why in refused), refused
