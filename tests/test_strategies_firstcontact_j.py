@@ -258,8 +258,33 @@ def test_a_depth_past_the_loops_trip_count_is_refused():
         "import tilelang.ascend.language as T", "import tilelang.language as T"
     )
     r = set_depth(short, 3)
-    assert isinstance(r, Refusal) and "deeper than the 1 iteration" in r.reason
+    assert isinstance(r, Refusal) and "deeper than the loop runs" in r.reason
+    assert "(1 iteration (`TILES`))" in r.reason
     assert isinstance(set_depth(short, 1), Variant)
+
+
+def test_a_start_stop_loop_counts_stop_minus_start():
+    from bot.strategies.pipeline import set_depth
+
+    # T.Pipelined(start, stop): the first argument is where it starts, not how often it runs
+    ranged = (
+        RING_BUFFERS.replace("T.Pipelined(TILES,", "T.Pipelined(0, TILES,")
+        .replace("add(2**30)", "add(64 * 8192 * 16)")
+        .replace("import tilelang.ascend.language as T", "import tilelang.language as T")
+    )
+    assert isinstance(set_depth(ranged, 3), Variant)
+    one = ranged.replace("T.Pipelined(0, TILES,", "T.Pipelined(TILES - 1, TILES,")
+    r = set_depth(one, 3)
+    assert isinstance(r, Refusal) and "(1 iteration (`TILES - 1, TILES`))" in r.reason
+
+
+def test_one_short_test_shape_does_not_rule_out_depth_for_the_long_ones():
+    from bot.strategies.pipeline import set_depth
+
+    both = RING_BUFFERS.replace("add(2**30)", "add(64 * 8192)\nadd(64 * 8192 * 16)").replace(
+        "import tilelang.ascend.language as T", "import tilelang.language as T"
+    )
+    assert isinstance(set_depth(both, 3), Variant)  # 16 iterations with the second size
 
 
 INNER_TILES = """
@@ -370,6 +395,22 @@ def test_a_kernel_past_ub_as_allocated_is_held_to_the_buffers_live_at_once():
     ok, refused = knob.legal((32, 64, 128, 256))
     assert ok == (32, 64, 128)  # 128 x 256 x 6 B = 192 KiB at the cast: it fits exactly
     assert "line 18" in dict(refused)[256] and "(b16, b32)" in dict(refused)[256]
+
+
+def test_live_ub_in_the_auto_scheduled_dialect_keeps_its_size_and_its_lifted_limit():
+    a5 = REUSED_UB.replace("import tilelang.language as T", "import tilelang.ascend.language as T")
+    knob = inventory.inventory(a5).knob("block_M")
+    assert knob is not None
+    _, refused = knob.legal((32, 64, 128, 256))
+    assert "216 KiB" in dict(refused)[256]  # that dialect's UB, not A2/A3's 192 KiB
+    lifted = a5.replace(
+        "            r = cid * block_M\n",
+        '            T.annotate_unlimit_memory("shared")\n            r = cid * block_M\n',
+    )
+    knob = inventory.inventory(lifted).knob("block_M")
+    assert knob is not None
+    ok, refused = knob.legal((32, 64, 128, 256))
+    assert 256 in ok, refused
 
 
 UNLIMITED_L1 = """

@@ -59,6 +59,16 @@ def test_a_library_module_without_a_run_path_keeps_every_factory():
     assert "block_sqr" in names
 
 
+def test_a_run_path_that_builds_no_factory_by_name_rules_none_out():
+    # a main block that only prints, or reaches functions through strings, builds nothing by
+    # name: it cannot tell which factory is live
+    for main in ('print("use as a library")', "fire.Fire()", 'globals()["legacy"](4096)'):
+        src = LEGACY_BESIDE_LIVE.replace("run(make_input(4096))", main)
+        names = {k.name for k in inventory.inventory(src).knobs}
+        assert "block_sqr" in names, main
+        assert not any("never builds" in d.reason for d in inventory.inventory(src).dropped)
+
+
 def test_a_factory_the_run_path_calls_is_built():
     src = LEGACY_BESIDE_LIVE.replace("run(make_input(4096))", "legacy(4096)")
     names = {k.name for k in inventory.inventory(src).knobs}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies import dialect
 from bot.strategies.capacity import CAPACITY, KIB, Buffer, buffers
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
@@ -66,15 +67,15 @@ class _Uses(cst.CSTVisitor):
 @dataclass
 class LivePeak:
     name: str
-    kernels: list[tuple[list[Buffer], dict[str, tuple[int, int]], dict[int, list[str]]]]
+    # buffers, their live spans, the lines that use them, and the UB the kernel may fill
+    kernels: list[tuple[list[Buffer], dict[str, tuple[int, int]], dict[int, list[str]], int]]
 
     def __call__(
         self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
     ) -> str | None:
         if current is None:
             return None
-        limit = CAPACITY[MEMORY]
-        for bufs, spans, ops in self.kernels:
+        for bufs, spans, ops, limit in self.kernels:
             now = _peak(bufs, spans, ops, current, env)
             new = _peak(bufs, spans, ops, value, env)
             if now is None or new is None or now[0] > limit or new[0] <= limit:
@@ -132,12 +133,17 @@ def _peak(
 
 def live_peak(f: Facts, name: str, factories: list[Function]) -> LivePeak | None:
     by_node = {id(fn.node): fn for fn in f.functions}
+    auto = dialect.auto_scheduled(f.wrapper.module.code)
     kernels = []
     for factory in factories:
         ub = [b for b in buffers(f, factory) if b.memory == MEMORY]
         if not ub:
             continue
         for pf in factory.prim_funcs:
+            # the auto-scheduled dialect has its own UB size and may lift it (as capacity.py)
+            if auto and MEMORY in dialect.unlimited(pf):
+                continue
+            limit = dialect.LIMITS[MEMORY] if auto else CAPACITY[MEMORY]
             mine = [b for b in ub if b.chain == by_node[id(pf)].chain]
             allocated = {b.line for b in mine}
             v = _Uses(f, {b.name for b in mine})
@@ -148,5 +154,5 @@ def live_peak(f: Facts, name: str, factories: list[Function]) -> LivePeak | None
                 if (ls := [x for x in lines if x not in allocated])
             }
             if spans:
-                kernels.append((mine, spans, v.ops))
+                kernels.append((mine, spans, v.ops, limit))
     return LivePeak(name, kernels) if kernels else None

@@ -165,23 +165,31 @@ def refusal(
     ann.unlimited = dialect.unlimited(pf_fn.node)
     bufs = capacity.allocations(f, pf_fn) if auto else []
     written = _written(loop.body)
-    count = next((a.value for a in loop.iter.args if a.keyword is None), None)  # type: ignore[attr-defined]
+    bounds = _bounds(loop.iter)  # type: ignore[arg-type]
     where = f"T.Pipelined at line {line}"
     try:
-        for choice in _choices(f, resolver, factory):
+        choices = list(_choices(f, resolver, factory))
+        # nothing more to overlap only when every size the op runs with gives one iteration
+        short: list[str] = []
+        for choice in choices:
+            resolver.fallback = choice
+            trips = _trips(bounds, Env(resolver, pf_fn.chain, 0, {bound: depth} if bound else {}))
+            if trips is None or trips > 1 or depth <= 1:
+                short = []
+                break
+            sizes = "".join(f", {k}={v}" for k, v in choice.items())
+            shown = ", ".join(code_of(b) for b in bounds)
+            short.append(f"{trips} iteration{'s' if trips != 1 else ''} (`{shown}`{sizes})")
+        if short:
+            return (
+                f"{where}: num_stages={depth} is deeper than the loop runs with every size the "
+                f"op runs with ({'; '.join(short)}): there is nothing more to overlap"
+            )
+        for choice in choices:
             resolver.fallback = choice
             sizes = "".join(f", {k}={v}" for k, v in choice.items())
             pins = {bound: depth} if bound else {}
             now_pins = {bound: current} if bound else {}
-            trips = (
-                evaluate(count, Env(resolver, pf_fn.chain, 0, pins)) if count is not None else None
-            )
-            if count is not None and type(trips) is int and trips <= 1 < depth:
-                return (
-                    f"{where}: num_stages={depth} is deeper than the {trips} iteration"
-                    f"{'s' if trips != 1 else ''} the loop runs (`{code_of(count)}`{sizes}): "
-                    f"there is nothing more to overlap"
-                )
             env = Env(resolver, pf_fn.chain, 0, pins)
             pinned = pinned_cap(ann.versions, written, env, depth, current, where)
             if pinned:
@@ -200,3 +208,21 @@ def refusal(
     finally:
         resolver.fallback = {}
     return None
+
+
+def _bounds(call: cst.Call) -> list[cst.BaseExpression]:
+    """`T.Pipelined(extent, ...)` -> [extent]; `T.Pipelined(start, stop, ...)` -> [start, stop]."""
+    out = [a.value for a in call.args if a.keyword is None][:2]
+    stop = next((a.value for a in call.args if a.keyword and a.keyword.value == "stop"), None)
+    if stop is not None and len(out) == 1:
+        out.append(stop)
+    return out
+
+
+def _trips(bounds: list[cst.BaseExpression], env: Env) -> int | None:
+    """How many iterations the loop runs, when the sizes make it a number."""
+    values = [evaluate(b, env) for b in bounds]
+    if not values or any(type(v) is not int for v in values):
+        return None
+    ints = [v for v in values if isinstance(v, int)]
+    return ints[0] if len(ints) == 1 else ints[1] - ints[0]

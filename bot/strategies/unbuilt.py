@@ -50,6 +50,26 @@ def _names(node: cst.CSTNode) -> list[cst.Name]:
     return out
 
 
+def _reached_from_main(module: cst.Module) -> set[str]:
+    """Names the `__main__` block reads, and through the module's functions it names, theirs."""
+    defs = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+    todo = [
+        n.value
+        for stmt in module.body
+        if isinstance(stmt, cst.If) and "__name__" in {x.value for x in _names(stmt.test)}
+        for n in _names(stmt.body)
+    ]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in defs:
+            todo.extend(n.value for n in _names(defs[name].body))
+    return seen
+
+
 def _read_names(module: cst.Module) -> set[str]:
     """Every name the module reads or reaches as an attribute (a def's own name excluded)."""
     own: set[int] = set()
@@ -71,7 +91,17 @@ def unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     if not _runs_itself(module):
         return []
     read = _read_names(module) | set(harness)
+    if read & _BY_NAME_AT_RUN_TIME:
+        return []  # factories may be reached through a string: none can be ruled out
+    reached = _reached_from_main(module)
+    if not any(fac.chain[0].name in reached for fac in f.factories):
+        return []  # the run path builds no factory by name: it says nothing about which one
     return [fac for fac in f.factories if fac.chain[0].name not in read]
+
+
+# calls that reach module attributes by a name held in a string (`globals()[name]`,
+# `getattr(module, name)`, `fire.Fire()` exposing every function on the command line)
+_BY_NAME_AT_RUN_TIME = frozenset({"globals", "locals", "vars", "getattr", "Fire"})
 
 
 def reason(names: list[str]) -> str:
