@@ -178,8 +178,8 @@ def refusal(
                 short = []
                 break
             sizes = "".join(f", {k}={v}" for k, v in choice.items())
-            shown = ", ".join(code_of(b) for b in bounds)
-            short.append(f"{trips} iteration{'s' if trips != 1 else ''} (`{shown}`{sizes})")
+            loop_code = ", ".join(code_of(b) for b in bounds)
+            short.append(f"{trips} iteration{'s' if trips != 1 else ''} (`{loop_code}`{sizes})")
         if short:
             return (
                 f"{where}: num_stages={depth} is deeper than the loop runs with every size the "
