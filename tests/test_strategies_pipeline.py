@@ -79,7 +79,11 @@ def test_num_stages_bound_to_a_parameter_changes_the_call_site():
 
 def test_a_depth_past_a_one_iteration_loop_is_refused():
     r = set_depth(kernel("rms_norm"), 2)
-    assert isinstance(r, Refusal) and "deeper than the 1 iteration" in r.reason
+    assert (
+        isinstance(r, Refusal)
+        and "deeper than the loop runs" in r.reason
+        and "(1 iteration (`1`))" in r.reason
+    )
 
 
 def test_refusals_say_why():
