@@ -16,16 +16,20 @@ import libcst as cst
 from bot.strategies.facts import Facts, Function
 
 
+def _main_blocks(module: cst.Module) -> list[cst.If]:
+    """The module's `if __name__ == "__main__":` blocks."""
+    return [
+        stmt
+        for stmt in module.body
+        if isinstance(stmt, cst.If)
+        and isinstance(stmt.test, cst.Comparison)
+        and "__name__" in {n.value for n in _names(stmt.test)}
+    ]
+
+
 def _runs_itself(module: cst.Module) -> bool:
     """True when the module has an `if __name__ == "__main__":` block that calls something."""
-    for stmt in module.body:
-        if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
-            continue
-        if "__name__" not in {n.value for n in _names(stmt.test)}:
-            continue
-        if _calls_in(stmt.body):
-            return True
-    return False
+    return any(_calls_in(block.body) for block in _main_blocks(module))
 
 
 def _calls_in(node: cst.CSTNode) -> bool:
@@ -53,12 +57,7 @@ def _names(node: cst.CSTNode) -> list[cst.Name]:
 def _reached_from_main(module: cst.Module) -> set[str]:
     """Names the `__main__` block reads, and through the module's functions it names, theirs."""
     defs = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
-    todo = [
-        n.value
-        for stmt in module.body
-        if isinstance(stmt, cst.If) and "__name__" in {x.value for x in _names(stmt.test)}
-        for n in _names(stmt.body)
-    ]
+    todo = [n.value for block in _main_blocks(module) for n in _names(block.body)]
     seen: set[str] = set()
     while todo:
         name = todo.pop()
