@@ -121,11 +121,13 @@ def test_pair_mode_times_two_variants_in_one_process(tmp_path):
 
     src = (KERNELS / "work.py").read_text()
     small, big = tmp_path / "small.py", tmp_path / "big.py"
-    small.write_text(src.replace("WORK = 4000", "WORK = 2000"))
+    small.write_text(src.replace("WORK = 4000", "WORK = 1000"))
     big.write_text(src.replace("WORK = 4000", "WORK = 4000"))
     a, b = measure_cpu_pair(big, small, warmup=2, repeats=15, timeout_s=60)
     assert a.ok and b.ok and len(a.samples_us) == len(b.samples_us) == 15
-    assert 1.6 < a.median_us / b.median_us < 2.4  # twice the work
+    # four times the work: the bounds check that each file's samples are its own (a swap
+    # gives under 1, a mix near 1), wide because a shared CI host measured a 2x pair at 3.2x
+    assert 2.0 < a.median_us / b.median_us < 8.0
     assert "alternately with small.py" in a.notes[-1] and "alternately with big.py" in b.notes[-1]
     broken = tmp_path / "broken.py"
     broken.write_text("def get_inputs(seed=0):\n    return ()\n")
