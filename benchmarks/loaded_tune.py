@@ -1,9 +1,10 @@
 """Real `tunebot tune` runs, quiet and with one core kept busy: how much of the gain survives load.
 
 Issue 11's check: on the demo ops and on ops this project was not built with
-(benchmarks/loaded_ops: a blocked softmax and a tiled conv1d), a real tuning run on a machine
-with one core kept busy (a busy loop pinned to CPU 0) finds at least 80 % of the gain a quiet
-machine finds, and its report states the smallest detectable gain.
+(benchmarks/loaded_ops: a blocked softmax, a tiled conv1d, a blocked layer norm, a blocked
+scan), a real tuning run on a machine with one core kept busy (a busy loop pinned to CPU 0)
+finds at least 80 % of the gain a quiet machine finds, and its report states the smallest
+detectable gain.
 
 Each run is `python -m bot tune <op> --json` (the CLI, real subprocesses, the cpu backend) in a
 fresh copy of a temporary git repository holding the ops. Conditions alternate run by run so
@@ -44,7 +45,10 @@ sys.path.insert(0, str(ROOT))
 from bot.measure.backends.cpu import measure_cpu_pair  # noqa: E402
 
 UNSEEN = ROOT / "benchmarks" / "loaded_ops"
-DEFAULT_OPS = "demo/rms_norm,demo/matmul,demo/attention,unseen/softmax,unseen/conv1d"
+DEFAULT_OPS = (
+    "demo/rms_norm,demo/matmul,demo/attention,"
+    "unseen/softmax,unseen/conv1d,unseen/layer_norm,unseen/scan"
+)
 DETECTABLE = re.compile(r"smallest detectable gain (\d+(?:\.\d+)?)%")
 GOAL = 0.80  # busy gain / quiet gain
 

@@ -27,7 +27,7 @@ def _module() -> types.ModuleType:
 
 
 bench = _module()
-UNSEEN = ["unseen/softmax", "unseen/conv1d"]
+UNSEEN = ["unseen/softmax", "unseen/conv1d", "unseen/layer_norm", "unseen/scan"]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_the_template_repository_holds_resolvable_ops_with_knobs(template):
     assert set(UNSEEN) <= set(list_ops(template, cfg))
     for name in UNSEEN:
         op = resolve_op(template, cfg, name)
-        assert op.latency.backend == "cpu" and len(op.knobs) >= 2
+        assert op.latency.backend == "cpu" and len(op.knobs) >= 1
         assert op.target_us is not None
 
 
@@ -61,6 +61,8 @@ def test_unseen_ops_pass_their_own_l0_and_reject_a_wrong_kernel(template, name):
         script.read_text()
         .replace("torch.exp(block - row_max)", "torch.exp(block)")
         .replace("acc += wb", "acc -= wb")
+        .replace("* w + b", "* w - b")
+        .replace("+ carry", "- carry")
     )
     bad = subprocess.run(
         [sys.executable, broken.name, "--level", "L0"],
