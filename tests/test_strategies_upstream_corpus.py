@@ -59,6 +59,7 @@ SETS = (
     "heldout_i",
     "heldout_j",
     "heldout_k",
+    "heldout_l",
 )
 
 
