@@ -60,6 +60,7 @@ SETS = (
     "heldout_j",
     "heldout_k",
     "heldout_l",
+    "heldout_m",
 )
 
 
