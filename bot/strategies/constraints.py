@@ -53,6 +53,7 @@ from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.fixedcount import fixed_count_check
+from bot.strategies.fractal import fractal_check
 from bot.strategies.hostasserts import wrapper_asserts
 from bot.strategies.hostpad import pad_rules
 from bot.strategies.l0fit import l0_check
@@ -339,6 +340,7 @@ def constraints_for(
     fit = copy_fit(f, name, factories)
     fixed = fixed_count_check(f, name, sized_by)
     l0 = l0_check(f, name, factories)
+    fractal = fractal_check(f, name, factories)
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
     peak = live_peak(f, name, factories)
@@ -359,7 +361,7 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [c for c in (capacity, peak, fit, filled, fixed, l0, passed) if c is not None],
+        [c for c in (capacity, peak, fit, filled, fixed, l0, fractal, passed) if c is not None],
         sizes,
         frozenset(open_),
         shapes.symbols(factories),

@@ -1,0 +1,134 @@
+"""Matrix-multiply operands in whole cube fractals.
+
+The Ascend cube unit multiplies matrices stored as fractals: blocks of 16 rows
+of 32 bytes (16 x 16 for fp16/bf16, 16 x 32 for int8, 16 x 8 for fp32). An
+operand of `T.gemm`/`T.gemm_v0`/`T.mma` (A, B and the accumulator C) is laid
+out in L1 and L0 as whole fractals: TileLang-Ascend's L1 layout (zN) fixes 16
+rows per fractal and its UB-to-L1 copy asserts that the rows are a multiple of
+16. A knob that makes a dimension of such an operand a part of a fractal (8
+rows of a gemm tile) makes the layout address rows the buffer does not hold.
+None of the 101 gemm kernels gathered upstream uses a gemm tile dimension that
+is not a whole fractal.
+
+So a move is refused when it changes a dimension of a matrix-multiply operand
+from a multiple of the fractal's granule to a value that is not one: 16
+elements for every dimension, and 32 bytes' worth of elements (32 for a 1-byte
+type) on the reduction axis when the call's transposes say which axis that
+is. A kernel whose operand already has a partial-fractal dimension with the
+current value is left alone there: it shows that its toolchain pads that
+operand itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.capacity import Buffer, buffers
+from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.facts import Facts, Function
+from bot.strategies.placement import GEMMS
+from bot.strategies.source import dotted
+
+ROWS = 16  # rows of one fractal
+C0_BYTES = 32  # bytes of one fractal row
+# keywords that swap the two dimensions of operand A / B
+_A_FLAGS = ("transpose_A", "a_transpose", "trans_A", "transA")
+_B_FLAGS = ("transpose_B", "b_transpose", "trans_B", "transB")
+
+
+@dataclass(frozen=True)
+class _Operand:
+    buffer: Buffer
+    role: str  # A, B or C
+    reduced: int | None  # index of the reduction dimension (A, B), None when unknown or C
+
+
+def _flag(kw: dict[str, cst.BaseExpression], names: tuple[str, ...]) -> bool | None:
+    """The transpose flag's value: False when absent, None when not a literal."""
+    for n in names:
+        if n in kw:
+            v = kw[n]
+            return (
+                v.value == "True"
+                if isinstance(v, cst.Name) and v.value in ("True", "False")
+                else None
+            )
+    return False
+
+
+class _Gemms(cst.CSTVisitor):
+    def __init__(self, by_name: dict[str, Buffer]) -> None:
+        self.by_name = by_name
+        self.operands: list[_Operand] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = dotted(node.func)
+        if not name.startswith("T.") or name.rsplit(".", 1)[-1] not in GEMMS:
+            return
+        args = [a.value for a in node.args if a.keyword is None]
+        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        flags = {"A": _flag(kw, _A_FLAGS), "B": _flag(kw, _B_FLAGS), "C": None}
+        for role, arg in zip(("A", "B", "C"), args[:3], strict=False):
+            b = self.by_name.get(arg.value) if isinstance(arg, cst.Name) else None
+            if b is None or len(b.dims) < 2:
+                continue
+            t = flags[role]
+            reduced: int | None = None
+            if role == "A" and t is not None:
+                reduced = len(b.dims) - (2 if t else 1)  # A is M x K, or K x M transposed
+            elif role == "B" and t is not None:
+                reduced = len(b.dims) - (1 if t else 2)  # B is K x N, or N x K transposed
+            self.operands.append(_Operand(b, role, reduced))
+
+
+def _granule(op: _Operand, dim: int) -> int:
+    if op.reduced is not None and dim == op.reduced and op.buffer.dtype_bytes == 1:
+        return C0_BYTES  # 32 one-byte elements fill a fractal row
+    return ROWS
+
+
+@dataclass
+class FractalCheck:
+    """Refuses a knob value that cuts a matrix-multiply operand dimension into a part fractal."""
+
+    name: str
+    operands: list[_Operand]
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if current is None:
+            return None
+        for op in self.operands:
+            b = op.buffer
+            for i in range(len(b.dims) - 2, len(b.dims)):  # the matrix: the last two dims
+                now = evaluate(b.dims[i], env(b.chain, current))
+                new = evaluate(b.dims[i], env(b.chain, value))
+                if type(now) is not int or type(new) is not int or now == new:
+                    continue
+                g = _granule(op, i)
+                if now % g != 0 or new % g == 0:
+                    continue  # already a part fractal (the toolchain pads it), or still whole
+                axis = "reduction" if i == op.reduced else f"dimension {i}"
+                return (
+                    f"{self.name}={value}: the gemm operand {op.role} `{b.name}` (line {b.line}) "
+                    f"would have {new} along its {axis}, not a multiple of {g}: the cube unit "
+                    f"lays its operands out in fractals of {ROWS} rows of {C0_BYTES} bytes, and "
+                    f"the current {current} gives {now}, whole fractals"
+                )
+        return None
+
+
+def fractal_check(f: Facts, name: str, factories: list[Function]) -> FractalCheck | None:
+    """The fractal rule of knob `name` over the matrix multiplies of `factories`' kernels."""
+    operands: list[_Operand] = []
+    for factory in factories:
+        by_name = {b.name: b for b in buffers(f, factory)}
+        for pf in factory.prim_funcs:
+            v = _Gemms(by_name)
+            pf.visit(v)
+            operands.extend(v.operands)
+    return FractalCheck(name, operands) if operands else None
