@@ -168,3 +168,27 @@ def test_random_and_tpe_pay_no_measurement_for_a_point_failing_l0(monkeypatch):
     measured.clear()
     sq.run_tpe(land, 10, 0)
     assert len(measured) == 10
+
+
+def test_rerun_reproduces_the_tunebot_columns_and_copies_random_and_tpe(tmp_path):
+    # search_rerun.py re-runs tunebot with the checkout under test: with the same planner it
+    # must give exactly the columns search_quality wrote (a side-by-side is only fair if so)
+    import json
+
+    import search_rerun
+
+    land = sq.generate(5, 0.05)
+    res = sq.evaluate(land, [10], 3, 1, have_tpe=False)
+    res["budgets"]["10"]["tpe"] = {"median": 0.5, "p10": 0.4, "mean": 0.5, "n": 1}  # copied
+    src = tmp_path / "in.json"
+    src.write_text(json.dumps({"command": "x", "spread": 0.05, "landscapes": [res]}))
+    out = tmp_path / "out.json"
+    assert search_rerun.main([str(src), "--seeds", "3", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["landscapes"]
+    assert row["budgets"] == res["budgets"]
+    # a different planner shows: the columns are re-run, not copied
+    res["budgets"]["10"]["tunebot"]["median"] = -1.0
+    src.write_text(json.dumps({"command": "x", "spread": 0.05, "landscapes": [res]}))
+    assert search_rerun.main([str(src), "--seeds", "3", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["landscapes"]
+    assert row["budgets"]["10"]["tunebot"]["median"] > 0
