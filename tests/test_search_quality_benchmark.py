@@ -66,7 +66,7 @@ def test_a_tiny_run_prints_the_verdicts():
             "--seeds",
             "2",
             "--tpe-seeds",
-            "1",
+            "0",
             "--budgets",
             "6",
         ],
@@ -78,6 +78,22 @@ def test_a_tiny_run_prints_the_verdicts():
     )
     assert proc.returncode == 0, proc.stderr
     assert "| generated/1 |" in proc.stdout and "budget 6, tunebot:" in proc.stdout
+    assert "TPE not compared (--tpe-seeds 0): the goal is not judged" in proc.stdout
+
+
+def test_without_optuna_the_run_stops_instead_of_counting_wins_against_tpe(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # `import optuna` raises ImportError
+    assert sq.main(["--no-demo", "--generated", "1", "--seeds", "1", "--tpe-seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "optuna is not installed" in err and "--tpe-seeds 0" in err
+
+
+def test_a_landscape_tpe_did_not_run_on_is_no_win_against_it():
+    row = {"tunebot": {"median": 1.0}, "random": {"median": 0.5}}
+    results = [{"budgets": {"10": dict(row)}} for _ in range(10)]
+    v = sq.verdicts(results, 10)
+    assert v["at_least_random"] == 10 and v["at_least_tpe"] == 0 and v["at_least_both"] == 0
+    assert not v["tpe_compared"] and not v["goal_beats_both_on_90pct"]
 
 
 def test_every_generated_value_is_reachable_by_the_planner_as_by_random():
