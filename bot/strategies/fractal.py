@@ -112,12 +112,13 @@ class FractalCheck:
                 g = _granule(op, i)
                 if now % g != 0 or new % g == 0:
                     continue  # already a part fractal (the toolchain pads it), or still whole
-                axis = "reduction" if i == op.reduced else f"dimension {i}"
+                axis = "reduction axis" if i == op.reduced else f"dimension {i}"
                 return (
                     f"{self.name}={value}: the gemm operand {op.role} `{b.name}` (line {b.line}) "
-                    f"would have {new} along its {axis}, not a multiple of {g}: the cube unit "
-                    f"lays its operands out in fractals of {ROWS} rows of {C0_BYTES} bytes, and "
-                    f"the current {current} gives {now}, whole fractals"
+                    f"would have {new} along its {axis}, not a multiple of {g}, so part of a "
+                    f"fractal: the cube unit and TileLang-Ascend's L1/L0 layouts work in whole "
+                    f"fractals ({ROWS} rows of {C0_BYTES} bytes) and would address elements the "
+                    f"buffer does not hold; the current {current} gives {now}, whole fractals"
                 )
         return None
 
