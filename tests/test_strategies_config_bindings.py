@@ -100,8 +100,11 @@ def test_sparse_mla_fwd_declared_block_i_follows_block_I_rules():
     # the kernel asserts top_k % block_I == 0 with top_k=64 (line 55)
     source = upstream_kernel("sparse_mla_fwd.py")
     legal, refused = knobs.legal_values(source, "block_i", BS)
-    assert legal == (8, 16, 32, 64)
-    assert all("assert at line 55" in reason for _, reason in refused)
+    # 8 would cut the score gemm's operand into a part fractal (bot/strategies/fractal.py)
+    assert legal == (16, 32, 64)
+    reasons = dict(refused)
+    assert "fractal" in reasons[8]
+    assert all("assert at line 55" in reason for v, reason in refused if v != 8)
     r = knobs.set_knob(source, bs("block_i"), 128)
     assert isinstance(r, Refusal) and "top_k % block_I" in r.reason
     v = knobs.set_knob(source, bs("block_i"), 64)
@@ -188,7 +191,8 @@ def test_linear_attention_normalize_block_L_block_D_are_tuned_at_their_list_entr
     assert changed_lines(source, v.source) == [
         ("\t(2, 32, 512, 128, 64, 64),", "\t(2, 32, 512, 128, 128, 64),")
     ]
-    assert knobs.legal_values(source, "block_D", BS)[0] == (8, 16, 32, 64, 128)
+    # 8 is a part cube fractal (fractal.py)
+    assert knobs.legal_values(source, "block_D", BS)[0] == (16, 32, 64, 128)
     r = knobs.set_knob(source, bs("block_D"), 256)
     assert isinstance(r, Refusal) and "does not divide 128" in r.reason
     r = knobs.set_knob(source, bs("block_L"), 256)  # ker2's UB: 1026 * block_L + 768 bytes
@@ -283,8 +287,9 @@ def test_blocksparse_gemm_default_blocks_are_tuned_for_the_calls_they_feed():
     v = knobs.set_knob(source, bs("DEFAULT_BLOCK_M"), 256)
     assert isinstance(v, Variant), v
     assert changed_lines(source, v.source) == [("DEFAULT_BLOCK_M = 128", "DEFAULT_BLOCK_M = 256")]
-    # 512 fills L0C (fp32 512 x 128); test_basic's M=128 is not the constant's size
-    assert knobs.legal_values(source, "DEFAULT_BLOCK_M", BS)[0] == (8, 16, 32, 64, 128, 256)
+    # 512 fills L0C (fp32 512 x 128); test_basic's M=128 is not the constant's size; 8 is a
+    # part cube fractal (fractal.py)
+    assert knobs.legal_values(source, "DEFAULT_BLOCK_M", BS)[0] == (16, 32, 64, 128, 256)
     assert knobs.legal_values(source, "DEFAULT_BLOCK_K", BS)[0][-1] == 1024
     r = knobs.set_knob(source, bs("DEFAULT_BLOCK_N"), 2048)
     assert isinstance(r, Refusal) and "assert at line 61" in r.reason
