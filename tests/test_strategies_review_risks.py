@@ -55,3 +55,57 @@ def test_the_padding_where_the_kernel_is_built_still_sets_the_granule():
     (knob,) = inventory.inventory(src).knobs
     ok, refused = knob.legal((8, 16, 32, 64))
     assert ok == (8, 16) and "pads `num_tokens` only to a multiple of 16" in refused[0][1]
+
+
+# block_N is walked in sub-tiles of 64; {LOOP} is how (T.ceildiv(block_N, 64) in each)
+SUBTILES = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def vec_copy(M, N, block_N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // block_N, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((M, 64), "float16")
+{LOOP}
+
+    return main
+
+
+vec_copy(64, 4096, 128)
+"""
+
+
+def _sub(loop: str) -> tuple[tuple[int, ...], dict[int, str]]:
+    knob = inventory.inventory(SUBTILES.replace("{LOOP}", loop)).knob("block_N")
+    assert knob is not None
+    ok, refused = knob.legal((16, 32, 64, 128, 256))
+    return ok, dict(refused)
+
+
+def test_a_count_that_only_sizes_threads_asks_no_multiple():
+    ok, refused = _sub(
+        "            T.annotate_threads(T.ceildiv(block_N, 64))\n"
+        "            T.copy(A[0, cid * block_N], a)\n"
+    )
+    assert 32 in ok, refused
+
+
+def test_sub_tiles_clipped_with_min_ask_no_multiple():
+    ok, refused = _sub(
+        "            for s in T.serial(T.ceildiv(block_N, 64)):\n"
+        "                n = T.min(64, block_N - s * 64)\n"
+        "                T.copy(A[0, cid * block_N + s * 64], a[:, :n])\n"
+    )
+    assert 32 in ok, refused
+
+
+def test_whole_sub_tiles_through_a_local_still_ask_a_multiple():
+    ok, refused = _sub(
+        "            parts = T.ceildiv(block_N, 64)\n"
+        "            for s in T.serial(parts):\n"
+        "                T.copy(A[0, cid * block_N + s * 64], a)\n"
+    )
+    assert 32 not in ok and "not a multiple of 64" in refused[32]
