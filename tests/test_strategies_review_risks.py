@@ -3,7 +3,7 @@ where the kernel is built (hostpad.py); ..."""
 
 from __future__ import annotations
 
-from bot.strategies import inventory
+from bot.strategies import dialect, inventory
 
 # num_tokens is symbolic; the clipped copies handle a partial last tile. {HOST} is the host code.
 PADDED = """
@@ -109,3 +109,16 @@ def test_whole_sub_tiles_through_a_local_still_ask_a_multiple():
         "                T.copy(A[0, cid * block_N + s * 64], a)\n"
     )
     assert 32 not in ok and "not a multiple of 64" in refused[32]
+
+
+def test_a_comment_or_string_naming_the_dialect_is_not_an_import():
+    said = (
+        "# ported from tilelang.ascend.language; T.annotate_buffer_versions is not used here\n"
+        "import tilelang\n"
+        "import tilelang.language as T\n"
+        'NOTE = "see tilelang.ascend.language"\n'
+    )
+    assert not dialect.auto_scheduled(said)
+    assert dialect.auto_scheduled("import tilelang.ascend.language as T\n")
+    assert dialect.auto_scheduled("from tilelang.ascend import language as T\n")
+    assert dialect.auto_scheduled("def f(T, b):\n    T.annotate_buffer_versions(b, 2)\n")
