@@ -3,7 +3,7 @@ where the kernel is built (hostpad.py); ..."""
 
 from __future__ import annotations
 
-from bot.strategies import dialect, inventory
+from bot.strategies import dialect, inventory, knobs
 
 # num_tokens is symbolic; the clipped copies handle a partial last tile. {HOST} is the host code.
 PADDED = """
@@ -122,3 +122,40 @@ def test_a_comment_or_string_naming_the_dialect_is_not_an_import():
     assert dialect.auto_scheduled("import tilelang.ascend.language as T\n")
     assert dialect.auto_scheduled("from tilelang.ascend import language as T\n")
     assert dialect.auto_scheduled("def f(T, b):\n    T.annotate_buffer_versions(b, 2)\n")
+
+
+CALLED_THREE_WAYS = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def rows(M, block_M=64):
+    @T.prim_func
+    def main(A: T.Tensor((M,), "float16")):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_M,), "float16")
+            T.copy(A[cid * block_M], buf)
+
+    return main
+
+
+def small():
+    return rows(1024, block_M=32)
+
+
+def big():
+    return rows(4096, 128)
+
+
+if __name__ == "__main__":
+    small()
+    big()
+    rows(2048)
+"""
+
+
+def test_the_call_sites_a_drop_reason_lists_are_calls_not_the_def_line():
+    (drop,) = [d for d in knobs.dropped(CALLED_THREE_WAYS) if d.name == "block_M"]
+    assert "bound at 3 call sites (lines 18, 22, 28)" in drop.reason, drop.reason
+    assert "its default 64 (line 7)" in drop.reason

@@ -84,7 +84,7 @@ def shared_constant(
     harness: tuple[str, ...] = DEFAULT_HARNESS,
 ) -> Shared | str:
     """The one module constant several call sites share, or the sentence saying why none is."""
-    lines = sorted({r.site.line for _, r in bound if r.site})
+    lines = sorted({f.line(c.node) for c, _ in bound})  # the calls, not the literals they reach
     head = (
         f"'{name}' of {fn.name}() is bound at {len(bound)} call sites"
         f"{' (lines ' + ', '.join(map(str, lines)) + ')' if lines else ''}"
