@@ -1,5 +1,9 @@
-"""Review risks of the last session, each on a self-written kernel: a host padding counts only
-where the kernel is built (hostpad.py); ..."""
+"""Review risks left from the last session, each on a self-written kernel: a host padding sets
+a granule only where the kernel is built (hostpad.py); `T.ceildiv(knob, X)` asks a multiple of
+X only where it walks the knob in whole parts (exprrules.py); the auto-scheduled dialect is read
+from imports, not from comments (dialect.py); a drop reason lists call lines, not a def line
+(callsites.py); one request to a parse-cached function is one key however it is spelled
+(facts.on_facts)."""
 
 from __future__ import annotations
 
@@ -159,3 +163,29 @@ def test_the_call_sites_a_drop_reason_lists_are_calls_not_the_def_line():
     (drop,) = [d for d in knobs.dropped(CALLED_THREE_WAYS) if d.name == "block_M"]
     assert "bound at 3 call sites (lines 18, 22, 28)" in drop.reason, drop.reason
     assert "its default 64 (line 7)" in drop.reason
+
+
+def test_one_request_spelled_three_ways_is_computed_once():
+    from bot.strategies.facts import on_facts
+
+    calls: list[tuple[str, ...]] = []
+
+    @on_facts
+    def probe(source: str, harness: tuple[str, ...] = ("kernel",)) -> object:
+        calls.append(harness)
+        return object()
+
+    src = "x = 1\n"
+    first = probe(src)
+    assert probe(src, ("kernel",)) is first
+    assert probe(src, harness=("kernel",)) is first
+    assert probe(src, harness=["kernel"]) is first  # a list: the same request, and no TypeError
+    assert len(calls) == 1
+
+
+def test_the_inventory_is_one_object_whichever_way_the_harness_is_passed():
+    from bot.config.schema import DEFAULT_HARNESS
+
+    a = inventory.inventory(CALLED_THREE_WAYS)
+    assert inventory.inventory(CALLED_THREE_WAYS, DEFAULT_HARNESS) is a
+    assert inventory.inventory(CALLED_THREE_WAYS, harness=DEFAULT_HARNESS) is a
