@@ -89,9 +89,9 @@ def _sub(loop: str) -> tuple[tuple[int, ...], dict[int, str]]:
     return ok, dict(refused)
 
 
-def test_a_count_that_only_sizes_threads_asks_no_multiple():
+def test_a_count_that_only_sizes_a_buffer_asks_no_multiple():
     ok, refused = _sub(
-        "            T.annotate_threads(T.ceildiv(block_N, 64))\n"
+        '            flags = T.alloc_ub((T.ceildiv(block_N, 64),), "int32")\n'
         "            T.copy(A[0, cid * block_N], a)\n"
     )
     assert 32 in ok, refused
