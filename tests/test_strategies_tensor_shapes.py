@@ -173,3 +173,25 @@ def test_a_symbolic_shape_takes_the_sizes_of_the_tensors_the_kernel_is_called_wi
     assert legal == (8, 16, 32)
     assert "does not divide 96" in refused[64]
     assert "does not divide 128" in refused[256]
+
+
+def test_a_size_passed_beside_a_computed_argument_keeps_its_argparse_default():
+    # `tuple(sizes)` is followed per call path; K beside it still reaches `args.K`'s default
+    src = ROWS.replace("def rows(M, N, block_M=32):", "def rows(groups, M, N, block_M=32):")
+    src = src.replace(
+        "{RUN}",
+        "import argparse\n\n\n"
+        "def run(sizes, M, N):\n"
+        "    return rows(tuple(sizes), M, N, block_M=32)\n\n\n"
+        "def check():  # off the run path\n"
+        "    run([3], 160, 64)\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    parser = argparse.ArgumentParser()\n"
+        '    parser.add_argument("--M", type=int, default=96)\n'
+        "    args = parser.parse_args()\n"
+        "    M = args.M\n"
+        "    run([1, 2], M, 64)\n",
+    )
+    legal, refused = knobs.legal_values(src, "block_M", BS)
+    assert legal == (8, 16, 32)
+    assert "does not divide 96" in dict(refused)[64]

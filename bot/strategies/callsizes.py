@@ -112,8 +112,8 @@ def _param_values(
             ints: dict[str, int] = {}
             tensors: dict[str, Shape] = {}
             for p, node in nodes.items():
-                value = evaluate(node, env)
-                if type(value) is int:
+                value = tensorshapes.size_of(node, env)  # `K` bound to `args.K`: its default
+                if value is not None:
                     ints[p] = value
                     continue
                 shape = tensorshapes.shape_of(node, env)

@@ -138,16 +138,20 @@ def _deeper(env: Env, chain: tuple[Function, ...] | None = None, **kw: object) -
     )
 
 
-def _dims(nodes: list[cst.BaseExpression], env: Env) -> Shape:
+def size_of(node: cst.BaseExpression, env: Env) -> int | None:
+    """An integer size: folded in `env`, else the one value the binding gives a name or an
+    option (`M` bound to `args.m`, the argparse default), else None."""
     from bot.strategies.evaluate import evaluate
 
-    out: list[int | None] = []
-    for n in nodes:
-        v = evaluate(n, env)
-        if v is None and isinstance(n, cst.Attribute):  # `args.m`: the argparse default
-            v = env.resolver.expr(n, env.chain, env.depth + 1, n.attr.value, "size").value
-        out.append(v if type(v) is int else None)
-    return tuple(out)
+    v = evaluate(node, env)
+    if v is None and isinstance(node, (cst.Name, cst.Attribute)):
+        name = node.value if isinstance(node, cst.Name) else node.attr.value
+        v = env.resolver.expr(node, env.chain, env.depth + 1, name, "size").value
+    return v if type(v) is int else None
+
+
+def _dims(nodes: list[cst.BaseExpression], env: Env) -> Shape:
+    return tuple(size_of(n, env) for n in nodes)
 
 
 def _shape(node: cst.BaseExpression, env: Env) -> Shape | None:
