@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import callsites, defaulted, rebinding, wrappers
+from bot.strategies import callsites, defaulted, rebinding, tensorshapes, wrappers
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
@@ -126,6 +126,15 @@ class Resolver:
         spelled = self.spelled.node(value, chain)
         part = element(target, spelled, name) if spelled is not None else None
         if part is None:
+            size = tensorshapes.unpacked_dim(target, value, name, Env(self, chain, depth + 1))
+            if size is not None:  # `M, K = a.shape` with a tensor the file builds
+                return Resolution(
+                    None,
+                    size,
+                    (f"{name} unpacked from {code_of(value)}",),
+                    f"'{name}' is read from the shape of a tensor at line {self.f.line(value)}, "
+                    f"not set by a literal",
+                )
             return self.expr(value, chain, depth + 1, name, kind)  # says why it is no literal
         where = self.spelled.where(value, chain)
         r = self.expr(part, chain, depth + 1, name, where or kind)
@@ -162,7 +171,8 @@ class Resolver:
             r = self.name(node.value, chain, depth + 1)
             path = (f"{name} = {node.value}", *r.path)
             return Resolution(r.site, r.value, path, r.problem, subject=r.subject)
-        if isinstance(node, cst.Subscript):  # `cfg["block_M"]`, `cfg[2]`: the entry written
+        if isinstance(node, cst.Subscript) and tensorshapes.shape_source(node.value) is None:
+            # `cfg["block_M"]`, `cfg[2]`: the entry written (`x.shape[1]` is computed below)
             found = self.spelled.item(node, chain)
             if isinstance(found, str):
                 return _unresolved(f"'{name}' is read from {found}")

@@ -54,6 +54,8 @@ class BlockSize(_Base):
         harness = op.harness_functions
         skipped = [f"{sid}: {s}" for s in knobs.unused_shapes(source, op.shapes, harness)]
         if _declares(op, sid):
+            declared = [k.name for k in op.knobs if k.strategy == sid]
+            skipped.extend(f"{sid}: {n}" for n in knobs.imported_notes(source, declared))
             return [], skipped
         specs: list[KnobSpec] = []
         for name in knobs.discover(source, harness):

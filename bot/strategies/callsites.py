@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 
@@ -52,7 +52,15 @@ def reached(f: Facts, harness: tuple[str, ...] = DEFAULT_HARNESS) -> set[int] | 
     """ids of the call nodes the file runs: module level (`if __name__ == "__main__":`
     included), the functions a harness calls by name (`harness`: the op's entry, inputs and
     reference, OpConfig.harness_functions), and the functions these call, by name. None when
-    nothing runs at module level (a library module: any call may run)."""
+    nothing runs at module level (a library module: any call may run). Kept on the parse:
+    callers must not mutate the set."""
+    key = ("callsites.reached", tuple(harness))
+    if key not in f.derived:
+        f.derived[key] = _reached(f, harness)
+    return cast("set[int] | None", f.derived[key])
+
+
+def _reached(f: Facts, harness: tuple[str, ...]) -> set[int] | None:
     entry = [c for c in f.calls if not c.scope]
     if not entry:
         return None
@@ -84,7 +92,7 @@ def shared_constant(
     harness: tuple[str, ...] = DEFAULT_HARNESS,
 ) -> Shared | str:
     """The one module constant several call sites share, or the sentence saying why none is."""
-    lines = sorted({r.site.line for _, r in bound if r.site})
+    lines = sorted({f.line(c.node) for c, _ in bound})  # the calls, not the literals they reach
     head = (
         f"'{name}' of {fn.name}() is bound at {len(bound)} call sites"
         f"{' (lines ' + ', '.join(map(str, lines)) + ')' if lines else ''}"

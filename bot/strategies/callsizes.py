@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from bot.strategies import callsites, tensorshapes
 from bot.strategies.binding import Resolver
+from bot.strategies.callerbuffers import _declared
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
+from bot.strategies.signature import star_names
+from bot.strategies.source import dotted
+from bot.strategies.tensorshapes import Shape
 
 MAX_DEPTH = 4  # caller levels followed
 MAX_PATHS = 64  # call paths kept per factory
@@ -48,6 +53,7 @@ def _paths(
             continue
         known: dict[str, int] = {}
         passed: dict[str, str] = {}  # our parameter -> the caller's parameter it is bound to
+        pending: dict[str, cst.BaseExpression] = {}  # read from the caller's tensors' shapes
         caller = call.scope[-1] if call.scope else None
         for name in sorted(names):
             bound = resolver.bound_by(call, fn, name)
@@ -59,7 +65,20 @@ def _paths(
                 known[name] = value
             elif caller is not None and (theirs := _param_name(node, caller)) is not None:
                 passed[name] = theirs
-        if passed and caller is not None:
+            elif caller is not None:
+                pending[name] = node
+        if pending and caller is not None:  # `M, K = a.shape`, a a parameter: per call of caller
+            for ints, tensors in _param_values(f, resolver, caller, depth + 1):
+                full = dict(known)
+                full.update(
+                    {ours: ints[theirs] for ours, theirs in passed.items() if theirs in ints}
+                )
+                for name, node in pending.items():
+                    value = evaluate(node, Env(resolver, call.scope, 0, ints, tensors))
+                    if type(value) is int:
+                        full[name] = value
+                paths.append(full)
+        elif passed and caller is not None:
             upper = _paths(f, resolver, caller, set(passed.values()), depth + 1)
             for env in upper or [{}]:
                 full = dict(known)
@@ -68,6 +87,43 @@ def _paths(
         else:
             paths.append(known)
     return [p for p in paths if all(v > 0 for v in p.values())]
+
+
+def _param_values(
+    f: Facts, resolver: Resolver, fn: Function, depth: int
+) -> list[tuple[dict[str, int], dict[str, Shape]]]:
+    """Per call of `fn` on the path the file runs: the sizes (ints) and the tensor shapes its
+    parameters take, each call's arguments read with its own caller's values in turn (a
+    tensor built from the sizes `test(96, 128)` passes)."""
+    if depth > MAX_DEPTH:
+        return []
+    runs = callsites.reached(f, resolver.harness)
+    params = [p for p in fn.params if p not in fn.assigns and p not in star_names(fn)]
+    out: list[tuple[dict[str, int], dict[str, Shape]]] = []
+    for call in f.calls:
+        if not resolver.calls(call, fn) or (runs is not None and id(call.node) not in runs):
+            continue
+        bound = {p: resolver.bound_by(call, fn, p) for p in params}
+        nodes = {p: b[0] for p, b in bound.items() if b and b[1] in ("keyword", "positional")}
+        caller = call.scope[-1] if call.scope else None
+        uppers = _param_values(f, resolver, caller, depth + 1) if caller is not None else []
+        for upper_ints, upper_tensors in uppers or [({}, {})]:
+            env = Env(resolver, call.scope, 0, upper_ints, upper_tensors)
+            ints: dict[str, int] = {}
+            tensors: dict[str, Shape] = {}
+            for p, node in nodes.items():
+                value = tensorshapes.size_of(node, env)  # `K` bound to `args.K`: its default
+                if value is not None:
+                    ints[p] = value
+                    continue
+                shape = tensorshapes.shape_of(node, env)
+                if shape is not None:
+                    tensors[p] = shape
+            if (ints, tensors) not in out:
+                out.append((ints, tensors))
+        if len(out) >= MAX_PATHS:
+            break
+    return out[:MAX_PATHS]
 
 
 def _param_name(node: cst.BaseExpression, caller: Function) -> str | None:
@@ -79,3 +135,61 @@ def _param_name(node: cst.BaseExpression, caller: Function) -> str | None:
     ):
         return node.value
     return None
+
+
+def symbol_sizes(
+    f: Facts, resolver: Resolver, factory: Function, wanted: set[str]
+) -> dict[str, list[int]]:
+    """Sizes of the factory's symbolic shapes (`M = T.symbolic("M")`) that the compiled kernel
+    takes from the tensors it is called with: `kernel = factory(...)`, then `kernel(a, ...)`
+    with `A: T.Tensor((M, K), ...)` binds M to `a.shape[0]`, read where the file builds `a`
+    (bot/strategies/tensorshapes.py; per call path of the calling function)."""
+    if len(factory.prim_funcs) != 1:
+        return {}
+    symbolic = {n for n in wanted if n in shapes_symbols(factory)}
+    where: dict[str, list[tuple[int, int]]] = {}
+    for i, (_, dims) in enumerate(_declared(factory.prim_funcs[0])):
+        for j, d in enumerate(dims):
+            if isinstance(d, cst.Name) and d.value in symbolic:
+                where.setdefault(d.value, []).append((i, j))
+    if not where:
+        return {}
+    builders = {fn.name for fn in factory.chain}
+    out: dict[str, list[int]] = {}
+    runs = callsites.reached(f, resolver.harness)
+    for call in f.calls:
+        func = call.node.func
+        if not isinstance(func, cst.Name) or (runs is not None and id(call.node) not in runs):
+            continue
+        handle = resolver.spelled.assigned(func.value, call.scope)
+        if not (
+            isinstance(handle, cst.Call)
+            and isinstance(handle.func, cst.Name)
+            and handle.func.value in builders
+        ):
+            continue
+        if any(a.star or a.keyword is not None for a in call.node.args):
+            continue
+        args = [a.value for a in call.node.args]
+        caller = call.scope[-1] if call.scope else None
+        uppers = _param_values(f, resolver, caller, 1) if caller is not None else []
+        for ints, tensors in uppers or [({}, {})]:
+            env = Env(resolver, call.scope, 0, ints, tensors)
+            for name, places in where.items():
+                for i, j in places:
+                    if i < len(args):
+                        size = tensorshapes.dim(tensorshapes.shape_of(args[i], env), j)
+                        if size is not None and size > 0 and size not in out.get(name, []):
+                            out.setdefault(name, []).append(size)
+    return out
+
+
+def shapes_symbols(factory: Function) -> set[str]:
+    """The Python names bound to `T.symbolic(...)` in the factory's chain."""
+    out: set[str] = set()
+    for fn in factory.chain:
+        for name, values in fn.assigns.items():
+            v = values[0] if len(values) == 1 else None
+            if isinstance(v, cst.Call) and dotted(v.func).endswith("symbolic"):
+                out.add(name)
+    return out

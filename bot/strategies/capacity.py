@@ -293,7 +293,7 @@ def capacity_check(f: Facts, name: str, factories: list[Function]) -> CapacityCh
     kernels = [group for factory in factories if (group := buffers(f, factory))]
     if not kernels:
         return None
-    if not dialect.auto_scheduled(f.wrapper.module.code):
+    if not dialect.auto_scheduled(f.wrapper.module):
         return CapacityCheck(name, kernels)
     limits = []
     for factory in factories:

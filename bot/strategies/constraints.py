@@ -46,7 +46,7 @@ from bot.strategies import shapes
 from bot.strategies.binding import Resolver
 from bot.strategies.branches import run_path_taken
 from bot.strategies.callerbuffers import caller_buffer_check
-from bot.strategies.callsizes import call_sizes
+from bot.strategies.callsizes import call_sizes, symbol_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
 from bot.strategies.evaluate import Env, code_of, evaluate
@@ -352,6 +352,11 @@ def constraints_for(
         if not calls:  # a constant some calls share: only those calls' sizes (shapes.sizes)
             joint += [p for p in call_sizes(f, resolver, factory, wanted) if p not in joint]
     sizes = shapes.sizes(f, resolver, factories, calls)
+    for factory in factories:  # `kernel(a, ...)` binds a symbolic M to a size of a
+        wanted = shapes.open_names(f, resolver, factory)
+        for open_name, found in symbol_sizes(f, resolver, factory, wanted).items():
+            if open_name not in sizes:  # the file's own literals for the name come first
+                sizes[open_name] = tuple(found)
     for path in joint:
         for open_name, size in path.items():
             if size not in sizes.get(open_name, ()):

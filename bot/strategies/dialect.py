@@ -7,28 +7,75 @@ dialect documents: 216 KB of UB (`shared`) and 512 KB of L1 (`shared.l1`)
 fp32 accumulator, 256 KB of L0C. `T.annotate_unlimit_memory(scope)` lifts the limit of one
 scope for the kernel that says so. A file is taken to be in this dialect when it imports
 `tilelang.ascend.language` or annotates buffer versions (`T.annotate_buffer_versions`),
-which only that scheduler reads.
+which only that scheduler reads; both read from the parsed code (a comment or a string that
+names the dialect is not an import).
 """
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
-from bot.strategies.source import dotted
+from bot.strategies.facts import facts
+from bot.strategies.source import ParseFailure, dotted
 
 KB = 1024
 LIMITS: dict[str, int] = {"UB": 216 * KB, "L1": 512 * KB, "L0C": 256 * KB}
 SCOPES = {"shared": "UB", "shared.l1": "L1", "shared.l0c": "L0C"}  # unlimit scope -> memory
-AUTO_SCHEDULED = re.compile(
-    r"tilelang\.ascend\.language|from\s+tilelang\.ascend\s+import\s+language|"
-    r"annotate_buffer_versions"
-)
+DIALECT = "tilelang.ascend.language"
 
 
-def auto_scheduled(source: str) -> bool:
-    return AUTO_SCHEDULED.search(source) is not None
+def auto_scheduled(source: str | cst.Module) -> bool:
+    """True when the module imports `tilelang.ascend.language` (`import ... as T`, `from
+    tilelang.ascend import language`, `from tilelang.ascend.language import ...`,
+    `importlib.import_module("tilelang.ascend.language")`) or calls
+    `annotate_buffer_versions`: read from the code, never from a comment or a docstring that
+    merely names the dialect."""
+    if isinstance(source, str):
+        try:
+            module = facts(source).wrapper.module
+        except ParseFailure:
+            return False
+    else:
+        module = source
+    found = False
+
+    class _V(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            nonlocal found
+            if any(_dotted_name(a.name) == DIALECT for a in node.names):
+                found = True
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            nonlocal found
+            base = _dotted_name(node.module) if node.module is not None else ""
+            names = (
+                [_dotted_name(a.name) for a in node.names]
+                if not isinstance(node.names, cst.ImportStar)
+                else ["*"]
+            )
+            if (
+                base == DIALECT
+                or base.startswith(DIALECT + ".")
+                or (base == "tilelang.ascend" and "language" in names)
+            ):
+                found = True
+
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            func = dotted(node.func)
+            versions = func.rsplit(".", 1)[-1] == "annotate_buffer_versions"
+            imported = func.endswith("import_module") and any(
+                isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == DIALECT
+                for a in node.args
+            )
+            found = found or versions or imported
+
+    module.visit(_V())
+    return found
+
+
+def _dotted_name(node: cst.BaseExpression) -> str:
+    return dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else ""
 
 
 def unlimited(prim_func: cst.CSTNode) -> set[str]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from bot.strategies import rebinding
+from bot.strategies import rebinding, tensorshapes
 from bot.strategies.facts import Function, literal
 from bot.strategies.signature import takes
 from bot.strategies.source import dotted
@@ -34,9 +34,12 @@ class Env:
         chain: tuple[Function, ...],
         depth: int = 0,
         overrides: dict[str, int] | None = None,
+        tensors: dict[str, tuple[int | None, ...]] | None = None,
     ) -> None:
         self.resolver, self.chain, self.depth = resolver, chain, depth
         self.overrides = dict(overrides or {})
+        # shapes of tensor parameters pinned for one call path (bot/strategies/tensorshapes.py)
+        self.tensors = dict(tensors or {})
 
     def get(self, name: str) -> object:
         if name in self.overrides:
@@ -65,9 +68,16 @@ class Env:
                 if len(values) != 1 or rebinding.unsure(self.resolver.f, fn, name):
                     return None
                 if name in fn.unpacked:  # `M, N = cfg`: a part of a tuple the file spells out
+                    target, value = fn.unpacked[name]
+                    here = Env(self.resolver, fn.chain, deeper, self.overrides, self.tensors)
+                    size = tensorshapes.unpacked_dim(target, value, name, here)  # `M, K = a.shape`
+                    if size is not None:
+                        return size
                     return self.resolver.name(name, fn.chain, deeper).value
                 # computed in this scope: evaluate with the same pinned values
-                return evaluate(values[0], Env(self.resolver, fn.chain, deeper, self.overrides))
+                return evaluate(
+                    values[0], Env(self.resolver, fn.chain, deeper, self.overrides, self.tensors)
+                )
             if takes(fn, name):
                 return self.resolver.param(fn, name, deeper).value
         module_values = self.resolver.f.module_assigns.get(name)
@@ -78,6 +88,10 @@ class Env:
         if module_values and rebinding.unsure(self.resolver.f, None, name):
             return None
         if module_values and name in self.resolver.f.module_unpacked and len(module_values) == 1:
+            target, value = self.resolver.f.module_unpacked[name]
+            size = tensorshapes.unpacked_dim(target, value, name, Env(self.resolver, (), deeper))
+            if size is not None:
+                return size
             return self.resolver.name(name, (), deeper).value
         if module_values and len({code_of(v) for v in module_values}) == 1:
             # one assignment, or the same one repeated (`M = args.m` at the top and in __main__)
@@ -160,6 +174,9 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
             else None
         )
     if isinstance(node, cst.Subscript):  # `cfg["M"]`: the entry of a configuration written out
+        size = _shape_index(node, env)  # `x.shape[1]`: a size of a tensor the file builds
+        if size is not None:
+            return size
         found = env.resolver.spelled.item(node, env.chain)
         return None if isinstance(found, str) else _eval(found[0], env)
     if isinstance(node, cst.UnaryOperation):
@@ -227,8 +244,31 @@ def _text_test(node: cst.Comparison, env: Env) -> bool | None:
     return same if isinstance(op, cst.Equal) else not same
 
 
+def _shape_index(node: cst.Subscript, env: Env) -> int | None:
+    """`x.shape[i]` / `x.size()[i]` with a literal i, where the file builds x with known sizes."""
+    tensor = tensorshapes.shape_source(node.value)
+    if tensor is None or len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    i = literal(index.value) if isinstance(index, cst.Index) else None
+    if type(i) is not int:
+        return None
+    return tensorshapes.dim(tensorshapes.shape_of(tensor, env), i)
+
+
 def _eval_call(node: cst.Call, env: Env) -> object:
     name = dotted(node.func)
+    if (  # `x.size(1)`: a size of a tensor the file builds
+        isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "size"
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+        and type(literal(node.args[0].value)) is int
+    ):
+        i = literal(node.args[0].value)
+        assert type(i) is int
+        return tensorshapes.dim(tensorshapes.shape_of(node.func.value, env), i)
     args = [a for a in node.args if a.keyword is None and not a.star]
     if len(args) != len(node.args):
         return None

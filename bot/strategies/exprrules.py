@@ -44,7 +44,8 @@ class Rules(cst.CSTVisitor):
         self.stack: list[Function] = list(base)
         self.rules: list[Rule] = []
         self.ceil: list[Rule] = []
-        # `T.ceildiv(knob, X)`: the knob is walked in tiles of X (multiple of X unless clipped)
+        # `T.ceildiv(knob, X)` walking the knob in whole parts of X: a multiple of X unless
+        # clipped (walks_whole_parts: a count that only sizes threads or buffers asks nothing)
         self.tiled: list[Rule] = []
         self.tails = False
         self.iterators = _iterators(f)
@@ -117,7 +118,9 @@ class Rules(cst.CSTVisitor):
         if short in CEILDIV and len(args) == 2 and self._is_knob(args[1]):
             self.ceil.append(self._rule("ceil", args[0], node))
         elif short in CEILDIV and len(args) == 2 and self._is_knob(args[0]):
-            self.tiled.append(self._rule("multiple", args[1], node))
+            root = self.stack[-1].node if self.stack else None
+            if root is not None and walks_whole_parts(root, node):
+                self.tiled.append(self._rule("multiple", args[1], node))
         elif short == "min" and any(self._is_knob(a) for a in args):
             self.tails = True
 
@@ -248,6 +251,69 @@ class Rules(cst.CSTVisitor):
         if self.taken is None or names & self.sized or names & self.iterators:
             return None
         return self.taken(test, tuple(self.stack))
+
+
+def walks_whole_parts(root: cst.FunctionDef, count: cst.Call) -> bool:
+    """True when the count `T.ceildiv(knob, X)` walks the knob in whole parts of X: it is the
+    extent of a loop (directly, or through a local assigned once) whose body neither clips a
+    part with `min` nor guards it with an `if`, or a part's offset (`vid * half` with
+    `half = T.ceildiv(block_M, 2)`). A count used otherwise (`threads=T.ceildiv(block_M, 64)`,
+    a buffer's size) is how a kernel allows a knob that is not a multiple of X: no rule."""
+    names: set[str] = set()
+    loops: list[cst.For] = []
+    offsets = False
+
+    class Uses(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if node.value is count:
+                for t in node.targets:
+                    if isinstance(t.target, cst.Name):
+                        names.add(t.target.value)
+
+    class Walks(cst.CSTVisitor):
+        def _is_count(self, node: cst.BaseExpression) -> bool:
+            return node is count or (isinstance(node, cst.Name) and node.value in names)
+
+        def visit_For(self, node: cst.For) -> None:
+            it = node.iter
+            if isinstance(it, cst.Call) and it.args and self._is_count(it.args[0].value):
+                loops.append(node)
+            elif (
+                isinstance(it, cst.Call) and len(it.args) >= 2 and self._is_count(it.args[1].value)
+            ):
+                loops.append(node)  # `range(0, n)`
+
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            nonlocal offsets
+            if isinstance(node.operator, cst.Multiply) and (
+                (isinstance(node.left, cst.Name) and node.left.value in names)
+                or (isinstance(node.right, cst.Name) and node.right.value in names)
+            ):
+                offsets = True
+
+    root.visit(Uses())
+    root.visit(Walks())
+    if offsets:
+        return True
+    return any(not _clips_or_guards(loop.body) for loop in loops)
+
+
+def _clips_or_guards(body: cst.CSTNode) -> bool:
+    """True when a loop body clips a part (`T.min(...)`) or guards one (`if`, `T.If`)."""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            if dotted(node.func).rsplit(".", 1)[-1] in ("min", "If"):
+                found = True
+
+        def visit_If(self, node: cst.If) -> None:
+            nonlocal found
+            found = True
+
+    body.visit(V())
+    return found
 
 
 def _terms(node: cst.BaseExpression, offsets: set[str]) -> tuple[list[str], int]:

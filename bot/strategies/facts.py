@@ -9,6 +9,7 @@ bot/strategies/evaluate.py computes small expressions with them.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import lru_cache, wraps
@@ -274,18 +275,36 @@ def on_facts(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str, 
     must share one parse: caches of their own could outlive each other, and a site found in one
     parse cannot be replaced in another's module. A source that does not parse is not cached."""
 
+    signature = inspect.signature(fn)
+
     @wraps(fn)
     def cached(source: str, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
             memo = facts(source).derived
         except ParseFailure:
             return fn(source, *args, **kwargs)
-        key = (fn.__qualname__, args, tuple(sorted(kwargs.items())))
+        # one key per request however it is spelled: positional or keyword, a default left
+        # out or passed, a list or a tuple (`inventory(src)` is `inventory(src, harness=...)`)
+        bound = signature.bind(source, *args, **kwargs)
+        bound.apply_defaults()
+        key = (
+            fn.__qualname__,
+            tuple((n, _hashable(v)) for n, v in list(bound.arguments.items())[1:]),
+        )
         if key not in memo:
             memo[key] = fn(source, *args, **kwargs)
         return cast(R, memo[key])
 
     return cached
+
+
+def _hashable(value: object) -> Hashable:
+    """`value` as a cache key part: lists and sets as tuples (their items in order)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_hashable(v) for v in value)
+    return cast(Hashable, value)
 
 
 @lru_cache(maxsize=256)

@@ -7,6 +7,11 @@ guarantee the author relied on: every extent the kernel sees is a multiple of 16
 more. A block that does not divide 16 leaves a partial last tile over rows the host never
 padded. So the block must divide the padding granule (an `exact` rule with the granule as its
 extent), whether or not the kernel's copies would clip a partial tile.
+
+Only a padding in code that builds the kernel counts: a function (or the module level) that
+calls the factory, where the padded size is what the kernel is given. The same name padded
+in an unrelated function (a reference, another kernel's host code) says nothing of this
+kernel's extent.
 """
 
 from __future__ import annotations
@@ -19,12 +24,37 @@ from bot.strategies.source import int_value
 from bot.strategies.tiling import Rule
 
 
-def granules(f: Facts) -> dict[str, tuple[int, cst.BinaryOperation]]:
-    """name -> (P, expression) for every `((name + P - 1) // P) * P` in the file."""
+def _callee(call: cst.Call) -> str | None:
+    """`rows` of `rows(...)` and of `rows(...)(x)`."""
+    func = call.func
+    if isinstance(func, cst.Call):
+        func = func.func
+    return func.value if isinstance(func, cst.Name) else None
+
+
+def granules(
+    f: Facts, builders: tuple[str, ...] | None = None
+) -> dict[str, tuple[int, cst.BinaryOperation]]:
+    """name -> (P, expression) for every `((name + P - 1) // P) * P` in the file; with
+    `builders` (the factory chain's names), only in a scope that calls one of them."""
     found: dict[str, tuple[int, cst.BinaryOperation]] = {}
+    building: set[int | None] = set()  # ids of the FunctionDefs that call a builder (None: module)
+    for call in f.calls:
+        if builders is not None and _callee(call.node) in builders:
+            building.add(id(call.scope[-1].node) if call.scope else None)
+    stack: list[cst.FunctionDef] = []
 
     class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
+            stack.append(n)
+
+        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+            stack.pop()
+
         def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+            scope = id(stack[-1]) if stack else None
+            if builders is not None and scope not in building:
+                return
             if not isinstance(n.operator, cst.Multiply):
                 return
             p = int_value(n.right)
@@ -50,7 +80,7 @@ def pad_rules(
     f: Facts, ceil: list[Rule], symbols: dict[str, str], chain: tuple[Function, ...]
 ) -> list[Rule]:
     """An `exact` rule against the granule for each `T.ceildiv(X, knob)` whose X the host pads."""
-    pads = granules(f)
+    pads = granules(f, tuple(fn.name for fn in chain))
     if not pads:
         return []
     python = {v: k for k, v in symbols.items()}  # Python name -> symbol name

@@ -29,7 +29,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.config.schema import DEFAULT_HARNESS, DeclaredShape, Knob
-from bot.strategies import inventory, shapes
+from bot.strategies import imported, inventory, shapes
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.binding import Resolver
 from bot.strategies.facts import facts, on_facts
@@ -235,6 +235,12 @@ def discover(source: str, harness: Harness = DEFAULT_HARNESS) -> list[str]:
     inv = inventory.inventory(source, harness)
     if inv.tilelang:
         return [k.name for k in inv.knobs]
+    away = {d.name for d in _imported(source, harness)}
+    return [n for n in _block_names(source) if n not in away]
+
+
+def _block_names(source: str) -> list[str]:
+    """Block-like names set by an integer literal, in source order."""
     try:
         _, sites, _ = find_sites(source)
     except ParseFailure:
@@ -246,9 +252,45 @@ def discover(source: str, harness: Harness = DEFAULT_HARNESS) -> list[str]:
     return names
 
 
+def _imported(source: str, harness: Harness) -> list[inventory.Dropped]:
+    """Block-like names passed only to a kernel factory imported from another module, each
+    with the reason (bot/strategies/imported.py): the kernel's rules are not in this file."""
+    inv = inventory.inventory(source, harness)
+    listed = {k.name for k in inv.knobs} | {d.name for d in inv.dropped}
+    out: list[inventory.Dropped] = []
+    try:
+        f = facts(source)
+    except ParseFailure:
+        return []
+    for name in _block_names(source):
+        why = imported.imported_only(f, name) if name not in listed else None
+        if why is not None:
+            out.append(inventory.Dropped("block_size", name, why))
+    return out
+
+
 def dropped(source: str, harness: Harness = DEFAULT_HARNESS) -> list[inventory.Dropped]:
-    """Block-like names of a TileLang source that are not tuned, each with its reason."""
-    return list(inventory.inventory(source, harness).dropped)
+    """Block-like names that are not tuned, each with its reason (a TileLang source's names
+    its kernels read but cannot be tuned; names passed only to an imported kernel factory)."""
+    return list(inventory.inventory(source, harness).dropped) + _imported(source, harness)
+
+
+def imported_notes(source: str, names: list[str]) -> list[str]:
+    """For declared knobs passed only to an imported kernel factory: that tunebot plans the
+    declared values without checking them against a kernel it cannot read."""
+    try:
+        f = facts(source)
+    except ParseFailure:
+        return []
+    out: list[str] = []
+    for name in names:
+        why = imported.imported_only(f, name)
+        if why is not None:
+            why = why.removesuffix("; it is not tuned")
+            out.append(
+                f"{name}: {why}; the values tune.yaml declares are planned as declared, unchecked"
+            )
+    return out
 
 
 def notes(source: str, harness: Harness = DEFAULT_HARNESS) -> list[str]:

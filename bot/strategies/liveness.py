@@ -133,7 +133,7 @@ def _peak(
 
 def live_peak(f: Facts, name: str, factories: list[Function]) -> LivePeak | None:
     by_node = {id(fn.node): fn for fn in f.functions}
-    auto = dialect.auto_scheduled(f.wrapper.module.code)
+    auto = dialect.auto_scheduled(f.wrapper.module)
     kernels = []
     for factory in factories:
         ub = [b for b in buffers(f, factory) if b.memory == MEMORY]
