@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.strategies import multibuffer
+from bot.strategies import inventory, multibuffer
 from bot.strategies.base import Refusal, Variant
 
 FLAG_OFF_WITH_REASON = """
@@ -51,3 +51,86 @@ def test_a_flag_turned_off_without_a_reason_is_still_turned_on():
     # a comment about something else is not a reason for this flag
     other = bare.replace("    pass_configs={\n", "    pass_configs={\n        # tuned on 910B\n")
     assert isinstance(multibuffer.set_flag(other, True), Variant)
+
+
+MACRO_READS_THE_LOCAL = """
+import tilelang as tl
+import tilelang.language as T
+
+
+def rows_pass(M, n):
+    block_N = 32
+
+    @tl.jit(target="npuir")
+    def _func():
+        @T.macro
+        def _body(X: T.Tensor((M, n), "float32"), Y: T.Tensor((M, n), "float32")):
+            with T.Kernel(T.ceildiv(n, block_N) * M, is_npu=True) as (cid, _):
+                for ti in T.serial(block_N):
+                    Y[cid % M, ti] = X[cid % M, ti]
+
+        @T.prim_func
+        def main(X: T.Tensor((M, n), "float32"), Y: T.Tensor((M, n), "float32")):
+            _body(X, Y)
+
+        return main
+
+    return _func
+
+
+if __name__ == "__main__":
+    rows_pass(1, 4096)()
+"""
+
+
+def test_a_local_read_through_a_macro_the_kernel_calls_is_a_knob():
+    inv = inventory.inventory(MACRO_READS_THE_LOCAL)
+    knob = inv.knob("block_N")
+    assert knob is not None and knob.site.line == 7 and knob.value == 32
+    assert not any(d.name == "block_N" for d in inv.dropped)
+
+
+NONE_FILL_AND_PRINTED_LOCAL = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def rows(n, heads, block_N=64, block_Q=None):
+    if block_Q is None:
+        block_Q = max(1, 128 // heads)
+
+    @T.prim_func
+    def main(X: T.Tensor((n, heads), "float16"), Y: T.Tensor((n, heads), "float16")):
+        with T.Kernel(n // block_N, is_npu=True) as (bx, _):
+            buf = T.alloc_shared((block_N, block_Q), "float16")
+            T.copy(X[bx * block_N, 0], buf)
+            T.copy(buf, Y[bx * block_N, 0])
+
+    return main
+
+
+def helper_interface(x, block_N=32):
+    return rows(x.shape[0], x.shape[1], block_N=block_N)
+
+
+def test_small():
+    BN, BQ = 16, 4
+    print(f"compile rows(BN={BN}, BQ={BQ})")
+    k = rows(256, 8, block_N=BN, block_Q=BQ)
+    return k
+
+
+if __name__ == "__main__":
+    test_small()
+"""
+
+
+def test_a_none_fill_a_printed_local_and_an_unrun_wrapper_leave_the_run_literal_the_knob():
+    inv = inventory.inventory(NONE_FILL_AND_PRINTED_LOCAL)
+    why = {d.name: d.reason for d in inv.dropped}
+    q, n = inv.knob("block_Q"), inv.knob("block_N")
+    # `if block_Q is None: block_Q = ...` runs only for None; the test passes 4
+    assert q is not None and (q.site.line, q.value) == (26, 4), why
+    # BN is read again only in a print's f-string; the wrapper nothing runs binds its own 32
+    assert n is not None and (n.site.line, n.value) == (26, 16), why

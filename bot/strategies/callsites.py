@@ -76,6 +76,20 @@ def reached(f: Facts, harness: tuple[str, ...] = DEFAULT_HARNESS) -> set[int] | 
     return seen
 
 
+def on_run_path(
+    f: Facts, bound: list[tuple[Call, Resolution]], harness: tuple[str, ...] = DEFAULT_HARNESS
+) -> list[tuple[Call, Resolution]]:
+    """The calls among `bound` that the file runs, when it has a run path and some of them lie
+    on it; else all of them. A call in a function nothing on the run path reaches (a library
+    wrapper beside the test that builds the kernel) never builds what is measured, so its
+    literal (or the default it leaves) does not compete with the ones the run passes."""
+    runs = reached(f, harness)
+    if runs is None:
+        return bound
+    live = [(c, r) for c, r in bound if id(c.node) in runs]
+    return live or bound
+
+
 def shared_constant(
     f: Facts,
     fn: Function,
