@@ -134,3 +134,51 @@ def test_a_none_fill_a_printed_local_and_an_unrun_wrapper_leave_the_run_literal_
     assert q is not None and (q.site.line, q.value) == (26, 4), why
     # BN is read again only in a print's f-string; the wrapper nothing runs binds its own 32
     assert n is not None and (n.site.line, n.value) == (26, 16), why
+
+
+SWAPPED_OFFSETS = """
+import tilelang
+import tilelang.language as T
+
+
+def matmul(M, N, K, block_M, block_N, block_K):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N) * T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            col = (cid % T.ceildiv(N, block_N)) * block_M
+            row = (cid // T.ceildiv(N, block_N)) * block_N
+            A_s = T.alloc_shared((block_M, block_K), "float16")
+            B_s = T.alloc_shared((block_K, block_N), "float16")
+            C_s = T.alloc_shared((block_M, block_N), "float32")
+            for k in T.Pipelined(T.ceildiv(K, block_K)):
+                T.copy(A[row, k * block_K], A_s, size=[block_M, block_K])
+                T.copy(B[k * block_K, col], B_s, size=[block_K, block_N])
+                T.gemm(A_s, B_s, C_s)
+            T.copy(C_s, C[row, col], size=[block_M, block_N])
+
+    return main
+
+
+def test():
+    program = matmul(M=256, N=256, K=512, block_M=32, block_N=32, block_K=32)
+    return tilelang.compile(program, target="npuir")
+
+
+if __name__ == "__main__":
+    test()
+"""
+
+
+def test_a_tile_placed_by_one_block_and_sized_by_another_keeps_them_equal():
+    k = inventory.inventory(SWAPPED_OFFSETS).knob("block_M")
+    assert k is not None and k.value == 32
+    ok, refused = k.legal((16, 32, 64))
+    assert ok == (32,)
+    assert all("block_N == block_M" in r for _, r in refused), refused
+    # the straight layout (row steps by block_M, col by block_N) keeps every divisor
+    straight = SWAPPED_OFFSETS.replace(
+        "cid % T.ceildiv(N, block_N)) * block_M", "cid % T.ceildiv(N, block_N)) * block_N"
+    ).replace("cid // T.ceildiv(N, block_N)) * block_N", "cid // T.ceildiv(N, block_N)) * block_M")
+    s = inventory.inventory(straight).knob("block_M")
+    assert s is not None and s.legal((16, 32, 64))[0] == (16, 32, 64)
