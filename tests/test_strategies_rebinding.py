@@ -85,14 +85,20 @@ def test_a_module_constant_augmented_at_module_level():
 
 
 def test_a_parameter_reassigned_in_a_branch_is_left_out():
-    for branch, line in (
-        ("if block_M > M:\n    block_M = M", 7),
-        ("if block_M is None:\n    block_M = 64", 7),
-    ):
+    for branch, line in (("if block_M > M:\n    block_M = M", 7),):
         text = factory(branch, "M, block_M=None") + "kernel = rows(1024, 32)\n"
         why = _dropped(text)
         assert f"parameter 'block_M' of rows() is reassigned at line {line}" in why, why
         assert "depends on the path taken" in why, why
+
+
+def test_a_none_fill_runs_only_for_none_so_the_value_passed_is_the_knob():
+    # `if block_M is None: block_M = 64` never runs when 32 (or any tried number) is passed
+    text = factory("if block_M is None:\n    block_M = 64", "M, block_M=None")
+    text += "kernel = rows(1024, 32)\n"
+    v = knobs.set_knob(text, bs("block_M"), 64)
+    assert isinstance(v, Variant), v
+    assert changed_lines(text, v.source) == [("kernel = rows(1024, 32)", "kernel = rows(1024, 64)")]
 
 
 def test_a_parameter_overridden_unconditionally_is_the_local_literal():

@@ -292,7 +292,6 @@ def test_corpus_is_big_enough_and_documented():
 FIRST_CONTACT_FAILURES: dict[str, str] = {
     # found at first contact, not fixed yet (tests/data/upstream_kernels/README.md)
     "wcm_fa_autoparser": "heldout_l: depth planned on a kernel the file only parses, never builds",
-    "tan_indexer_bwd": "heldout_m: multi_buffer turned on where the file turns it off with a reason",
 }
 
 

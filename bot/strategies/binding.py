@@ -79,7 +79,7 @@ class Resolver:
         if depth > self.MAX_DEPTH:
             return _unresolved(f"'{name}' is bound through too many names")
         for fn in reversed(chain):
-            if name in fn.assigns:
+            if name in fn.assigns and not rebinding.fills_only(self.f, fn, name):
                 why = rebinding.rebound(self.f, fn, name)
                 if why is not None:
                     return _unresolved(why)
@@ -215,6 +215,7 @@ class Resolver:
             idle = callsites.unrun(self.f, fn, name, pairs, self.harness)
             if idle is not None:
                 return _unresolved(idle)
+            pairs = callsites.on_run_path(self.f, pairs, self.harness)
             found = [r for _, r in pairs]
             nodes = {id(r.site.node) if r.site else None for r in found}
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):

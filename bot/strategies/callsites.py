@@ -84,6 +84,30 @@ def _reached(f: Facts, harness: tuple[str, ...]) -> set[int] | None:
     return seen
 
 
+def on_run_path(
+    f: Facts, bound: list[tuple[Call, Resolution]], harness: tuple[str, ...] = DEFAULT_HARNESS
+) -> list[tuple[Call, Resolution]]:
+    """`bound` without the calls of library wrappers the run never reaches, when some call
+    lies on the file's run path. Such a wrapper passes on its own parameter
+    (`def interface(q, block_I=64): return kernel(..., block_I=block_I)`), so the value it
+    binds is its own default: nothing the file runs builds the kernel with it, and it does not
+    compete with the literal the run passes. Off-path calls that bind a value of their own (a
+    second test's literal or constant) are kept: a test runner may run them."""
+    runs = reached(f, harness)
+    if runs is None or not any(id(c.node) in runs for c, _ in bound):
+        return bound
+
+    def wrapper_default(c: Call, r: Resolution) -> bool:
+        site = r.site
+        return (
+            site is not None
+            and site.kind == "default"
+            and any(site.node is d for fn in c.scope for d in fn.defaults.values())
+        )
+
+    return [(c, r) for c, r in bound if id(c.node) in runs or not wrapper_default(c, r)]
+
+
 def shared_constant(
     f: Facts,
     fn: Function,

@@ -280,7 +280,7 @@ def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
     if isinstance(node, cst.Name) and env.depth < 8:  # a local computed once: its expression
         for fn in reversed(env.chain):
             values = fn.assigns.get(node.value)
-            if values is not None:
+            if values is not None and not rebinding.fills_only(env.resolver.f, fn, node.value):
                 if len(values) == 1 and not rebinding.unsure(env.resolver.f, fn, node.value):
                     inner = Env(env.resolver, fn.chain, env.depth + 1, env.overrides)
                     return _at_least(values[0], inner)

@@ -49,6 +49,7 @@ from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes, symbol_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
+from bot.strategies.crossed import crossed_check
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
@@ -341,6 +342,7 @@ def constraints_for(
     fixed = fixed_count_check(f, name, sized_by)
     l0 = l0_check(f, name, factories)
     fractal = fractal_check(f, name, factories)
+    crossed = crossed_check(f, name, all_aliases, factories)
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
     peak = live_peak(f, name, factories)
@@ -366,7 +368,11 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [c for c in (capacity, peak, fit, filled, fixed, l0, fractal, passed) if c is not None],
+        [
+            c
+            for c in (capacity, peak, fit, filled, fixed, l0, fractal, crossed, passed)
+            if c is not None
+        ],
         sizes,
         frozenset(open_),
         shapes.symbols(factories),

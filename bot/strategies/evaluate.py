@@ -52,7 +52,7 @@ class Env:
     def _get(self, name: str) -> object:
         deeper = self.depth + 1
         for fn in reversed(self.chain):
-            if name in fn.assigns:
+            if name in fn.assigns and not rebinding.fills_only(self.resolver.f, fn, name):
                 augs = rebinding.augments(self.resolver.f, fn, name)
                 if augs is not None:  # `M *= 2` after its value: fold the changes in
                     plain = len(fn.assigns[name]) > len(augs)

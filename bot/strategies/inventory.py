@@ -38,7 +38,7 @@ from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in, on_facts
 from bot.strategies.signature import parameter_names, takes
-from bot.strategies.source import ParseFailure
+from bot.strategies.source import ParseFailure, dotted
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 # `block_row_warps`, `BLOCK_THREADS`: how many warps or threads a block runs, not a tile size
@@ -102,9 +102,24 @@ def _live_names(factory: Function, f: Facts) -> set[str]:
     for pf in factory.prim_funcs:
         used |= names_in(pf)
     scopes = [fn for fn in f.functions if any(p is c for c in factory.chain for p in fn.chain)]
+    # helpers nested in the factory's chain that the kernel calls (a `@T.macro`, a plain function)
+    # are traced into the prim_func: what their bodies read reaches the kernel too
+    helpers = [
+        fn
+        for fn in f.functions
+        if fn.parents
+        and any(fn.parents[-1] is c for c in factory.chain)
+        and not any(fn.node is pf for pf in factory.prim_funcs)
+    ]
     changed = True
     while changed:
         changed = False
+        for fn in helpers:
+            if fn.name in used:
+                new = names_in(fn.node.body) - used
+                if new:
+                    used |= new
+                    changed = True
         for fn in scopes:
             for local, values in fn.assigns.items():
                 if local in used:
@@ -337,7 +352,8 @@ def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
 
 
 def _load_count(node: cst.CSTNode, name: str) -> int:
-    """How many times `name` is read under `node`."""
+    """How many times `name` is read under `node` (text only, an f-string or a print()
+    argument, is not a use: it sizes nothing)."""
     count = 0
 
     class V(cst.CSTVisitor):
@@ -347,6 +363,12 @@ def _load_count(node: cst.CSTNode, name: str) -> int:
 
         def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
             return False  # a target is a store, not a read
+
+        def visit_FormattedString(self, n: cst.FormattedString) -> bool:
+            return False
+
+        def visit_Call(self, n: cst.Call) -> bool:
+            return dotted(n.func) != "print"
 
     node.visit(V())
     return count

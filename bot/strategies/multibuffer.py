@@ -16,7 +16,10 @@ Both directions are planned. Setting an absent flag adds the entry to the one
 ascendc/PTO back end of Ascend TileLang has no such pass config), a call that also passes
 `**options` (the keyword could be passed twice), several candidate calls, and
 turning it on where the kernel disables automatic sync injection (its manual
-flags cannot cover buffers the compiler adds).
+flags cannot cover buffers the compiler adds), and turning it on where the file sets it False
+with a comment about buffering attached to the entry (the lines just above it, or after it on its
+line): the author turned it off on purpose and says why (a register budget the doubled buffers
+overshoot, buffers managed by hand), which one flip cannot weigh.
 """
 
 from __future__ import annotations
@@ -181,6 +184,25 @@ def current(source: str) -> bool | None:
     return default_enabled()[0]
 
 
+_BUFFERING = re.compile(r"buffer", re.IGNORECASE)
+
+
+def stated_reason(source: str, line: int) -> str | None:
+    """The comment attached to the flag entry at `line` (contiguous comment lines just above it,
+    and a comment after it on its line) when it speaks of buffering, else None."""
+    lines = source.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    above: list[str] = []
+    i = line - 2
+    while i >= 0 and lines[i].strip().startswith("#"):
+        above.insert(0, lines[i].strip().lstrip("#").strip())
+        i -= 1
+    _, hash_, trailing = lines[line - 1].partition("#")
+    text = " ".join(above + ([trailing.strip()] if hash_ else []))
+    return text if _BUFFERING.search(text) else None
+
+
 def _expression(wrapper: MetadataWrapper, entry: cst.DictElement) -> str:
     return (
         f"{FLAG} at line {line_of(wrapper, entry)} is set by the expression "
@@ -243,6 +265,15 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
             return Refusal((_expression(wrapper, entry),), strategy=STRATEGY)
         if old == enabled:
             return Refusal((f"{FLAG} is already {enabled}",), strategy=STRATEGY)
+        why = stated_reason(module.code, line_of(wrapper, entry)) if enabled else None
+        if why is not None:
+            return Refusal(
+                (
+                    f"{FLAG} at line {line_of(wrapper, entry)} is turned off on purpose, with the "
+                    f'reason stated beside it: "{why}"; turning it on would undo that choice',
+                ),
+                strategy=STRATEGY,
+            )
         new_source = replace_node(module, entry.value, literal_node(enabled))
         where = f"line {line_of(wrapper, entry)}"
     else:

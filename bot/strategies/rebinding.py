@@ -1,9 +1,11 @@
 """Names whose value changes after a literal sets it, so the literal is not what the kernel reads.
 
 `block_M = 64` followed by `block_M *= 2` (or `+=`, `//=`, ...) leaves 128 in `block_M`; a
-factory parameter reassigned under a condition (`if block_M > M: block_M = M`,
-`if block_M is None: block_M = 64`) reads the call's value on one path and the literal on the
-other. Editing either literal as if it were the knob's value would measure something other
+factory parameter reassigned under a condition (`if block_M > M: block_M = M`) reads the call's
+value on one path and the literal on the other. A None fill (`if block_M is None: block_M = ...`
+written directly in the function, without elif/else) is not such a rebinding: it runs only when
+None is passed, and a block knob's value is a number, so the kernel reads the value passed.
+Editing either literal as if it were the knob's value would measure something other
 than what the change says. `rebound` names the statement that makes the binding unsure, so
 bot/strategies/binding.py leaves the name out with that reason. bot/strategies/evaluate.py
 folds unconditional augmented assignments into a size's value (`augments`: `M *= 2` after
@@ -34,7 +36,44 @@ def _culprit(f: Facts, fn: Function | None, name: str) -> Binding | None:
     aug = next((b for b in bindings if b.augmented), None)
     if aug is not None or fn is None or not takes(fn, name):
         return aug
-    return next((b for b in bindings if b.conditional), None)
+    guarded = _none_fills(fn, name)
+    return next((b for b in bindings if b.conditional and id(b.node) not in guarded), None)
+
+
+def fills_only(f: Facts, fn: Function, name: str) -> bool:
+    """True when parameter `name` of `fn` is assigned only by None fills (`if name is None:
+    name = ...`): its value is the one passed in, or its default, whenever that is a number."""
+    bindings = _bindings(f, fn, name)
+    if not bindings or not takes(fn, name):
+        return False
+    guarded = _none_fills(fn, name)
+    return all(id(b.node) in guarded for b in bindings)
+
+
+def _is_none_test(test: cst.BaseExpression, name: str) -> bool:
+    return (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == name
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    )
+
+
+def _none_fills(fn: Function, name: str) -> set[int]:
+    """Statements that fill a None placeholder: `if name is None: name = ...` written directly
+    in `fn`'s body (no elif/else). They run only when None is passed, and a block knob's value
+    is a number, so the value passed (or its literal default) is what the kernel reads."""
+    out: set[int] = set()
+    body = fn.node.body
+    for stmt in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.If) and stmt.orelse is None and _is_none_test(stmt.test, name):
+            for line in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
+                if isinstance(line, cst.SimpleStatementLine):
+                    out.update(id(small) for small in line.body)
+    return out
 
 
 def rebound(f: Facts, fn: Function | None, name: str) -> str | None:

@@ -1,0 +1,147 @@
+"""Tiles placed by one block and sized by another.
+
+A copy between a tensor and an on-chip tile places the tile at an offset along each axis and
+moves a given extent there (`size=[...]`, else the tile buffer's own dimensions). When the
+offset along an axis steps by one block (`by = (cid // n) * block_N`) while the extent along
+that axis is another block (`T.copy(A[by, k * block_K], A_shared, size=[block_M, block_K])`),
+the tiles cover the axis exactly only while the two blocks are equal: the file then works
+because both have the same value, as when a kernel swaps its row and column offsets. A move
+that makes them differ leaves gaps or overlaps (rows never computed, or written twice), so it
+is refused, with the copy and the two names. A value that keeps them equal is left alone.
+
+The offset's block is read through the kernel's local assignments; an offset that reaches
+several block names, or none, says nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.capacity import buffers
+from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.facts import Facts, Function, names_in
+from bot.strategies.source import dotted
+
+_BLOCK = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class _Crossing:
+    step: str  # the block the offset steps by
+    extent: str  # the block the copy moves along that axis
+    tensor: str
+    axis: int
+    line: int
+    chain: tuple[Function, ...]
+
+
+def _blocks(node: cst.BaseExpression, fn: Function, depth: int = 0) -> set[str]:
+    """Block names an index expression reaches through the kernel's local assignments."""
+    out: set[str] = set()
+    for name in names_in(node):
+        if name in fn.assigns:  # a kernel local (`blockx = cid % n`), however it is named
+            if depth < 4 and len(fn.assigns[name]) == 1:
+                out |= _blocks(fn.assigns[name][0], fn, depth + 1)
+        elif _BLOCK.match(name):
+            out.add(name)
+    return out
+
+
+class _Copies(cst.CSTVisitor):
+    def __init__(self, f: Facts, fn: Function, dims: dict[str, tuple[cst.BaseExpression, ...]]):
+        self.f, self.fn, self.dims = f, fn, dims
+        self.found: list[_Crossing] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted(node.func) != "T.copy":
+            return
+        args = [a.value for a in node.args if a.keyword is None][:2]
+        size = next((a.value for a in node.args if a.keyword and a.keyword.value == "size"), None)
+        placed = [a for a in args if isinstance(a, cst.Subscript)]
+        tiles = [a.value for a in args if isinstance(a, cst.Name) and a.value in self.dims]
+        if len(placed) != 1 or not isinstance(placed[0].value, cst.Name):
+            return
+        index = [s.slice.value for s in placed[0].slice if isinstance(s.slice, cst.Index)]
+        if len(index) != len(placed[0].slice):
+            return  # a range (`A[a:b, ...]`) sizes itself
+        if isinstance(size, (cst.List, cst.Tuple)):
+            extents = [e.value for e in size.elements]
+        elif size is None and len(tiles) == 1:
+            extents = list(self.dims[tiles[0]])
+        else:
+            return
+        extents = extents[-len(index) :] if len(extents) >= len(index) else extents
+        offset = len(index) - len(extents)
+        for i, extent in enumerate(extents):
+            if not isinstance(extent, cst.Name) or not _BLOCK.match(extent.value):
+                continue
+            steps = _blocks(index[offset + i], self.fn)
+            if len(steps) == 1 and extent.value not in steps:
+                self.found.append(
+                    _Crossing(
+                        steps.pop(),
+                        extent.value,
+                        placed[0].value.value,
+                        offset + i,
+                        self.f.line(node),
+                        self.fn.chain,
+                    )
+                )
+
+
+@dataclass
+class CrossedCheck:
+    """Refuses a value that makes a copy's offset block and extent block differ."""
+
+    name: str
+    aliases: frozenset[str]
+    crossings: list[_Crossing]
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if current is None:
+            return None
+        for c in self.crossings:
+            if c.step in self.aliases:
+                other = c.extent
+            elif c.extent in self.aliases:
+                other = c.step
+            else:
+                continue
+            if other in self.aliases:
+                continue
+            now = evaluate(cst.Name(other), env(c.chain, current))
+            if type(now) is not int or now != current or value == now:
+                continue  # unequal already (some other scheme), or kept equal
+            return (
+                f"{self.name}={value}: the copy at line {c.line} places its tile along axis "
+                f"{c.axis} of `{c.tensor}` at multiples of {c.step} but moves {c.extent} "
+                f"elements there; the tiles cover that axis only while {c.step} == "
+                f"{c.extent} (both {now} now), so {value} would leave gaps or overlaps"
+            )
+        return None
+
+
+def crossed_check(
+    f: Facts, name: str, aliases: set[str], factories: list[Function]
+) -> CrossedCheck | None:
+    """The crossed-block rule of knob `name` over the copies of `factories`' kernels."""
+    by_node = {id(fn.node): fn for fn in f.functions}
+    found: list[_Crossing] = []
+    for factory in factories:
+        dims = {b.name: b.dims for b in buffers(f, factory)}
+        for pf in factory.prim_funcs:
+            fn = by_node.get(id(pf))
+            if fn is None:
+                continue
+            v = _Copies(f, fn, dims)
+            pf.visit(v)
+            found.extend(v.found)
+    wanted = aliases | {name}
+    found = [c for c in found if c.step in wanted or c.extent in wanted]
+    return CrossedCheck(name, frozenset(wanted), found) if found else None
