@@ -49,6 +49,7 @@ from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
+from bot.strategies.coverage import coverage_check
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
@@ -342,6 +343,7 @@ def constraints_for(
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
     peak = live_peak(f, name, factories)
+    covered = coverage_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -359,7 +361,7 @@ def constraints_for(
         frozenset(all_aliases),
         rules,
         resolver,
-        [c for c in (capacity, peak, fit, filled, fixed, l0, passed) if c is not None],
+        [c for c in (capacity, peak, fit, filled, fixed, l0, passed, covered) if c is not None],
         sizes,
         frozenset(open_),
         shapes.symbols(factories),
