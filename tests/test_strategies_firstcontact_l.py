@@ -154,3 +154,54 @@ def test_a_block_the_kernel_steps_by_is_not_a_fixed_window():
         "                        T.gemm_v0(q, k, s, transpose_B=True, init=(kk == 0))\n",
     )
     assert 32 in _space(src, "block_d")
+
+
+WIDENED_ACCUMULATOR = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def row_exp(M, N, block_M, block_N, dtype="float16"):
+    widen = dtype in ["float16", "bfloat16"]
+    acc_dtype = "float32" if widen else dtype
+
+    @T.prim_func
+    def main(A: T.Tensor([M, N], dtype), B: T.Tensor([M, N], dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, vid):
+            a = T.alloc_ub([block_M, block_N], dtype)
+            acc = T.alloc_ub([block_M, block_N], acc_dtype)
+            tmp = T.alloc_ub([block_M, block_N], acc_dtype)
+            T.copy(A[cid * block_M : (cid + 1) * block_M, 0:block_N], a)
+            T.tile.cast(acc, a, "CAST_NONE", block_M * block_N)
+            T.tile.exp(tmp, acc)
+            T.tile.cast(a, tmp, "CAST_RINT", block_M * block_N)
+            T.copy(a, B[cid * block_M : (cid + 1) * block_M, 0:block_N])
+
+    return main
+
+
+def get_kernel(M, N, dtype):
+    block_M = 64
+    block_N = 256
+    return row_exp(M, N, block_M, block_N, dtype=dtype)
+"""
+
+
+def test_a_dtype_a_switch_picks_the_same_way_for_every_input_counts_at_that_width():
+    # fp16 in, fp32 work buffers: 128 x 256 takes 64 KiB + 2 x 128 KiB, past UB's 192 KiB
+    # (counted at fp16, the narrower side of the switch, it would fit exactly)
+    assert 128 not in _space(WIDENED_ACCUMULATOR, "block_M")
+    r = knobs.set_knob(
+        WIDENED_ACCUMULATOR, Knob("block_M", "block_size", (64, 128)), 128, "block_size"
+    )
+    assert isinstance(r, Refusal) and "327680 bytes" in r.reason
+
+
+def test_a_switch_the_inputs_decide_both_ways_still_counts_the_narrower_side():
+    src = WIDENED_ACCUMULATOR.replace('dtype="float16"', "dtype=None").replace(
+        "dtype=dtype)", 'dtype="float16" if N > 4096 else "float32")'
+    )
+    # dtype "float16" or "float32": the switch goes both ways, so its buffers count at the
+    # narrower side (a lower bound: a refusal never rests on a guess)
+    assert 128 in _space(src, "block_M")
