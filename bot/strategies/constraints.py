@@ -147,19 +147,6 @@ class Constraints:
             self.resolver.fallback = {}
         return out
 
-    def whole_extent(self, current: int) -> str | None:
-        """Why the knob is the extent itself rather than a tile size (every tile writes the
-        same place, so the kernel is correct with one tile only), or None."""
-        for rule in self.rules:
-            if rule.kind == "whole" and self._check(rule, current * 2, current):
-                return (
-                    f"every {self.name}-sized tile writes `{rule.text}` (line {rule.line}), which "
-                    f"does not depend on the tile's position, so a second tile would overwrite "
-                    f"the first: {self.name} must cover the whole extent (the current "
-                    f"{current}), a problem size the caller sets, not a tile size to tune"
-                )
-        return None
-
     def _violation(self, value: int, current: int | None) -> str | None:
         for rule in self.rules:
             problem = self._check(rule, value, current)
