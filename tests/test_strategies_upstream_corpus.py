@@ -296,7 +296,8 @@ def test_corpus_is_big_enough_and_documented():
 # strict, so a fix turns them into passes that must drop the entry.
 FIRST_CONTACT_FAILURES: dict[str, str] = {
     # found at first contact, not fixed yet (tests/data/upstream_kernels/README.md)
-    "wcm_fa_autoparser": "heldout_l: depth planned on a kernel the file only parses, never builds",
+    "cri_act_quant": "heldout_l: block_N (the per-row scale's length) is kept as a knob with "
+    "the single value 32, not listed as dropped (a general drop rule cost earlier sets moves)",
 }
 
 

@@ -86,7 +86,7 @@ class PipelineDepth(_Base):
         left_out: list[str] = []
         for loop in pipeline.find_loops(source):
             key = loop.bound_to or f"num_stages#{loop.index}"
-            why = pipeline.not_tunable(source, loop.index)
+            why = pipeline.not_tunable(source, loop.index, op.harness_functions)
             if why:  # listed, never silently skipped
                 left_out.append(f"{sid}: {why}")
             if key in taken or why:

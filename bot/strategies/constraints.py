@@ -49,6 +49,7 @@ from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes, symbol_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
+from bot.strategies.coverage import coverage_check
 from bot.strategies.crossed import crossed_check
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
@@ -346,6 +347,7 @@ def constraints_for(
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
     peak = live_peak(f, name, factories)
+    covered = coverage_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -370,7 +372,7 @@ def constraints_for(
         resolver,
         [
             c
-            for c in (capacity, peak, fit, filled, fixed, l0, fractal, crossed, passed)
+            for c in (capacity, peak, fit, filled, fixed, l0, fractal, crossed, passed, covered)
             if c is not None
         ],
         sizes,

@@ -390,10 +390,12 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     taken: dict[int, str] = {}  # id(site node) -> knob name
     dead = tuple(unbuilt.unbuilt(f, harness))
     live_owners = _owners(f, skip=dead)
+    inspected = {id(fac) for fac in unbuilt.only_inspected(f, harness)}
     for name, owners in _owners(f).items():
         if name not in live_owners:
             names = sorted({fac.chain[0].name for _, fac, _ in owners})
-            dropped.append(Dropped("block_size", name, unbuilt.reason(names)))
+            only = all(id(fac) in inspected for _, fac, _ in owners)
+            dropped.append(Dropped("block_size", name, unbuilt.reason(names, only)))
     for name, owners in live_owners.items():
         bound = _bind(f, resolver, name, owners)
         for found in bound if isinstance(bound, list) else [bound]:

@@ -17,7 +17,8 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from bot.strategies import binding, facts, stagefit
+from bot.config.schema import DEFAULT_HARNESS
+from bot.strategies import binding, facts, stagefit, unbuilt
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (
     ParseFailure,
@@ -213,8 +214,11 @@ def current_depth(source: str, index: int = 0) -> int | None:
     return loop.stages
 
 
-def not_tunable(source: str, index: int) -> str | None:
+def not_tunable(source: str, index: int, harness: tuple[str, ...] = DEFAULT_HARNESS) -> str | None:
     """Why loop `index` has no depth a run can move (one line with the loop's line), or None."""
+    dead = _in_unbuilt(source, index, harness)
+    if dead:
+        return dead
     if current_depth(source, index) is not None:
         return None
     r = set_depth(source, 1, index)
@@ -224,4 +228,25 @@ def not_tunable(source: str, index: int) -> str | None:
         reason
         if reason.startswith("T.Pipelined at line")
         else (f"T.Pipelined at line {loop.line}: {reason}")
+    )
+
+
+def _in_unbuilt(source: str, index: int, harness: tuple[str, ...]) -> str | None:
+    """Why loop `index` sits in a kernel factory the file never builds (bot/strategies/
+    unbuilt.py: one only parsed as text, or one its run path never calls), or None: a depth
+    there changes nothing that runs."""
+    try:
+        f = facts.facts(source)
+    except ParseFailure:
+        return None
+    loop = find_loops(source)[index]
+    chain = f.chain_at(loop.line)
+    if not chain:
+        return None
+    dead = [fac for fac in unbuilt.unbuilt(f, harness) if fac.chain[0] is chain[0]]
+    if not dead:
+        return None
+    inspected = any(fac in unbuilt.only_inspected(f, harness) for fac in dead)
+    return f"T.Pipelined at line {loop.line} is in " + unbuilt.never_built(
+        [chain[0].name], inspected
     )

@@ -1,7 +1,9 @@
 """The string values an expression can take: dtype names, mode switches.
 
 A kernel's dtypes and switches are strings (`dtype="bfloat16"`, `is_fp32 = dtype ==
-"float32"`). They are read through literals, `a if c else b`, names bound once (a local, a
+"float32"`). They are read through literals, `a if c else b` (only the side the test picks
+when it is a string switch every value of its operand decides the same way: `"float32" if
+dtype in ["float16", "bfloat16"] else dtype` with dtype "float16" is "float32"), names bound once (a local, a
 parameter's default or every call site's argument, a module constant), the one-value-per-pass
 entries of a loop over a list the file spells out (`for dt, tol in [("bfloat16", 1e-2)]`),
 an argparse option's string default, a TileLang dtype attribute (`T.float32`), and a torch
@@ -29,6 +31,9 @@ def strings(
         value = node.evaluated_value
         return {value} if isinstance(value, str) else set()
     if isinstance(node, cst.IfExp):
+        taken = _decided(node.test, chain, f, depth + 1)
+        if taken is not None:  # every value the switch can take picks the same side
+            return strings(node.body if taken else node.orelse, chain, f, depth + 1)
         a, b = strings(node.body, chain, f, depth + 1), strings(node.orelse, chain, f, depth + 1)
         return a | b if a and b else set()
     if isinstance(node, cst.Name):
@@ -60,6 +65,44 @@ def strings(
     if isinstance(node, cst.Attribute):  # `args.dtype`: the argparse option's string default
         return _argparse_strings(f, node.attr.value)
     return set()
+
+
+def _decided(
+    test: cst.BaseExpression, chain: tuple[Function, ...], f: Facts, depth: int
+) -> bool | None:
+    """The side a string switch takes (`use_fp32 = dtype in ["bfloat16", "float16"]`, `dtype
+    == "float32"`) when every value its operand can take gives the same answer; else None."""
+    if depth > 8:
+        return None
+    if isinstance(test, cst.Name):  # a name bound once, in the functions around or the module
+        for fn in reversed(chain):
+            if test.value in fn.assigns:
+                values = fn.assigns[test.value]
+                return _decided(values[0], fn.chain, f, depth + 1) if len(values) == 1 else None
+            if test.value in fn.params or test.value in fn.defaults:
+                return None
+        values = f.module_assigns.get(test.value, [])
+        return _decided(values[0], (), f, depth + 1) if len(values) == 1 else None
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.List, cst.Tuple, cst.Set)):
+        options = [e.value for e in right.elements]
+    elif isinstance(op, (cst.Equal, cst.NotEqual)):
+        options = [right]
+    else:
+        return None
+    wanted = {o.evaluated_value for o in options if isinstance(o, cst.SimpleString)}
+    if len(wanted) != len(options):
+        return None  # an option that is not a plain string literal
+    found = strings(test.left, chain, f, depth + 1)
+    if not found:
+        return None
+    hits = {v in wanted for v in found}
+    if len(hits) != 1:
+        return None
+    hit = hits.pop()
+    return not hit if isinstance(op, (cst.NotIn, cst.NotEqual)) else hit
 
 
 def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:

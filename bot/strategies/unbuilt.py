@@ -6,7 +6,10 @@ called, not passed as a builder, not returned, not an attribute) and which no ha
 is never built by that run: a literal only it reads changes nothing measured (a legacy kernel
 kept beside the live one). Its block names are dropped with that reason, and the live
 factories' same-named parameters are bound without it. A file with no such block is a library
-whose importer may build any factory: nothing is ruled out there.
+whose importer may build any factory: nothing is ruled out there, except a factory the file
+itself reads only as the argument of a source-introspection call (`inspect.getsource(f)` fed
+to `ast.parse`, an autotuner's parser probe): the file treats it as text, never calls it,
+builds nothing from it, and no harness names it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
 
 
 def _main_blocks(module: cst.Module) -> list[cst.If]:
@@ -84,29 +88,100 @@ def _read_names(module: cst.Module) -> set[str]:
     return {n.value for n in _names(module) if id(n) not in own}
 
 
+def _reads(module: cst.Module, name: str) -> tuple[list[cst.Name], set[int]]:
+    """Every read of `name` in the module (a def's own name excluded), and the ids of those
+    that sit inside the arguments of a source-introspection call."""
+    reads: list[cst.Name] = []
+    inspected: set[int] = set()
+    depth = 0
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            for part in (node.params, node.body, *node.decorators):
+                part.visit(self)
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            for part in (node.body, *node.decorators):
+                part.visit(self)
+            return False
+
+        def visit_Call(self, node: cst.Call) -> bool:
+            nonlocal depth
+            if dotted(node.func).rsplit(".", 1)[-1] not in _INTROSPECTION:
+                return True
+            node.func.visit(self)
+            depth += 1
+            for arg in node.args:
+                arg.visit(self)
+            depth -= 1
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name:
+                reads.append(node)
+                if depth:
+                    inspected.add(id(node))
+
+    module.visit(V())
+    return reads, inspected
+
+
+def only_inspected(f: Facts, harness: tuple[str, ...]) -> list[Function]:
+    """Factories the file reads, but only as the argument of a source-introspection call
+    (`inspect.getsource(factory)`): it parses their text and never calls them."""
+    module = f.wrapper.module
+    if _read_names(module) & _BY_NAME_AT_RUN_TIME:
+        return []
+    out = []
+    for fac in f.factories:
+        name = fac.chain[0].name
+        if name in harness:
+            continue
+        reads, inspected = _reads(module, name)
+        if reads and all(id(r) in inspected for r in reads):
+            out.append(fac)
+    return out
+
+
 def unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     """The factories (outermost function of each chain) the file's run path never builds."""
     module = f.wrapper.module
+    inspected = only_inspected(f, harness)
     if not _runs_itself(module):
-        return []
+        return inspected
     read = _read_names(module) | set(harness)
     if read & _BY_NAME_AT_RUN_TIME:
         return []  # factories may be reached through a string: none can be ruled out
     reached = _reached_from_main(module)
     if not any(fac.chain[0].name in reached for fac in f.factories):
-        return []  # the run path builds no factory by name: it says nothing about which one
-    return [fac for fac in f.factories if fac.chain[0].name not in read]
+        return inspected  # the run path builds no factory by name: it says nothing else
+    dead = [fac for fac in f.factories if fac.chain[0].name not in read]
+    return dead + [fac for fac in inspected if fac not in dead]
 
 
 # calls that reach module attributes by a name held in a string (`globals()[name]`,
 # `getattr(module, name)`, `fire.Fire()` exposing every function on the command line)
 _BY_NAME_AT_RUN_TIME = frozenset({"globals", "locals", "vars", "getattr", "Fire"})
+# calls that read a function's source text or signature without calling it
+_INTROSPECTION = frozenset({"getsource", "getsourcelines", "getsourcefile", "signature"})
 
 
-def reason(names: list[str]) -> str:
+def reason(names: list[str], inspected: bool = False) -> str:
+    return "read only by " + never_built(names, inspected)
+
+
+def never_built(names: list[str], inspected: bool = False) -> str:
+    """`f(), which ... never builds it ...`: why the factories `names` are never built."""
     where = ", ".join(f"{n}()" for n in names)
+    if inspected:
+        return (
+            f"{where}, which the file reads only as the argument of a source-introspection "
+            f"call (inspect.getsource): it parses the text and never builds the kernel, so "
+            f"tuning it cannot change anything measured"
+        )
     return (
-        f"read only by {where}, which nothing in the file calls or passes on while its "
+        f"{where}, which nothing in the file calls or passes on while its "
         f'`if __name__ == "__main__":` block runs other kernels: the run never builds it, so '
         f"tuning it cannot change anything measured"
     )
