@@ -64,7 +64,10 @@ def test_a_transposed_operand_takes_its_reduction_axis_from_the_flag():
             "B_L1 = T.alloc_L1((block_N, block_K), dtype)",
         )
         .replace("init=(k == 0))", "init=(k == 0), transpose_B=True)")
+        .replace("B: T.Tensor((K, N), dtype)", "B: T.Tensor((N, K), dtype)")
+        .replace("B[k * block_K, by * block_N], B_L1", "B[by * block_N, k * block_K], B_L1")
     )
+    assert "B[by * block_N, k * block_K]" in int8 and "B: T.Tensor((N, K)" in int8
     # B is N x K now: 16 along N is whole, 16 along K is not
     ok, refused = _knob(int8, "block_N").legal((16, 128))
     assert ok == (16, 128) and not refused
