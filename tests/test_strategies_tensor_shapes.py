@@ -195,3 +195,32 @@ def test_a_size_passed_beside_a_computed_argument_keeps_its_argparse_default():
     legal, refused = knobs.legal_values(src, "block_M", BS)
     assert legal == (8, 16, 32)
     assert "does not divide 96" in dict(refused)[64]
+
+
+def test_a_minus_one_in_a_reshape_is_the_inferred_size_never_an_extent_of_minus_one():
+    # 4 x 24 x 128 flattened to (-1, 128): 96 rows
+    legal, refused = _legal(
+        "def run(x):\n"
+        "    flat = x.reshape(-1, x.size(-1))\n"
+        "    M, N = flat.shape\n"
+        "    return rows(M, N, block_M=32)\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    run(torch.randn(4, 24, 128, dtype=torch.float16))\n"
+    )
+    assert legal == (8, 16, 32)
+    assert "does not divide 96" in refused[64]
+    assert not any("-1" in why for why in refused.values())
+
+
+def test_a_minus_one_over_a_tensor_of_unknown_size_leaves_the_extent_unknown():
+    legal, refused = _legal(
+        "def run(x):\n"
+        "    flat = x.view(-1, 128)\n"
+        "    M, N = flat.shape\n"
+        "    return rows(M, N, block_M=32)\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    run(torch.load(sys.argv[1]))\n"
+    )
+    assert legal == (8, 16, 32)
+    assert "could not resolve" in refused[64]
+    assert not any("-1" in why for why in refused.values())

@@ -19,6 +19,7 @@ extent from this file" of bot/strategies/constraints.py).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -281,11 +282,28 @@ def _call(node: cst.Call, env: Env) -> Shape | None:
         return _shape(node.func.value, env)  # `x.npu()`, `x.to(dtype)`, `x.contiguous()`
     if isinstance(node.func, cst.Attribute) and short in ("view", "reshape") and positional:
         if len(positional) == 1 and not _is_int(positional[0], env):
-            return _shape(positional[0], env)
-        return _dims(positional, env)
+            wanted = _shape(positional[0], env)
+        else:
+            wanted = _dims(positional, env)
+        return _reshaped(_shape(node.func.value, env), wanted)
     if isinstance(node.func, cst.Name):
         return _helper(node, env)
     return None
+
+
+def _reshaped(source: Shape | None, wanted: Shape | None) -> Shape | None:
+    """The shape `view`/`reshape` gives: a -1 is the one size the others leave, inferred from
+    the source's known sizes, else unknown; it is never a size of -1."""
+    if wanted is None or not any(d is not None and d < 0 for d in wanted):
+        return wanted
+    rest = [d for d in wanted if d is None or d >= 0]
+    known = source is not None and all(d is not None and d > 0 for d in source)
+    inferred: int | None = None
+    if known and len(rest) == len(wanted) - 1 and all(d is not None and d > 0 for d in rest):
+        total = math.prod(d for d in source if d is not None) if source is not None else 0
+        part = math.prod(d for d in rest if d is not None)
+        inferred = total // part if total % part == 0 else None
+    return tuple(inferred if d is not None and d < 0 else d for d in wanted)
 
 
 def _is_int(node: cst.BaseExpression, env: Env) -> bool:
