@@ -182,3 +182,43 @@ def test_a_tile_placed_by_one_block_and_sized_by_another_keeps_them_equal():
     ).replace("cid // T.ceildiv(N, block_N)) * block_N", "cid // T.ceildiv(N, block_N)) * block_M")
     s = inventory.inventory(straight).knob("block_M")
     assert s is not None and s.legal((16, 32, 64))[0] == (16, 32, 64)
+
+
+PRINTED = """\
+import torch
+import tilelang
+import tilelang.language as T
+
+N = 256
+
+
+@tilelang.jit
+def softmax(M, D, block_N):
+    @T.prim_func
+    def main(X: T.Tensor((M, D), "float16"), Y: T.Tensor((M, D), "float16")):
+        with T.Kernel(M // block_N) as bx:
+            buf = T.alloc_ub((block_N, D), "float16")
+            T.copy(X[bx * block_N, 0], buf)
+            T.copy(buf, Y[bx * block_N, 0])
+
+    return main
+
+
+if __name__ == "__main__":
+    block_N = N
+    k = softmax(4096, 1024, block_N)
+    x = torch.randn(4096, 1024)
+    print("ok", torch.allclose(k(x)[:N], x[:N]))
+"""
+
+
+def test_a_name_computed_with_inside_print_is_still_a_shared_size():
+    # `x[:N]` inside print() slices data: N is a size the file shares, not display text
+    inv = inventory.inventory(PRINTED)
+    assert not inv.knobs
+    (why,) = [d.reason for d in inv.dropped if d.name == "block_N"]
+    assert "also reads" in why
+    # a name only shown as it is stays display text: the knob is planned at N's literal
+    shown = PRINTED.replace('print("ok", torch.allclose(k(x)[:N], x[:N]))', 'print("N =", N)')
+    (knob,) = inventory.inventory(shown).knobs
+    assert knob.name == "block_N" and knob.site.line == 5

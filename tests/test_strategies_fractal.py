@@ -102,3 +102,11 @@ if __name__ == "__main__":
 """
     ok, refused = _knob(vector, "block_N").legal((8, 16, 128))
     assert ok == (8, 16, 128) and not refused
+
+
+def test_a_32_byte_row_of_fp32_is_a_whole_fractal_on_the_reduction_axis():
+    fp32 = GEMM.replace('dtype="float16"', 'dtype="float32"')
+    ok, refused = _knob(fp32, "block_K").legal((8, 16, 128))
+    assert ok == (8, 16, 128) and not refused  # 8 fp32 = 32 bytes, one fractal row
+    ok, refused = _knob(fp32, "block_M").legal((8, 16))
+    assert ok == (16,) and "multiple of 16" in refused[0][1]  # rows stay 16 per fractal

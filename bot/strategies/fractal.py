@@ -85,9 +85,15 @@ class _Gemms(cst.CSTVisitor):
 
 
 def _granule(op: _Operand, dim: int) -> int:
-    if op.reduced is not None and dim == op.reduced and op.buffer.dtype_bytes == 1:
-        return C0_BYTES  # 32 one-byte elements fill a fractal row
-    return ROWS
+    """Elements of one whole fractal along `dim`: 16 rows, or one 32-byte row on the
+    reduction axis (16 fp16, 32 int8, 8 fp32); the smaller of the two where A's or B's
+    reduction axis is unknown (a non-literal transpose flag), so no whole fractal is refused."""
+    row = max(1, C0_BYTES // op.buffer.dtype_bytes)
+    if op.role == "C":
+        return ROWS  # the accumulator: M x N, both in rows of fractals
+    if op.reduced is None:
+        return min(ROWS, row)
+    return row if dim == op.reduced else ROWS
 
 
 @dataclass

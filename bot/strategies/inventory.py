@@ -352,8 +352,8 @@ def _shared_literal(f: Facts, name: str, site: Site) -> str | None:
 
 
 def _load_count(node: cst.CSTNode, name: str) -> int:
-    """How many times `name` is read under `node` (text only, an f-string or a print()
-    argument, is not a use: it sizes nothing)."""
+    """How many times `name` is read under `node` (text only, an f-string or a name printed
+    as it is, `print(N)`, is not a use: it sizes nothing; a computation inside print() is)."""
     count = 0
 
     class V(cst.CSTVisitor):
@@ -368,7 +368,12 @@ def _load_count(node: cst.CSTNode, name: str) -> int:
             return False
 
         def visit_Call(self, n: cst.Call) -> bool:
-            return dotted(n.func) != "print"
+            if dotted(n.func) != "print":
+                return True
+            for a in n.args:  # only what print() shows as it is is left out
+                if not isinstance(a.value, (cst.Name, cst.SimpleString, cst.FormattedString)):
+                    a.value.visit(self)
+            return False
 
     node.visit(V())
     return count
