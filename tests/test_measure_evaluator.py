@@ -152,8 +152,11 @@ def test_compare_on_the_cpu_backend_times_both_in_one_process(worktree):
     assert latency.ok and d is not None and d.better and 0.3 < d.gain < 0.7  # half the work
     assert d.details["first"]["in_one_process"] and "one process" in d.reason
     assert "alternately with work.py" in latency.notes[-1]
-    latency, d = ev.compare(base, best, same, 0.03)
-    assert d is not None and not d.better and d.detectable is not None
+    # identical files: the rule's false "better" rate is small but not zero (higher on a loaded
+    # host), so one A/A call may say better; three calls saying it twice would be a broken rule
+    verdicts = [ev.compare(base, best, same, 0.03)[1] for _ in range(3)]
+    assert all(d is not None and d.detectable is not None for d in verdicts)
+    assert sum(d.better for d in verdicts if d is not None) <= 1
     broken = perf / "broken.py"
     broken.write_text("def get_inputs(seed=0):\n    return ()\n")
     latency, d = ev.compare(base, best, broken, 0.03)
