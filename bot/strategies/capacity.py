@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import libcst as cst
 
@@ -37,6 +38,8 @@ from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
 from bot.strategies.source import dotted
 from bot.strategies.strings import strings as _strings
+
+V = TypeVar("V", bound=cst.CSTVisitor)
 
 KIB = 1024
 # memory -> bytes (Ascend A2/A3: UB 192 KiB, L1 512 KiB, L0A/L0B 64 KiB, L0C 128 KiB)
@@ -195,6 +198,21 @@ def buffers(f: Facts, factory: Function) -> list[Buffer]:
             for b in v.buffers
         )
     return found
+
+
+def visit_kernels(
+    f: Facts, factories: list[Function], make: Callable[[dict[str, Buffer]], V]
+) -> list[V]:
+    """One visitor per prim_func of `factories`, made from that factory's buffers by name and
+    run over the prim_func (the gemm rules read operands through it)."""
+    out: list[V] = []
+    for factory in factories:
+        by_name = {b.name: b for b in buffers(f, factory)}
+        for pf in factory.prim_funcs:
+            v = make(by_name)
+            pf.visit(v)
+            out.append(v)
+    return out
 
 
 @dataclass

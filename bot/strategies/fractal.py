@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import Buffer, buffers
+from bot.strategies.capacity import Buffer, visit_kernels
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS
@@ -131,11 +131,5 @@ class FractalCheck:
 
 def fractal_check(f: Facts, name: str, factories: list[Function]) -> FractalCheck | None:
     """The fractal rule of knob `name` over the matrix multiplies of `factories`' kernels."""
-    operands: list[_Operand] = []
-    for factory in factories:
-        by_name = {b.name: b for b in buffers(f, factory)}
-        for pf in factory.prim_funcs:
-            v = _Gemms(by_name)
-            pf.visit(v)
-            operands.extend(v.operands)
+    operands = [op for v in visit_kernels(f, factories, _Gemms) for op in v.operands]
     return FractalCheck(name, operands) if operands else None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import CAPACITY, KIB, Buffer, buffers
+from bot.strategies.capacity import CAPACITY, KIB, Buffer, visit_kernels
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
@@ -101,11 +101,5 @@ def _bytes(op: _Operand, value: int, env: Callable[[tuple[Function, ...], int], 
 
 def l0_check(f: Facts, name: str, factories: list[Function]) -> L0Check | None:
     """The L0 rule of knob `name` over the gemm_v0 calls of the kernels of `factories`."""
-    operands: list[_Operand] = []
-    for factory in factories:
-        by_name = {b.name: b for b in buffers(f, factory)}
-        for pf in factory.prim_funcs:
-            v = _Gemms(by_name)
-            pf.visit(v)
-            operands.extend(v.operands)
+    operands = [op for v in visit_kernels(f, factories, _Gemms) for op in v.operands]
     return L0Check(name, operands) if operands else None
