@@ -61,6 +61,7 @@ SETS = (
     "heldout_k",
     "heldout_l",
     "heldout_m",
+    "heldout_n",
 )
 
 
