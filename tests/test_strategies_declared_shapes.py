@@ -385,23 +385,34 @@ def test_upstream_dynamic_shape_matmul_keeps_its_own_sizes_when_larger_ones_are_
 
 
 def test_upstream_act_quant_takes_its_symbolic_m_from_a_declaration():
-    # act_quant_kernel: M = T.symbolic("M"), m_num = M // block_M (full tiles); no function
-    # that calls the factory sets M, so without a declaration only divisors of 32 are safe
+    # act_quant_kernel: M = T.symbolic("M"), m_num = M // block_M (full tiles). The file's own
+    # tests build x with M = 64 and call the kernel on it, so the run path fixes M = 64; without
+    # those tests (the kernel module alone) nothing sets M and only divisors of 32 are safe.
     source = upstream_kernel("example_act_quant_kernel.py")
+    kernel_only = source[: source.index("def test_act_quant():")]
     values = (16, 32, 64, 96, 128)
-    assert knobs.legal_values(source, "block_M", values)[0] == (16, 32)
+    legal, refused = knobs.legal_values(source, "block_M", values)
+    assert legal == (16, 32, 64)
+    assert all("M=64, a size this file runs the op with" in why for _, why in refused)
+    assert knobs.legal_values(kernel_only, "block_M", values)[0] == (16, 32)
     declared = (DeclaredShape("M", (4096,), "tune.yaml shapes"),)
-    legal, refused = knobs.legal_values(source, "block_M", values, declared)
+    legal, refused = knobs.legal_values(kernel_only, "block_M", values, declared)
     assert legal == (16, 32, 64, 128)
     assert [v for v, _ in refused] == [96]
     assert (
         "does not divide 4096" in refused[0][1] and "M=4096 from tune.yaml shapes" in refused[0][1]
     )
+    # a declaration adds a size; it never loosens the file's own (64 stays, 96 takes 64 away)
+    assert knobs.legal_values(source, "block_M", values, declared)[0] == (16, 32, 64)
+    small = (DeclaredShape("M", (96,), "tune.yaml shapes"),)
+    legal, refused = knobs.legal_values(source, "block_M", values, small)
+    assert legal == (16, 32)
+    assert "does not divide 96" in dict(refused)[64]
     # a declaration the running kernel contradicts (32 does not divide 100) is not used: the
     # rule guarding the unknown extent stays, and the plan says why the declaration was left out
     wrong = (DeclaredShape("M", (100,), "DESIGN.md line 7"),)
-    assert knobs.legal_values(source, "block_M", values, wrong)[0] == (16, 32)
-    (note,) = knobs.unused_shapes(source, wrong)
+    assert knobs.legal_values(kernel_only, "block_M", values, wrong)[0] == (16, 32)
+    (note,) = knobs.unused_shapes(kernel_only, wrong)
     assert note.startswith("shape M=100 (DESIGN.md line 7) not used for block_M: the current ")
     assert "block_M=32 already breaks" in note
 
