@@ -37,7 +37,9 @@ best source. The planner names no strategy: it asks every registered one
    win), else the one whose attempts in this run gained most, else the side with
    more values left (never a fixed "up first": optima lie on both sides).
    Within a tier, knobs tried less often come first (round robin), then
-   score = expected gain (catalog) x evidence weight (this repository's history).
+   score = expected gain (catalog) x evidence weight (this repository's history),
+   then, between first probes, the share of the knob's other values the probe spans
+   (an edge knob's far end spans all of them).
 4. The first move whose source was never evaluated (sha256 over every attempt) is
    returned; when none is left the planner reports exhausted.
 """
@@ -106,6 +108,9 @@ class Move:
     distance: int = 1  # steps along the knob's space (exploration goes nearest first)
     tries: int = 0  # attempts on this knob so far in the run (round robin: fewer first)
     why: Why = ""  # what the move is for; untried() keeps a knob open on some of these
+    # a first probe's share of the knob's other values on its side, per mille: between knobs
+    # of equal score, the one whose first probe spans more of its space comes first
+    room: int = 0
 
     def sort_key(self) -> tuple:
         # distance orders exploration (nearest first); a stride's length says nothing about promise
@@ -114,6 +119,7 @@ class Move:
             self.tries,
             self.distance if self.tier == EXPLORE_TIER else 0,
             -self.score,
+            -self.room,
             self.order,
             0 if space.direction(self.old, self.new) >= 0 else 1,
         )
@@ -409,6 +415,12 @@ class Planner:
                         add(
                             ladder[-1], 1, why="first"
                         )  # the knob's most promising move: its far end
+                        # how much of the knob that probe spans (an edge knob's spans all):
+                        # it orders first probes between knobs of equal score
+                        other = len(space.side_values(spec, current, -d))
+                        moves[-1] = replace(
+                            moves[-1], room=round(1000 * len(ladder) / (len(ladder) + other))
+                        )
                     elif not any(
                         space.direction(a.change.old, a.change.new) == d for a in honest
                     ) and any(
