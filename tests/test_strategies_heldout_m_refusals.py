@@ -59,3 +59,74 @@ def test_a_literal_depth_above_the_cap_may_be_lowered():
     assert isinstance(r, Variant), r
     assert "num_stages=5" in r.source
     assert isinstance(pipeline.set_depth(src, 7), Refusal)
+
+
+# The head count reaches the kernel through a tensor's shape, and that tensor reaches its
+# wrapper only inside `**inputs`, a dict the file builds at run time: tunebot cannot size it.
+HEADS_THROUGH_KWARGS = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def attend(block_H, heads, dim):
+    rows = T.symbolic("rows")
+
+    @T.prim_func
+    def main(Q: T.Tensor((rows, heads, dim), "float16"), O: T.Tensor((rows, heads, dim), "float16")):
+        with T.Kernel(rows, is_npu=True) as (cid, _):
+            q_ub = T.alloc_shared((block_H, dim), "float16")
+            for h in T.serial(T.ceildiv(heads, block_H)):
+                T.copy(Q[cid, h * block_H, 0], q_ub)
+                T.copy(q_ub, O[cid, h * block_H, 0])
+
+    return main
+
+
+def run(q):
+    block_H = 16
+    rows, heads, dim = q.size()
+    kernel = attend(block_H, heads, dim)
+    return kernel(q)
+
+
+def load_inputs():
+    return torch.load("inputs.pt")
+
+
+def main():
+    inputs = load_inputs()
+    run(**inputs)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _refuse(src: str, value: int) -> str:
+    from bot.config.schema import Knob
+
+    from bot.strategies import knobs
+
+    r = knobs.set_knob(src, Knob("block_H", "block_size", (8, 16, 32, 64)), value, "block_size")
+    assert isinstance(r, Refusal), r
+    return r.reason
+
+
+def test_an_unsized_extent_names_the_step_where_its_size_is_lost():
+    reason = _refuse(HEADS_THROUGH_KWARGS, 32)
+    assert "`T.ceildiv(heads, block_H)`" in reason and "needs full tiles" in reason
+    # the file may well fix the head count; the reason says where tunebot stops reading it
+    assert "could not resolve its extent from this file" not in reason
+    assert "unpacked from `q.size()` in run() (line 24)" in reason
+    assert "(line 35) leaves it to" in reason and "`**inputs`" in reason
+    assert "only divisors of the current 16" in reason
+
+
+def test_an_extent_with_no_caller_keeps_the_general_reason():
+    # a library: nothing calls run(), so the head count comes from outside the file
+    src = HEADS_THROUGH_KWARGS.split("\ndef load_inputs():")[0]
+    reason = _refuse(src, 32)
+    assert "could not resolve its extent from this file" in reason
