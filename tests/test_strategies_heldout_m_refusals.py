@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from bot.strategies import pipeline
+from bot.config.schema import Knob
+from bot.strategies import knobs, pipeline
 from bot.strategies.base import Refusal, Variant
 
 # A kernel that already runs its pipeline deeper than the depths tunebot writes (0 ... 4), with
@@ -106,10 +107,6 @@ if __name__ == "__main__":
 
 
 def _refuse(src: str, value: int) -> str:
-    from bot.config.schema import Knob
-
-    from bot.strategies import knobs
-
     r = knobs.set_knob(src, Knob("block_H", "block_size", (8, 16, 32, 64)), value, "block_size")
     assert isinstance(r, Refusal), r
     return r.reason
@@ -127,6 +124,52 @@ def test_an_unsized_extent_names_the_step_where_its_size_is_lost():
 
 def test_an_extent_with_no_caller_keeps_the_general_reason():
     # a library: nothing calls run(), so the head count comes from outside the file
-    src = HEADS_THROUGH_KWARGS.split("\ndef load_inputs():")[0]
+    src = HEADS_THROUGH_KWARGS.split("\ndef load_inputs():", maxsplit=1)[0]
     reason = _refuse(src, 32)
     assert "could not resolve its extent from this file" in reason
+
+
+# A `T.symbolic` row count, sized by the tensor the compiled kernel is called with; the test
+# builds that tensor with a helper it imports, whose result's shape is not in this file.
+ROWS_FROM_AN_IMPORTED_HELPER = """
+import pytest
+import tilelang
+import tilelang.language as T
+
+from helpers import make_tensor
+
+
+def scale_rows(block_M, dtype="float16"):
+    M = T.symbolic("M")
+    x_shape = (M, 64)
+
+    @T.prim_func
+    def main(X: T.Tensor(x_shape, dtype), Y: T.Tensor(x_shape, dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            buf = T.alloc_shared((block_M, 64), dtype)
+            T.copy(X[cid * block_M, 0], buf)
+            T.copy(buf, Y[cid * block_M, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("M", [256, 512])
+def test_scale_rows(M):
+    block_M = 32
+    X = make_tensor((M, 64))
+    Y = make_tensor((M, 64))
+    program = scale_rows(block_M)
+    kernel = tilelang.compile(program, target="npuir")
+    kernel(X, Y)
+"""
+
+
+def test_a_symbolic_extent_names_the_imported_helper_that_builds_its_tensor():
+    r = knobs.set_knob(
+        ROWS_FROM_AN_IMPORTED_HELPER, Knob("block_M", "block_size", (16, 32)), 64, "block_size"
+    )
+    assert isinstance(r, Refusal), r
+    assert "could not resolve its extent from this file" not in r.reason
+    assert "`M` is a `T.symbolic` size the kernel takes from its tensor `X`" in r.reason
+    assert "`X` set to `make_tensor((M, 64))` in test_scale_rows() (line 26)" in r.reason
+    assert "imports from `helpers`" in r.reason
