@@ -60,6 +60,7 @@ from bot.strategies.hostasserts import wrapper_asserts
 from bot.strategies.hostpad import pad_rules
 from bot.strategies.l0fit import l0_check
 from bot.strategies.liveness import live_peak
+from bot.strategies.lostsize import lost_at
 from bot.strategies.padflow import clip_extents, padded_reduction
 from bot.strategies.roundup import multiple_of
 from bot.strategies.slicefill import slice_fill
@@ -189,20 +190,24 @@ class Constraints:
             return None
         if rule.kind == "exact":
             if extent is None:
-                if current and current % value != 0 and rule.why:
+                if not current or current % value == 0:
+                    return None
+                lost = lost_at(self.resolver, rule.chain, rule.node)  # where its size is lost
+                unsized = (
+                    f"tunebot could not size its extent ({lost})"
+                    if lost
+                    else "tunebot could not resolve its extent from this file"
+                )
+                if rule.why:
                     return (
                         f"{self.name}={value}: `{rule.text}` (line {rule.line}) leaves a partial "
                         f"last tile when {self.name} does not divide its extent, and {rule.why}; "
-                        f"tunebot could not resolve its extent from this file, so only divisors of "
-                        f"the current {current} are planned"
+                        f"{unsized}, so only divisors of the current {current} are planned"
                     )
-                if current and current % value != 0:
-                    return (
-                        f"{self.name}={value}: `{rule.text}` (line {rule.line}) needs full tiles and "
-                        f"tunebot could not resolve its extent from this file; only divisors of the "
-                        f"current {current} are planned"
-                    )
-                return None
+                return (
+                    f"{self.name}={value}: `{rule.text}` (line {rule.line}) needs full tiles and "
+                    f"{unsized}; only divisors of the current {current} are planned"
+                )
             if current and extent % current != 0:
                 if rule.why:  # a partial tile already runs: still no tile past the extent
                     return self._check(replace(rule, kind="cap"), value, current)

@@ -126,10 +126,10 @@ def set_depth(
             (f"there are only {len(loops)} T.Pipelined loops, not {index + 1}",), strategy=STRATEGY
         )
     loop = loops[index]
-    too_deep = _too_deep(loop, depth)
+    current = current_depth(source, index)
+    too_deep = _too_deep(loop, depth, current)
     if too_deep:
         return Refusal((too_deep,), strategy=STRATEGY)
-    current = current_depth(source, index)
     unfit = (
         stagefit.refusal(facts.facts(source), loop.line, loop.bound_to, depth, current, source)
         if current is not None
@@ -161,10 +161,11 @@ def set_depth(
     return make_variant(source, new_source, change, name)
 
 
-def _too_deep(loop: PipelinedLoop, depth: int) -> str | None:
-    """Why `depth` is deeper than the transform writes, or None."""
+def _too_deep(loop: PipelinedLoop, depth: int, current: int | None) -> str | None:
+    """Why `depth` is deeper than the transform writes, or None. A file that already runs the
+    loop deeper may have it lowered: each stage fewer holds one copy fewer on chip."""
     where = f"T.Pipelined at line {loop.line}"
-    if depth > MAX_DEPTH:
+    if depth > MAX_DEPTH and (current is None or depth > current):
         return (
             f"{where}: num_stages={depth} is past the deepest pipeline tunebot writes "
             f"({MAX_DEPTH}): each further stage holds another copy of the loop's tiles on chip"
