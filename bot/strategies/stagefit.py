@@ -11,10 +11,12 @@ one. A depth whose versions no longer fit, while the current depth's do, is refu
 sum (buffers whose size cannot be read are left out: the sum is a lower bound). The sizes are
 every size the op runs with (its callers, loops over test shapes), as for block rules.
 
-Any dialect: a loop that runs one iteration (with some size the op runs with) has nothing to
-overlap, so a depth above both the current one and 1 is refused (the current depth stays
-allowed, as do shallower ones). A depth above a longer trip count is left alone: it still
-reshapes the prologue and epilogue, and upstream expectations differ on it.
+Any dialect: a pipeline of s stages keeps s iterations in flight, so a loop that runs n
+iterations with every size the op runs with has nothing more to overlap past n stages: a depth
+above both n and the current one is refused (the current depth stays allowed, as do shallower
+ones). In the software-pipelining model the extra stages only move every copy of the loop into
+the prologue (at n + 1 stages no copy overlaps any compute); in the ring-buffer model they are
+versions no iteration fills. A loop whose trip count is unknown for some size is left alone.
 """
 
 from __future__ import annotations
@@ -169,12 +171,12 @@ def refusal(
     where = f"T.Pipelined at line {line}"
     try:
         choices = list(_choices(f, resolver, factory))
-        # nothing more to overlap only when every size the op runs with gives one iteration
+        # nothing more to overlap only when every size the op runs with gives fewer iterations
         short: list[str] = []
         for choice in choices:
             resolver.fallback = choice
             trips = _trips(bounds, Env(resolver, pf_fn.chain, 0, {bound: depth} if bound else {}))
-            if trips is None or trips > 1 or depth <= 1:
+            if trips is None or trips >= depth or depth <= 1:
                 short = []
                 break
             sizes = "".join(f", {k}={v}" for k, v in choice.items())

@@ -1,0 +1,66 @@
+"""Pipeline depth past a loop's trip count (kernels written for these tests).
+
+A pipeline of s stages keeps s iterations of a `T.Pipelined` loop in flight; a loop that runs
+n iterations with every size the op runs with has nothing more to overlap past n stages.
+"""
+
+from __future__ import annotations
+
+from bot.strategies.base import Refusal, Variant
+from bot.strategies.pipeline import set_depth
+
+# a K loop of K / block_K = 256 / 128 = 2 iterations at depth 2, and a row loop of 4
+TWO_TRIPS = """\
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def scaled_gemm(M, N, K, block_M=32, block_N=128, block_K=128, dtype="float16"):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((N, K), dtype),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(T.ceildiv(M, block_M) * T.ceildiv(N, block_N), is_npu=True) as (cid, _):
+            bx = cid % T.ceildiv(N, block_N)
+            by = cid // T.ceildiv(N, block_N)
+            a_l1 = T.alloc_shared((block_M, block_K), dtype)
+            b_l1 = T.alloc_shared((block_N, block_K), dtype)
+            c_l0 = T.alloc_fragment((block_M, block_N), "float32")
+            c_ub = T.alloc_shared((block_M // 4, block_N), dtype)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, k * block_K], a_l1)
+                T.copy(B[bx * block_N, k * block_K], b_l1)
+                T.gemm(a_l1, b_l1, c_l0, initC=(k == 0), b_transpose=True)
+            for r in T.Pipelined(4, num_stages=2):
+                T.copy(c_l0[r * (block_M // 4), 0], c_ub)
+                T.copy(c_ub, C[by * block_M + r * (block_M // 4), bx * block_N])
+
+    return main
+
+
+def run(m):
+    kernel = scaled_gemm(m, 256, 256)
+    return kernel
+
+
+if __name__ == "__main__":
+    run(128)
+    run(96)
+"""
+
+
+def test_a_depth_past_a_two_iteration_loop_is_refused():
+    r = set_depth(TWO_TRIPS, 3, index=0)
+    assert isinstance(r, Refusal), r
+    assert "deeper than the loop runs" in r.reason and "2 iterations" in r.reason, r.reason
+    # the current depth and shallower ones stay allowed
+    assert isinstance(set_depth(TWO_TRIPS, 1, index=0), Variant)
+    assert isinstance(set_depth(TWO_TRIPS, 0, index=0), Variant)
+
+
+def test_a_depth_up_to_the_trip_count_stays_allowed():
+    assert isinstance(set_depth(TWO_TRIPS, 3, index=1), Variant)
+    assert isinstance(set_depth(TWO_TRIPS, 4, index=1), Variant)
