@@ -64,3 +64,60 @@ def test_a_depth_past_a_two_iteration_loop_is_refused():
 def test_a_depth_up_to_the_trip_count_stays_allowed():
     assert isinstance(set_depth(TWO_TRIPS, 3, index=1), Variant)
     assert isinstance(set_depth(TWO_TRIPS, 4, index=1), Variant)
+
+
+# top_k is a run-time size (T.symbolic); the row reduction reads top_k columns of a 256-wide
+# on-chip score buffer, so top_k <= 256: the score loop runs at most 256 / 128 = 2 iterations
+SYMBOLIC = """\
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def topk_scores(heads, dim, block_k=128, block_g=32, max_k=256, dtype="float16"):
+    top_k = T.symbolic("topK")
+    rows = T.symbolic("rows")
+
+    @T.prim_func
+    def main(
+        Q: T.Tensor((rows, heads, dim), dtype),
+        KV: T.Tensor((rows, top_k, dim), dtype),
+        Out: T.Tensor((rows, heads), "float32"),
+    ):
+        with T.Kernel(rows, is_npu=True) as (cid, _):
+            q = T.alloc_shared((heads, dim), dtype)
+            kv = T.alloc_shared((block_k, dim), dtype)
+            g = T.alloc_shared((block_g, dim), dtype)
+            s = T.alloc_fragment((heads, block_k), "float32")
+            scores = T.alloc_fragment((heads, max_k), "float32")
+            m = T.alloc_fragment((heads, 1), "float32")
+            T.copy(Q[cid, 0, 0], q)
+            for k in T.Pipelined(T.ceildiv(top_k, block_g), num_stages=2):
+                T.copy(KV[cid, k * block_g, 0], g)
+            for k in T.Pipelined(T.ceildiv(top_k, block_k), num_stages=2):
+                T.copy(KV[cid, k * block_k, 0], kv)
+                T.gemm(q, kv, s, initC=True, b_transpose=True)
+                T.copy(s, scores[0, k * block_k])
+            T.reduce_max(scores, m, dim=1, size=[heads, top_k])
+            T.copy(m, Out[cid, 0])
+
+    return main
+
+
+if __name__ == "__main__":
+    topk_scores(16, 128)
+"""
+
+
+def test_a_run_time_size_bounded_by_an_on_chip_buffer_bounds_the_trip_count():
+    r = set_depth(SYMBOLIC, 3, index=1)
+    assert isinstance(r, Refusal), r
+    assert "at most 2 iterations" in r.reason and "top_k <= 256" in r.reason, r.reason
+    assert "scores" in r.reason, r.reason
+    # the gather loop runs up to 256 / 32 = 8 iterations: deeper stays allowed
+    assert isinstance(set_depth(SYMBOLIC, 3, index=0), Variant)
+
+
+def test_an_unbounded_run_time_size_leaves_the_depth_alone():
+    unbounded = SYMBOLIC.replace("size=[heads, top_k]", "size=[heads, max_k]")
+    assert isinstance(set_depth(unbounded, 3, index=1), Variant)
