@@ -121,3 +121,84 @@ def test_a_run_time_size_bounded_by_an_on_chip_buffer_bounds_the_trip_count():
 def test_an_unbounded_run_time_size_leaves_the_depth_alone():
     unbounded = SYMBOLIC.replace("size=[heads, top_k]", "size=[heads, max_k]")
     assert isinstance(set_depth(unbounded, 3, index=1), Variant)
+
+
+# the wrapper adds the batch dimension to the tensors it is given (`idx = idx.unsqueeze(0)`)
+# and reads top_k from the result; __main__ builds idx as (32, 1, 16): NI = 16 / 16 = 1
+UNSQUEEZED = """\
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def gather_rows(dim, topk, block_I=16, num_stages=2):
+    NI = tilelang.cdiv(topk, block_I)
+    batch = T.symbolic("batch")
+    seq = T.symbolic("seq")
+
+    @T.prim_func
+    def main(
+        KV: T.Tensor((batch, seq, dim), "float16"),
+        Idx: T.Tensor((batch, seq, 1, topk), "int32"),
+        Out: T.Tensor((batch, seq, dim), "float16"),
+    ):
+        with T.Kernel(seq, is_npu=True) as (cid, _):
+            rows = T.alloc_shared((block_I, dim), "float16")
+            acc = T.alloc_fragment((block_I, dim), "float32")
+            for i_i in T.Pipelined(NI, num_stages=num_stages):
+                T.copy(KV[0, i_i * block_I, 0], rows)
+                T.vadd(acc, rows, acc)
+            T.copy(acc[0, 0], Out[0, cid, 0], size=[1, dim])
+
+    return main
+
+
+def gather(kv, idx, block_I=16, num_stages=2):
+    kv = kv.unsqueeze(0)
+    idx = idx.unsqueeze(0)
+    _, _, _, topk = idx.shape
+    kernel = gather_rows(kv.shape[-1], topk, block_I=block_I, num_stages=num_stages)
+    return kernel(kv, idx)
+
+
+if __name__ == "__main__":
+    kv = torch.randn(32, 128, dtype=torch.float16)
+    idx = torch.zeros(32, 1, 16, dtype=torch.int32)
+    gather(kv, idx)
+"""
+
+
+def test_a_parameter_rebound_through_unsqueeze_keeps_its_sizes():
+    r = set_depth(UNSQUEEZED, 3)
+    assert isinstance(r, Refusal), r
+    assert "(1 iteration (`NI`" in r.reason, r.reason
+
+
+def test_a_read_before_the_rebinding_leaves_the_size_unknown():
+    # `idx` is read as passed before it is rebound: its shape is not one value in the function
+    read_first = UNSQUEEZED.replace(
+        "    kv = kv.unsqueeze(0)\n", "    kv = kv.unsqueeze(0)\n    print(idx.shape)\n"
+    )
+    assert isinstance(set_depth(read_first, 3), Variant)
+
+
+def test_unsqueeze_and_squeeze_shapes():
+    import libcst as cst
+
+    from bot.strategies.binding import Resolver
+    from bot.strategies.evaluate import Env
+    from bot.strategies.facts import facts
+    from bot.strategies.tensorshapes import shape_of
+
+    src = "import torch\n"
+    env = Env(Resolver(facts(src)), ())
+
+    def shape(code: str):
+        return shape_of(cst.parse_expression(code), env)
+
+    assert shape("torch.zeros(32, 1, 16).unsqueeze(0)") == (1, 32, 1, 16)
+    assert shape("torch.zeros(32, 1, 16).unsqueeze(-1)") == (32, 1, 16, 1)
+    assert shape("torch.zeros(32, 1, 16).squeeze(1)") == (32, 16)
+    assert shape("torch.zeros(32, 1, 16).squeeze(0)") == (32, 1, 16)
+    assert shape("torch.zeros(32, 1, 16).squeeze()") is None
