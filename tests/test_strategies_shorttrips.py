@@ -202,3 +202,64 @@ def test_unsqueeze_and_squeeze_shapes():
     assert shape("torch.zeros(32, 1, 16).squeeze(1)") == (32, 16)
     assert shape("torch.zeros(32, 1, 16).squeeze(0)") == (32, 1, 16)
     assert shape("torch.zeros(32, 1, 16).squeeze()") is None
+
+
+# the gemm's M is block_Q * heads, and heads comes from a tensor the file never builds
+UNKNOWN_HEADS = """\
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def score_kernel(heads, dim, block_Q=16, block_N=64):
+    rows = T.symbolic("rows")
+    keys = T.symbolic("keys")
+
+    @T.prim_func
+    def main(
+        Q: T.Tensor((rows * heads, dim), "float16"),
+        K: T.Tensor((keys, dim), "float16"),
+        S: T.Tensor((rows * heads, keys), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(rows, block_Q), is_npu=True) as (cid, _):
+            q = T.alloc_shared((block_Q * heads, dim), "float16")
+            k = T.alloc_shared((block_N, dim), "float16")
+            s = T.alloc_fragment((block_Q * heads, block_N), "float32")
+            T.copy(Q[cid * block_Q * heads, 0], q, size=[block_Q * heads, dim])
+            for j in T.serial(T.ceildiv(keys, block_N)):
+                T.copy(K[j * block_N, 0], k, size=[block_N, dim])
+                T.gemm(q, k, s, initC=True, b_transpose=True)
+                T.copy(s, S[cid * block_Q * heads, j * block_N], size=[block_Q * heads, block_N])
+
+    return main
+
+
+def scores(q, k, block_Q=16):
+    rows, heads, dim = q.shape
+    kernel = score_kernel(heads, dim, block_Q=block_Q)
+    return kernel(q.view(-1, dim), k)
+"""
+
+
+def _block(src: str, value: int):
+    from bot.config.schema import Knob
+    from bot.strategies import knobs
+
+    return knobs.set_knob(src, Knob("block_Q", "block_size", (8, 16, 32)), value, "block_size")
+
+
+def test_a_gemm_dimension_times_an_unfixed_size_keeps_whole_fractals():
+    r = _block(UNKNOWN_HEADS, 8)
+    assert isinstance(r, Refusal), r
+    assert "8 x heads" in r.reason and "only when heads is a multiple of 2" in r.reason, r.reason
+    # 32 x heads is whole for every heads (32 is refused only because rows is unknown)
+    r32 = _block(UNKNOWN_HEADS, 32)
+    assert isinstance(r32, Variant) or "fractal" not in r32.reason, r32
+
+
+def test_an_operand_already_part_fractal_with_an_unfixed_size_is_left_alone():
+    already = UNKNOWN_HEADS.replace("block_Q=16, block_N", "block_Q=8, block_N").replace(
+        "block_Q=16):", "block_Q=8):"
+    )
+    r = _block(already, 4)
+    assert isinstance(r, Variant) or "fractal" not in r.reason, r
