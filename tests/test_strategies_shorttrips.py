@@ -263,3 +263,53 @@ def test_an_operand_already_part_fractal_with_an_unfixed_size_is_left_alone():
     )
     r = _block(already, 4)
     assert isinstance(r, Variant) or "fractal" not in r.reason, r
+
+
+# the debug dump copies block_n columns out of an accumulator only dim = 16 wide
+SOURCE_TOO_NARROW = """\
+import tilelang
+import tilelang.language as T
+
+seq_len = 512
+dim = 16
+
+
+@tilelang.jit(target="npuir")
+def attn_debug(block_m, block_n):
+    @T.prim_func
+    def main(
+        P: T.Tensor((seq_len, seq_len), "float16"),
+        V: T.Tensor((seq_len, dim), "float16"),
+        DEBUG: T.Tensor((seq_len, seq_len), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(seq_len, block_m), is_npu=True) as (cid, _):
+            p_l1 = T.alloc_shared([block_m, block_n], "float16")
+            v_l1 = T.alloc_shared([block_n, dim], "float16")
+            acc_o = T.alloc_fragment([block_m, dim], "float32")
+            for k in T.serial(T.ceildiv(seq_len, block_n)):
+                T.copy(P[cid * block_m, k * block_n], p_l1, size=[block_m, block_n])
+                T.copy(V[k * block_n, 0], v_l1, size=[block_n, dim])
+                T.gemm(p_l1, v_l1, acc_o, initC=True)
+                T.copy(acc_o, DEBUG[cid * block_m, k * block_n], size=[block_m, block_n])
+
+    return main
+
+
+def main():
+    block_m = 16
+    block_n = 16
+    attn_debug(block_m, block_n)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_sized_copy_out_of_an_on_chip_buffer_must_fit_it():
+    from bot.config.schema import Knob
+    from bot.strategies import knobs
+
+    r = knobs.set_knob(SOURCE_TOO_NARROW, Knob("block_n", "block_size", (16, 32)), 32, "block_size")
+    assert isinstance(r, Refusal), r
+    assert "out of `acc_o`" in r.reason and "holds 16 there" in r.reason, r.reason
