@@ -1,12 +1,14 @@
-"""A tile copied into an on-chip buffer must fit the buffer.
+"""A tile copied into or out of an on-chip buffer must fit the buffer.
 
 An explicit-size copy (`T.load_nd2nz(K[...], l1_b, [tail_n, tail_k])`,
 `T.copy(src, dst, size=[...])`) moves a tile whose extent along each dimension is
 at most its size; `tail_n = T.min(block_n, seq_len - i * block_n)` is at most
 `block_n`. When the destination buffer is sized by another knob
 (`l1_b = T.alloc_L1([block_m, block_k], ...)`), the two knobs are tied: a move
-that makes a tile larger than its buffer writes past it. A move is refused when
-some copy fits with the current value and not with the new one.
+that makes a tile larger than its buffer writes past it. The same holds for a copy out of
+an on-chip buffer named whole as its source (`T.copy(acc_o, Out[...], size=[block_m,
+block_n])` with `acc_o` of [block_m, 16]): a tile wider than the buffer reads past it. A move
+is refused when some copy fits with the current value and not with the new one.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Copy:
     buffer: Buffer
     sizes: tuple[cst.BaseExpression, ...]
     line: int
+    direction: str = "into"  # "into" the destination buffer, "out of" the source buffer
 
 
 def _is_min(node: cst.BaseExpression) -> bool:
@@ -63,14 +66,17 @@ class _Copies(cst.CSTVisitor):
         args = [a.value for a in node.args if a.keyword is None]
         kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
         size = kw.get("size", args[2] if len(args) > 2 else None)
-        dst = args[1] if len(args) > 1 else None
-        if not isinstance(size, cst.List) or not isinstance(dst, cst.Name):
-            return
-        buffer = self.held.get(dst.value)
-        if buffer is None or len(buffer.dims) != len(size.elements):
+        if not isinstance(size, cst.List):
             return
         sizes = tuple(e.value for e in size.elements)
-        self.found.append((Copy(buffer, sizes, self.f.line(node)), self.chain))
+        for direction, end in zip(("out of", "into"), args[:2], strict=False):
+            if not isinstance(end, cst.Name):
+                continue
+            buffer = self.held.get(end.value)
+            if buffer is None or len(buffer.dims) != len(sizes):
+                continue
+            copy = Copy(buffer, sizes, self.f.line(node), direction)
+            self.found.append((copy, self.chain))
 
 
 def _copies(f: Facts, factory: Function) -> list[tuple[Copy, tuple[Function, ...]]]:
@@ -116,8 +122,8 @@ class CopyFit:
                 dim, tile, room = over
                 return (
                     f"{self.name}={value}: the copy at line {copy.line} moves a tile of {tile} "
-                    f"along dimension {dim} into `{copy.buffer.name}` (line {copy.buffer.line}), "
-                    f"which holds {room} there"
+                    f"along dimension {dim} {copy.direction} `{copy.buffer.name}` (line "
+                    f"{copy.buffer.line}), which holds {room} there"
                 )
         return None
 

@@ -17,10 +17,17 @@ type) on the reduction axis when the call's transposes say which axis that
 is. A kernel whose operand already has a partial-fractal dimension with the
 current value is left alone there: it shows that its toolchain pads that
 operand itself.
+
+A dimension that multiplies the knob by a size the file does not fix (`block_Q *
+heads`, heads read from a tensor the file never builds) is whole for every value of
+that size when the known factors are a multiple of the granule (16 x heads), and only
+for some values otherwise (8 x heads: odd heads cut a fractal): a move from the first
+to the second is refused the same way, naming the size that would have to be even.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -113,7 +120,12 @@ class FractalCheck:
             for i in range(len(b.dims) - 2, len(b.dims)):  # the matrix: the last two dims
                 now = evaluate(b.dims[i], env(b.chain, current))
                 new = evaluate(b.dims[i], env(b.chain, value))
-                if type(now) is not int or type(new) is not int or now == new:
+                if type(now) is not int or type(new) is not int:
+                    partial = self._unknown_factor(op, i, value, current, env)
+                    if partial:
+                        return partial
+                    continue
+                if now == new:
                     continue
                 g = _granule(op, i)
                 if now % g != 0 or new % g == 0:
@@ -127,6 +139,54 @@ class FractalCheck:
                     f"buffer does not hold; the current {current} gives {now}, whole fractals"
                 )
         return None
+
+    def _unknown_factor(
+        self,
+        op: _Operand,
+        i: int,
+        value: int,
+        current: int,
+        env: Callable[[tuple[Function, ...], int], Env],
+    ) -> str | None:
+        """The reason when dimension `i` is a product with factors the file does not fix,
+        whole fractals for every value of them at `current` and not at `value`."""
+        b = op.buffer
+        factors = _factors(b.dims[i])
+        if len(factors) < 2:
+            return None
+        now_env, new_env = env(b.chain, current), env(b.chain, value)
+        known_now = known_new = 1
+        unknown: list[str] = []
+        for factor in factors:
+            a, c = evaluate(factor, now_env), evaluate(factor, new_env)
+            if type(a) is int and type(c) is int and a > 0 and c > 0:
+                known_now, known_new = known_now * a, known_new * c
+            elif a is None and c is None and isinstance(factor, cst.Name):
+                unknown.append(factor.value)
+            else:
+                return None
+        if not unknown or known_now == known_new:
+            return None
+        g = _granule(op, i)
+        if known_now % g != 0 or known_new % g == 0:
+            return None
+        sizes = " x ".join(unknown)
+        axis = "reduction axis" if i == op.reduced else f"dimension {i}"
+        return (
+            f"{self.name}={value}: the gemm operand {op.role} `{b.name}` (line {b.line}) would "
+            f"have {known_new} x {sizes} along its {axis}, a multiple of {g} only when {sizes} "
+            f"is a multiple of {g // math.gcd(known_new, g)}, and the file does not fix "
+            f"{sizes}: otherwise part of a fractal, which the cube unit and TileLang-Ascend's "
+            f"L1/L0 layouts do not hold; the current {current} gives {known_now} x {sizes}, "
+            f"whole fractals for every {sizes}"
+        )
+
+
+def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a * b * c` -> [a, b, c]; anything else -> [node]."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return [*_factors(node.left), *_factors(node.right)]
+    return [node]
 
 
 def fractal_check(f: Facts, name: str, factories: list[Function]) -> FractalCheck | None:

@@ -11,10 +11,17 @@ one. A depth whose versions no longer fit, while the current depth's do, is refu
 sum (buffers whose size cannot be read are left out: the sum is a lower bound). The sizes are
 every size the op runs with (its callers, loops over test shapes), as for block rules.
 
-Any dialect: a loop that runs one iteration (with some size the op runs with) has nothing to
-overlap, so a depth above both the current one and 1 is refused (the current depth stays
-allowed, as do shallower ones). A depth above a longer trip count is left alone: it still
-reshapes the prologue and epilogue, and upstream expectations differ on it.
+Any dialect: a pipeline of s stages keeps s iterations in flight, so a loop that runs n
+iterations with every size the op runs with has nothing more to overlap past n stages: a depth
+above both n and the current one is refused (the current depth stays allowed, as do shallower
+ones). In the software-pipelining model the extra stages only move every copy of the loop into
+the prologue (at n + 1 stages no copy overlaps any compute); in the ring-buffer model they are
+versions no iteration fills. A loop whose trip count is unknown for some size is left alone,
+except that a run-time size (`top_k = T.symbolic("topK")`) the kernel uses as the `size=` of a
+region of an on-chip buffer it allocates, read from the buffer's origin, cannot exceed that
+buffer's dimension: `T.reduce_max(acc_s, m, dim=1, size=[block_heads, top_k])` with `acc_s` of
+(block_heads, 256) bounds top_k by 256, so `T.Pipelined(T.ceildiv(top_k, 128))` runs at most 2
+iterations (only extents that grow with the size, `n`, `T.ceildiv(n, b)`, `n // b`, are bounded).
 """
 
 from __future__ import annotations
@@ -163,23 +170,29 @@ def refusal(
     ann = _Annotations()
     pf_fn.node.visit(ann)
     ann.unlimited = dialect.unlimited(pf_fn.node)
-    bufs = capacity.allocations(f, pf_fn) if auto else []
+    all_bufs = capacity.allocations(f, pf_fn)
+    bufs = all_bufs if auto else []
     written = _written(loop.body)
     bounds = _bounds(loop.iter)  # type: ignore[arg-type]
     where = f"T.Pipelined at line {line}"
     try:
         choices = list(_choices(f, resolver, factory))
-        # nothing more to overlap only when every size the op runs with gives one iteration
+        # nothing more to overlap only when every size the op runs with gives fewer iterations
         short: list[str] = []
         for choice in choices:
             resolver.fallback = choice
-            trips = _trips(bounds, Env(resolver, pf_fn.chain, 0, {bound: depth} if bound else {}))
-            if trips is None or trips > 1 or depth <= 1:
+            env = Env(resolver, pf_fn.chain, 0, {bound: depth} if bound else {})
+            trips = _trips(bounds, env)
+            capped = ""
+            if trips is None:
+                trips, capped = _trip_cap(bounds, pf_fn.node, all_bufs, env)
+            if trips is None or trips >= depth or depth <= 1:
                 short = []
                 break
             sizes = "".join(f", {k}={v}" for k, v in choice.items())
             loop_code = ", ".join(code_of(b) for b in bounds)
-            short.append(f"{trips} iteration{'s' if trips != 1 else ''} (`{loop_code}`{sizes})")
+            many = f"{trips} iteration{'s' if trips != 1 else ''}"
+            short.append(f"{'at most ' if capped else ''}{many} (`{loop_code}`{sizes}{capped})")
         if short:
             return (
                 f"{where}: num_stages={depth} is deeper than the loop runs with every size the "
@@ -226,3 +239,113 @@ def _trips(bounds: list[cst.BaseExpression], env: Env) -> int | None:
         return None
     ints = [v for v in values if isinstance(v, int)]
     return ints[0] if len(ints) == 1 else ints[1] - ints[0]
+
+
+_GROWING = ("ceildiv", "cdiv")  # T.ceildiv(n, b), tilelang.cdiv(n, b): grow with n
+
+
+def _trip_cap(
+    bounds: list[cst.BaseExpression],
+    pf: cst.FunctionDef,
+    bufs: list[capacity.Buffer],
+    env: Env,
+) -> tuple[int | None, str]:
+    """The most iterations a loop `T.Pipelined(extent)` can run when its extent grows with one
+    run-time size that an on-chip buffer's `size=` region bounds, and the bound shown; else
+    (None, "")."""
+    if len(bounds) != 1:
+        return None, ""
+    extent = bounds[0]
+    name, divisor = _growing(extent)
+    if name is None or evaluate(cst.Name(name), env) is not None:
+        return None, ""
+    if divisor is not None:
+        d = evaluate(divisor, env)
+        if type(d) is not int or d <= 0:
+            return None, ""
+    cap = _size_caps(pf, bufs, env).get(name)
+    if cap is None:
+        return None, ""
+    limit, shown = cap
+    trips = _trips(bounds, Env(env.resolver, env.chain, env.depth, {**env.overrides, name: limit}))
+    if trips is None:
+        return None, ""
+    return trips, f", with {name} <= {limit}: {shown}"
+
+
+def _growing(extent: cst.BaseExpression) -> tuple[str | None, cst.BaseExpression | None]:
+    """`n` -> (n, None); `T.ceildiv(n, b)` / `n // b` -> (n, b); anything else (None, None)."""
+    if isinstance(extent, cst.Name):
+        return extent.value, None
+    if (
+        isinstance(extent, cst.BinaryOperation)
+        and isinstance(extent.operator, cst.FloorDivide)
+        and isinstance(extent.left, cst.Name)
+    ):
+        return extent.left.value, extent.right
+    if isinstance(extent, cst.Call) and dotted(extent.func).rsplit(".", 1)[-1] in _GROWING:
+        args = [a.value for a in extent.args if a.keyword is None]
+        if len(args) == 2 and len(extent.args) == 2 and isinstance(args[0], cst.Name):
+            return args[0].value, args[1]
+    return None, None
+
+
+def _size_caps(
+    pf: cst.FunctionDef, bufs: list[capacity.Buffer], env: Env
+) -> dict[str, tuple[int, str]]:
+    """name -> (the largest value it can take, why): names a `size=[...]` region of an on-chip
+    buffer reads from the buffer's origin (`T.copy(src, buf, size=[..])` for both operands,
+    `T.reduce_*(buf, out, size=[..])` for its source), bounded by that buffer's dimension."""
+    by_name = {b.name: b for b in bufs}
+    caps: dict[str, tuple[int, str]] = {}
+
+    def origin(node: cst.BaseExpression) -> str | None:
+        """The buffer `node` names from its origin: `buf` or `buf[0, 0]`."""
+        if isinstance(node, cst.Name):
+            return node.value
+        zero = isinstance(node, cst.Subscript) and all(
+            isinstance(e.slice, cst.Index)
+            and isinstance(e.slice.value, cst.Integer)
+            and e.slice.value.value == "0"
+            for e in node.slice
+        )
+        if zero and isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+            return node.value.value
+        return None
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            short = dotted(node.func).rsplit(".", 1)[-1]
+            size = next(
+                (a.value for a in node.args if a.keyword and a.keyword.value == "size"), None
+            )
+            if not isinstance(size, (cst.List, cst.Tuple)):
+                return
+            args = [a.value for a in node.args if a.keyword is None]
+            if short == "copy":
+                operands = args[:2]
+            elif short.startswith("reduce"):
+                operands = args[:1]
+            else:
+                return
+            extents = [e.value for e in size.elements]
+            for operand in operands:
+                buf = by_name.get(origin(operand) or "")
+                if buf is None or len(buf.dims) != len(extents):
+                    continue
+                for i, e in enumerate(extents):
+                    if not isinstance(e, cst.Name):
+                        continue
+                    dim = evaluate(buf.dims[i], env)
+                    if type(dim) is not int or dim <= 0:
+                        continue
+                    if e.value not in caps or dim < caps[e.value][0]:
+                        line = env.resolver.f.line(node)
+                        caps[e.value] = (
+                            dim,
+                            f"line {line} reads {e.value} elements of {buf.name}, whose "
+                            f"dimension {i} holds {dim} (line {buf.line})",
+                        )
+
+    pf.visit(_V())
+    return caps

@@ -217,6 +217,11 @@ def _assigned(
     rebindings of the same tensor (`x = x.to(dev)`) that keep its shape."""
     if rebinding.augments(env.resolver.f, fn, name) is not None:
         return None  # `x += y`: an augmented assignment (broadcasting) is not followed
+    if fn is not None and takes(fn, name):
+        first = _reshaped_parameter(fn, name, env)
+        if first is not None:
+            value, passed = first
+            return shape_of(value, _deeper(env, chain, tensors={**env.tensors, name: passed}))
     found: list[Shape] = []
     for value in values:
         inner = _deeper(env, chain, tensors={**env.tensors, name: _SELF_SHAPE})
@@ -231,6 +236,50 @@ def _assigned(
 
 
 _SELF_SHAPE: Shape = (None, None, None, None, None, None, None, None, None)  # marker, by identity
+
+
+def _reshaped_parameter(
+    fn: Function, name: str, env: Env
+) -> tuple[cst.BaseExpression, Shape] | None:
+    """`indices = indices.unsqueeze(0)`: a parameter rebound once, unconditionally, in a
+    statement of the function's own body that no earlier statement reads it before: every read
+    of the name sees that value, computed from the parameter as passed. (value, the passed
+    shape), or None (other rebindings are followed as same-shape ones, or not at all)."""
+    from bot.strategies.writes import writes
+
+    bindings = writes(env.resolver.f.wrapper).bindings.get(id(fn.node), {}).get(name, [])
+    if len(bindings) != 1 or bindings[0].augmented or bindings[0].conditional:
+        return None
+    stmt = bindings[0].node
+    if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
+        return None
+    target = stmt.targets[0].target
+    if not isinstance(target, cst.Name) or target.value != name:
+        return None
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+    for line in body:
+        if isinstance(line, cst.SimpleStatementLine) and any(b is stmt for b in line.body):
+            break
+        if _reads(line, name):
+            return None
+    else:
+        return None
+    if not _reads(stmt.value, name):
+        return None  # a fresh tensor: followed as any other assignment
+    passed = _param(fn, name, env)
+    return None if passed is None else (stmt.value, passed)
+
+
+def _reads(node: cst.CSTNode, name: str) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal found
+            found = found or n.value == name
+
+    node.visit(V())
+    return found
 
 
 def _param(fn: Function, name: str, env: Env) -> Shape | None:
@@ -280,6 +329,8 @@ def _call(node: cst.Call, env: Env) -> Shape | None:
         return None
     if isinstance(node.func, cst.Attribute) and short in _SAME_SHAPE_METHODS:
         return _shape(node.func.value, env)  # `x.npu()`, `x.to(dtype)`, `x.contiguous()`
+    if isinstance(node.func, cst.Attribute) and short in ("unsqueeze", "squeeze"):
+        return _squeezed(short, _shape(node.func.value, env), positional, keywords, env)
     if isinstance(node.func, cst.Attribute) and short in ("view", "reshape") and positional:
         if len(positional) == 1 and not _is_int(positional[0], env):
             wanted = _shape(positional[0], env)
@@ -289,6 +340,39 @@ def _call(node: cst.Call, env: Env) -> Shape | None:
     if isinstance(node.func, cst.Name):
         return _helper(node, env)
     return None
+
+
+def _squeezed(
+    method: str,
+    source: Shape | None,
+    positional: list[cst.BaseExpression],
+    keywords: dict[str, cst.BaseExpression],
+    env: Env,
+) -> Shape | None:
+    """`x.unsqueeze(d)` inserts a size-1 dimension at d; `x.squeeze(d)` drops dimension d when
+    it is 1 (a dimension of another size stays). Without a literal d, unknown."""
+    from bot.strategies.evaluate import evaluate
+
+    if source is None:
+        return None
+    where = positional[0] if len(positional) == 1 else keywords.get("dim")
+    if where is None or len(positional) + len(keywords) != 1:
+        return None
+    d = evaluate(where, env)
+    if type(d) is not int:
+        return None
+    if method == "unsqueeze":
+        rank = len(source) + 1
+        if not -rank <= d < rank:
+            return None
+        d %= rank
+        return (*source[:d], 1, *source[d:])
+    if not -len(source) <= d < len(source):
+        return None
+    d %= len(source)
+    if source[d] is None:
+        return None
+    return source if source[d] != 1 else (*source[:d], *source[d + 1 :])
 
 
 def _reshaped(source: Shape | None, wanted: Shape | None) -> Shape | None:
