@@ -39,3 +39,38 @@ def test_a_none_fill_by_an_expression_is_dropped_naming_the_fill():
     why = {d.name: d.reason for d in knobs.dropped(text)}["block_M"]
     assert "line 7" in why and "None" in why, why
     assert "set by an expression at line 5" not in why, why
+
+
+# 2. a dtype switch decided by the value the run's call passes, not the parameter's default
+
+SWITCHED = '''
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def rows(M, N, block_M, dtype="float16"):
+    is_fp32 = dtype == "float32"
+    buf_dtype = "float32" if is_fp32 else "float16"
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), buf_dtype)):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_M, N), buf_dtype)
+            T.copy(A[cid * block_M, 0], buf)
+
+    return main
+
+
+kernel = rows(4096, 1024, 32, {DTYPE})
+'''
+
+
+def test_a_dtype_switch_reads_the_value_the_call_passes():
+    # UB holds 192 KiB: 64 rows of 1024 take 128 KiB in fp16 but 256 KiB in fp32
+    legal, refused = knobs.legal_values(SWITCHED.replace("{DTYPE}", '"float32"'), "block_M", BS)
+    assert 64 not in legal and any(v == 64 and "UB" in why for v, why in refused), refused
+    legal, _ = knobs.legal_values(SWITCHED.replace("{DTYPE}", 'dtype="float32"'), "block_M", BS)
+    assert 64 not in legal
+    legal, _ = knobs.legal_values(SWITCHED.replace("{DTYPE}", '"float16"'), "block_M", BS)
+    assert 64 in legal and 128 not in legal
