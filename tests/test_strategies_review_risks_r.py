@@ -9,14 +9,22 @@ from __future__ import annotations
 
 from test_strategies_rebinding import BS, factory
 
-from bot.config.schema import Knob
-from bot.strategies import knobs
+from pathlib import Path
+
+from bot.config.schema import Knob, OpConfig
+from bot.strategies import imported, knobs
+from bot.strategies.facts import facts
+from bot.strategies.planner import Planner
 from bot.strategies.base import Variant
 from bot.strategies.source import changed_lines
 
 
 def bs(name: str) -> Knob:
     return Knob(name, "block_size", BS)
+
+
+def _op() -> OpConfig:
+    return OpConfig(project="u", name="op", dir=Path("examples/u/op"), kernel_kind="mix")
 
 
 # 1. `if block_M is None: block_M = 64` with None passed (or the None default left alone)
@@ -43,7 +51,7 @@ def test_a_none_fill_by_an_expression_is_dropped_naming_the_fill():
 
 # 2. a dtype switch decided by the value the run's call passes, not the parameter's default
 
-SWITCHED = '''
+SWITCHED = """
 import tilelang
 import tilelang.language as T
 
@@ -63,7 +71,7 @@ def rows(M, N, block_M, dtype="float16"):
 
 
 kernel = rows(4096, 1024, 32, {DTYPE})
-'''
+"""
 
 
 def test_a_dtype_switch_reads_the_value_the_call_passes():
@@ -74,3 +82,66 @@ def test_a_dtype_switch_reads_the_value_the_call_passes():
     assert 64 not in legal
     legal, _ = knobs.legal_values(SWITCHED.replace("{DTYPE}", '"float16"'), "block_M", BS)
     assert 64 in legal and 128 not in legal
+
+
+# 3. an imported helper handed the file's own factory; a read in a parameter's default
+
+HARNESS = """
+import tilelang
+import tilelang.language as T
+from bench.harness import profile
+
+BLOCK_M = 64
+
+
+@tilelang.jit(target="npuir")
+def rows(M, block_M={DEFAULT}):
+    @T.prim_func
+    def main(A: T.Tensor((M,), "float16")):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_M,), "float16")
+            T.copy(A[cid * block_M], buf)
+
+    return main
+
+
+if __name__ == "__main__":
+    {RUN}
+"""
+
+
+def _skipped(text: str) -> dict[str, str]:
+    specs, skipped = Planner(_op()).specs(text, ["block_size"])
+    return {s.split(": ", 2)[1]: s.split(": ", 2)[2] for s in skipped if s.count(": ") >= 2}
+
+
+def test_an_imported_helper_handed_the_files_own_factory_is_not_that_factory():
+    text = HARNESS.replace("{DEFAULT}", "32").replace(
+        "{RUN}", "profile(rows, 1024, block_M=BLOCK_M)"
+    )
+    why = _skipped(text)["BLOCK_M"]
+    assert "body is not in this file" not in why, why  # the kernel is in this file
+    assert "profile()" in why and "rows()" in why, why
+
+
+def test_a_constant_read_by_a_parameter_default_is_read_in_this_file():
+    # the file's own factory reads BLOCK_M through its default; check() only gets it too
+    text = HARNESS.replace("{DEFAULT}", "BLOCK_M").replace(
+        "{RUN}", "k = rows(1024)\n    profile(k, BLOCK_M)"
+    )
+    assert imported.imported_only(facts(text), "BLOCK_M") is None
+    # a wrapper whose default only forwards it to an imported factory: that factory's knob
+    forward = """
+from kernels.gemm import matmul
+
+BLOCK_M = 128
+
+
+def build(M, block_M=BLOCK_M):
+    return matmul(M, block_M=block_M)
+
+
+build(1024)
+"""
+    why = imported.imported_only(facts(forward), "BLOCK_M")
+    assert why is not None and "matmul()" in why, why
