@@ -7,15 +7,16 @@ positional transposes count (capacity.py `Scoped`, fractal.py, crossed.py)."""
 
 from __future__ import annotations
 
-from test_strategies_rebinding import BS, factory
-
 from pathlib import Path
 
+from test_strategies_firstcontact_m import FLAG_OFF_WITH_REASON
+from test_strategies_rebinding import BS, factory
+
 from bot.config.schema import Knob, OpConfig
-from bot.strategies import imported, knobs
+from bot.strategies import imported, knobs, multibuffer
+from bot.strategies.base import Refusal, Variant
 from bot.strategies.facts import facts
 from bot.strategies.planner import Planner
-from bot.strategies.base import Variant
 from bot.strategies.source import changed_lines
 
 
@@ -145,3 +146,24 @@ build(1024)
 """
     why = imported.imported_only(facts(forward), "BLOCK_M")
     assert why is not None and "matmul()" in why, why
+
+
+# 4. only a comment about multi-buffering is a stated reason to keep the flag off
+
+
+def test_a_comment_about_some_other_buffer_does_not_keep_the_flag_off():
+    bare = FLAG_OFF_WITH_REASON.replace(
+        "        # Keep auto multi-buffering off here: the doubled buffers of the three\n"
+        "        # matmuls overflow the on-chip budget.\n",
+        "",
+    )
+    for comment in ("# output buffer in UB", "# see the buffer sizes below", "# Buffer: 64 KiB"):
+        other = bare.replace('": False,', f'": False,  {comment}')
+        assert isinstance(multibuffer.set_flag(other, True), Variant), comment
+    for comment in (
+        "# single-buffer is safe here",
+        "# no double buffering: the manual ping-pong below does it",
+        "# disable the auto multi buffer to implement it manually",
+    ):
+        stated = bare.replace('": False,', f'": False,  {comment}')
+        assert isinstance(multibuffer.set_flag(stated, True), Refusal), comment
