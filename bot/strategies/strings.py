@@ -4,8 +4,8 @@ A kernel's dtypes and switches are strings (`dtype="bfloat16"`, `is_fp32 = dtype
 "float32"`). They are read through literals, `a if c else b` (only the side the test picks
 when it is a string switch every value of its operand decides the same way: `"float32" if
 dtype in ["float16", "bfloat16"] else dtype` with dtype "float16" is "float32"), names bound once (a local, a
-parameter: what every call site passes, its default where a call leaves it out; a module
-constant), the one-value-per-pass
+parameter: what every call site passes, its default where a call leaves it out or passes
+a value the file does not spell out; a module constant), the one-value-per-pass
 entries of a loop over a list the file spells out (`for dt, tol in [("bfloat16", 1e-2)]`),
 an argparse option's string default, a TileLang dtype attribute (`T.float32`), and a torch
 dtype's name cut from its text (`str(torch.float32)[len("torch.") :]` is "float32"). An
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted
 
 DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
@@ -106,8 +106,9 @@ def _decided(
 
 def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
     """The strings parameter `name` of `fn` gets: at every call site the value it passes, or
-    the default where a call leaves it out; the default alone when no call in the file names
-    `fn`. Empty (unknown) when any call's value is unknown (a `*args`/`**kw` it may come from)."""
+    the default where a call leaves it out or passes a value the file does not spell out; the
+    default alone when no call in the file names `fn`. Empty (unknown) when a call's value is
+    unknown and there is no default (or a `*args`/`**kw` may hold it)."""
     index = fn.params.index(name) if name in fn.params else None
     default = fn.defaults.get(name)
     found: set[str] = set()
@@ -118,18 +119,22 @@ def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
         starred = any(a.star == "*" for a in call.node.args)  # positions after it unknown
         if arg is None and index is not None and index < len(positional) and not starred:
             arg = positional[index]
-        if arg is not None:
-            values = strings(arg, call.scope, f, depth)
-        elif default is not None and not any(a.star for a in call.node.args):
+        values = strings(arg, call.scope, f, depth) if arg is not None else set()
+        if not values and default is not None and (arg is not None or not _starred(call)):
+            # left out, or passed a value the file does not spell out (`dtype=tl_dtype` from
+            # the input tensor): the default the author wrote is the value taken for it
             values = strings(default, fn.parents, f, depth)
-        else:
-            values = set()
         if not values:
             return set()
         found |= values
     if not calls and default is not None:
         return strings(default, fn.parents, f, depth)
     return found
+
+
+def _starred(call: Call) -> bool:
+    """A `*args` / `**kw` in the call: a parameter it leaves out may be in there."""
+    return any(a.star for a in call.node.args)
 
 
 def _argparse_strings(f: Facts, dest: str) -> set[str]:
