@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from test_strategies_firstcontact_m import FLAG_OFF_WITH_REASON
+from test_strategies_fractal import GEMM, _knob
 from test_strategies_rebinding import BS, factory
 
 from bot.config.schema import Knob, OpConfig
-from bot.strategies import imported, knobs, multibuffer
+from bot.strategies import imported, inventory, knobs, multibuffer
 from bot.strategies.base import Refusal, Variant
 from bot.strategies.facts import facts
 from bot.strategies.planner import Planner
@@ -167,3 +168,89 @@ def test_a_comment_about_some_other_buffer_does_not_keep_the_flag_off():
     ):
         stated = bare.replace('": False,', f'": False,  {comment}')
         assert isinstance(multibuffer.set_flag(stated, True), Refusal), comment
+
+
+# 5. gemm operands and copied tiles resolve by scope; positional transpose flags count
+
+OTHER_KERNEL = """
+    @T.prim_func
+    def other(X: T.Tensor((M, K), dtype), Y: T.Tensor((M, K), dtype)):
+        with T.Kernel(M // 64, is_npu=True) as (cid, _):
+            A_L1 = T.alloc_ub((64, 64), dtype)
+            C_L0 = T.alloc_ub((64, 64), dtype)
+            T.copy(X[cid * 64, 0], A_L1)
+            T.copy(A_L1, C_L0)
+            T.copy(C_L0, Y[cid * 64, 0])
+
+    return main, other
+"""
+
+
+def test_a_same_named_buffer_of_another_kernel_is_not_the_gemm_operand():
+    two = GEMM.replace("\n    return main\n", OTHER_KERNEL, 1)
+    assert "def other(" in two
+    ok, refused = _knob(two, "block_M").legal((8, 16, 64))
+    assert ok == (16, 64) and [v for v, _ in refused] == [8], refused
+    assert "A_L1" in refused[0][1] and "fractal" in refused[0][1]
+
+
+def test_positional_transpose_flags_are_read_by_tilelangs_gemm_signature():
+    # gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False) in tilelang-ascend
+    int8 = (
+        GEMM.replace('dtype="float16"', 'dtype="int8"')
+        .replace(
+            "B_L1 = T.alloc_L1((block_K, block_N), dtype)",
+            "B_L1 = T.alloc_L1((block_N, block_K), dtype)",
+        )
+        .replace("T.gemm_v0(A_L1, B_L1, C_L0, init=(k == 0))", "{GEMM}")
+        .replace("B: T.Tensor((K, N), dtype)", "B: T.Tensor((N, K), dtype)")
+        .replace("B[k * block_K, by * block_N], B_L1", "B[by * block_N, k * block_K], B_L1")
+    )
+    for call in (
+        "T.gemm_v0(A_L1, B_L1, C_L0, False, True, init=(k == 0))",
+        "T.gemm(A_L1, B_L1, C_L0, False, True)",
+    ):
+        text = int8.replace("{GEMM}", call)
+        # B is N x K: 16 along N is whole, 16 along K (int8: 32 per fractal row) is not
+        ok, refused = _knob(text, "block_N").legal((16, 128))
+        assert ok == (16, 128) and not refused, (call, refused)
+        ok, refused = _knob(text, "block_K").legal((16, 128))
+        assert ok == (128,) and "reduction axis" in refused[0][1], (call, refused)
+
+
+CROSSED_TWO = """
+import tilelang
+import tilelang.language as T
+
+
+def rows(M, N, block_M, block_N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            row = cid * block_N
+            buf = T.alloc_ub((block_M, N), "float16")
+            T.copy(A[row, 0], buf)
+            T.copy(buf, B[row, 0])
+
+    @T.prim_func
+    def other(X: T.Tensor((M, N), "float16"), Y: T.Tensor((M, N), "float16")):
+        with T.Kernel(M // block_N, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_N, N), "float16")
+            T.copy(X[cid * block_N, 0], buf)
+            T.copy(buf, Y[cid * block_N, 0])
+
+    return main, other
+
+
+if __name__ == "__main__":
+    rows(1024, 256, 32, 32)
+"""
+
+
+def test_a_copied_tile_is_the_buffer_of_its_own_kernel():
+    # main places its rows at multiples of block_N but copies block_M of them (buf): the two
+    # must stay equal; other's buf of block_N rows is another kernel's
+    k = inventory.inventory(CROSSED_TWO).knob("block_M")
+    assert k is not None and k.value == 32
+    ok, refused = k.legal((16, 32, 64))
+    assert ok == (32,), refused
