@@ -254,3 +254,45 @@ def test_a_copied_tile_is_the_buffer_of_its_own_kernel():
     assert k is not None and k.value == 32
     ok, refused = k.legal((16, 32, 64))
     assert ok == (32,), refused
+
+
+# cri_act_quant: a block every tile of which writes one place, over an extent no size fixes
+
+PER_ROW_MAX = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def row_absmax(N, block_M=32, block_N=64):
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def main(X: T.Tensor([M, N], "float"), S: T.Tensor([M], "float")):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, vid):
+            bm = cid // (N // block_N)
+            bn = cid % (N // block_N)
+            x = T.alloc_ub([block_M, block_N], "float")
+            s = T.alloc_ub([block_M], "float")
+            T.copy(X[bm * block_M, bn * block_N], x)
+            T.reduce_max(x, s, dim=-1)
+            T.copy(s, S[bm * block_M : bm * block_M + block_M])
+
+    return main
+"""
+
+
+def test_a_block_whose_tiles_all_write_one_place_over_an_unfixed_extent_is_dropped():
+    inv = inventory.inventory(PER_ROW_MAX)
+    assert [k.name for k in inv.knobs] == ["block_M"]
+    (why,) = [d.reason for d in inv.dropped if d.name == "block_N"]
+    assert "`S[bm * block_M : bm * block_M + block_M]`" in why and "extent `N`" in why, why
+    assert "not a tile size" in why
+
+
+def test_the_same_block_over_an_extent_the_file_fixes_stays_a_knob_of_that_value():
+    fixed = PER_ROW_MAX + '\n\nif __name__ == "__main__":\n    row_absmax(64)\n'
+    k = inventory.inventory(fixed).knob("block_N")
+    assert k is not None and k.value == 64
+    ok, refused = k.legal((32, 64, 128))
+    assert ok == (64,) and refused
