@@ -51,6 +51,13 @@ def test_a_none_fill_by_an_expression_is_dropped_naming_the_fill():
     assert "set by an expression at line 5" not in why, why
 
 
+def test_a_none_fill_beside_a_call_passing_a_number_is_two_literals():
+    text = factory("if block_M is None:\n    block_M = 64", "M, block_M=None")
+    text += "a = rows(1024)\nb = rows(2048, 32)\n"
+    why = {d.name: d.reason for d in knobs.dropped(text)}["block_M"]
+    assert "each to a literal of its own" in why and "None" not in why, why
+
+
 # 2. a dtype switch decided by the value the run's call passes, not the parameter's default
 
 SWITCHED = """

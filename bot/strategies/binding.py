@@ -225,10 +225,10 @@ class Resolver:
             if idle is not None:
                 return _unresolved(idle)
             pairs = callsites.on_run_path(self.f, pairs, self.harness)
+            # a call that leaves it None runs its None fill: the fill's value, at the fill
+            pairs = [(c, self._filled(fn, name, depth, r) if r.none else r) for c, r in pairs]
             found = [r for _, r in pairs]
             nodes = {id(r.site.node) if r.site else None for r in found}
-            if all(r.none for r in found):  # every call on the run leaves it None
-                return self._filled(fn, name, depth, found[0])
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
                 r = found[0]
                 path = (f"{fn.name}({name}=...)", *r.path)
