@@ -211,6 +211,23 @@ def buffers(f: Facts, factory: Function) -> list[Buffer]:
     return [b for pf in factory.prim_funcs for b in kernel_buffers(f, pf, by_node[id(pf)])]
 
 
+class _Around(cst.CSTVisitor):
+    """Each call of a prim_func -> the defs around it, innermost first."""
+
+    def __init__(self) -> None:
+        self.stack: list[int] = [0]
+        self.around: dict[int, tuple[int, ...]] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.append(id(node))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.around[id(node)] = tuple(reversed(self.stack))
+
+
 class Scoped:
     """The buffers of one prim_func by name, as a call inside it sees them: the allocation in
     the innermost function around the call that allocates the name (a kernel's helper may
@@ -221,26 +238,9 @@ class Scoped:
         self.by_scope: dict[int, dict[str, list[Buffer]]] = {}
         for b in found:
             self.by_scope.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
-        self.around: dict[
-            int, tuple[int, ...]
-        ] = {}  # a call -> the defs around it, innermost first
-
-        around = self.around
-
-        class _Around(cst.CSTVisitor):
-            def __init__(self) -> None:
-                self.stack: list[int] = [0]
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                self.stack.append(id(node))
-
-            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-                self.stack.pop()
-
-            def visit_Call(self, node: cst.Call) -> None:
-                around[id(node)] = tuple(reversed(self.stack))
-
-        pf.visit(_Around())
+        v = _Around()
+        pf.visit(v)
+        self.around = v.around
 
     def get(self, name: str, at: cst.Call) -> Buffer | None:
         for scope in self.around.get(id(at), ()):
