@@ -24,7 +24,7 @@ _LIBRARIES = frozenset({"tilelang", "torch", "torch_npu", "numpy", "triton", "py
 class _Pass(NamedTuple):
     call: cst.Call
     callee: str  # `matmul` / `kernels.matmul`
-    handed: str | None  # a function of this file the call is also handed (`profile(rows, ...)`)
+    handed: str | None  # a kernel factory of this file the call is also handed (`profile(rows)`)
 
 
 def _library(module: str) -> bool:
@@ -82,15 +82,16 @@ def imported_only(f: Facts, name: str) -> str | None:
     imported from another module (`matmul(M, block_M=BLOCK_M)`), or when it is that call's own
     keyword literal (`matmul(M, block_M=128)`); None otherwise. A read in a parameter's default
     (`def build(block_M=BLOCK_M)`) is such a pass only when every read of that parameter in its
-    function is one. An imported callable handed one of this file's functions
-    (`profile(rows, block_M=BLOCK_M)`) is a helper that calls that function, not the factory:
+    function is one. An imported callable handed one of this file's kernel factories
+    (`profile(rows, block_M=BLOCK_M)`) is a helper that calls that factory, not the factory:
     the reason says so instead of claiming the kernel is elsewhere."""
     module = f.wrapper.module
     imported = imported_callables(module)
     if not imported:
         return None
-    functions = {fn.name for fn in f.functions}
-    defined = functions | set(f.module_assigns)
+    defined = {fn.name for fn in f.functions} | set(f.module_assigns)
+    # this file's kernel factories and the functions around them (an outer factory)
+    factories = {fn.name for fac in f.factories for fn in fac.chain}
     reads: list[cst.Name] = []
     literals: list[_Pass] = []  # `matmul(M, block_M=128)`: the call's own keyword literal
     fed: dict[int, _Pass] = {}  # a name read as an argument of an imported callable
@@ -107,7 +108,7 @@ def imported_only(f: Facts, name: str) -> str | None:
                 (
                     a.value.value
                     for a in node.args
-                    if isinstance(a.value, cst.Name) and a.value.value in functions
+                    if isinstance(a.value, cst.Name) and a.value.value in factories
                 ),
                 None,
             )
