@@ -203,6 +203,7 @@ def test_a_same_named_buffer_of_another_kernel_is_not_the_gemm_operand():
 
 def test_positional_transpose_flags_are_read_by_tilelangs_gemm_signature():
     # gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False) in tilelang-ascend
+    # (gemm likewise); a size list in the fourth place is TileLang-NPUIR's npuir_dot
     int8 = (
         GEMM.replace('dtype="float16"', 'dtype="int8"')
         .replace(
@@ -216,6 +217,8 @@ def test_positional_transpose_flags_are_read_by_tilelangs_gemm_signature():
     for call in (
         "T.gemm_v0(A_L1, B_L1, C_L0, False, True, init=(k == 0))",
         "T.gemm(A_L1, B_L1, C_L0, False, True)",
+        # TileLang-NPUIR: T.gemm is npuir_dot(A, B, C, size, initC, a_transpose, b_transpose)
+        "T.gemm(A_L1, B_L1, C_L0, [block_M, block_K, block_N], k == 0, False, True)",
     ):
         text = int8.replace("{GEMM}", call)
         # B is N x K: 16 along N is whole, 16 along K (int8: 32 per fractal row) is not

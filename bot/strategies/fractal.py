@@ -37,11 +37,32 @@ C0_BYTES = 32  # bytes of one fractal row
 # keywords that swap the two dimensions of operand A / B
 _A_FLAGS = ("transpose_A", "a_transpose", "trans_A", "transA")
 _B_FLAGS = ("transpose_B", "b_transpose", "trans_B", "transB")
-# positions of transpose_A / transpose_B in TileLang's signatures (tilelang-ascend
-# tilelang/language/gemm.py `gemm(A, B, C, transpose_A=False, transpose_B=False, policy, ...)`,
-# tilelang/language/ascend.py and pto.py `gemm_v0(A, B, C, transpose_A=False,
-# transpose_B=False, init=False)`); other gemm spellings' later positions are not known
-_POSITIONS = {"gemm": (3, 4), "gemm_v0": (3, 4)}
+# positions of the A / B transpose flags in TileLang's signatures, read from the upstream
+# sources: tile-ai/tilelang-ascend tilelang/language/gemm.py `gemm(A, B, C, transpose_A=False,
+# transpose_B=False, policy, ...)` and ascend.py / pto.py `gemm_v0(A, B, C, transpose_A=False,
+# transpose_B=False, init=False)`; TileLang-NPUIR (tilelang-mlir-ascend) exports `npuir_dot as
+# gemm` (tilelang/language/__init__.py), `npuir_dot(A, B, C, size=None, initC=False,
+# a_transpose=False, b_transpose=False)` (customize_npuir.py)
+_ASCEND = (3, 4)
+_NPUIR = (5, 6)
+
+
+def _positions(kind: str, args: list[cst.BaseExpression]) -> tuple[int, int] | None:
+    """Where this call's transpose flags sit, or None when its spelling does not tell."""
+    if kind == "npuir_dot":
+        return _NPUIR
+    if kind == "gemm_v0":
+        return _ASCEND
+    if kind != "gemm" or len(args) <= 3:
+        return None
+    fourth = args[3]
+    if isinstance(fourth, (cst.List, cst.Tuple)) or (
+        isinstance(fourth, cst.Name) and fourth.value == "None"
+    ):
+        return _NPUIR  # npuir_dot's `size` ([m, k, n])
+    if isinstance(fourth, cst.Name) and fourth.value in ("True", "False"):
+        return _ASCEND  # a flag where tilelang-ascend's gemm takes transpose_A
+    return None
 
 
 @dataclass(frozen=True)
@@ -57,13 +78,13 @@ def _literal(v: cst.BaseExpression) -> bool | None:
 
 def transposes(call: cst.Call) -> tuple[bool | None, bool | None]:
     """Whether a matrix multiply call transposes A and B: a flag passed by keyword, or by
-    position where TileLang's signature puts it; False when absent, None when it is not a
-    literal or sits at a position whose meaning is not known."""
+    position where TileLang's signature puts it (`_positions`); False when absent, None when
+    it is not a literal or sits at a position whose meaning is not known."""
     kind = dotted(call.func).rsplit(".", 1)[-1]
     args = [a.value for a in call.args if a.keyword is None and not a.star]
     starred = any(a.star for a in call.args)
     kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-    at = _POSITIONS.get(kind)
+    at = _positions(kind, args)
     out: list[bool | None] = []
     for side, names in enumerate((_A_FLAGS, _B_FLAGS)):
         given = next((kw[n] for n in names if n in kw), None)
