@@ -296,9 +296,7 @@ def test_corpus_is_big_enough_and_documented():
 # First-contact product failures (tests/data/upstream_kernels/README.md), recorded, not hidden;
 # strict, so a fix turns them into passes that must drop the entry.
 FIRST_CONTACT_FAILURES: dict[str, str] = {
-    # found at first contact, not fixed yet (tests/data/upstream_kernels/README.md)
-    "cri_act_quant": "heldout_l: block_N (the per-row scale's length) is kept as a knob with "
-    "the single value 32, not listed as dropped (a general drop rule cost earlier sets moves)",
+    # found at first contact, not fixed yet (tests/data/upstream_kernels/README.md); none now
 }
 
 

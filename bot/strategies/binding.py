@@ -51,6 +51,7 @@ class Resolution:
     problem: str | None = None  # why there is no single literal (ambiguous, computed, unbound)
     shared: callsites.Shared | None = None  # a module constant several (not all) calls share
     subject: str | None = None  # the parameter whose calls bind it differently (ambiguous)
+    none: bool = False  # the value is the literal None (a parameter left to its None fill)
 
 
 def _unresolved(problem: str, path: tuple[str, ...] = ()) -> Resolution:
@@ -167,7 +168,15 @@ class Resolver:
             return Resolution(
                 Site(name, kind, self.f.line(node), value, node), value, (f"{kind} {name}",)
             )
-        if isinstance(node, cst.Name) and node.value not in ("None",):
+        if isinstance(node, cst.Name) and node.value == "None":
+            return Resolution(
+                None,
+                None,
+                (f"{kind} {name} = None",),
+                f"'{name}' is None at line {self.f.line(node)} ({kind}), not an integer literal",
+                none=True,
+            )
+        if isinstance(node, cst.Name):
             r = self.name(node.value, chain, depth + 1)
             path = (f"{name} = {node.value}", *r.path)
             return Resolution(r.site, r.value, path, r.problem, subject=r.subject)
@@ -216,6 +225,8 @@ class Resolver:
             if idle is not None:
                 return _unresolved(idle)
             pairs = callsites.on_run_path(self.f, pairs, self.harness)
+            # a call that leaves it None runs its None fill: the fill's value, at the fill
+            pairs = [(c, self._filled(fn, name, depth, r) if r.none else r) for c, r in pairs]
             found = [r for _, r in pairs]
             nodes = {id(r.site.node) if r.site else None for r in found}
             if len(found) == 1 or (len(nodes) == 1 and None not in nodes):
@@ -235,7 +246,8 @@ class Resolver:
             hidden = self.wrappers.hidden(fn, name)
             if hidden is not None:
                 return _unresolved(hidden)
-            return self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
+            r = self.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
+            return self._filled(fn, name, depth, r) if r.none else r
         if callsites.autotuned(fn):
             return _unresolved(
                 f"'{name}' of {fn.name}() is left to @tilelang.autotune: no call in this file "
@@ -244,6 +256,21 @@ class Resolver:
         return _unresolved(
             f"'{name}' of {fn.name}() has no default and no call site in this file binds it"
         )
+
+    def _filled(self, fn: Function, name: str, depth: int, passed: Resolution) -> Resolution:
+        """Parameter `name` of `fn` is None on the run (`passed` says where): its value is what
+        its None fill (`if name is None: name = 64`) assigns, and that literal is the knob."""
+        fills = rebinding.fill_values(fn, name)
+        if len(fills) != 1:
+            return passed  # no fill: the kernel reads None (its reason says so)
+        stmt, value = fills[0]
+        r = self.expr(value, fn.chain, depth + 1, name, "local")
+        how = f"{name} is None, so the fill at line {self.f.line(stmt)} sets it"
+        problem = r.problem and (
+            f"{r.problem} (the None fill of parameter '{name}' of {fn.name}(), which runs "
+            f"because the run leaves '{name}' None)"
+        )
+        return Resolution(r.site, r.value, (how, *r.path), problem, subject=r.subject)
 
     def bindings(self, fn: Function, name: str, depth: int) -> list[tuple[Call, Resolution]]:
         """Each call of `fn` that binds parameter `name`, with what it binds it to."""

@@ -27,7 +27,7 @@ of another kind) are in UB: the vector cores reach no other on-chip memory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import libcst as cst
@@ -97,6 +97,7 @@ class Buffer:
     dtype_bytes: int
     line: int
     chain: tuple[Function, ...]
+    scope: int = field(default=0, compare=False)  # id of the innermost def allocating it
 
 
 def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
@@ -109,6 +110,13 @@ class _Allocs(cst.CSTVisitor):
     def __init__(self, f: Facts, chain: tuple[Function, ...]) -> None:
         self.f, self.chain = f, chain
         self.buffers: list[Buffer] = []
+        self.scopes: list[int] = [0]  # the defs around the visit, innermost last
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(id(node))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         call = node.value
@@ -135,6 +143,7 @@ class _Allocs(cst.CSTVisitor):
                 ),  # `a if c else b`: the smaller, a lower bound
                 self.f.line(node),
                 self.chain,
+                self.scopes[-1],
             )
         )
 
@@ -179,37 +188,81 @@ def allocations(f: Facts, prim_func: Function) -> list[Buffer]:
     return v.buffers
 
 
+def kernel_buffers(f: Facts, pf: cst.FunctionDef, prim_func: Function) -> list[Buffer]:
+    """Every readable allocation in one prim_func, placed in its memory."""
+    v = _Allocs(f, prim_func.chain)
+    pf.visit(v)
+    by_use = placements(pf)
+    roles = _by_role(pf)
+    if any(b.name in by_use or b.memory not in UNPLACED for b in v.buffers):
+        roles.pop("*", None)  # the kernel places its buffers itself: those count alone
+    placed = {**roles, **by_use}
+    return [
+        replace(b, memory=placed.get(b.name, placed.get("*", b.memory)))
+        if b.memory in UNPLACED
+        else b
+        for b in v.buffers
+    ]
+
+
 def buffers(f: Facts, factory: Function) -> list[Buffer]:
     """Every readable allocation in the prim_funcs of `factory`."""
     by_node = {id(fn.node): fn for fn in f.functions}
-    found: list[Buffer] = []
-    for pf in factory.prim_funcs:
-        v = _Allocs(f, by_node[id(pf)].chain)
+    return [b for pf in factory.prim_funcs for b in kernel_buffers(f, pf, by_node[id(pf)])]
+
+
+class _Around(cst.CSTVisitor):
+    """Each call of a prim_func -> the defs around it, innermost first."""
+
+    def __init__(self) -> None:
+        self.stack: list[int] = [0]
+        self.around: dict[int, tuple[int, ...]] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.append(id(node))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.around[id(node)] = tuple(reversed(self.stack))
+
+
+class Scoped:
+    """The buffers of one prim_func by name, as a call inside it sees them: the allocation in
+    the innermost function around the call that allocates the name (a kernel's helper may
+    reuse a name; another kernel's buffers are never seen). `get` says None when that
+    function allocates the name twice with different shapes, dtypes or memories."""
+
+    def __init__(self, pf: cst.FunctionDef, found: list[Buffer]) -> None:
+        self.by_scope: dict[int, dict[str, list[Buffer]]] = {}
+        for b in found:
+            self.by_scope.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
+        v = _Around()
         pf.visit(v)
-        by_use = placements(pf)
-        roles = _by_role(pf)
-        if any(b.name in by_use or b.memory not in UNPLACED for b in v.buffers):
-            roles.pop("*", None)  # the kernel places its buffers itself: those count alone
-        placed = {**roles, **by_use}
-        found.extend(
-            replace(b, memory=placed.get(b.name, placed.get("*", b.memory)))
-            if b.memory in UNPLACED
-            else b
-            for b in v.buffers
-        )
-    return found
+        self.around = v.around
+
+    def get(self, name: str, at: cst.Call) -> Buffer | None:
+        for scope in self.around.get(id(at), ()):
+            held = self.by_scope.get(scope, {}).get(name)
+            if held:
+                kinds = {(tuple(_code(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
+                return held[0] if len(kinds) == 1 else None
+        return None
 
 
-def visit_kernels(
-    f: Facts, factories: list[Function], make: Callable[[dict[str, Buffer]], V]
-) -> list[V]:
-    """One visitor per prim_func of `factories`, made from that factory's buffers by name and
-    run over the prim_func (the gemm rules read operands through it)."""
+def _code(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module([]).code_for_node(node).split())
+
+
+def visit_kernels(f: Facts, factories: list[Function], make: Callable[[Scoped], V]) -> list[V]:
+    """One visitor per prim_func of `factories`, made from that prim_func's buffers as its
+    calls see them (`Scoped`) and run over it (the gemm rules read operands through it)."""
+    by_node = {id(fn.node): fn for fn in f.functions}
     out: list[V] = []
     for factory in factories:
-        by_name = {b.name: b for b in buffers(f, factory)}
         for pf in factory.prim_funcs:
-            v = make(by_name)
+            v = make(Scoped(pf, kernel_buffers(f, pf, by_node[id(pf)])))
             pf.visit(v)
             out.append(v)
     return out

@@ -118,6 +118,50 @@ class Constraints:
             self.resolver.fallback = {}
         return None
 
+    def whole_extent(self, current: int) -> str | None:
+        """Why the knob is the extent itself rather than a tile size, or None: each knob-sized
+        tile makes one write at the same place (a per-row result of a reduction over the knob's
+        axis), so the kernel is right only with one tile over the whole extent, and the file
+        fixes that extent nowhere (no size it runs the op with gives it): the current value
+        stands for a problem size the caller sets. Checked with the file's sizes, as a move
+        is; where they fix the extent the knob stays, its one valid value known."""
+        wholes = [
+            r
+            for r in self.rules
+            if r.kind == "whole" and evaluate(r.node, self._env(r.chain, current)) is None
+        ]
+        others = {current * 2, max(1, current // 2)} - {current}
+        if not wholes or not others:
+            return None
+        sizes, _ = self.declared_sizes(())
+        found: Rule | None = None
+        try:
+            for choice in shapes.choices(sizes, self.joint):
+                self.resolver.fallback = choice
+                hit = next(
+                    (
+                        r
+                        for r in wholes
+                        if evaluate(r.node, self._env(r.chain, current)) is None
+                        and all(self._check(r, v, current) for v in others)
+                    ),
+                    None,
+                )
+                if hit is None:
+                    return None
+                found = found or hit
+        finally:
+            self.resolver.fallback = {}
+        if found is None:
+            return None
+        return (
+            f"every {self.name}-sized tile writes `{found.text}` (line {found.line}), which does "
+            f"not depend on the tile's position, so a second tile would overwrite the first: "
+            f"{self.name} must cover the whole extent `{code_of(found.node)}`, which this "
+            f"file fixes nowhere: the current {current} stands for that problem size, which "
+            f"the caller sets; it is not a tile size to tune"
+        )
+
     def declared_sizes(
         self, declared: tuple[DeclaredShape, ...]
     ) -> tuple[dict[str, tuple[int, ...]], dict[tuple[str, int], str]]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import buffers
+from bot.strategies.capacity import Scoped, kernel_buffers
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, names_in
 from bot.strategies.source import dotted
@@ -52,8 +52,8 @@ def _blocks(node: cst.BaseExpression, fn: Function, depth: int = 0) -> set[str]:
 
 
 class _Copies(cst.CSTVisitor):
-    def __init__(self, f: Facts, fn: Function, dims: dict[str, tuple[cst.BaseExpression, ...]]):
-        self.f, self.fn, self.dims = f, fn, dims
+    def __init__(self, f: Facts, fn: Function, scoped: Scoped):
+        self.f, self.fn, self.scoped = f, fn, scoped
         self.found: list[_Crossing] = []
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -62,7 +62,8 @@ class _Copies(cst.CSTVisitor):
         args = [a.value for a in node.args if a.keyword is None][:2]
         size = next((a.value for a in node.args if a.keyword and a.keyword.value == "size"), None)
         placed = [a for a in args if isinstance(a, cst.Subscript)]
-        tiles = [a.value for a in args if isinstance(a, cst.Name) and a.value in self.dims]
+        held = [self.scoped.get(a.value, node) for a in args if isinstance(a, cst.Name)]
+        tiles = [b for b in held if b is not None]  # the tile buffers this kernel allocates
         if len(placed) != 1 or not isinstance(placed[0].value, cst.Name):
             return
         index = [s.slice.value for s in placed[0].slice if isinstance(s.slice, cst.Index)]
@@ -71,7 +72,7 @@ class _Copies(cst.CSTVisitor):
         if isinstance(size, (cst.List, cst.Tuple)):
             extents = [e.value for e in size.elements]
         elif size is None and len(tiles) == 1:
-            extents = list(self.dims[tiles[0]])
+            extents = list(tiles[0].dims)
         else:
             return
         extents = extents[-len(index) :] if len(extents) >= len(index) else extents
@@ -134,12 +135,11 @@ def crossed_check(
     by_node = {id(fn.node): fn for fn in f.functions}
     found: list[_Crossing] = []
     for factory in factories:
-        dims = {b.name: b.dims for b in buffers(f, factory)}
         for pf in factory.prim_funcs:
             fn = by_node.get(id(pf))
             if fn is None:
                 continue
-            v = _Copies(f, fn, dims)
+            v = _Copies(f, fn, Scoped(pf, kernel_buffers(f, pf, fn)))
             pf.visit(v)
             found.extend(v.found)
     wanted = aliases | {name}

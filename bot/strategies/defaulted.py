@@ -49,7 +49,8 @@ def calls(
         if off_path(resolver, call):
             continue
         r = resolver.expr(fn.defaults[name], fn.parents, depth + 1, name, "default")
-        out.append((call, Resolution(r.site, r.value, ("default", *r.path), r.problem)))
+        path = ("default", *r.path)
+        out.append((call, Resolution(r.site, r.value, path, r.problem, none=r.none)))
     return out
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import Buffer, visit_kernels
+from bot.strategies.capacity import Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS
@@ -44,6 +44,32 @@ C0_BYTES = 32  # bytes of one fractal row
 # keywords that swap the two dimensions of operand A / B
 _A_FLAGS = ("transpose_A", "a_transpose", "trans_A", "transA")
 _B_FLAGS = ("transpose_B", "b_transpose", "trans_B", "transB")
+# positions of the A / B transpose flags in TileLang's signatures, read from the upstream
+# sources: tile-ai/tilelang-ascend tilelang/language/gemm.py `gemm(A, B, C, transpose_A=False,
+# transpose_B=False, policy, ...)` and ascend.py / pto.py `gemm_v0(A, B, C, transpose_A=False,
+# transpose_B=False, init=False)`; TileLang-NPUIR (tilelang-mlir-ascend) exports `npuir_dot as
+# gemm` (tilelang/language/__init__.py), `npuir_dot(A, B, C, size=None, initC=False,
+# a_transpose=False, b_transpose=False)` (customize_npuir.py)
+_ASCEND = (3, 4)
+_NPUIR = (5, 6)
+
+
+def _positions(kind: str, args: list[cst.BaseExpression]) -> tuple[int, int] | None:
+    """Where this call's transpose flags sit, or None when its spelling does not tell."""
+    if kind == "npuir_dot":
+        return _NPUIR
+    if kind == "gemm_v0":
+        return _ASCEND
+    if kind != "gemm" or len(args) <= 3:
+        return None
+    fourth = args[3]
+    if isinstance(fourth, (cst.List, cst.Tuple)) or (
+        isinstance(fourth, cst.Name) and fourth.value == "None"
+    ):
+        return _NPUIR  # npuir_dot's `size` ([m, k, n])
+    if isinstance(fourth, cst.Name) and fourth.value in ("True", "False"):
+        return _ASCEND  # a flag where tilelang-ascend's gemm takes transpose_A
+    return None
 
 
 @dataclass(frozen=True)
@@ -53,22 +79,38 @@ class _Operand:
     reduced: int | None  # index of the reduction dimension (A, B), None when unknown or C
 
 
-def _flag(kw: dict[str, cst.BaseExpression], names: tuple[str, ...]) -> bool | None:
-    """The transpose flag's value: False when absent, None when not a literal."""
-    for n in names:
-        if n in kw:
-            v = kw[n]
-            return (
-                v.value == "True"
-                if isinstance(v, cst.Name) and v.value in ("True", "False")
-                else None
-            )
-    return False
+def _literal(v: cst.BaseExpression) -> bool | None:
+    return v.value == "True" if isinstance(v, cst.Name) and v.value in ("True", "False") else None
+
+
+def transposes(call: cst.Call) -> tuple[bool | None, bool | None]:
+    """Whether a matrix multiply call transposes A and B: a flag passed by keyword, or by
+    position where TileLang's signature puts it (`_positions`); False when absent, None when
+    it is not a literal or sits at a position whose meaning is not known."""
+    kind = dotted(call.func).rsplit(".", 1)[-1]
+    args = [a.value for a in call.args if a.keyword is None and not a.star]
+    starred = any(a.star for a in call.args)
+    kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    at = _positions(kind, args)
+    out: list[bool | None] = []
+    for side, names in enumerate((_A_FLAGS, _B_FLAGS)):
+        given = next((kw[n] for n in names if n in kw), None)
+        if given is not None:
+            out.append(_literal(given))
+        elif starred:
+            out.append(None)  # `*args` may hold it
+        elif len(args) <= 3:
+            out.append(False)  # A, B, C only: the default
+        elif at is None:
+            out.append(None)  # a position this spelling's signature does not tell
+        else:
+            out.append(_literal(args[at[side]]) if at[side] < len(args) else False)
+    return out[0], out[1]
 
 
 class _Gemms(cst.CSTVisitor):
-    def __init__(self, by_name: dict[str, Buffer]) -> None:
-        self.by_name = by_name
+    def __init__(self, scoped: Scoped) -> None:
+        self.scoped = scoped
         self.operands: list[_Operand] = []
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -76,10 +118,10 @@ class _Gemms(cst.CSTVisitor):
         if not name.startswith("T.") or name.rsplit(".", 1)[-1] not in GEMMS:
             return
         args = [a.value for a in node.args if a.keyword is None]
-        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-        flags = {"A": _flag(kw, _A_FLAGS), "B": _flag(kw, _B_FLAGS), "C": None}
+        t_a, t_b = transposes(node)
+        flags = {"A": t_a, "B": t_b, "C": None}
         for role, arg in zip(("A", "B", "C"), args[:3], strict=False):
-            b = self.by_name.get(arg.value) if isinstance(arg, cst.Name) else None
+            b = self.scoped.get(arg.value, node) if isinstance(arg, cst.Name) else None
             if b is None or len(b.dims) < 2:
                 continue
             t = flags[role]

@@ -413,6 +413,11 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
                     found.name = found.site.name  # a module constant keeps its own name (BLOCK_M)
                 taken[id(found.site.node)] = found.name
                 knobs.append(found)
+    for info in list(knobs):  # a block every tile of which writes one place is no tile
+        why = info.constraints.whole_extent(info.value)
+        if why is not None:
+            knobs.remove(info)
+            dropped.append(Dropped("block_size", info.name, why))
     _unread_literals(f, taken, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import CAPACITY, KIB, Buffer, visit_kernels
+from bot.strategies.capacity import CAPACITY, KIB, Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
+from bot.strategies.fractal import transposes
 from bot.strategies.source import dotted
 
 SLICE = 128  # reduction elements per L0 slice in gemm_v0
@@ -35,26 +36,23 @@ class _Operand:
 
 
 class _Gemms(cst.CSTVisitor):
-    def __init__(self, by_name: dict[str, Buffer]) -> None:
-        self.by_name = by_name
+    def __init__(self, scoped: Scoped) -> None:
+        self.scoped = scoped
         self.operands: list[_Operand] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         if dotted(node.func).rsplit(".", 1)[-1] != "gemm_v0":
             return
         args = [a.value for a in node.args if a.keyword is None]
-        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-        for i, (memory, flag, plain) in enumerate(
-            (("L0A", "transpose_A", (0, 1)), ("L0B", "transpose_B", (1, 0)))
-        ):
+        flags = transposes(node)  # by keyword or by gemm_v0's positions
+        for i, (memory, plain) in enumerate((("L0A", (0, 1)), ("L0B", (1, 0)))):
             arg = args[i] if i < len(args) else None
             if not isinstance(arg, cst.Name):
                 continue
-            b = self.by_name.get(arg.value)
-            t = kw.get(flag)
-            if b is None or len(b.dims) != 2 or (t is not None and not isinstance(t, cst.Name)):
+            b = self.scoped.get(arg.value, node)
+            swapped = flags[i]
+            if b is None or len(b.dims) != 2 or swapped is None:
                 continue
-            swapped = isinstance(t, cst.Name) and t.value == "True"
             free, reduced = plain[::-1] if swapped else plain
             self.operands.append(_Operand(b, memory, free, reduced))
 

@@ -184,12 +184,18 @@ def current(source: str) -> bool | None:
     return default_enabled()[0]
 
 
-_BUFFERING = re.compile(r"buffer", re.IGNORECASE)
+# a buffering scheme, not any buffer: "multi-buffer(ing)", "double buffer", "single-buffer",
+# "ping-pong", "doubles (the) buffers" ("# output buffer" says nothing about this flag)
+_BUFFERING = re.compile(
+    r"\b(multi|double|single|triple)[\s_-]*buffer|\bping[\s_-]*pong\b|\bdoubl\w*\s+(the\s+)?buffers",
+    re.IGNORECASE,
+)
 
 
 def stated_reason(source: str, line: int) -> str | None:
     """The comment attached to the flag entry at `line` (contiguous comment lines just above it,
-    and a comment after it on its line) when it speaks of buffering, else None."""
+    and a comment after it on its line) when it speaks of a buffering scheme (multi-, double-,
+    single-buffering, ping-pong), the choice this flag makes; else None."""
     lines = source.splitlines()
     if not 1 <= line <= len(lines):
         return None

@@ -4,7 +4,9 @@
 factory parameter reassigned under a condition (`if block_M > M: block_M = M`) reads the call's
 value on one path and the literal on the other. A None fill (`if block_M is None: block_M = ...`
 written directly in the function, without elif/else) is not such a rebinding: it runs only when
-None is passed, and a block knob's value is a number, so the kernel reads the value passed.
+None is passed, and a block knob's value is a number, so the kernel reads the value passed;
+when the run itself leaves the parameter None (passes None, or omits it with a None default),
+the fill runs and its literal is the knob (bot/strategies/binding.py `_filled`, `fill_values`).
 Editing either literal as if it were the knob's value would measure something other
 than what the change says. `rebound` names the statement that makes the binding unsure, so
 bot/strategies/binding.py leaves the name out with that reason. bot/strategies/evaluate.py
@@ -50,6 +52,29 @@ def fills_only(f: Facts, fn: Function, name: str) -> bool:
     return all(id(b.node) in guarded for b in bindings)
 
 
+def fill_values(fn: Function, name: str) -> list[tuple[cst.Assign, cst.BaseExpression]]:
+    """The None fills of parameter `name` of `fn` (`if name is None: name = 64`), each as its
+    assignment and the value it assigns, in source order."""
+    out: list[tuple[cst.Assign, cst.BaseExpression]] = []
+    for stmt in _fill_statements(fn, name):
+        if isinstance(stmt, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.targets
+        ):
+            out.append((stmt, stmt.value))
+    return out
+
+
+def _fill_statements(fn: Function, name: str) -> list[cst.BaseSmallStatement]:
+    body = fn.node.body
+    out: list[cst.BaseSmallStatement] = []
+    for stmt in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.If) and stmt.orelse is None and _is_none_test(stmt.test, name):
+            for line in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
+                if isinstance(line, cst.SimpleStatementLine):
+                    out.extend(line.body)
+    return out
+
+
 def _is_none_test(test: cst.BaseExpression, name: str) -> bool:
     return (
         isinstance(test, cst.Comparison)
@@ -66,14 +91,7 @@ def _none_fills(fn: Function, name: str) -> set[int]:
     """Statements that fill a None placeholder: `if name is None: name = ...` written directly
     in `fn`'s body (no elif/else). They run only when None is passed, and a block knob's value
     is a number, so the value passed (or its literal default) is what the kernel reads."""
-    out: set[int] = set()
-    body = fn.node.body
-    for stmt in body.body if isinstance(body, cst.IndentedBlock) else ():
-        if isinstance(stmt, cst.If) and stmt.orelse is None and _is_none_test(stmt.test, name):
-            for line in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
-                if isinstance(line, cst.SimpleStatementLine):
-                    out.update(id(small) for small in line.body)
-    return out
+    return {id(small) for small in _fill_statements(fn, name)}
 
 
 def rebound(f: Facts, fn: Function | None, name: str) -> str | None:

@@ -4,7 +4,8 @@ A kernel's dtypes and switches are strings (`dtype="bfloat16"`, `is_fp32 = dtype
 "float32"`). They are read through literals, `a if c else b` (only the side the test picks
 when it is a string switch every value of its operand decides the same way: `"float32" if
 dtype in ["float16", "bfloat16"] else dtype` with dtype "float16" is "float32"), names bound once (a local, a
-parameter's default or every call site's argument, a module constant), the one-value-per-pass
+parameter: what every call site passes, its default where a call leaves it out or passes
+a value the file does not spell out; a module constant), the one-value-per-pass
 entries of a loop over a list the file spells out (`for dt, tol in [("bfloat16", 1e-2)]`),
 an argparse option's string default, a TileLang dtype attribute (`T.float32`), and a torch
 dtype's name cut from its text (`str(torch.float32)[len("torch.") :]` is "float32"). An
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted
 
 DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
@@ -41,9 +42,7 @@ def strings(
             if node.value in fn.assigns:
                 values = fn.assigns[node.value]
                 return strings(values[0], fn.chain, f, depth + 1) if len(values) == 1 else set()
-            if node.value in fn.defaults:
-                return strings(fn.defaults[node.value], fn.parents, f, depth + 1)
-            if node.value in fn.params:
+            if node.value in fn.defaults or node.value in fn.params:
                 return _param_strings(fn, node.value, f, depth + 1)
             if node.value in fn.loop_targets:
                 return _loop_strings(node.value, fn.loop_targets[node.value], fn.chain, f, depth)
@@ -106,21 +105,36 @@ def _decided(
 
 
 def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
-    """The strings parameter `name` of `fn` gets at every call site (empty if any is unknown)."""
-    index = fn.params.index(name)
+    """The strings parameter `name` of `fn` gets: at every call site the value it passes, or
+    the default where a call leaves it out or passes a value the file does not spell out; the
+    default alone when no call in the file names `fn`. Empty (unknown) when a call's value is
+    unknown and there is no default (or a `*args`/`**kw` may hold it)."""
+    index = fn.params.index(name) if name in fn.params else None
+    default = fn.defaults.get(name)
     found: set[str] = set()
-    for call in f.calls:
-        if dotted(call.node.func) != fn.name:
-            continue
+    calls = [c for c in f.calls if dotted(c.node.func) == fn.name]
+    for call in calls:
         arg = next((a.value for a in call.node.args if a.keyword and a.keyword.value == name), None)
         positional = [a.value for a in call.node.args if a.keyword is None and not a.star]
-        if arg is None and index < len(positional):
+        starred = any(a.star == "*" for a in call.node.args)  # positions after it unknown
+        if arg is None and index is not None and index < len(positional) and not starred:
             arg = positional[index]
         values = strings(arg, call.scope, f, depth) if arg is not None else set()
+        if not values and default is not None and (arg is not None or not _starred(call)):
+            # left out, or passed a value the file does not spell out (`dtype=tl_dtype` from
+            # the input tensor): the default the author wrote is the value taken for it
+            values = strings(default, fn.parents, f, depth)
         if not values:
             return set()
         found |= values
+    if not calls and default is not None:
+        return strings(default, fn.parents, f, depth)
     return found
+
+
+def _starred(call: Call) -> bool:
+    """A `*args` / `**kw` in the call: a parameter it leaves out may be in there."""
+    return any(a.star for a in call.node.args)
 
 
 def _argparse_strings(f: Facts, dest: str) -> set[str]:
