@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from bot.strategies import parametrized
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 
@@ -109,6 +110,14 @@ def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
     """The strings parameter `name` of `fn` gets at every call site (empty if any is unknown)."""
     index = fn.params.index(name)
     found: set[str] = set()
+    listed = parametrized.entries(fn, name, f)  # a test function pytest calls per entry
+    if listed is not None:
+        for entry in listed:
+            values = strings(entry, (), f, depth)
+            if not values:
+                return set()
+            found |= values
+        return found
     for call in f.calls:
         if dotted(call.node.func) != fn.name:
             continue
