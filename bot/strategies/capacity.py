@@ -330,6 +330,9 @@ def _use(
     return use
 
 
+use = _use  # public: bot/strategies/overpaper.py sums the same way
+
+
 def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
     """(a lower bound of a dim, whether any part of it is unknown); None when it cannot be
     bounded (a known extent that is not a positive integer). An unknown factor of a product,

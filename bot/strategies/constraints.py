@@ -61,6 +61,7 @@ from bot.strategies.hostpad import pad_rules
 from bot.strategies.l0fit import l0_check
 from bot.strategies.liveness import live_peak
 from bot.strategies.lostsize import lost_at
+from bot.strategies.overpaper import over_paper
 from bot.strategies.padflow import clip_extents, padded_reduction
 from bot.strategies.roundup import multiple_of
 from bot.strategies.slicefill import slice_fill
@@ -396,6 +397,7 @@ def constraints_for(
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
     peak = live_peak(f, name, factories)
+    grown = over_paper(f, name, factories)
     covered = coverage_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
@@ -421,7 +423,19 @@ def constraints_for(
         resolver,
         [
             c
-            for c in (capacity, peak, fit, filled, fixed, l0, fractal, crossed, passed, covered)
+            for c in (
+                capacity,
+                peak,
+                grown,
+                fit,
+                filled,
+                fixed,
+                l0,
+                fractal,
+                crossed,
+                passed,
+                covered,
+            )
             if c is not None
         ],
         sizes,

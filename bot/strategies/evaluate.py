@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from bot.strategies import rebinding, tensorshapes
+from bot.strategies import armvalue, rebinding, tensorshapes
 from bot.strategies.facts import Function, literal
 from bot.strategies.signature import takes
 from bot.strategies.source import dotted
@@ -65,6 +65,16 @@ class Env:
                     )
                     return self._augmented(base, augs, fn.chain)
                 values = fn.assigns[name]
+                if len(values) > 1 and (arms := armvalue.arms(fn, name)) is not None:
+                    # `if c: X = a` / `else: X = b`: the arm the run takes (armvalue.py)
+                    here = Env(self.resolver, fn.chain, deeper, self.overrides, self.tensors)
+                    for test, value in arms:
+                        taken = True if test is None else evaluate(test, here)
+                        if taken is None or type(taken) not in (bool, int):
+                            return None
+                        if taken:
+                            return evaluate(value, here)
+                    return None
                 if len(values) != 1 or rebinding.unsure(self.resolver.f, fn, name):
                     return None
                 if name in fn.unpacked:  # `M, N = cfg`: a part of a tuple the file spells out
@@ -161,6 +171,9 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
     if isinstance(node, cst.Name):
         return env.get(node.value)
     if isinstance(node, cst.Attribute):
+        typed = _typed_attribute(node, env)
+        if typed is not None:
+            return typed
         option = isinstance(node.value, cst.Name) and node.value.value not in (
             "T",
             "tl",
@@ -224,6 +237,35 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
     if isinstance(node, cst.IfExp):  # `block_n if IN % block_n == 0 else IN`
         test = _eval(node.test, env)
         return None if test is None else _eval(node.body if test else node.orelse, env)
+    return None
+
+
+def _typed_attribute(node: cst.Attribute, env: Env) -> int | None:
+    """`DataType(dtype).bits`: the width TileLang's (TVM's) DataType gives a dtype string, in
+    bits; `T.min(a, b).value` / `T.ceildiv(a, b).value`: the integer an IntImm holds, which is
+    the value of the call (kernels unwrap a folded size to a Python int this way)."""
+    inner = node.value
+    if not isinstance(inner, cst.Call):
+        return None
+    if node.attr.value == "bits" and dotted(inner.func).rsplit(".", 1)[-1] == "DataType":
+        if len(inner.args) != 1 or inner.args[0].keyword is not None or inner.args[0].star:
+            return None
+        from bot.strategies.capacity import DTYPE_BYTES  # capacity imports this module
+
+        sizes = {
+            DTYPE_BYTES.get(s) for s in strings(inner.args[0].value, env.chain, env.resolver.f)
+        }
+        if len(sizes) != 1 or None in sizes:
+            return None  # several dtypes, or one whose width is not known here
+        (size,) = sizes
+        return None if size is None else size * 8
+    if node.attr.value == "value" and dotted(inner.func).rsplit(".", 1)[-1] in (
+        "min",
+        "max",
+        *CEILDIV,
+    ):
+        value = _eval_call(inner, env)
+        return value if type(value) is int else None
     return None
 
 

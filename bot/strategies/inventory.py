@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS, DeclaredShape
-from bot.strategies import callsites, unbuilt
+from bot.strategies import callsites, passedas, unbuilt
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.evaluate import Env, evaluate
@@ -147,6 +147,8 @@ def _owners(
             for name in names:
                 if wanted(name):
                     out.setdefault(name, []).append((owner, factory, name in live))
+            for name in sorted(passedas.block_named(f, owner, wanted)):  # `K_L1` <- `block_K`
+                out.setdefault(name, []).append((owner, factory, name in live))
         for name in sorted(live):
             if (
                 wanted(name)
@@ -411,6 +413,8 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
             ):  # the same literal under another name is one knob
                 if found.site.kind == "constant" and BLOCK_WORD.search(found.site.name):
                     found.name = found.site.name  # a module constant keeps its own name (BLOCK_M)
+                elif not BLOCK_NAME.match(found.name) and BLOCK_NAME.match(found.site.name):
+                    found.name = found.site.name  # `K_L1` passed `block_K`: the literal's name
                 taken[id(found.site.node)] = found.name
                 knobs.append(found)
     for info in list(knobs):  # a block every tile of which writes one place is no tile

@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import binding, facts, stagefit, unbuilt
+from bot.strategies import binding, carried, facts, stagefit, unbuilt
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (
     ParseFailure,
@@ -137,6 +137,9 @@ def set_depth(
     )
     if unfit:
         return Refusal((unfit,), strategy=STRATEGY)
+    crossed_trips = carried.refusal(wrapper, loop.call, loop.line, depth, current)
+    if crossed_trips:
+        return Refusal((crossed_trips,), strategy=STRATEGY)
     if loop.bound_to is not None:
         # num_stages=<name>: change the one literal that name is bound to where the loop reads it.
         return _set_bound(source, loop, depth, name)

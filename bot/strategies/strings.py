@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from bot.strategies import parametrized
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted
 
@@ -112,6 +113,14 @@ def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
     index = fn.params.index(name) if name in fn.params else None
     default = fn.defaults.get(name)
     found: set[str] = set()
+    listed = parametrized.entries(fn, name, f)  # a test function pytest calls per entry
+    if listed is not None:
+        for entry in listed:
+            values = strings(entry, (), f, depth)
+            if not values:
+                return set()
+            found |= values
+        return found
     calls = [c for c in f.calls if dotted(c.node.func) == fn.name]
     for call in calls:
         arg = next((a.value for a in call.node.args if a.keyword and a.keyword.value == name), None)

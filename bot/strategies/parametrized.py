@@ -1,0 +1,86 @@
+"""The values pytest passes a test function's parameter through `@pytest.mark.parametrize`.
+
+Upstream's kernel tests (tilelang-ascend `testing/npuir`) build the kernel inside a test
+function whose dtypes come from a parametrize list:
+
+    DTYPE_CASES = [("float16", "float32")]
+
+    @pytest.mark.parametrize("in_dtype,out_dtype", DTYPE_CASES)
+    def test_matmul_exp(in_dtype, out_dtype):
+        program = matmul(..., in_dtype=in_dtype, out_dtype=out_dtype)
+
+No call in the file passes `in_dtype`: pytest does, once per entry of the list. `entries`
+returns the expression each entry gives the parameter (the entry itself for one argument
+name, its element at the name's position for several), when the decorator and the list are
+written out in the file; None when they are not, or when the function is also called in the
+file (then the calls say what it gets). Callers read strings from them (a dtype); a block
+size from such a list is a value per test pass and stays out of the knobs.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from bot.strategies.facts import Facts, Function
+from bot.strategies.source import dotted
+
+
+def _names(node: cst.BaseExpression) -> list[str] | None:
+    """`"a,b"` / `"a, b"` / `("a", "b")` / `["a", "b"]` -> ["a", "b"]."""
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        return [n.strip() for n in node.evaluated_value.split(",") if n.strip()]
+    if isinstance(node, (cst.Tuple, cst.List)):
+        out = []
+        for e in node.elements:
+            if not isinstance(e.value, cst.SimpleString) or not isinstance(
+                e.value.evaluated_value, str
+            ):
+                return None
+            out.append(e.value.evaluated_value.strip())
+        return out
+    return None
+
+
+def _spelled(node: cst.BaseExpression, f: Facts) -> cst.List | cst.Tuple | None:
+    """A list/tuple literal, or a module name bound once to one."""
+    if isinstance(node, cst.Name):
+        values = f.module_assigns.get(node.value, [])
+        node = values[0] if len(values) == 1 else node
+    return node if isinstance(node, (cst.List, cst.Tuple)) else None
+
+
+def entries(fn: Function, name: str, f: Facts) -> list[cst.BaseExpression] | None:
+    """What each parametrize entry passes `fn`'s parameter `name`; None when not spelled out."""
+    if any(dotted(c.node.func) == fn.name for c in f.calls):
+        return None
+    for deco in fn.node.decorators:
+        call = deco.decorator
+        if not isinstance(call, cst.Call) or not dotted(call.func).endswith("mark.parametrize"):
+            continue
+        args = [a.value for a in call.args if a.keyword is None]
+        kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        argnames = args[0] if args else kw.get("argnames")
+        argvalues = args[1] if len(args) > 1 else kw.get("argvalues")
+        names = _names(argnames) if argnames is not None else None
+        if names is None or name not in names or argvalues is None:
+            continue
+        listed = _spelled(argvalues, f)
+        if listed is None:
+            return None
+        i = names.index(name)
+        out: list[cst.BaseExpression] = []
+        for e in listed.elements:
+            if isinstance(e, cst.StarredElement):
+                return None
+            value = e.value
+            if len(names) == 1:
+                out.append(value)
+            elif isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
+                part = value.elements[i]
+                if isinstance(part, cst.StarredElement):
+                    return None
+                out.append(part.value)
+            else:
+                return None  # `pytest.param(...)` or an entry the file builds
+        return out or None
+    return None
