@@ -344,3 +344,48 @@ def test_without_a_pipelined_loop_the_lifetime_rules_alone_judge():
     shallow = OVER_PAPER.replace("num_stages=2", "num_stages=1")
     ok, _ = _knob(shallow, "block_N").legal((64, 128, 256))
     assert 256 in ok
+
+
+TWO_FACTORIES = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def rows(M, N):
+    block_M = 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, N), "float16")
+            T.copy(A[cid * block_M, 0], a)
+            T.copy(a, B[cid * block_M, 0])
+
+    return main
+
+
+@tilelang.jit(target="npuir")
+def cols(M, N):
+    block_M = 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, N), "float16")
+            T.copy(A[cid * block_M, 0], a)
+            T.copy(a, B[cid * block_M, 0])
+
+    return main
+
+
+rows(1024, 64)
+cols(1024, 64)
+"""
+
+
+def test_each_factorys_own_block_keeps_its_factory_name():
+    # a name passed under another block name is renamed to the literal's name; a knob named
+    # after its factory (`rows.block_M`) is not such a pass and keeps its own name
+    names = sorted(k.name for k in inventory.inventory(TWO_FACTORIES).knobs)
+    assert names == ["cols.block_M", "rows.block_M"]

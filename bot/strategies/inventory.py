@@ -413,7 +413,11 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
             ):  # the same literal under another name is one knob
                 if found.site.kind == "constant" and BLOCK_WORD.search(found.site.name):
                     found.name = found.site.name  # a module constant keeps its own name (BLOCK_M)
-                elif not BLOCK_NAME.match(found.name) and BLOCK_NAME.match(found.site.name):
+                elif (
+                    found.name == name
+                    and not BLOCK_NAME.match(name)
+                    and BLOCK_NAME.match(found.site.name)
+                ):
                     found.name = found.site.name  # `K_L1` passed `block_K`: the literal's name
                 taken[id(found.site.node)] = found.name
                 knobs.append(found)
