@@ -7,6 +7,9 @@ to where the loop reads it (scope-correct: bot/strategies/binding.py; a
 same-named variable in another function is never touched). CPU demo ops have no T.Pipelined: they declare a
 module constant knob with `strategy: pipeline_depth` in tune.yaml instead,
 which the planner sends to the knob transform directly.
+
+A kernel compiled for target npuir gets no depth move (`unpipelined`): that target's lowering
+runs no software-pipeline pass, so every num_stages compiles to the same kernel.
 """
 
 from __future__ import annotations
