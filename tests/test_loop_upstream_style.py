@@ -3,7 +3,8 @@
 The op (tests/loop_ops/upstream_style) has argparse-default knobs, a strict
 parse_args() without --level, an assert on the block size, a dead factory
 parameter and a pipelined loop; its latency comes from the `command` backend
-running a stand-in benchmark whose optimum is block_M = 256, num_stages = 3.
+running a stand-in benchmark whose optimum is block_M = 256, num_stages = 3; the file is
+compiled for target npuir, so only block_M and the flag can move (no depth move on npuir).
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ def test_loop_reaches_the_known_optimum_within_10_iterations(git_repo):
         text=True,
     ).stdout
     assert knobs.current_value(text, "block_M") == 256
-    assert pipeline.current_depth(text, 0) == 3
-    assert outcome.best_us is not None and abs(outcome.best_us - 100.0) < 1.0
+    # attn.py is compiled for target npuir, whose lowering runs no software-pipeline pass: no
+    # depth move is ever planned (it would be a no-op on hardware), so the depth stays 1 and the
+    # best reachable stand-in latency is 100 x 1.0 (block_M 256) x 1.25 (depth 1)
+    assert all(r["change"]["knob"] != "num_stages" for r in iterations)
+    assert pipeline.current_depth(text, 0) == 1
+    assert outcome.best_us is not None and abs(outcome.best_us - 125.0) < 1.0
     assert best["latency"]["backend"] == "command" and best["environment"]["device"] == "stand-in"

@@ -184,9 +184,9 @@ def test_vprefix_comes_last_on_a_tilelang_kernel():
             break
         history.append(Attempt(v.change, v.source_hash, source_hash(best), "not_better", -0.05))
     assert [a.change.strategy for a in history][-1] == "vprefix"
-    assert (
-        len({a.change.strategy for a in history}) == 4
-    )  # block_size, pipeline_depth, multi_buffer, vprefix
+    # block_size, multi_buffer, vprefix: no pipeline_depth, the kernel is compiled for target
+    # npuir, whose lowering runs no software-pipeline pass (every depth is the same kernel)
+    assert {a.change.strategy for a in history} == {"block_size", "multi_buffer", "vprefix"}
 
 
 def test_proposer_strategies_are_asked_once_per_best_and_rejections_move_on():

@@ -16,6 +16,8 @@ from bot.strategies.protocol import Entry, KnobSpec
 
 # values tried for a discovered block_*/BLOCK_* constant (tune.yaml declares its own)
 DISCOVERED_BLOCK_VALUES: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+# a line of a strategy's left-out list that is a warning about a planned knob, not a skip
+WARNING = "warning: "
 
 
 def _declares(op: OpConfig, strategy_id: str) -> bool:
@@ -81,7 +83,12 @@ class PipelineDepth(_Base):
     ) -> tuple[list[KnobSpec], list[str]]:
         sid = self.entry.id
         if _declares(op, sid):
-            return [], []
+            # the user's own knob is planned (they may know better), with the lowering's fact
+            no_pass = pipeline.unpipelined(source) if pipeline.find_loops(source) else None
+            declared = ", ".join(k.name for k in op.knobs if k.strategy == sid)
+            return [], [
+                f"{WARNING}{sid}: declared knob(s) {declared} planned as tune.yaml asks, but {no_pass}"
+            ] if no_pass else []
         specs: list[KnobSpec] = []
         left_out: list[str] = []
         for loop in pipeline.find_loops(source):
@@ -99,6 +106,11 @@ class PipelineDepth(_Base):
         return pipeline.current_depth(source, spec.index)
 
     def apply(self, source: str, spec: KnobSpec, value: object, filename: str) -> Variant | Refusal:
+        loops = pipeline.find_loops(source)
+        no_pass = pipeline.unpipelined(source) if spec.index < len(loops) else None
+        if no_pass:  # every depth compiles to the same kernel: no variant to build
+            where = f"T.Pipelined at line {loops[spec.index].line}"
+            return Refusal((f"{where}: {no_pass}",), strategy=self.entry.id)
         return pipeline.set_depth(source, int(value), spec.index, filename)  # type: ignore[call-overload]
 
 

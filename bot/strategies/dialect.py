@@ -92,3 +92,47 @@ def unlimited(prim_func: cst.CSTNode) -> set[str]:
 
     prim_func.visit(_V())
     return found
+
+
+NPUIR_TARGET = "npuir"
+
+
+def npuir_target(source: str | cst.Module) -> bool:
+    """True when the file compiles its kernel for target "npuir" (TileLang-NPUIR): a
+    `target="npuir"` keyword, a `target="npuir"` parameter default, or `target = "npuir"`
+    assigned, read from the code (a comment or docstring naming it is not a target). A file in
+    the auto-scheduled ascend dialect (`auto_scheduled`) is never taken to be one."""
+    if isinstance(source, str):
+        try:
+            module = facts(source).wrapper.module
+        except ParseFailure:
+            return False
+    else:
+        module = source
+    if auto_scheduled(module):
+        return False
+    found = False
+
+    def _is_npuir(node: cst.BaseExpression | None) -> bool:
+        return isinstance(node, cst.SimpleString) and node.evaluated_value == NPUIR_TARGET
+
+    class _V(cst.CSTVisitor):
+        def visit_Arg(self, node: cst.Arg) -> None:
+            nonlocal found
+            if node.keyword is not None and node.keyword.value == "target":
+                found = found or _is_npuir(node.value)
+
+        def visit_Param(self, node: cst.Param) -> None:
+            nonlocal found
+            if node.name.value == "target" and node.default is not None:
+                found = found or _is_npuir(node.default)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            nonlocal found
+            named = any(
+                isinstance(t.target, cst.Name) and t.target.value == "target" for t in node.targets
+            )
+            found = found or (named and _is_npuir(node.value))
+
+    module.visit(_V())
+    return found

@@ -7,18 +7,25 @@ to where the loop reads it (scope-correct: bot/strategies/binding.py; a
 same-named variable in another function is never touched). CPU demo ops have no T.Pipelined: they declare a
 module constant knob with `strategy: pipeline_depth` in tune.yaml instead,
 which the planner sends to the knob transform directly.
+
+A kernel compiled for target npuir gets no depth move (`unpipelined`): that target's lowering
+runs no software-pipeline pass, so every num_stages compiles to the same kernel.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import binding, carried, facts, stagefit, unbuilt
+from bot.strategies import binding, carried, dialect, facts, stagefit, unbuilt
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (
     ParseFailure,
@@ -37,6 +44,23 @@ DEFAULT_DEPTHS: tuple[int, ...] = (0, 1, 2, 3, 4)
 # the deepest pipeline the transform writes: every stage past the first holds another copy of
 # the loop's tiles on chip, and no upstream kernel is known to be verified deeper than this
 MAX_DEPTH = max(DEFAULT_DEPTHS)
+
+# The npuir target's lowering and the software-pipeline passes. In both upstream TileLang-NPUIR
+# compilers (tile-ai/tilelang-ascend branch npuir bd7c60c, tile-ai/tilelang-mlir-ascend c07227b)
+# `tilelang/engine/phase.py` OptimizeForTarget's `elif target.kind.name == "npuir":` branch runs
+# NpuLoopVectorize, LegalizeNpuirBF16, PlanAndUpdateBufferAllocationLocation, LowerOpaqueBlock,
+# LowerNpuirBlock, RemoveNoOp and returns: PipelinePlanning / InjectSoftwarePipeline run only in
+# the other targets' branches, and the npuir codegen never reads num_stages. So every depth of a
+# T.Pipelined loop compiles to the same npuir kernel. An installed TileLang's phase.py is read
+# (never imported) so that a compiler whose npuir branch pipelines lifts the refusal.
+PIPELINE_PASSES = ("PipelinePlanning", "InjectSoftwarePipeline")
+_NPUIR_BRANCH = re.compile(
+    r"""^(\s*)(?:el)?if\s+target\.kind\.name\s*==\s*["']npuir["']\s*:""", re.M
+)
+UPSTREAM_LOWERING = (
+    "upstream TileLang-NPUIR (tile-ai/tilelang-ascend npuir bd7c60c, tilelang-mlir-ascend "
+    "c07227b); TileLang is not installed here"
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +130,8 @@ class _SetStages(cst.CSTTransformer):
 def set_depth(
     source: str, depth: int, index: int = 0, name: str = "kernel.py"
 ) -> Variant | Refusal:
-    """Set num_stages of the `index`-th T.Pipelined loop to `depth`."""
+    """Set num_stages of the `index`-th T.Pipelined loop to `depth` (the source edit; whether
+    the target's lowering reads it is `unpipelined`, which the planner asks first)."""
     if depth < 0:
         return Refusal((f"num_stages must be >= 0 (0 = off), not {depth}",), strategy=STRATEGY)
     try:
@@ -162,6 +187,62 @@ def set_depth(
         new=depth,
     )
     return make_variant(source, new_source, change, name)
+
+
+def npuir_branch(phase_text: str) -> str | None:
+    """The body of OptimizeForTarget's npuir branch in `phase_text` (lines indented deeper than
+    its `if`/`elif`), or None when the file has no such branch. (LowerAndLegalize has an npuir
+    branch of its own, which is not the one that would pipeline.)"""
+    start = phase_text.find("def OptimizeForTarget(")
+    if start < 0:
+        return None
+    end = phase_text.find("\ndef ", start + 1)
+    m = _NPUIR_BRANCH.search(phase_text[start : end if end >= 0 else len(phase_text)])
+    if m is None:
+        return None
+    indent = len(m.group(1))
+    body: list[str] = []
+    for line in phase_text[start + m.end() :].splitlines()[1:]:
+        stripped = line.strip()
+        if stripped and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+@functools.cache
+def npuir_pipelines() -> tuple[bool, str]:
+    """Whether the npuir target's lowering runs a software-pipeline pass, and where that comes
+    from: the installed TileLang's tilelang/engine/phase.py (read, never imported) when it has
+    an npuir branch, else upstream's two compilers (which run none)."""
+    try:
+        spec = importlib.util.find_spec("tilelang")
+    except (ImportError, ValueError):
+        spec = None
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(base) / "engine" / "phase.py"
+        try:
+            branch = npuir_branch(path.read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        if branch is not None:
+            return any(p in branch for p in PIPELINE_PASSES), f"installed TileLang ({path})"
+    return False, UPSTREAM_LOWERING
+
+
+def unpipelined(source: str) -> str | None:
+    """Why no depth of any T.Pipelined loop in `source` changes the compiled kernel (it is
+    compiled for target npuir, whose lowering runs no software-pipeline pass), or None."""
+    if not dialect.npuir_target(source):
+        return None
+    pipelines, where = npuir_pipelines()
+    if pipelines:
+        return None
+    return (
+        "the npuir target's lowering (tilelang/engine/phase.py OptimizeForTarget) runs no "
+        "software-pipeline pass: num_stages is stored, never read, so every depth compiles to "
+        f"the same kernel (read from {where})"
+    )
 
 
 def _too_deep(loop: PipelinedLoop, depth: int, current: int | None) -> str | None:
@@ -223,6 +304,9 @@ def not_tunable(source: str, index: int, harness: tuple[str, ...] = DEFAULT_HARN
     dead = _in_unbuilt(source, index, harness)
     if dead:
         return dead
+    no_pass = unpipelined(source)
+    if no_pass:
+        return f"T.Pipelined at line {find_loops(source)[index].line}: {no_pass}"
     if current_depth(source, index) is not None:
         return None
     r = set_depth(source, 1, index)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from bot.config.schema import Knob, OpConfig
-from bot.strategies import catalog, knobs, space
+from bot.strategies import builtin, catalog, knobs, space
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import Evidence
 from bot.strategies.proposer import ExternalProposer
@@ -206,7 +206,10 @@ class Planner:
                 f"{label} {move.describe()}  (tier {move.tier}, score {move.score:.3f}, "
                 f"evidence x{weight:.2f}){note}"
             )
-        lines.extend(f"  - not planned: {s}" for s in skipped)
+        lines.extend(
+            f"  - {s}" if s.startswith(builtin.WARNING) else f"  - not planned: {s}"
+            for s in skipped
+        )
         if n == 0:
             lines.append("nothing left to try: the run would stop with 'strategies exhausted'")
         return lines
