@@ -24,19 +24,25 @@ SCOPES = {"shared": "UB", "shared.l1": "L1", "shared.l0c": "L0C"}  # unlimit sco
 DIALECT = "tilelang.ascend.language"
 
 
+def _module(source: str | cst.Module) -> cst.Module | None:
+    """The parsed module of `source` (None when it does not parse)."""
+    if not isinstance(source, str):
+        return source
+    try:
+        return facts(source).wrapper.module
+    except ParseFailure:
+        return None
+
+
 def auto_scheduled(source: str | cst.Module) -> bool:
     """True when the module imports `tilelang.ascend.language` (`import ... as T`, `from
     tilelang.ascend import language`, `from tilelang.ascend.language import ...`,
     `importlib.import_module("tilelang.ascend.language")`) or calls
     `annotate_buffer_versions`: read from the code, never from a comment or a docstring that
     merely names the dialect."""
-    if isinstance(source, str):
-        try:
-            module = facts(source).wrapper.module
-        except ParseFailure:
-            return False
-    else:
-        module = source
+    module = _module(source)
+    if module is None:
+        return False
     found = False
 
     class _V(cst.CSTVisitor):
@@ -102,13 +108,9 @@ def npuir_target(source: str | cst.Module) -> bool:
     `target="npuir"` keyword, a `target="npuir"` parameter default, or `target = "npuir"`
     assigned, read from the code (a comment or docstring naming it is not a target). A file in
     the auto-scheduled ascend dialect (`auto_scheduled`) is never taken to be one."""
-    if isinstance(source, str):
-        try:
-            module = facts(source).wrapper.module
-        except ParseFailure:
-            return False
-    else:
-        module = source
+    module = _module(source)
+    if module is None:
+        return False
     if auto_scheduled(module):
         return False
     found = False
