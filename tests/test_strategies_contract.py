@@ -42,13 +42,22 @@ def test_catalog_row(sid: str) -> None:
     assert catalog.get(sid) is entry and sid in catalog.IDS
 
 
+NO_PIPELINE_PASS = "runs no software-pipeline pass"
+
+
 @pytest.mark.parametrize("sid", sorted(STRATEGIES))
 def test_changes_are_one_parsable_change_that_reads_back(sid: str) -> None:
     strategy = STRATEGIES[sid]
     assert EXAMPLES, "no example ops found"
     changed = 0
-    for path in EXAMPLES:
-        src = path.read_text(encoding="utf-8")
+    sources = [(path, path.read_text(encoding="utf-8")) for path in EXAMPLES]
+    for path, src in list(sources):
+        # a lowering that ignores the knob (target npuir runs no pipeline pass) is listed with
+        # that reason; the same kernel for another target still exercises the edit itself
+        skipped = strategy.spaces(src, op_of(path), set())[1]
+        if any(NO_PIPELINE_PASS in line for line in skipped):
+            sources.append((path, src.replace('target="npuir"', 'target="ascend"')))
+    for path, src in sources:
         specs, skipped = strategy.spaces(src, op_of(path), set())
         assert all(isinstance(line, str) and line for line in skipped)
         for spec in specs:
