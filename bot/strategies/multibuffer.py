@@ -25,14 +25,13 @@ overshoot, buffers managed by hand), which one flip cannot weigh.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 from functools import lru_cache
-from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from bot.strategies import installed
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (
     ParseFailure,
@@ -80,16 +79,8 @@ def developer_mode(source: str) -> bool:
 @functools.cache
 def default_enabled() -> tuple[bool, str]:
     """The flag's value when absent, and where that comes from (installed TileLang, else upstream's default)."""
-    try:
-        spec = importlib.util.find_spec("tilelang")
-    except (ImportError, ValueError):
-        spec = None
-    for base in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(base) / "jit" / "jit_npu.py"
-        try:
-            m = _DEFAULT_IN_SOURCE.search(path.read_text(encoding="utf-8"))
-        except OSError:
-            continue
+    for path, text in installed.tilelang_files("jit/jit_npu.py"):
+        m = _DEFAULT_IN_SOURCE.search(text)
         if m:
             return m.group(1) == "True", f"installed TileLang ({path})"
     return (

@@ -15,17 +15,15 @@ runs no software-pipeline pass, so every num_stages compiles to the same kernel.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import binding, carried, dialect, facts, stagefit, unbuilt
+from bot.strategies import binding, carried, dialect, facts, installed, stagefit, unbuilt
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (
     ParseFailure,
@@ -215,16 +213,8 @@ def npuir_pipelines() -> tuple[bool, str]:
     """Whether the npuir target's lowering runs a software-pipeline pass, and where that comes
     from: the installed TileLang's tilelang/engine/phase.py (read, never imported) when it has
     an npuir branch, else upstream's two compilers (which run none)."""
-    try:
-        spec = importlib.util.find_spec("tilelang")
-    except (ImportError, ValueError):
-        spec = None
-    for base in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(base) / "engine" / "phase.py"
-        try:
-            branch = npuir_branch(path.read_text(encoding="utf-8"))
-        except OSError:
-            continue
+    for path, text in installed.tilelang_files("engine/phase.py"):
+        branch = npuir_branch(text)
         if branch is not None:
             return any(p in branch for p in PIPELINE_PASSES), f"installed TileLang ({path})"
     return False, UPSTREAM_LOWERING
