@@ -106,11 +106,9 @@ class PipelineDepth(_Base):
         return pipeline.current_depth(source, spec.index)
 
     def apply(self, source: str, spec: KnobSpec, value: object, filename: str) -> Variant | Refusal:
-        loops = pipeline.find_loops(source)
-        no_pass = pipeline.unpipelined(source) if spec.index < len(loops) else None
+        no_pass = pipeline.unpipelined_at(source, spec.index)
         if no_pass:  # every depth compiles to the same kernel: no variant to build
-            where = f"T.Pipelined at line {loops[spec.index].line}"
-            return Refusal((f"{where}: {no_pass}",), strategy=self.entry.id)
+            return Refusal((no_pass,), strategy=self.entry.id)
         return pipeline.set_depth(source, int(value), spec.index, filename)  # type: ignore[call-overload]
 
 

@@ -33,7 +33,7 @@ from typing import TypeVar
 import libcst as cst
 
 from bot.strategies import dialect, rebinding
-from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
 from bot.strategies.source import dotted
@@ -246,13 +246,9 @@ class Scoped:
         for scope in self.around.get(id(at), ()):
             held = self.by_scope.get(scope, {}).get(name)
             if held:
-                kinds = {(tuple(_code(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
+                kinds = {(tuple(code_of(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
                 return held[0] if len(kinds) == 1 else None
         return None
-
-
-def _code(node: cst.CSTNode) -> str:
-    return " ".join(cst.Module([]).code_for_node(node).split())
 
 
 def visit_kernels(f: Facts, factories: list[Function], make: Callable[[Scoped], V]) -> list[V]:
@@ -283,7 +279,7 @@ class CapacityCheck:
         if current is None:
             return None
         for i, group in enumerate(self.kernels):
-            new_use, now_use = _use(group, value, env), _use(group, current, env)
+            new_use, now_use = use(group, value, env), use(group, current, env)
             sizes = self.limits[i] if self.limits else CAPACITY
             for memory, (total, placed) in new_use.items():
                 limit = sizes.get(memory)
@@ -303,14 +299,14 @@ class CapacityCheck:
         return None
 
 
-def _use(
+def use(
     group: list[Buffer], value: int, env: Callable[[tuple[Function, ...], int], Env]
 ) -> dict[str, tuple[int, list[str]]]:
     """memory -> (bytes, ["name (line N)", ...]) of the buffers whose size can be read, at
     least in part: a dim the file does not fix (`block_Q * heads` with heads a runtime size)
     counts with its unknown factors at 1, so the sum stays a lower bound. A buffer sized by
     nothing the knob sets and nothing readable is left out."""
-    use: dict[str, tuple[int, list[str]]] = {}
+    out: dict[str, tuple[int, list[str]]] = {}
     for b in group:
         e = env(b.chain, value)
         size, open_ = b.dtype_bytes, False
@@ -324,13 +320,10 @@ def _use(
         if size and open_ and size == b.dtype_bytes:
             size = 0  # nothing of its size is known
         if size:
-            total, placed = use.get(b.memory, (0, []))
+            total, placed = out.get(b.memory, (0, []))
             shown = f"{b.name} (line {b.line}{', unknown sizes as 1' if open_ else ''})"
-            use[b.memory] = (total + size, [*placed, shown])
-    return use
-
-
-use = _use  # public: bot/strategies/overpaper.py sums the same way
+            out[b.memory] = (total + size, [*placed, shown])
+    return out
 
 
 def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:

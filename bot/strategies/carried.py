@@ -42,11 +42,11 @@ def _base(node: cst.BaseExpression) -> tuple[str, cst.Subscript | None] | None:
 
 
 class _Accesses(cst.CSTVisitor):
-    """(order, tensor, read?, moves with the trip?, statement node) in program order."""
+    """(tensor, read?, moves with the trip?, statement node) in program order."""
 
     def __init__(self, tensors: set[str], moving: set[str]) -> None:
         self.tensors, self.moving = tensors, moving
-        self.found: list[tuple[int, str, bool, bool, cst.CSTNode]] = []
+        self.found: list[tuple[str, bool, bool, cst.CSTNode]] = []
         self.stmt: cst.CSTNode | None = None
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -58,7 +58,7 @@ class _Accesses(cst.CSTVisitor):
             return
         name, sub = base
         moves = sub is None or bool(names_in(sub) & self.moving)
-        self.found.append((len(self.found), name, read, moves, self.stmt))
+        self.found.append((name, read, moves, self.stmt))
 
     def visit_Call(self, node: cst.Call) -> None:
         if dotted(node.func).rsplit(".", 1)[-1] != "copy":
@@ -106,10 +106,10 @@ def carried(
     region before a later statement writes it at a fixed region; None when there is none."""
     v = _Accesses(tensors, _moving(loop))
     loop.body.visit(v)
-    for _, name, read, moves, stmt in v.found:
+    for name, read, moves, stmt in v.found:
         if not read or moves:
             continue
-        for _, other, r2, m2, s2 in v.found:
+        for other, r2, m2, s2 in v.found:
             if other == name and not r2 and not m2 and line(s2) > line(stmt):
                 return name, line(stmt), line(s2)
     return None

@@ -9,7 +9,7 @@ helpers of one `return` line. Anything unknown makes the whole value None.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
 
@@ -258,7 +258,7 @@ def _typed_attribute(node: cst.Attribute, env: Env) -> int | None:
         if len(sizes) != 1 or None in sizes:
             return None  # several dtypes, or one whose width is not known here
         (size,) = sizes
-        return None if size is None else size * 8
+        return cast("int", size) * 8  # None was ruled out above
     if node.attr.value == "value" and dotted(inner.func).rsplit(".", 1)[-1] in (
         "min",
         "max",

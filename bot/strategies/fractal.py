@@ -37,7 +37,7 @@ from bot.strategies.capacity import Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS
-from bot.strategies.source import dotted
+from bot.strategies.source import bool_value, dotted
 
 ROWS = 16  # rows of one fractal
 C0_BYTES = 32  # bytes of one fractal row
@@ -79,10 +79,6 @@ class _Operand:
     reduced: int | None  # index of the reduction dimension (A, B), None when unknown or C
 
 
-def _literal(v: cst.BaseExpression) -> bool | None:
-    return v.value == "True" if isinstance(v, cst.Name) and v.value in ("True", "False") else None
-
-
 def transposes(call: cst.Call) -> tuple[bool | None, bool | None]:
     """Whether a matrix multiply call transposes A and B: a flag passed by keyword, or by
     position where TileLang's signature puts it (`_positions`); False when absent, None when
@@ -96,7 +92,7 @@ def transposes(call: cst.Call) -> tuple[bool | None, bool | None]:
     for side, names in enumerate((_A_FLAGS, _B_FLAGS)):
         given = next((kw[n] for n in names if n in kw), None)
         if given is not None:
-            out.append(_literal(given))
+            out.append(bool_value(given))
         elif starred:
             out.append(None)  # `*args` may hold it
         elif len(args) <= 3:
@@ -104,7 +100,7 @@ def transposes(call: cst.Call) -> tuple[bool | None, bool | None]:
         elif at is None:
             out.append(None)  # a position this spelling's signature does not tell
         else:
-            out.append(_literal(args[at[side]]) if at[side] < len(args) else False)
+            out.append(bool_value(args[at[side]]) if at[side] < len(args) else False)
     return out[0], out[1]
 
 

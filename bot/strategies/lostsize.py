@@ -23,6 +23,8 @@ stays "only divisors of the current value".
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from bot.strategies import callsites
@@ -41,7 +43,19 @@ def lost_at(
     resolver: Resolver, chain: tuple[Function, ...], expr: cst.BaseExpression
 ) -> str | None:
     """Where the size of `expr` (an extent read in `chain`) leaves what tunebot reads, as a
-    clause for a refusal, or None when the walk cannot tell."""
+    clause for a refusal, or None when the walk cannot tell. Kept on the parse: the answer
+    depends only on the expression, its chain and the harness, and constraint checks ask it
+    once per candidate value."""
+    key = ("lostsize.lost_at", id(expr), tuple(id(fn.node) for fn in chain), resolver.harness)
+    memo = resolver.f.derived
+    if key not in memo:
+        memo[key] = _lost_at(resolver, chain, expr)
+    return cast("str | None", memo[key])
+
+
+def _lost_at(
+    resolver: Resolver, chain: tuple[Function, ...], expr: cst.BaseExpression
+) -> str | None:
     factory = next((fn for fn in reversed(chain) if fn.prim_funcs), None)
     symbolic = shapes_symbols(factory) if factory is not None else set()
     for name in sorted(names_in(expr)):

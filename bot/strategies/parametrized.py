@@ -50,9 +50,8 @@ def _spelled(node: cst.BaseExpression, f: Facts) -> cst.List | cst.Tuple | None:
 
 
 def entries(fn: Function, name: str, f: Facts) -> list[cst.BaseExpression] | None:
-    """What each parametrize entry passes `fn`'s parameter `name`; None when not spelled out."""
-    if any(dotted(c.node.func) == fn.name for c in f.calls):
-        return None
+    """What each parametrize entry passes `fn`'s parameter `name`; None when not spelled out.
+    Only pytest calls such a function: the caller asks this of one no call in the file names."""
     for deco in fn.node.decorators:
         call = deco.decorator
         if not isinstance(call, cst.Call) or not dotted(call.func).endswith("mark.parametrize"):

@@ -235,6 +235,13 @@ def unpipelined(source: str) -> str | None:
     )
 
 
+def unpipelined_at(source: str, index: int) -> str | None:
+    """`unpipelined`'s reason for the `index`-th T.Pipelined loop, naming its line, or None."""
+    loops = find_loops(source)
+    no_pass = unpipelined(source) if index < len(loops) else None
+    return f"T.Pipelined at line {loops[index].line}: {no_pass}" if no_pass else None
+
+
 def _too_deep(loop: PipelinedLoop, depth: int, current: int | None) -> str | None:
     """Why `depth` is deeper than the transform writes, or None. A file that already runs the
     loop deeper may have it lowered: each stage fewer holds one copy fewer on chip."""
@@ -294,9 +301,9 @@ def not_tunable(source: str, index: int, harness: tuple[str, ...] = DEFAULT_HARN
     dead = _in_unbuilt(source, index, harness)
     if dead:
         return dead
-    no_pass = unpipelined(source)
+    no_pass = unpipelined_at(source, index)
     if no_pass:
-        return f"T.Pipelined at line {find_loops(source)[index].line}: {no_pass}"
+        return no_pass
     if current_depth(source, index) is not None:
         return None
     r = set_depth(source, 1, index)

@@ -31,7 +31,7 @@ import libcst as cst
 from bot.strategies import capacity, dialect, shapes
 from bot.strategies.binding import Resolver
 from bot.strategies.callsizes import call_sizes
-from bot.strategies.evaluate import Env, code_of, evaluate
+from bot.strategies.evaluate import CEILDIV, Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 from bot.strategies.versioncap import pinned_cap
@@ -241,9 +241,6 @@ def _trips(bounds: list[cst.BaseExpression], env: Env) -> int | None:
     return ints[0] if len(ints) == 1 else ints[1] - ints[0]
 
 
-_GROWING = ("ceildiv", "cdiv")  # T.ceildiv(n, b), tilelang.cdiv(n, b): grow with n
-
-
 def _trip_cap(
     bounds: list[cst.BaseExpression],
     pf: cst.FunctionDef,
@@ -283,7 +280,8 @@ def _growing(extent: cst.BaseExpression) -> tuple[str | None, cst.BaseExpression
         and isinstance(extent.left, cst.Name)
     ):
         return extent.left.value, extent.right
-    if isinstance(extent, cst.Call) and dotted(extent.func).rsplit(".", 1)[-1] in _GROWING:
+    # T.ceildiv(n, b) grows with n
+    if isinstance(extent, cst.Call) and dotted(extent.func).rsplit(".", 1)[-1] in CEILDIV:
         args = [a.value for a in extent.args if a.keyword is None]
         if len(args) == 2 and len(extent.args) == 2 and isinstance(args[0], cst.Name):
             return args[0].value, args[1]

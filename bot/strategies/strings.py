@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from bot.strategies import parametrized
-from bot.strategies.facts import Call, Facts, Function
+from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 
 DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
@@ -113,7 +113,9 @@ def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
     index = fn.params.index(name) if name in fn.params else None
     default = fn.defaults.get(name)
     found: set[str] = set()
-    listed = parametrized.entries(fn, name, f)  # a test function pytest calls per entry
+    calls = [c for c in f.calls if dotted(c.node.func) == fn.name]
+    # a test function no call names: pytest calls it once per parametrize entry
+    listed = parametrized.entries(fn, name, f) if not calls else None
     if listed is not None:
         for entry in listed:
             values = strings(entry, (), f, depth)
@@ -121,15 +123,15 @@ def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
                 return set()
             found |= values
         return found
-    calls = [c for c in f.calls if dotted(c.node.func) == fn.name]
     for call in calls:
         arg = next((a.value for a in call.node.args if a.keyword and a.keyword.value == name), None)
         positional = [a.value for a in call.node.args if a.keyword is None and not a.star]
         starred = any(a.star == "*" for a in call.node.args)  # positions after it unknown
+        packed = any(a.star for a in call.node.args)  # `*args` / `**kw` may hold the parameter
         if arg is None and index is not None and index < len(positional) and not starred:
             arg = positional[index]
         values = strings(arg, call.scope, f, depth) if arg is not None else set()
-        if not values and default is not None and (arg is not None or not _starred(call)):
+        if not values and default is not None and (arg is not None or not packed):
             # left out, or passed a value the file does not spell out (`dtype=tl_dtype` from
             # the input tensor): the default the author wrote is the value taken for it
             values = strings(default, fn.parents, f, depth)
@@ -139,11 +141,6 @@ def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
     if not calls and default is not None:
         return strings(default, fn.parents, f, depth)
     return found
-
-
-def _starred(call: Call) -> bool:
-    """A `*args` / `**kw` in the call: a parameter it leaves out may be in there."""
-    return any(a.star for a in call.node.args)
 
 
 def _argparse_strings(f: Facts, dest: str) -> set[str]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from bot.strategies import rebinding
-from bot.strategies.facts import Function
+from bot.strategies.facts import Function, names_in
 from bot.strategies.signature import takes
 from bot.strategies.source import dotted
 
@@ -260,26 +260,14 @@ def _reshaped_parameter(
     for line in body:
         if isinstance(line, cst.SimpleStatementLine) and any(b is stmt for b in line.body):
             break
-        if _reads(line, name):
+        if name in names_in(line):
             return None
     else:
         return None
-    if not _reads(stmt.value, name):
+    if name not in names_in(stmt.value):
         return None  # a fresh tensor: followed as any other assignment
     passed = _param(fn, name, env)
     return None if passed is None else (stmt.value, passed)
-
-
-def _reads(node: cst.CSTNode, name: str) -> bool:
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            nonlocal found
-            found = found or n.value == name
-
-    node.visit(V())
-    return found
 
 
 def _param(fn: Function, name: str, env: Env) -> Shape | None:
