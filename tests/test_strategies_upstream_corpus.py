@@ -62,6 +62,7 @@ SETS = (
     "heldout_l",
     "heldout_m",
     "heldout_n",
+    "heldout_o",
 )
 
 
