@@ -16,7 +16,7 @@ Landscapes:
   knobs and a few points that fail L0. Their source is a module of knob constants; a knob
   whose values include 0 is declared as a count (pipeline_depth), since a block size must
   be positive. Seeds 0-5799 were looked at while tuning the planner and the decision rule;
-  seeds 6400 and up are the next held-out family (docs/strategies.md says which sets were looked at, and when).
+  seeds 6600 and up are the next held-out family (docs/strategies.md says which sets were looked at, and when).
 
 Noise: every latency measurement is simulated as a real LatencyResult of `repeats` samples,
 true median x (1 + e_process) x (1 + e_sample). e_process ~ Normal(0, s) with s the
