@@ -235,20 +235,31 @@ class Scoped:
     function allocates the name twice with different shapes, dtypes or memories."""
 
     def __init__(self, pf: cst.FunctionDef, found: list[Buffer]) -> None:
-        self.by_scope: dict[int, dict[str, list[Buffer]]] = {}
+        held: dict[int, dict[str, list[Buffer]]] = {}
         for b in found:
-            self.by_scope.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
+            held.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
+        # scope -> name -> its one allocation there, None when the allocations differ
+        self.by_scope: dict[int, dict[str, Buffer | None]] = {
+            scope: {name: _one(bufs) for name, bufs in names.items()}
+            for scope, names in held.items()
+        }
         v = _Around()
         pf.visit(v)
         self.around = v.around
 
     def get(self, name: str, at: cst.Call) -> Buffer | None:
         for scope in self.around.get(id(at), ()):
-            held = self.by_scope.get(scope, {}).get(name)
-            if held:
-                kinds = {(tuple(code_of(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
-                return held[0] if len(kinds) == 1 else None
+            names = self.by_scope.get(scope, {})
+            if name in names:
+                return names[name]
         return None
+
+
+def _one(held: list[Buffer]) -> Buffer | None:
+    """The first of one function's allocations of a name, when they agree on shape, dtype and
+    memory; else None."""
+    kinds = {(tuple(code_of(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
+    return held[0] if len(kinds) == 1 else None
 
 
 def visit_kernels(f: Facts, factories: list[Function], make: Callable[[Scoped], V]) -> list[V]:
