@@ -19,9 +19,11 @@ assignment elsewhere leaves the value unknown, as before.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
-from bot.strategies.facts import Function
+from bot.strategies.facts import Facts, Function
 
 # (test or None for the `else` arm, the expression the arm assigns)
 Arms = list[tuple[cst.BaseExpression | None, cst.BaseExpression]]
@@ -67,9 +69,17 @@ def _chain(node: cst.If, name: str) -> Arms | None:
     return arms
 
 
-def arms(fn: Function, name: str) -> Arms | None:
+def arms(f: Facts, fn: Function, name: str) -> Arms | None:
     """The arms of the one `if` chain in `fn`'s body that assigns `name` in every arm, when
-    those are all of `fn`'s assignments of `name`; else None."""
+    those are all of `fn`'s assignments of `name`; else None. Kept on the parse `f` (every
+    evaluation of a size that reads `name` asks): callers must not mutate it."""
+    key = ("armvalue.arms", id(fn.node), name)
+    if key not in f.derived:
+        f.derived[key] = _arms(fn, name)
+    return cast("Arms | None", f.derived[key])
+
+
+def _arms(fn: Function, name: str) -> Arms | None:
     values = fn.assigns.get(name, [])
     if len(values) < 2:
         return None

@@ -31,6 +31,7 @@ factory's other names, its asserts, the `X // knob`, `T.ceildiv(X, knob)` and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import libcst as cst
 
@@ -260,9 +261,30 @@ class Resolver:
     def _filled(self, fn: Function, name: str, depth: int, passed: Resolution) -> Resolution:
         """Parameter `name` of `fn` is None on the run (`passed` says where): its value is what
         its None fill (`if name is None: name = 64`) assigns, and that literal is the knob."""
+        filled = self._fill(fn, name, depth)
+        return passed if filled is None else filled  # no fill: the kernel reads None
+
+    def _fill(self, fn: Function, name: str, depth: int) -> Resolution | None:
+        """What the one None fill of parameter `name` of `fn` sets, None when there is not one
+        fill. Kept on the parse (every call that leaves the parameter None asks) for what it
+        depends on besides the file: the harness and the sizes in use (`fallback`)."""
+        key = (
+            "binding.fill",
+            id(fn.node),
+            name,
+            depth,
+            tuple(self.harness),
+            tuple(sorted(self.fallback.items())),
+        )
+        memo = self.f.derived
+        if key not in memo:
+            memo[key] = self._fill_of(fn, name, depth)
+        return cast("Resolution | None", memo[key])
+
+    def _fill_of(self, fn: Function, name: str, depth: int) -> Resolution | None:
         fills = rebinding.fill_values(fn, name)
         if len(fills) != 1:
-            return passed  # no fill: the kernel reads None (its reason says so)
+            return None
         stmt, value = fills[0]
         r = self.expr(value, fn.chain, depth + 1, name, "local")
         how = f"{name} is None, so the fill at line {self.f.line(stmt)} sets it"

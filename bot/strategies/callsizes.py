@@ -17,7 +17,7 @@ from bot.strategies import callsites, tensorshapes
 from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
 from bot.strategies.evaluate import Env, evaluate
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.signature import star_names
 from bot.strategies.source import dotted
 from bot.strategies.tensorshapes import Shape
@@ -144,28 +144,15 @@ def symbol_sizes(
     takes from the tensors it is called with: `kernel = factory(...)`, then `kernel(a, ...)`
     with `A: T.Tensor((M, K), ...)` binds M to `a.shape[0]`, read where the file builds `a`
     (bot/strategies/tensorshapes.py; per call path of the calling function)."""
-    if len(factory.prim_funcs) != 1:
-        return {}
-    symbolic = {n for n in wanted if n in shapes_symbols(factory)}
-    where: dict[str, list[tuple[int, int]]] = {}
-    for i, (_, dims) in enumerate(_declared(factory.prim_funcs[0])):
-        for j, d in enumerate(dims):
-            if isinstance(d, cst.Name) and d.value in symbolic:
-                where.setdefault(d.value, []).append((i, j))
+    where = {n: at for n, at in symbol_places(resolver, factory).items() if n in wanted}
     if not where:
         return {}
     builders = {fn.name for fn in factory.chain}
     out: dict[str, list[int]] = {}
     runs = callsites.reached(f, resolver.harness)
     for call in f.calls:
-        func = call.node.func
-        if not isinstance(func, cst.Name) or (runs is not None and id(call.node) not in runs):
-            continue
-        handle = resolver.spelled.assigned(func.value, call.scope)
-        if not (
-            isinstance(handle, cst.Call)
-            and isinstance(handle.func, cst.Name)
-            and handle.func.value in builders
+        if (runs is not None and id(call.node) not in runs) or not runs_kernel(
+            resolver, call, builders
         ):
             continue
         if any(a.star or a.keyword is not None for a in call.node.args):
@@ -182,6 +169,64 @@ def symbol_sizes(
                         if size is not None and size > 0 and size not in out.get(name, []):
                             out.setdefault(name, []).append(size)
     return out
+
+
+def runs_kernel(resolver: Resolver, call: Call, builders: set[str], compiled: bool = False) -> bool:
+    """`call` runs the kernel a function named in `builders` builds: `kernel(...)` with
+    `kernel = builder(...)`; with `compiled`, also `kernel = tilelang.compile(program)` with
+    `program = builder(...)`, and `builder(...)(...)`."""
+    func = call.node.func
+    if isinstance(func, cst.Call):
+        return compiled and isinstance(func.func, cst.Name) and func.func.value in builders
+    if not isinstance(func, cst.Name):
+        return False
+    handle = resolver.spelled.assigned(func.value, call.scope)
+    for _ in range(2):
+        if not isinstance(handle, cst.Call):
+            return False
+        if isinstance(handle.func, cst.Name) and handle.func.value in builders:
+            return True
+        if not compiled or not dotted(handle.func).endswith(".compile") or not handle.args:
+            return False
+        program = handle.args[0].value
+        if not isinstance(program, cst.Name):
+            return False
+        handle = resolver.spelled.assigned(program.value, call.scope)
+    return False
+
+
+def symbol_places(
+    resolver: Resolver, factory: Function, named: bool = False
+) -> dict[str, list[tuple[int, int]]]:
+    """Each symbolic shape (`M = T.symbolic("M")`) of the factory's one prim_func -> where its
+    tensors declare it: (tensor parameter index, dimension index), in order. With `named`, a
+    tensor declared through a name the factory sets to a tuple (`A: T.Tensor(a_shape, dt)`)
+    counts too ({} when the factory holds no prim_func or several)."""
+    if len(factory.prim_funcs) != 1:
+        return {}
+    symbolic = shapes_symbols(factory)
+    where: dict[str, list[tuple[int, int]]] = {}
+    for i, (_, dims) in enumerate(_declared(factory.prim_funcs[0])):
+        read = dims or (_named_shape(resolver, factory, i) if named else ())
+        for j, d in enumerate(read):
+            if isinstance(d, cst.Name) and d.value in symbolic:
+                where.setdefault(d.value, []).append((i, j))
+    return where
+
+
+def _named_shape(
+    resolver: Resolver, factory: Function, index: int
+) -> tuple[cst.BaseExpression, ...]:
+    """The dims of the prim_func's `index`-th tensor declared through a name the factory sets
+    to a tuple once (`a_shape = (M, K)`, `A: T.Tensor(a_shape, dtype)`), else ()."""
+    param = factory.prim_funcs[0].params.params[index]
+    ann = param.annotation.annotation if param.annotation else None
+    if not isinstance(ann, cst.Call) or not ann.args or not isinstance(ann.args[0].value, cst.Name):
+        return ()
+    shape = resolver.spelled.assigned(ann.args[0].value.value, factory.chain)
+    if isinstance(shape, (cst.Tuple, cst.List)):
+        return tuple(e.value for e in shape.elements)
+    return ()
 
 
 def shapes_symbols(factory: Function) -> set[str]:

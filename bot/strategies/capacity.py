@@ -107,16 +107,22 @@ def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
 
 
 class _Allocs(cst.CSTVisitor):
+    """The readable allocations of a prim_func, and the defs around each of its calls."""
+
     def __init__(self, f: Facts, chain: tuple[Function, ...]) -> None:
         self.f, self.chain = f, chain
         self.buffers: list[Buffer] = []
         self.scopes: list[int] = [0]  # the defs around the visit, innermost last
+        self.around: dict[int, tuple[int, ...]] = {}  # id of a call -> its defs, innermost first
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.append(id(node))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.around[id(node)] = tuple(reversed(self.scopes))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         call = node.value
@@ -181,15 +187,25 @@ def _by_role(pf: cst.FunctionDef) -> dict[str, str]:
     return dict.fromkeys(v.accumulators, "L0C")
 
 
-def allocations(f: Facts, prim_func: Function) -> list[Buffer]:
-    """Every readable allocation in `prim_func`, in the memory its call names (unplaced)."""
-    v = _Allocs(f, prim_func.chain)
-    prim_func.node.visit(v)
-    return v.buffers
+@dataclass(frozen=True)
+class _Kernel:
+    """What one walk of a prim_func reads, kept on the parse (`Facts.derived`)."""
+
+    allocated: tuple[Buffer, ...]  # in the memory each call names (unplaced)
+    placed: tuple[Buffer, ...]  # the same, placed in their memories
+    around: dict[int, tuple[int, ...]]  # id of a call -> the defs around it, innermost first
+    # id of a def -> name -> its one placed allocation there, None when they differ (Scoped)
+    by_scope: dict[int, dict[str, Buffer | None]]
 
 
-def kernel_buffers(f: Facts, pf: cst.FunctionDef, prim_func: Function) -> list[Buffer]:
-    """Every readable allocation in one prim_func, placed in its memory."""
+def _kernel(f: Facts, prim_func: Function) -> _Kernel:
+    """The buffers of one prim_func and the scopes of its calls, read once per parse (every
+    knob's rules and every check ask for them)."""
+    key = ("capacity.kernel", id(prim_func.node))
+    found = f.derived.get(key)
+    if isinstance(found, _Kernel):
+        return found
+    pf = prim_func.node
     v = _Allocs(f, prim_func.chain)
     pf.visit(v)
     by_use = placements(pf)
@@ -197,35 +213,37 @@ def kernel_buffers(f: Facts, pf: cst.FunctionDef, prim_func: Function) -> list[B
     if any(b.name in by_use or b.memory not in UNPLACED for b in v.buffers):
         roles.pop("*", None)  # the kernel places its buffers itself: those count alone
     placed = {**roles, **by_use}
-    return [
+    in_memory = tuple(
         replace(b, memory=placed.get(b.name, placed.get("*", b.memory)))
         if b.memory in UNPLACED
         else b
         for b in v.buffers
-    ]
+    )
+    held: dict[int, dict[str, list[Buffer]]] = {}
+    for b in in_memory:
+        held.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
+    by_scope = {
+        scope: {name: _one(bufs) for name, bufs in names.items()} for scope, names in held.items()
+    }
+    kernel = _Kernel(tuple(v.buffers), in_memory, v.around, by_scope)
+    f.derived[key] = kernel
+    return kernel
+
+
+def allocations(f: Facts, prim_func: Function) -> list[Buffer]:
+    """Every readable allocation in `prim_func`, in the memory its call names (unplaced)."""
+    return list(_kernel(f, prim_func).allocated)
+
+
+def kernel_buffers(f: Facts, prim_func: Function) -> list[Buffer]:
+    """Every readable allocation in one prim_func, placed in its memory."""
+    return list(_kernel(f, prim_func).placed)
 
 
 def buffers(f: Facts, factory: Function) -> list[Buffer]:
     """Every readable allocation in the prim_funcs of `factory`."""
     by_node = {id(fn.node): fn for fn in f.functions}
-    return [b for pf in factory.prim_funcs for b in kernel_buffers(f, pf, by_node[id(pf)])]
-
-
-class _Around(cst.CSTVisitor):
-    """Each call of a prim_func -> the defs around it, innermost first."""
-
-    def __init__(self) -> None:
-        self.stack: list[int] = [0]
-        self.around: dict[int, tuple[int, ...]] = {}
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.stack.append(id(node))
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.stack.pop()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.around[id(node)] = tuple(reversed(self.stack))
+    return [b for pf in factory.prim_funcs for b in kernel_buffers(f, by_node[id(pf)])]
 
 
 class Scoped:
@@ -234,21 +252,23 @@ class Scoped:
     reuse a name; another kernel's buffers are never seen). `get` says None when that
     function allocates the name twice with different shapes, dtypes or memories."""
 
-    def __init__(self, pf: cst.FunctionDef, found: list[Buffer]) -> None:
-        self.by_scope: dict[int, dict[str, list[Buffer]]] = {}
-        for b in found:
-            self.by_scope.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
-        v = _Around()
-        pf.visit(v)
-        self.around = v.around
+    def __init__(self, f: Facts, prim_func: Function) -> None:
+        kernel = _kernel(f, prim_func)  # read once per parse
+        self.by_scope, self.around = kernel.by_scope, kernel.around
 
     def get(self, name: str, at: cst.Call) -> Buffer | None:
         for scope in self.around.get(id(at), ()):
-            held = self.by_scope.get(scope, {}).get(name)
-            if held:
-                kinds = {(tuple(code_of(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
-                return held[0] if len(kinds) == 1 else None
+            names = self.by_scope.get(scope, {})
+            if name in names:
+                return names[name]
         return None
+
+
+def _one(held: list[Buffer]) -> Buffer | None:
+    """The first of one function's allocations of a name, when they agree on shape, dtype and
+    memory; else None."""
+    kinds = {(tuple(code_of(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
+    return held[0] if len(kinds) == 1 else None
 
 
 def visit_kernels(f: Facts, factories: list[Function], make: Callable[[Scoped], V]) -> list[V]:
@@ -258,7 +278,7 @@ def visit_kernels(f: Facts, factories: list[Function], make: Callable[[Scoped], 
     out: list[V] = []
     for factory in factories:
         for pf in factory.prim_funcs:
-            v = make(Scoped(pf, kernel_buffers(f, pf, by_node[id(pf)])))
+            v = make(Scoped(f, by_node[id(pf)]))
             pf.visit(v)
             out.append(v)
     return out

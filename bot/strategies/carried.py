@@ -29,7 +29,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.strategies.facts import names_in
-from bot.strategies.source import dotted, line_of
+from bot.strategies.source import annotation_heads, dotted, line_of
 
 
 def _base(node: cst.BaseExpression) -> tuple[str, cst.Subscript | None] | None:
@@ -115,15 +115,11 @@ def carried(
     return None
 
 
-def tensor_params(fn: cst.FunctionDef) -> set[str]:
-    """Parameters of a prim_func annotated as global tensors (`X: T.Tensor(...)`)."""
-    out: set[str] = set()
-    for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
-        ann = p.annotation.annotation if p.annotation is not None else None
-        head = ann.func if isinstance(ann, cst.Call) else ann
-        if head is not None and dotted(head).rsplit(".", 1)[-1] in ("Tensor", "Buffer"):
-            out.add(p.name.value)
-    return out
+def _global_tensors(fn: cst.FunctionDef) -> set[str]:
+    """Parameters of a prim_func, of any kind, annotated as global tensors (`X: T.Tensor(...)`,
+    `X: T.Buffer(...)`)."""
+    heads = annotation_heads(fn, every_kind=True)
+    return {name for name, head in heads.items() if head.rsplit(".", 1)[-1] in ("Tensor", "Buffer")}
 
 
 class _Loop(cst.CSTVisitor):
@@ -157,7 +153,7 @@ def refusal(
     if v.found is None:
         return None
     loop, fn = v.found
-    hit = carried(loop, tensor_params(fn), lambda n: line_of(wrapper, n))
+    hit = carried(loop, _global_tensors(fn), lambda n: line_of(wrapper, n))
     if hit is None:
         return None
     name, read, write = hit

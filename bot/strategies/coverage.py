@@ -28,7 +28,7 @@ import libcst as cst
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import aliases_of, sized_by
 from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted
+from bot.strategies.source import dotted, tensor_params
 
 ALLOCS = ("alloc_",)
 
@@ -178,16 +178,6 @@ def _fixed_origin_fills(pf: cst.FunctionDef, tensors: set[str]) -> dict[str, cst
     return out
 
 
-def _tensor_params(pf: cst.FunctionDef) -> set[str]:
-    out = set()
-    for p in pf.params.params:
-        ann = p.annotation.annotation if p.annotation is not None else None
-        func = ann.func if isinstance(ann, cst.Call) else ann
-        if func is not None and "Tensor" in dotted(func):
-            out.add(p.name.value)
-    return out
-
-
 @dataclass
 class Coverage:
     name: str
@@ -295,7 +285,7 @@ def _window_rule(
         if alloc is None:
             return None  # read as an index, a loop bound, a count: the tiles move
         allocs.append(alloc)
-    fills = _fixed_origin_fills(pf, _tensor_params(pf))
+    fills = _fixed_origin_fills(pf, tensor_params(pf))
     for alloc in allocs:
         named = _buffer_name(alloc, pf)
         if named is None or named[0] not in fills:

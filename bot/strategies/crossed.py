@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import Scoped, kernel_buffers
+from bot.strategies.capacity import Scoped
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, names_in
 from bot.strategies.source import dotted
@@ -139,7 +139,7 @@ def crossed_check(
             fn = by_node.get(id(pf))
             if fn is None:
                 continue
-            v = _Copies(f, fn, Scoped(pf, kernel_buffers(f, pf, fn)))
+            v = _Copies(f, fn, Scoped(f, fn))
             pf.visit(v)
             found.extend(v.found)
     wanted = aliases | {name}

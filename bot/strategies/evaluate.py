@@ -65,7 +65,10 @@ class Env:
                     )
                     return self._augmented(base, augs, fn.chain)
                 values = fn.assigns[name]
-                if len(values) > 1 and (arms := armvalue.arms(fn, name)) is not None:
+                if (
+                    len(values) > 1
+                    and (arms := armvalue.arms(self.resolver.f, fn, name)) is not None
+                ):
                     # `if c: X = a` / `else: X = b`: the arm the run takes (armvalue.py)
                     here = Env(self.resolver, fn.chain, deeper, self.overrides, self.tensors)
                     for test, value in arms:

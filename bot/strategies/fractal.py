@@ -165,16 +165,15 @@ class FractalCheck:
                     continue
                 if now == new:
                     continue
-                g = _granule(op, i)
-                if now % g != 0 or new % g == 0:
+                g = _cut(op, i, now, new)
+                if g is None:
                     continue  # already a part fractal (the toolchain pads it), or still whole
-                axis = "reduction axis" if i == op.reduced else f"dimension {i}"
                 return (
                     f"{self.name}={value}: the gemm operand {op.role} `{b.name}` (line {b.line}) "
-                    f"would have {new} along its {axis}, not a multiple of {g}, so part of a "
-                    f"fractal: the cube unit and TileLang-Ascend's L1/L0 layouts work in whole "
-                    f"fractals ({ROWS} rows of {C0_BYTES} bytes) and would address elements the "
-                    f"buffer does not hold; the current {current} gives {now}, whole fractals"
+                    f"would have {new} along its {_axis(op, i)}, not a multiple of {g}, so part "
+                    f"of a fractal: the cube unit and TileLang-Ascend's L1/L0 layouts work in "
+                    f"whole fractals ({ROWS} rows of {C0_BYTES} bytes) and would address elements "
+                    f"the buffer does not hold; the current {current} gives {now}, whole fractals"
                 )
         return None
 
@@ -205,19 +204,29 @@ class FractalCheck:
                 return None
         if not unknown or known_now == known_new:
             return None
-        g = _granule(op, i)
-        if known_now % g != 0 or known_new % g == 0:
+        g = _cut(op, i, known_now, known_new)
+        if g is None:
             return None
         sizes = " x ".join(unknown)
-        axis = "reduction axis" if i == op.reduced else f"dimension {i}"
         return (
             f"{self.name}={value}: the gemm operand {op.role} `{b.name}` (line {b.line}) would "
-            f"have {known_new} x {sizes} along its {axis}, a multiple of {g} only when {sizes} "
-            f"is a multiple of {g // math.gcd(known_new, g)}, and the file does not fix "
+            f"have {known_new} x {sizes} along its {_axis(op, i)}, a multiple of {g} only when "
+            f"{sizes} is a multiple of {g // math.gcd(known_new, g)}, and the file does not fix "
             f"{sizes}: otherwise part of a fractal, which the cube unit and TileLang-Ascend's "
             f"L1/L0 layouts do not hold; the current {current} gives {known_now} x {sizes}, "
             f"whole fractals for every {sizes}"
         )
+
+
+def _cut(op: _Operand, i: int, now: int, new: int) -> int | None:
+    """The granule of dimension `i` when `now` fills whole fractals along it and `new` does not;
+    None otherwise (still whole, or a part fractal already: the toolchain pads it)."""
+    g = _granule(op, i)
+    return g if now % g == 0 and new % g != 0 else None
+
+
+def _axis(op: _Operand, i: int) -> str:
+    return "reduction axis" if i == op.reduced else f"dimension {i}"
 
 
 def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -30,10 +30,9 @@ import libcst as cst
 from bot.strategies import callsites
 from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
-from bot.strategies.callsizes import shapes_symbols
+from bot.strategies.callsizes import runs_kernel, shapes_symbols, symbol_places
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Call, Function, names_in
-from bot.strategies.source import dotted
 from bot.strategies.tensorshapes import shape_source
 
 MAX_STEPS = 4  # callers followed
@@ -78,30 +77,19 @@ def _lost_at(
 def _symbol(resolver: Resolver, factory: Function, name: str) -> str | None:
     """`name`, a `T.symbolic` size of `factory`'s one prim_func: where the size of the tensor
     that binds it is lost, on every call of the compiled kernel the file runs."""
-    if len(factory.prim_funcs) != 1:
+    places = symbol_places(resolver, factory, named=True).get(name)
+    if not places:
         return None
     declared = _declared(factory.prim_funcs[0])
-    index = next(
-        (
-            i
-            for i, (param, dims) in enumerate(declared)
-            if any(
-                isinstance(d, cst.Name) and d.value == name
-                for d in dims or _named_shape(resolver, factory, i)
-            )
-        ),
-        None,
-    )
-    if index is None:
-        return None
+    index = places[0][0]  # the first tensor that declares it
     f = resolver.f
     runs = callsites.reached(f, resolver.harness)
     stories: list[str] = []
     for call in f.calls:
         # the calls the file runs, and those in its pytest tests (collected by name)
         tested = bool(call.scope) and call.scope[0].name.startswith("test")
-        if (runs is not None and id(call.node) not in runs and not tested) or not _builds(
-            resolver, call, factory
+        if (runs is not None and id(call.node) not in runs and not tested) or not runs_kernel(
+            resolver, call, {factory.name}, compiled=True
         ):
             continue
         args = call.node.args
@@ -119,44 +107,6 @@ def _symbol(resolver: Resolver, factory: Function, name: str) -> str | None:
         f"`{name}` is a `T.symbolic` size the kernel takes from its tensor "
         f"`{declared[index][0]}`, and the file calls it with " + "; or ".join(stories)
     )
-
-
-def _named_shape(
-    resolver: Resolver, factory: Function, index: int
-) -> tuple[cst.BaseExpression, ...]:
-    """The dims of the prim_func's `index`-th tensor declared through a name the factory sets
-    to a tuple once (`a_shape = (M, K)`, `A: T.Tensor(a_shape, dtype)`), else ()."""
-    param = factory.prim_funcs[0].params.params[index]
-    ann = param.annotation.annotation if param.annotation else None
-    if not isinstance(ann, cst.Call) or not ann.args or not isinstance(ann.args[0].value, cst.Name):
-        return ()
-    shape = resolver.spelled.assigned(ann.args[0].value.value, factory.chain)
-    if isinstance(shape, (cst.Tuple, cst.List)):
-        return tuple(e.value for e in shape.elements)
-    return ()
-
-
-def _builds(resolver: Resolver, call: Call, factory: Function) -> bool:
-    """`call` runs the kernel `factory` builds: `kernel(...)` with `kernel = factory(...)` or
-    `kernel = tilelang.compile(program)`, `program = factory(...)`; or `factory(...)(...)`."""
-    func = call.node.func
-    if isinstance(func, cst.Call):
-        return isinstance(func.func, cst.Name) and func.func.value == factory.name
-    if not isinstance(func, cst.Name):
-        return False
-    handle = resolver.spelled.assigned(func.value, call.scope)
-    for _ in range(2):
-        if not isinstance(handle, cst.Call):
-            return False
-        if isinstance(handle.func, cst.Name) and handle.func.value == factory.name:
-            return True
-        if not dotted(handle.func).endswith(".compile") or not handle.args:
-            return False
-        program = handle.args[0].value
-        if not isinstance(program, cst.Name):
-            return False
-        handle = resolver.spelled.assigned(program.value, call.scope)
-    return False
 
 
 def _tensor(resolver: Resolver, caller: Function, node: cst.BaseExpression) -> str | None:

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.strategies import dialect
-from bot.strategies.capacity import CAPACITY, KIB, Buffer, buffers, use
+from bot.strategies.capacity import CAPACITY, KIB, Buffer, kernel_buffers, use
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, names_in
-from bot.strategies.source import dotted
+from bot.strategies.pipeline import loops_in, num_stages
 
 
 @dataclass(frozen=True)
@@ -39,20 +39,13 @@ class _Loop:
     uses: frozenset[str]  # names the body reads or writes
 
 
-class _Pipelined(cst.CSTVisitor):
-    def __init__(self, f: Facts) -> None:
-        self.f = f
-        self.loops: list[_Loop] = []
-
-    def visit_For(self, node: cst.For) -> None:
-        it = node.iter
-        if not isinstance(it, cst.Call) or not dotted(it.func).endswith("Pipelined"):
-            return
-        stages = next(
-            (a.value for a in it.args if a.keyword is not None and a.keyword.value == "num_stages"),
-            None,
-        )
-        self.loops.append(_Loop(self.f.line(node), stages, frozenset(names_in(node.body))))
+def _loops(f: Facts, pf: cst.FunctionDef) -> list[_Loop]:
+    """The `for ... in T.Pipelined(...)` loops of a prim_func (pipeline.py finds them)."""
+    return [
+        _Loop(f.line(p.loop), num_stages(p.call), frozenset(names_in(p.loop.body)))
+        for p in loops_in(f.wrapper, pf)
+        if p.loop is not None
+    ]
 
 
 @dataclass
@@ -108,13 +101,9 @@ def over_paper(f: Facts, name: str, factories: list[Function]) -> OverPaper | No
     by_node = {id(fn.node): fn for fn in f.functions}
     kernels = []
     for factory in factories:
-        group = buffers(f, factory)
         for pf in factory.prim_funcs:
-            v = _Pipelined(f)
-            pf.visit(v)
-            if v.loops and group:
-                chain = by_node[id(pf)].chain
-                mine = [b for b in group if b.chain == chain]
-                if mine:
-                    kernels.append((mine, v.loops, chain))
+            loops = _loops(f, pf)
+            mine = kernel_buffers(f, by_node[id(pf)]) if loops else []
+            if mine:
+                kernels.append((mine, loops, by_node[id(pf)].chain))
     return OverPaper(name, kernels) if kernels else None

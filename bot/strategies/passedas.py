@@ -22,33 +22,20 @@ import libcst as cst
 
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
+from bot.strategies.wrappers import argument
 
 
 def block_named(f: Facts, owner: Function, wanted: Callable[[str], object]) -> set[str]:
     """Parameters of `owner` (not block-like themselves) some call of it passes a block-like
     name."""
     out: set[str] = set()
-    params = list(owner.params)
     for call in f.calls:
         if dotted(call.node.func) != owner.name:
             continue
-        positional = [a for a in call.node.args if a.keyword is None]
-        if any(a.star for a in positional):
-            continue  # `f(*cfg)`: positions unknown
-        for i, arg in enumerate(call.node.args):
-            if arg.star:
-                continue
-            if arg.keyword is not None:
-                param = arg.keyword.value
-            elif i < len(params):
-                param = params[i]
-            else:
-                continue
-            if (
-                param in params
-                and not wanted(param)
-                and isinstance(arg.value, cst.Name)
-                and wanted(arg.value.value)
-            ):
+        if any(a.star for a in call.node.args if a.keyword is None):
+            continue  # `f(*cfg)`, `f(**cfg)`: positions unknown
+        for i, param in enumerate(owner.params):
+            passed = argument(call.node.args, i, param)  # by position or by keyword
+            if not wanted(param) and isinstance(passed, cst.Name) and wanted(passed.value):
                 out.add(param)
     return out

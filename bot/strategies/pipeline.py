@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import libcst as cst
@@ -68,29 +68,55 @@ class PipelinedLoop:
     stages: int | None  # literal value; 0 when the keyword is absent; None when it is a name
     bound_to: str | None  # the name num_stages is bound to, if any
     call: cst.Call
+    # the `for` the call drives (`for k in T.Pipelined(...)`), None for a call elsewhere
+    loop: cst.For | None = field(default=None, compare=False)
+
+
+def num_stages(call: cst.Call) -> cst.BaseExpression | None:
+    """What a `T.Pipelined(...)` call passes as num_stages, None when it is absent (0)."""
+    return next(
+        (a.value for a in call.args if a.keyword is not None and a.keyword.value == "num_stages"),
+        None,
+    )
 
 
 class _Finder(cst.CSTVisitor):
     def __init__(self, wrapper: MetadataWrapper) -> None:
         self.wrapper = wrapper
         self.loops: list[PipelinedLoop] = []
+        self.fors: dict[int, cst.For] = {}  # id of a for's iterator -> the for
+
+    def visit_For(self, node: cst.For) -> None:
+        self.fors[id(node.iter)] = node  # visited before its iterator's call
 
     def visit_Call(self, node: cst.Call) -> None:
         if not dotted(node.func).endswith("Pipelined"):
             return
-        kw = next(
-            (a for a in node.args if a.keyword is not None and a.keyword.value == "num_stages"),
-            None,
-        )
+        given = num_stages(node)
         stages: int | None = 0
         bound: str | None = None
-        if kw is not None:
-            stages = int_value(kw.value)
-            if stages is None and isinstance(kw.value, cst.Name):
-                bound = kw.value.value
+        if given is not None:
+            stages = int_value(given)
+            if stages is None and isinstance(given, cst.Name):
+                bound = given.value
         self.loops.append(
-            PipelinedLoop(len(self.loops), line_of(self.wrapper, node), stages, bound, node)
+            PipelinedLoop(
+                len(self.loops),
+                line_of(self.wrapper, node),
+                stages,
+                bound,
+                node,
+                self.fors.get(id(node)),
+            )
         )
+
+
+def loops_in(wrapper: MetadataWrapper, node: cst.CSTNode) -> list[PipelinedLoop]:
+    """Every T.Pipelined call under `node` (a node of `wrapper`'s module), in source order;
+    indexes count from the first one under `node`."""
+    finder = _Finder(wrapper)
+    node.visit(finder)
+    return finder.loops
 
 
 def find_loops(source: str) -> list[PipelinedLoop]:

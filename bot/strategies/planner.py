@@ -379,6 +379,7 @@ class Planner:
                     current: object = current,
                     tries: int = len(honest),
                     why: Why = "",
+                    room: int = 0,
                 ) -> None:
                     key = space.value_key(value)
                     if key not in planned or planned[key] > tier:
@@ -401,6 +402,7 @@ class Planner:
                                 ladder.index(value) + 1,
                                 tries,
                                 why,
+                                room,
                             )
                         )
 
@@ -415,15 +417,12 @@ class Planner:
                     if continuing:
                         add(step, 0 if every_knob_tried else 2, why="continue")
                     elif d == preferred and not honest:
-                        add(
-                            ladder[-1], 1, why="first"
-                        )  # the knob's most promising move: its far end
-                        # how much of the knob that probe spans (an edge knob's spans all):
-                        # it orders first probes between knobs of equal score
+                        # the knob's most promising move: its far end; how much of the knob
+                        # that probe spans (an edge knob's spans all) orders first probes
+                        # between knobs of equal score
                         other = len(space.side_values(spec, current, -d))
-                        moves[-1] = replace(
-                            moves[-1], room=round(1000 * len(ladder) / (len(ladder) + other))
-                        )
+                        room = round(1000 * len(ladder) / (len(ladder) + other))
+                        add(ladder[-1], 1, why="first", room=room)
                     elif not any(
                         space.direction(a.change.old, a.change.new) == d for a in honest
                     ) and any(

@@ -199,6 +199,29 @@ def dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
+def annotation_heads(fn: cst.FunctionDef, every_kind: bool = False) -> dict[str, str]:
+    """Parameter -> the dotted head of its annotation (`T.Tensor` of `A: T.Tensor((M, K), dt)`
+    and of `A: T.Tensor`; '' when it has none that is a dotted name) for the plain parameters
+    of `fn`, and with `every_kind` its positional-only and keyword-only ones too."""
+    params = fn.params
+    kinds = (
+        (*params.posonly_params, *params.params, *params.kwonly_params)
+        if every_kind
+        else params.params
+    )
+    out: dict[str, str] = {}
+    for p in kinds:
+        ann = p.annotation.annotation if p.annotation is not None else None
+        head = ann.func if isinstance(ann, cst.Call) else ann
+        out[p.name.value] = dotted(head) if head is not None else ""
+    return out
+
+
+def tensor_params(fn: cst.FunctionDef) -> set[str]:
+    """The plain parameters of a prim_func annotated as tensors (`X: T.Tensor(...)`)."""
+    return {name for name, head in annotation_heads(fn).items() if "Tensor" in head}
+
+
 def append_item(items: Sequence, item, opener_ws: cst.BaseParenthesizableWhitespace) -> list:
     """`items` (Args or DictElements) with `item` appended in the same layout.
 

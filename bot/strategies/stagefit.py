@@ -185,7 +185,7 @@ def refusal(
             trips = _trips(bounds, env)
             capped = ""
             if trips is None:
-                trips, capped = _trip_cap(bounds, pf_fn.node, all_bufs, env)
+                trips, capped = _trip_cap(bounds, pf_fn.node, capacity.Scoped(f, pf_fn), env)
             if trips is None or trips >= depth or depth <= 1:
                 short = []
                 break
@@ -244,7 +244,7 @@ def _trips(bounds: list[cst.BaseExpression], env: Env) -> int | None:
 def _trip_cap(
     bounds: list[cst.BaseExpression],
     pf: cst.FunctionDef,
-    bufs: list[capacity.Buffer],
+    scoped: capacity.Scoped,
     env: Env,
 ) -> tuple[int | None, str]:
     """The most iterations a loop `T.Pipelined(extent)` can run when its extent grows with one
@@ -260,7 +260,7 @@ def _trip_cap(
         d = evaluate(divisor, env)
         if type(d) is not int or d <= 0:
             return None, ""
-    cap = _size_caps(pf, bufs, env).get(name)
+    cap = _size_caps(pf, scoped, env).get(name)
     if cap is None:
         return None, ""
     limit, shown = cap
@@ -289,12 +289,12 @@ def _growing(extent: cst.BaseExpression) -> tuple[str | None, cst.BaseExpression
 
 
 def _size_caps(
-    pf: cst.FunctionDef, bufs: list[capacity.Buffer], env: Env
+    pf: cst.FunctionDef, scoped: capacity.Scoped, env: Env
 ) -> dict[str, tuple[int, str]]:
     """name -> (the largest value it can take, why): names a `size=[...]` region of an on-chip
     buffer reads from the buffer's origin (`T.copy(src, buf, size=[..])` for both operands,
-    `T.reduce_*(buf, out, size=[..])` for its source), bounded by that buffer's dimension."""
-    by_name = {b.name: b for b in bufs}
+    `T.reduce_*(buf, out, size=[..])` for its source), bounded by that buffer's dimension (the
+    buffer as the call sees it: capacity.Scoped)."""
     caps: dict[str, tuple[int, str]] = {}
 
     def origin(node: cst.BaseExpression) -> str | None:
@@ -328,7 +328,8 @@ def _size_caps(
                 return
             extents = [e.value for e in size.elements]
             for operand in operands:
-                buf = by_name.get(origin(operand) or "")
+                named = origin(operand)
+                buf = scoped.get(named, node) if named is not None else None
                 if buf is None or len(buf.dims) != len(extents):
                     continue
                 for i, e in enumerate(extents):

@@ -19,7 +19,7 @@ import libcst as cst
 
 from bot.strategies.evaluate import CEILDIV
 from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted
+from bot.strategies.source import dotted, tensor_params
 
 
 @dataclass(frozen=True)
@@ -160,18 +160,6 @@ def _count_extent(
     return None
 
 
-def _tensor_params(pf: cst.FunctionDef) -> set[str]:
-    return {
-        p.name.value
-        for p in pf.params.params
-        if p.annotation is not None and "Tensor" in dotted(_ann_func(p.annotation.annotation))
-    }
-
-
-def _ann_func(node: cst.BaseExpression) -> cst.BaseExpression:
-    return node.func if isinstance(node, cst.Call) else node
-
-
 def _names(node: cst.CSTNode) -> set[str]:
     found: set[str] = set()
 
@@ -283,7 +271,7 @@ def whole_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
                 counts[name] = x
     for pf in factory.prim_funcs:
         chain = by_node[id(pf)].chain
-        grid = _Grid(aliases, counts, _tensor_params(pf))
+        grid = _Grid(aliases, counts, tensor_params(pf))
         pf.visit(grid)
         if grid.extent is None:
             continue

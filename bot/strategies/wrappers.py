@@ -169,7 +169,7 @@ class Wrappers:
                 continue
             if any(f.value in g.assigns or takes(g, f.value) for g in other.scope):
                 continue  # a local of the same name, not the runner
-            passed = _argument(other.node.args, position, name)
+            passed = argument(other.node.args, position, name)
             if isinstance(passed, cst.Name) and passed.value == fn.name:
                 return True
         return False
@@ -190,7 +190,7 @@ class Wrappers:
         return list(node.args) if not implicit else None
 
 
-def _argument(args: Sequence[cst.Arg], position: int, name: str) -> cst.BaseExpression | None:
+def argument(args: Sequence[cst.Arg], position: int, name: str) -> cst.BaseExpression | None:
     """What plain arguments `args` pass for the parameter `name` at `position`, or None."""
     plain = 0
     for a in args:
