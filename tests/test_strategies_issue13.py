@@ -71,3 +71,141 @@ def test_a_transpose_flag_that_is_not_a_literal_may_put_the_padding_on_k():
     legal, refused = knobs.legal_values(src, "block_K", BS)
     assert 32 not in legal
     assert "is not a literal" in dict(refused)[32]
+
+
+# 2. a buffer is the one its statement sees: never a same-named buffer of another kernel
+
+# main copies block_n rows into `buf` of block_m rows; `other`, another kernel of the factory,
+# allocates its own `buf` of 256 rows
+COPY_FIT = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def rows(M, block_m=64, block_n=32):
+    @T.prim_func
+    def main(X: T.Tensor((M, 64), "float16"), Y: T.Tensor((M, 64), "float16")):
+        with T.Kernel(M // block_n, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_m, 64), "float16")
+            T.copy(X[cid * block_n, 0], buf, size=[block_n, 64])
+            T.copy(buf, Y[cid * block_n, 0], size=[block_n, 64])
+
+    @T.prim_func
+    def other(X: T.Tensor((M, 64), "float16"), Y: T.Tensor((M, 64), "float16")):
+        with T.Kernel(M // 256, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((256, 64), "float16")
+            T.copy(X[cid * 256, 0], buf)
+            T.copy(buf, Y[cid * 256, 0])
+
+    return main, other
+
+
+kernel = rows(4096)
+"""
+
+
+def test_an_explicit_size_copy_fits_the_buffer_of_its_own_kernel():
+    legal, refused = knobs.legal_values(COPY_FIT, "block_n", BS)
+    assert legal == (8, 16, 32, 64), refused
+    assert "into `buf` (line 11), which holds 64" in dict(refused)[128]
+
+
+def test_a_larger_buffer_of_the_same_name_elsewhere_does_not_refuse():
+    # the other way round: main's buffer holds 256 rows, other's 64
+    src = COPY_FIT.replace("(block_m, 64)", "(256, 64)", 1).replace(
+        'T.alloc_ub((256, 64), "float16")\n            T.copy(X[cid * 256',
+        'T.alloc_ub((64, 64), "float16")\n            T.copy(X[cid * 256',
+    )
+    legal, refused = knobs.legal_values(src, "block_n", BS)
+    assert legal == (8, 16, 32, 64, 128, 256), refused
+
+
+# main fills the D columns of `k_l1` from a slice and multiplies the whole buffer; `other`
+# allocates a `k_l1` of 64 columns whatever BLOCK_K is (`q_l1` is cleared: zeros add nothing)
+SLICE_FILL = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def scores(L, D, BLOCK_N=64, BLOCK_K=64):
+    @T.prim_func
+    def main(Q: T.Tensor((64, D), "float16"), KEY: T.Tensor((L, D), "float16"),
+             S: T.Tensor((64, L), "float")):
+        with T.Kernel(L // BLOCK_N, is_npu=True) as (n, _):
+            q_l1 = T.alloc_L1((64, BLOCK_K), "float16")
+            k_l1 = T.alloc_L1((BLOCK_N, BLOCK_K), "float16")
+            acc = T.alloc_L0C((64, BLOCK_N), "float")
+            T.clear(q_l1)
+            T.copy(Q[0:64, 0:D], q_l1)
+            T.copy(KEY[n * BLOCK_N : (n + 1) * BLOCK_N, 0:D], k_l1)
+            T.gemm_v0(q_l1, k_l1, acc, transpose_B=True, init=True)
+            T.copy(acc, S[0:64, n * BLOCK_N : (n + 1) * BLOCK_N])
+
+    @T.prim_func
+    def other(KEY: T.Tensor((L, D), "float16"), OUT: T.Tensor((L, D), "float16")):
+        with T.Kernel(L // BLOCK_N, is_npu=True) as (n, _):
+            k_l1 = T.alloc_L1((BLOCK_N, 64), "float16")
+            T.copy(KEY[n * BLOCK_N : (n + 1) * BLOCK_N, 0:D], k_l1)
+            T.copy(k_l1, OUT[n * BLOCK_N : (n + 1) * BLOCK_N, 0:D])
+
+    return main, other
+
+
+kernel = scores(4096, 64)
+"""
+
+
+def test_a_slice_fill_reads_the_buffer_of_its_own_kernel():
+    legal, refused = knobs.legal_values(SLICE_FILL, "BLOCK_K", BS)
+    assert legal == (64,), refused
+    assert "a matrix multiply reads the whole buffer" in dict(refused)[128]
+    assert "`k_l1` (line 13)" in dict(refused)[128]
+
+
+# the UB of main is over-allocated (5 x 48 KiB) but at most two buffers are live at once; a
+# helper defined in the kernel reuses the name `a` for a small buffer of its own, after
+# everything else (read by bare name, main's `a` would live until then, with the helper's size)
+LIVE = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def rows(M, block_m=16):
+    @T.prim_func
+    def main(X: T.Tensor((M, 768), "float"), Y: T.Tensor((M, 768), "float")):
+        with T.Kernel(M // block_m, is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_m, 768), "float")
+            b = T.alloc_ub((block_m, 768), "float")
+            c = T.alloc_ub((block_m, 768), "float")
+            d = T.alloc_ub((block_m, 768), "float")
+            e = T.alloc_ub((block_m, 768), "float")
+            T.copy(X[cid * block_m, 0], a)
+            T.copy(a, Y[cid * block_m, 0])
+            T.copy(X[cid * block_m, 0], b)
+            T.copy(X[cid * block_m, 0], c)
+            T.vadd(b, c, b)
+            T.copy(b, Y[cid * block_m, 0])
+            T.copy(c, Y[cid * block_m, 0])
+
+            def tail():
+                a = T.alloc_ub((8, 8), "float")
+                T.copy(X[0, 0], a)
+                T.copy(a, Y[0, 0])
+
+            tail()
+
+    return main
+
+
+kernel = rows(4096)
+"""
+
+
+def test_a_helpers_buffer_of_the_same_name_is_another_lifetime():
+    # 32 rows: b and c take 2 x 96 KiB = 192 KiB, which UB holds; 64 rows do not
+    legal, refused = knobs.legal_values(LIVE, "block_m", BS)
+    assert legal == (8, 16, 32), refused
+    assert "(b, c) would take 393216 bytes" in dict(refused)[64]

@@ -9,6 +9,9 @@ that makes a tile larger than its buffer writes past it. The same holds for a co
 an on-chip buffer named whole as its source (`T.copy(acc_o, Out[...], size=[block_m,
 block_n])` with `acc_o` of [block_m, 16]): a tile wider than the buffer reads past it. A move
 is refused when some copy fits with the current value and not with the new one.
+
+A buffer is the one the copy sees (capacity.Scoped): allocated in the innermost function
+around the copy, never a buffer of the same name in another kernel of the factory.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import Buffer, buffers
+from bot.strategies.capacity import Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
@@ -56,8 +59,8 @@ def _bound(node: cst.BaseExpression, chain: tuple[Function, ...]) -> list[cst.Ba
 
 
 class _Copies(cst.CSTVisitor):
-    def __init__(self, f: Facts, held: dict[str, Buffer], chain: tuple[Function, ...]) -> None:
-        self.f, self.held, self.chain = f, held, chain
+    def __init__(self, f: Facts, scoped: Scoped) -> None:
+        self.f, self.scoped = f, scoped
         self.found: list[tuple[Copy, tuple[Function, ...]]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -72,23 +75,16 @@ class _Copies(cst.CSTVisitor):
         for direction, end in zip(("out of", "into"), args[:2], strict=False):
             if not isinstance(end, cst.Name):
                 continue
-            buffer = self.held.get(end.value)
+            buffer = self.scoped.get(end.value, node)
             if buffer is None or len(buffer.dims) != len(sizes):
                 continue
             copy = Copy(buffer, sizes, self.f.line(node), direction)
-            self.found.append((copy, self.chain))
+            self.found.append((copy, buffer.chain))  # the prim_func's chain
 
 
 def _copies(f: Facts, factory: Function) -> list[tuple[Copy, tuple[Function, ...]]]:
-    """Every explicit-size copy into a buffer the prim_funcs of `factory` allocate."""
-    by_node = {id(fn.node): fn for fn in f.functions}
-    held = {b.name: b for b in buffers(f, factory)}
-    found: list[tuple[Copy, tuple[Function, ...]]] = []
-    for pf in factory.prim_funcs:
-        v = _Copies(f, held, by_node[id(pf)].chain)
-        pf.visit(v)
-        found.extend(v.found)
-    return found
+    """Every explicit-size copy into or out of a buffer the prim_funcs of `factory` allocate."""
+    return [c for v in visit_kernels(f, [factory], lambda s: _Copies(f, s)) for c in v.found]
 
 
 def _fits(copy: Copy, chain: tuple[Function, ...], env: Env) -> tuple[int, int, int] | None:
