@@ -209,3 +209,80 @@ def test_a_helpers_buffer_of_the_same_name_is_another_lifetime():
     legal, refused = knobs.legal_values(LIVE, "block_m", BS)
     assert legal == (8, 16, 32), refused
     assert "(b, c) would take 393216 bytes" in dict(refused)[64]
+
+
+# 3. an extent the host pads up to a multiple of the knob itself demands no divisibility
+
+# the factory asserts whole tiles; the host rounds the row count up with the same block
+# before building the kernel (HOST varies: how it rounds, and how it spells the rounding)
+ROUNDED = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def scale(M, block_M):
+    assert M % block_M == 0, "whole tiles only"
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 128), "float16")):
+        with T.Kernel(M // block_M, is_npu=True) as (c, _):
+            buf = T.alloc_ub((block_M, 128), "float16")
+            T.copy(A[c * block_M, 0], buf)
+            T.tile.mul(buf, buf, 2)
+            T.copy(buf, A[c * block_M, 0])
+
+    return main
+
+
+def round_up(num, divisor):
+    return num + divisor - (num % divisor) if num % divisor != 0 else num
+
+
+def run(x):
+    rows = x.shape[0]
+    block_M = 64
+HOST
+    return scale(rows, block_M)
+"""
+
+HOSTS = {
+    # the flow of tan_sparse_attn_bwd: the padded size replaces the raw one only when they differ
+    "in_order": (
+        "    padded = (rows + block_M - 1) // block_M * block_M\n"
+        "    if padded != rows:\n"
+        "        x = torch.nn.functional.pad(x, (0, 0, 0, padded - rows))\n"
+        "        rows = padded"
+    ),
+    "remainder_test": (
+        "    if rows % block_M != 0:\n        rows = T.ceildiv(rows, block_M) * block_M"
+    ),
+    "helper": "    rows = round_up(rows, block_M)",  # next_divisible_number of tan_sparse_attn
+    "inline": "    rows = rows + (block_M - rows % block_M) % block_M",
+}
+
+
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_an_extent_the_host_rounds_up_to_the_knob_takes_any_block(host):
+    legal, refused = knobs.legal_values(ROUNDED.replace("HOST", HOSTS[host]), "block_M", BS)
+    assert legal == BS[:-2], refused  # 1024 rows of 128 halves overflow UB
+    assert all("UB" in why for _, why in refused), refused
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "    rows = rows + block_M",  # not a multiple of block_M unless rows is
+        "    rows = round_up(rows, 64)",  # a multiple of 64 only
+        "    if rows > block_M:\n        rows = (rows + block_M - 1) // block_M * block_M",
+        "    padded = (rows + block_M - 1) // block_M * block_M\n"
+        "    if padded != rows:\n"
+        "        rows = padded\n"
+        "    rows = rows + 1",
+    ],
+)
+def test_a_rounding_that_does_not_make_a_multiple_of_the_knob_keeps_the_rule(host):
+    legal, refused = knobs.legal_values(ROUNDED.replace("HOST", host), "block_M", BS)
+    assert 128 not in legal, (host, legal)
+    assert "only divisors of the current 64" in dict(refused)[128] or "assert" in dict(refused)[128]
