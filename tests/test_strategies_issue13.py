@@ -286,3 +286,60 @@ def test_a_rounding_that_does_not_make_a_multiple_of_the_knob_keeps_the_rule(hos
     legal, refused = knobs.legal_values(ROUNDED.replace("HOST", host), "block_M", BS)
     assert 128 not in legal, (host, legal)
     assert "only divisors of the current 64" in dict(refused)[128] or "assert" in dict(refused)[128]
+
+
+# a run-time extent walked in whole blocks over tensors the host allocates padded to a multiple
+# of the same block (tan_sparse_attn's SparseKVBuffer); `whole` takes every padded row at once
+PADDED_TENSORS = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def gather(block):
+    n = T.symbolic("n")
+    n_pad = T.symbolic("n_pad")
+
+    @T.prim_func
+    def main(Idx: T.Tensor((n,), "int32"), Buf: T.Tensor((n_pad, 64), "float16"),
+             Out: T.Tensor((n_pad, 64), "float16")):
+        with T.Kernel(1, is_npu=True) as (c, _):
+            tile = T.alloc_ub((block, 64), "float16")
+            whole = T.alloc_ub((256, 64), "float16")
+            for k in T.serial(T.ceildiv(n, block)):
+                T.copy(Buf[k * block, 0], tile)
+                T.copy(tile, Out[k * block, 0])
+            T.copy(Out[0, 0], whole, size=[n_pad, 64])
+
+    return main
+
+
+def round_up(num, divisor):
+    return (num // divisor + (1 if num % divisor else 0)) * divisor
+
+
+def run(idx):
+    n = idx.shape[0]
+    block = 64
+    kernel = gather(block)
+    buf = torch.empty((PAD, 64), dtype=torch.float16)
+    out = torch.zeros((PAD, 64), dtype=torch.float16)
+    return kernel(idx, buf, out)
+"""
+
+
+def test_tiles_over_tensors_the_host_pads_to_the_knob_may_end_past_the_extent():
+    legal, refused = knobs.legal_values(
+        PADDED_TENSORS.replace("PAD", "round_up(n, block)"), "block", BS
+    )
+    assert legal == (8, 16, 32, 64, 128, 256), refused
+    # the padded rows are at least one block: 512 of them do not fit `whole`
+    assert "moves a tile of at least 512 along dimension 0 into `whole`" in dict(refused)[512]
+
+
+@pytest.mark.parametrize("pad", ["n", "round_up(n, 64)"])
+def test_tensors_not_padded_to_the_knob_keep_the_whole_tile_rule(pad):
+    legal, refused = knobs.legal_values(PADDED_TENSORS.replace("PAD", pad), "block", BS)
+    assert legal == (8, 16, 32, 64), refused
+    assert "only divisors of the current 64" in dict(refused)[128]
