@@ -62,6 +62,7 @@ from bot.strategies.l0fit import l0_check
 from bot.strategies.liveness import live_peak
 from bot.strategies.lostsize import lost_at
 from bot.strategies.overpaper import over_paper
+from bot.strategies.paddedtensors import padded_symbols, padded_tiles
 from bot.strategies.padflow import clip_extents, padded_reduction
 from bot.strategies.roundup import multiple_of
 from bot.strategies.slicefill import slice_fill
@@ -379,17 +380,25 @@ def constraints_for(
         clipped = v.tail_handled and not v.tails  # handled only by slices the compiler clips
         leak = padded_reduction(f, factory, v.sized, v.offsets, taken) if clipped else None
         clips = clip_extents(f, factory, v.sized, v.offsets, taken) if clipped and not leak else []
+        padded: bool | None = None  # the host pads every tensor a tile touches (once per factory)
         for r in v.ceil:
             if (not v.tail_handled and v.tail_guarded) or multiple_of(
                 resolver, r.node, r.chain, frozenset(aliases)
             ):
                 continue
+            if padded is None:
+                padded = padded_tiles(f, resolver, factory, aliases, v.offsets)
+            if padded:
+                continue  # a partial last tile ends inside tensors padded to whole tiles
             why = leak or _clipped_elsewhere(resolver, r, clips)
             kind = "cap" if v.tail_handled and not why else "exact"
             rules.append(Rule(kind, r.node, r.chain, r.line, r.text, why or ""))
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)
-    fit = copy_fit(f, name, factories)
+    padded_sizes = frozenset(
+        n for fac, aliases in sized_by for n in padded_symbols(f, resolver, fac, aliases)
+    )
+    fit = copy_fit(f, name, factories, padded_sizes)
     fixed = fixed_count_check(f, name, sized_by)
     l0 = l0_check(f, name, factories)
     fractal = fractal_check(f, name, factories)

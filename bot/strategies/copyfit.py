@@ -9,6 +9,13 @@ that makes a tile larger than its buffer writes past it. The same holds for a co
 an on-chip buffer named whole as its source (`T.copy(acc_o, Out[...], size=[block_m,
 block_n])` with `acc_o` of [block_m, 16]): a tile wider than the buffer reads past it. A move
 is refused when some copy fits with the current value and not with the new one.
+
+A copy whose size is a run-time size the host pads to a multiple of the knob
+(bot/strategies/paddedtensors.py: `size=[block_heads, top_k_reserved]` with the host's
+`next_divisible_number(top_k, block_cube)` there) moves at least the knob's value along it.
+
+A buffer is the one the copy sees (capacity.Scoped): allocated in the innermost function
+around the copy, never a buffer of the same name in another kernel of the factory.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import Buffer, buffers
+from bot.strategies.capacity import Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
@@ -56,8 +63,8 @@ def _bound(node: cst.BaseExpression, chain: tuple[Function, ...]) -> list[cst.Ba
 
 
 class _Copies(cst.CSTVisitor):
-    def __init__(self, f: Facts, held: dict[str, Buffer], chain: tuple[Function, ...]) -> None:
-        self.f, self.held, self.chain = f, held, chain
+    def __init__(self, f: Facts, scoped: Scoped) -> None:
+        self.f, self.scoped = f, scoped
         self.found: list[tuple[Copy, tuple[Function, ...]]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -72,29 +79,32 @@ class _Copies(cst.CSTVisitor):
         for direction, end in zip(("out of", "into"), args[:2], strict=False):
             if not isinstance(end, cst.Name):
                 continue
-            buffer = self.held.get(end.value)
+            buffer = self.scoped.get(end.value, node)
             if buffer is None or len(buffer.dims) != len(sizes):
                 continue
             copy = Copy(buffer, sizes, self.f.line(node), direction)
-            self.found.append((copy, self.chain))
+            self.found.append((copy, buffer.chain))  # the prim_func's chain
 
 
 def _copies(f: Facts, factory: Function) -> list[tuple[Copy, tuple[Function, ...]]]:
-    """Every explicit-size copy into a buffer the prim_funcs of `factory` allocate."""
-    by_node = {id(fn.node): fn for fn in f.functions}
-    held = {b.name: b for b in buffers(f, factory)}
-    found: list[tuple[Copy, tuple[Function, ...]]] = []
-    for pf in factory.prim_funcs:
-        v = _Copies(f, held, by_node[id(pf)].chain)
-        pf.visit(v)
-        found.extend(v.found)
-    return found
+    """Every explicit-size copy into or out of a buffer the prim_funcs of `factory` allocate."""
+    return [c for v in visit_kernels(f, [factory], lambda s: _Copies(f, s)) for c in v.found]
 
 
-def _fits(copy: Copy, chain: tuple[Function, ...], env: Env) -> tuple[int, int, int] | None:
-    """(dimension, tile extent, buffer extent) of the first dimension that overflows, or None."""
+def _fits(
+    copy: Copy,
+    chain: tuple[Function, ...],
+    env: Env,
+    value: int,
+    padded: frozenset[str] = frozenset(),
+) -> tuple[int, int, int] | None:
+    """(dimension, tile extent, buffer extent) of the first dimension that overflows, or None.
+    `padded`: run-time sizes that are a multiple of the knob (`value`), so at least `value`."""
     for i, (size, dim) in enumerate(zip(copy.sizes, copy.buffer.dims, strict=True)):
-        bounds = [evaluate(b, env) for b in _bound(size, chain)]
+        terms = _bound(size, chain)
+        bounds = [evaluate(b, env) for b in terms]
+        if len(terms) == 1 and bounds[0] is None and code_of(terms[0]) in padded:
+            bounds = [value]
         known = [b for b in bounds if isinstance(b, int) and not isinstance(b, bool)]
         room = evaluate(dim, env)
         if known and isinstance(room, int) and not isinstance(room, bool) and min(known) > room:
@@ -108,6 +118,7 @@ class CopyFit:
 
     name: str
     copies: list[tuple[Copy, tuple[Function, ...]]]
+    padded: frozenset[str] = frozenset()  # run-time sizes the host pads to a multiple of it
 
     def __call__(
         self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
@@ -115,19 +126,23 @@ class CopyFit:
         if current is None:
             return None
         for copy, chain in self.copies:
-            if _fits(copy, chain, env(chain, current)) is not None:
+            if _fits(copy, chain, env(chain, current), current, self.padded) is not None:
                 continue  # the current value overflows too: not ours to judge
-            over = _fits(copy, chain, env(chain, value))
+            over = _fits(copy, chain, env(chain, value), value, self.padded)
             if over is not None:
                 dim, tile, room = over
+                least = "at least " if code_of(copy.sizes[dim]) in self.padded else ""
                 return (
-                    f"{self.name}={value}: the copy at line {copy.line} moves a tile of {tile} "
+                    f"{self.name}={value}: the copy at line {copy.line} moves a tile of {least}{tile} "
                     f"along dimension {dim} {copy.direction} `{copy.buffer.name}` (line "
                     f"{copy.buffer.line}), which holds {room} there"
                 )
         return None
 
 
-def copy_fit(f: Facts, name: str, factories: list[Function]) -> CopyFit | None:
+def copy_fit(
+    f: Facts, name: str, factories: list[Function], padded: frozenset[str] = frozenset()
+) -> CopyFit | None:
+    """`padded`: run-time sizes the host pads to a multiple of the knob."""
     copies = [c for factory in factories for c in _copies(f, factory)]
-    return CopyFit(name, copies) if copies else None
+    return CopyFit(name, copies, padded) if copies else None

@@ -12,6 +12,11 @@ d)` into `b`'s bytes when `b` is not read again and is at least as large), so su
 not counted. Loop-carried values make lifetimes longer than source order shows, which only
 makes the bound smaller: a refusal never rests on a guess. A value whose peak exceeds UB while
 the current value's does not is refused with the statement and the buffers.
+
+Each name is read as the statement naming it sees it (capacity.Scoped's allocations by
+function): the buffer allocated in the innermost function around the use that allocates the
+name. A helper's buffer of the same name as a kernel's is another buffer with its own
+lifetime, and a buffer of another kernel of the factory is never seen.
 """
 
 from __future__ import annotations
@@ -22,24 +27,47 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.strategies import dialect
-from bot.strategies.capacity import CAPACITY, KIB, Buffer, buffers
-from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.capacity import CAPACITY, KIB, Buffer, Scoped, kernel_buffers
+from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 
 MEMORY = "UB"
+Key = tuple[str, int]  # one allocation: the buffer's name and the line allocating it
+
+
+def _key(b: Buffer) -> Key:
+    return (b.name, b.line)
 
 
 class _Uses(cst.CSTVisitor):
-    """name -> lines of the statements that use it; line -> (written operand, read operands)."""
+    """buffer -> lines of the statements that use it; line -> the buffer operands of a call."""
 
-    def __init__(self, f: Facts, names: set[str]) -> None:
-        self.f, self.names = f, names
-        self.lines: dict[str, list[int]] = {}
-        self.ops: dict[int, list[str]] = {}  # line -> buffer operands of a call there, in order
+    def __init__(self, f: Facts, scoped: Scoped, held: set[Key]) -> None:
+        self.f, self.scoped, self.held = f, scoped, held
+        self.lines: dict[Key, list[int]] = {}
+        self.ops: dict[int, list[Key]] = {}  # line -> buffer operands of a call there, in order
         self.line = 0
+        self.defs: list[int] = [0]  # ids of the defs around the visit, innermost last
+
+    def _buffer(self, name: str) -> Key | None:
+        """The buffer `name` is here: allocated in the innermost def around that allocates it
+        (None when that def allocates it twice with different shapes, dtypes or memories)."""
+        for scope in reversed(self.defs):
+            held = self.scoped.by_scope.get(scope, {}).get(name)
+            if held:
+                kinds = {(tuple(code_of(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
+                key = _key(held[0])
+                return key if len(kinds) == 1 and key in self.held else None
+        return None
 
     def _enter(self, node: cst.CSTNode) -> None:
         self.line = self.f.line(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.defs.append(id(node))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.defs.pop()
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._enter(node)
@@ -54,12 +82,14 @@ class _Uses(cst.CSTVisitor):
         self._enter(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.names and self.line:
-            self.lines.setdefault(node.value, []).append(self.line)
+        b = self._buffer(node.value)
+        if b is not None and self.line:
+            self.lines.setdefault(b, []).append(self.line)
 
     def visit_Call(self, node: cst.Call) -> None:
         args = [a.value for a in node.args if a.keyword is None]
-        operands = [a.value for a in args if isinstance(a, cst.Name) and a.value in self.names]
+        found = (self._buffer(a.value) for a in args if isinstance(a, cst.Name))
+        operands = [b for b in found if b is not None]
         if operands and self.line:
             self.ops.setdefault(self.line, operands)
 
@@ -68,7 +98,7 @@ class _Uses(cst.CSTVisitor):
 class LivePeak:
     name: str
     # buffers, their live spans, the lines that use them, and the UB the kernel may fill
-    kernels: list[tuple[list[Buffer], dict[str, tuple[int, int]], dict[int, list[str]], int]]
+    kernels: list[tuple[list[Buffer], dict[Key, tuple[int, int]], dict[int, list[Key]], int]]
 
     def __call__(
         self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
@@ -83,7 +113,7 @@ class LivePeak:
             total, line, live = new
             return (
                 f"{self.name}={value}: at line {line} the kernel's UB buffers live at once "
-                f"({', '.join(live)}) would take {total} bytes, more than the {limit // KIB} KiB "
+                f"({', '.join(_named(live))}) would take {total} bytes, more than the {limit // KIB} KiB "
                 f"UB holds even when the compiler reuses the memory of buffers whose lifetimes "
                 f"do not overlap"
             )
@@ -100,18 +130,24 @@ def _bytes(b: Buffer, env: Env) -> int | None:
     return size
 
 
+def _named(live: list[Key]) -> list[str]:
+    """Each buffer's name; with its line where two live buffers share the name."""
+    names = [n for n, _ in live]
+    return [f"{n} (line {line})" if names.count(n) > 1 else n for n, line in live]
+
+
 def _peak(
     bufs: list[Buffer],
-    spans: dict[str, tuple[int, int]],
-    ops: dict[int, list[str]],
+    spans: dict[Key, tuple[int, int]],
+    ops: dict[int, list[Key]],
     value: int,
     env: Callable[[tuple[Function, ...], int], Env],
-) -> tuple[int, int, list[str]] | None:
-    sizes = {b.name: _bytes(b, env(b.chain, value)) for b in bufs}
+) -> tuple[int, int, list[Key]] | None:
+    sizes = {_key(b): _bytes(b, env(b.chain, value)) for b in bufs}
     known = {n: s for n, s in sizes.items() if s is not None}
     if not known:
         return None
-    best: tuple[int, int, list[str]] | None = None
+    best: tuple[int, int, list[Key]] | None = None
     for line, operands in sorted(ops.items()):
         live = [n for n, (a, z) in spans.items() if n in known and a <= line <= z]
         # an output that starts here may take the bytes of an input that dies here
@@ -136,21 +172,21 @@ def live_peak(f: Facts, name: str, factories: list[Function]) -> LivePeak | None
     auto = dialect.auto_scheduled(f.wrapper.module)
     kernels = []
     for factory in factories:
-        ub = [b for b in buffers(f, factory) if b.memory == MEMORY]
-        if not ub:
-            continue
         for pf in factory.prim_funcs:
             # the auto-scheduled dialect has its own UB size and may lift it (as capacity.py)
             if auto and MEMORY in dialect.unlimited(pf):
                 continue
+            found = kernel_buffers(f, pf, by_node[id(pf)])
+            mine = [b for b in found if b.memory == MEMORY]
+            if not mine:
+                continue
             limit = dialect.LIMITS[MEMORY] if auto else CAPACITY[MEMORY]
-            mine = [b for b in ub if b.chain == by_node[id(pf)].chain]
             allocated = {b.line for b in mine}
-            v = _Uses(f, {b.name for b in mine})
+            v = _Uses(f, Scoped(pf, found), {_key(b) for b in mine})
             pf.visit(v)
             spans = {
-                n: (min(ls), max(ls))
-                for n, lines in v.lines.items()
+                b: (min(ls), max(ls))
+                for b, lines in v.lines.items()
                 if (ls := [x for x in lines if x not in allocated])
             }
             if spans:

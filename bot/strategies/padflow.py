@@ -33,6 +33,7 @@ import libcst as cst
 
 from bot.strategies.branches import IfForm, as_if
 from bot.strategies.facts import Facts, Function
+from bot.strategies.fractal import transposes
 from bot.strategies.padexprs import (
     accumulates,
     base_name,
@@ -243,7 +244,7 @@ class _Flow:
         if short == "copy" and len(args) >= 2:
             self._clipped(args[1])  # a store clipped at the tensor's end
             self.copy(node, args[0], args[1], kw.get("pad_value"))
-        elif short.startswith("gemm") or short == "mma":
+        elif short.startswith("gemm") or short in ("mma", "npuir_dot"):
             if len(args) >= 3:
                 self.gemm(node, args, kw)
         elif short.startswith("reduce"):
@@ -312,25 +313,32 @@ class _Flow:
         return self._sized(dims[axis])
 
     def gemm(self, node: cst.Call, args: list[cst.BaseExpression], kw: dict) -> None:
-        trans = [False, False]  # transpose_A / b_transpose / trans_b ...
-        for key, value in kw.items():
-            side = key.lower().replace("transpose", "").replace("trans", "").strip("_")
-            if key.lower() != side and side in ("a", "b") and code_of(value) == "True":
-                trans["ab".index(side)] = True
-        axes = (-2 if trans[0] else -1, -1 if trans[1] else -2)  # the K axis of A and of B
+        # the transpose flags by keyword or by position, as each spelling's signature puts
+        # them (fractal.transposes); None: not a literal, so either axis may be K
+        flags = transposes(node)
+        # the K axis of A (M x K, or K x M transposed) and of B (K x N, or N x K transposed)
+        axes: list[tuple[int, ...]] = [
+            (-1, -2) if flags[0] is None else ((-2,) if flags[0] else (-1,)),
+            (-2, -1) if flags[1] is None else ((-1,) if flags[1] else (-2,)),
+        ]
         padded = [
-            (a, axis, pad)
-            for a, axis in zip(args[:2], axes, strict=True)
+            (a, ks, pad)
+            for a, ks in zip(args[:2], axes, strict=True)
             if (pad := self._padded(a)) is not None
         ]
         if not padded:
             return
-        on_k = [p for a, axis, p in padded if self._reduced(a, axis)]
+        on_k = [(p, len(ks) > 1) for a, ks, p in padded if any(self._reduced(a, k) for k in ks)]
         if on_k:
-            pads = [p for p, _ in on_k]
+            pads = [p for (p, _), _ in on_k]
             # a zero in one operand zeroes the product; stale data in the other is finite
             if "0" not in pads or any("inf" in p for p in pads):
-                self.report(node, "the gemm accumulation", pads[0], "0", on_k[0][1])
+                self.report(node, "the gemm accumulation", pads[0], "0", on_k[0][0][1])
+                if on_k[0][1] and self.found:
+                    self.found += (
+                        " (a transpose flag of the gemm is not a literal, so the padded axis "
+                        "may be the one it reduces)"
+                    )
             return
         value, line = padded[0][2]
         acc = self.pad.get(base_name(args[2]) or "")
@@ -417,7 +425,7 @@ def _constants(pf: cst.FunctionDef) -> dict[str, str]:
         def visit_Call(self, node: cst.Call) -> None:
             short = dotted(node.func).rsplit(".", 1)[-1]
             args = [a.value for a in node.args if a.keyword is None]
-            at = {"copy": 1, "reduce": 1, "gemm": 2, "mma": 2}
+            at = {"copy": 1, "reduce": 1, "gemm": 2, "mma": 2, "npuir_dot": 2}
             index = next((i for k, i in at.items() if short.startswith(k)), 0)
             if short in V_OPS:  # NPUIR: the result comes last
                 index = len(args) - 1

@@ -11,6 +11,11 @@ the slice's extent, a value that differs is refused. A buffer the kernel also cl
 The slice's extent is read where it is written plainly: `0:D` (D), `a : a + E` (E) and
 `i * E : (i + 1) * E` (E); a source whose slices do not line up one to one with the
 buffer's dimensions is not judged.
+
+Each name is read as the statement naming it sees it (capacity.Scoped): the buffer allocated
+in the innermost function around it. A buffer of the same name in another kernel of the
+factory, or in a helper, is another buffer: its copies, clears and matrix multiplies say
+nothing of this one.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import Buffer, buffers
+from bot.strategies.capacity import Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS
@@ -62,27 +67,31 @@ class Fill:
 
 
 class _Scan(cst.CSTVisitor):
-    def __init__(self, f: Facts, held: dict[str, Buffer]) -> None:
-        self.f, self.held = f, held
-        self.copies: list[tuple[str, tuple[cst.BaseExpression | None, ...], int]] = []
-        self.gemm_read: set[str] = set()
-        self.filled: set[str] = set()
+    def __init__(self, f: Facts, scoped: Scoped) -> None:
+        self.f, self.scoped = f, scoped
+        self.copies: list[tuple[Buffer, tuple[cst.BaseExpression | None, ...], int]] = []
+        self.gemm_read: set[tuple[str, int]] = set()  # (name, line) of each allocation
+        self.filled: set[tuple[str, int]] = set()
+
+    def _seen(self, args: list[cst.BaseExpression], node: cst.Call) -> set[tuple[str, int]]:
+        """The allocations these arguments name, as the call sees them."""
+        found = (self.scoped.get(a.value, node) for a in args if isinstance(a, cst.Name))
+        return {(b.name, b.line) for b in found if b is not None}
 
     def visit_Call(self, node: cst.Call) -> None:
         short = dotted(node.func).rsplit(".", 1)[-1]
         args = [a.value for a in node.args if a.keyword is None]
-        names = {a.value for a in args if isinstance(a, cst.Name)}
         if short in GEMMS:
-            self.gemm_read |= {a.value for a in args[:2] if isinstance(a, cst.Name)}
+            self.gemm_read |= self._seen(args[:2], node)
         if short in FILLS:
-            self.filled |= names
+            self.filled |= self._seen(args, node)
         if short != "copy" or len(args) < 2 or not isinstance(args[1], cst.Name):
             return
-        src, dst = args[0], args[1].value
-        if dst not in self.held or not isinstance(src, cst.Subscript):
+        src, dst = args[0], self.scoped.get(args[1].value, node)
+        if dst is None or not isinstance(src, cst.Subscript):
             return
         slices = [e.slice for e in src.slice if isinstance(e.slice, cst.Slice)]
-        if len(slices) != len(self.held[dst].dims):
+        if len(slices) != len(dst.dims):
             return
         self.copies.append((dst, tuple(_extent(s) for s in slices), self.f.line(node)))
 
@@ -127,15 +136,9 @@ class SliceFill:
 
 
 def slice_fill(f: Facts, name: str, factories: list[Function]) -> SliceFill | None:
-    by_node = {id(fn.node): fn for fn in f.functions}
     found: list[tuple[Fill, tuple[Function, ...]]] = []
-    for factory in factories:
-        held = {b.name: b for b in buffers(f, factory)}
-        for pf in factory.prim_funcs:
-            v = _Scan(f, held)
-            pf.visit(v)
-            whole = v.gemm_read - v.filled
-            for dst, extents, line in v.copies:
-                fill = Fill(held[dst], extents, line, dst in whole)
-                found.append((fill, by_node[id(pf)].chain))
+    for v in visit_kernels(f, factories, lambda s: _Scan(f, s)):
+        whole = v.gemm_read - v.filled
+        for dst, extents, line in v.copies:
+            found.append((Fill(dst, extents, line, (dst.name, dst.line) in whole), dst.chain))
     return SliceFill(name, found) if found else None
