@@ -57,3 +57,57 @@ def test_multi_buffering_is_not_turned_on_over_hand_paired_flags():
         "T.sync_block_wait(cid % 2)", "pass"
     )
     assert isinstance(multibuffer.set_flag(plain, True), Variant)
+
+
+# Parity-split accumulators in a pipelined loop (ascendc: the depth is planned): trip si adds
+# into sum_a when si is even, into sum_b when odd, so two trips may overlap and no more.
+PARITY = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def row_sums(M, N, block_N=256):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, block_N), "float32")):
+        with T.Kernel(M, is_npu=True) as (cid, vid):
+            buf = T.alloc_ub([1, block_N], "float32")
+            sum_a = T.alloc_ub([1, block_N], "float32")
+            sum_b = T.alloc_ub([1, block_N], "float32")
+            with T.Scope("V"):
+                T.tile.fill(sum_a, 0.0)
+                T.tile.fill(sum_b, 0.0)
+                for si in T.Pipelined(N // block_N, num_stages=2):
+                    T.copy(X[cid, si * block_N], buf)
+                    if si % 2 == 0:
+                        T.tile.add(sum_a, sum_a, buf)
+                    else:
+                        T.tile.add(sum_b, sum_b, buf)
+                T.tile.add(sum_a, sum_a, sum_b)
+                T.copy(sum_a, Y[cid, 0])
+
+    return main
+
+
+row_sums(64, 4096)
+"""
+
+
+def test_a_depth_past_the_hand_rotated_slots_is_refused():
+    for depth in (0, 1):
+        assert isinstance(pipeline.set_depth(PARITY, depth), Variant)
+    for depth in (3, 4):
+        r = pipeline.set_depth(PARITY, depth)
+        assert isinstance(r, Refusal), depth
+        assert "one of 2 slots" in r.reason and "si % 2" in r.reason
+    # a slot index assigned from a count the trip moves, used as a buffer index
+    rotated = PARITY.replace(
+        "if si % 2 == 0:\n                        T.tile.add(sum_a, sum_a, buf)\n"
+        "                    else:\n                        T.tile.add(sum_b, sum_b, buf)",
+        "slot = (si * 3 + 1) % 2\n                    T.copy(buf, X[cid, slot])",
+    )
+    assert "slot =" in rotated
+    assert isinstance(pipeline.set_depth(rotated, 3), Refusal)
+    # without a remainder of the trip nothing caps the depth
+    serial = PARITY.replace("if si % 2 == 0:", "if cid % 2 == 0:")
+    assert isinstance(pipeline.set_depth(serial, 3), Variant)
