@@ -111,3 +111,102 @@ def test_a_depth_past_the_hand_rotated_slots_is_refused():
     # without a remainder of the trip nothing caps the depth
     serial = PARITY.replace("if si % 2 == 0:", "if cid % 2 == 0:")
     assert isinstance(pipeline.set_depth(serial, 3), Variant)
+
+
+# Gemm operands passed as regions of their buffers (`A_s[:block_M, :block_K]`, one slot of a
+# ring `kv[t % 2, :, :]`), in the kernel and inside a @T.macro the kernel calls with them.
+REGIONS = """
+import tilelang
+import tilelang.language as T
+
+
+def matmul(M, N, K, block_M, block_N, block_K):
+    A_shape = (block_M, block_K)
+
+    @T.macro
+    def mma(a, kv, acc, t):
+        T.gemm(a[:, :], kv[t % 2, :, :], acc[:, :block_N], initC=True)
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(M, block_M) * T.ceildiv(N, block_N), is_npu=True) as (cid, _):
+            by = cid // T.ceildiv(N, block_N) * block_M
+            bx = cid % T.ceildiv(N, block_N) * block_N
+            A_s = T.alloc_shared(A_shape, "float16")
+            B_s = T.alloc_shared((block_K, block_N), "float16")
+            C_s = T.alloc_shared((block_M, block_N), "float32")
+            ring = T.alloc_L1([2, block_K, block_N], "float16")
+            for k in T.serial(T.ceildiv(K, block_K)):
+                T.copy(A[by, k * block_K], A_s, size=[block_M, block_K])
+                T.copy(B[k * block_K, bx], B_s, size=[block_K, block_N])
+                T.gemm(A_s[:block_M, :block_K], B_s[:block_K, :block_N], C_s[:block_M, :block_N])
+                T.copy(B[k * block_K, bx], ring[k % 2, :, :])
+                mma(A_s, ring, C_s, k)
+            T.copy(C_s, C[by, bx], size=[block_M, block_N])
+
+    return main
+
+
+def test():
+    kernel = tilelang.compile(matmul(256, 256, 512, 32, 32, 32), target="npuir")
+    return kernel
+"""
+
+
+def test_gemm_operands_passed_as_regions_are_held_to_whole_fractals():
+    ok, refused = _knob(REGIONS, "block_K").legal((8, 16, 64))
+    assert ok == (16, 64)
+    assert [v for v, _ in refused] == [8] and "fractal" in refused[0][1]
+    assert "A_s" in refused[0][1] or "B_s" in refused[0][1]
+    # the ring slot reaches the gemm only through the macro: its rows are block_K too
+    macro_only = REGIONS.replace(
+        "T.gemm(A_s[:block_M, :block_K], B_s[:block_K, :block_N], C_s[:block_M, :block_N])",
+        "pass",
+    )
+    ok, refused = _knob(macro_only, "block_K").legal((8, 16, 64))
+    assert ok == (16, 64)
+    assert [v for v, _ in refused] == [8] and "`kv`" in refused[0][1]  # the macro's name for ring
+
+
+# gemm_v0 reading one slot of a two-slot L1 ring: the slot, not the ring, goes through L0B.
+RING_SLOT = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[2])
+def pv(seq):
+    block_M = 64
+    block_N = 64
+
+    @T.prim_func
+    def main(
+        P: T.Tensor((seq, seq), "bfloat16"),
+        V: T.Tensor((seq, 512), "bfloat16"),
+        O: T.Tensor((seq, 512), "float"),
+    ):
+        with T.Kernel(seq // block_M, is_npu=True) as (cid, vid):
+            p_l1 = T.alloc_L1([block_M, block_N], "bfloat16")
+            v_l1 = T.alloc_L1([2, block_N, 512], "bfloat16")
+            acc = T.alloc_L0C([block_M, 512], "float")
+            for k in T.serial(seq // block_N):
+                T.copy(P[cid * block_M, k * block_N], p_l1)
+                T.copy(V[k * block_N, 0], v_l1[k % 2, :, :])
+                T.gemm_v0(p_l1, v_l1[k % 2, :, :], acc, init=(k == 0))
+            T.copy(acc, O[cid * block_M, 0])
+
+    return main
+
+
+pv(4096)
+"""
+
+
+def test_a_ring_slot_passed_to_gemm_v0_must_fit_l0b():
+    ok, refused = _knob(RING_SLOT, "block_N").legal((32, 128))
+    assert ok == (32,)
+    assert [v for v, _ in refused] == [128] and "L0B" in refused[0][1]

@@ -15,11 +15,10 @@ the name it is assigned to) is an index of a subscript, or when an `if` tests it
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper
 
 from bot.strategies.facts import names_in
 from bot.strategies.source import line_of
-
-from libcst.metadata import MetadataWrapper
 
 
 def _moving(loop: cst.For) -> set[str]:
@@ -66,7 +65,11 @@ class _Slots(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         k = _remainder(node.value, self.moving)
-        if k is not None and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+        if (
+            k is not None
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+        ):
             self.named[node.targets[0].target.value] = (k, node)
 
     def _selector(self, node: cst.BaseExpression) -> tuple[int, cst.CSTNode] | None:
@@ -85,9 +88,11 @@ class _Slots(cst.CSTVisitor):
 
     def visit_If(self, node: cst.If) -> None:
         test = node.test
-        sides = [test.left, *(c.comparator for c in test.comparisons)] if isinstance(
-            test, cst.Comparison
-        ) else [test]
+        sides = (
+            [test.left, *(c.comparator for c in test.comparisons)]
+            if isinstance(test, cst.Comparison)
+            else [test]
+        )
         for side in sides:
             hit = self._selector(side)
             if hit is not None:
