@@ -210,3 +210,42 @@ def test_a_ring_slot_passed_to_gemm_v0_must_fit_l0b():
     ok, refused = _knob(RING_SLOT, "block_N").legal((32, 128))
     assert ok == (32,)
     assert [v for v, _ in refused] == [128] and "L0B" in refused[0][1]
+
+
+# A head offset that steps by a literal 64 beside `block_M = 64` sizing the slice it starts.
+PINNED = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def heads_copy(heads, dim):
+    block_M = 64
+    h_blocks = heads // block_M
+
+    @T.prim_func
+    def main(Q: T.Tensor((8, heads, dim), "float16"), O: T.Tensor((8, heads, dim), "float16")):
+        with T.Kernel(8 * h_blocks, is_npu=True) as (cid, vid):
+            q_ub = T.alloc_ub([block_M, dim], "float16")
+            b = cid // h_blocks
+            h0 = (cid % h_blocks) * 64
+            h1 = h0 + block_M
+            T.copy(Q[b, h0:h1, :], q_ub)
+            T.copy(q_ub, O[b, h0:h1, :])
+
+    return main
+
+
+heads_copy(128, 128)
+"""
+
+
+def test_a_tile_offset_that_writes_out_the_knob_pins_it():
+    ok, refused = _knob(PINNED, "block_M").legal((16, 32, 128))
+    assert ok == ()
+    assert [v for v, _ in refused] == [16, 32, 128]
+    assert all("steps by the literal 64" in why for _, why in refused)
+    # the same offset written with the knob is an ordinary tile walk
+    named = PINNED.replace("(cid % h_blocks) * 64", "(cid % h_blocks) * block_M")
+    ok, _ = _knob(named, "block_M").legal((16, 32, 128))
+    assert ok == (16, 32, 128)
