@@ -249,3 +249,44 @@ def test_a_tile_offset_that_writes_out_the_knob_pins_it():
     named = PINNED.replace("(cid % h_blocks) * 64", "(cid % h_blocks) * block_M")
     ok, _ = _knob(named, "block_M").legal((16, 32, 128))
     assert ok == (16, 32, 128)
+
+
+# A grid of one core that walks every tile in a guarded persistent loop: the 1 is a core count.
+CORES = """
+import tilelang
+import tilelang.language as T
+
+
+def fill(M, N, block_M, block_N):
+    block_size = 1
+    m_num = M // block_M
+    n_num = N // block_N
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16")):
+        with T.Kernel(block_size, is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, block_N), "float16")
+            for i in T.serial(T.ceildiv(m_num * n_num, block_size)):
+                tile = i * block_size + cid
+                if tile < m_num * n_num:
+                    bx = tile // n_num * block_M
+                    by = tile % n_num * block_N
+                    T.vbrc(1.0, a)
+                    T.copy(a, A[bx : bx + block_M, by : by + block_N])
+
+    return main
+
+
+def test():
+    return tilelang.compile(fill(256, 256, 32, 32), target="npuir")
+"""
+
+
+def test_a_grid_of_one_core_walking_guarded_tiles_is_a_core_count():
+    ok, refused = _knob(CORES, "block_size").legal((8, 20, 2048))
+    assert ok == (8, 20, 2048) and not refused
+    # a grid whose core index the kernel never reads: every core would redo the work
+    idle = CORES.replace("as (cid, _)", "as (_, _)").replace(" + cid", "")
+    inv = inventory.inventory(idle)
+    assert not [k for k in inv.knobs if k.name == "block_size"]
+    assert any(d.name == "block_size" and "set to 1" in d.reason for d in inv.dropped)
