@@ -36,7 +36,9 @@ class _Grids(cst.CSTVisitor):
             args = [a.value for a in call.args if a.keyword is None]
             if not args or not (isinstance(args[0], cst.Name) and args[0].value == self.name):
                 continue
-            target = item.asname.name if item.asname is not None else None
+            target: cst.BaseExpression | None = (
+                item.asname.name if item.asname is not None else None
+            )
             if isinstance(target, cst.Tuple) and target.elements:
                 target = target.elements[0].value
             if isinstance(target, cst.Name) and target.value != "_":
