@@ -64,6 +64,7 @@ from bot.strategies.lostsize import lost_at
 from bot.strategies.overpaper import over_paper
 from bot.strategies.paddedtensors import padded_symbols, padded_tiles
 from bot.strategies.padflow import clip_extents, padded_reduction
+from bot.strategies.pinned import pinned_check
 from bot.strategies.roundup import multiple_of
 from bot.strategies.slicefill import slice_fill
 from bot.strategies.tiling import Rule, group_rules, whole_rules
@@ -403,6 +404,7 @@ def constraints_for(
     l0 = l0_check(f, name, factories)
     fractal = fractal_check(f, name, factories)
     crossed = crossed_check(f, name, all_aliases, factories)
+    pinned = pinned_check(f, name, all_aliases, factories)
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
     peak = live_peak(f, name, factories)
@@ -442,6 +444,7 @@ def constraints_for(
                 l0,
                 fractal,
                 crossed,
+                pinned,
                 passed,
                 covered,
             )

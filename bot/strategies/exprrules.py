@@ -164,7 +164,30 @@ class Rules(cst.CSTVisitor):
             slack = 1 if isinstance(guard.comparisons[0].operator, cst.LessThan) else 0
             if sorted(upper[0]) == sorted(bound[0]) and upper[1] - bound[1] <= slack:
                 return True
-        return False
+        # `if block_id < m_num * n_num:` around `A[bx : bx + block_M]` with bx computed from
+        # block_id (= i * knob + cid): the knob only places the slice, through a tile index the
+        # guard bounds, and its length moves with nothing the knob sizes: a whole tile of the
+        # kernel's own grid, never past its end
+        if node.lower is None or sorted(upper[0]) != sorted(_terms(node.lower, self.offsets)[0]):
+            return False
+        placed = self._sources(_names(node.lower))
+        return any(_names(guard.left) & self.offsets & placed for guard in self.guards)
+
+    def _sources(self, names: set[str]) -> set[str]:
+        """`names` and every local they are computed from, in the functions around the visit."""
+        found = set(names)
+        frontier = set(names)
+        for _ in range(8):
+            nxt: set[str] = set()
+            for fn in self.stack:
+                for name in frontier:
+                    for value in fn.assigns.get(name, []):
+                        nxt |= _names(value) - found
+            if not nxt:
+                break
+            found |= nxt
+            frontier = nxt
+        return found
 
     @property
     def tail_handled(self) -> bool:

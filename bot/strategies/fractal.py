@@ -36,6 +36,7 @@ import libcst as cst
 from bot.strategies.capacity import Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
+from bot.strategies.operands import operand, visit_helpers
 from bot.strategies.placement import GEMMS
 from bot.strategies.source import bool_value, dotted
 
@@ -117,7 +118,7 @@ class _Gemms(cst.CSTVisitor):
         t_a, t_b = transposes(node)
         flags = {"A": t_a, "B": t_b, "C": None}
         for role, arg in zip(("A", "B", "C"), args[:3], strict=False):
-            b = self.scoped.get(arg.value, node) if isinstance(arg, cst.Name) else None
+            b = operand(self.scoped, arg, node)  # a buffer, or the region of one passed
             if b is None or len(b.dims) < 2:
                 continue
             t = flags[role]
@@ -238,5 +239,6 @@ def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def fractal_check(f: Facts, name: str, factories: list[Function]) -> FractalCheck | None:
     """The fractal rule of knob `name` over the matrix multiplies of `factories`' kernels."""
-    operands = [op for v in visit_kernels(f, factories, _Gemms) for op in v.operands]
+    visits = [*visit_kernels(f, factories, _Gemms), *visit_helpers(f, factories, _Gemms)]
+    operands = [op for v in visits for op in v.operands]
     return FractalCheck(name, operands) if operands else None

@@ -15,7 +15,8 @@ for new values (bot/strategies/constraints.py). Left out, with a reason:
   literals (bot/strategies/callsites.py: the constant is the knob);
 - a name set by an expression rather than a literal;
 - a name set to 1: one row or element per step is how that kernel is written
-  (e.g. one partial sum per tile row), not a tile size to grow;
+  (e.g. one partial sum per tile row), not a tile size to grow; unless it is the grid of a
+  kernel that reads the core index it binds (bot/strategies/corecount.py: a core count);
 - a name that counts warps or threads (`block_row_warps`): execution units, not a tile;
 - a block-like literal (an argparse option, a dict entry, a default) that no
   kernel factory reads.
@@ -35,6 +36,7 @@ from bot.config.schema import DEFAULT_HARNESS, DeclaredShape
 from bot.strategies import callsites, passedas, unbuilt
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
+from bot.strategies.corecount import core_count
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in, on_facts
 from bot.strategies.signature import parameter_names, takes
@@ -261,7 +263,8 @@ def _knob_at(
     """Knob `knob` set by `site`, read by the kernels as `name`; or why it is not tuned."""
     if isinstance(site.value, bool) or not isinstance(site.value, int):
         return Dropped("block_size", knob, f"set to {site.value!r}, not an integer")
-    if site.value == 1:
+    readers = [fac for _, fac, r in results if r.site is not None and r.site.node is site.node]
+    if site.value == 1 and not core_count(name, readers):
         return Dropped(
             "block_size",
             knob,

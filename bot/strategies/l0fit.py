@@ -23,6 +23,7 @@ from bot.strategies.capacity import CAPACITY, KIB, Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.fractal import transposes
+from bot.strategies.operands import operand, visit_helpers
 from bot.strategies.source import dotted
 
 SLICE = 128  # reduction elements per L0 slice in gemm_v0
@@ -48,9 +49,9 @@ class _Gemms(cst.CSTVisitor):
         flags = transposes(node)  # by keyword or by gemm_v0's positions
         for i, (memory, plain) in enumerate((("L0A", (0, 1)), ("L0B", (1, 0)))):
             arg = args[i] if i < len(args) else None
-            if not isinstance(arg, cst.Name):
+            if arg is None:
                 continue
-            b = self.scoped.get(arg.value, node)
+            b = operand(self.scoped, arg, node)  # a buffer, or the region of one passed
             swapped = flags[i]
             if b is None or len(b.dims) != 2 or swapped is None:
                 continue
@@ -96,5 +97,6 @@ def _bytes(op: _Operand, value: int, env: Callable[[tuple[Function, ...], int], 
 
 def l0_check(f: Facts, name: str, factories: list[Function]) -> L0Check | None:
     """The L0 rule of knob `name` over the gemm_v0 calls of the kernels of `factories`."""
-    operands = [op for v in visit_kernels(f, factories, _Gemms) for op in v.operands]
+    visits = [*visit_kernels(f, factories, _Gemms), *visit_helpers(f, factories, _Gemms)]
+    operands = [op for v in visits for op in v.operands]
     return L0Check(name, operands) if operands else None

@@ -16,7 +16,10 @@ Both directions are planned. Setting an absent flag adds the entry to the one
 ascendc/PTO back end of Ascend TileLang has no such pass config), a call that also passes
 `**options` (the keyword could be passed twice), several candidate calls, and
 turning it on where the kernel disables automatic sync injection (its manual
-flags cannot cover buffers the compiler adds), and turning it on where the file sets it False
+flags cannot cover buffers the compiler adds) or synchronises by hand in its body (paired
+`T.set_flag`/`T.wait_flag`, cross-core `T.sync_block_set`/`T.sync_block_wait`, `T.set_cross_flag`/
+`T.wait_cross_flag`: flags that pair the buffers the author rotates, which the compiler's added
+copies would not be paired by), and turning it on where the file sets it False
 with a comment about buffering attached to the entry (the lines just above it, or after it on its
 line): the author turned it off on purpose and says why (a register budget the doubled buffers
 overshoot, buffers managed by hand), which one flip cannot weigh.
@@ -61,6 +64,20 @@ _EXPERT = (
 )  # upstream's spellings of Expert; anything else is Developer ("Dev", ...)
 # What marks a TileLang-NPUIR kernel: the npuir target, an npuir pass config, an npuir op.
 _NPUIR_MARK = re.compile(r"""["']npuir["']|["']npuir\.|PassConfigKey\.NPUIR_|\bnpuir_[a-z]""")
+# Calls that pair a producer with a consumer by hand (a flag set on one pipe or core, waited on
+# by another): a kernel that makes them rotates its own buffers between the two sides.
+MANUAL_SYNC_CALLS = frozenset(
+    {
+        "set_flag",
+        "wait_flag",
+        "sync_block_set",
+        "sync_block_wait",
+        "set_cross_flag",
+        "wait_cross_flag",
+        "ascend_sync_inter_arrive",
+        "ascend_sync_inter_wait",
+    }
+)
 _DEFAULT_IN_SOURCE = re.compile(r"""["']npuir\.enable_auto_multi_buffer["']\s*,\s*(True|False)""")
 
 
@@ -108,6 +125,7 @@ class _Finder(cst.CSTVisitor):
         self.wrapper = wrapper
         self.modules, self.members = _tilelang_names(wrapper.module)
         self.manual_sync = False  # a pass_configs entry disables automatic sync injection
+        self.sync_calls: list[cst.Call] = []  # T.set_flag(...), T.sync_block_wait(...), ...
         self.entries: list[cst.DictElement] = []
         self.config_dicts: list[cst.Dict] = []  # `pass_configs = {...}` / `pass_configs={...}`
         self.compile_calls: list[
@@ -144,6 +162,8 @@ class _Finder(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted(node.func)
+        if name.startswith("T.") and name.rsplit(".", 1)[-1] in MANUAL_SYNC_CALLS:
+            self.sync_calls.append(node)
         kw = next(
             (a for a in node.args if a.keyword is not None and a.keyword.value == "pass_configs"),
             None,
@@ -262,6 +282,8 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
             return Refusal((_expression(wrapper, entry),), strategy=STRATEGY)
         if old == enabled:
             return Refusal((f"{FLAG} is already {enabled}",), strategy=STRATEGY)
+        if enabled and f.sync_calls:
+            return _hand_synced(wrapper, f)
         why = stated_reason(module.code, line_of(wrapper, entry)) if enabled else None
         if why is not None:
             return Refusal(
@@ -279,6 +301,8 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
             return Refusal(
                 (f"{FLAG} is absent, which already means {enabled} ({origin})",), strategy=STRATEGY
             )
+        if enabled and f.sync_calls:
+            return _hand_synced(wrapper, f)
         element = cst.DictElement(key=cst.SimpleString(f'"{FLAG}"'), value=literal_node(enabled))
         if len(f.config_dicts) == 1:
             d = f.config_dicts[0]
@@ -315,6 +339,19 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
         new=enabled,
     )
     return make_variant(source, new_source, change, name)
+
+
+def _hand_synced(wrapper: MetadataWrapper, f: _Finder) -> Refusal:
+    first = f.sync_calls[0]
+    return Refusal(
+        (
+            f"the kernel synchronises by hand ({len(f.sync_calls)} flag calls, the first "
+            f"`{dotted(first.func)}` at line {line_of(wrapper, first)}): its flags pair the "
+            f"buffers it rotates itself, and automatic multi-buffering would add copies "
+            f"those flags do not pair",
+        ),
+        strategy=STRATEGY,
+    )
 
 
 def _with_element(d: cst.Dict, element: cst.DictElement) -> cst.Dict:

@@ -23,7 +23,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from bot.config.schema import DEFAULT_HARNESS
-from bot.strategies import binding, carried, dialect, facts, installed, stagefit, unbuilt
+from bot.strategies import binding, carried, dialect, facts, installed, slots, stagefit, unbuilt
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import (
     ParseFailure,
@@ -189,6 +189,9 @@ def set_depth(
     crossed_trips = carried.refusal(wrapper, loop.call, loop.line, depth, current)
     if crossed_trips:
         return Refusal((crossed_trips,), strategy=STRATEGY)
+    few_slots = slots.refusal(wrapper, loop.call, loop.line, depth, current)
+    if few_slots:
+        return Refusal((few_slots,), strategy=STRATEGY)
     if loop.bound_to is not None:
         # num_stages=<name>: change the one literal that name is bound to where the loop reads it.
         return _set_bound(source, loop, depth, name)

@@ -1,0 +1,136 @@
+"""A pipelined loop whose body keeps its trips apart in a fixed number of hand-rotated slots.
+
+A `T.Pipelined` body that picks one of k buffers by the trip (`task_id = i % 2` indexing
+`kv_gather[task_id, ...]`, or `if si % 2 == 0:` accumulating into `sum_a`, else `sum_b`) was
+written for at most k trips in flight: trip i and trip i + k share a slot, so they must not
+overlap. A pipeline of s stages keeps s trips in flight (bot/strategies/stagefit.py), so a depth
+deeper than k (and than the depth the file already runs) would overlap two trips that write the
+same slot. Shallower depths, serial order included, keep them apart and are left alone.
+
+The trip is the loop variable or a name the body computes from it (`g = i * n + j`, then
+`task = g % 2`); k is an integer literal of 2 or more. A remainder selects a slot when it (or
+the name it is assigned to) is an index of a subscript, or when an `if` tests it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from bot.strategies.facts import names_in
+from bot.strategies.source import line_of
+
+
+def _moving(loop: cst.For) -> set[str]:
+    """The loop variable and every name the body assigns from it, directly or through others."""
+    moving = names_in(loop.target)
+    assigns: list[tuple[set[str], set[str]]] = []
+
+    class _A(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            targets: set[str] = set()
+            for t in node.targets:
+                targets |= names_in(t.target)
+            assigns.append((targets, names_in(node.value)))
+
+    loop.body.visit(_A())
+    changed = True
+    while changed:
+        changed = False
+        for targets, used in assigns:
+            if used & moving and not targets <= moving:
+                moving |= targets
+                changed = True
+    return moving
+
+
+def _remainder(node: cst.BaseExpression, moving: set[str]) -> int | None:
+    """k for `x % k` with x moving with the trip and k an integer literal >= 2, else None."""
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)):
+        return None
+    right = node.right
+    if not isinstance(right, cst.Integer) or not names_in(node.left) & moving:
+        return None
+    k = int(right.evaluated_value)
+    return k if k >= 2 else None
+
+
+class _Slots(cst.CSTVisitor):
+    """(k, node) of each remainder of the trip that selects a slot."""
+
+    def __init__(self, moving: set[str]) -> None:
+        self.moving = moving
+        self.named: dict[str, tuple[int, cst.CSTNode]] = {}  # `task = i % 2`
+        self.found: list[tuple[int, cst.CSTNode]] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        k = _remainder(node.value, self.moving)
+        if (
+            k is not None
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+        ):
+            self.named[node.targets[0].target.value] = (k, node)
+
+    def _selector(self, node: cst.BaseExpression) -> tuple[int, cst.CSTNode] | None:
+        k = _remainder(node, self.moving)
+        if k is not None:
+            return k, node
+        if isinstance(node, cst.Name) and node.value in self.named:
+            return self.named[node.value]
+        return None
+
+    def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
+        if isinstance(node.slice, cst.Index):
+            hit = self._selector(node.slice.value)
+            if hit is not None:
+                self.found.append(hit)
+
+    def visit_If(self, node: cst.If) -> None:
+        test = node.test
+        sides = (
+            [test.left, *(c.comparator for c in test.comparisons)]
+            if isinstance(test, cst.Comparison)
+            else [test]
+        )
+        for side in sides:
+            hit = self._selector(side)
+            if hit is not None:
+                self.found.append(hit)
+
+
+class _Loop(cst.CSTVisitor):
+    def __init__(self, call: cst.Call) -> None:
+        self.call = call
+        self.found: cst.For | None = None
+
+    def visit_For(self, node: cst.For) -> None:
+        if node.iter is self.call and self.found is None:
+            self.found = node
+
+
+def refusal(
+    wrapper: MetadataWrapper, call: cst.Call, line: int, depth: int, current: int | None
+) -> str | None:
+    """Why the T.Pipelined loop of `call` (at `line`) may not run `depth` stages: its body keeps
+    fewer slots than trips in flight; None when it keeps no slots by the trip, or enough."""
+    if current is None or depth <= max(current, 1):
+        return None
+    v = _Loop(call)
+    wrapper.module.visit(v)
+    if v.found is None:
+        return None
+    s = _Slots(_moving(v.found))
+    v.found.body.visit(s)
+    if not s.found:
+        return None
+    k, node = min(s.found, key=lambda hit: hit[0])
+    if depth <= k:
+        return None
+    code = wrapper.module.code_for_node(node).strip()
+    return (
+        f"T.Pipelined at line {line}: its body picks one of {k} slots by a count that moves "
+        f"with the trip (`{code}` at line {line_of(wrapper, node)}): it keeps the data of at "
+        f"most {k} trips apart, and num_stages={depth} would keep {depth} trips in flight, two "
+        f"of them in the same slot"
+    )
