@@ -106,12 +106,10 @@ def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
     return (node,)  # `T.alloc_ub((block_N), dtype)`: one dimension
 
 
-class _Allocs(cst.CSTVisitor):
-    """The readable allocations of a prim_func, and the defs around each of its calls."""
+class _Around(cst.CSTVisitor):
+    """The defs around each call of a function, innermost first."""
 
-    def __init__(self, f: Facts, chain: tuple[Function, ...]) -> None:
-        self.f, self.chain = f, chain
-        self.buffers: list[Buffer] = []
+    def __init__(self) -> None:
         self.scopes: list[int] = [0]  # the defs around the visit, innermost last
         self.around: dict[int, tuple[int, ...]] = {}  # id of a call -> its defs, innermost first
 
@@ -123,6 +121,15 @@ class _Allocs(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.around[id(node)] = tuple(reversed(self.scopes))
+
+
+class _Allocs(_Around):
+    """The readable allocations of a prim_func, and the defs around each of its calls."""
+
+    def __init__(self, f: Facts, chain: tuple[Function, ...]) -> None:
+        super().__init__()
+        self.f, self.chain = f, chain
+        self.buffers: list[Buffer] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         call = node.value
@@ -255,6 +262,22 @@ class Scoped:
     def __init__(self, f: Facts, prim_func: Function) -> None:
         kernel = _kernel(f, prim_func)  # read once per parse
         self.by_scope, self.around = kernel.by_scope, kernel.around
+
+    @classmethod
+    def bound(cls, node: cst.FunctionDef, held: list[Buffer]) -> Scoped:
+        """A helper's view of the buffers a kernel passes it (`held`, under the helper's
+        parameter names and scope), as `Scoped` is a prim_func's view of its own."""
+        by_name: dict[int, dict[str, list[Buffer]]] = {}
+        for b in held:
+            by_name.setdefault(b.scope, {}).setdefault(b.name, []).append(b)
+        v = _Around()
+        node.visit(v)
+        view = cls.__new__(cls)
+        view.by_scope = {
+            s: {n: _one(bs) for n, bs in names.items()} for s, names in by_name.items()
+        }
+        view.around = v.around
+        return view
 
     def get(self, name: str, at: cst.Call) -> Buffer | None:
         for scope in self.around.get(id(at), ()):

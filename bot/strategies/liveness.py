@@ -28,7 +28,7 @@ import libcst as cst
 
 from bot.strategies import dialect
 from bot.strategies.capacity import CAPACITY, KIB, Buffer, Scoped, kernel_buffers
-from bot.strategies.evaluate import Env, code_of, evaluate
+from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 
 MEMORY = "UB"
@@ -53,11 +53,11 @@ class _Uses(cst.CSTVisitor):
         """The buffer `name` is here: allocated in the innermost def around that allocates it
         (None when that def allocates it twice with different shapes, dtypes or memories)."""
         for scope in reversed(self.defs):
-            held = self.scoped.by_scope.get(scope, {}).get(name)
-            if held:
-                kinds = {(tuple(code_of(d) for d in b.dims), b.dtype_bytes, b.memory) for b in held}
-                key = _key(held[0])
-                return key if len(kinds) == 1 and key in self.held else None
+            names = self.scoped.by_scope.get(scope, {})
+            if name in names:
+                b = names[name]
+                key = _key(b) if b is not None else None
+                return key if key in self.held else None
         return None
 
     def _enter(self, node: cst.CSTNode) -> None:
@@ -176,13 +176,13 @@ def live_peak(f: Facts, name: str, factories: list[Function]) -> LivePeak | None
             # the auto-scheduled dialect has its own UB size and may lift it (as capacity.py)
             if auto and MEMORY in dialect.unlimited(pf):
                 continue
-            found = kernel_buffers(f, pf, by_node[id(pf)])
+            found = kernel_buffers(f, by_node[id(pf)])
             mine = [b for b in found if b.memory == MEMORY]
             if not mine:
                 continue
             limit = dialect.LIMITS[MEMORY] if auto else CAPACITY[MEMORY]
             allocated = {b.line for b in mine}
-            v = _Uses(f, Scoped(pf, found), {_key(b) for b in mine})
+            v = _Uses(f, Scoped(f, by_node[id(pf)]), {_key(b) for b in mine})
             pf.visit(v)
             spans = {
                 b: (min(ls), max(ls))

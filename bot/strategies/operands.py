@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from bot.strategies.capacity import Buffer, Scoped, kernel_buffers
+from bot.strategies.capacity import Buffer, Scoped
 from bot.strategies.facts import Facts, Function
 
 V = TypeVar("V", bound=cst.CSTVisitor)
@@ -95,7 +95,7 @@ def visit_helpers(f: Facts, factories: list[Function], make: Callable[[Scoped], 
         if not helpers:
             continue
         for pf in factory.prim_funcs:
-            scoped = Scoped(pf, kernel_buffers(f, pf, by_node[id(pf)]))
+            scoped = Scoped(f, by_node[id(pf)])
             calls = _HelperCalls(set(helpers))
             pf.visit(calls)
             for call in calls.calls:
@@ -115,7 +115,7 @@ def visit_helpers(f: Facts, factories: list[Function], make: Callable[[Scoped], 
                         bound.append(replace(b, name=param, scope=id(helper.node)))
                 if not bound:
                     continue
-                v = make(Scoped(helper.node, bound))
+                v = make(Scoped.bound(helper.node, bound))
                 helper.node.visit(v)
                 out.append(v)
     return out
