@@ -73,8 +73,9 @@ class _Accesses(cst.CSTVisitor):
             self._add(t.target, False)
 
 
-def _moving(loop: cst.For) -> set[str]:
-    """The loop variable and the body's names computed from it (`base = i * BI`)."""
+def moving(loop: cst.For, inner_loops: bool = True) -> set[str]:
+    """The loop variable and the body's names computed from it (`base = i * BI`); with
+    inner_loops, also the variables of inner loops over a range computed from it."""
     moving = names_in(loop.target)
     assigns: list[tuple[set[str], set[str]]] = []
 
@@ -86,7 +87,8 @@ def _moving(loop: cst.For) -> set[str]:
             assigns.append((targets, names_in(node.value)))
 
         def visit_For(self, node: cst.For) -> None:  # an inner loop over a moving range
-            assigns.append((names_in(node.target), names_in(node.iter)))
+            if inner_loops:
+                assigns.append((names_in(node.target), names_in(node.iter)))
 
     loop.body.visit(_A())
     changed = True
@@ -104,7 +106,7 @@ def carried(
 ) -> tuple[str, int, int] | None:
     """(tensor, read line, write line) of the first global tensor `loop`'s body reads at a fixed
     region before a later statement writes it at a fixed region; None when there is none."""
-    v = _Accesses(tensors, _moving(loop))
+    v = _Accesses(tensors, moving(loop))
     loop.body.visit(v)
     for name, read, moves, stmt in v.found:
         if not read or moves:

@@ -17,31 +17,9 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from bot.strategies.carried import moving
 from bot.strategies.facts import names_in
 from bot.strategies.source import line_of
-
-
-def _moving(loop: cst.For) -> set[str]:
-    """The loop variable and every name the body assigns from it, directly or through others."""
-    moving = names_in(loop.target)
-    assigns: list[tuple[set[str], set[str]]] = []
-
-    class _A(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            targets: set[str] = set()
-            for t in node.targets:
-                targets |= names_in(t.target)
-            assigns.append((targets, names_in(node.value)))
-
-    loop.body.visit(_A())
-    changed = True
-    while changed:
-        changed = False
-        for targets, used in assigns:
-            if used & moving and not targets <= moving:
-                moving |= targets
-                changed = True
-    return moving
 
 
 def _remainder(node: cst.BaseExpression, moving: set[str]) -> int | None:
@@ -120,7 +98,7 @@ def refusal(
     wrapper.module.visit(v)
     if v.found is None:
         return None
-    s = _Slots(_moving(v.found))
+    s = _Slots(moving(v.found, inner_loops=False))
     v.found.body.visit(s)
     if not s.found:
         return None
