@@ -26,7 +26,7 @@ import libcst as cst
 
 from bot.strategies.binding import Resolver
 from bot.strategies.evaluate import code_of
-from bot.strategies.facts import Function
+from bot.strategies.facts import Function, names_in
 from bot.strategies.source import dotted
 
 MAX_DEPTH = 6
@@ -266,7 +266,7 @@ def _rounds_up(
             return False
         node, spelled = helper
     else:
-        spelled = next((k for k in knob if _mentions(node, k)), None)
+        spelled = next((k for k in knob if k in names_in(node)), None)
     if spelled is None:
         return False
     leaves = _leaves(node, spelled)
@@ -295,24 +295,12 @@ def _grid(n: int) -> list[tuple[int, ...]]:
     return [(x, y) for x in SIZES[::3] for y in SIZES[::3]]
 
 
-def _mentions(node: cst.CSTNode, name: str) -> bool:
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            nonlocal found
-            found = found or n.value == name
-
-    node.visit(V())
-    return found
-
-
 def _leaves(node: cst.BaseExpression, knob: str) -> set[str] | None:
     """The knob and the largest parts that do not read it, as `_eval` reads them; None when
     the expression holds something `_eval` cannot compute."""
     if isinstance(node, cst.Integer):
         return set()
-    if not _mentions(node, knob):
+    if knob not in names_in(node):
         return {code_of(node)}
     if isinstance(node, cst.Name):
         return {knob}
