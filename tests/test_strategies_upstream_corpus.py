@@ -63,6 +63,7 @@ SETS = (
     "heldout_m",
     "heldout_n",
     "heldout_o",
+    "heldout_p",
 )
 
 
