@@ -7,7 +7,8 @@ rule was written for.
 
 from __future__ import annotations
 
-from bot.strategies import inventory
+from bot.strategies import inventory, multibuffer
+from bot.strategies.base import Refusal, Variant
 
 
 def _knob(src: str, name: str) -> inventory.KnobInfo:
@@ -54,3 +55,80 @@ def test_an_offset_that_steps_by_the_knob_through_a_local_is_not_pinned():
     ok, refused = _knob(pinned, "block_M").legal((16, 32, 64, 128))
     assert ok == (64,)
     assert all("steps by the literal 64" in why for v, why in refused if v != 128)
+
+
+# multibuffer.py: the pass_configs entry belongs to `scale`'s jit; the flags set and waited on
+# by hand are in `relay`, another kernel of the file, which that entry does not configure
+TWO_KERNELS = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(
+    target="npuir",
+    pass_configs={
+        tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,
+    },
+)
+def scale(M, N, block_M=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, vid):
+            ub = T.alloc_ub([block_M, N], "float16")
+            T.copy(A[cid * block_M, 0], ub)
+            T.copy(ub, B[cid * block_M, 0])
+
+    return main
+
+
+@tilelang.jit(target="npuir")
+def relay(M, N, block_M=64):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, N), "float16"),
+        W: T.Tensor((2, block_M, N), "float16"),
+        B: T.Tensor((M, N), "float16"),
+    ):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, vid):
+            with T.Scope("Cube"):
+                l1 = T.alloc_L1([block_M, N], "float16")
+                T.copy(A[cid * block_M, 0], l1)
+                T.copy(l1, W[cid % 2, :, :])
+                T.sync_block_set(cid % 2)
+            with T.Scope("Vector"):
+                ub = T.alloc_ub([block_M, N], "float16")
+                T.sync_block_wait(cid % 2)
+                T.copy(W[cid % 2, :, :], ub)
+                T.copy(ub, B[cid * block_M, 0])
+
+    return main
+"""
+
+
+def test_hand_made_flags_in_another_kernel_do_not_refuse_the_flag():
+    r = multibuffer.set_flag(TWO_KERNELS, True)
+    assert isinstance(r, Variant), r
+    assert r.change.old is False and r.change.new is True
+    # the same flags in the kernel the entry configures refuse it
+    own = TWO_KERNELS.replace(
+        '@tilelang.jit(target="npuir")\ndef relay',
+        '@tilelang.jit(\n    target="npuir",\n    pass_configs={\n'
+        "        tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n    },\n)\n"
+        "def relay",
+    ).replace(
+        "@tilelang.jit(\n    target=\"npuir\",\n    pass_configs={\n"
+        "        tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n    },\n)\n"
+        "def scale",
+        '@tilelang.jit(target="npuir")\ndef scale',
+    )
+    r = multibuffer.set_flag(own, True)
+    assert isinstance(r, Refusal) and "by hand" in r.reason, r
+    # an entry no decorator owns (a dict assigned at module level) may configure any kernel
+    shared = TWO_KERNELS.replace(
+        "@tilelang.jit(\n    target=\"npuir\",\n    pass_configs={\n"
+        "        tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n    },\n)\n",
+        "pass_configs = {tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False}\n\n\n"
+        '@tilelang.jit(target="npuir", pass_configs=pass_configs)\n',
+    )
+    r = multibuffer.set_flag(shared, True)
+    assert isinstance(r, Refusal) and "by hand" in r.reason, r
