@@ -7,8 +7,10 @@ rule was written for.
 
 from __future__ import annotations
 
-from bot.strategies import inventory, multibuffer
+from bot.strategies import inventory, knobs, multibuffer
 from bot.strategies.base import Refusal, Variant
+
+BS = (8, 16, 32, 64, 128, 256)
 
 
 def _knob(src: str, name: str) -> inventory.KnobInfo:
@@ -132,3 +134,44 @@ def test_hand_made_flags_in_another_kernel_do_not_refuse_the_flag():
     )
     r = multibuffer.set_flag(shared, True)
     assert isinstance(r, Refusal) and "by hand" in r.reason, r
+
+
+# roundup.py: the host rounds the rows up to whole blocks only on one side of a condition that
+# does not read the knob; on the other side the raw rows reach the kernel's assert
+ROUNDED_IF = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def scale(M, block_M):
+    assert M % block_M == 0, "whole tiles only"
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 128), "float16")):
+        with T.Kernel(M // block_M, is_npu=True) as (c, _):
+            buf = T.alloc_ub((block_M, 128), "float16")
+            T.copy(A[c * block_M, 0], buf)
+            T.tile.mul(buf, buf, 2)
+            T.copy(buf, A[c * block_M, 0])
+
+    return main
+
+
+def run(x, pad=False):
+    rows = x.shape[0]
+    block_M = 64
+    rows = T.ceildiv(rows, block_M) * block_M if PAD else rows
+    return scale(rows, block_M)
+"""
+
+
+def test_a_round_up_on_one_side_of_a_condition_keeps_the_whole_tile_rule():
+    for cond in ("pad", "rows > 4096"):
+        legal, refused = knobs.legal_values(ROUNDED_IF.replace("PAD", cond), "block_M", BS)
+        assert 128 not in legal, (cond, legal)
+        assert "assert" in dict(refused)[128] or "divisors" in dict(refused)[128]
+    # rounded on every path: any block fits the rows
+    always = ROUNDED_IF.replace(" if PAD else rows", "")
+    legal, _ = knobs.legal_values(always, "block_M", BS)
+    assert 128 in legal
