@@ -7,7 +7,7 @@ rule was written for.
 
 from __future__ import annotations
 
-from bot.strategies import inventory, knobs, multibuffer
+from bot.strategies import inventory, knobs, multibuffer, pipeline
 from bot.strategies.base import Refusal, Variant
 
 BS = (8, 16, 32, 64, 128, 256)
@@ -118,7 +118,7 @@ def test_hand_made_flags_in_another_kernel_do_not_refuse_the_flag():
         "        tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n    },\n)\n"
         "def relay",
     ).replace(
-        "@tilelang.jit(\n    target=\"npuir\",\n    pass_configs={\n"
+        '@tilelang.jit(\n    target="npuir",\n    pass_configs={\n'
         "        tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n    },\n)\n"
         "def scale",
         '@tilelang.jit(target="npuir")\ndef scale',
@@ -127,7 +127,7 @@ def test_hand_made_flags_in_another_kernel_do_not_refuse_the_flag():
     assert isinstance(r, Refusal) and "by hand" in r.reason, r
     # an entry no decorator owns (a dict assigned at module level) may configure any kernel
     shared = TWO_KERNELS.replace(
-        "@tilelang.jit(\n    target=\"npuir\",\n    pass_configs={\n"
+        '@tilelang.jit(\n    target="npuir",\n    pass_configs={\n'
         "        tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False,\n    },\n)\n",
         "pass_configs = {tilelang.PassConfigKey.NPUIR_ENABLE_AUTO_MULTI_BUFFER: False}\n\n\n"
         '@tilelang.jit(target="npuir", pass_configs=pass_configs)\n',
@@ -175,3 +175,49 @@ def test_a_round_up_on_one_side_of_a_condition_keeps_the_whole_tile_rule():
     always = ROUNDED_IF.replace(" if PAD else rows", "")
     legal, _ = knobs.legal_values(always, "block_M", BS)
     assert 128 in legal
+
+
+# slots.py: the trip's parity picks a row of a table the loop only reads (`W[si % 2, 0]`): no
+# trip writes it, so trips two apart share nothing they could overwrite
+PARITY_TABLE = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def row_sums(M, N, block_N=256):
+    @T.prim_func
+    def main(
+        X: T.Tensor((M, N), "float32"),
+        Y: T.Tensor((M, block_N), "float32"),
+        W: T.Tensor((2, block_N), "float32"),
+    ):
+        with T.Kernel(M, is_npu=True) as (cid, vid):
+            buf = T.alloc_ub([1, block_N], "float32")
+            w = T.alloc_ub([1, block_N], "float32")
+            acc = T.alloc_ub([1, block_N], "float32")
+            with T.Scope("V"):
+                T.tile.fill(acc, 0.0)
+                for si in T.Pipelined(N // block_N, num_stages=2):
+                    T.copy(X[cid, si * block_N], buf)
+                    T.copy(W[si % 2, 0], w)
+                    T.tile.mul(buf, buf, w)
+                    T.tile.add(acc, acc, buf)
+                T.copy(acc, Y[cid, 0])
+
+    return main
+
+
+row_sums(64, 4096)
+"""
+
+
+def test_a_parity_that_picks_a_row_the_loop_only_reads_is_no_slot():
+    assert isinstance(pipeline.set_depth(PARITY_TABLE, 3), Variant)
+    # the loop writes the table at that row: two slots, trips two apart share one
+    written = PARITY_TABLE.replace(
+        "T.tile.add(acc, acc, buf)",
+        "T.tile.add(acc, acc, buf)\n                    T.copy(buf, W[si % 2, 0])",
+    )
+    r = pipeline.set_depth(written, 3)
+    assert isinstance(r, Refusal) and "one of 2 slots" in r.reason, r
