@@ -20,7 +20,8 @@ flags cannot cover buffers the compiler adds) or synchronises by hand in its bod
 `T.set_flag`/`T.wait_flag`, cross-core `T.sync_block_set`/`T.sync_block_wait`, `T.set_cross_flag`/
 `T.wait_cross_flag`: flags that pair the buffers the author rotates, which the compiler's added
 copies would not be paired by; where the entry is the `pass_configs` of one jit decorator, flags
-inside another jit-decorated factory of the file are another kernel's and do not count), and turning it on where the file sets it False
+inside another jit-decorated factory of the file are another kernel's and do not count), and
+turning it on where the file sets it False
 with a comment about buffering attached to the entry (the lines just above it, or after it on its
 line): the author turned it off on purpose and says why (a register budget the doubled buffers
 overshoot, buffers managed by hand), which one flip cannot weigh.

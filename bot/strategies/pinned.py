@@ -56,9 +56,7 @@ def _terms(node: cst.BaseExpression, fn: Function, depth: int = 0) -> list[cst.B
         value = _local(node, fn, MAX_DEPTH - 1)
         if value is not node:
             return _terms(value, fn, depth + 1)
-    if isinstance(node, cst.BinaryOperation) and isinstance(
-        node.operator, (cst.Add, cst.Subtract)
-    ):
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
         return _terms(node.left, fn, depth) + _terms(node.right, fn, depth)
     return [node]
 
