@@ -221,3 +221,48 @@ def test_a_parity_that_picks_a_row_the_loop_only_reads_is_no_slot():
     )
     r = pipeline.set_depth(written, 3)
     assert isinstance(r, Refusal) and "one of 2 slots" in r.reason, r
+
+
+# corecount.py: a grid of one core whose index the kernel reads, but whose work is not split by
+# the grid (`bx = (cid + i) * block_M`, every trip count fixed): with more cores each would walk
+# m_num tiles from its own index, past the end. The 1 is how the kernel is written, not a count.
+ONE_CORE = """
+import tilelang
+import tilelang.language as T
+
+
+def fill(M, N, block_M):
+    block_size = 1
+    m_num = M // block_M
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16")):
+        with T.Kernel(block_size, is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, N), "float16")
+            for i in T.serial(m_num):
+                bx = (cid + i) * block_M
+                T.vbrc(1.0, a)
+                T.copy(a, A[bx : bx + block_M, 0:N])
+
+    return main
+
+
+def test():
+    return tilelang.compile(fill(256, 256, 32), target="npuir")
+"""
+
+
+def test_a_grid_of_one_that_does_not_split_the_work_is_no_core_count():
+    inv = inventory.inventory(ONE_CORE)
+    assert not [k for k in inv.knobs if k.name == "block_size"]
+    assert any(d.name == "block_size" and "set to 1" in d.reason for d in inv.dropped)
+    # the work split by the grid (through a local of the factory): a core count
+    split = (
+        ONE_CORE.replace(
+            "    m_num = M // block_M\n",
+            "    m_num = M // block_M\n    per_core = T.ceildiv(m_num, block_size)\n",
+        )
+        .replace("T.serial(m_num)", "T.serial(per_core)")
+        .replace("(cid + i) * block_M", "(cid * per_core + i) * block_M")
+    )
+    assert [k.name for k in inventory.inventory(split).knobs if k.name == "block_size"]
