@@ -266,3 +266,47 @@ def test_a_grid_of_one_that_does_not_split_the_work_is_no_core_count():
         .replace("(cid + i) * block_M", "(cid * per_core + i) * block_M")
     )
     assert [k.name for k in inventory.inventory(split).knobs if k.name == "block_size"]
+
+
+# capacity.Scoped (copy fit, slice fills, live UB): a helper in the kernel whose parameter is
+# named like a kernel buffer (`a`) sees what its caller passes (`head`, 16 rows), not the
+# kernel's `a` of block_M rows: its 16-row copy out of `a` says nothing of block_M
+SHADOWED = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1, 2])
+def rows(M, block_M=32):
+    @T.prim_func
+    def main(
+        X: T.Tensor((M, 64), "float16"),
+        O: T.Tensor((M, 64), "float16"),
+        H: T.Tensor((16, 64), "float16"),
+    ):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([block_M, 64], "float16")
+            head = T.alloc_ub([16, 64], "float16")
+
+            def store(a):
+                T.copy(a, H[0, 0], size=[16, 64])
+
+            T.copy(X[cid * block_M, 0], a)
+            T.tile.fill(head, 1.0)
+            store(head)
+            T.copy(a, O[cid * block_M, 0])
+
+    return main
+
+
+rows(1024)
+"""
+
+
+def test_a_helper_parameter_is_not_the_kernel_buffer_of_its_name():
+    ok, refused = _knob(SHADOWED, "block_M").legal((8, 16, 32))
+    assert ok == (8, 16, 32), refused
+    # the helper reading the kernel's own `a` (no parameter): its 16 rows need block_M >= 16
+    own = SHADOWED.replace("def store(a):", "def store(h):")
+    ok, refused = _knob(own, "block_M").legal((8, 16, 32))
+    assert ok == (16, 32) and "out of `a`" in refused[0][1]
