@@ -310,3 +310,43 @@ def test_a_helper_parameter_is_not_the_kernel_buffer_of_its_name():
     own = SHADOWED.replace("def store(a):", "def store(h):")
     ok, refused = _knob(own, "block_M").legal((8, 16, 32))
     assert ok == (16, 32) and "out of `a`" in refused[0][1]
+
+
+# slots.py: an `if` on the trip's parity whose two sides work on the same buffers (adding even
+# tiles, subtracting odd ones, into one accumulator) picks no slot: nothing is kept apart
+ALTERNATING = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def row_diffs(M, N, block_N=256):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, block_N), "float32")):
+        with T.Kernel(M, is_npu=True) as (cid, vid):
+            buf = T.alloc_ub([1, block_N], "float32")
+            acc = T.alloc_ub([1, block_N], "float32")
+            other = T.alloc_ub([1, block_N], "float32")
+            with T.Scope("V"):
+                T.tile.fill(acc, 0.0)
+                for si in T.Pipelined(N // block_N, num_stages=2):
+                    T.copy(X[cid, si * block_N], buf)
+                    if si % 2 == 0:
+                        T.tile.add(acc, acc, buf)
+                    else:
+                        T.tile.sub(acc, acc, buf)
+                T.copy(acc, Y[cid, 0])
+
+    return main
+
+
+row_diffs(64, 4096)
+"""
+
+
+def test_a_parity_test_whose_sides_touch_the_same_buffers_is_no_slot():
+    assert isinstance(pipeline.set_depth(ALTERNATING, 3), Variant)
+    # the odd side accumulates into a second buffer: two slots
+    split = ALTERNATING.replace("T.tile.sub(acc, acc, buf)", "T.tile.sub(other, other, buf)")
+    r = pipeline.set_depth(split, 3)
+    assert isinstance(r, Refusal) and "one of 2 slots" in r.reason, r

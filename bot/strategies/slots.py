@@ -11,7 +11,9 @@ The trip is the loop variable or a name the body computes from it (`g = i * n + 
 `task = g % 2`); k is an integer literal of 2 or more. A remainder selects a slot when it (or
 the name it is assigned to) is an index of a subscript, or when an `if` tests it; not an index
 of a buffer or tensor the body only copies from (`T.copy(W[si % 2, 0], w)`: a row of a table no
-trip writes, which trips in flight may share).
+trip writes, which trips in flight may share), nor an `if` with an `else` whose two sides pass
+their calls the same buffers (`T.tile.add(acc, acc, buf)` on even trips, `T.tile.sub(acc, acc,
+buf)` on odd ones: the test picks an operation, not a buffer).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class _Slots(cst.CSTVisitor):
                     self.found.append(hit)
 
     def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.Else) and _passed(node.body) == _passed(node.orelse.body):
+            return  # both sides work on the same buffers: the test picks an operation, no slot
         test = node.test
         sides = (
             [test.left, *(c.comparator for c in test.comparisons)]
@@ -81,6 +85,21 @@ class _Slots(cst.CSTVisitor):
             hit = self._selector(side)
             if hit is not None:
                 self.found.append(hit)
+
+
+def _passed(block: cst.CSTNode) -> set[str]:
+    """The buffers a block's calls take: each argument's name, or the name it subscripts."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Arg(self, node: cst.Arg) -> None:
+            value = node.value
+            head = value.value if isinstance(value, cst.Subscript) else value
+            if isinstance(head, cst.Name):
+                found.add(head.value)
+
+    block.visit(V())
+    return found
 
 
 def _copied_from_only(body: cst.CSTNode) -> set[str]:
