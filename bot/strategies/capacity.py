@@ -112,9 +112,14 @@ class _Around(cst.CSTVisitor):
     def __init__(self) -> None:
         self.scopes: list[int] = [0]  # the defs around the visit, innermost last
         self.around: dict[int, tuple[int, ...]] = {}  # id of a call -> its defs, innermost first
+        self.params: dict[int, frozenset[str]] = {}  # id of a def -> the names it takes
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.append(id(node))
+        p = node.params
+        self.params[id(node)] = frozenset(
+            a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params)
+        )
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
@@ -203,6 +208,7 @@ class _Kernel:
     around: dict[int, tuple[int, ...]]  # id of a call -> the defs around it, innermost first
     # id of a def -> name -> its one placed allocation there, None when they differ (Scoped)
     by_scope: dict[int, dict[str, Buffer | None]]
+    params: dict[int, frozenset[str]]  # id of a def -> its parameter names (Scoped)
 
 
 def _kernel(f: Facts, prim_func: Function) -> _Kernel:
@@ -232,7 +238,7 @@ def _kernel(f: Facts, prim_func: Function) -> _Kernel:
     by_scope = {
         scope: {name: _one(bufs) for name, bufs in names.items()} for scope, names in held.items()
     }
-    kernel = _Kernel(tuple(v.buffers), in_memory, v.around, by_scope)
+    kernel = _Kernel(tuple(v.buffers), in_memory, v.around, by_scope, v.params)
     f.derived[key] = kernel
     return kernel
 
@@ -256,12 +262,13 @@ def buffers(f: Facts, factory: Function) -> list[Buffer]:
 class Scoped:
     """The buffers of one prim_func by name, as a call inside it sees them: the allocation in
     the innermost function around the call that allocates the name (a kernel's helper may
-    reuse a name; another kernel's buffers are never seen). `get` says None when that
+    reuse a name; another kernel's buffers are never seen); a def that takes the name as a
+    parameter hides the buffers around it (`def store(a)` sees what its caller passes). `get` says None when that
     function allocates the name twice with different shapes, dtypes or memories."""
 
     def __init__(self, f: Facts, prim_func: Function) -> None:
         kernel = _kernel(f, prim_func)  # read once per parse
-        self.by_scope, self.around = kernel.by_scope, kernel.around
+        self.by_scope, self.around, self.params = kernel.by_scope, kernel.around, kernel.params
 
     @classmethod
     def bound(cls, node: cst.FunctionDef, held: list[Buffer]) -> Scoped:
@@ -277,6 +284,7 @@ class Scoped:
             s: {n: _one(bs) for n, bs in names.items()} for s, names in by_name.items()
         }
         view.around = v.around
+        view.params = v.params
         return view
 
     def get(self, name: str, at: cst.Call) -> Buffer | None:
@@ -284,6 +292,8 @@ class Scoped:
             names = self.by_scope.get(scope, {})
             if name in names:
                 return names[name]
+            if name in self.params.get(scope, ()):
+                return None  # a parameter of that def: what its caller passes, not told here
         return None
 
 

@@ -12,7 +12,10 @@ the core index that grid binds (`cid`): each core takes its own share of the wor
 name is a core count. A count of 1 is one core walking every tile, not a per-row algorithm
 (the reason a block of 1 is otherwise not grown): more cores split the same work. A grid
 whose index the kernel never reads (`as (_, _)`, or `cid` unused) is not one: every core
-would redo the whole work, and the name is left out as before.
+would redo the whole work, and the name is left out as before. Nor is a grid whose count the
+kernel body never reads, directly or through a local computed from it (`bx = (cid + i) *
+block_M` over a fixed `m_num` trips): nothing splits the work by the number of cores, so each
+added core would walk the whole count of tiles from its own index.
 """
 
 from __future__ import annotations
@@ -45,14 +48,47 @@ class _Grids(cst.CSTVisitor):
                 self.indices.append((target.value, node))
 
 
+class _Assigns(cst.CSTVisitor):
+    """`name = value` assignments of a prim_func, by name."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, list[cst.BaseExpression]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.found.setdefault(t.target.value, []).append(node.value)
+
+
+def _derived(name: str, assigns: list[dict[str, list[cst.BaseExpression]]]) -> set[str]:
+    """`name` and every local computed from it (`per_core = T.ceildiv(total, name)`)."""
+    found = {name}
+    grew = True
+    while grew:
+        grew = False
+        for table in assigns:
+            for local, values in table.items():
+                if local not in found and any(names_in(v) & found for v in values):
+                    found.add(local)
+                    grew = True
+    return found
+
+
 def core_count(name: str, factories: list[Function]) -> str | None:
     """Where `name` is the grid of a kernel of `factories` whose core index the kernel reads
-    (`T.Kernel(name) as (cid, ...)` with `cid` used), as `T.Kernel(name) as cid`; else None."""
+    (`T.Kernel(name) as (cid, ...)` with `cid` used) and whose body reads the count (or a local
+    computed from it) to split the work, as `T.Kernel(name) as cid`; else None."""
     for factory in factories:
         for pf in factory.prim_funcs:
             v = _Grids(name)
             pf.visit(v)
+            if not v.indices:
+                continue
+            locals_ = _Assigns()
+            pf.visit(locals_)
+            counts = _derived(name, [*(fn.assigns for fn in factory.chain), locals_.found])
             for index, with_ in v.indices:
-                if index in names_in(with_.body):
+                read = names_in(with_.body)
+                if index in read and read & counts:
                     return f"T.Kernel({name}) as {index}"
     return None

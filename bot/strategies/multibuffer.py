@@ -19,7 +19,9 @@ turning it on where the kernel disables automatic sync injection (its manual
 flags cannot cover buffers the compiler adds) or synchronises by hand in its body (paired
 `T.set_flag`/`T.wait_flag`, cross-core `T.sync_block_set`/`T.sync_block_wait`, `T.set_cross_flag`/
 `T.wait_cross_flag`: flags that pair the buffers the author rotates, which the compiler's added
-copies would not be paired by), and turning it on where the file sets it False
+copies would not be paired by; where the entry is the `pass_configs` of one jit decorator, flags
+inside another jit-decorated factory of the file are another kernel's and do not count), and
+turning it on where the file sets it False
 with a comment about buffering attached to the entry (the lines just above it, or after it on its
 line): the author turned it off on purpose and says why (a register budget the doubled buffers
 overshoot, buffers managed by hand), which one flip cannot weigh.
@@ -126,6 +128,10 @@ class _Finder(cst.CSTVisitor):
         self.modules, self.members = _tilelang_names(wrapper.module)
         self.manual_sync = False  # a pass_configs entry disables automatic sync injection
         self.sync_calls: list[cst.Call] = []  # T.set_flag(...), T.sync_block_wait(...), ...
+        # the jit-decorated factory around each sync call (None: outside every one)
+        self.sync_factory: dict[int, cst.FunctionDef | None] = {}
+        self.factories: list[cst.FunctionDef] = []  # the jit-decorated functions around a visit
+        self.decorated: dict[int, cst.FunctionDef] = {}  # id(pass_configs dict) -> its factory
         self.entries: list[cst.DictElement] = []
         self.config_dicts: list[cst.Dict] = []  # `pass_configs = {...}` / `pass_configs={...}`
         self.compile_calls: list[
@@ -160,10 +166,29 @@ class _Finder(cst.CSTVisitor):
         ):
             self.config_dicts.append(node.value)
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        jit = False
+        for d in node.decorators:
+            call = d.decorator
+            name = dotted(call.func if isinstance(call, cst.Call) else call)
+            if not self._is_compile(name):
+                continue
+            jit = True
+            for a in call.args if isinstance(call, cst.Call) else ():
+                if a.keyword is not None and a.keyword.value == "pass_configs":
+                    self.decorated[id(a.value)] = node
+        if jit:
+            self.factories.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self.factories and self.factories[-1] is original_node:
+            self.factories.pop()
+
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted(node.func)
         if name.startswith("T.") and name.rsplit(".", 1)[-1] in MANUAL_SYNC_CALLS:
             self.sync_calls.append(node)
+            self.sync_factory[id(node)] = self.factories[-1] if self.factories else None
         kw = next(
             (a for a in node.args if a.keyword is not None and a.keyword.value == "pass_configs"),
             None,
@@ -282,8 +307,13 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
             return Refusal((_expression(wrapper, entry),), strategy=STRATEGY)
         if old == enabled:
             return Refusal((f"{FLAG} is already {enabled}",), strategy=STRATEGY)
-        if enabled and f.sync_calls:
-            return _hand_synced(wrapper, f)
+        owner = next(
+            (f.decorated.get(id(d)) for d in f.config_dicts if any(e is entry for e in d.elements)),
+            None,
+        )
+        synced = _syncs(f, owner) if enabled else []
+        if synced:
+            return _hand_synced(wrapper, synced)
         why = stated_reason(module.code, line_of(wrapper, entry)) if enabled else None
         if why is not None:
             return Refusal(
@@ -302,7 +332,7 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
                 (f"{FLAG} is absent, which already means {enabled} ({origin})",), strategy=STRATEGY
             )
         if enabled and f.sync_calls:
-            return _hand_synced(wrapper, f)
+            return _hand_synced(wrapper, f.sync_calls)
         element = cst.DictElement(key=cst.SimpleString(f'"{FLAG}"'), value=literal_node(enabled))
         if len(f.config_dicts) == 1:
             d = f.config_dicts[0]
@@ -341,11 +371,20 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
     return make_variant(source, new_source, change, name)
 
 
-def _hand_synced(wrapper: MetadataWrapper, f: _Finder) -> Refusal:
-    first = f.sync_calls[0]
+def _syncs(f: _Finder, owner: cst.FunctionDef | None) -> list[cst.Call]:
+    """The hand-made sync calls of the kernels an entry configures: with `owner` (the factory
+    whose jit decorator holds the entry) those not inside another jit-decorated factory; every
+    one when the entry's owner is not known."""
+    if owner is None:
+        return f.sync_calls
+    return [c for c in f.sync_calls if f.sync_factory[id(c)] in (None, owner)]
+
+
+def _hand_synced(wrapper: MetadataWrapper, calls: list[cst.Call]) -> Refusal:
+    first = calls[0]
     return Refusal(
         (
-            f"the kernel synchronises by hand ({len(f.sync_calls)} flag calls, the first "
+            f"the kernel synchronises by hand ({len(calls)} flag calls, the first "
             f"`{dotted(first.func)}` at line {line_of(wrapper, first)}): its flags pair the "
             f"buffers it rotates itself, and automatic multi-buffering would add copies "
             f"those flags do not pair",

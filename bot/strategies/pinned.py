@@ -11,8 +11,9 @@ tiles at offsets 0, 64, ...) or overlaps the tiles (reading past the tensor at t
 move off that value is refused, naming the slice and the literal. A slice `lo:hi` counts when
 hi is `lo + knob` (directly or through the kernel's locals) and lo, read through the kernel's
 locals, multiplies something that is not a literal by an integer literal equal to the knob's
-current value, and does not read the knob itself (an offset that steps by the knob elsewhere
-is another scheme).
+current value, and does not read the knob itself, in any term of its sum as the kernel's
+locals spell it (`lo = b * 64 + h0` with `h0 = (cid % h_blocks) * block_M`: the tiles step by
+the knob, and 64 is another axis's stride that equals the knob's value by coincidence).
 """
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ def _local(node: cst.BaseExpression, fn: Function, depth: int = 0) -> cst.BaseEx
         node = fn.assigns[node.value][0]
         depth += 1
     return node
+
+
+def _terms(node: cst.BaseExpression, fn: Function, depth: int = 0) -> list[cst.BaseExpression]:
+    """`node` as a sum of terms, a term that is a local the kernel assigns once replaced by the
+    terms of its value (up to MAX_DEPTH locals deep)."""
+    if depth < MAX_DEPTH and isinstance(node, cst.Name):
+        value = _local(node, fn, MAX_DEPTH - 1)
+        if value is not node:
+            return _terms(value, fn, depth + 1)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+        return _terms(node.left, fn, depth) + _terms(node.right, fn, depth)
+    return [node]
 
 
 def _steps(node: cst.BaseExpression) -> list[int]:
@@ -84,8 +97,8 @@ class _Slices(cst.CSTVisitor):
             ):
                 continue
             lo = _local(node.lower, self.fn)
-            if names_in(lo) & self.aliases:
-                continue
+            if any(names_in(t) & self.aliases for t in _terms(node.lower, self.fn)):
+                continue  # a term steps by the knob itself
             text = f"{code_of(node.lower)}:{code_of(node.upper)}"
             for literal in _steps(lo):
                 self.found.append(_Pinned(length.value, literal, text, self.f.line(node)))

@@ -12,7 +12,8 @@ The padding is recognised by what it computes, not by how it is spelled: an expr
 over the knob and other sizes (`M + (block_M - M % block_M) % block_M`, `-(-M // block_M) *
 block_M`), or a call of a helper of the file that returns one
 (`next_divisible_number(top_k, block)`), is a multiple of the knob when it evaluates to one
-for every size and knob value of a sample grid (1 ... 70 against 1 ... 24 and powers of two).
+for every size and knob value of a sample grid (0 ... 70 against 1 ... 24 and powers of two;
+0 tries a size read as a condition false: a round-up on one side of an `if` is none).
 A name the host assigns more than once is followed in statement order up to its use:
 `n = x.shape[-1]` then `if padded != n: n = padded` leaves n a multiple (when the `if` is not
 taken, n already equals padded), as does `if n % block != 0: n = ...multiple...`.
@@ -288,11 +289,15 @@ def _rounds_up(
 
 
 def _grid(n: int) -> list[tuple[int, ...]]:
+    """Values for the free parts; 0 among them, so a part read as a condition (`... if pad
+    else M`, `... if M > 4096 else M`) is tried false too: a round-up on one side only is no
+    whole-tile guarantee."""
     if n == 0:
         return [()]
     if n == 1:
-        return [(x,) for x in SIZES]
-    return [(x, y) for x in SIZES[::3] for y in SIZES[::3]]
+        return [(x,) for x in (0, *SIZES)]
+    few = (0, *SIZES[::3])
+    return [(x, y) for x in few for y in few]
 
 
 def _leaves(node: cst.BaseExpression, knob: str) -> set[str] | None:

@@ -9,7 +9,11 @@ same slot. Shallower depths, serial order included, keep them apart and are left
 
 The trip is the loop variable or a name the body computes from it (`g = i * n + j`, then
 `task = g % 2`); k is an integer literal of 2 or more. A remainder selects a slot when it (or
-the name it is assigned to) is an index of a subscript, or when an `if` tests it.
+the name it is assigned to) is an index of a subscript, or when an `if` tests it; not an index
+of a buffer or tensor the body only copies from (`T.copy(W[si % 2, 0], w)`: a row of a table no
+trip writes, which trips in flight may share), nor an `if` with an `else` whose two sides pass
+their calls the same buffers (`T.tile.add(acc, acc, buf)` on even trips, `T.tile.sub(acc, acc,
+buf)` on odd ones: the test picks an operation, not a buffer).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from libcst.metadata import MetadataWrapper
 
 from bot.strategies.carried import moving
 from bot.strategies.facts import names_in
-from bot.strategies.source import line_of
+from bot.strategies.source import dotted, line_of
 
 
 def _remainder(node: cst.BaseExpression, moving: set[str]) -> int | None:
@@ -36,8 +40,9 @@ def _remainder(node: cst.BaseExpression, moving: set[str]) -> int | None:
 class _Slots(cst.CSTVisitor):
     """(k, node) of each remainder of the trip that selects a slot."""
 
-    def __init__(self, moving: set[str]) -> None:
+    def __init__(self, moving: set[str], read_only: set[str]) -> None:
         self.moving = moving
+        self.read_only = read_only  # names the loop body only copies from
         self.named: dict[str, tuple[int, cst.CSTNode]] = {}  # `task = i % 2`
         self.found: list[tuple[int, cst.CSTNode]] = []
 
@@ -58,13 +63,18 @@ class _Slots(cst.CSTVisitor):
             return self.named[node.value]
         return None
 
-    def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
-        if isinstance(node.slice, cst.Index):
-            hit = self._selector(node.slice.value)
-            if hit is not None:
-                self.found.append(hit)
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self.read_only:
+            return  # a row of a table the loop only reads: no trip overwrites it
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                hit = self._selector(element.slice.value)
+                if hit is not None:
+                    self.found.append(hit)
 
     def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.Else) and _passed(node.body) == _passed(node.orelse.body):
+            return  # both sides work on the same buffers: the test picks an operation, no slot
         test = node.test
         sides = (
             [test.left, *(c.comparator for c in test.comparisons)]
@@ -75,6 +85,42 @@ class _Slots(cst.CSTVisitor):
             hit = self._selector(side)
             if hit is not None:
                 self.found.append(hit)
+
+
+def _passed(block: cst.CSTNode) -> set[str]:
+    """The buffers a block's calls take: each argument's name, or the name it subscripts."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Arg(self, node: cst.Arg) -> None:
+            value = node.value
+            head = value.value if isinstance(value, cst.Subscript) else value
+            if isinstance(head, cst.Name):
+                found.add(head.value)
+
+    block.visit(V())
+    return found
+
+
+def _copied_from_only(body: cst.CSTNode) -> set[str]:
+    """Names whose every mention in `body` is inside the source (first argument) of a
+    `T.copy`: a buffer or tensor the body reads and never writes."""
+    sources: set[int] = set()
+    mentions: dict[str, list[cst.Name]] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if dotted(node.func) == "T.copy" and node.args and node.args[0].keyword is None:
+                value = node.args[0].value
+                head = value.value if isinstance(value, cst.Subscript) else value
+                if isinstance(head, cst.Name):
+                    sources.add(id(head))
+
+        def visit_Name(self, node: cst.Name) -> None:
+            mentions.setdefault(node.value, []).append(node)
+
+    body.visit(V())
+    return {name for name, at in mentions.items() if all(id(n) in sources for n in at)}
 
 
 class _Loop(cst.CSTVisitor):
@@ -98,7 +144,7 @@ def refusal(
     wrapper.module.visit(v)
     if v.found is None:
         return None
-    s = _Slots(moving(v.found, inner_loops=False))
+    s = _Slots(moving(v.found, inner_loops=False), _copied_from_only(v.found.body))
     v.found.body.visit(s)
     if not s.found:
         return None
