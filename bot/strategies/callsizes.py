@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from bot.strategies import callsites, tensorshapes
+from bot.strategies import callsites, splats, tensorshapes
 from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
 from bot.strategies.evaluate import Env, evaluate
@@ -55,6 +55,8 @@ def _paths(
         passed: dict[str, str] = {}  # our parameter -> the caller's parameter it is bound to
         pending: dict[str, cst.BaseExpression] = {}  # read from the caller's tensors' shapes
         caller = call.scope[-1] if call.scope else None
+        start = len(paths)
+        spread = _spread(resolver, call, fn, names)
         for name in sorted(names):
             bound = resolver.bound_by(call, fn, name)
             if bound is None or bound[1] not in ("keyword", "positional"):
@@ -86,7 +88,29 @@ def _paths(
                 paths.append(full)
         else:
             paths.append(known)
+        if spread:  # `f(**cfg)` over several configurations: each pass with the call's others
+            paths[start:] = [{**kw, **p} for p in paths[start:] for kw in spread]
     return [p for p in paths if all(v > 0 for v in p.values())]
+
+
+def _spread(resolver: Resolver, call: Call, fn: Function, names: set[str]) -> list[dict[str, int]]:
+    """The sizes a `**` argument of `call` binds to the parameters `names` of `fn` that no
+    keyword or position binds, one dict per keyword set (splats.py); [] when it binds none."""
+    loose = {
+        n
+        for n in names
+        if (b := resolver.bound_by(call, fn, n)) is None or b[1] not in ("keyword", "positional")
+    }
+    if not loose or not any(a.star == "**" for a in call.node.args):
+        return []
+    out: list[dict[str, int]] = []
+    for kw in splats.call_keywords(call.node, Env(resolver, call.scope)) or []:
+        sizes = {
+            n: v for n in sorted(loose & set(kw)) if (v := tensorshapes.size_of(*kw[n])) is not None
+        }
+        if sizes and sizes not in out:
+            out.append(sizes)
+    return out
 
 
 def _param_values(
@@ -109,18 +133,23 @@ def _param_values(
         uppers = _param_values(f, resolver, caller, depth + 1) if caller is not None else []
         for upper_ints, upper_tensors in uppers or [({}, {})]:
             env = Env(resolver, call.scope, 0, upper_ints, upper_tensors)
-            ints: dict[str, int] = {}
-            tensors: dict[str, Shape] = {}
-            for p, node in nodes.items():
-                value = tensorshapes.size_of(node, env)  # `K` bound to `args.K`: its default
-                if value is not None:
-                    ints[p] = value
-                    continue
-                shape = tensorshapes.shape_of(node, env)
-                if shape is not None:
-                    tensors[p] = shape
-            if (ints, tensors) not in out:
-                out.append((ints, tensors))
+            # `f(**inputs)`: what the dict passes, one set per way the file runs it (splats.py)
+            spread = splats.call_keywords(call.node, env) or [{}]
+            for kw in spread:
+                ints: dict[str, int] = {}
+                tensors: dict[str, Shape] = {}
+                reads = {p: (node, env) for p, node in nodes.items()}
+                reads.update({p: kw[p] for p in params if p in kw and p not in nodes})
+                for p, (node, at) in reads.items():
+                    value = tensorshapes.size_of(node, at)  # `K` bound to `args.K`: its default
+                    if value is not None:
+                        ints[p] = value
+                        continue
+                    shape = tensorshapes.shape_of(node, at)
+                    if shape is not None:
+                        tensors[p] = shape
+                if (ints, tensors) not in out:
+                    out.append((ints, tensors))
         if len(out) >= MAX_PATHS:
             break
     return out[:MAX_PATHS]

@@ -1,0 +1,127 @@
+"""Sizes that reach a kernel only through the file's test drivers (h15f), each on a small kernel
+written for the test: a `**d` splat of dicts the file spells out (bot/strategies/splats.py,
+read by bot/strategies/callsizes.py). A rule must hold for every size the op runs with."""
+
+from __future__ import annotations
+
+from bot.strategies import knobs
+
+BS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+
+# a row kernel tiled by block_M in full tiles (`M // block_M`); {RUN} drives it
+ROWS = """\
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def rows(M, N, block_M=32):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_M, N), "float16")
+            T.copy(A[cid * block_M, 0], buf)
+            T.copy(buf, B[cid * block_M, 0])
+
+    return main
+
+
+{RUN}
+"""
+
+
+def _legal(run: str) -> tuple[tuple[int, ...], dict[int, str]]:
+    legal, refused = knobs.legal_values(ROWS.replace("{RUN}", run), "block_M", BS)
+    return legal, dict(refused)
+
+
+# the tno_sparse_attn_hp shape: the host function reads its sizes from a tensor it is handed
+# by `**inputs`, built by a helper that is itself called with `**kwargs` from each entry of a
+# module list of test-case dicts
+SPLATTED_INPUTS = """\
+def run(x, scale=None):
+    M, N = x.size()
+    return rows(M, N, 32)
+
+
+def make_inputs(rows_, cols, seed=0):
+    torch.manual_seed(seed)
+    x = torch.randn((rows_, cols), dtype=torch.float16)
+    return {"x": x, "scale": 0.5}
+
+
+CASES = [
+    {"case_id": 0, "params": {"rows_": 512, "cols": 64}},
+    {"case_id": 1, "params": {"rows_": 128, "cols": 64}},
+]
+
+
+def run_test():
+    for case in CASES:
+        kwargs = case["params"]
+        inputs = make_inputs(**kwargs)
+        run(**inputs)
+
+
+if __name__ == "__main__":
+    run_test()
+"""
+
+
+def test_sizes_behind_a_splat_of_a_helpers_dict_over_test_case_dicts():
+    legal, refused = _legal(SPLATTED_INPUTS)
+    # every case's M counts: 512 alone would allow 256 and 512, 128 caps the block at 128
+    assert legal == (8, 16, 32, 64, 128)
+    assert "does not divide 128" in refused[256]
+    assert "could not resolve" not in refused[256]
+
+
+def test_a_dict_changed_after_it_is_written_is_not_read():
+    changed = SPLATTED_INPUTS.replace(
+        "        inputs = make_inputs(**kwargs)\n",
+        "        inputs = make_inputs(**kwargs)\n        inputs.update(x=None)\n",
+    )
+    legal, _ = _legal(changed)
+    assert legal == (8, 16, 32)  # only divisors of the current value are safe
+
+
+def test_factory_called_with_each_dict_a_loop_walks():
+    legal, refused = _legal(
+        'CONFIGS = [{"M": 128, "N": 64}, {"M": 512, "N": 64}]\n\n\n'
+        "def main():\n"
+        "    for cfg in CONFIGS:\n"
+        "        rows(block_M=32, **cfg)\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    main()\n"
+    )
+    assert legal == (8, 16, 32, 64, 128)
+    assert "does not divide 128" in refused[256]
+
+
+def test_a_dict_literal_passed_to_the_host_function():
+    legal, refused = _legal(
+        "def run(x):\n"
+        "    M, N = x.shape\n"
+        "    return rows(M, N, 32)\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    inputs = {'x': torch.randn(256, 64)}\n"
+        "    run(**inputs)\n"
+    )
+    assert legal == (8, 16, 32, 64, 128, 256)
+    assert "does not divide 256" in refused[512]
+
+
+def test_keywords_a_forwarding_helper_is_called_with():
+    legal, refused = _legal(
+        "def run(x):\n"
+        "    M, N = x.shape\n"
+        "    return rows(M, N, 32)\n\n\n"
+        "def launch(**kw):\n"
+        "    return run(**kw)\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    launch(x=torch.randn(128, 64))\n"
+        "    launch(x=torch.randn(512, 64))\n"
+    )
+    assert legal == (8, 16, 32, 64, 128)
+    assert "does not divide 128" in refused[256]
