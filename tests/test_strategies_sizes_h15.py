@@ -125,3 +125,64 @@ def test_keywords_a_forwarding_helper_is_called_with():
     )
     assert legal == (8, 16, 32, 64, 128)
     assert "does not divide 128" in refused[256]
+
+
+# Sizes pytest passes: a test function no call in the file names runs once per pass of its
+# `@pytest.mark.parametrize` lists, and each pass's integers are sizes the op runs with.
+def test_sizes_a_parametrize_list_passes_the_test_that_builds_the_kernel():
+    legal, refused = _legal(
+        "import pytest\n\n"
+        "CASES = [(512, 64), (128, 64)]\n\n\n"
+        '@pytest.mark.parametrize("dtype", ["float16"])\n'
+        '@pytest.mark.parametrize("M, N", CASES)\n'
+        "def test_rows(dtype, M, N):\n"
+        "    rows(M, N, 32)\n"
+    )
+    assert legal == (8, 16, 32, 64, 128)
+    assert "does not divide 128" in refused[256]
+
+
+# the tno_if_dev shape: a symbolic N the kernel clips its last tile at, sized only by a tensor
+# an imported helper builds; the test's own parameter N (same name) takes each listed int
+SYMBOLIC_N = """\
+import pytest
+import tilelang
+import tilelang.language as T
+
+from testcommon import gen_tensor
+
+N_CASES = [64, 133, 499]
+BLOCK_N = 32
+
+
+@tilelang.jit(target="npuir")
+def copy_rows(M, block_N, dtype="float16"):
+    N = T.symbolic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((1, block_N), dtype)
+            for i in T.serial(M):
+                for j in T.serial(T.ceildiv(N, block_N)):
+                    rest = T.min(N - j * block_N, block_N)
+                    T.copy(A[i : i + 1, j * block_N : j * block_N + rest], buf[0, 0:rest])
+                    T.copy(buf[0, 0:rest], B[i : i + 1, j * block_N : j * block_N + rest])
+
+    return main
+
+
+@pytest.mark.parametrize("N", N_CASES)
+def test_copy_rows(N):
+    kernel = copy_rows(20, BLOCK_N)
+    a = gen_tensor((20, N), "float16")
+    b = gen_tensor((20, N), "float16")
+    kernel(a, b)
+"""
+
+
+def test_a_symbolic_extent_takes_the_ints_a_parametrize_list_gives_its_name():
+    legal, refused = knobs.legal_values(SYMBOLIC_N, "BLOCK_N", BS)
+    reasons = dict(refused)
+    assert legal == (8, 16, 32, 64)  # a cap holds for every N the test runs, 64 the least
+    assert "64" in reasons[128] and "N=64" in reasons[128]

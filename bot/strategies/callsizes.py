@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from bot.strategies import callsites, splats, tensorshapes
+from bot.strategies import callsites, parametrized, splats, tensorshapes
 from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
 from bot.strategies.evaluate import Env, evaluate
@@ -48,6 +48,8 @@ def _paths(
     if depth > MAX_DEPTH:
         return []
     paths: list[dict[str, int]] = []
+    if not any(resolver.calls(call, fn) for call in f.calls):
+        return _pytest_passes(resolver, fn, names)
     for call in f.calls:
         if not resolver.calls(call, fn):
             continue
@@ -93,6 +95,23 @@ def _paths(
     return [p for p in paths if all(v > 0 for v in p.values())]
 
 
+def _pytest_passes(resolver: Resolver, fn: Function, names: set[str]) -> list[dict[str, int]]:
+    """A test function no call in the file names: pytest calls it once per pass of its
+    `@pytest.mark.parametrize` lists (parametrized.py); the integer sizes each pass gives the
+    parameters `names`, one dict per pass ([] when none gives one)."""
+    out: list[dict[str, int]] = []
+    for given in parametrized.passes(fn, resolver.f) or []:
+        env = Env(resolver, fn.parents)
+        sizes = {
+            n: v
+            for n in sorted(names & set(given))
+            if (v := tensorshapes.size_of(given[n], env)) is not None
+        }
+        if sizes and sizes not in out:
+            out.append(sizes)
+    return out
+
+
 def _spread(resolver: Resolver, call: Call, fn: Function, names: set[str]) -> list[dict[str, int]]:
     """The sizes a `**` argument of `call` binds to the parameters `names` of `fn` that no
     keyword or position binds, one dict per keyword set (splats.py); [] when it binds none."""
@@ -123,6 +142,8 @@ def _param_values(
         return []
     runs = callsites.reached(f, resolver.harness)
     params = [p for p in fn.params if p not in fn.assigns and p not in star_names(fn)]
+    if not any(resolver.calls(call, fn) for call in f.calls):
+        return [(ints, {}) for ints in _pytest_passes(resolver, fn, set(params))]
     out: list[tuple[dict[str, int], dict[str, Shape]]] = []
     for call in f.calls:
         if not resolver.calls(call, fn) or (runs is not None and id(call.node) not in runs):
