@@ -186,3 +186,44 @@ def test_a_symbolic_extent_takes_the_ints_a_parametrize_list_gives_its_name():
     reasons = dict(refused)
     assert legal == (8, 16, 32, 64)  # a cap holds for every N the test runs, 64 the least
     assert "64" in reasons[128] and "N=64" in reasons[128]
+
+
+# NPUIR's own spelling of its matrix multiply, `T.npuir_dot`, is a gemm: its A/B operands are
+# placed in L1 and its accumulator in L0C, never in UB for the `npuir_` prefix of vector ops.
+NPUIR_DOT = """\
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def mm(M, N, K, block_M, dtype="float16", accum_dtype="float32"):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum_dtype)
+    ):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            A_s = T.alloc_shared((block_M, K), dtype)
+            B_s = T.alloc_shared((K, N), dtype)
+            C_f = T.alloc_fragment((block_M, N), accum_dtype)
+            T.copy(A[cid * block_M, 0], A_s)
+            T.copy(B[0, 0], B_s)
+            T.npuir_dot(A_s, B_s, C_f, initC=True)
+            T.copy(C_f, C[cid * block_M, 0])
+
+    return main
+
+
+if __name__ == "__main__":
+    mm(4096, 128, 256, 64)
+"""
+
+
+def test_npuir_dot_operands_are_placed_as_a_gemms():
+    legal, refused = knobs.legal_values(NPUIR_DOT, "block_M", BS[:-1])
+    reasons = dict(refused)
+    # L0C holds the [256, 128] fp32 accumulator (128 KiB); UB would not have held all three
+    assert legal == (16, 32, 64, 128, 256)
+    assert "L0C" in reasons[512] and "C_f" in reasons[512]
+    assert "L1" in reasons[1024] and "UB" not in reasons[1024]
+    # and the cube's 16-row fractal applies to its A operand
+    assert "fractal" in reasons[8] and "A_s" in reasons[8]
