@@ -130,13 +130,15 @@ def test_an_extent_with_no_caller_keeps_the_general_reason():
 
 
 # A `T.symbolic` row count, sized by the tensor the compiled kernel is called with; the test
-# builds that tensor with a helper it imports, whose result's shape is not in this file.
+# builds that tensor with a helper it imports, whose result's shape is not in this file. (The
+# row counts come from the helper module too: a parametrize list spelled out here would size
+# `M` by its test parameter of the same name, tests/test_strategies_sizes_h15.py.)
 ROWS_FROM_AN_IMPORTED_HELPER = """
 import pytest
 import tilelang
 import tilelang.language as T
 
-from helpers import make_tensor
+from helpers import ROW_COUNTS, make_tensor
 
 
 def scale_rows(block_M, dtype="float16"):
@@ -153,7 +155,7 @@ def scale_rows(block_M, dtype="float16"):
     return main
 
 
-@pytest.mark.parametrize("M", [256, 512])
+@pytest.mark.parametrize("M", ROW_COUNTS)
 def test_scale_rows(M):
     block_M = 32
     X = make_tensor((M, 64))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from bot.strategies import callsites, tensorshapes
+from bot.strategies import callsites, parametrized, splats, tensorshapes
 from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
 from bot.strategies.evaluate import Env, evaluate
@@ -48,6 +48,8 @@ def _paths(
     if depth > MAX_DEPTH:
         return []
     paths: list[dict[str, int]] = []
+    if not any(resolver.calls(call, fn) for call in f.calls):
+        return _pytest_passes(resolver, fn, names)
     for call in f.calls:
         if not resolver.calls(call, fn):
             continue
@@ -55,6 +57,8 @@ def _paths(
         passed: dict[str, str] = {}  # our parameter -> the caller's parameter it is bound to
         pending: dict[str, cst.BaseExpression] = {}  # read from the caller's tensors' shapes
         caller = call.scope[-1] if call.scope else None
+        start = len(paths)
+        spread = _spread(resolver, call, fn, names)
         for name in sorted(names):
             bound = resolver.bound_by(call, fn, name)
             if bound is None or bound[1] not in ("keyword", "positional"):
@@ -86,7 +90,46 @@ def _paths(
                 paths.append(full)
         else:
             paths.append(known)
+        if spread:  # `f(**cfg)` over several configurations: each pass with the call's others
+            paths[start:] = [{**kw, **p} for p in paths[start:] for kw in spread]
     return [p for p in paths if all(v > 0 for v in p.values())]
+
+
+def _pytest_passes(resolver: Resolver, fn: Function, names: set[str]) -> list[dict[str, int]]:
+    """A test function no call in the file names: pytest calls it once per pass of its
+    `@pytest.mark.parametrize` lists (parametrized.py); the integer sizes each pass gives the
+    parameters `names`, one dict per pass ([] when none gives one)."""
+    out: list[dict[str, int]] = []
+    for given in parametrized.passes(fn, resolver.f) or []:
+        env = Env(resolver, fn.parents)
+        sizes = {
+            n: v
+            for n in sorted(names & set(given))
+            if (v := tensorshapes.size_of(given[n], env)) is not None
+        }
+        if sizes and sizes not in out:
+            out.append(sizes)
+    return out
+
+
+def _spread(resolver: Resolver, call: Call, fn: Function, names: set[str]) -> list[dict[str, int]]:
+    """The sizes a `**` argument of `call` binds to the parameters `names` of `fn` that no
+    keyword or position binds, one dict per keyword set (splats.py); [] when it binds none."""
+    loose = {
+        n
+        for n in names
+        if (b := resolver.bound_by(call, fn, n)) is None or b[1] not in ("keyword", "positional")
+    }
+    if not loose or not any(a.star == "**" for a in call.node.args):
+        return []
+    out: list[dict[str, int]] = []
+    for kw in splats.call_keywords(call.node, Env(resolver, call.scope)) or []:
+        sizes = {
+            n: v for n in sorted(loose & set(kw)) if (v := tensorshapes.size_of(*kw[n])) is not None
+        }
+        if sizes and sizes not in out:
+            out.append(sizes)
+    return out
 
 
 def _param_values(
@@ -99,6 +142,8 @@ def _param_values(
         return []
     runs = callsites.reached(f, resolver.harness)
     params = [p for p in fn.params if p not in fn.assigns and p not in star_names(fn)]
+    if not any(resolver.calls(call, fn) for call in f.calls):
+        return [(ints, {}) for ints in _pytest_passes(resolver, fn, set(params))]
     out: list[tuple[dict[str, int], dict[str, Shape]]] = []
     for call in f.calls:
         if not resolver.calls(call, fn) or (runs is not None and id(call.node) not in runs):
@@ -109,18 +154,23 @@ def _param_values(
         uppers = _param_values(f, resolver, caller, depth + 1) if caller is not None else []
         for upper_ints, upper_tensors in uppers or [({}, {})]:
             env = Env(resolver, call.scope, 0, upper_ints, upper_tensors)
-            ints: dict[str, int] = {}
-            tensors: dict[str, Shape] = {}
-            for p, node in nodes.items():
-                value = tensorshapes.size_of(node, env)  # `K` bound to `args.K`: its default
-                if value is not None:
-                    ints[p] = value
-                    continue
-                shape = tensorshapes.shape_of(node, env)
-                if shape is not None:
-                    tensors[p] = shape
-            if (ints, tensors) not in out:
-                out.append((ints, tensors))
+            # `f(**inputs)`: what the dict passes, one set per way the file runs it (splats.py)
+            spread = splats.call_keywords(call.node, env) or [{}]
+            for kw in spread:
+                ints: dict[str, int] = {}
+                tensors: dict[str, Shape] = {}
+                reads = {p: (node, env) for p, node in nodes.items()}
+                reads.update({p: kw[p] for p in params if p in kw and p not in nodes})
+                for p, (node, at) in reads.items():
+                    value = tensorshapes.size_of(node, at)  # `K` bound to `args.K`: its default
+                    if value is not None:
+                        ints[p] = value
+                        continue
+                    shape = tensorshapes.shape_of(node, at)
+                    if shape is not None:
+                        tensors[p] = shape
+                if (ints, tensors) not in out:
+                    out.append((ints, tensors))
         if len(out) >= MAX_PATHS:
             break
     return out[:MAX_PATHS]

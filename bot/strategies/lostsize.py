@@ -27,11 +27,11 @@ from typing import cast
 
 import libcst as cst
 
-from bot.strategies import callsites
+from bot.strategies import callsites, splats
 from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
 from bot.strategies.callsizes import runs_kernel, shapes_symbols, symbol_places
-from bot.strategies.evaluate import code_of
+from bot.strategies.evaluate import Env, code_of
 from bot.strategies.facts import Call, Function, names_in
 from bot.strategies.tensorshapes import shape_source
 
@@ -180,6 +180,9 @@ def _param(resolver: Resolver, fn: Function, name: str, steps: int) -> str | Non
             return None  # its default, or not passed: not this walk's case
         node, kind = bound
         if kind == "opaque":
+            spread = splats.call_keywords(call.node, Env(resolver, call.scope))
+            if spread and any(name in kw for kw in spread):
+                return None  # tunebot reads that dict (splats.py): it is lost further on
             arg = next((a for a in call.node.args if a.value is node), None)
             star = arg.star if arg is not None and isinstance(arg.star, str) else ""
             opaque_lines.append(str(f.line(call.node)))

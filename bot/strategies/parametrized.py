@@ -83,3 +83,34 @@ def entries(fn: Function, name: str, f: Facts) -> list[cst.BaseExpression] | Non
                 return None  # `pytest.param(...)` or an entry the file builds
         return out or None
     return None
+
+
+MAX_PASSES = 64  # pytest passes kept per test function
+
+
+def passes(fn: Function, f: Facts) -> list[dict[str, cst.BaseExpression]] | None:
+    """One dict per pytest pass of `fn`: parameter -> the expression its parametrize entry
+    gives it, stacked decorators combined as pytest combines them (every pairing); None when
+    `fn` has no parametrize list the file spells out. Only pytest calls such a function: the
+    caller asks this of one no call in the file names."""
+    out: list[dict[str, cst.BaseExpression]] = [{}]
+    found = False
+    for deco in fn.node.decorators:
+        call = deco.decorator
+        if not isinstance(call, cst.Call) or not dotted(call.func).endswith("mark.parametrize"):
+            continue
+        args = [a.value for a in call.args if a.keyword is None]
+        argnames = args[0] if args else None
+        names = _names(argnames) if argnames is not None else None
+        if not names:
+            return None
+        columns = {n: entries(fn, n, f) for n in names}
+        if any(c is None for c in columns.values()):
+            return None  # a list the file does not spell out: the passes are not known
+        rows = [
+            {n: col[i] for n, col in columns.items() if col is not None}
+            for i in range(min(len(c or []) for c in columns.values()))
+        ]
+        out = [{**a, **b} for a in out for b in rows][:MAX_PASSES]
+        found = True
+    return out if found else None

@@ -14,7 +14,10 @@ import libcst as cst
 
 from bot.strategies.source import dotted
 
-GEMMS = frozenset({"gemm", "gemm_v0", "gemm_v1", "mma"})  # (A, B, C, ...): A/B in L1, C in L0C
+# matrix multiplies (A, B, C, ...): A/B in L1, C in L0C. `npuir_dot` is TileLang-NPUIR's own
+# spelling of the `gemm` it exports; checked before VECTOR_PREFIXES, whose `T.npuir_` would
+# otherwise put its operands in UB
+GEMMS = frozenset({"gemm", "gemm_v0", "gemm_v1", "mma", "npuir_dot"})
 VECTOR_PREFIXES = ("T.tile.", "T.reduce", "T.v", "T.npuir_")
 
 

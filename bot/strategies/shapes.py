@@ -33,8 +33,10 @@ import math
 import libcst as cst
 
 from bot.config.schema import DeclaredShape
+from bot.strategies import parametrized
 from bot.strategies.binding import Resolver
 from bot.strategies.ceiling import augmented_operands, ceiling
+from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted, int_value
 
@@ -99,6 +101,23 @@ def _literal_assignments(fn: Function) -> dict[str, list[int]]:
     return out
 
 
+def _pytest_passes(f: Facts, resolver: Resolver, fn: Function) -> list[dict[str, int]]:
+    """The integer sizes each pytest pass gives `fn`'s parameters, when no call in the file
+    names `fn` (pytest calls it once per parametrize pass: parametrized.py)."""
+    if any(resolver.calls(call, fn) for call in f.calls):
+        return []
+    out: list[dict[str, int]] = []
+    for given in parametrized.passes(fn, f) or []:
+        env = Env(resolver, fn.parents)
+        sizes: dict[str, int] = {}
+        for name, node in given.items():
+            value = evaluate(node, env)
+            if isinstance(value, int) and not isinstance(value, bool):
+                sizes[name] = value
+        out.append(sizes)
+    return out
+
+
 def sizes(
     f: Facts, resolver: Resolver, factories: list[Function], calls: tuple[Call, ...] = ()
 ) -> dict[str, tuple[int, ...]]:
@@ -117,6 +136,11 @@ def sizes(
             for name, values in _literal_assignments(scope).items():
                 if name in wanted:
                     out.setdefault(name, []).extend(values)
+            # a test function pytest calls: each `@pytest.mark.parametrize` pass sets its names
+            for given in _pytest_passes(f, resolver, scope):
+                for name, size in given.items():
+                    if name in wanted and size > 0:
+                        out.setdefault(name, []).append(size)
         loops = [(loop, fn.chain) for fn in scopes for loop in fn.loop_targets.values()]
         loops += [(loop, ()) for loop in f.module_loops.values()]
         # what each call that builds the kernel binds an open parameter to (with `calls`: only
