@@ -56,6 +56,7 @@ from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.fixedcount import fixed_count_check
 from bot.strategies.fractal import fractal_check
+from bot.strategies.granularity import granularity_check
 from bot.strategies.hostasserts import wrapper_asserts
 from bot.strategies.hostpad import pad_rules
 from bot.strategies.l0fit import l0_check
@@ -405,6 +406,7 @@ def constraints_for(
     fractal = fractal_check(f, name, factories)
     crossed = crossed_check(f, name, all_aliases, factories)
     pinned = pinned_check(f, name, all_aliases, factories)
+    granular = granularity_check(f, resolver, name, all_aliases, factories)
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
     peak = live_peak(f, name, factories)
@@ -445,6 +447,7 @@ def constraints_for(
                 fractal,
                 crossed,
                 pinned,
+                granular,
                 passed,
                 covered,
             )

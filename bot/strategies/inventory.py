@@ -39,6 +39,7 @@ from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.corecount import core_count
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in, on_facts
+from bot.strategies.granularity import GranularityCheck
 from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure, dotted
 
@@ -430,6 +431,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
             knobs.remove(info)
             dropped.append(Dropped("block_size", info.name, why))
     _unread_literals(f, taken, dropped)
+    _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
 
@@ -464,6 +466,20 @@ def resolve(
     if isinstance(found, list):  # split into knobs named as written: `name` itself is none
         return f"bound at {len(found)} places, tuned as " + ", ".join(k.name for k in found)
     return found.reason if isinstance(found, Dropped) else found
+
+
+def _layouts(knobs: list[KnobInfo], dropped: list[Dropped]) -> None:
+    """Block-like host names that set the granularity of a table a knob is pinned to
+    (bot/strategies/granularity.py): a layout of the file's data, not a tile."""
+    listed = {d.name for d in dropped} | {k.name for k in knobs}
+    for info in knobs:
+        for check in info.constraints.checks:
+            if not isinstance(check, GranularityCheck):
+                continue
+            for name, why in check.layouts().items():
+                if BLOCK_NAME.match(name) and name not in listed:
+                    listed.add(name)
+                    dropped.append(Dropped("block_size", name, why))
 
 
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:

@@ -1,0 +1,82 @@
+"""heldout_p first-contact failures, each on a small kernel written for the test."""
+
+from __future__ import annotations
+
+from bot.config.schema import Knob
+from bot.strategies import inventory, knobs
+from bot.strategies.base import Refusal, Variant
+
+
+def _knob(src: str, name: str) -> inventory.KnobInfo:
+    (knob,) = [k for k in inventory.inventory(src).knobs if k.name == name]
+    return knob
+
+
+def _move(src: str, name: str, value: int) -> Variant | Refusal:
+    return knobs.set_knob(src, Knob(name, "block_size", (8, 16, 32, 64, 128, 256)), value)
+
+
+# A per-tile table the host lays out at its own granularity: one gate byte per 32-row chunk of
+# the input (`chunks = -(-rows // BLOCK_GATE)`), read by the kernel at its row-tile index. The tile
+# and the chunk agree only while block_R is 32.
+BLOCK_GATE_GATE = """
+import tilelang
+import tilelang.language as T
+import torch
+
+
+@tilelang.jit(out_idx=[2])
+def gated_copy(rows, cols, chunks):
+    block_R = 32
+    gate_shape = [chunks]
+
+    @T.prim_func
+    def main(
+        X: T.Tensor((rows, cols), "float16"),
+        Gate: T.Tensor(gate_shape, "int8"),
+        Y: T.Tensor((rows, cols), "float16"),
+    ):
+        with T.Kernel(T.ceildiv(rows, block_R), is_npu=True) as (cid, _):
+            r = cid % T.ceildiv(rows, block_R)
+            buf = T.alloc_ub([block_R, cols], "float16")
+            T.copy(X[r * block_R : (r + 1) * block_R, :], buf)
+            if Gate[r] == 0:
+                T.tile.fill(buf, 0.0)
+            T.copy(buf, Y[r * block_R : (r + 1) * block_R, :])
+
+    return main
+
+
+def check():
+    BLOCK_GATE = 32
+    rows, cols = 256, 64
+    chunks = -(-rows // BLOCK_GATE)
+    kernel = gated_copy(rows, cols, chunks)
+    x = torch.randn(rows, cols).half()
+    gate = torch.randint(0, 2, (chunks,), dtype=torch.int8)
+    y = kernel(x, gate)
+    ref = x * gate.repeat_interleave(BLOCK_GATE)[:rows, None]
+    torch.testing.assert_close(y, ref)
+
+
+if __name__ == "__main__":
+    check()
+"""
+
+
+def test_a_table_laid_out_per_host_chunk_pins_the_tile_to_the_chunk():
+    for value in (16, 64):
+        r = _move(BLOCK_GATE_GATE, "block_R", value)
+        assert isinstance(r, Refusal), value
+        assert "`Gate[r]`" in r.reason and "-(-rows // BLOCK_GATE)" in r.reason
+        assert "32-wide blocks" in r.reason
+    # the host's chunk is a data layout, listed with its reason
+    dropped = {d.name: d.reason for d in inventory.inventory(BLOCK_GATE_GATE).dropped}
+    assert "granularity (32)" in dropped["BLOCK_GATE"]
+    # a table the host sizes by the kernel's own tile count follows the tile: no pin
+    follows = BLOCK_GATE_GATE.replace("block_R = 32", "block_R = BLOCK_R").replace(
+        "BLOCK_GATE = 32", "BLOCK_GATE = BLOCK_R"
+    )
+    follows = follows.replace("import torch\n", "import torch\n\nBLOCK_R = 32\n", 1)
+    r = _move(follows, "BLOCK_R", 64)
+    assert isinstance(r, Variant), r
