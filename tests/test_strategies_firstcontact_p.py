@@ -80,3 +80,68 @@ def test_a_table_laid_out_per_host_chunk_pins_the_tile_to_the_chunk():
     follows = follows.replace("import torch\n", "import torch\n\nBLOCK_R = 32\n", 1)
     r = _move(follows, "BLOCK_R", 64)
     assert isinstance(r, Variant), r
+
+
+# Every M-tile re-derives the same rows of a scaled weight into a workspace (the rows depend on
+# the N tile only) before its gemm: the workspace write does not move with bm, but neither does
+# what it writes, so a second M-tile rewrites the same bytes. block_M may take any value that
+# divides M; only a write whose value moves with bm makes one tile the only correct count.
+SHARED_UNPACK = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def scaled_gemm(M, N, K):
+    block_M = 64
+    block_N = 32
+    m_num = T.ceildiv(M, block_M)
+    n_num = T.ceildiv(N, block_N)
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        W: T.Tensor((N, K), "float16"),
+        S: T.Tensor((N,), "float16"),
+        Work: T.Tensor((N, K), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, vid):
+            bm = cid // n_num
+            bn = cid % n_num
+            row_ub = T.alloc_ub((K,), "float16")
+            for r in T.serial(block_N):
+                w_row = bn * block_N + r
+                T.copy(W[w_row, 0], row_ub)
+                T.tile.mul(row_ub, row_ub, S[w_row])
+                T.copy(row_ub, Work[w_row, 0])
+            a_l1 = T.alloc_L1((block_M, K), "float16")
+            w_l1 = T.alloc_L1((block_N, K), "float16")
+            c_l0 = T.alloc_L0C((block_M, block_N), "float32")
+            T.copy(A[bm * block_M, 0], a_l1)
+            T.copy(Work[bn * block_N, 0], w_l1)
+            T.gemm_v0(a_l1, w_l1, c_l0, transpose_B=True, init=True)
+            T.copy(c_l0, C[bm * block_M, bn * block_N])
+
+    return main
+
+
+def check():
+    for M, N, K in ((64, 64, 256), (64, 128, 512)):
+        scaled_gemm(M, N, K)
+
+
+if __name__ == "__main__":
+    check()
+"""
+
+
+def test_a_repeated_write_of_the_same_value_is_no_overwrite():
+    assert isinstance(_move(SHARED_UNPACK, "block_M", 32), Variant)
+    assert "block_M" in {k.name for k in inventory.inventory(SHARED_UNPACK).knobs}
+    # what is written depends on bm (rows of A): every M-tile overwrites the row with its own
+    moving = SHARED_UNPACK.replace(
+        "T.copy(W[w_row, 0], row_ub)", "T.copy(A[bm * block_M + r, 0], row_ub)"
+    )
+    r = _move(moving, "block_M", 32)
+    assert isinstance(r, Refusal) and "overwrite" in r.reason, r
