@@ -145,3 +145,57 @@ def test_a_repeated_write_of_the_same_value_is_no_overwrite():
     )
     r = _move(moving, "block_M", 32)
     assert isinstance(r, Refusal) and "overwrite" in r.reason, r
+
+
+# A persistent kernel: CORES cores each take a contiguous share ceildiv(n_items, CORES) of the
+# tiles, every tile taken under `if item < n_items`. More cores than tiles leave cores idle; the
+# count is no tile of the items, so nothing caps it at the item count.
+SHARED_CORES = """
+import tilelang
+import tilelang.language as T
+import torch
+
+
+@tilelang.jit(target="npuir")
+def scale_rows(rows, cols, block_rows, dtype="float16"):
+    BLOCK_CORES = 24
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), dtype), Y: T.Tensor((rows, cols), dtype)):
+        with T.Kernel(BLOCK_CORES, is_npu=True) as (core, _):
+            buf = T.alloc_ub((block_rows, cols), dtype)
+            n_items = T.ceildiv(rows, block_rows)
+            first = core * T.ceildiv(n_items, BLOCK_CORES)
+            for i in T.serial(T.ceildiv(n_items, BLOCK_CORES)):
+                item = first + i
+                if item < n_items:
+                    r0 = item * block_rows
+                    size = T.min(rows - r0, block_rows)
+                    T.copy(X[r0 : r0 + size, 0:cols], buf)
+                    T.vmul(buf, buf, buf)
+                    T.copy(buf, Y[r0 : r0 + size, 0:cols])
+
+    return main
+
+
+def check():
+    kernel = scale_rows(256, 64, 32)
+    x = torch.randn(256, 64).half()
+    y = torch.empty_like(x)
+    kernel(x, y)
+    torch.testing.assert_close(y, x * x)
+
+
+if __name__ == "__main__":
+    check()
+"""
+
+
+def test_a_core_count_sharing_guarded_items_is_no_tile():
+    # 256 rows in 32-row tiles: 8 items; 24 cores already exceed them, and 48 or 64 are fine too
+    for value in (16, 48, 64):
+        assert isinstance(_move(SHARED_CORES, "BLOCK_CORES", value), Variant), value
+    # without the guard the cores past the items would take tiles beyond the rows: the share
+    # rule stays
+    unguarded = SHARED_CORES.replace("if item < n_items:", "if True:")
+    assert isinstance(_move(unguarded, "BLOCK_CORES", 48), Refusal)

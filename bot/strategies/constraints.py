@@ -49,6 +49,7 @@ from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes, symbol_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
+from bot.strategies.corecount import guarded_share
 from bot.strategies.coverage import coverage_check
 from bot.strategies.crossed import crossed_check
 from bot.strategies.evaluate import Env, code_of, evaluate
@@ -388,6 +389,8 @@ def constraints_for(
                 resolver, r.node, r.chain, frozenset(aliases)
             ):
                 continue
+            if guarded_share(aliases, factory, r.node):
+                continue  # a core count: each core's share of guarded work items, no tile
             if padded is None:
                 padded = padded_tiles(f, resolver, factory, aliases, v.offsets)
             if padded:
