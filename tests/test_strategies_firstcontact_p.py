@@ -199,3 +199,70 @@ def test_a_core_count_sharing_guarded_items_is_no_tile():
     # rule stays
     unguarded = SHARED_CORES.replace("if item < n_items:", "if True:")
     assert isinstance(_move(unguarded, "BLOCK_CORES", 48), Refusal)
+
+
+# An MX block-scaled cube multiply (`T.mma_mx`, tilelang-ascend's npu_gemm_mx) on L0A / L0B
+# tiles: its operands are cube fractals like any gemm's, so an 8-row tile is part of one.
+MX_TILE = """
+import argparse
+
+import tilelang
+import tilelang.language as T
+
+FP8 = "float8_e4m3"
+
+
+def mx_kernel(M, N, K, block_M, block_N):
+    assert M % block_M == 0 and N % block_N == 0
+
+    @tilelang.jit(out_idx=[-1], target="pto")
+    def build():
+        @T.prim_func
+        def main(
+            A: T.Tensor((M, K), FP8),
+            B: T.Tensor((K, N), FP8),
+            SA: T.Tensor((M, K // 32), "uint8"),
+            SB: T.Tensor((K // 32, N), "uint8"),
+            C: T.Tensor((M, N), "float32"),
+        ):
+            with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
+                bm = cid // (N // block_N)
+                bn = cid % (N // block_N)
+                a_l1 = T.alloc_L1((block_M, K), FP8)
+                b_l1 = T.alloc_L1((K, block_N), FP8)
+                a_l0 = T.alloc_L0A((block_M, K), FP8)
+                b_l0 = T.alloc_L0B((K, block_N), FP8)
+                c_l0 = T.alloc_L0C((block_M, block_N), "float32")
+                sa = T.alloc_L1((block_M, K // 32), "uint8")
+                sb = T.alloc_L1((K // 32, block_N), "uint8")
+                T.copy(A[bm * block_M, 0], a_l1)
+                T.copy(B[0, bn * block_N], b_l1)
+                T.copy(a_l1, a_l0)
+                T.copy(b_l1, b_l0)
+                T.copy(SA[bm * block_M, 0], sa)
+                T.copy(SB[0, bn * block_N], sb)
+                T.mma_mx(a_l0, b_l0, c_l0, sa, sb, init=True)
+                T.copy(c_l0, C[bm * block_M, bn * block_N])
+
+        return main
+
+    return build()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--block_M", type=int, default=64)
+    parser.add_argument("--block_N", type=int, default=64)
+    args = parser.parse_args()
+    mx_kernel(128, 128, 64, args.block_M, args.block_N)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_mx_cube_multiply_keeps_whole_fractals():
+    r = _move(MX_TILE, "block_M", 8)
+    assert isinstance(r, Refusal) and "fractal" in r.reason and "a_l0" in r.reason, r
+    assert isinstance(_move(MX_TILE, "block_M", 32), Variant)

@@ -14,7 +14,9 @@ import libcst as cst
 
 from bot.strategies.source import dotted
 
-GEMMS = frozenset({"gemm", "gemm_v0", "gemm_v1", "mma"})  # (A, B, C, ...): A/B in L1, C in L0C
+# (A, B, C, ...): A/B in L1, C in L0C. `mma_mx` is tile-ai/tilelang-ascend's `npu_gemm_mx(A, B,
+# C, scale_A, scale_B, ...)` (MX block-scaled, A/B in L0A/L0B): a cube multiply like `mma`
+GEMMS = frozenset({"gemm", "gemm_v0", "gemm_v1", "mma", "mma_mx"})
 VECTOR_PREFIXES = ("T.tile.", "T.reduce", "T.v", "T.npuir_")
 
 
