@@ -266,3 +266,53 @@ def test_an_mx_cube_multiply_keeps_whole_fractals():
     r = _move(MX_TILE, "block_M", 8)
     assert isinstance(r, Refusal) and "fractal" in r.reason and "a_l0" in r.reason, r
     assert isinstance(_move(MX_TILE, "block_M", 32), Variant)
+
+
+# The host reads a parameter's shape, then rebinds the parameter to a flattened view: the read
+# comes first, so it sees the tensor as passed (rows = 8 * 32 = 256), and block_M may take any
+# divisor of 256 beyond the current 16.
+FLATTENED = """
+import tilelang
+from tilelang import language as T
+import torch
+
+
+@tilelang.jit(out_idx=[-1])
+def square(M, D, block_M, dtype="float16"):
+    m_num = M // block_M
+
+    @T.prim_func
+    def main(x: T.Tensor((M, D), dtype), y: T.Tensor((M, D), dtype)):
+        with T.Kernel(m_num, is_npu=True) as (cid, vid):
+            ub = T.alloc_shared([block_M, D], dtype)
+            T.copy(x[cid * block_M : (cid + 1) * block_M, :], ub)
+            T.tile.mul(ub, ub, ub)
+            T.copy(ub, y[cid * block_M : (cid + 1) * block_M, :])
+
+    return main
+
+
+def run(h):
+    batch, heads, dim = h.shape
+    rows = batch * heads
+    h = h.view(rows, dim)
+    block_M = 16
+    return square(rows, dim, block_M)(h).view(batch, heads, dim)
+
+
+if __name__ == "__main__":
+    h = torch.randn(8, 32, 64, dtype=torch.float16)
+    torch.testing.assert_close(run(h), h * h)
+"""
+
+
+def test_a_shape_read_before_the_parameter_is_rebound_sees_the_tensor_as_passed():
+    assert isinstance(_move(FLATTENED, "block_M", 32), Variant)
+    r = _move(FLATTENED, "block_M", 96)
+    assert isinstance(r, Refusal) and "does not divide 256" in r.reason, r
+    # read after the rebinding, the shape is the view's own (256, 64)
+    late = FLATTENED.replace(
+        "    batch, heads, dim = h.shape\n    rows = batch * heads\n    h = h.view(rows, dim)\n",
+        "    h = h.view(256, 64)\n    rows, dim = h.shape\n    batch, heads = 8, 32\n",
+    )
+    assert isinstance(_move(late, "block_M", 32), Variant)
