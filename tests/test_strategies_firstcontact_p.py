@@ -316,3 +316,54 @@ def test_a_shape_read_before_the_parameter_is_rebound_sees_the_tensor_as_passed(
         "    h = h.view(256, 64)\n    rows, dim = h.shape\n    batch, heads = 8, 32\n",
     )
     assert isinstance(_move(late, "block_M", 32), Variant)
+
+
+# An argparse block size read into a local and handed to a host function that picks a kernel
+# by it: the option is read, so "not passed to any kernel factory" would be untrue; the
+# factory parameter it reaches is listed under its own name.
+PICKED = """
+import argparse
+
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def chunked(b, n, block_size, dtype="float"):
+    @T.prim_func
+    def main(A: T.Tensor((b, n), dtype), B: T.Tensor((b, n), dtype)):
+        with T.Kernel(b * (n // block_size), is_npu=True) as (cid, _):
+            ub = T.alloc_ub((block_size,), dtype)
+            row = cid // (n // block_size)
+            col = cid % (n // block_size) * block_size
+            T.copy(A[row, col : col + block_size], ub)
+            T.copy(ub, B[row, col : col + block_size])
+
+    return main
+
+
+def build(b, n, block_size=1024):
+    if n <= block_size:
+        return chunked(b, n, n)
+    return chunked(b, n, block_size)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dim", type=int, default=2048)
+    parser.add_argument("--block_size", type=int, default=2048)
+    args = parser.parse_args()
+    block_size = args.block_size
+    build(4, args.dim, block_size)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_option_read_into_a_local_is_not_said_to_reach_no_factory():
+    reasons = [d.reason for d in inventory.inventory(PICKED).dropped if d.name == "block_size"]
+    option = [r for r in reasons if r.startswith("argparse option")]
+    assert option and "is read at line 33" in option[0], reasons
+    assert not any("not passed to any kernel factory" in r for r in reasons)

@@ -482,6 +482,19 @@ def _layouts(knobs: list[KnobInfo], dropped: list[Dropped]) -> None:
                     dropped.append(Dropped("block_size", name, why))
 
 
+def _option_reads(f: Facts, dest: str) -> list[int]:
+    """Lines reading argparse option `dest` as an attribute (`args.block_size`)."""
+    lines: list[int] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value == dest and isinstance(node.value, cst.Name):
+                lines.append(f.line(node))
+
+    f.wrapper.module.visit(V())
+    return sorted(set(lines))
+
+
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
     """Block-like argparse options no kernel factory reads as a knob, with why."""
     left_out = {d.name: d.reason for d in dropped}
@@ -490,7 +503,14 @@ def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) ->
             continue
         fed = sorted(callsites.fed_params(f, dest))
         where = f"argparse option at line {sites[0].line}"
-        if not fed:
+        read = _option_reads(f, dest)
+        if not fed and read:  # `block_size = args.block_size`, then passed on by other functions
+            reason = (
+                f"{where} is read at line {', '.join(str(n) for n in read)} but not passed "
+                f"directly to a kernel factory; a factory parameter its value reaches through "
+                f"the file's functions is listed under its own name"
+            )
+        elif not fed:
             reason = f"{where} is not passed to any kernel factory"
         elif all(p in left_out for p in fed):
             reason = f"{where} is passed to " + ", ".join(f"{p} ({left_out[p]})" for p in fed)
