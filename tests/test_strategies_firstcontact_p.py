@@ -367,3 +367,62 @@ def test_an_option_read_into_a_local_is_not_said_to_reach_no_factory():
     option = [r for r in reasons if r.startswith("argparse option")]
     assert option and "is read at line 33" in option[0], reasons
     assert not any("not passed to any kernel factory" in r for r in reasons)
+
+
+# The v-aliases came into TileLang-NPUIR later than the npuir_ ops: a TileLang from before them
+# has `npuir_add` and no `vadd`. Where one is installed, only the aliases it defines are used.
+NPUIR_OPS = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def accumulate(n, M, N, dtype="float32"):
+    @T.prim_func
+    def main(X: T.Tensor((n, M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, _):
+            acc = T.alloc_shared([M, N], dtype=dtype)
+            src = T.alloc_shared([M, N], dtype=dtype)
+            T.npuir_brc(0, acc)
+            for i in T.serial(n):
+                T.copy(X[i, :, :], src)
+                T.npuir_add(src, acc, acc)
+            T.copy(acc, Y)
+
+    return main
+"""
+
+
+def _language(tmp_path, monkeypatch, text: str) -> None:
+    pkg = tmp_path / "tilelang"
+    (pkg / "language").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    (pkg / "language" / "__init__.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_an_installed_tilelang_without_v_aliases_is_not_renamed_into(tmp_path, monkeypatch):
+    from bot.strategies import vprefix
+
+    assert isinstance(vprefix.rename(NPUIR_OPS), Variant)  # nothing installed: upstream's table
+    _language(
+        tmp_path,
+        monkeypatch,
+        "from .customize_npuir import (\n    npuir_add,\n    npuir_brc,\n    npuir_reduce,\n)\n",
+    )
+    r = vprefix.rename(NPUIR_OPS)
+    assert isinstance(r, Refusal), r
+    assert "installed TileLang" in r.reason and "npuir_add, npuir_brc" in r.reason
+
+
+def test_only_the_aliases_the_installed_tilelang_defines_are_used(tmp_path, monkeypatch):
+    from bot.strategies import vprefix
+
+    _language(
+        tmp_path,
+        monkeypatch,
+        "from .customize_npuir import (\n    npuir_add,\n    npuir_add as vadd,\n    npuir_brc,\n)\n",
+    )
+    r = vprefix.rename(NPUIR_OPS)
+    assert isinstance(r, Variant), r
+    assert "T.vadd(src, acc, acc)" in r.source and "T.npuir_brc(0, acc)" in r.source
