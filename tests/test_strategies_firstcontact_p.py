@@ -80,6 +80,12 @@ def test_a_table_laid_out_per_host_chunk_pins_the_tile_to_the_chunk():
     follows = follows.replace("import torch\n", "import torch\n\nBLOCK_R = 32\n", 1)
     r = _move(follows, "BLOCK_R", 64)
     assert isinstance(r, Variant), r
+    # a name the kernel binds again (an inner loop's `r`) is no tile index where it is read
+    shadowed = CHUNK_GATE.replace(
+        "            if Gate[r] == 0:",
+        "            for r in T.serial(1):\n                pass\n            if Gate[r] == 0:",
+    )
+    assert isinstance(_move(shadowed, "block_R", 64), Variant)
 
 
 # Every M-tile re-derives the same rows of a scaled weight into a workspace (the rows depend on

@@ -125,6 +125,7 @@ class _Kernel(cst.CSTVisitor):
                 if len(values) == 1 and _is_count_of(values[0], aliases, set()):
                     self.counts.add(name)
         self.indices: set[str] = set()
+        self.bound: dict[str, int] = {}  # how many times the kernel binds each name
         self.dims: dict[str, list[cst.BaseExpression]] = {}
         self.reads: list[tuple[cst.Subscript, int, str]] = []  # (subscript, dim, index name)
 
@@ -160,6 +161,9 @@ class _Kernel(cst.CSTVisitor):
                 self.indices.add(first.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if not isinstance(t.target, cst.Subscript):
+                self._bind(t.target)
         value = node.value
         if isinstance(value, cst.Call) and dotted(value.func).rsplit(".", 1)[-1].startswith(
             "alloc"
@@ -179,7 +183,17 @@ class _Kernel(cst.CSTVisitor):
                 if isinstance(t.target, cst.Name):
                     self.indices.add(t.target.value)
 
+    def _bind(self, target: cst.CSTNode) -> None:
+        for name in names_in(target):
+            self.bound[name] = self.bound.get(name, 0) + 1
+
+    def tile_indices(self) -> set[str]:
+        """The tile indices no other binding of the kernel shadows (`for j, k in T.Parallel`
+        inside `for k in T.Pipelined(...)`)."""
+        return {n for n in self.indices if self.bound.get(n, 0) <= 1}
+
     def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
         it = node.iter
         if (
             isinstance(node.target, cst.Name)
@@ -301,10 +315,11 @@ def granularity_check(
                 continue
             k = _Kernel(wanted, fn.chain)
             pf.visit(k)
+            indices = k.tile_indices()
             for sub, i, index in k.reads:
                 table = sub.value.value  # type: ignore[attr-defined]
                 dims = k.dims.get(table)
-                if index not in k.indices or dims is None or i >= len(dims):
+                if index not in indices or dims is None or i >= len(dims):
                     continue
                 dim = dims[i]
                 if names_in(dim) & wanted or _is_count_of(dim, wanted, k.counts):
