@@ -19,7 +19,7 @@ def _move(src: str, name: str, value: int) -> Variant | Refusal:
 # A per-tile table the host lays out at its own granularity: one gate byte per 32-row chunk of
 # the input (`chunks = -(-rows // BLOCK_GATE)`), read by the kernel at its row-tile index. The tile
 # and the chunk agree only while block_R is 32.
-BLOCK_GATE_GATE = """
+CHUNK_GATE = """
 import tilelang
 import tilelang.language as T
 import torch
@@ -66,15 +66,15 @@ if __name__ == "__main__":
 
 def test_a_table_laid_out_per_host_chunk_pins_the_tile_to_the_chunk():
     for value in (16, 64):
-        r = _move(BLOCK_GATE_GATE, "block_R", value)
+        r = _move(CHUNK_GATE, "block_R", value)
         assert isinstance(r, Refusal), value
         assert "`Gate[r]`" in r.reason and "-(-rows // BLOCK_GATE)" in r.reason
         assert "32-wide blocks" in r.reason
     # the host's chunk is a data layout, listed with its reason
-    dropped = {d.name: d.reason for d in inventory.inventory(BLOCK_GATE_GATE).dropped}
+    dropped = {d.name: d.reason for d in inventory.inventory(CHUNK_GATE).dropped}
     assert "granularity (32)" in dropped["BLOCK_GATE"]
     # a table the host sizes by the kernel's own tile count follows the tile: no pin
-    follows = BLOCK_GATE_GATE.replace("block_R = 32", "block_R = BLOCK_R").replace(
+    follows = CHUNK_GATE.replace("block_R = 32", "block_R = BLOCK_R").replace(
         "BLOCK_GATE = 32", "BLOCK_GATE = BLOCK_R"
     )
     follows = follows.replace("import torch\n", "import torch\n\nBLOCK_R = 32\n", 1)
