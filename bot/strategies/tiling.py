@@ -325,6 +325,7 @@ class _Flows(cst.CSTVisitor):
         self.headers: list[set[str]] = []
         self.flows: list[tuple[set[str], set[str]]] = []  # (reads, writes)
         self.reads_of: dict[int, set[str]] = {}  # id(written destination) -> what it reads
+        self.allocated: set[str] = set()  # on-chip buffers the kernel allocates
 
     def _around(self) -> set[str]:
         return set().union(*self.headers) if self.headers else set()
@@ -368,6 +369,11 @@ class _Flows(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
+        if isinstance(node.value, cst.Call) and dotted(node.value.func).rsplit(".", 1)[
+            -1
+        ].startswith("alloc"):
+            self.allocated |= {t.value for t in targets if isinstance(t, cst.Name)}
+            return  # an allocation holds no value yet
         reads = _names(node.value)
         for t in targets:
             if isinstance(t, cst.Subscript):
@@ -390,7 +396,9 @@ class _Flows(cst.CSTVisitor):
     def taint(self, roots: set[str], clean: set[str]) -> set[str]:
         """Every name whose value may differ between tiles: the roots, and what a statement
         reading one writes (`clean` names, another axis's position, stay clean)."""
-        tainted = set(roots)
+        written = set().union(*(w for _, w in self.flows)) if self.flows else set()
+        # a buffer nothing writes holds whatever each core's memory held: not one value
+        tainted = set(roots) | (self.allocated - written)
         changed = True
         while changed:
             changed = False
