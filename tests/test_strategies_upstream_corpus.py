@@ -304,6 +304,19 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "value refused with a reason, where the expectation (UNCERTAIN) drops it as a data-layout "
         "parameter: no variant reaches measurement either way"
     ),
+    "tnp_vec_add_dyn_shape": (
+        "block_M / block_N are the positional literals of the one call vec_add(32, 32) (line 48), "
+        "which the jit passes to the factory (both read by alloc_ub and the tile offsets): the "
+        "expectation drops them as 'no name bound to a literal', where the corpus binds a call's "
+        "literal as the knob elsewhere (tad_example_gemm, kb_gelu, tml_tlir_add_expert); the "
+        "variants change the kernel and keep it correct (clipped tails), so tunebot keeps them"
+    ),
+    "tnp_pipelined_reduce": (
+        "the v-prefix rename: the file's own commit (a pull request based before the npuir "
+        "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "
+        "TileLang installed tunebot takes upstream's aliases (an installed TileLang without them "
+        "is read and the rename refused: vprefix.installed_aliases); expectation UNCERTAIN there"
+    ),
 }
 
 

@@ -49,6 +49,7 @@ from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes, symbol_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
+from bot.strategies.corecount import guarded_share
 from bot.strategies.coverage import coverage_check
 from bot.strategies.crossed import crossed_check
 from bot.strategies.evaluate import Env, code_of, evaluate
@@ -56,6 +57,7 @@ from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.fixedcount import fixed_count_check
 from bot.strategies.fractal import fractal_check
+from bot.strategies.granularity import granularity_check
 from bot.strategies.hostasserts import wrapper_asserts
 from bot.strategies.hostpad import pad_rules
 from bot.strategies.l0fit import l0_check
@@ -387,6 +389,8 @@ def constraints_for(
                 resolver, r.node, r.chain, frozenset(aliases)
             ):
                 continue
+            if guarded_share(aliases, factory, r.node):
+                continue  # a core count: each core's share of guarded work items, no tile
             if padded is None:
                 padded = padded_tiles(f, resolver, factory, aliases, v.offsets)
             if padded:
@@ -405,6 +409,7 @@ def constraints_for(
     fractal = fractal_check(f, name, factories)
     crossed = crossed_check(f, name, all_aliases, factories)
     pinned = pinned_check(f, name, all_aliases, factories)
+    granular = granularity_check(f, resolver, name, all_aliases, factories)
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
     peak = live_peak(f, name, factories)
@@ -445,6 +450,7 @@ def constraints_for(
                 fractal,
                 crossed,
                 pinned,
+                granular,
                 passed,
                 covered,
             )

@@ -16,19 +16,27 @@ would redo the whole work, and the name is left out as before. Nor is a grid who
 kernel body never reads, directly or through a local computed from it (`bx = (cid + i) *
 block_M` over a fixed `m_num` trips): nothing splits the work by the number of cores, so each
 added core would walk the whole count of tiles from its own index.
+
+A core count is no tile either where the kernel divides work among the cores: `T.ceildiv(X,
+cores)` is each core's share of X work items, and when every item is taken under `if item < X`
+more cores than items leave the extra ones idle. So such a count asks nothing of the knob
+(`guarded_share`); a tile-like rule read from it (no more cores than items, whole shares) would
+be untrue. A floor share `X // cores` still leaves a remainder undone and keeps its rule.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
+from bot.strategies.branches import as_if
+from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Function, names_in
 from bot.strategies.source import dotted
 
 
 class _Grids(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str | set[str]) -> None:
+        self.names = {name} if isinstance(name, str) else name
         self.indices: list[tuple[str, cst.With]] = []  # (core index name, the with)
 
     def visit_With(self, node: cst.With) -> None:
@@ -37,7 +45,7 @@ class _Grids(cst.CSTVisitor):
             if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
                 continue
             args = [a.value for a in call.args if a.keyword is None]
-            if not args or not (isinstance(args[0], cst.Name) and args[0].value == self.name):
+            if not args or not (isinstance(args[0], cst.Name) and args[0].value in self.names):
                 continue
             target: cst.BaseExpression | None = (
                 item.asname.name if item.asname is not None else None
@@ -92,3 +100,44 @@ def core_count(name: str, factories: list[Function]) -> str | None:
                 if index in read and read & counts:
                     return f"T.Kernel({name}) as {index}"
     return None
+
+
+class _Bounds(cst.CSTVisitor):
+    """The extents an `if item < X` (or `T.If`) bounds work items by."""
+
+    def __init__(self) -> None:
+        self.extents: set[str] = set()
+
+    def _test(self, test: cst.BaseExpression) -> None:
+        if (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.LessThan)
+        ):
+            self.extents.add(code_of(test.comparisons[0].comparator))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._test(node.test)
+
+    def visit_With(self, node: cst.With) -> None:
+        form = as_if(node)
+        if form is not None:
+            self._test(form.test)
+
+
+def guarded_share(aliases: set[str], factory: Function, extent: cst.BaseExpression) -> bool:
+    """True when `T.ceildiv(extent, knob)` is each core's share of `extent` work items: the knob
+    (one of `aliases`) is the grid of a kernel of `factory` that reads its core index, and the
+    kernel takes items only under `if item < extent`."""
+    want = code_of(extent)
+    for pf in factory.prim_funcs:
+        v = _Grids(aliases)
+        pf.visit(v)
+        for index, with_ in v.indices:
+            if index not in names_in(with_.body):
+                continue
+            bounds = _Bounds()
+            with_.body.visit(bounds)
+            if want in bounds.extents:
+                return True
+    return False

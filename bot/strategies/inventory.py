@@ -39,6 +39,7 @@ from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.corecount import core_count
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in, on_facts
+from bot.strategies.granularity import GranularityCheck
 from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure, dotted
 
@@ -430,6 +431,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
             knobs.remove(info)
             dropped.append(Dropped("block_size", info.name, why))
     _unread_literals(f, taken, dropped)
+    _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
 
@@ -466,6 +468,33 @@ def resolve(
     return found.reason if isinstance(found, Dropped) else found
 
 
+def _layouts(knobs: list[KnobInfo], dropped: list[Dropped]) -> None:
+    """Block-like host names that set the granularity of a table a knob is pinned to
+    (bot/strategies/granularity.py): a layout of the file's data, not a tile."""
+    listed = {d.name for d in dropped} | {k.name for k in knobs}
+    for info in knobs:
+        for check in info.constraints.checks:
+            if not isinstance(check, GranularityCheck):
+                continue
+            for name, why in check.layouts().items():
+                if BLOCK_NAME.match(name) and name not in listed:
+                    listed.add(name)
+                    dropped.append(Dropped("block_size", name, why))
+
+
+def _option_reads(f: Facts, dest: str) -> list[int]:
+    """Lines reading argparse option `dest` as an attribute (`args.block_size`)."""
+    lines: list[int] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value == dest and isinstance(node.value, cst.Name):
+                lines.append(f.line(node))
+
+    f.wrapper.module.visit(V())
+    return sorted(set(lines))
+
+
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
     """Block-like argparse options no kernel factory reads as a knob, with why."""
     left_out = {d.name: d.reason for d in dropped}
@@ -474,7 +503,14 @@ def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) ->
             continue
         fed = sorted(callsites.fed_params(f, dest))
         where = f"argparse option at line {sites[0].line}"
-        if not fed:
+        read = _option_reads(f, dest)
+        if not fed and read:  # `block_size = args.block_size`, then passed on by other functions
+            reason = (
+                f"{where} is read at line {', '.join(str(n) for n in read)} but not passed "
+                f"directly to a kernel factory; a factory parameter its value reaches through "
+                f"the file's functions is listed under its own name"
+            )
+        elif not fed:
             reason = f"{where} is not passed to any kernel factory"
         elif all(p in left_out for p in fed):
             reason = f"{where} is passed to " + ", ".join(f"{p} ({left_out[p]})" for p in fed)

@@ -119,10 +119,55 @@ def unpacked_dim(target: cst.BaseExpression, value: cst.BaseExpression, name: st
         ),
         None,
     )
-    shape = shape_of(tensor, env)
+    shape = _before_rebinding(tensor, value, env) or shape_of(tensor, env)
     if index is None or shape is None or len(shape) != len(elements):
         return None
     return shape[index]
+
+
+def _before_rebinding(
+    tensor: cst.BaseExpression, read: cst.BaseExpression, env: Env
+) -> Shape | None:
+    """`bs, heads, dim = q.shape` and only then `q = q.view(bs * heads, dim)`: the read, a
+    statement of the function's own body before the one unconditional rebinding of the
+    parameter, sees the parameter as passed. Its shape, or None when that is not the case."""
+    from bot.strategies.writes import writes
+
+    if not isinstance(tensor, cst.Name) or not env.chain:
+        return None
+    fn, name = env.chain[-1], tensor.value
+    if not takes(fn, name):
+        return None
+    bindings = writes(env.resolver.f.wrapper).bindings.get(id(fn.node), {}).get(name, [])
+    if len(bindings) != 1 or bindings[0].augmented or bindings[0].conditional:
+        return None
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+    seen_read = False
+    for line in body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            if name in names_in(line):
+                return None  # a loop or branch reading it first: order not followed
+            continue
+        if any(_holds(stmt, read) for stmt in line.body):
+            seen_read = True
+        if any(b is bindings[0].node for b in line.body):
+            return _param(fn, name, env) if seen_read else None
+    return None
+
+
+def _holds(node: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    """True when `inner` is `node` or inside it."""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            nonlocal found
+            if n is inner:
+                found = True
+            return not found
+
+    node.visit(V())
+    return found
 
 
 def _deeper(env: Env, chain: tuple[Function, ...] | None = None, **kw: object) -> Env:

@@ -8,7 +8,11 @@
   depend on the tile's position (`S[bm * block_M, 0]` while the tiles run
   over bn), every tile writes the same place: the kernel is only correct
   with one tile, so the knob must cover the whole extent X (a per-row
-  scale laid out `[M, 1]` ties block_N to N).
+  scale laid out `[M, 1]` ties block_N to N). Only when what is written
+  depends on the tile's position: a value every tile computes alike (rows of
+  a weight unpacked by the other axis's tile, `workspace[actual_row, ..]` with
+  actual_row from bn while block_M tiles run over bm) is written again with the
+  same bytes, which no tile can tell from one write.
 """
 
 from __future__ import annotations
@@ -232,6 +236,26 @@ class _Grid(cst.CSTVisitor):
         if isinstance(base, cst.Name) and base.value in self.tensors:
             self.writes.append(dst)
 
+    def other_axis(self) -> set[str]:
+        """Names holding the position of another axis of a product grid (`bn = cid % n_num`
+        beside the knob's `bm = cid // n_num`): they read the grid index without reading the
+        knob tile's position."""
+        out: set[str] = set()
+        for grid_var, mine, other in self.products:
+            for name, value in self.assigns:
+                if (
+                    isinstance(value, cst.BinaryOperation)
+                    and _names(value.left) == {grid_var}
+                    and (
+                        isinstance(value.operator, cst.Modulo)
+                        and _code(value.right) == _code(other)
+                        or isinstance(value.operator, cst.FloorDivide)
+                        and _code(value.right) == _code(mine)
+                    )
+                ):
+                    out.add(name)
+        return out
+
     def derived(self) -> set[str]:
         """The tile's position and every name computed from it."""
         code = _code
@@ -278,8 +302,116 @@ def whole_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
         index = grid.derived()
         if not index:
             continue
+        flows = _Flows()
+        pf.visit(flows)
+        roots = index | {g for g, _, _ in grid.products}  # the grid index itself, read raw
+        tainted = flows.taint(roots, grid.other_axis())
         for dst in grid.writes:
-            if not _names(dst) & index:
-                rules.append(Rule("whole", grid.extent, chain, f.line(dst), _code(dst)))
-                break
+            if _names(dst) & index:
+                continue
+            reads = flows.reads_of.get(id(dst))
+            if reads is not None and not reads & tainted:
+                continue  # every tile writes the same value there: a repeat, not an overwrite
+            rules.append(Rule("whole", grid.extent, chain, f.line(dst), _code(dst)))
+            break
     return rules
+
+
+class _Flows(cst.CSTVisitor):
+    """Per statement of a prim_func: the names it reads (with the tests of the `for`, `if` and
+    `with` around it) and the names it writes, to follow what depends on a tile's position."""
+
+    def __init__(self) -> None:
+        self.headers: list[set[str]] = []
+        self.flows: list[tuple[set[str], set[str]]] = []  # (reads, writes)
+        self.reads_of: dict[int, set[str]] = {}  # id(written destination) -> what it reads
+        self.allocated: set[str] = set()  # on-chip buffers the kernel allocates
+
+    def _around(self) -> set[str]:
+        return set().union(*self.headers) if self.headers else set()
+
+    def _flow(self, reads: set[str], dsts: list[cst.BaseExpression]) -> None:
+        reads = reads | self._around()
+        writes: set[str] = set()
+        for dst in dsts:
+            base = dst
+            while isinstance(base, cst.Subscript):
+                base = base.value
+            if isinstance(base, cst.Name):
+                writes.add(base.value)
+            self.reads_of[id(dst)] = reads
+        self.flows.append((reads, writes))
+
+    def visit_For(self, node: cst.For) -> None:
+        self._flow(_names(node.iter), [node.target] if isinstance(node.target, cst.Name) else [])
+        self.headers.append(_names(node.iter))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.headers.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.headers.append(_names(node.test))
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.headers.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self.headers.append(_names(node.test))
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self.headers.pop()
+
+    def visit_With(self, node: cst.With) -> None:
+        self.headers.append(set().union(*(_names(i.item) for i in node.items)))
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.headers.pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        targets = [t.target for t in node.targets]
+        if isinstance(node.value, cst.Call) and dotted(node.value.func).rsplit(".", 1)[
+            -1
+        ].startswith("alloc"):
+            self.allocated |= {t.value for t in targets if isinstance(t, cst.Name)}
+            return  # an allocation holds no value yet
+        reads = _names(node.value)
+        for t in targets:
+            if isinstance(t, cst.Subscript):
+                reads |= _names(t) - {t.value.value if isinstance(t.value, cst.Name) else ""}
+        self._flow(reads, [t for t in targets if isinstance(t, (cst.Name, cst.Subscript))])
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._flow(_names(node.value) | _names(node.target), [node.target])
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call):
+            return
+        args = [a.value for a in call.args if a.keyword is None]
+        if dotted(call.func).rsplit(".", 1)[-1] == "copy" and len(args) >= 2:
+            self._flow(_names(call) - _names(args[1]) | _index_names(args[1]), [args[1]])
+        else:  # any buffer an op is handed may be written
+            self._flow(_names(call), [a for a in args if isinstance(a, (cst.Name, cst.Subscript))])
+
+    def taint(self, roots: set[str], clean: set[str]) -> set[str]:
+        """Every name whose value may differ between tiles: the roots, and what a statement
+        reading one writes (`clean` names, another axis's position, stay clean)."""
+        written = set().union(*(w for _, w in self.flows)) if self.flows else set()
+        # a buffer nothing writes holds whatever each core's memory held: not one value
+        tainted = set(roots) | (self.allocated - written)
+        changed = True
+        while changed:
+            changed = False
+            for reads, writes in self.flows:
+                if reads & tainted and not writes <= tainted | clean:
+                    tainted |= writes - clean
+                    changed = True
+        return tainted
+
+
+def _index_names(node: cst.BaseExpression) -> set[str]:
+    """The names a subscripted destination reads in its indices (`Y[bx * 32, 0]`: bx)."""
+    if isinstance(node, cst.Subscript):
+        base = node.value.value if isinstance(node.value, cst.Name) else ""
+        return _names(node) - {base}
+    return set()

@@ -7,14 +7,24 @@ it last and its verdict is "style", never an improvement. The table below
 lists the v-prefixed aliases upstream defines; names upstream aliases without
 a v (gemm, fill, reduce, ...) are not part of this style and are left alone.
 The whole file is renamed in one variant: it is one logical (stylistic) change.
+
+The aliases are not in every TileLang-NPUIR: they came in on the npuir branch in January 2026
+(tile-ai/tilelang-ascend 7ce8b2e), and a kernel written against an older tree (heldout_p
+tnp_pipelined_reduce, a pull request based before it) runs on a TileLang with no `vadd`. The
+file itself does not say which TileLang it runs with, so the one the kernel will run on
+decides: where an NPUIR TileLang is installed, its `tilelang/language/__init__.py` is read (as
+text, never imported) and only the ops it aliases are renamed; where none is, the upstream
+aliases below are taken, as documented.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import libcst as cst
 
+from bot.strategies import installed
 from bot.strategies.base import Change, Refusal, Variant
 from bot.strategies.source import ParseFailure, import_bindings, make_variant, parse
 
@@ -67,43 +77,81 @@ def _language_aliases(module: cst.Module) -> set[str]:
 
 
 class _Rename(cst.CSTTransformer):
-    def __init__(self, language: set[str]) -> None:
-        self.language = language
+    def __init__(self, language: set[str], aliases: dict[str, str]) -> None:
+        self.language, self.aliases = language, aliases
         self.renamed: dict[str, int] = {}
+
+    def count(self, module: cst.Module) -> set[str]:
+        """The npuir_ names of `module` this table would rename (nothing is changed)."""
+        module.visit(self)
+        return set(self.renamed)
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.Attribute:
         if isinstance(updated_node.value, cst.Name) and updated_node.value.value in self.language:
             old = updated_node.attr.value
-            new = ALIASES.get(old)
+            new = self.aliases.get(old)
             if new:
                 self.renamed[old] = self.renamed.get(old, 0) + 1
                 return updated_node.with_changes(attr=cst.Name(new))
         return updated_node
 
 
-@lru_cache(maxsize=256)
+_ALIAS_IN_SOURCE = re.compile(r"\b(npuir_\w+)\s+as\s+(v\w+)\b")
+
+
+def installed_aliases() -> tuple[dict[str, str], str] | None:
+    """The v-aliases the installed NPUIR TileLang defines, and where they were read; None when
+    no TileLang with `npuir_` ops is installed (the upstream table applies)."""
+    for path, text in installed.tilelang_files("language/__init__.py"):
+        if "npuir_" not in text:
+            continue  # not an NPUIR TileLang: it says nothing about these names
+        found = dict(_ALIAS_IN_SOURCE.findall(text))
+        return {k: v for k, v in ALIASES.items() if found.get(k) == v}, str(path)
+    return None
+
+
 def rename(source: str, name: str = "kernel.py") -> Variant | Refusal:
-    """Rename every `T.npuir_<op>` that has a v-alias to `T.v<op>`."""
+    """Rename every `T.npuir_<op>` that has a v-alias to `T.v<op>`: the aliases the installed
+    NPUIR TileLang defines, else upstream's."""
+    here = installed_aliases()
+    aliases, origin = here if here is not None else (ALIASES, "")
+    return _rename(source, name, tuple(sorted(aliases.items())), origin)
+
+
+@lru_cache(maxsize=256)
+def _rename(
+    source: str, name: str, table: tuple[tuple[str, str], ...], origin: str
+) -> Variant | Refusal:
+    aliases = dict(table)
     try:
         wrapper = parse(source)
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=STRATEGY)
     module = wrapper.module
-    t = _Rename(_language_aliases(module))
+    t = _Rename(_language_aliases(module), aliases)
     new_source = module.visit(t).code
     if not t.renamed:
+        unaliased = sorted(_Rename(_language_aliases(module), ALIASES).count(module))
+        if origin and unaliased:
+            return Refusal(
+                (
+                    f"the installed TileLang ({origin}) defines no v-alias for "
+                    f"{', '.join(unaliased)}: renaming would call names it does not have",
+                ),
+                strategy=STRATEGY,
+            )
         return Refusal(
             ("no T.npuir_<op> call with a v-prefixed alias in the source",), strategy=STRATEGY
         )
-    what = ", ".join(f"{k} -> {ALIASES[k]} (x{n})" for k, n in sorted(t.renamed.items()))
+    what = ", ".join(f"{k} -> {aliases[k]} (x{n})" for k, n in sorted(t.renamed.items()))
     change = Change(
         strategy=STRATEGY,
         description=f"v-prefix style: {what}",
         knob=None,
         old=sorted(t.renamed),
-        new=sorted(ALIASES[k] for k in t.renamed),
+        new=sorted(aliases[k] for k in t.renamed),
     )
     return make_variant(source, new_source, change, name)
 
