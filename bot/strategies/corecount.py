@@ -31,7 +31,7 @@ import libcst as cst
 from bot.strategies.branches import as_if
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Function, names_in
-from bot.strategies.source import dotted
+from bot.strategies.source import launch
 
 
 class _Grids(cst.CSTVisitor):
@@ -41,19 +41,12 @@ class _Grids(cst.CSTVisitor):
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
-            call = item.item
-            if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
+            k = launch(item)
+            if k is None or not k.grid or not k.names:
                 continue
-            args = [a.value for a in call.args if a.keyword is None]
-            if not args or not (isinstance(args[0], cst.Name) and args[0].value in self.names):
-                continue
-            target: cst.BaseExpression | None = (
-                item.asname.name if item.asname is not None else None
-            )
-            if isinstance(target, cst.Tuple) and target.elements:
-                target = target.elements[0].value
-            if isinstance(target, cst.Name) and target.value != "_":
-                self.indices.append((target.value, node))
+            grid, index = k.grid[0], k.names[0]
+            if isinstance(grid, cst.Name) and grid.value in self.names and index not in ("", "_"):
+                self.indices.append((index, node))
 
 
 class _Assigns(cst.CSTVisitor):

@@ -28,7 +28,7 @@ import libcst as cst
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import aliases_of, sized_by
 from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted, tensor_params
+from bot.strategies.source import dotted, launch, tensor_params
 
 ALLOCS = ("alloc_",)
 
@@ -40,16 +40,9 @@ def _kernel_targets(pf: cst.FunctionDef) -> tuple[str, str] | None:
 
     class V(cst.CSTVisitor):
         def visit_WithItem(self, node: cst.WithItem) -> None:
-            call = node.item
-            if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
-                return
-            if not any(a.keyword is not None and a.keyword.value == "is_npu" for a in call.args):
-                return
-            target = node.asname.name if node.asname else None
-            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-                a, b = (e.value for e in target.elements)
-                if isinstance(a, cst.Name) and isinstance(b, cst.Name):
-                    found.append((a.value, b.value))
+            k = launch(node)
+            if k is not None and k.npu and len(k.names) == 2 and all(k.names):
+                found.append((k.names[0], k.names[1]))
 
     pf.body.visit(V())
     return found[0] if len(found) == 1 else None

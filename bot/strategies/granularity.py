@@ -36,7 +36,7 @@ import libcst as cst
 from bot.strategies.binding import Resolver
 from bot.strategies.evaluate import CEILDIV, Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function, names_in
-from bot.strategies.source import dotted
+from bot.strategies.source import dotted, launch
 
 MAX_DEPTH = 4  # single assignments followed to a count's expression
 
@@ -147,18 +147,9 @@ class _Kernel(cst.CSTVisitor):
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
-            call = item.item
-            if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
-                continue
-            grid = [a.value for a in call.args if a.keyword is None]
-            target = item.asname.name if item.asname else None
-            first = (
-                target.elements[0].value
-                if isinstance(target, (cst.Tuple, cst.List)) and target.elements
-                else target
-            )
-            if grid and isinstance(first, cst.Name) and self._count(grid[0]):
-                self.indices.add(first.value)
+            k = launch(item)
+            if k is not None and k.grid and k.names and k.names[0] and self._count(k.grid[0]):
+                self.indices.add(k.names[0])
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:

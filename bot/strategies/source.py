@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -197,6 +198,34 @@ def dotted(node: cst.BaseExpression) -> str:
         base = dotted(node.value)
         return f"{base}.{node.attr.value}" if base else ""
     return ""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One `T.Kernel(...)` item of a `with`: `with T.Kernel(grid, is_npu=True) as (cid, vid)`."""
+
+    call: cst.Call
+    grid: list[cst.BaseExpression]  # the positional arguments: the launch grid
+    npu: bool  # `is_npu=` given
+    names: list[str]  # the names it binds, by position ('' where a target is not a plain name)
+
+
+def launch(item: cst.WithItem) -> Launch | None:
+    """The `T.Kernel(...)` launch `item` opens, or None for any other context manager."""
+    call = item.item
+    if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
+        return None
+    target = item.asname.name if item.asname is not None else None
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [e.value.value if isinstance(e.value, cst.Name) else "" for e in target.elements]
+    else:
+        names = [target.value if isinstance(target, cst.Name) else ""]
+    return Launch(
+        call,
+        [a.value for a in call.args if a.keyword is None],
+        any(a.keyword is not None and a.keyword.value == "is_npu" for a in call.args),
+        names,
+    )
 
 
 def annotation_heads(fn: cst.FunctionDef, every_kind: bool = False) -> dict[str, str]:

@@ -23,7 +23,7 @@ import libcst as cst
 
 from bot.strategies.evaluate import CEILDIV
 from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted, tensor_params
+from bot.strategies.source import dotted, launch, tensor_params
 
 
 @dataclass(frozen=True)
@@ -191,18 +191,11 @@ class _Grid(cst.CSTVisitor):
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
-            call = item.item
-            if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
+            k = launch(item)
+            if k is None:
                 continue
-            grid = [a.value for a in call.args if a.keyword is None]
-            npu = any(a.keyword is not None and a.keyword.value == "is_npu" for a in call.args)
-            targets = item.asname.name if item.asname else None
-            names = (
-                [e.value.value if isinstance(e.value, cst.Name) else "" for e in targets.elements]
-                if isinstance(targets, (cst.Tuple, cst.List))
-                else [targets.value if isinstance(targets, cst.Name) else ""]
-            )
-            for i, g in enumerate(grid[:1] if npu else grid):
+            names = k.names
+            for i, g in enumerate(k.grid[:1] if k.npu else k.grid):
                 if i >= len(names) or not names[i]:
                     continue
                 x = _count_extent(g, self.aliases, self.counts)
