@@ -22,6 +22,7 @@ taken, n already equals padded), as does `if n % block != 0: n = ...multiple...`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -150,107 +151,89 @@ def _in_order(
     is read: followed through the statements of the function before the one that reads it."""
     fn = chain[-1]
     name = use.value
+    flow = _Flow(resolver, chain, knob, depth, name)
     state = fn.params.count(name) > 0 and _through_calls(resolver, fn, name, knob, depth)
     for stmt in fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ():
         if _holds(stmt, use):
             return state and not _assigns(stmt, name)
-        state = _after(resolver, stmt, name, state, chain, knob, depth)
+        state = flow.after(stmt, state)
     return False
 
 
-def _after(
-    resolver: Resolver,
-    stmt: cst.BaseStatement,
-    name: str,
-    state: bool,
-    chain: tuple[Function, ...],
-    knob: frozenset[str],
-    depth: int,
-) -> bool:
-    """Whether `name` is a multiple of the knob after `stmt`, given `state` before it."""
-    if not _assigns(stmt, name):
+@dataclass(frozen=True)
+class _Flow:
+    """Whether `name` is a multiple of the knob, followed statement by statement through a
+    function of `chain` (the knob spelled `knob` there)."""
+
+    resolver: Resolver
+    chain: tuple[Function, ...]
+    knob: frozenset[str]
+    depth: int
+    name: str
+
+    def multiple(self, node: cst.BaseExpression) -> bool:
+        return multiple_of(self.resolver, node, self.chain, self.knob, self.depth + 1)
+
+    def after(self, stmt: cst.BaseStatement, state: bool) -> bool:
+        """Whether `name` is a multiple after `stmt`, given `state` before it."""
+        if not _assigns(stmt, self.name):
+            return state
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return self.smalls(stmt.body, state)
+        if isinstance(stmt, cst.If):
+            body = self.block(stmt.body, state)
+            if stmt.orelse is None:
+                # not taken: `if padded != n` leaves n equal to padded, `if n % knob != 0` a
+                # multiple
+                other = state or self.settles(stmt.test)
+            elif isinstance(stmt.orelse, cst.If):
+                other = self.after(stmt.orelse, state)
+            else:
+                other = self.block(stmt.orelse.body, state)
+            return body and other
+        if isinstance(stmt, cst.With):
+            return self.block(stmt.body, state)
+        return False  # a loop, try or def that rebinds it: not followed
+
+    def smalls(self, smalls: Sequence[cst.BaseSmallStatement], state: bool) -> bool:
+        for small in smalls:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and small.targets[0].target.value == self.name
+            ):
+                state = self.multiple(small.value)
+            elif _assigns(small, self.name):
+                state = False
         return state
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return _smalls(resolver, stmt.body, name, state, chain, knob, depth)
-    if isinstance(stmt, cst.If):
-        body = _block(resolver, stmt.body, name, state, chain, knob, depth)
-        if stmt.orelse is None:
-            # not taken: `if padded != n` leaves n equal to padded, `if n % knob != 0` a multiple
-            other = state or _settles(resolver, stmt.test, name, chain, knob, depth)
-        elif isinstance(stmt.orelse, cst.If):
-            other = _after(resolver, stmt.orelse, name, state, chain, knob, depth)
-        else:
-            other = _block(resolver, stmt.orelse.body, name, state, chain, knob, depth)
-        return body and other
-    if isinstance(stmt, cst.With):
-        return _block(resolver, stmt.body, name, state, chain, knob, depth)
-    return False  # a loop, try or def that rebinds it: not followed
 
+    def block(self, block: cst.BaseSuite, state: bool) -> bool:
+        if isinstance(block, cst.SimpleStatementSuite):
+            return self.smalls(block.body, state)
+        assert isinstance(block, cst.IndentedBlock)
+        for stmt in block.body:
+            state = self.after(stmt, state)
+        return state
 
-def _smalls(
-    resolver: Resolver,
-    smalls: Sequence[cst.BaseSmallStatement],
-    name: str,
-    state: bool,
-    chain: tuple[Function, ...],
-    knob: frozenset[str],
-    depth: int,
-) -> bool:
-    for small in smalls:
-        if (
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-            and small.targets[0].target.value == name
-        ):
-            state = multiple_of(resolver, small.value, chain, knob, depth + 1)
-        elif _assigns(small, name):
-            state = False
-    return state
-
-
-def _block(
-    resolver: Resolver,
-    block: cst.BaseSuite,
-    name: str,
-    state: bool,
-    chain: tuple[Function, ...],
-    knob: frozenset[str],
-    depth: int,
-) -> bool:
-    if isinstance(block, cst.SimpleStatementSuite):
-        return _smalls(resolver, block.body, name, state, chain, knob, depth)
-    assert isinstance(block, cst.IndentedBlock)
-    for stmt in block.body:
-        state = _after(resolver, stmt, name, state, chain, knob, depth)
-    return state
-
-
-def _settles(
-    resolver: Resolver,
-    test: cst.BaseExpression,
-    name: str,
-    chain: tuple[Function, ...],
-    knob: frozenset[str],
-    depth: int,
-) -> bool:
-    """Whether `test` being false makes `name` a multiple of the knob: `name != P` or
-    `P != name` with P a multiple, or `name % knob != 0` (also `name % knob` alone)."""
-    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
-        return code_of(test.left) == name and code_of(test.right) in knob
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    def settles(self, test: cst.BaseExpression) -> bool:
+        """Whether `test` being false makes `name` a multiple of the knob: `name != P` or
+        `P != name` with P a multiple, or `name % knob != 0` (also `name % knob` alone)."""
+        if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
+            return code_of(test.left) == self.name and code_of(test.right) in self.knob
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return False
+        target = test.comparisons[0]
+        if not isinstance(target.operator, cst.NotEqual):
+            return False
+        left, right = test.left, target.comparator
+        if isinstance(right, cst.Integer) and right.value == "0":
+            return self.settles(left)
+        if code_of(left) == self.name:
+            return self.multiple(right)
+        if code_of(right) == self.name:
+            return self.multiple(left)
         return False
-    target = test.comparisons[0]
-    if not isinstance(target.operator, cst.NotEqual):
-        return False
-    left, right = test.left, target.comparator
-    if isinstance(right, cst.Integer) and right.value == "0":
-        return _settles(resolver, left, name, chain, knob, depth)
-    if code_of(left) == name:
-        return multiple_of(resolver, right, chain, knob, depth + 1)
-    if code_of(right) == name:
-        return multiple_of(resolver, left, chain, knob, depth + 1)
-    return False
 
 
 def _rounds_up(
