@@ -233,39 +233,31 @@ class _Grid(cst.CSTVisitor):
         """Names holding the position of another axis of a product grid (`bn = cid % n_num`
         beside the knob's `bm = cid // n_num`): they read the grid index without reading the
         knob tile's position."""
+        return self._split(mine_axis=False, only_grid=True)
+
+    def _split(self, mine_axis: bool, only_grid: bool) -> set[str]:
+        """Names a product grid's index is split into along one axis: the knob's (`cid %
+        mine`, `cid // other`) or the other (`cid % other`, `cid // mine`); with `only_grid`
+        the split reads nothing but the grid index."""
         out: set[str] = set()
         for grid_var, mine, other in self.products:
+            mod, div = (mine, other) if mine_axis else (other, mine)
             for name, value in self.assigns:
-                if (
-                    isinstance(value, cst.BinaryOperation)
-                    and _names(value.left) == {grid_var}
-                    and (
-                        isinstance(value.operator, cst.Modulo)
-                        and _code(value.right) == _code(other)
-                        or isinstance(value.operator, cst.FloorDivide)
-                        and _code(value.right) == _code(mine)
-                    )
+                if not isinstance(value, cst.BinaryOperation):
+                    continue
+                read = _names(value.left)
+                if (read == {grid_var} if only_grid else grid_var in read) and (
+                    isinstance(value.operator, cst.Modulo)
+                    and _code(value.right) == _code(mod)
+                    or isinstance(value.operator, cst.FloorDivide)
+                    and _code(value.right) == _code(div)
                 ):
                     out.add(name)
         return out
 
     def derived(self) -> set[str]:
         """The tile's position and every name computed from it."""
-        code = _code
-        index = set(self.index)
-        for grid_var, mine, other in self.products:
-            for name, value in self.assigns:
-                if (
-                    isinstance(value, cst.BinaryOperation)
-                    and _names(value.left) >= {grid_var}
-                    and (
-                        isinstance(value.operator, cst.Modulo)
-                        and code(value.right) == code(mine)
-                        or isinstance(value.operator, cst.FloorDivide)
-                        and code(value.right) == code(other)
-                    )
-                ):
-                    index.add(name)
+        index = self.index | self._split(mine_axis=True, only_grid=False)
         changed = True
         while changed:
             changed = False
