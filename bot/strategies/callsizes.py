@@ -100,13 +100,8 @@ def _pytest_passes(resolver: Resolver, fn: Function, names: set[str]) -> list[di
     `@pytest.mark.parametrize` lists (parametrized.py); the integer sizes each pass gives the
     parameters `names`, one dict per pass ([] when none gives one)."""
     out: list[dict[str, int]] = []
-    for given in parametrized.passes(fn, resolver.f) or []:
-        env = Env(resolver, fn.parents)
-        sizes = {
-            n: v
-            for n in sorted(names & set(given))
-            if (v := tensorshapes.size_of(given[n], env)) is not None
-        }
+    for given in parametrized.int_passes(fn, resolver):
+        sizes = {n: given[n] for n in sorted(names & set(given))}
         if sizes and sizes not in out:
             out.append(sizes)
     return out

@@ -19,10 +19,15 @@ size from such a list is a value per test pass and stays out of the knobs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
+
+if TYPE_CHECKING:
+    from bot.strategies.binding import Resolver
 
 
 def _names(node: cst.BaseExpression) -> list[str] | None:
@@ -114,3 +119,17 @@ def passes(fn: Function, f: Facts) -> list[dict[str, cst.BaseExpression]] | None
         out = [{**a, **b} for a in out for b in rows][:MAX_PASSES]
         found = True
     return out if found else None
+
+
+def int_passes(fn: Function, resolver: Resolver) -> list[dict[str, int]]:
+    """The integer sizes each pytest pass gives `fn`'s parameters (`tensorshapes.size_of` of
+    each entry, read where `fn` is defined), one dict per pass of `passes`."""
+    from bot.strategies.evaluate import Env
+    from bot.strategies.tensorshapes import size_of
+
+    env = Env(resolver, fn.parents)
+    out: list[dict[str, int]] = []
+    for given in passes(fn, resolver.f) or []:
+        sizes = {n: v for n, node in given.items() if (v := size_of(node, env)) is not None}
+        out.append(sizes)
+    return out

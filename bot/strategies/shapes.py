@@ -36,7 +36,6 @@ from bot.config.schema import DeclaredShape
 from bot.strategies import parametrized
 from bot.strategies.binding import Resolver
 from bot.strategies.ceiling import augmented_operands, ceiling
-from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.source import dotted, int_value
 
@@ -106,16 +105,7 @@ def _pytest_passes(f: Facts, resolver: Resolver, fn: Function) -> list[dict[str,
     names `fn` (pytest calls it once per parametrize pass: parametrized.py)."""
     if any(resolver.calls(call, fn) for call in f.calls):
         return []
-    out: list[dict[str, int]] = []
-    for given in parametrized.passes(fn, f) or []:
-        env = Env(resolver, fn.parents)
-        sizes: dict[str, int] = {}
-        for name, node in given.items():
-            value = evaluate(node, env)
-            if isinstance(value, int) and not isinstance(value, bool):
-                sizes[name] = value
-        out.append(sizes)
-    return out
+    return parametrized.int_passes(fn, resolver)
 
 
 def sizes(
