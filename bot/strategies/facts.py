@@ -105,6 +105,22 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return v.names
 
 
+class _Finds(cst.CSTVisitor):
+    def __init__(self, inner: cst.CSTNode) -> None:
+        self.inner, self.found = inner, False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.found = self.found or node is self.inner
+        return not self.found
+
+
+def contains(node: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    """True when `inner` (this very node) is `node` or inside it."""
+    v = _Finds(inner)
+    node.visit(v)
+    return v.found
+
+
 def _simple_targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
     out: list[tuple[str, cst.BaseExpression]] = []
     for target in stmt.targets:

@@ -28,7 +28,7 @@ import libcst as cst
 
 from bot.strategies.binding import Resolver
 from bot.strategies.evaluate import code_of
-from bot.strategies.facts import Function, names_in
+from bot.strategies.facts import Function, contains, names_in
 from bot.strategies.source import dotted
 
 MAX_DEPTH = 6
@@ -74,22 +74,6 @@ def multiple_of(
         if name in fn.params:
             return _through_calls(resolver, fn, name, knob, depth)
     return False
-
-
-class _Found(cst.CSTVisitor):
-    def __init__(self, node: cst.CSTNode) -> None:
-        self.node, self.found = node, False
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if node is self.node:
-            self.found = True
-        return not self.found
-
-
-def _holds(stmt: cst.CSTNode, node: cst.CSTNode) -> bool:
-    v = _Found(node)
-    stmt.visit(v)
-    return v.found
 
 
 def _assigns(stmt: cst.CSTNode, name: str) -> bool:
@@ -154,7 +138,7 @@ def _in_order(
     flow = _Flow(resolver, chain, knob, depth, name)
     state = fn.params.count(name) > 0 and _through_calls(resolver, fn, name, knob, depth)
     for stmt in fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ():
-        if _holds(stmt, use):
+        if contains(stmt, use):
             return state and not _assigns(stmt, name)
         state = flow.after(stmt, state)
     return False

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from bot.strategies import rebinding
-from bot.strategies.facts import Function, names_in
+from bot.strategies.facts import Function, contains, names_in
 from bot.strategies.signature import takes
 from bot.strategies.source import dotted
 
@@ -148,26 +148,11 @@ def _before_rebinding(
             if name in names_in(line):
                 return None  # a loop or branch reading it first: order not followed
             continue
-        if any(_holds(stmt, read) for stmt in line.body):
+        if any(contains(stmt, read) for stmt in line.body):
             seen_read = True
         if any(b is bindings[0].node for b in line.body):
             return _param(fn, name, env) if seen_read else None
     return None
-
-
-def _holds(node: cst.CSTNode, inner: cst.CSTNode) -> bool:
-    """True when `inner` is `node` or inside it."""
-    found = False
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            nonlocal found
-            if n is inner:
-                found = True
-            return not found
-
-    node.visit(V())
-    return found
 
 
 def _deeper(env: Env, chain: tuple[Function, ...] | None = None, **kw: object) -> Env:
