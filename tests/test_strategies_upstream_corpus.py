@@ -146,6 +146,15 @@ def _lists_drop(skipped: str, name: str) -> bool:
     return head == "block_size" and listed.rsplit(".", 1)[-1] == name and len(why) > 10
 
 
+def _by_name(key: str, names: list[str]) -> list[str]:
+    """The expected knobs a move on `key` is judged by: of those on the changed line, the one
+    of the same name when there is one. Two knobs can share a line and a value (keywords at one
+    call, a tuple); a move must then meet its own knob's rule, not either one's."""
+    short = key.rsplit(".", 1)[-1].lower()
+    named = [k for k in names if k.rsplit(".", 1)[-1].lower() == short]
+    return named or names
+
+
 def judge_kernel(kid: str, every_value: bool = False) -> Tally:
     """Judge every first move on `kid`; with every_value, every value each knob's space plans
     (the planner's probes go to the far ends first, so any of them can reach measurement)."""
@@ -167,11 +176,14 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
     def judge_block(v: Variant, name: str) -> None:
         t.produced += 1
         lines = changed_parent_lines(src, v.source)
-        matches = [
-            k
-            for k, e in expected_knobs.items()
-            if lines == {e["line"]} and e["value"] == v.change.old
-        ]
+        matches = _by_name(
+            name,
+            [
+                k
+                for k, e in expected_knobs.items()
+                if lines == {e["line"]} and e["value"] == v.change.old
+            ],
+        )
         if name in dropped or not matches:
             (t.noop if name in dropped else t.wrong_site).append(f"{kid}: {v.change.description}")
             return
@@ -218,12 +230,17 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
                     t.refused += 1
                     if not r.reason.strip():
                         t.unexplained.append(f"{kid}: {spec.key}={new} refused without a reason")
-                    matches = [
-                        e
-                        for e in expected_knobs.values()
-                        if e["line"] == getattr(site, "line", None)
-                    ]
-                    if matches and all(valid(e["valid"], new) for e in matches):
+                    line_matches = _by_name(
+                        spec.key,
+                        [
+                            k
+                            for k, e in expected_knobs.items()
+                            if e["line"] == getattr(site, "line", None)
+                        ],
+                    )
+                    if line_matches and all(
+                        valid(expected_knobs[k]["valid"], new) for k in line_matches
+                    ):
                         t.refused_valid.append(f"{kid}: {spec.key}={new}: {r.reason}")
         elif spec.kind == "stages":
             loops = {loop["line"]: loop for loop in exp.get("pipeline") or []}
