@@ -64,6 +64,7 @@ SETS = (
     "heldout_n",
     "heldout_o",
     "heldout_p",
+    "heldout_q",
 )
 
 
