@@ -214,6 +214,17 @@ def summarize(runs: list[dict], ops: list[str]) -> dict:
     return table
 
 
+def _checkpoint(out: Path, runs: list[dict]) -> None:
+    """Write the runs so far beside the result file: an interrupted run (hours on a loaded
+    host) keeps what it measured. The delivered sources stay out; the final file replaces it."""
+    partial = out.with_name(out.stem + ".partial.json")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    kept = [{k: v for k, v in run.items() if k != "delivered"} for run in runs]
+    tmp = partial.with_name(partial.name + ".tmp")
+    tmp.write_text(json.dumps({"partial": True, "runs": kept}, indent=1) + "\n")
+    os.replace(tmp, partial)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", default=DEFAULT_OPS, help="comma-separated <project>/<op>")
@@ -248,6 +259,7 @@ def main() -> None:
                         file=sys.stderr,
                     )
                     runs.append(run)
+                    _checkpoint(args.out, runs)
         cache: dict[tuple[str, str], dict] = {}
         for run in runs:
             key = (run["op"], run["delivered_sha256"])
@@ -292,6 +304,7 @@ def main() -> None:
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
+    args.out.with_name(args.out.stem + ".partial.json").unlink(missing_ok=True)
     print(f"wrote {args.out}")
 
 
