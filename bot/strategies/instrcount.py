@@ -223,7 +223,8 @@ class InstructionCountCheck:
                 f"a fixed number of elements, {counts}"
                 + (f" = {covered}" if len(now) > 1 else "")
                 + f", which does not change with {self.name} and is all of `{buf.name}` "
-                f"({before} elements) at the current {current}; at {value} `{buf.name}` holds "
+                f"({before} elements) at the current {self.name}={current}; at {value} "
+                f"`{buf.name}` holds "
                 f"{after}, so the call {effect}"
             )
         return None
