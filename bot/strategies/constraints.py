@@ -60,6 +60,7 @@ from bot.strategies.fractal import fractal_check
 from bot.strategies.granularity import granularity_check
 from bot.strategies.hostasserts import wrapper_asserts
 from bot.strategies.hostpad import pad_rules
+from bot.strategies.instrcount import instruction_count_check
 from bot.strategies.l0fit import l0_check
 from bot.strategies.liveness import live_peak
 from bot.strategies.lostsize import lost_at
@@ -415,6 +416,7 @@ def constraints_for(
     peak = live_peak(f, name, factories)
     grown = over_paper(f, name, factories)
     covered = coverage_check(f, name, factories)
+    counted = instruction_count_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -453,6 +455,7 @@ def constraints_for(
                 granular,
                 passed,
                 covered,
+                counted,
             )
             if c is not None
         ],
