@@ -1,0 +1,53 @@
+"""Adversarial review of the eighth session's rules (h16r): each rule on its own intent spelled
+another way (it must still hold) and on a look-alike it must not take, on kernels written for
+the test from the fixtures of tests/test_strategies_firstcontact_p.py and
+tests/test_strategies_sizes_h15.py."""
+
+from __future__ import annotations
+
+from test_strategies_firstcontact_p import CHUNK_GATE, _move
+
+from bot.strategies.base import Refusal
+
+# --- granularity.py: a per-tile table laid out by the host in blocks of G pins the knob to G
+
+_GRID_1D = (
+    "        with T.Kernel(T.ceildiv(rows, block_R), is_npu=True) as (cid, _):\n"
+    "            r = cid % T.ceildiv(rows, block_R)\n"
+)
+
+
+def _gate(launch: str) -> str:
+    src = CHUNK_GATE.replace(_GRID_1D, launch)
+    assert src != CHUNK_GATE
+    return src
+
+
+def _pinned(src: str) -> None:
+    for value in (16, 64):
+        r = _move(src, "block_R", value)
+        assert isinstance(r, Refusal), value
+        assert "`Gate[r]`" in r.reason and "32-wide blocks" in r.reason, r.reason
+
+
+def test_a_tile_index_at_the_second_place_of_a_grid_reads_the_table_per_tile():
+    # `T.Kernel(gx, gy, is_npu=True) as (bx, by)` (Developer-mode 2-D grids): the row tiles are
+    # the grid's second extent, so `r` is their index as `cid % ...` was
+    _pinned(_gate("        with T.Kernel(1, T.ceildiv(rows, block_R), is_npu=True) as (cx, r):\n"))
+
+
+def test_a_loop_from_zero_over_the_tiles_is_the_tile_index():
+    # one core walking the row tiles in `T.serial(0, n)` is the `T.serial(n)` walk
+    for loop in ("T.serial(0, T.ceildiv(rows, block_R))", "range(0, T.ceildiv(rows, block_R))"):
+        _pinned(
+            _gate(
+                f"        with T.Kernel(1, is_npu=True) as (cid, _):\n          for r in {loop}:\n"
+            )
+        )
+    # a loop that starts elsewhere walks other trips: not read as the tile index
+    offset = _gate(
+        "        with T.Kernel(1, is_npu=True) as (cid, _):\n"
+        "          for r in T.serial(1, T.ceildiv(rows, block_R)):\n"
+    )
+    r = _move(offset, "block_R", 64)
+    assert not (isinstance(r, Refusal) and "32-wide blocks" in r.reason), r
