@@ -5,9 +5,9 @@ tests/test_strategies_sizes_h15.py."""
 
 from __future__ import annotations
 
-from test_strategies_firstcontact_p import CHUNK_GATE, _move
+from test_strategies_firstcontact_p import CHUNK_GATE, SHARED_CORES, _move
 
-from bot.strategies.base import Refusal
+from bot.strategies.base import Refusal, Variant
 
 # --- granularity.py: a per-tile table laid out by the host in blocks of G pins the knob to G
 
@@ -51,3 +51,27 @@ def test_a_loop_from_zero_over_the_tiles_is_the_tile_index():
     )
     r = _move(offset, "block_R", 64)
     assert not (isinstance(r, Refusal) and "32-wide blocks" in r.reason), r
+
+
+# --- corecount.py: `T.ceildiv(X, cores)` over items taken under `if item < X` is a share
+
+
+def test_a_bound_on_the_loop_counter_is_no_guard_of_the_items():
+    # `if i < n_items` bounds the trip, not the item `first + i`: a core past the items still
+    # takes rows past the end, so the count keeps its tile rule
+    counter = SHARED_CORES.replace("if item < n_items:", "if i < n_items:")
+    r = _move(counter, "BLOCK_CORES", 48)
+    assert isinstance(r, Refusal) and "exceeds the extent 8" in r.reason, r
+
+
+def test_a_guard_of_the_items_spelled_otherwise_is_the_same_share():
+    for guard in (
+        "if n_items > item:",
+        "if item <= n_items - 1:",
+        "if item < n_items and core >= 0:",
+        "with T.If(n_items > item), T.Then():",
+    ):
+        src = SHARED_CORES.replace("if item < n_items:", guard)
+        assert src != SHARED_CORES
+        for value in (16, 48, 64):
+            assert isinstance(_move(src, "BLOCK_CORES", value), Variant), (guard, value)
