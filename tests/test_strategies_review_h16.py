@@ -6,6 +6,7 @@ tests/test_strategies_sizes_h15.py."""
 from __future__ import annotations
 
 from test_strategies_firstcontact_p import CHUNK_GATE, SHARED_CORES, _move
+from test_strategies_sizes_h15 import _legal
 
 from bot.strategies.base import Refusal, Variant
 
@@ -75,3 +76,42 @@ def test_a_guard_of_the_items_spelled_otherwise_is_the_same_share():
         assert src != SHARED_CORES
         for value in (16, 48, 64):
             assert isinstance(_move(src, "BLOCK_CORES", value), Variant), (guard, value)
+
+
+# --- parametrized.py: the integers a `@pytest.mark.parametrize` list passes are sizes
+
+_PARAMETRIZED = (
+    "import pytest\n\n"
+    "CASES = {CASES}\n\n\n"
+    "@pytest.mark.parametrize({ARGS})\n"
+    "def test_rows(M, N):\n"
+    "    rows(M, N, 32)\n"
+)
+
+
+def _passes(cases: str, args: str = '"M, N", CASES') -> tuple[int, ...]:
+    legal, _ = _legal(_PARAMETRIZED.replace("{CASES}", cases).replace("{ARGS}", args))
+    return legal
+
+
+UNKNOWN = (8, 16, 32)  # no size read: nothing beyond the current 32 is planned
+BOTH = (8, 16, 32, 64, 128)  # M = 512 and 128: divisors of 128
+
+
+def test_pytest_param_entries_and_keyword_lists_are_passes():
+    assert _passes("[(512, 64), (128, 64)]") == BOTH
+    assert _passes('[pytest.param(512, 64, id="big"), pytest.param(128, 64)]') == BOTH
+    assert _passes("[(512, 64), (128, 64)]", 'argnames="M, N", argvalues=CASES') == BOTH
+    assert _passes("[(512, 64), (128, 64)]", '("M", "N"), argvalues=CASES') == BOTH
+    # a pass pytest skips runs no size: only 512 is left
+    skipped = '[(512, 64), pytest.param(128, 64, marks=pytest.mark.skip(reason="slow"))]'
+    assert _passes(skipped) == (8, 16, 32, 64, 128, 256, 512)
+    # values the file does not write out stay unknown
+    assert _passes("[pytest.param(*(512, 64)), (128, 64)]") == UNKNOWN
+
+
+def test_an_indirect_list_is_no_size():
+    # `indirect=True` hands each value to a fixture of that name, which passes the test what
+    # it makes of it: the listed integers are not the test's M and N
+    assert _passes("[(512, 64), (128, 64)]", '"M, N", CASES, indirect=True') == UNKNOWN
+    assert _passes("[(512, 64), (128, 64)]", '"M, N", CASES, indirect=False') == BOTH
