@@ -5,7 +5,7 @@ tests/test_strategies_sizes_h15.py."""
 
 from __future__ import annotations
 
-from test_strategies_firstcontact_p import CHUNK_GATE, SHARED_CORES, _move
+from test_strategies_firstcontact_p import CHUNK_GATE, SHARED_CORES, SHARED_UNPACK, _move
 from test_strategies_sizes_h15 import _legal
 
 from bot.strategies.base import Refusal, Variant
@@ -115,3 +115,35 @@ def test_an_indirect_list_is_no_size():
     # it makes of it: the listed integers are not the test's M and N
     assert _passes("[(512, 64), (128, 64)]", '"M, N", CASES, indirect=True') == UNKNOWN
     assert _passes("[(512, 64), (128, 64)]", '"M, N", CASES, indirect=False') == BOTH
+
+
+# --- tiling.py: a write every tile makes at one place is an overwrite only when what it writes
+# depends on the tile's position. What it writes is followed through every statement form.
+
+_UNPACK_ROW = "                T.copy(W[w_row, 0], row_ub)\n"
+
+
+def _unpack(row: str) -> str:
+    src = SHARED_UNPACK.replace(_UNPACK_ROW, row)
+    assert src != SHARED_UNPACK
+    return src
+
+
+def test_a_value_from_the_tile_by_a_keyword_destination_or_an_annotated_local_overwrites():
+    for row in (
+        # the copy's destination given as `dst=`: row_ub holds rows of A at bm
+        "                T.copy(A[bm * block_M + r, 0], dst=row_ub)\n",
+        # the row of A read through an annotated local computed from bm
+        "                a_row: T.int32 = bm * block_M + r\n                T.copy(A[a_row, 0], row_ub)\n",
+    ):
+        r = _move(_unpack(row), "block_M", 32)
+        assert isinstance(r, Refusal) and "overwrite" in r.reason, (row, r)
+
+
+def test_a_constant_an_op_is_handed_carries_no_tile_position():
+    # the gemm's flags passed by position (`False, True`: transpose_B) are no buffers it writes:
+    # read beside the bm-dependent operands they must not carry bm into every statement that
+    # reads the same constant (the launch's `is_npu=True`), the workspace rows among them
+    positional = SHARED_UNPACK.replace("transpose_B=True, init=True)", "False, True)")
+    assert positional != SHARED_UNPACK
+    assert isinstance(_move(positional, "block_M", 32), Variant)
