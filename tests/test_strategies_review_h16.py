@@ -5,9 +5,17 @@ tests/test_strategies_sizes_h15.py."""
 
 from __future__ import annotations
 
-from test_strategies_firstcontact_p import CHUNK_GATE, SHARED_CORES, SHARED_UNPACK, _move
+from test_strategies_firstcontact_p import (
+    CHUNK_GATE,
+    NPUIR_OPS,
+    SHARED_CORES,
+    SHARED_UNPACK,
+    _language,
+    _move,
+)
 from test_strategies_sizes_h15 import _legal
 
+from bot.strategies import vprefix
 from bot.strategies.base import Refusal, Variant
 
 # --- granularity.py: a per-tile table laid out by the host in blocks of G pins the knob to G
@@ -147,3 +155,37 @@ def test_a_constant_an_op_is_handed_carries_no_tile_position():
     positional = SHARED_UNPACK.replace("transpose_B=True, init=True)", "False, True)")
     assert positional != SHARED_UNPACK
     assert isinstance(_move(positional, "block_M", 32), Variant)
+
+
+# --- vprefix.py: only the v-aliases the installed NPUIR TileLang defines are renamed into
+
+
+def test_an_alias_commented_out_in_the_installed_tilelang_is_not_defined(tmp_path, monkeypatch):
+    _language(
+        tmp_path,
+        monkeypatch,
+        "from .customize_npuir import (\n    npuir_add,\n    npuir_brc,\n"
+        "    # npuir_add as vadd,  (planned)\n)\n",
+    )
+    r = vprefix.rename(NPUIR_OPS)
+    assert isinstance(r, Refusal) and "defines no v-alias" in r.reason, r
+
+
+def test_aliases_assigned_or_star_imported_are_defined(tmp_path, monkeypatch):
+    # `vadd = npuir_add` in the package's own text
+    _language(
+        tmp_path,
+        monkeypatch,
+        "from .customize_npuir import npuir_add, npuir_brc\n\nvadd = npuir_add\n",
+    )
+    r = vprefix.rename(NPUIR_OPS)
+    assert isinstance(r, Variant) and "T.vadd(src, acc, acc)" in r.source, r
+    # a module the package star-imports defines them
+    language = tmp_path / "tilelang" / "language"
+    (language / "__init__.py").write_text(
+        "from .customize_npuir import npuir_add, npuir_brc\nfrom .aliases import *\n"
+    )
+    assert isinstance(vprefix.rename(NPUIR_OPS), Refusal)  # not yet defined anywhere
+    (language / "aliases.py").write_text("from .customize_npuir import npuir_add as vadd\n")
+    r = vprefix.rename(NPUIR_OPS)
+    assert isinstance(r, Variant) and "T.vadd(src, acc, acc)" in r.source, r
