@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from test_strategies_firstcontact_p import (
     CHUNK_GATE,
+    FLATTENED,
     NPUIR_OPS,
     SHARED_CORES,
     SHARED_UNPACK,
@@ -189,3 +190,28 @@ def test_aliases_assigned_or_star_imported_are_defined(tmp_path, monkeypatch):
     (language / "aliases.py").write_text("from .customize_npuir import npuir_add as vadd\n")
     r = vprefix.rename(NPUIR_OPS)
     assert isinstance(r, Variant) and "T.vadd(src, acc, acc)" in r.source, r
+
+
+# --- tensorshapes.py: a shape read before the parameter's one rebinding is the shape as passed
+
+_UNPACK_SHAPE = "    batch, heads, dim = h.shape\n"
+
+
+def test_a_shape_read_by_index_before_the_rebinding_sees_the_tensor_as_passed():
+    for reads in (
+        "    batch = h.shape[0]\n    heads = h.shape[1]\n    dim = h.shape[-1]\n",
+        "    batch = h.size(0)\n    heads = h.size(1)\n    dim = h.size(2)\n",
+    ):
+        src = FLATTENED.replace(_UNPACK_SHAPE, reads)
+        assert src != FLATTENED
+        assert isinstance(_move(src, "block_M", 32), Variant), reads  # rows = 8 * 32 = 256
+        r = _move(src, "block_M", 96)
+        assert isinstance(r, Refusal) and "does not divide 256" in r.reason, r
+    # read after the rebinding, the shape is the view's own: 128 rows
+    late = FLATTENED.replace(
+        _UNPACK_SHAPE + "    rows = batch * heads\n    h = h.view(rows, dim)\n",
+        "    h = h.view(128, 128)\n    rows = h.shape[0]\n    dim = h.shape[1]\n    batch, heads = 4, 32\n",
+    )
+    assert late != FLATTENED
+    r = _move(late, "block_M", 256)
+    assert isinstance(r, Refusal) and "does not divide 128" in r.reason, r
