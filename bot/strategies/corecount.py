@@ -142,9 +142,12 @@ class _Bounds(cst.CSTVisitor):
             return
         for item in node.items:  # `with T.If(item < X), T.Then():` on one line
             call = item.item
-            if isinstance(call, cst.Call) and dotted(call.func).rsplit(".", 1)[-1] == "If":
-                if call.args:
-                    self._test(call.args[0].value)
+            if (
+                isinstance(call, cst.Call)
+                and dotted(call.func).rsplit(".", 1)[-1] == "If"
+                and call.args
+            ):
+                self._test(call.args[0].value)
 
 
 def guarded_share(aliases: set[str], factory: Function, extent: cst.BaseExpression) -> bool:
