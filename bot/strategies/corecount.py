@@ -21,7 +21,11 @@ A core count is no tile either where the kernel divides work among the cores: `T
 cores)` is each core's share of X work items, and when every item is taken under `if item < X`
 more cores than items leave the extra ones idle. So such a count asks nothing of the knob
 (`guarded_share`); a tile-like rule read from it (no more cores than items, whole shares) would
-be untrue. A floor share `X // cores` still leaves a remainder undone and keeps its rule.
+be untrue. A floor share `X // cores` still leaves a remainder undone and keeps its rule. The
+guard is on a work item only when what it bounds is computed from the core index (`item =
+core * share + i`); a bound on the loop's own counter (`if i < X`) leaves the items of a core
+past the end unguarded. The bound may be spelled `item < X`, `X > item`, `item <= X - 1`, be
+one side of an `and`, and sit in `if`, `with T.If(...)` or `with T.If(...), T.Then():`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import libcst as cst
 from bot.strategies.branches import as_if
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Function, names_in
-from bot.strategies.source import launch
+from bot.strategies.source import dotted, launch
 
 
 class _Grids(cst.CSTVisitor):
@@ -96,18 +100,37 @@ def core_count(name: str, factories: list[Function]) -> str | None:
 
 
 class _Bounds(cst.CSTVisitor):
-    """The extents an `if item < X` (or `T.If`) bounds work items by."""
+    """The extents an `if item < X` (or `T.If`) bounds work items by, where `item` reads one of
+    `items` (the core index and the locals computed from it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, items: set[str]) -> None:
+        self.items = items
         self.extents: set[str] = set()
 
+    def _bound(self, item: cst.BaseExpression, extent: cst.BaseExpression) -> None:
+        if names_in(item) & self.items:
+            self.extents.add(code_of(extent))
+
     def _test(self, test: cst.BaseExpression) -> None:
-        if (
-            isinstance(test, cst.Comparison)
-            and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.LessThan)
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            self._test(test.left)  # `item < X and ...`: the item is bounded either way
+            self._test(test.right)
+            return
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return
+        op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(op, cst.LessThan):
+            self._bound(test.left, right)  # item < X
+        elif isinstance(op, cst.GreaterThan):
+            self._bound(right, test.left)  # X > item
+        elif (
+            isinstance(op, cst.LessThanEqual)
+            and isinstance(right, cst.BinaryOperation)
+            and isinstance(right.operator, cst.Subtract)
+            and isinstance(right.right, cst.Integer)
+            and right.right.value == "1"
         ):
-            self.extents.add(code_of(test.comparisons[0].comparator))
+            self._bound(test.left, right.left)  # item <= X - 1
 
     def visit_If(self, node: cst.If) -> None:
         self._test(node.test)
@@ -116,20 +139,33 @@ class _Bounds(cst.CSTVisitor):
         form = as_if(node)
         if form is not None:
             self._test(form.test)
+            return
+        for item in node.items:  # `with T.If(item < X), T.Then():` on one line
+            call = item.item
+            if (
+                isinstance(call, cst.Call)
+                and dotted(call.func).rsplit(".", 1)[-1] == "If"
+                and call.args
+            ):
+                self._test(call.args[0].value)
 
 
 def guarded_share(aliases: set[str], factory: Function, extent: cst.BaseExpression) -> bool:
     """True when `T.ceildiv(extent, knob)` is each core's share of `extent` work items: the knob
     (one of `aliases`) is the grid of a kernel of `factory` that reads its core index, and the
-    kernel takes items only under `if item < extent`."""
+    kernel takes items only under `if item < extent`, `item` computed from the core index."""
     want = code_of(extent)
     for pf in factory.prim_funcs:
         v = _Grids(aliases)
         pf.visit(v)
+        if not v.indices:
+            continue
+        locals_ = _Assigns()
+        pf.visit(locals_)
         for index, with_ in v.indices:
             if index not in names_in(with_.body):
                 continue
-            bounds = _Bounds()
+            bounds = _Bounds(_derived(index, [locals_.found]))
             with_.body.visit(bounds)
             if want in bounds.extents:
                 return True

@@ -298,7 +298,7 @@ def _shape_index(node: cst.Subscript, env: Env) -> int | None:
     i = literal(index.value) if isinstance(index, cst.Index) else None
     if type(i) is not int:
         return None
-    return tensorshapes.dim(tensorshapes.shape_of(tensor, env), i)
+    return tensorshapes.dim(tensorshapes.shape_at(tensor, node, env), i)
 
 
 def _eval_call(node: cst.Call, env: Env) -> object:
@@ -313,7 +313,7 @@ def _eval_call(node: cst.Call, env: Env) -> object:
     ):
         i = literal(node.args[0].value)
         assert type(i) is int
-        return tensorshapes.dim(tensorshapes.shape_of(node.func.value, env), i)
+        return tensorshapes.dim(tensorshapes.shape_at(node.func.value, node, env), i)
     args = [a for a in node.args if a.keyword is None and not a.star]
     if len(args) != len(node.args):
         return None

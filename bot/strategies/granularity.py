@@ -15,8 +15,9 @@
         kernel = attn(seq, seq, n)
 
 The kernel reads one entry of a table (`Mask`, or a buffer the kernel allocates with the same
-dimension) per knob tile: the index at that dimension is the knob's tile index (a grid index,
-a remainder modulo a count of knob tiles, or the variable of a loop over such a count). The
+dimension) per knob tile: the index at that dimension is the knob's tile index (a grid index at
+any place of a multi-dimensional grid, a remainder modulo a count of knob tiles, or the
+variable of a loop over such a count, `T.serial(n)` or `T.serial(0, n)`). The
 table's dimension is a count the host builds with another divisor (`math.ceil(seq / factor)`,
 `T.ceildiv(seq, G)`, `(seq + G - 1) // G`, `seq // G`), so entry i describes the i-th
 G-wide block, not the i-th knob tile: the two agree only while the knob equals G. Any other
@@ -148,8 +149,12 @@ class _Kernel(cst.CSTVisitor):
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
             k = launch(item)
-            if k is not None and k.grid and k.names and k.names[0] and self._count(k.grid[0]):
-                self.indices.add(k.names[0])
+            if k is None:
+                continue
+            # `T.Kernel(gx, gy, ...) as (bx, by)`: each grid extent binds the name at its place
+            for grid, index in zip(k.grid, k.names, strict=False):
+                if index and self._count(grid):
+                    self.indices.add(index)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -186,12 +191,12 @@ class _Kernel(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> None:
         self._bind(node.target)
         it = node.iter
-        if (
-            isinstance(node.target, cst.Name)
-            and isinstance(it, cst.Call)
-            and len([a for a in it.args if a.keyword is None]) == 1
-            and self._count(_follow(it.args[0].value, self.chain))
-        ):
+        if not (isinstance(node.target, cst.Name) and isinstance(it, cst.Call)):
+            return
+        args = [a.value for a in it.args if a.keyword is None]
+        if len(args) == 2 and isinstance(args[0], cst.Integer) and args[0].value == "0":
+            args = args[1:]  # `T.serial(0, n)`, `range(0, n)`: the same trips as `T.serial(n)`
+        if len(args) == 1 and self._count(_follow(args[0], self.chain)):
             self.indices.add(node.target.value)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:

@@ -15,6 +15,11 @@ name, its element at the name's position for several), when the decorator and th
 written out in the file; None when they are not, or when the function is also called in the
 file (then the calls say what it gets). Callers read strings from them (a dtype); a block
 size from such a list is a value per test pass and stays out of the knobs.
+
+The names may be given as `argnames=` and the list as `argvalues=`; an entry may be a
+`pytest.param(512, 64, id=...)` (its positional values), and one whose marks skip it
+(`marks=pytest.mark.skip`) is no pass. A list given with `indirect=` goes to fixtures, which
+hand the test what they make of each value: not spelled out.
 """
 
 from __future__ import annotations
@@ -63,11 +68,15 @@ def entries(fn: Function, name: str, f: Facts) -> list[cst.BaseExpression] | Non
             continue
         args = [a.value for a in call.args if a.keyword is None]
         kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-        argnames = args[0] if args else kw.get("argnames")
+        names = _argnames(call)
         argvalues = args[1] if len(args) > 1 else kw.get("argvalues")
-        names = _names(argnames) if argnames is not None else None
         if names is None or name not in names or argvalues is None:
             continue
+        indirect = kw.get("indirect")
+        if indirect is not None and not (
+            isinstance(indirect, cst.Name) and indirect.value == "False"
+        ):
+            return None  # the values go to fixtures, which hand the test what they make of them
         listed = _spelled(argvalues, f)
         if listed is None:
             return None
@@ -76,7 +85,11 @@ def entries(fn: Function, name: str, f: Facts) -> list[cst.BaseExpression] | Non
         for e in listed.elements:
             if isinstance(e, cst.StarredElement):
                 return None
-            value = e.value
+            value = _param(e.value)
+            if value is None:
+                return None  # a `pytest.param` the file does not spell out
+            if value is SKIPPED:
+                continue
             if len(names) == 1:
                 out.append(value)
             elif isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
@@ -85,9 +98,42 @@ def entries(fn: Function, name: str, f: Facts) -> list[cst.BaseExpression] | Non
                     return None
                 out.append(part.value)
             else:
-                return None  # `pytest.param(...)` or an entry the file builds
+                return None  # an entry the file builds
         return out or None
     return None
+
+
+SKIPPED = cst.Name("SKIPPED")  # the entry of a pass pytest skips
+
+
+def _argnames(call: cst.Call) -> list[str] | None:
+    """The parameter names a parametrize call lists, given first or as `argnames=`."""
+    args = [a.value for a in call.args if a.keyword is None]
+    kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    argnames = args[0] if args else kw.get("argnames")
+    return _names(argnames) if argnames is not None else None
+
+
+def _param(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """An entry as the values it passes: `pytest.param(512, 64, id="big")` is `(512, 64)`;
+    SKIPPED when its marks skip the pass (`marks=pytest.mark.skip`); None for a `pytest.param`
+    whose values are not written out (`pytest.param(*case)`); any other entry as it is."""
+    if not (isinstance(value, cst.Call) and dotted(value.func).endswith("pytest.param")):
+        return value
+    if any(a.star for a in value.args):
+        return None
+    for a in value.args:
+        if a.keyword is not None and a.keyword.value == "marks":
+            marks = a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
+            for m in marks:
+                mark = m.value if isinstance(m, cst.BaseElement) else m
+                head = mark.func if isinstance(mark, cst.Call) else mark
+                if dotted(head).endswith("mark.skip"):
+                    return SKIPPED
+    values = [a.value for a in value.args if a.keyword is None]
+    if len(values) == 1:
+        return values[0]
+    return cst.Tuple([cst.Element(v) for v in values])
 
 
 MAX_PASSES = 64  # pytest passes kept per test function
@@ -104,9 +150,7 @@ def passes(fn: Function, f: Facts) -> list[dict[str, cst.BaseExpression]] | None
         call = deco.decorator
         if not isinstance(call, cst.Call) or not dotted(call.func).endswith("mark.parametrize"):
             continue
-        args = [a.value for a in call.args if a.keyword is None]
-        argnames = args[0] if args else None
-        names = _names(argnames) if argnames is not None else None
+        names = _argnames(call)
         if not names:
             return None
         columns = {n: entries(fn, n, f) for n in names}

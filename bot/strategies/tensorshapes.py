@@ -119,10 +119,17 @@ def unpacked_dim(target: cst.BaseExpression, value: cst.BaseExpression, name: st
         ),
         None,
     )
-    shape = _before_rebinding(tensor, value, env) or shape_of(tensor, env)
+    shape = shape_at(tensor, value, env)
     if index is None or shape is None or len(shape) != len(elements):
         return None
     return shape[index]
+
+
+def shape_at(tensor: cst.BaseExpression, read: cst.BaseExpression, env: Env) -> Shape | None:
+    """The shape of `tensor` as the expression `read` (`tensor.shape`, `tensor.shape[0]`,
+    `tensor.size(1)`, in the file's tree) sees it: the parameter as passed where the read comes
+    before its one rebinding, else as `shape_of` finds it."""
+    return _before_rebinding(tensor, read, env) or shape_of(tensor, env)
 
 
 def _before_rebinding(

@@ -217,12 +217,14 @@ class _Grid(cst.CSTVisitor):
             elif isinstance(target.target, cst.Subscript):
                 self._write(target.target)
 
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.assigns.append((node.target.value, node.value))  # `row: T.int32 = bm * 32`
+
     def visit_Call(self, node: cst.Call) -> None:
-        if dotted(node.func).rsplit(".", 1)[-1] != "copy":
-            return
-        args = [a.value for a in node.args if a.keyword is None]
-        if len(args) >= 2:
-            self._write(args[1])
+        dst = _copy_dst(node)
+        if dst is not None:
+            self._write(dst)
 
     def _write(self, dst: cst.BaseExpression) -> None:
         base = dst.value if isinstance(dst, cst.Subscript) else dst
@@ -304,7 +306,10 @@ def whole_rules(f: Facts, factory: Function, aliases: set[str]) -> list[Rule]:
 
 class _Flows(cst.CSTVisitor):
     """Per statement of a prim_func: the names it reads (with the tests of the `for`, `if` and
-    `with` around it) and the names it writes, to follow what depends on a tile's position."""
+    `with` around it) and the names it writes, to follow what depends on a tile's position.
+    A copy's destination may be given as `dst=`, a local may be annotated (`row: T.int32 =
+    ...`), and an op may write a buffer it is handed by keyword; a constant it is handed
+    (`True`) is written by none."""
 
     def __init__(self) -> None:
         self.headers: list[set[str]] = []
@@ -368,15 +373,20 @@ class _Flows(cst.CSTVisitor):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._flow(_names(node.value) | _names(node.target), [node.target])
 
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:  # `row: T.int32 = bm * block_M`
+            self._flow(_names(node.value), [node.target])
+
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
         if not isinstance(call, cst.Call):
             return
-        args = [a.value for a in call.args if a.keyword is None]
-        if dotted(call.func).rsplit(".", 1)[-1] == "copy" and len(args) >= 2:
-            self._flow(_names(call) - _names(args[1]) | _index_names(args[1]), [args[1]])
-        else:  # any buffer an op is handed may be written
-            self._flow(_names(call), [a for a in args if isinstance(a, (cst.Name, cst.Subscript))])
+        dst = _copy_dst(call)
+        if dst is not None:
+            self._flow(_names(call) - _names(dst) | _index_names(dst), [dst])
+        else:  # any buffer an op is handed, by position or by keyword, may be written
+            args = [a.value for a in call.args]
+            self._flow(_names(call), [a for a in args if _buffer_like(a)])
 
     def taint(self, roots: set[str], clean: set[str]) -> set[str]:
         """Every name whose value may differ between tiles: the roots, and what a statement
@@ -392,6 +402,24 @@ class _Flows(cst.CSTVisitor):
                     tainted |= writes - clean
                     changed = True
         return tainted
+
+
+def _copy_dst(call: cst.Call) -> cst.BaseExpression | None:
+    """The destination of a `T.copy(src, dst)`, given second or as `dst=`; None for any other
+    call."""
+    if dotted(call.func).rsplit(".", 1)[-1] != "copy":
+        return None
+    args = [a.value for a in call.args if a.keyword is None]
+    if len(args) >= 2:
+        return args[1]
+    return next((a.value for a in call.args if a.keyword and a.keyword.value == "dst"), None)
+
+
+def _buffer_like(node: cst.BaseExpression) -> bool:
+    """A name or a region an op may write: not a constant (`init=True`)."""
+    if isinstance(node, cst.Name):
+        return node.value not in ("True", "False", "None")
+    return isinstance(node, cst.Subscript)
 
 
 def _index_names(node: cst.BaseExpression) -> set[str]:

@@ -98,16 +98,37 @@ class _Rename(cst.CSTTransformer):
         return updated_node
 
 
-_ALIAS_IN_SOURCE = re.compile(r"\b(npuir_\w+)\s+as\s+(v\w+)\b")
+_ALIAS_IMPORTED = re.compile(r"\b(npuir_\w+)\s+as\s+(v\w+)\b")  # `npuir_add as vadd`
+_ALIAS_ASSIGNED = re.compile(r"^\s*(v\w+)\s*=\s*(npuir_\w+)\s*$", re.M)  # `vadd = npuir_add`
+_STAR_IMPORT = re.compile(r"^\s*from\s+\.(\w+)\s+import\s+\*", re.M)  # `from .ops import *`
+
+
+def _code(text: str) -> str:
+    """`text` without its comments: an alias commented out is not defined."""
+    return "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+
+
+def _aliases_in(text: str) -> dict[str, str]:
+    code = _code(text)
+    found = dict(_ALIAS_IMPORTED.findall(code))
+    found.update({npuir: v for v, npuir in _ALIAS_ASSIGNED.findall(code)})
+    return found
 
 
 def installed_aliases() -> tuple[dict[str, str], str] | None:
     """The v-aliases the installed NPUIR TileLang defines, and where they were read; None when
-    no TileLang with `npuir_` ops is installed (the upstream table applies)."""
+    no TileLang with `npuir_` ops is installed (the upstream table applies). Read in
+    `tilelang/language/__init__.py` and in the modules it star-imports (`from .ops import *`),
+    spelled `npuir_add as vadd` or `vadd = npuir_add`, outside comments."""
     for path, text in installed.tilelang_files("language/__init__.py"):
-        if "npuir_" not in text:
+        if "npuir_" not in _code(text):
             continue  # not an NPUIR TileLang: it says nothing about these names
-        found = dict(_ALIAS_IN_SOURCE.findall(text))
+        found = _aliases_in(text)
+        for sub in _STAR_IMPORT.findall(_code(text)):
+            try:
+                found.update(_aliases_in((path.parent / f"{sub}.py").read_text(encoding="utf-8")))
+            except OSError:
+                continue
         return {k: v for k, v in ALIASES.items() if found.get(k) == v}, str(path)
     return None
 
