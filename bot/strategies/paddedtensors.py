@@ -92,16 +92,26 @@ def _handle(f: Facts, resolver: Resolver, call: Call) -> cst.Call | None:
         return value if isinstance(value, cst.Call) else None
     if not isinstance(func, cst.Attribute):
         return None
-    spelled = code_of(func)
-    found: list[cst.BaseExpression] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if any(code_of(t.target) == spelled for t in node.targets):
-                found.append(node.value)
-
-    f.wrapper.module.visit(V())
+    found = _assigned_by_spelling(f).get(code_of(func), [])
     return found[0] if len(found) == 1 and isinstance(found[0], cst.Call) else None
+
+
+def _assigned_by_spelling(f: Facts) -> dict[str, list[cst.BaseExpression]]:
+    """Every assignment of the module by the spelling of its target (`fn.kernel`), in order,
+    one entry per statement. Read once per parse: a file makes hundreds of attribute calls."""
+    key = ("paddedtensors._assigned_by_spelling",)
+    memo = f.derived.get(key)
+    if memo is None:
+        by: dict[str, list[cst.BaseExpression]] = {}
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for spelled in dict.fromkeys(code_of(t.target) for t in node.targets):
+                    by.setdefault(spelled, []).append(node.value)
+
+        f.wrapper.module.visit(V())
+        f.derived[key] = memo = by
+    return memo  # type: ignore[return-value]
 
 
 def _built(
