@@ -38,9 +38,15 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+if TYPE_CHECKING:
+    from bot.strategies.base import Variant
+    from bot.strategies.planner import Planner
+    from bot.strategies.protocol import KnobSpec
 
 STRATEGIES = ["block_size", "pipeline_depth", "multi_buffer", "vprefix"]
 IMPORTS = ("import tilelang", "from tilelang")
@@ -193,7 +199,17 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _check_variant(r, planner, spec, source, v, new, site, npuir) -> None:  # type: ignore[no-untyped-def]
+def _check_variant(
+    r: FileResult,
+    planner: Planner,
+    spec: KnobSpec,
+    source: str,
+    v: Variant,
+    new: object,
+    site: object,
+    npuir: bool,
+) -> None:
+    """The checks every produced variant must pass (module docstring)."""
     what = f"{spec.key}={new!r}"
     if v.source == source:
         r.findings.append(f"no change: {what}")

@@ -19,6 +19,8 @@ it cannot follow keeps the rule.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from bot.strategies.binding import Resolver
@@ -111,7 +113,7 @@ def _assigned_by_spelling(f: Facts) -> dict[str, list[cst.BaseExpression]]:
 
         f.wrapper.module.visit(V())
         f.derived[key] = memo = by
-    return memo  # type: ignore[return-value]
+    return cast(dict[str, list[cst.BaseExpression]], memo)
 
 
 def _built(
