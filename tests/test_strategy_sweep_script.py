@@ -8,22 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "strategy_sweep.py"
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "HOME": "/nonexistent",
-}
-
 KERNEL = """import tilelang
 import tilelang.language as T
 
@@ -54,18 +43,6 @@ def _module():
     sys.modules["strategy_sweep"] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
-
-
-def _repo(tmp: Path, files: dict[str, str]) -> Path:
-    repo = tmp / "up"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=ENV)
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text, encoding="utf-8")
-    subprocess.run(["git", "-C", str(repo), "add", "."], check=True, env=ENV)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "k"], check=True, env=ENV)
-    return repo
 
 
 def test_a_plain_kernel_gives_round_tripping_variants_and_no_finding():
@@ -100,29 +77,29 @@ def test_a_crash_is_a_finding_with_its_place(monkeypatch):
     assert "KeyError" in r.findings[0]
 
 
-def test_cli_reads_only_tilelang_files_of_the_revision_and_keeps_their_origin(tmp_path):
-    repo = _repo(
-        tmp_path,
-        {"ops/add.py": KERNEL, "ops/copy_of_add.py": KERNEL, "tools/plain.py": "print(1)\n"},
-    )
+def test_cli_reads_only_tilelang_files_of_the_revision_and_keeps_their_origin(
+    tmp_path, git_repo, make_commit
+):
+    files = {"ops/add.py": KERNEL, "ops/copy_of_add.py": KERNEL, "tools/plain.py": "print(1)\n"}
+    make_commit(git_repo, files, "kernels")
+    repo = git_repo.path
     out = tmp_path / "out.json"
     run = subprocess.run(
         [sys.executable, str(SCRIPT), str(repo), "--json", str(out)],
         capture_output=True,
         text=True,
-        env=ENV,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     results = json.loads(out.read_text())
     # two identical files are one content; the file without tilelang is not read
     assert len(results) == 1
-    assert results[0]["origin"].startswith("up@") and results[0]["origin"].endswith(".py")
+    assert results[0]["origin"].startswith(f"{repo.name}@") and results[0]["origin"].endswith(".py")
     assert results[0]["variants"] >= 2
 
 
 def test_cli_refuses_a_folder_that_is_not_git_with_exit_2(tmp_path):
     run = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, env=ENV
+        [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True
     )
     assert run.returncode == 2
     assert "not a git directory" in run.stderr
