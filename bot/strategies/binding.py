@@ -297,14 +297,7 @@ class Resolver:
     def bindings(self, fn: Function, name: str, depth: int) -> list[tuple[Call, Resolution]]:
         """Each call of `fn` that binds parameter `name`, with what it binds it to."""
         pairs: list[tuple[Call, Resolution]] = []
-        for call in self.f.calls:
-            args = (
-                list(call.node.args)
-                if self.calls(call, fn)
-                else self.wrappers.arguments(call, fn)  # partial(fn, ...), `k = fn`
-            )
-            if args is None:
-                continue
+        for call, args in self._calls_to(fn):
             bound = self._bound_in(args, call, fn, name, depth)
             if bound is None:
                 continue
@@ -332,6 +325,25 @@ class Resolver:
                 r = self.expr(bound[0], call.scope, depth + 1, name, bound[1])
             pairs.append((call, r))
         return pairs
+
+    def _calls_to(self, fn: Function) -> list[tuple[Call, list[cst.Arg]]]:
+        """Each call of the file that reaches `fn` (by name, or through a partial or an alias),
+        with the arguments it passes. It depends on the parse alone, and every parameter of
+        `fn` asks it again: kept on the parse."""
+        key = ("binding.calls_to", id(fn.node))
+        memo = self.f.derived
+        if key not in memo:
+            found: list[tuple[Call, list[cst.Arg]]] = []
+            for call in self.f.calls:
+                args = (
+                    list(call.node.args)
+                    if self.calls(call, fn)
+                    else self.wrappers.arguments(call, fn)  # partial(fn, ...), `k = fn`
+                )
+                if args is not None:
+                    found.append((call, args))
+            memo[key] = found
+        return cast("list[tuple[Call, list[cst.Arg]]]", memo[key])
 
     def calls(self, call: Call, fn: Function) -> bool:
         """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`, or

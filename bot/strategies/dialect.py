@@ -13,6 +13,9 @@ names the dialect is not an import).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
+
 import libcst as cst
 
 from bot.strategies.facts import facts
@@ -34,15 +37,38 @@ def _module(source: str | cst.Module) -> cst.Module | None:
         return None
 
 
-def auto_scheduled(source: str | cst.Module) -> bool:
+def _per_module(fn: Callable[[cst.Module], bool]) -> Callable[[str | cst.Module], bool]:
+    """`fn(module)` kept per parsed module: every knob of a file asks it again, and one walk
+    of a large module costs a good part of a second. The module is kept beside its answer,
+    so its id cannot be reused while the entry lives."""
+    memo: OrderedDict[int, tuple[cst.Module, bool]] = OrderedDict()
+
+    def cached(source: str | cst.Module) -> bool:
+        module = _module(source)
+        if module is None:
+            return False
+        hit = memo.get(id(module))
+        if hit is not None and hit[0] is module:
+            memo.move_to_end(id(module))
+            return hit[1]
+        answer = fn(module)
+        memo[id(module)] = (module, answer)
+        if len(memo) > 64:
+            memo.popitem(last=False)
+        return answer
+
+    cached.__doc__ = fn.__doc__
+    cached.__name__ = fn.__name__
+    return cached
+
+
+@_per_module
+def auto_scheduled(module: cst.Module) -> bool:
     """True when the module imports `tilelang.ascend.language` (`import ... as T`, `from
     tilelang.ascend import language`, `from tilelang.ascend.language import ...`,
     `importlib.import_module("tilelang.ascend.language")`) or calls
     `annotate_buffer_versions`: read from the code, never from a comment or a docstring that
     merely names the dialect."""
-    module = _module(source)
-    if module is None:
-        return False
     found = False
 
     class _V(cst.CSTVisitor):
@@ -103,14 +129,12 @@ def unlimited(prim_func: cst.CSTNode) -> set[str]:
 NPUIR_TARGET = "npuir"
 
 
-def npuir_target(source: str | cst.Module) -> bool:
+@_per_module
+def npuir_target(module: cst.Module) -> bool:
     """True when the file compiles its kernel for target "npuir" (TileLang-NPUIR): a
     `target="npuir"` keyword, a `target="npuir"` parameter default, or `target = "npuir"`
     assigned, read from the code (a comment or docstring naming it is not a target). A file in
     the auto-scheduled ascend dialect (`auto_scheduled`) is never taken to be one."""
-    module = _module(source)
-    if module is None:
-        return False
     if auto_scheduled(module):
         return False
     found = False

@@ -14,6 +14,8 @@ builds nothing from it, and no harness names it.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from bot.strategies.facts import Facts, Function
@@ -88,11 +90,11 @@ def _read_names(module: cst.Module) -> set[str]:
     return {n.value for n in _names(module) if id(n) not in own}
 
 
-def _reads(module: cst.Module, name: str) -> tuple[list[cst.Name], set[int]]:
-    """Every read of `name` in the module (a def's own name excluded), and the ids of those
-    that sit inside the arguments of a source-introspection call."""
-    reads: list[cst.Name] = []
-    inspected: set[int] = set()
+def _reads(module: cst.Module, names: set[str]) -> dict[str, tuple[list[cst.Name], set[int]]]:
+    """For each of `names`: every read of it in the module (a def's own name excluded), and
+    the ids of those reads that sit inside the arguments of a source-introspection call.
+    One walk serves every name: a walk of a large module is the expensive part."""
+    found: dict[str, tuple[list[cst.Name], set[int]]] = {n: ([], set()) for n in names}
     depth = 0
 
     class V(cst.CSTVisitor):
@@ -118,34 +120,52 @@ def _reads(module: cst.Module, name: str) -> tuple[list[cst.Name], set[int]]:
             return False
 
         def visit_Name(self, node: cst.Name) -> None:
-            if node.value == name:
-                reads.append(node)
+            entry = found.get(node.value)
+            if entry is not None:
+                entry[0].append(node)
                 if depth:
-                    inspected.add(id(node))
+                    entry[1].add(id(node))
 
     module.visit(V())
-    return reads, inspected
+    return found
 
 
 def only_inspected(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     """Factories the file reads, but only as the argument of a source-introspection call
-    (`inspect.getsource(factory)`): it parses their text and never calls them."""
+    (`inspect.getsource(factory)`): it parses their text and never calls them. Kept on the
+    parse: every knob and loop of the file asks the same question."""
+    key = ("unbuilt.only_inspected", tuple(harness))
+    if key not in f.derived:
+        f.derived[key] = _only_inspected(f, tuple(harness))
+    return list(cast("list[Function]", f.derived[key]))
+
+
+def _only_inspected(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     module = f.wrapper.module
     if _read_names(module) & _BY_NAME_AT_RUN_TIME:
         return []
+    candidates = [fac for fac in f.factories if fac.chain[0].name not in harness]
+    if not candidates:
+        return []
+    reads = _reads(module, {fac.chain[0].name for fac in candidates})
     out = []
-    for fac in f.factories:
-        name = fac.chain[0].name
-        if name in harness:
-            continue
-        reads, inspected = _reads(module, name)
-        if reads and all(id(r) in inspected for r in reads):
+    for fac in candidates:
+        named, inspected = reads[fac.chain[0].name]
+        if named and all(id(r) in inspected for r in named):
             out.append(fac)
     return out
 
 
 def unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
-    """The factories (outermost function of each chain) the file's run path never builds."""
+    """The factories (outermost function of each chain) the file's run path never builds.
+    Kept on the parse, as `only_inspected` is."""
+    key = ("unbuilt.unbuilt", tuple(harness))
+    if key not in f.derived:
+        f.derived[key] = _unbuilt(f, tuple(harness))
+    return list(cast("list[Function]", f.derived[key]))
+
+
+def _unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     module = f.wrapper.module
     inspected = only_inspected(f, harness)
     if not _runs_itself(module):
