@@ -65,6 +65,7 @@ SETS = (
     "heldout_o",
     "heldout_p",
     "heldout_q",
+    "heldout_r",
 )
 
 
