@@ -157,7 +157,9 @@ def test_the_one_entry_of_a_configuration_list_is_the_knob():
     assert isinstance(r, Refusal) and "does not divide 256" in r.reason
     r = knobs.set_knob(CONFIGS, bs("block_N"), 64)
     assert isinstance(r, Refusal) and "does not divide 96" in r.reason
-    assert knobs.legal_values(CONFIGS, "block_N", BS)[0] == (8, 16, 32)
+    legal, refused = knobs.legal_values(CONFIGS, "block_N", BS)
+    assert legal == (16, 32)
+    assert "32-byte blocks" in dict(refused)[8]  # 16-byte fp16 rows of `buf` (ubrows.py)
 
 
 def test_a_list_of_several_configurations_or_one_that_changes_is_left_out():
@@ -191,8 +193,11 @@ def test_linear_attention_normalize_block_L_block_D_are_tuned_at_their_list_entr
     assert changed_lines(source, v.source) == [
         ("\t(2, 32, 512, 128, 64, 64),", "\t(2, 32, 512, 128, 128, 64),")
     ]
-    # 8 is a part cube fractal (fractal.py)
-    assert knobs.legal_values(source, "block_D", BS)[0] == (16, 32, 64, 128)
+    # 8 is a part cube fractal (fractal.py); 16 halves k_half_ub's fp16 rows to 8 elements,
+    # 16 bytes, a part 32-byte block (ubrows.py)
+    legal, refused = knobs.legal_values(source, "block_D", BS)
+    assert legal == (32, 64, 128)
+    assert "fractal" in dict(refused)[8] and "32-byte blocks" in dict(refused)[16]
     r = knobs.set_knob(source, bs("block_D"), 256)
     assert isinstance(r, Refusal) and "does not divide 128" in r.reason
     r = knobs.set_knob(source, bs("block_L"), 256)  # ker2's UB: 1026 * block_L + 768 bytes

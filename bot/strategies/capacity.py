@@ -223,8 +223,11 @@ def _kernel(f: Facts, prim_func: Function) -> _Kernel:
     pf.visit(v)
     by_use = placements(pf)
     roles = _by_role(pf)
-    if any(b.name in by_use or b.memory not in UNPLACED for b in v.buffers):
-        roles.pop("*", None)  # the kernel places its buffers itself: those count alone
+    if any(b.memory not in UNPLACED for b in v.buffers):
+        # the kernel names memories itself (`alloc_ub`, `alloc_L1`): those count alone. A
+        # kernel that only places some buffers by use (vector operands) still runs on the
+        # vector cores alone when it has no matrix multiply: a buffer it only copies is in UB
+        roles.pop("*", None)
     placed = {**roles, **by_use}
     in_memory = tuple(
         replace(b, memory=placed.get(b.name, placed.get("*", b.memory)))

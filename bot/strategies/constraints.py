@@ -71,6 +71,7 @@ from bot.strategies.pinned import pinned_check
 from bot.strategies.roundup import multiple_of
 from bot.strategies.slicefill import slice_fill
 from bot.strategies.tiling import Rule, group_rules, whole_rules
+from bot.strategies.ubrows import row_check
 
 
 class Check(Protocol):
@@ -408,6 +409,7 @@ def constraints_for(
     fixed = fixed_count_check(f, name, sized_by)
     l0 = l0_check(f, name, factories)
     fractal = fractal_check(f, name, factories)
+    rows = row_check(f, name, factories)
     crossed = crossed_check(f, name, all_aliases, factories)
     pinned = pinned_check(f, name, all_aliases, factories)
     granular = granularity_check(f, resolver, name, all_aliases, factories)
@@ -450,6 +452,7 @@ def constraints_for(
                 fixed,
                 l0,
                 fractal,
+                rows,
                 crossed,
                 pinned,
                 granular,

@@ -431,6 +431,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
             knobs.remove(info)
             dropped.append(Dropped("block_size", info.name, why))
     _unread_literals(f, taken, dropped)
+    _kernel_locals(f, {k.name for k in knobs} | set(live_owners) | set(_owners(f)), dropped)
     _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
@@ -493,6 +494,32 @@ def _option_reads(f: Facts, dest: str) -> list[int]:
 
     f.wrapper.module.visit(V())
     return sorted(set(lines))
+
+
+def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
+    """Block-like names a prim_func computes in its own body (`block_m = (num_tokens + n - 1)
+    // n` from run-time arguments): the device evaluates them per launch, so no literal of
+    the file sets them. Listed with why, so the dry run says what it saw and left."""
+    listed = known | {d.name for d in dropped}
+    for factory in f.factories:
+        for fn in f.functions:
+            if not any(fn.node is pf for pf in factory.prim_funcs):
+                continue
+            for name, values in fn.assigns.items():
+                if name in listed or not BLOCK_NAME.match(name):
+                    continue
+                if all(isinstance(v, cst.Name) for v in values):
+                    continue  # `bm = block_M`: another name's alias, judged under that name
+                listed.add(name)
+                dropped.append(
+                    Dropped(
+                        "block_size",
+                        name,
+                        f"'{name}' is computed inside the kernel {fn.name}() at line "
+                        f"{f.line(values[0])}: the device works it out at run time, so no "
+                        f"literal of the file sets it",
+                    )
+                )
 
 
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
