@@ -323,25 +323,6 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "value refused with a reason, where the expectation (UNCERTAIN) drops it as a data-layout "
         "parameter: no variant reaches measurement either way"
     ),
-    "tnp_vec_add_dyn_shape": (
-        "block_M / block_N are the positional literals of the one call vec_add(32, 32) (line 48), "
-        "which the jit passes to the factory (both read by alloc_ub and the tile offsets): the "
-        "expectation drops them as 'no name bound to a literal', where the corpus binds a call's "
-        "literal as the knob elsewhere (tad_example_gemm, kb_gelu, tml_tlir_add_expert); the "
-        "variants change the kernel and keep it correct (clipped tails), so tunebot keeps them"
-    ),
-    "tnq_dual_gemm_add": (
-        "block_M / block_N / block_K are the positional literals of the one call "
-        "matmul(1024, 1024, 1024, 128, 128, 32) (line 52): the expectation drops them as 'no name "
-        "bound to a literal', where the same call in tad_example_gemm is expected as three knobs; "
-        "the variants build a different, correct kernel (whole tiles of 1024), so tunebot keeps them"
-    ),
-    "tnq_fa_compile_dev": (
-        "block_M / block_N are the positional literals of the one call "
-        "online_flash_attention(64, 64, 32) (line 94), dropped by the expectation as 'no name bound "
-        "to a literal' (the corpus convention elsewhere: a call's literal is the knob); the "
-        "variants change the compiled kernel; block_K (never read) is not planned"
-    ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "
         "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "
