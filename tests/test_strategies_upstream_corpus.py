@@ -66,6 +66,7 @@ SETS = (
     "heldout_p",
     "heldout_q",
     "heldout_r",
+    "heldout_s",
 )
 
 
