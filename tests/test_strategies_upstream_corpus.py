@@ -67,6 +67,7 @@ SETS = (
     "heldout_q",
     "heldout_r",
     "heldout_s",
+    "heldout_t",
 )
 
 
