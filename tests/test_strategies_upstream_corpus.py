@@ -325,6 +325,12 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "value refused with a reason, where the expectation (UNCERTAIN) drops it as a data-layout "
         "parameter: no variant reaches measurement either way"
     ),
+    "tnt_ts2mem_dyn": (
+        "the v-prefix rename npuir_cast -> vcast: the file's own commit (pull request 297's head) "
+        "exports no vcast, but nothing in the file says so; with no NPUIR TileLang installed "
+        "tunebot takes upstream's aliases (an installed TileLang without them is read and the "
+        "rename refused: vprefix.installed_aliases); the tnp_pipelined_reduce class"
+    ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "
         "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "
