@@ -124,12 +124,40 @@ def test_a_block_name_the_kernel_computes_at_run_time_is_listed_with_why():
         "            A_VEC = T.alloc_ub((block_M, block_N), dtype)\n",
         "            block_m = (M + 19) // 20\n"
         "            bm = block_M\n"
+        "            block_id = cid // 2\n"
+        "            block_h = block_N // 2\n"
+        "            block_k = 16\n"
         "            A_VEC = T.alloc_ub((block_M, block_N), dtype)\n",
     )
     assert "block_m = (M + 19) // 20" in src
     inv = inventory.inventory(src)
     reasons = {d.name: d.reason for d in inv.dropped}
     assert "computed inside the kernel main()" in reasons["block_m"]
-    assert "run time" in reasons["block_m"]
+    assert "run-time values" in reasons["block_m"]
     assert "bm" not in reasons  # an alias of block_M: judged as block_M
+    assert "block_id" not in reasons  # an index, not a tile size
+    assert "block_h" not in reasons  # derived from the knob block_N: judged under it
+    assert "block_k" not in reasons  # a literal: no "no literal sets it" claim
     assert {k.name for k in inv.knobs} == {"block_M", "block_N"}
+
+
+def test_a_kernel_that_may_multiply_out_of_sight_keeps_copied_buffers_unplaced():
+    # the same kernel with a cube call under a name the placement does not list (or a
+    # `@T.macro` that holds one): C_s may be in L1, so only the buffers placed by use count
+    # in UB, and 256 fits as before
+    for extra in (
+        "            T.gemm_v2(A_s, B_s, C_l)\n",
+        "            mma(A_s, B_s, C_l)\n",
+    ):
+        src = SHARED.replace(
+            "            T.npuir_add(A_s, B_s, C_l)\n",
+            extra + "            T.npuir_add(A_s, B_s, C_l)\n",
+        )
+        if "mma(" in extra:
+            src = src.replace(
+                "    @T.prim_func\n",
+                "    @T.macro\n    def mma(a, b, c):\n        T.gemm(a, b, c)\n\n    @T.prim_func\n",
+            )
+        assert extra in src
+        ok, refused = _knob(src, "block_M").legal((128, 256))
+        assert ok == (128, 256), refused

@@ -26,6 +26,7 @@ of another kind) are in UB: the vector cores reach no other on-chip memory.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -186,6 +187,32 @@ class _Gemms(cst.CSTVisitor):
             self.accumulators.add(base.value)
 
 
+# calls that may be a cube multiply under a name GEMMS does not list (`T.gemm_v2`,
+# `T.gemm_v0_fixp`, a `matmul` helper)
+CUBE_WORD = re.compile(r"gemm|mma|matmul|dot", re.IGNORECASE)
+
+
+def _cube_out_of_sight(prim_func: Function) -> bool:
+    """True when the factory around `prim_func` may run a matrix multiply the prim_func's own
+    walk does not see: a `@T.macro` (its body runs inside the kernel) or a call whose name
+    reads like one."""
+    found = False
+
+    class _V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            nonlocal found
+            if any(dotted(d.decorator).endswith("macro") for d in node.decorators):
+                found = True
+
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            if CUBE_WORD.search(dotted(node.func).rsplit(".", 1)[-1]):
+                found = True
+
+    prim_func.chain[0].node.visit(_V())
+    return found
+
+
 def _by_role(pf: cst.FunctionDef) -> dict[str, str]:
     """Placements that hold whatever else a buffer is used for. A kernel with no matrix
     multiply runs on the vector cores only, which reach no memory but UB ("*": every
@@ -223,10 +250,14 @@ def _kernel(f: Facts, prim_func: Function) -> _Kernel:
     pf.visit(v)
     by_use = placements(pf)
     roles = _by_role(pf)
-    if any(b.memory not in UNPLACED for b in v.buffers):
-        # the kernel names memories itself (`alloc_ub`, `alloc_L1`): those count alone. A
-        # kernel that only places some buffers by use (vector operands) still runs on the
-        # vector cores alone when it has no matrix multiply: a buffer it only copies is in UB
+    placed_by_use = any(b.name in by_use for b in v.buffers)
+    if any(b.memory not in UNPLACED for b in v.buffers) or (
+        placed_by_use and _cube_out_of_sight(prim_func)
+    ):
+        # the kernel names memories itself (`alloc_ub`, `alloc_L1`), or may multiply matrices
+        # where this walk does not see it: the buffers placed count alone. A kernel that
+        # places some buffers by use (vector operands) and has no matrix multiply anywhere
+        # runs on the vector cores alone: a buffer it only copies is in UB
         roles.pop("*", None)
     placed = {**roles, **by_use}
     in_memory = tuple(

@@ -452,13 +452,13 @@ def constraints_for(
                 fixed,
                 l0,
                 fractal,
-                rows,
                 crossed,
                 pinned,
                 granular,
                 passed,
                 covered,
                 counted,
+                rows,  # last: a more specific rule's reason comes first
             )
             if c is not None
         ],

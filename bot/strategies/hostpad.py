@@ -16,6 +16,8 @@ kernel's extent.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from bot.strategies.evaluate import code_of
@@ -36,7 +38,17 @@ def granules(
     f: Facts, builders: tuple[str, ...] | None = None
 ) -> dict[str, tuple[int, cst.BinaryOperation]]:
     """name -> (P, expression) for every `((name + P - 1) // P) * P` in the file; with
-    `builders` (the factory chain's names), only in a scope that calls one of them."""
+    `builders` (the factory chain's names), only in a scope that calls one of them. Kept on
+    the parse: every knob of the factory asks, and each answer walks the whole module."""
+    key = ("hostpad.granules", builders)
+    if key not in f.derived:
+        f.derived[key] = _granules(f, builders)
+    return dict(cast("dict[str, tuple[int, cst.BinaryOperation]]", f.derived[key]))
+
+
+def _granules(
+    f: Facts, builders: tuple[str, ...] | None
+) -> dict[str, tuple[int, cst.BinaryOperation]]:
     found: dict[str, tuple[int, cst.BinaryOperation]] = {}
     building: set[int | None] = set()  # ids of the FunctionDefs that call a builder (None: module)
     for call in f.calls:

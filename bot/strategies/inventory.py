@@ -41,7 +41,7 @@ from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in, on_facts
 from bot.strategies.granularity import GranularityCheck
 from bot.strategies.signature import parameter_names, takes
-from bot.strategies.source import ParseFailure, dotted
+from bot.strategies.source import ParseFailure, dotted, int_value
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 # `block_row_warps`, `BLOCK_THREADS`: how many warps or threads a block runs, not a tile size
@@ -496,28 +496,40 @@ def _option_reads(f: Facts, dest: str) -> list[int]:
     return sorted(set(lines))
 
 
+# a tile size's own name: block_m, BLOCK_N, block_size (not block_id, blockx, block_offset)
+SIZE_NAME = re.compile(r"^(block|BLOCK)_?([A-Za-z]|size|SIZE)$")
+
+
 def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
-    """Block-like names a prim_func computes in its own body (`block_m = (num_tokens + n - 1)
-    // n` from run-time arguments): the device evaluates them per launch, so no literal of
-    the file sets them. Listed with why, so the dry run says what it saw and left."""
+    """Tile-size names a prim_func computes in its own body from run-time values (`block_m =
+    (num_tokens + task_num - 1) // task_num`): the device evaluates them per launch, so no
+    literal of the file sets them. Listed with why, so the dry run says what it saw and left.
+    Left out: indices and offsets (`block_id`), a literal (a knob's own rules apply), a buffer,
+    and anything that reads a name the file tunes or binds as a block (`block_N // 2`,
+    `T.min(block_M, n)`): those are judged under that name."""
     listed = known | {d.name for d in dropped}
     for factory in f.factories:
         for fn in f.functions:
             if not any(fn.node is pf for pf in factory.prim_funcs):
                 continue
             for name, values in fn.assigns.items():
-                if name in listed or not BLOCK_NAME.match(name):
+                if name in listed or not SIZE_NAME.match(name) or len(values) != 1:
                     continue
-                if all(isinstance(v, cst.Name) for v in values):
-                    continue  # `bm = block_M`: another name's alias, judged under that name
+                value = values[0]
+                if int_value(value) is not None or isinstance(value, cst.Name):
+                    continue
+                if isinstance(value, cst.Call) and "alloc" in dotted(value.func):
+                    continue
+                if names_in(value) & listed or any(BLOCK_NAME.match(n) for n in names_in(value)):
+                    continue
                 listed.add(name)
                 dropped.append(
                     Dropped(
                         "block_size",
                         name,
                         f"'{name}' is computed inside the kernel {fn.name}() at line "
-                        f"{f.line(values[0])}: the device works it out at run time, so no "
-                        f"literal of the file sets it",
+                        f"{f.line(value)} from run-time values: the device works it out per "
+                        f"launch, so no literal of the file sets it",
                     )
                 )
 
