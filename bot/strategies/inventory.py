@@ -37,7 +37,7 @@ from bot.strategies import callsites, passedas, unbuilt
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.corecount import core_count
-from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function, Site, facts, names_in, on_facts
 from bot.strategies.granularity import GranularityCheck
 from bot.strategies.signature import parameter_names, takes
@@ -401,8 +401,9 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     taken: dict[int, str] = {}  # id(site node) -> knob name
     dead = tuple(unbuilt.unbuilt(f, harness))
     live_owners = _owners(f, skip=dead)
+    all_owners = _owners(f)
     inspected = {id(fac) for fac in unbuilt.only_inspected(f, harness)}
-    for name, owners in _owners(f).items():
+    for name, owners in all_owners.items():
         if name not in live_owners:
             names = sorted({fac.chain[0].name for _, fac, _ in owners})
             only = all(id(fac) in inspected for _, fac, _ in owners)
@@ -431,7 +432,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
             knobs.remove(info)
             dropped.append(Dropped("block_size", info.name, why))
     _unread_literals(f, taken, dropped)
-    _kernel_locals(f, {k.name for k in knobs} | set(live_owners) | set(_owners(f)), dropped)
+    _kernel_locals(f, {k.name for k in knobs} | set(all_owners), dropped)
     _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
@@ -501,12 +502,12 @@ SIZE_NAME = re.compile(r"^(block|BLOCK)_?([A-Za-z]|size|SIZE)$")
 
 
 def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
-    """Tile-size names a prim_func computes in its own body from run-time values (`block_m =
-    (num_tokens + task_num - 1) // task_num`): the device evaluates them per launch, so no
-    literal of the file sets them. Listed with why, so the dry run says what it saw and left.
-    Left out: indices and offsets (`block_id`), a literal (a knob's own rules apply), a buffer,
-    and anything that reads a name the file tunes or binds as a block (`block_N // 2`,
-    `T.min(block_M, n)`): those are judged under that name."""
+    """Tile-size names a prim_func computes in its own body (`block_m = (num_tokens + task_num
+    - 1) // task_num` from run-time sizes): no literal of the file sets them. Listed with why,
+    so the dry run says what it saw and left. Left out: indices and offsets (`block_id`), a
+    literal (a knob's own rules apply), a buffer, and anything that reads a name the file tunes
+    or binds as a block (`block_N // 2`, `T.min(block_M, n)`): those are judged under that
+    name."""
     listed = known | {d.name for d in dropped}
     for factory in f.factories:
         for fn in f.functions:
@@ -520,7 +521,8 @@ def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
                     continue
                 if isinstance(value, cst.Call) and "alloc" in dotted(value.func):
                     continue
-                if names_in(value) & listed or any(BLOCK_NAME.match(n) for n in names_in(value)):
+                read = names_in(value)
+                if read & listed or any(BLOCK_NAME.match(n) for n in read):
                     continue
                 listed.add(name)
                 dropped.append(
@@ -528,8 +530,8 @@ def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
                         "block_size",
                         name,
                         f"'{name}' is computed inside the kernel {fn.name}() at line "
-                        f"{f.line(value)} from run-time values: the device works it out per "
-                        f"launch, so no literal of the file sets it",
+                        f"{f.line(value)} (`{code_of(value)}`), not bound to a literal: no "
+                        f"value of the file sets it as a tile size, so there is nothing to tune",
                     )
                 )
 
