@@ -19,8 +19,6 @@ assignment elsewhere leaves the value unknown, as before.
 
 from __future__ import annotations
 
-from typing import cast
-
 import libcst as cst
 
 from bot.strategies.facts import Facts, Function
@@ -73,10 +71,7 @@ def arms(f: Facts, fn: Function, name: str) -> Arms | None:
     """The arms of the one `if` chain in `fn`'s body that assigns `name` in every arm, when
     those are all of `fn`'s assignments of `name`; else None. Kept on the parse `f` (every
     evaluation of a size that reads `name` asks): callers must not mutate it."""
-    key = ("armvalue.arms", id(fn.node), name)
-    if key not in f.derived:
-        f.derived[key] = _arms(fn, name)
-    return cast("Arms | None", f.derived[key])
+    return f.kept(("armvalue.arms", id(fn.node), name), lambda: _arms(fn, name))
 
 
 def _arms(fn: Function, name: str) -> Arms | None:

@@ -330,20 +330,19 @@ class Resolver:
         """Each call of the file that reaches `fn` (by name, or through a partial or an alias),
         with the arguments it passes. It depends on the parse alone, and every parameter of
         `fn` asks it again: kept on the parse."""
-        key = ("binding.calls_to", id(fn.node))
-        memo = self.f.derived
-        if key not in memo:
-            found: list[tuple[Call, list[cst.Arg]]] = []
-            for call in self.f.calls:
-                args = (
-                    list(call.node.args)
-                    if self.calls(call, fn)
-                    else self.wrappers.arguments(call, fn)  # partial(fn, ...), `k = fn`
-                )
-                if args is not None:
-                    found.append((call, args))
-            memo[key] = found
-        return cast("list[tuple[Call, list[cst.Arg]]]", memo[key])
+        return self.f.kept(("binding.calls_to", id(fn.node)), lambda: self._find_calls_to(fn))
+
+    def _find_calls_to(self, fn: Function) -> list[tuple[Call, list[cst.Arg]]]:
+        found: list[tuple[Call, list[cst.Arg]]] = []
+        for call in self.f.calls:
+            args = (
+                list(call.node.args)
+                if self.calls(call, fn)
+                else self.wrappers.arguments(call, fn)  # partial(fn, ...), `k = fn`
+            )
+            if args is not None:
+                found.append((call, args))
+        return found
 
     def calls(self, call: Call, fn: Function) -> bool:
         """`fn(...)` by name, or `p(...)` where `p = outer(...)` and `outer` returns `fn`, or

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -54,10 +54,7 @@ def reached(f: Facts, harness: tuple[str, ...] = DEFAULT_HARNESS) -> set[int] | 
     reference, OpConfig.harness_functions), and the functions these call, by name. None when
     nothing runs at module level (a library module: any call may run). Kept on the parse:
     callers must not mutate the set."""
-    key = ("callsites.reached", tuple(harness))
-    if key not in f.derived:
-        f.derived[key] = _reached(f, harness)
-    return cast("set[int] | None", f.derived[key])
+    return f.kept(("callsites.reached", tuple(harness)), lambda: _reached(f, harness))
 
 
 def _reached(f: Facts, harness: tuple[str, ...]) -> set[int] | None:

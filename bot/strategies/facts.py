@@ -248,6 +248,9 @@ def literal(node: cst.BaseExpression | None) -> int | bool | None:
     return b if b is not None else int_value(node)
 
 
+K = TypeVar("K")  # what Facts.kept keeps
+
+
 @dataclass
 class Facts:
     wrapper: MetadataWrapper
@@ -262,6 +265,13 @@ class Facts:
     switches: dict[str, bool] = field(default_factory=dict)  # `--tune` (store_true): False
     # what other modules derive from this parse (on_facts): it lives and dies with the parse
     derived: dict[Hashable, object] = field(default_factory=dict, repr=False, compare=False)
+
+    def kept(self, key: Hashable, compute: Callable[[], K]) -> K:
+        """`compute()` the first time `key` is asked of this parse, the kept answer after: for
+        what every knob or loop of the file asks again. Callers must not mutate the answer."""
+        if key not in self.derived:
+            self.derived[key] = compute()
+        return cast(K, self.derived[key])
 
     @property
     def factories(self) -> list[Function]:

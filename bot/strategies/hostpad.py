@@ -16,8 +16,6 @@ kernel's extent.
 
 from __future__ import annotations
 
-from typing import cast
-
 import libcst as cst
 
 from bot.strategies.evaluate import code_of
@@ -40,10 +38,7 @@ def granules(
     """name -> (P, expression) for every `((name + P - 1) // P) * P` in the file; with
     `builders` (the factory chain's names), only in a scope that calls one of them. Kept on
     the parse: every knob of the factory asks, and each answer walks the whole module."""
-    key = ("hostpad.granules", builders)
-    if key not in f.derived:
-        f.derived[key] = _granules(f, builders)
-    return dict(cast("dict[str, tuple[int, cst.BinaryOperation]]", f.derived[key]))
+    return dict(f.kept(("hostpad.granules", builders), lambda: _granules(f, builders)))
 
 
 def _granules(

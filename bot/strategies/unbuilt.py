@@ -14,8 +14,6 @@ builds nothing from it, and no harness names it.
 
 from __future__ import annotations
 
-from typing import cast
-
 import libcst as cst
 
 from bot.strategies.facts import Facts, Function
@@ -135,9 +133,7 @@ def only_inspected(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     (`inspect.getsource(factory)`): it parses their text and never calls them. Kept on the
     parse: every knob and loop of the file asks the same question."""
     key = ("unbuilt.only_inspected", tuple(harness))
-    if key not in f.derived:
-        f.derived[key] = _only_inspected(f, tuple(harness))
-    return list(cast("list[Function]", f.derived[key]))
+    return list(f.kept(key, lambda: _only_inspected(f, tuple(harness))))
 
 
 def _only_inspected(f: Facts, harness: tuple[str, ...]) -> list[Function]:
@@ -159,10 +155,7 @@ def _only_inspected(f: Facts, harness: tuple[str, ...]) -> list[Function]:
 def unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     """The factories (outermost function of each chain) the file's run path never builds.
     Kept on the parse, as `only_inspected` is."""
-    key = ("unbuilt.unbuilt", tuple(harness))
-    if key not in f.derived:
-        f.derived[key] = _unbuilt(f, tuple(harness))
-    return list(cast("list[Function]", f.derived[key]))
+    return list(f.kept(("unbuilt.unbuilt", tuple(harness)), lambda: _unbuilt(f, tuple(harness))))
 
 
 def _unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
