@@ -68,6 +68,7 @@ SETS = (
     "heldout_r",
     "heldout_s",
     "heldout_t",
+    "heldout_v",
 )
 
 
