@@ -69,6 +69,7 @@ SETS = (
     "heldout_s",
     "heldout_t",
     "heldout_u",
+    "heldout_v",
 )
 
 
