@@ -74,6 +74,19 @@ from bot.strategies.tiling import Rule, group_rules, whole_rules
 from bot.strategies.ubrows import row_check
 
 
+class _Idle(str):
+    """A refusal only because the block is past the extent it tiles: with a tail handled the
+    kernel stays right, and the tile only idles. It holds for the op only if it holds for
+    every size the op runs with (a block past the smallest test case tiles the largest)."""
+
+    extent: int
+
+    def __new__(cls, why: str, extent: int) -> _Idle:
+        out = super().__new__(cls, why)
+        out.extent = extent
+        return out
+
+
 class Check(Protocol):
     """A rule that is not one extent: why `value` breaks the kernel, or None."""
 
@@ -113,17 +126,42 @@ class Constraints:
             sizes[name] = tuple(v for v in sizes[name] if v != size)
             if not sizes[name]:
                 del sizes[name]  # unknown again: the rules for an unknown extent apply
+        idle: list[tuple[int, str]] = []  # (extent, why) for sizes where the block only idles
+        hard: str | None = None  # the first rule broken outright, at a size where it also idles
+        useful = False  # some size the op runs with has work for the block and no rule broken
+        tried = 0
         try:
             for choice in shapes.choices(sizes, self.joint):
+                tried += 1
                 self.resolver.fallback = choice  # open sizes: every one the op runs with
-                problem = self._violation(value, current)
-                if problem:
-                    self.resolver.fallback = {}
-                    alone = self._violation(value, current)  # the same without the sizes?
-                    return problem + ("" if alone == problem else shapes.note(choice, origins))
+                broken, idles = self._problems(value, current)
+                if broken is None and idles is None:
+                    useful = True
+                    continue
+                self.resolver.fallback = {}
+                if idles is None:  # wrong at a size with work for it: refused, whatever else
+                    return self._noted(broken or "", value, current, choice, origins)
+                idle.append((idles.extent, self._noted(idles, value, current, choice, origins)))
+                if broken is not None and hard is None:
+                    hard = self._noted(broken, value, current, choice, origins)
         finally:
             self.resolver.fallback = {}
-        return None
+        if not useful and len(idle) == tried:  # past the extent of every size: say that first
+            return max(idle, key=lambda item: item[0])[1]
+        return hard
+
+    def _noted(
+        self,
+        problem: str,
+        value: int,
+        current: int | None,
+        choice: dict[str, int],
+        origins: dict[tuple[str, int], str],
+    ) -> str:
+        """`problem` with the sizes it was found at, unless it holds without them."""
+        broken, idles = self._problems(value, current)  # with no sizes set
+        alone = broken if not isinstance(problem, _Idle) else idles
+        return problem + ("" if alone == problem else shapes.note(choice, origins))
 
     def whole_extent(self, current: int) -> str | None:
         """Why the knob is the extent itself rather than a tile size, or None: each knob-sized
@@ -202,15 +240,25 @@ class Constraints:
         return out
 
     def _violation(self, value: int, current: int | None) -> str | None:
+        """The first rule `value` breaks with the sizes now set (past the extent first)."""
+        broken, idles = self._problems(value, current)
+        return idles or broken
+
+    def _problems(self, value: int, current: int | None) -> tuple[str | None, _Idle | None]:
+        """The first rule `value` breaks outright, and the first that says it only idles
+        past the extent it tiles (`_Idle`), with the sizes now set."""
+        idle: _Idle | None = None
         for rule in self.rules:
             problem = self._check(rule, value, current)
-            if problem:
-                return problem
+            if isinstance(problem, _Idle):
+                idle = idle or problem
+            elif problem:
+                return problem, idle
         for check in self.checks:
             problem = check(value, current, self._env)
             if problem:
-                return problem
-        return None
+                return problem, idle
+        return None, idle
 
     def _check(self, rule: Rule, value: int, current: int | None) -> str | None:
         if rule.kind == "assert":
@@ -309,13 +357,18 @@ class Constraints:
         if rule.kind == "cap" and extent is not None:
             if current and current > extent:  # one tile already covers the extent
                 if value > current:
-                    return (
+                    return _Idle(
                         f"{self.name}={value} exceeds the extent {extent} it tiles (`{rule.text}` "
-                        f"at line {rule.line}); the current {current} already covers it in one tile"
+                        f"at line {rule.line}); the current {current} already covers it in one tile",
+                        extent,
                     )
                 return None
             if value > extent:
-                return f"{self.name}={value} exceeds the extent {extent} it tiles (`{rule.text}` at line {rule.line})"
+                return _Idle(
+                    f"{self.name}={value} exceeds the extent {extent} it tiles (`{rule.text}` "
+                    f"at line {rule.line})",
+                    extent,
+                )
         return None
 
 

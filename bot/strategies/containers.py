@@ -21,6 +21,23 @@ from bot.strategies.writes import writes
 MAX_HOPS = 8  # names followed to the container they stand for
 
 
+_COUNT = cst.Name("__pass_count__")  # what `enumerate` pairs each entry with
+
+
+def _enumerated(node: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """The list `enumerate(cases)` / `enumerate(cases, 1)` walks, else None."""
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "enumerate"
+        and 1 <= len(node.args) <= 2
+        and node.args[0].keyword is None
+        and not node.args[0].star
+    ):
+        return node.args[0].value
+    return None
+
+
 def element(
     target: cst.BaseExpression, entry: cst.BaseExpression, name: str
 ) -> cst.BaseExpression | None:
@@ -95,6 +112,9 @@ class Spelled:
         """The entries of the list a loop walks, when the file spells them out and never
         changes the list (`test_configs = [...]` assigned once, no `.append`)."""
         node: cst.BaseExpression | None = loop.iter
+        counted = _enumerated(node)
+        if counted is not None:  # `for i, (M, N) in enumerate(cases)`: each pass is (i, entry)
+            node = counted
         if isinstance(node, cst.Name):
             if self.changed(node.value, chain) is not None:
                 return None
@@ -103,6 +123,9 @@ class Spelled:
             isinstance(e, cst.StarredElement) for e in node.elements
         ):
             return None
+        if counted is not None:
+            # the count is no literal of the file: a name nothing binds stands for it
+            return [cst.Tuple([cst.Element(_COUNT), cst.Element(e.value)]) for e in node.elements]
         return [e.value for e in node.elements]
 
     def assigned(self, var: str, chain: tuple[Function, ...]) -> cst.BaseExpression | None:
