@@ -333,6 +333,16 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "tunebot takes upstream's aliases (an installed TileLang without them is read and the "
         "rename refused: vprefix.installed_aliases); the tnp_pipelined_reduce class"
     ),
+    "tnu_select_dev": (
+        "the v-prefix rename npuir_cmp -> vcmp / npuir_select -> vselect: the file's own commit "
+        "(pull request 287's head) exports neither, but nothing in the file says so; the "
+        "tnp_pipelined_reduce class"
+    ),
+    "tnu_segment_sum": (
+        "block_N sits in the block-reduce kernel, which a size dispatch (_use_block_reduce: one "
+        "segment and over 65536 rows) that none of the file's six runs takes reaches: its moves "
+        "are no-ops for the file's own run; tunebot does not evaluate the dispatch"
+    ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "
         "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "

@@ -287,6 +287,16 @@ def kernel_buffers(f: Facts, prim_func: Function) -> list[Buffer]:
     return list(_kernel(f, prim_func).placed)
 
 
+def macros(f: Facts, factory: Function) -> list[Function]:
+    """The `@T.macro` functions inside `factory`: their bodies run inside its kernels."""
+    return [
+        fn
+        for fn in f.functions
+        if factory in fn.parents
+        and any(dotted(d.decorator).endswith("macro") for d in fn.node.decorators)
+    ]
+
+
 def buffers(f: Facts, factory: Function) -> list[Buffer]:
     """Every readable allocation in the prim_funcs of `factory`."""
     by_node = {id(fn.node): fn for fn in f.functions}

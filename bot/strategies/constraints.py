@@ -69,6 +69,7 @@ from bot.strategies.paddedtensors import padded_symbols, padded_tiles
 from bot.strategies.padflow import clip_extents, padded_reduction
 from bot.strategies.pinned import pinned_check
 from bot.strategies.roundup import multiple_of
+from bot.strategies.sameshape import same_shape_check
 from bot.strategies.slicefill import slice_fill
 from bot.strategies.tiling import Rule, group_rules, whole_rules
 from bot.strategies.ubrows import row_check
@@ -267,8 +268,23 @@ class Constraints:
             )
             if now is False:
                 return None  # the kernel's own assert already fails: not ours to judge
-            if evaluate(rule.node, self._env(rule.chain, value)) is False:
+            verdict = evaluate(rule.node, self._env(rule.chain, value))
+            if verdict is False:
                 return f"{self.name}={value} breaks the kernel's assert at line {rule.line}: `{rule.text}`"
+            x = _divided(rule.node, self.aliases) if verdict is None and now is None else None
+            if (
+                x is not None
+                and current
+                and current % value != 0
+                and not multiple_of(self.resolver, x, rule.chain, self.aliases)
+            ):  # (an extent the host rounds up to the knob holds any value)
+                # `assert size % block_K == 0` over a size the file does not fix: the current
+                # value passes it, so only its divisors provably do
+                return (
+                    f"{self.name}={value}: the assert at line {rule.line} (`{rule.text}`) needs "
+                    f"{self.name} to divide `{code_of(x)}`, which tunebot could not size from "
+                    f"this file; only divisors of the current {current} are planned"
+                )
             return None
         if rule.kind == "raises":
             now = (
@@ -372,6 +388,30 @@ class Constraints:
         return None
 
 
+def _divided(test: cst.BaseExpression, aliases: frozenset[str]) -> cst.BaseExpression | None:
+    """X of an assert `X % knob == 0` (or `0 == X % knob`), else None."""
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+    ):
+        return None
+    for side, other in (
+        (test.left, test.comparisons[0].comparator),
+        (test.comparisons[0].comparator, test.left),
+    ):
+        if (
+            isinstance(side, cst.BinaryOperation)
+            and isinstance(side.operator, cst.Modulo)
+            and isinstance(side.right, cst.Name)
+            and side.right.value in aliases
+            and isinstance(other, cst.Integer)
+            and other.value == "0"
+        ):
+            return side.left
+    return None
+
+
 def _clipped_elsewhere(
     resolver: Resolver, rule: Rule, clips: list[tuple[cst.BaseExpression | None, int]]
 ) -> str | None:
@@ -451,6 +491,12 @@ def constraints_for(
             if padded:
                 continue  # a partial last tile ends inside tensors padded to whole tiles
             why = leak or _clipped_elsewhere(resolver, r, clips)
+            whole = v.whole_tile_copy(r) if v.tail_handled else None
+            if whole is not None and not why:  # a `T.min` elsewhere does not clip this copy
+                why = (
+                    f"the copy at line {whole} moves a whole {name}-sized tile at an offset "
+                    f"this loop sets, which nothing clips"
+                )
             kind = "cap" if v.tail_handled and not why else "exact"
             rules.append(Rule(kind, r.node, r.chain, r.line, r.text, why or ""))
     factories = list({id(fac): fac for _, fac in owners}.values())
@@ -472,6 +518,7 @@ def constraints_for(
     grown = over_paper(f, name, factories)
     covered = coverage_check(f, name, factories)
     counted = instruction_count_check(f, name, factories)
+    same = same_shape_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
     for factory in factories:
@@ -511,6 +558,7 @@ def constraints_for(
                 passed,
                 covered,
                 counted,
+                same,
                 rows,  # last: a more specific rule's reason comes first
             )
             if c is not None

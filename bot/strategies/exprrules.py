@@ -57,6 +57,15 @@ class Rules(cst.CSTVisitor):
         self.sized = sized_by(f, aliases, within=scope)
         self.offsets = sized_by(f, aliases, _offset_names, scope)
         self.sliced = self.indexed = self.guarded = False
+        # copies that move a whole knob-sized tile (a knob-sized buffer, or `size=[1, knob]`)
+        # to or from a point at an offset from the knob (`T.copy(Idx[b, k * block], idxs)`):
+        # (line, the loop variables the offset is computed from)
+        self.full_copies: list[tuple[int, set[str]]] = []
+        # id of a `ceil` rule -> the variables of the loops whose trip count it is
+        self.ceil_loops: dict[int, set[str]] = {}
+        self._counted: list[tuple[set[str], Rule]] = []  # (names it is assigned to, rule)
+        self._assigning: set[str] = set()
+        self._iters: list[tuple[set[int], set[str]]] = []  # (node ids of a loop's iter, its vars)
         self.guards: list[cst.Comparison] = []  # the `if` tests bounding a knob offset around
         self.checking = 0  # inside an assert's or a raising check's condition
         self.loops: list[set[str]] = []  # the names each enclosing for loop binds
@@ -116,19 +125,97 @@ class Rules(cst.CSTVisitor):
         short = name.rsplit(".", 1)[-1]
         args = [a.value for a in node.args if a.keyword is None]
         if short in CEILDIV and len(args) == 2 and self._is_knob(args[1]):
-            self.ceil.append(self._rule("ceil", args[0], node))
+            rule = self._rule("ceil", args[0], node)
+            self.ceil.append(rule)
+            for ids, targets in self._iters:  # the trip count of a loop it sits in
+                if id(node) in ids:
+                    self.ceil_loops.setdefault(id(rule), set()).update(targets)
+            if self._assigning:  # `n = T.ceildiv(X, knob)`: a loop over `n` may come later
+                self._counted.append((set(self._assigning), rule))
         elif short in CEILDIV and len(args) == 2 and self._is_knob(args[0]):
             root = self.stack[-1].node if self.stack else None
             if root is not None and walks_whole_parts(root, node):
                 self.tiled.append(self._rule("multiple", args[1], node))
         elif short == "min" and any(self._is_knob(a) for a in args):
             self.tails = True
+        elif short == "copy" and len(args) >= 2:
+            self._full_copy(node, args)
+
+    def _full_copy(self, node: cst.Call, args: list[cst.BaseExpression]) -> None:
+        size = next(
+            (a.value for a in node.args if a.keyword is not None and a.keyword.value == "size"),
+            args[2] if len(args) > 2 else None,
+        )
+        bound = set().union(*self.loops) if self.loops else set()
+        for point, whole in ((args[0], args[1]), (args[1], args[0])):
+            offset = self._offset_names(point)
+            if not offset:
+                continue
+            full = (size is None and self._knob_sized(whole)) or (
+                isinstance(size, (cst.List, cst.Tuple))
+                and any(self._is_knob(e.value) for e in size.elements)
+            )
+            if full:
+                self.full_copies.append((self.f.line(node), self._sources(offset) & bound))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._assigning = {n for t in node.targets for n in _names(t.target)}
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self._assigning = set()
 
     def visit_For(self, node: cst.For) -> None:
-        self.loops.append(_names(node.target))
+        targets = _names(node.target)
+        self.loops.append(targets)
+        ids: set[int] = set()
+
+        class _Ids(cst.CSTVisitor):
+            def on_visit(self, n: cst.CSTNode) -> bool:
+                ids.add(id(n))
+                return True
+
+        node.iter.visit(_Ids())
+        self._iters.append((ids, targets))
+        counts = self._sources(_names(node.iter))
+        for names, rule in self._counted:  # `for i in T.serial(n)` over `n = T.ceildiv(...)`
+            if names & counts:
+                self.ceil_loops.setdefault(id(rule), set()).update(targets)
 
     def leave_For(self, original_node: cst.For) -> None:
         self.loops.pop()
+        self._iters.pop()
+
+    def _offset_names(self, node: cst.BaseExpression) -> set[str]:
+        """The names placing `T[b, k * block]`, a point of a tensor at an offset from the knob."""
+        if not isinstance(node, cst.Subscript):
+            return set()
+        out: set[str] = set()
+        for e in node.slice:
+            if isinstance(e.slice, cst.Index) and self._live(e.slice.value) & self.offsets:
+                out |= _names(e.slice.value)  # the loop variables placing it included
+        return out
+
+    def _knob_sized(self, node: cst.BaseExpression) -> bool:
+        """`node` names a buffer allocated (`T.alloc_*`) with a shape read from the knob."""
+        if not isinstance(node, cst.Name):
+            return False
+        for fn in reversed(self.stack):
+            values = fn.assigns.get(node.value)
+            if values:
+                return all(
+                    isinstance(v, cst.Call)
+                    and "alloc" in dotted(v.func)
+                    and bool(v.args)
+                    and bool(_names(v.args[0].value) & (self.sized | self.aliases))
+                    for v in values
+                )
+        return False
+
+    def whole_tile_copy(self, rule: Rule) -> int | None:
+        """The line of a copy that moves a whole knob-sized tile at an offset set by a loop
+        `rule` counts: that loop needs full tiles whatever `T.min` clips elsewhere."""
+        loops = self.ceil_loops.get(id(rule), set())
+        return next((line for line, names in self.full_copies if names & loops), None)
 
     def _live(self, node: cst.CSTNode) -> set[str]:
         """The names an expression reads, less those an enclosing for loop binds there (a loop

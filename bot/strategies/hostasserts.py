@@ -3,8 +3,9 @@
 A wrapper that takes the block as a parameter and hands it on to the factory under the same
 name (`def run_decode(q, kv, block_N, block_H): assert block_N % 16 == 0 ...;
 flashattn(..., block_N, block_H)`) states the kernel's contract where the factory does not:
-every value it passes on must hold its asserts. Each such assert (direct body of the wrapper,
-or of a wrapper of it) is an `assert` rule of the knob, checked like the factory's own: a rule
+every value it passes on must hold its asserts. Each such assert (in the body of the wrapper,
+loops and branches included, or of a wrapper of it; `for size in sizes: assert size % block_K
+== 0`) is an `assert` rule of the knob, checked like the factory's own: a rule
 the current value already breaks, or one that depends on a size the file does not fix, asks
 nothing.
 """
@@ -50,8 +51,26 @@ def wrapper_asserts(
                 continue
             seen.add(id(wrapper))
             todo.append(wrapper)
-            for a in wrapper.asserts:
+            for a in _asserts(wrapper.node):
                 if names_in(a.test) & passed:
                     line = f.line(a)
                     rules.append(Rule("assert", a.test, wrapper.chain, line, code_of(a.test)))
     return rules
+
+
+def _asserts(node: cst.FunctionDef) -> list[cst.Assert]:
+    """The asserts of a function's body, in its loops and branches too, not in nested defs."""
+    found: list[cst.Assert] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_Assert(self, n: cst.Assert) -> None:
+            found.append(n)
+
+    node.visit(_V())
+    return found

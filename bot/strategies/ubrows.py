@@ -12,7 +12,8 @@ not worth a compile and a profiling run.
 So a move is refused when it changes the last dimension of a 2-D (or wider) buffer in UB
 from whole 32-byte blocks to a part block; a `(1, N)` row counts as a tile, as the recent
 expectations hold it (tns_if_yield_dev). A buffer whose rows are already a part block at
-the current value is left alone: the file shows its toolchain handles that row. 1-D
+the current value is left alone: the file shows its toolchain handles that row. A `@T.macro`'s
+buffers count: its body runs inside the kernel that calls it. 1-D
 buffers (per-row statistics, scale vectors) are not judged: the corpus's expectations take
 short vectors to work (padded copies), and the convention is about tile rows.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.strategies.capacity import Buffer, buffers
+from bot.strategies.capacity import Buffer, buffers, kernel_buffers, macros
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 
@@ -59,11 +60,15 @@ class RowCheck:
 
 
 def row_check(f: Facts, name: str, factories: list[Function]) -> RowCheck | None:
-    """The 32-byte row rule of knob `name` over the UB tiles of `factories`' kernels."""
+    """The 32-byte row rule of knob `name` over the UB tiles of `factories`' kernels, those
+    a `@T.macro` of the factory allocates included."""
     tiles = [
         b
         for factory in factories
-        for b in buffers(f, factory)
+        for b in [
+            *buffers(f, factory),
+            *(b for m in macros(f, factory) for b in kernel_buffers(f, m)),
+        ]
         if b.memory == "UB" and len(b.dims) >= 2
     ]
     return RowCheck(name, tiles) if tiles else None
