@@ -70,6 +70,7 @@ SETS = (
     "heldout_t",
     "heldout_u",
     "heldout_v",
+    "heldout_w",
 )
 
 
