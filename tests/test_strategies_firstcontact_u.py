@@ -5,7 +5,9 @@ held to the 32-byte row rule like the kernel's own (ubrows.py), and a loop that 
 whole knob-sized tile from a point it places needs full tiles, whatever a `T.min` clips in
 its body (exprrules.py `whole_tile_copy`), and a host wrapper's assert inside a loop over
 sizes the file does not fix (`for size in sizes: assert size % block_K == 0`) leaves only
-divisors of the current value (hostasserts.py, constraints.py)."""
+divisors of the current value (hostasserts.py, constraints.py). From heldout_w: a factory
+that holds a per-factory knob's name and never reads it is listed as dropped beside the
+knobs of the others (inventory.py)."""
 
 from __future__ import annotations
 
@@ -196,3 +198,37 @@ def test_a_wrapper_assert_in_a_loop_over_unknown_sizes_leaves_only_divisors():
     assert (
         "the assert at line 21" in why and "`size`" in why and "divisors of the current 64" in why
     )
+
+
+def _factory(name: str, read: bool) -> str:
+    grid = "BLOCK_SIZE" if read else "4"
+    return f"""
+@tilelang.jit(target="npuir")
+def {name}(N, dtype="float16"):
+    BLOCK_SIZE = 20
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), dtype)):
+        with T.Kernel({grid}, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((32,), dtype)
+            T.copy(A[cid * 32 : cid * 32 + 32], buf)
+            T.copy(buf, A[cid * 32 : cid * 32 + 32])
+
+    return main
+"""
+
+
+CORES = (
+    "import tilelang\nimport tilelang.language as T\n"
+    + _factory("one", True)
+    + _factory("two", True)
+    + _factory("three", False)
+    + "\n\nif __name__ == '__main__':\n    one(640)\n    two(640)\n    three(128)\n"
+)
+
+
+def test_a_factory_that_never_reads_its_copy_of_a_split_knob_is_listed_as_dropped():
+    found = inventory.inventory(CORES)
+    assert {k.name for k in found.knobs} >= {"one.BLOCK_SIZE", "two.BLOCK_SIZE"}
+    dropped = {d.name: d.reason for d in found.dropped}
+    assert "never read by the kernel (three())" in dropped["three.BLOCK_SIZE"]

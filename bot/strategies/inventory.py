@@ -188,8 +188,20 @@ def _bind(
         split = _split(f, resolver, name, results, found) or _per_factory(
             f, resolver, name, results, found
         )
-        if split is not None:
-            return split
+        if split is not None:  # a factory that holds the name and never reads it: listed too
+            dead = {
+                id(fac): fac
+                for _, fac, is_live in owners
+                if not is_live and not any(fac is other for _, other in live)
+            }
+            return split + [
+                Dropped(
+                    "block_size",
+                    f"{fac.name}.{name}",
+                    f"never read by the kernel ({fac.name}()): tuning it cannot change anything",
+                )
+                for fac in dead.values()
+            ]
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
         return Dropped(
             "block_size",
