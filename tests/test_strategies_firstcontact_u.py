@@ -7,7 +7,8 @@ its body (exprrules.py `whole_tile_copy`), and a host wrapper's assert inside a 
 sizes the file does not fix (`for size in sizes: assert size % block_K == 0`) leaves only
 divisors of the current value (hostasserts.py, constraints.py). From heldout_w: a factory
 that holds a per-factory knob's name and never reads it is listed as dropped beside the
-knobs of the others (inventory.py)."""
+knobs of the others, and a block-named host local that no factory is given (a padding
+granularity) is listed as dropped with why (inventory.py)."""
 
 from __future__ import annotations
 
@@ -232,3 +233,45 @@ def test_a_factory_that_never_reads_its_copy_of_a_split_knob_is_listed_as_droppe
     assert {k.name for k in found.knobs} >= {"one.BLOCK_SIZE", "two.BLOCK_SIZE"}
     dropped = {d.name: d.reason for d in found.dropped}
     assert "never read by the kernel (three())" in dropped["three.BLOCK_SIZE"]
+
+
+PADDED = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def double(M, block_M, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, 64), dtype), B: T.Tensor((M, 64), dtype)):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_M, 64), dtype)
+            T.copy(A[cid * block_M, 0], buf)
+            T.copy(buf, B[cid * block_M, 0])
+
+    return main
+
+
+def forward(tokens):
+    BLOCK_M = 128
+    padded = (tokens + BLOCK_M - 1) // BLOCK_M * BLOCK_M
+    return double(padded, 64)
+
+
+if __name__ == "__main__":
+    forward(1000)
+"""
+
+
+def test_a_block_named_host_local_no_factory_is_given_is_listed_with_why():
+    found = inventory.inventory(PADDED)
+    assert [k.name for k in found.knobs] == ["block_M"]
+    dropped = {d.name: d.reason for d in found.dropped}
+    assert "BLOCK_M = 128 at line 19, in forward()" in dropped["BLOCK_M"]
+    assert "no kernel factory is given" in dropped["BLOCK_M"]
+
+
+def test_a_host_local_passed_on_is_left_to_the_binding_rules():
+    passed = PADDED.replace("return double(padded, 64)", "return double(padded, BLOCK_M)")
+    found = inventory.inventory(passed)
+    assert "BLOCK_M" not in {d.name for d in found.dropped}

@@ -38,12 +38,13 @@ from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.corecount import core_count
 from bot.strategies.evaluate import Env, code_of, evaluate
-from bot.strategies.facts import Facts, Function, Site, facts, names_in, on_facts
+from bot.strategies.facts import Facts, Function, Site, facts, literal, names_in, on_facts
 from bot.strategies.granularity import GranularityCheck
 from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure, dotted, int_value
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+HOST_LOCAL = "a host local "  # how a block-named host local no factory is given is listed
 # `block_row_warps`, `BLOCK_THREADS`: how many warps or threads a block runs, not a tile size
 UNIT_COUNT = re.compile(r"(?i)(warp|thread)s?(?![a-z])")
 BLOCK_WORD = callsites.BLOCK_WORD
@@ -445,6 +446,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
             dropped.append(Dropped("block_size", info.name, why))
     _unread_literals(f, taken, dropped)
     _kernel_locals(f, {k.name for k in knobs} | set(all_owners), dropped)
+    _host_locals(f, resolver, taken, {k.name for k in knobs} | set(all_owners), dropped)
     _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
@@ -463,8 +465,8 @@ def resolve(
     if known is not None:
         return known
     for d in inv.dropped:
-        if d.name == name:
-            return d.reason
+        if d.name == name and not d.reason.startswith(HOST_LOCAL):
+            return d.reason  # (a host local is the user's to declare: the name rules apply)
     # a name the literal is written under (`--block_i`, a dict key) rather than the kernel's own
     written = [k for k in inv.knobs if k.site.name == name]
     if len(written) == 1:
@@ -546,6 +548,60 @@ def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
                         f"value of the file sets it as a tile size, so there is nothing to tune",
                     )
                 )
+
+
+def _host_locals(
+    f: Facts, resolver: Resolver, taken: dict[int, str], known: set[str], dropped: list[Dropped]
+) -> None:
+    """Block-named integer locals of host functions that no kernel factory is given (`BLOCK_M =
+    128` in a forward() that only pads its token count to it), with why: a move could not change
+    any kernel's tile. A local passed on by name to any call, or read in a factory call's
+    arguments, may reach a kernel and is left to the binding rules."""
+    listed = {d.name for d in dropped}
+    kernel_side = {id(fn) for fac in f.factories for fn in fac.chain}
+    calls_in: dict[int, list[cst.Call]] = {}
+    for call in f.calls:
+        if call.scope:
+            calls_in.setdefault(id(call.scope[-1]), []).append(call.node)
+    factory_args: set[str] = set()
+    for call in f.calls:
+        if any(resolver.calls(call, fac) for fac in f.factories):
+            for a in call.node.args:
+                factory_args |= names_in(a.value)
+    for fn in f.functions:
+        if id(fn) in kernel_side or any(id(p) in kernel_side for p in fn.parents):
+            continue
+        for name, values in fn.assigns.items():
+            if (
+                not BLOCK_NAME.match(name)
+                or UNIT_COUNT.search(name)
+                or name in known
+                or name in listed
+                or name in factory_args
+                or len(values) != 1
+                or id(values[0]) in taken
+            ):
+                continue
+            value = literal(values[0])
+            if not isinstance(value, int) or isinstance(value, bool):
+                continue
+            passed = any(
+                isinstance(a.value, cst.Name) and a.value.value == name
+                for node in calls_in.get(id(fn), [])
+                for a in node.args
+            )
+            if passed or name in fn.returns:
+                continue
+            listed.add(name)
+            dropped.append(
+                Dropped(
+                    "block_size",
+                    name,
+                    f"{HOST_LOCAL}({name} = {value} at line {f.line(values[0])}, in "
+                    f"{fn.name}()) that no kernel factory is given: the host computes with it "
+                    f"itself (padding, sizes), so a move could not change a kernel's tile",
+                )
+            )
 
 
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
