@@ -130,39 +130,27 @@ class Constraints:
         idle: list[tuple[int, str]] = []  # (extent, why) for sizes where the block only idles
         hard: str | None = None  # the first rule broken outright, at a size where it also idles
         useful = False  # some size the op runs with has work for the block and no rule broken
-        tried = 0
+        alone: tuple[str | None, _Idle | None] | None = None  # the problems with no sizes set
         try:
             for choice in shapes.choices(sizes, self.joint):
-                tried += 1
                 self.resolver.fallback = choice  # open sizes: every one the op runs with
                 broken, idles = self._problems(value, current)
                 if broken is None and idles is None:
                     useful = True
                     continue
                 self.resolver.fallback = {}
+                if alone is None:
+                    alone = self._problems(value, current)
                 if idles is None:  # wrong at a size with work for it: refused, whatever else
-                    return self._noted(broken or "", value, current, choice, origins)
-                idle.append((idles.extent, self._noted(idles, value, current, choice, origins)))
+                    return _noted(broken or "", alone[0], choice, origins)
+                idle.append((idles.extent, _noted(idles, alone[1], choice, origins)))
                 if broken is not None and hard is None:
-                    hard = self._noted(broken, value, current, choice, origins)
+                    hard = _noted(broken, alone[0], choice, origins)
         finally:
             self.resolver.fallback = {}
-        if not useful and len(idle) == tried:  # past the extent of every size: say that first
+        if idle and not useful:  # past the extent of every size: say that first
             return max(idle, key=lambda item: item[0])[1]
         return hard
-
-    def _noted(
-        self,
-        problem: str,
-        value: int,
-        current: int | None,
-        choice: dict[str, int],
-        origins: dict[tuple[str, int], str],
-    ) -> str:
-        """`problem` with the sizes it was found at, unless it holds without them."""
-        broken, idles = self._problems(value, current)  # with no sizes set
-        alone = broken if not isinstance(problem, _Idle) else idles
-        return problem + ("" if alone == problem else shapes.note(choice, origins))
 
     def whole_extent(self, current: int) -> str | None:
         """Why the knob is the extent itself rather than a tile size, or None: each knob-sized
@@ -386,6 +374,13 @@ class Constraints:
                     extent,
                 )
         return None
+
+
+def _noted(
+    problem: str, alone: str | None, choice: dict[str, int], origins: dict[tuple[str, int], str]
+) -> str:
+    """`problem` with the sizes it was found at, unless it holds without them (`alone`)."""
+    return problem + ("" if alone == problem else shapes.note(choice, origins))
 
 
 def _divided(test: cst.BaseExpression, aliases: frozenset[str]) -> cst.BaseExpression | None:

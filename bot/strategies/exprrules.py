@@ -65,7 +65,7 @@ class Rules(cst.CSTVisitor):
         self.ceil_loops: dict[int, set[str]] = {}
         self._counted: list[tuple[set[str], Rule]] = []  # (names it is assigned to, rule)
         self._assigning: set[str] = set()
-        self._iters: list[tuple[set[int], set[str]]] = []  # (node ids of a loop's iter, its vars)
+        self._iters: list[set[str]] = []  # the variables of loops whose iter is being visited
         self.guards: list[cst.Comparison] = []  # the `if` tests bounding a knob offset around
         self.checking = 0  # inside an assert's or a raising check's condition
         self.loops: list[set[str]] = []  # the names each enclosing for loop binds
@@ -127,9 +127,8 @@ class Rules(cst.CSTVisitor):
         if short in CEILDIV and len(args) == 2 and self._is_knob(args[1]):
             rule = self._rule("ceil", args[0], node)
             self.ceil.append(rule)
-            for ids, targets in self._iters:  # the trip count of a loop it sits in
-                if id(node) in ids:
-                    self.ceil_loops.setdefault(id(rule), set()).update(targets)
+            if self._iters:  # the trip count of the loop whose iter it sits in
+                self.ceil_loops.setdefault(id(rule), set()).update(self._iters[-1])
             if self._assigning:  # `n = T.ceildiv(X, knob)`: a loop over `n` may come later
                 self._counted.append((set(self._assigning), rule))
         elif short in CEILDIV and len(args) == 2 and self._is_knob(args[0]):
@@ -167,23 +166,19 @@ class Rules(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> None:
         targets = _names(node.target)
         self.loops.append(targets)
-        ids: set[int] = set()
-
-        class _Ids(cst.CSTVisitor):
-            def on_visit(self, n: cst.CSTNode) -> bool:
-                ids.add(id(n))
-                return True
-
-        node.iter.visit(_Ids())
-        self._iters.append((ids, targets))
         counts = self._sources(_names(node.iter))
         for names, rule in self._counted:  # `for i in T.serial(n)` over `n = T.ceildiv(...)`
             if names & counts:
                 self.ceil_loops.setdefault(id(rule), set()).update(targets)
 
+    def visit_For_iter(self, node: cst.For) -> None:
+        self._iters.append(_names(node.target))
+
+    def leave_For_iter(self, node: cst.For) -> None:
+        self._iters.pop()
+
     def leave_For(self, original_node: cst.For) -> None:
         self.loops.pop()
-        self._iters.pop()
 
     def _offset_names(self, node: cst.BaseExpression) -> set[str]:
         """The names placing `T[b, k * block]`, a point of a tensor at an offset from the knob."""
