@@ -18,7 +18,7 @@ import libcst as cst
 
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted
+from bot.strategies.source import dotted, int_value
 
 ALLOCATORS = frozenset({"zeros", "empty", "ones", "randn", "rand", "full"})
 MOVES = frozenset({"npu", "cuda", "to", "contiguous"})
@@ -57,16 +57,51 @@ def _allocated(value: cst.BaseExpression) -> tuple[cst.BaseExpression, ...] | No
     return _dims(kw.get("size")) or (_dims(args[0]) if args else None)
 
 
-def _declared(pf: cst.FunctionDef) -> list[tuple[str, tuple[cst.BaseExpression, ...]]]:
+def _declared(
+    pf: cst.FunctionDef, factory: Function | None = None
+) -> list[tuple[str, tuple[cst.BaseExpression, ...]]]:
+    """Each parameter of `pf` with the dims its `T.Tensor(shape, ...)` annotation declares: a
+    tuple or list written there, or a name the factory binds once to one (`workspace_shape =
+    [n, BI, D]`); () where neither can be read."""
     out: list[tuple[str, tuple[cst.BaseExpression, ...]]] = []
     for p in pf.params.params:
         ann = p.annotation.annotation if p.annotation else None
-        dims = (
-            _dims(ann.args[0].value)
+        shape = (
+            ann.args[0].value
             if isinstance(ann, cst.Call) and dotted(ann.func).endswith("Tensor") and ann.args
             else None
         )
-        out.append((p.name.value, dims or ()))
+        if isinstance(shape, cst.Name) and factory is not None:
+            bound = next(
+                (
+                    fn.assigns[shape.value]
+                    for fn in reversed(factory.chain)
+                    if shape.value in fn.assigns
+                ),
+                [],
+            )
+            shape = bound[0] if len(bound) == 1 else None
+        out.append((p.name.value, _dims(shape) or ()))
+    return out
+
+
+def out_idx(factory: Function, count: int) -> set[int] | None:
+    """The parameters the jit creates itself (`@tilelang.jit(out_idx=[2])`): the call does not
+    pass them. None when the decorator's list cannot be read."""
+    out: set[int] = set()
+    for d in factory.node.decorators:
+        call = d.decorator
+        if not isinstance(call, cst.Call):
+            continue
+        for a in call.args:
+            if a.keyword is None or a.keyword.value != "out_idx":
+                continue
+            items = a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
+            for item in items:
+                value = int_value(item.value if isinstance(item, cst.BaseElement) else item)
+                if value is None:
+                    return None
+                out.add(value % count if count else value)
     return out
 
 
@@ -111,18 +146,28 @@ class CallerBufferCheck:
 
 
 def caller_buffer_check(f: Facts, name: str, factories: list[Function]) -> CallerBufferCheck | None:
-    """The rule of knob `name` for the tensors callers of `factories`' kernels allocate."""
+    """The rule of knob `name` for the tensors callers of `factories`' kernels allocate: in a
+    function or at module level, `kernel = factory(...)` then `kernel(a, b, ...)`, each passed
+    tensor paired with the parameter it lands on (those `out_idx` makes are not passed)."""
     by_node = {id(fn.node): fn for fn in f.functions}
     pairs: list[_Pair] = []
+    # (the function calls are made in, or None for module level; its bindings; its chain)
+    scopes: list[tuple[Function | None, dict[str, list[cst.BaseExpression]], tuple[Function, ...]]]
+    scopes = [(fn, fn.assigns, fn.chain) for fn in f.functions]
+    scopes.append((None, f.module_assigns, ()))
     for factory in factories:
         if len(factory.prim_funcs) != 1:
             continue  # which kernel a handle runs is not read here
         pf = factory.prim_funcs[0]
-        declared = _declared(pf)
-        for fn in f.functions:
+        declared = _declared(pf, factory)
+        made = out_idx(factory, len(declared))
+        if made is None:
+            continue
+        passed = [d for i, d in enumerate(declared) if i not in made]
+        for fn, assigns, chain in scopes:
             handles = {
                 local
-                for local, values in fn.assigns.items()
+                for local, values in assigns.items()
                 if len(values) == 1
                 and isinstance(values[0], cst.Call)
                 and dotted(values[0].func) == factory.name
@@ -130,23 +175,21 @@ def caller_buffer_check(f: Facts, name: str, factories: list[Function]) -> Calle
             if not handles:
                 continue
             for call in f.calls:
-                if not call.scope or call.scope[-1] is not fn:
+                if (call.scope[-1] if call.scope else None) is not fn:
                     continue
                 if dotted(call.node.func) not in handles:
                     continue
                 args = [a.value for a in call.node.args if a.keyword is None and not a.star]
-                for (param, dims), arg in zip(declared, args, strict=False):
+                for (param, dims), arg in zip(passed, args, strict=False):
                     if not dims or not isinstance(arg, cst.Name):
                         continue
                     # one allocation; any other binding of the name is a cache lookup of it
-                    allocs = [a for a in map(_allocated, fn.assigns.get(arg.value, [])) if a]
+                    allocs = [a for a in map(_allocated, assigns.get(arg.value, [])) if a]
                     alloc = allocs[0] if len(allocs) == 1 else None
-                    values = [v for v in fn.assigns[arg.value] if _allocated(v)] if alloc else []
+                    values = [v for v in assigns[arg.value] if _allocated(v)] if alloc else []
                     if alloc is None or len(alloc) != len(dims):
                         continue
                     pairs.append(
-                        _Pair(
-                            param, dims, by_node[id(pf)].chain, alloc, fn.chain, f.line(values[0])
-                        )
+                        _Pair(param, dims, by_node[id(pf)].chain, alloc, chain, f.line(values[0]))
                     )
     return CallerBufferCheck(name, pairs) if pairs else None

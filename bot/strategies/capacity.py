@@ -38,6 +38,7 @@ from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
 from bot.strategies.source import dotted
+from bot.strategies.strings import Reading
 from bot.strategies.strings import strings as _strings
 
 V = TypeVar("V", bound=cst.CSTVisitor)
@@ -95,10 +96,17 @@ class Buffer:
     name: str
     memory: str
     dims: tuple[cst.BaseExpression, ...]
-    dtype_bytes: int
+    dtype_bytes: int  # the smallest element size it may run with (row and fractal rules)
     line: int
     chain: tuple[Function, ...]
     scope: int = field(default=0, compare=False)  # id of the innermost def allocating it
+    # the element size that must fit: the largest dtype the file runs it with, where every
+    # one runs (0: the same as dtype_bytes)
+    most_bytes: int = field(default=0, compare=False)
+
+    @property
+    def fit_bytes(self) -> int:
+        return self.most_bytes or self.dtype_bytes
 
 
 def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
@@ -149,20 +157,24 @@ class _Allocs(_Around):
         dtype = args[1] if len(args) > 1 else kw.get("dtype")
         if memory is None or shape is None or dtype is None or not isinstance(target, cst.Name):
             return
-        sizes = {DTYPE_BYTES.get(s) for s in _strings(dtype, self.chain, self.f)}
+        reading = Reading()
+        sizes = {DTYPE_BYTES.get(s) for s in _strings(dtype, self.chain, self.f, 0, reading)}
         if not sizes or None in sizes:
             return  # dtype not readable: left out (the sum stays a lower bound)
+        known = [s for s in sizes if s is not None]
         self.buffers.append(
             Buffer(
                 target.value,
                 memory,
                 _dims(shape),
-                min(
-                    s for s in sizes if s is not None
-                ),  # `a if c else b`: the smaller, a lower bound
+                min(known),
                 self.f.line(node),
                 self.chain,
                 self.scopes[-1],
+                # every dtype the file runs with (call sites, parametrize entries, loop
+                # passes) runs, so the largest must fit; alternatives (`a if c else b`, a
+                # default standing in for an unknown value): the smaller, a lower bound
+                min(known) if reading.either else max(known),
             )
         )
 
@@ -406,7 +418,7 @@ def use(
     out: dict[str, tuple[int, list[str]]] = {}
     for b in group:
         e = env(b.chain, value)
-        size, open_ = b.dtype_bytes, False
+        size, open_ = b.fit_bytes, False
         for d in b.dims:
             extent = _at_least(d, e)
             if extent is None:
@@ -414,7 +426,7 @@ def use(
                 break
             open_ = open_ or extent[1]
             size *= extent[0]
-        if size and open_ and size == b.dtype_bytes:
+        if size and open_ and size == b.fit_bytes:
             size = 0  # nothing of its size is known
         if size:
             total, placed = out.get(b.memory, (0, []))

@@ -19,9 +19,12 @@ current value itself breaks it.
    2 = 128 = a_ub's 1 x 128). The one instruction then covers exactly that buffer now, and the
    same number of elements whatever the knob: a smaller buffer is read or written past its
    end, a larger one is left partly unprocessed. Only the current value is kept. Where the
-   product is not a whole buffer's size, how the instruction walks the buffer (strides, bit
-   masks) is not known from the call, and no rule is made; a count that follows the knob
-   (`T.tile.cast(dst, src, mode, sub_block_M * block_N)`) makes none either.
+   product is not a whole buffer's size (a 64-lane mask over one repeat of 128 values), how the
+   instruction walks the buffer is not known from the call, but it still covers what it covers
+   now while a buffer it is given changes size: only the current value is kept there too. A
+   count that follows the knob (`T.tile.cast(dst, src, mode, sub_block_M * block_N)`) makes no
+   rule. AscendC intrinsics called under their own camelCase name (`T.blockReduceMax(b_ub,
+   a_ub, repeat, mask, ...)`) are read as tile instructions.
 
 2. A repeat count past 8 bits. AscendC's vector instructions take their repeat count as a
    uint8, at most 255 (TileLang-Ascend's own templates split longer runs by `VEC_REPEAT_MAX =
@@ -55,6 +58,9 @@ REPEAT_MAX = 255  # AscendC's uint8 repeat count (VEC_REPEAT_MAX in TileLang-Asc
 SORT_GROUP = 32  # values one T.tile.sort32 repeat sorts
 PROBES = (1, 4096)  # far values the knob is also tried at: a count must stay the same there too
 _COUNT = re.compile(r"count|cnt|mask|repeat", re.IGNORECASE)
+# an AscendC intrinsic exposed under its own camelCase name (`T.blockReduceMax(dst, src,
+# repeat, mask, ...)`): one vector instruction, like a `T.tile.*` call
+_ASCENDC = re.compile(r"^T\.[a-z]+[A-Z]\w*$")
 
 
 def _count_like(name: str) -> bool:
@@ -78,6 +84,7 @@ class _TileCall:
     line: int
     buffers: tuple[_Buffer, ...]  # whole buffers passed, in order
     counts: tuple[tuple[str, cst.BaseExpression], ...]  # (label, value) of count-like arguments
+    others: tuple[cst.BaseExpression, ...] = ()  # every argument that is not a buffer or tensor
 
 
 class _Kernel(cst.CSTVisitor):
@@ -115,7 +122,7 @@ class _Kernel(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = dotted(node.func)
-        if func.startswith("T.tile.") or func.startswith("tile."):
+        if func.startswith("T.tile.") or func.startswith("tile.") or _ASCENDC.match(func):
             self.calls.append(node)
 
     def tile_calls(self) -> list[_TileCall]:
@@ -123,6 +130,7 @@ class _Kernel(cst.CSTVisitor):
         for call in self.calls:
             buffers: list[_Buffer] = []
             counts: list[tuple[str, cst.BaseExpression]] = []
+            others: list[cst.BaseExpression] = []
             for arg in call.args:
                 value = arg.value
                 if isinstance(value, cst.Name) and value.value in self.allocs:
@@ -132,6 +140,7 @@ class _Kernel(cst.CSTVisitor):
                     continue  # a buffer, never a count
                 if isinstance(value, cst.Name) and value.value in self.tensors:
                     continue
+                others.append(value)
                 if arg.keyword is not None:
                     if _count_like(arg.keyword.value):
                         counts.append((arg.keyword.value, value))
@@ -144,6 +153,7 @@ class _Kernel(cst.CSTVisitor):
                     self.f.line(call),
                     tuple(buffers),
                     tuple(counts),
+                    tuple(others),
                 )
             )
         return out
@@ -204,15 +214,20 @@ class InstructionCountCheck:
                 return None  # follows the knob, or unreadable: the instruction may follow it
             now.append(_int(node, env(chain, current)) or 0)
         covered = math.prod(now)
+        each = [
+            f"{label} = {n}" if label == code_of(node) else f"{label}={code_of(node)} = {n}"
+            for (label, node), n in zip(call.counts, now, strict=True)
+        ]
+        counts = " x ".join(each)
+        changed: tuple[str, int, int] | None = None
         for buf in call.buffers:
             before = _elements(buf, env(chain, current))
             after = _elements(buf, env(chain, value))
-            if before != covered or after is None or after == before:
+            if before is None or after is None or after == before:
                 continue
-            counts = " x ".join(
-                f"{label} = {n}" if label == code_of(node) else f"{label}={code_of(node)} = {n}"
-                for (label, node), n in zip(call.counts, now, strict=True)
-            )
+            if before != covered:
+                changed = changed or (buf.name, before, after)
+                continue
             effect = (
                 f"would reach {covered - after} elements past its end"
                 if after < covered
@@ -226,6 +241,22 @@ class InstructionCountCheck:
                 f"({before} elements) at the current {self.name}={current}; at {value} "
                 f"`{buf.name}` holds "
                 f"{after}, so the call {effect}"
+            )
+        if changed is not None and all(
+            len({_int(node, env(chain, k)) for k in (value, current, *PROBES)} - {None}) == 1
+            and _int(node, env(chain, current)) is not None
+            for node in call.others
+        ):
+            # the counts cover part of the buffer in a way the call does not spell out (a
+            # mask over lanes, strides): the part covered stays, the buffer changes; made
+            # only where no argument of the call follows the knob (a repeat computed from it)
+            buf_name, before, after = changed
+            return (
+                f"{self.name}={value}: `{call.text}` (line {call.line}) is one instruction whose "
+                f"counts, {', '.join(each)}, do not change with {self.name}, while `{buf_name}` it is "
+                f"given would hold {after} elements instead of {before}: the instruction would "
+                f"cover the same elements as now, so part of the tile would be left out or "
+                f"read past its end"
             )
         return None
 

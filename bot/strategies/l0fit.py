@@ -92,7 +92,7 @@ def _bytes(op: _Operand, value: int, env: Callable[[tuple[Function, ...], int], 
     reduced = evaluate(b.dims[op.reduced], env(b.chain, value))
     if type(free) is not int or type(reduced) is not int or free <= 0 or reduced <= 0:
         return None
-    return free * min(reduced, SLICE) * b.dtype_bytes
+    return free * min(reduced, SLICE) * b.fit_bytes
 
 
 def l0_check(f: Facts, name: str, factories: list[Function]) -> L0Check | None:

@@ -121,7 +121,7 @@ class LivePeak:
 
 
 def _bytes(b: Buffer, env: Env) -> int | None:
-    size = b.dtype_bytes
+    size = b.fit_bytes
     for d in b.dims:
         extent = evaluate(d, env)
         if type(extent) is not int or extent <= 0:

@@ -24,12 +24,12 @@ from typing import cast
 import libcst as cst
 
 from bot.strategies.binding import Resolver
-from bot.strategies.callerbuffers import _declared
+from bot.strategies.callerbuffers import _declared, out_idx
 from bot.strategies.callsizes import shapes_symbols
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Call, Facts, Function, names_in
 from bot.strategies.roundup import multiple_of
-from bot.strategies.source import dotted, int_value
+from bot.strategies.source import dotted
 
 _BUILDERS = frozenset({"empty", "zeros", "ones", "full", "randn", "rand"})
 
@@ -63,26 +63,6 @@ def _accesses(
 
     pf.visit(V())
     return None if unclear else found
-
-
-def _out_idx(factory: Function, count: int) -> set[int] | None:
-    """The parameters the jit creates itself (`@tilelang.jit(out_idx=[2])`): the call does not
-    pass them. None when the decorator's list cannot be read."""
-    out: set[int] = set()
-    for d in factory.node.decorators:
-        call = d.decorator
-        if not isinstance(call, cst.Call):
-            continue
-        for a in call.args:
-            if a.keyword is None or a.keyword.value != "out_idx":
-                continue
-            items = a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
-            for item in items:
-                value = int_value(item.value if isinstance(item, cst.BaseElement) else item)
-                if value is None:
-                    return None
-                out.add(value % count if count else value)
-    return out
 
 
 def _handle(f: Facts, resolver: Resolver, call: Call) -> cst.Call | None:
@@ -147,7 +127,7 @@ def _symbolic_padded(
     """Every call of the compiled kernel passes, at each (parameter, dimension) of `places`,
     a tensor the host builds with a multiple of the knob there."""
     builders = {fn.name for fn in factory.chain}
-    made = _out_idx(factory, count)
+    made = out_idx(factory, count)
     if made is None:
         return False
     passed = [i for i in range(count) if i not in made]  # parameter of each call argument

@@ -128,7 +128,7 @@ def _use(
         memory = PLACED.get(b.memory)
         if memory is None or memory in ann.unlimited:
             continue
-        size = b.dtype_bytes
+        size = b.fit_bytes
         for d in b.dims:
             extent = evaluate(d, env)
             if type(extent) is not int or extent <= 0:

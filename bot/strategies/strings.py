@@ -23,10 +23,24 @@ from bot.strategies.source import dotted
 DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
 
 
+class Reading:
+    """What a `strings` walk met: `either` is set when an undecided `a if c else b` gave both
+    sides, so the values found are alternatives (one of them runs), not all values the file
+    runs with (every call site, parametrize entry and loop pass runs)."""
+
+    def __init__(self) -> None:
+        self.either = False
+
+
 def strings(
-    node: cst.BaseExpression, chain: tuple[Function, ...], f: Facts, depth: int = 0
+    node: cst.BaseExpression,
+    chain: tuple[Function, ...],
+    f: Facts,
+    depth: int = 0,
+    reading: Reading | None = None,
 ) -> set[str]:
     """The string values `node` can take (a literal, a name bound to one, `a if c else b`)."""
+    r = reading
     if depth > 8:
         return set()
     if isinstance(node, cst.SimpleString):
@@ -35,33 +49,37 @@ def strings(
     if isinstance(node, cst.IfExp):
         taken = _decided(node.test, chain, f, depth + 1)
         if taken is not None:  # every value the switch can take picks the same side
-            return strings(node.body if taken else node.orelse, chain, f, depth + 1)
-        a, b = strings(node.body, chain, f, depth + 1), strings(node.orelse, chain, f, depth + 1)
+            return strings(node.body if taken else node.orelse, chain, f, depth + 1, r)
+        a = strings(node.body, chain, f, depth + 1, r)
+        b = strings(node.orelse, chain, f, depth + 1, r)
+        if a and b and r is not None and a != b:
+            r.either = True
         return a | b if a and b else set()
     if isinstance(node, cst.Name):
         for fn in reversed(chain):
             if node.value in fn.assigns:
                 values = fn.assigns[node.value]
-                return strings(values[0], fn.chain, f, depth + 1) if len(values) == 1 else set()
+                return strings(values[0], fn.chain, f, depth + 1, r) if len(values) == 1 else set()
             if node.value in fn.defaults or node.value in fn.params:
-                return _param_strings(fn, node.value, f, depth + 1)
+                return _param_strings(fn, node.value, f, depth + 1, r)
             if node.value in fn.loop_targets:
-                return _loop_strings(node.value, fn.loop_targets[node.value], fn.chain, f, depth)
+                loop = fn.loop_targets[node.value]
+                return _loop_strings(node.value, loop, fn.chain, f, depth, r)
         values = f.module_assigns.get(node.value, [])
         if not values and node.value in f.module_loops:
-            return _loop_strings(node.value, f.module_loops[node.value], (), f, depth)
-        return strings(values[0], (), f, depth + 1) if len(values) == 1 else set()
+            return _loop_strings(node.value, f.module_loops[node.value], (), f, depth, r)
+        return strings(values[0], (), f, depth + 1, r) if len(values) == 1 else set()
     if isinstance(node, cst.Attribute) and dotted(node.value) in DTYPE_MODULES:
         return {node.attr.value}  # `T.float32`
     if isinstance(node, cst.Attribute) and dotted(node.value) == "torch":
         return {f"torch.{node.attr.value}"}  # a torch dtype, as `str()` writes it
     if isinstance(node, cst.Call) and dotted(node.func) == "str" and len(node.args) == 1:
-        return strings(node.args[0].value, chain, f, depth + 1)
+        return strings(node.args[0].value, chain, f, depth + 1, r)
     if isinstance(node, cst.Subscript) and len(node.slice) == 1:  # `text[len("torch.") :]`
         cut = node.slice[0].slice
         start = _start(cut) if isinstance(cut, cst.Slice) else None
         if start is not None:
-            return {v[start:] for v in strings(node.value, chain, f, depth + 1)}
+            return {v[start:] for v in strings(node.value, chain, f, depth + 1, r)}
     if isinstance(node, cst.Attribute):  # `args.dtype`: the argparse option's string default
         return _argparse_strings(f, node.attr.value)
     return set()
@@ -105,7 +123,9 @@ def _decided(
     return not hit if isinstance(op, (cst.NotIn, cst.NotEqual)) else hit
 
 
-def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
+def _param_strings(
+    fn: Function, name: str, f: Facts, depth: int, r: Reading | None = None
+) -> set[str]:
     """The strings parameter `name` of `fn` gets: at every call site the value it passes, or
     the default where a call leaves it out or passes a value the file does not spell out; the
     default alone when no call in the file names `fn`. Empty (unknown) when a call's value is
@@ -118,7 +138,7 @@ def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
     listed = parametrized.entries(fn, name, f) if not calls else None
     if listed is not None:
         for entry in listed:
-            values = strings(entry, (), f, depth)
+            values = strings(entry, (), f, depth, r)
             if not values:
                 return set()
             found |= values
@@ -130,16 +150,18 @@ def _param_strings(fn: Function, name: str, f: Facts, depth: int) -> set[str]:
         packed = any(a.star for a in call.node.args)  # `*args` / `**kw` may hold the parameter
         if arg is None and index is not None and index < len(positional) and not starred:
             arg = positional[index]
-        values = strings(arg, call.scope, f, depth) if arg is not None else set()
+        values = strings(arg, call.scope, f, depth, r) if arg is not None else set()
         if not values and default is not None and (arg is not None or not packed):
             # left out, or passed a value the file does not spell out (`dtype=tl_dtype` from
             # the input tensor): the default the author wrote is the value taken for it
-            values = strings(default, fn.parents, f, depth)
+            values = strings(default, fn.parents, f, depth, r)
+            if values and arg is not None and r is not None:
+                r.either = True  # the default stands in for a value the file does not spell out
         if not values:
             return set()
         found |= values
     if not calls and default is not None:
-        return strings(default, fn.parents, f, depth)
+        return strings(default, fn.parents, f, depth, r)
     return found
 
 
@@ -182,7 +204,12 @@ def _start(cut: cst.Slice) -> int | None:
 
 
 def _loop_strings(
-    name: str, loop: object, chain: tuple[Function, ...], f: Facts, depth: int
+    name: str,
+    loop: object,
+    chain: tuple[Function, ...],
+    f: Facts,
+    depth: int,
+    r: Reading | None = None,
 ) -> set[str]:
     """The strings a for loop's target takes over a list the file spells out (every entry)."""
     target, it = getattr(loop, "target", None), getattr(loop, "iter", None)
@@ -205,7 +232,7 @@ def _loop_strings(
                 and len(entry.elements) == len(names)
                 else None
             )
-        values = strings(part, chain, f, depth + 1) if part is not None else set()
+        values = strings(part, chain, f, depth + 1, r) if part is not None else set()
         if not values:
             return set()
         found |= values
