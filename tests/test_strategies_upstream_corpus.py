@@ -71,6 +71,7 @@ SETS = (
     "heldout_u",
     "heldout_v",
     "heldout_w",
+    "heldout_x",
     "heldout_y",
 )
 
