@@ -16,8 +16,9 @@ import libcst as cst
 from bot.strategies import callsites, parametrized, splats, tensorshapes
 from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
+from bot.strategies.containers import dict_items, element
 from bot.strategies.evaluate import Env, evaluate
-from bot.strategies.facts import Call, Facts, Function
+from bot.strategies.facts import Call, Facts, Function, Loop, literal
 from bot.strategies.signature import star_names
 from bot.strategies.source import dotted
 from bot.strategies.tensorshapes import Shape
@@ -71,7 +72,11 @@ def _paths(
                 passed[name] = theirs
             elif caller is not None:
                 pending[name] = node
-        if pending and caller is not None:  # `M, K = a.shape`, a a parameter: per call of caller
+        looped = _loop_passes(resolver, caller, pending) if caller is not None else []
+        if looped:  # `run(cfg["M"], cfg["dim"])` in `for cfg in configs`: one path per entry
+            for sizes in looped:
+                paths.append({**known, **sizes})
+        elif pending and caller is not None:  # `M, K = a.shape`, a a parameter: per call of caller
             for ints, tensors in _param_values(f, resolver, caller, depth + 1):
                 full = dict(known)
                 full.update(
@@ -93,6 +98,56 @@ def _paths(
         if spread:  # `f(**cfg)` over several configurations: each pass with the call's others
             paths[start:] = [{**kw, **p} for p in paths[start:] for kw in spread]
     return [p for p in paths if all(v > 0 for v in p.values())]
+
+
+def _loop_passes(
+    resolver: Resolver, caller: Function, nodes: dict[str, cst.BaseExpression]
+) -> list[dict[str, int]]:
+    """The sizes a call inside `for cfg in configs` (or `for i, cfg in enumerate(configs)`)
+    passes as `cfg["dim"]` / `cfg[1]`, the list spelled out in the file and never changed:
+    one dict per entry. [] when the nodes read no such loop, or read more than one loop."""
+    reads: list[tuple[str, str, cst.BaseExpression]] = []
+    loops: dict[int, Loop] = {}
+    for name, node in nodes.items():
+        if not (
+            isinstance(node, cst.Subscript)
+            and isinstance(node.value, cst.Name)
+            and len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Index)
+        ):
+            continue
+        loop = caller.loop_targets.get(node.value.value)
+        if loop is None:
+            continue
+        loops[id(loop)] = loop
+        reads.append((name, node.value.value, node.slice[0].slice.value))
+    if len(loops) != 1:
+        return []
+    (loop,) = loops.values()
+    out: list[dict[str, int]] = []
+    for entry in resolver.spelled.entries(loop, caller.chain) or []:
+        sizes: dict[str, int] = {}
+        for name, base, key in reads:
+            value = literal(_keyed(element(loop.target, entry, base), key))
+            if isinstance(value, int) and not isinstance(value, bool):
+                sizes[name] = value
+        if sizes and sizes not in out:
+            out.append(sizes)
+    return out
+
+
+def _keyed(node: cst.BaseExpression | None, key: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The part `node[key]` names in a dict or tuple written out (`{"dim": 512}["dim"]`)."""
+    if isinstance(key, cst.SimpleString):
+        items = dict_items(node)
+        return items.get(str(key.evaluated_value)) if items is not None else None
+    index = literal(key)
+    if isinstance(node, (cst.Tuple, cst.List)) and type(index) is int:
+        elements = node.elements
+        if -len(elements) <= index < len(elements):
+            part = elements[index]
+            return None if isinstance(part, cst.StarredElement) else part.value
+    return None
 
 
 def _pytest_passes(resolver: Resolver, fn: Function, names: set[str]) -> list[dict[str, int]]:

@@ -43,6 +43,7 @@ import libcst as cst
 
 from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
+from bot.strategies.addresses import address_check
 from bot.strategies.binding import Resolver
 from bot.strategies.branches import run_path_taken
 from bot.strategies.callerbuffers import caller_buffer_check
@@ -67,6 +68,7 @@ from bot.strategies.lostsize import lost_at
 from bot.strategies.overpaper import over_paper
 from bot.strategies.paddedtensors import padded_symbols, padded_tiles
 from bot.strategies.padflow import clip_extents, padded_reduction
+from bot.strategies.passmarks import pass_mark_check
 from bot.strategies.pinned import pinned_check
 from bot.strategies.roundup import multiple_of
 from bot.strategies.sameshape import same_shape_check
@@ -513,6 +515,8 @@ def constraints_for(
     grown = over_paper(f, name, factories)
     covered = coverage_check(f, name, factories)
     counted = instruction_count_check(f, name, factories)
+    marked = pass_mark_check(f, name, factories)
+    placed = address_check(f, name, factories)
     same = same_shape_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
@@ -553,6 +557,8 @@ def constraints_for(
                 passed,
                 covered,
                 counted,
+                marked,
+                placed,
                 same,
                 rows,  # last: a more specific rule's reason comes first
             )

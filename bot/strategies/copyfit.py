@@ -30,7 +30,8 @@ from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 
-COPIES = frozenset({"load_nd2nz", "copy"})
+COPIES = frozenset({"load_nd2nz", "copy", "store_fixpipe"})
+NPUIR = "npuir_"  # `T.npuir_load_nd2nz`: the same copy under the NPUIR dialect's prefix
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ class _Copies(cst.CSTVisitor):
         self.found: list[tuple[Copy, tuple[Function, ...]]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
-        if dotted(node.func).rsplit(".", 1)[-1] not in COPIES:
+        op = dotted(node.func).rsplit(".", 1)[-1]
+        if op.removeprefix(NPUIR) not in COPIES:
             return
         args = [a.value for a in node.args if a.keyword is None]
         kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}

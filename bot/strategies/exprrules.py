@@ -65,6 +65,9 @@ class Rules(cst.CSTVisitor):
         self.ceil_loops: dict[int, set[str]] = {}
         self._counted: list[tuple[set[str], Rule]] = []  # (names it is assigned to, rule)
         self._assigning: set[str] = set()
+        # a local bound to one of several parts of the knob -> the number of parts
+        # (`sub_block_M = block_M // vec_num`: sub_block_M -> vec_num)
+        self.parts: dict[str, cst.BaseExpression] = {}
         self._iters: list[set[str]] = []  # the variables of loops whose iter is being visited
         self.guards: list[cst.Comparison] = []  # the `if` tests bounding a knob offset around
         self.checking = 0  # inside an assert's or a raising check's condition
@@ -100,6 +103,17 @@ class Rules(cst.CSTVisitor):
             and not self._is_knob(node.right)
         ):  # `block_M // VEC_NUM`: the knob is split into VEC_NUM parts
             self.rules.append(self._rule("multiple", node.right, node))
+        if (
+            isinstance(node.operator, cst.FloorDivide)
+            and isinstance(left, cst.Name)
+            and left.value in self.parts
+            and isinstance(node.right, (cst.Name, cst.Integer))
+            and not self._is_knob(node.right)
+        ):  # `sub_block_M // row_factor` with sub_block_M = block_M // vec_num: parts of both
+            whole = cst.BinaryOperation(
+                left=self.parts[left.value], operator=cst.Multiply(), right=node.right
+            )
+            self.rules.append(self._rule("multiple", whole, node))
         if (
             (
                 isinstance(node.operator, cst.FloorDivide)
@@ -159,6 +173,17 @@ class Rules(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assigning = {n for t in node.targets for n in _names(t.target)}
+        value = node.value
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and isinstance(value, cst.BinaryOperation)
+            and isinstance(value.operator, cst.FloorDivide)
+            and self._is_knob(value.left)
+            and isinstance(value.right, (cst.Name, cst.Integer))
+            and not self._is_knob(value.right)
+        ):  # `sub_block_M = block_M // vec_num`: one of vec_num parts of the knob
+            self.parts[node.targets[0].target.value] = value.right
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self._assigning = set()

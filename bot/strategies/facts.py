@@ -105,6 +105,21 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return v.names
 
 
+class _Kept(_Loads):
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        # `_ = n_num`: a value thrown away (a design skeleton's placeholder) reaches nothing
+        return not all(
+            isinstance(t.target, cst.Name) and t.target.value == "_" for t in node.targets
+        )
+
+
+def names_kept(node: cst.CSTNode) -> set[str]:
+    """The names `node` reads, less those read only into `_` (`_ = n_num`)."""
+    v = _Kept()
+    node.visit(v)
+    return v.names
+
+
 class _Finds(cst.CSTVisitor):
     def __init__(self, inner: cst.CSTNode) -> None:
         self.inner, self.found = inner, False

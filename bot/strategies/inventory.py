@@ -33,12 +33,21 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS, DeclaredShape
-from bot.strategies import callsites, passedas, unbuilt
+from bot.strategies import callsites, imported, passedas, unbuilt
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.corecount import core_count
 from bot.strategies.evaluate import Env, code_of, evaluate
-from bot.strategies.facts import Facts, Function, Site, facts, literal, names_in, on_facts
+from bot.strategies.facts import (
+    Facts,
+    Function,
+    Site,
+    facts,
+    literal,
+    names_in,
+    names_kept,
+    on_facts,
+)
 from bot.strategies.granularity import GranularityCheck
 from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure, dotted, int_value
@@ -104,7 +113,7 @@ def _live_names(factory: Function, f: Facts) -> set[str]:
     """Names whose value reaches a prim_func body of `factory` (through local assignments)."""
     used: set[str] = set()
     for pf in factory.prim_funcs:
-        used |= names_in(pf)
+        used |= names_kept(pf)
     scopes = [fn for fn in f.functions if any(p is c for c in factory.chain for p in fn.chain)]
     # helpers nested in the factory's chain that the kernel calls (a `@T.macro`, a plain function)
     # are traced into the prim_func: what their bodies read reaches the kernel too
@@ -568,10 +577,31 @@ def _host_locals(
         if any(resolver.calls(call, fac) for fac in f.factories):
             for a in call.node.args:
                 factory_args |= names_in(a.value)
-    for fn in f.functions:
-        if id(fn) in kernel_side or any(id(p) in kernel_side for p in fn.parents):
-            continue
-        for name, values in fn.assigns.items():
+    # (where, its bindings, the calls made there, the names it returns) of each host scope;
+    # the module's own top level too, less any name a kernel factory reads as a global
+    # names a call's function may be bound to in this file: a kernel may be built through
+    # them (a function, a handle, a local object); anything else is a library's, a builtin or
+    # another module's
+    defined = {fn.name for fn in f.functions} | set(f.module_assigns)
+    scopes: list[
+        tuple[str, dict[str, list[cst.BaseExpression]], list[cst.Call], set[str], set[str]]
+    ] = [
+        (
+            f"in {fn.name}()",
+            fn.assigns,
+            calls_in.get(id(fn), []),
+            set(fn.returns),
+            defined | set(fn.assigns) | set(fn.params),
+        )
+        for fn in f.functions
+        if id(fn) not in kernel_side and not any(id(p) in kernel_side for p in fn.parents)
+    ]
+    kernel_reads = set().union(*(names_in(fac.node) for fac in f.factories))
+    module_calls = [c.node for c in f.calls if not c.scope]
+    module = {n: v for n, v in f.module_assigns.items() if n not in kernel_reads}
+    scopes.append(("at module level", module, module_calls, set(), defined))
+    for where, assigns, calls, returns, bound in scopes:
+        for name, values in assigns.items():
             if (
                 not BLOCK_NAME.match(name)
                 or UNIT_COUNT.search(name)
@@ -587,21 +617,33 @@ def _host_locals(
                 continue
             passed = any(
                 isinstance(a.value, cst.Name) and a.value.value == name
-                for node in calls_in.get(id(fn), [])
+                for node in calls
+                if _may_build(node, bound)
                 for a in node.args
             )
-            if passed or name in fn.returns:
-                continue
+            if passed or name in returns or imported.imported_only(f, name) is not None:
+                continue  # passed on, or listed by the imported-factory rule with its reason
             listed.add(name)
             dropped.append(
                 Dropped(
                     "block_size",
                     name,
-                    f"{HOST_LOCAL}({name} = {value} at line {f.line(values[0])}, in "
-                    f"{fn.name}()) that no kernel factory is given: the host computes with it "
+                    f"{HOST_LOCAL}({name} = {value} at line {f.line(values[0])}, {where}) "
+                    f"that no kernel factory is given: the host computes with it "
                     f"itself (padding, sizes), so a move could not change a kernel's tile",
                 )
             )
+
+
+def _may_build(call: cst.Call, defined: set[str]) -> bool:
+    """Whether a call may hand its arguments on to a kernel factory of this file: its function
+    is one the file defines or binds (`run(block)`, `kernel(x)`), not a library's, a builtin or
+    one imported from another module (`torch.randperm(n // BLOCK)`, `naive_nsa(block_size=
+    BLOCK)`), which cannot build this file's kernels."""
+    base = call.func
+    while isinstance(base, cst.Attribute):
+        base = base.value
+    return isinstance(base, cst.Name) and base.value in defined
 
 
 def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) -> None:
