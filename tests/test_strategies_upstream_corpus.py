@@ -73,6 +73,7 @@ SETS = (
     "heldout_w",
     "heldout_x",
     "heldout_y",
+    "heldout_z",
 )
 
 
