@@ -16,7 +16,11 @@ From heldout_x and heldout_y: sizes a test walks as a list of dicts (`cfg["dim"]
 callsizes.py); a branch naming a loop's last pass by number (passmarks.py); NPUIR's
 `T.npuir_load_nd2nz` as an explicit-size copy (copyfit.py); buffers at hand-written addresses
 (addresses.py); block-named module-level host locals passed only to other modules' functions,
-and blocks read only into `_` (inventory.py); a part of a part of the knob (exprrules.py)."""
+and blocks read only into `_` (inventory.py); a part of a part of the knob (exprrules.py).
+
+From heldout_z: a factory picked only by an environment mode the file never sets is never built
+(unbuilt.py); work items dealt to a fixed number of cores without a guard stay a multiple of
+them (coreshare.py)."""
 
 from __future__ import annotations
 
@@ -404,3 +408,121 @@ def test_a_part_of_a_part_of_the_knob_needs_whole_parts_of_both():
     # block_M // 2 rows per vector core, walked 8 rows at a time
     assert ok == (16, 32)
     assert "not a multiple of 16" in dict(refused)[8]
+
+
+# ---- classes the first contact with heldout_z found ----
+
+# a factory picked by `os.environ[...] == "Dev"` while the file sets only "dev" and "Expert"
+# (unbuilt.py `never_taken`)
+MODES = """
+import os
+import tilelang
+import tilelang.language as T
+
+
+def fill_dev(M, block_M):
+    BLOCK_SIZE = 20
+
+    @T.prim_func
+    def main(A: T.Tensor((M,), "float16")):
+        with T.Kernel(BLOCK_SIZE, is_npu=True) as (cid, _):
+            buf = T.alloc_shared((block_M,), "float16")
+            for i in T.serial(T.ceildiv(M // block_M, BLOCK_SIZE)):
+                tile = i * BLOCK_SIZE + cid
+                if tile < M // block_M:
+                    T.copy(buf, A[tile * block_M])
+
+    return main
+
+
+def fill_exp(M, block_M):
+    BLOCK_SIZE = 20
+
+    @T.prim_func
+    def main(A: T.Tensor((M,), "float16")):
+        with T.Kernel(BLOCK_SIZE, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_M,), "float16")
+            for i in T.serial(T.ceildiv(M // block_M, BLOCK_SIZE)):
+                tile = i * BLOCK_SIZE + cid
+                if tile < M // block_M:
+                    T.copy(buf, A[tile * block_M])
+
+    return main
+
+
+def run(M, block_M):
+    if os.environ["TILELANG_ASCEND_MODE"] == "Dev":
+        func = fill_dev(M, block_M)
+    else:
+        func = fill_exp(M, block_M)
+    tilelang.compile(func, target="npuir")
+
+
+if __name__ == "__main__":
+    os.environ["TILELANG_ASCEND_MODE"] = "{MODE}"
+    run(1024, 32)
+    os.environ["TILELANG_ASCEND_MODE"] = "Expert"
+    run(1024, 32)
+"""
+
+# tiles dealt to 8 cores one per pass with no guard (coreshare.py)
+DEALT = """
+import tilelang
+import tilelang.language as T
+
+M = 128
+N = 64
+
+
+def interleave(M, N, block_M, block_N, dtype="float16"):
+    m_num = M // block_M
+    n_num = N // block_N
+    BLOCK_SIZE = 8
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(BLOCK_SIZE, is_npu=True) as (cid, _):
+            A_VEC = T.alloc_ub((block_M, block_N), dtype)
+            for i in T.serial(T.ceildiv(m_num * n_num, BLOCK_SIZE)):
+                block_id = i * BLOCK_SIZE + cid
+                bx = block_id // n_num * block_M
+                by = block_id % n_num * block_N
+                T.copy(A[bx, by], A_VEC)
+                T.copy(A_VEC, C[bx, by])
+
+    return main
+
+
+def test_interleave():
+    interleave(M, N, 16, 32)
+"""
+
+
+def test_a_factory_only_a_mode_the_file_never_sets_builds_is_not_tuned():
+    inv = inventory.inventory(MODES.replace("{MODE}", "dev"))  # never "Dev": fill_dev unbuilt
+    names = [k.name for k in inv.knobs]
+    assert "BLOCK_SIZE" in names and "fill_dev.BLOCK_SIZE" not in names
+    (knob,) = [k for k in inv.knobs if k.name == "BLOCK_SIZE"]
+    assert knob.site.line == 23  # fill_exp's
+    # the file sets "Dev" too: both factories run, each with its own BLOCK_SIZE
+    both = [k.name for k in inventory.inventory(MODES.replace("{MODE}", "Dev")).knobs]
+    assert "fill_dev.BLOCK_SIZE" in both and "fill_exp.BLOCK_SIZE" in both
+
+
+def test_items_dealt_to_cores_without_a_guard_stay_a_multiple_of_the_cores():
+    ok, refused = _knob(DEALT, "block_M").legal((8, 16, 32, 64))
+    # 128 / block_M x 2 tiles: 32, 16, 8 are multiples of 8; 4 is not
+    assert ok == (8, 16, 32)
+    why = dict(refused)[64]
+    assert "4 work items to `BLOCK_SIZE` = 8 cores" in why and "4 cores past" in why
+
+
+def test_a_guard_on_the_item_lets_extra_cores_idle():
+    guarded = DEALT.replace(
+        "                T.copy(A[bx, by], A_VEC)\n                T.copy(A_VEC, C[bx, by])",
+        "                if block_id < m_num * n_num:\n"
+        "                    T.copy(A[bx, by], A_VEC)\n"
+        "                    T.copy(A_VEC, C[bx, by])",
+    )
+    ok, _ = _knob(guarded, "block_M").legal((16, 64))
+    assert ok == (16, 64)

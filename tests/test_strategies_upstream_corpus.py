@@ -347,6 +347,12 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "segment and over 65536 rows) that none of the file's six runs takes reaches: its moves "
         "are no-ops for the file's own run; tunebot does not evaluate the dispatch"
     ),
+    "tnz_avg_pool3d_block_design": (
+        "block_C=0 (no channel split; a positive value selects the split_c schedule) is tuned, as "
+        "heldout_g's aog_avg_pool3d expects of the same parameter in its tile-level sibling "
+        "(any positive value); heldout_z's expectation (UNCERTAIN) drops it as a schedule "
+        "switch, so its moves count as no-ops there: the two sets disagree"
+    ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "
         "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "

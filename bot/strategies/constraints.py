@@ -51,6 +51,7 @@ from bot.strategies.callsizes import call_sizes, symbol_sizes
 from bot.strategies.capacity import capacity_check
 from bot.strategies.copyfit import copy_fit
 from bot.strategies.corecount import guarded_share
+from bot.strategies.coreshare import core_share_check
 from bot.strategies.coverage import coverage_check
 from bot.strategies.crossed import crossed_check
 from bot.strategies.evaluate import Env, code_of, evaluate
@@ -517,6 +518,7 @@ def constraints_for(
     counted = instruction_count_check(f, name, factories)
     marked = pass_mark_check(f, name, factories)
     placed = address_check(f, name, factories)
+    dealt = core_share_check(f, name, factories)
     same = same_shape_check(f, name, factories)
     open_: set[str] = set()
     joint: list[dict[str, int]] = []
@@ -559,6 +561,7 @@ def constraints_for(
                 counted,
                 marked,
                 placed,
+                dealt,
                 same,
                 rows,  # last: a more specific rule's reason comes first
             )

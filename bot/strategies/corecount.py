@@ -99,6 +99,11 @@ def core_count(name: str, factories: list[Function]) -> str | None:
     return None
 
 
+def _spelled(node: cst.BaseExpression) -> str:
+    """The code of `node` without its spacing: `m_num*n_num` is `m_num * n_num`."""
+    return "".join(code_of(node).split())
+
+
 class _Bounds(cst.CSTVisitor):
     """The extents an `if item < X` (or `T.If`) bounds work items by, where `item` reads one of
     `items` (the core index and the locals computed from it)."""
@@ -109,7 +114,7 @@ class _Bounds(cst.CSTVisitor):
 
     def _bound(self, item: cst.BaseExpression, extent: cst.BaseExpression) -> None:
         if names_in(item) & self.items:
-            self.extents.add(code_of(extent))
+            self.extents.add(_spelled(extent))
 
     def _test(self, test: cst.BaseExpression) -> None:
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
@@ -154,7 +159,7 @@ def guarded_share(aliases: set[str], factory: Function, extent: cst.BaseExpressi
     """True when `T.ceildiv(extent, knob)` is each core's share of `extent` work items: the knob
     (one of `aliases`) is the grid of a kernel of `factory` that reads its core index, and the
     kernel takes items only under `if item < extent`, `item` computed from the core index."""
-    want = code_of(extent)
+    want = _spelled(extent)
     for pf in factory.prim_funcs:
         v = _Grids(aliases)
         pf.visit(v)

@@ -170,7 +170,98 @@ def _unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     if not any(fac.chain[0].name in reached for fac in f.factories):
         return inspected  # the run path builds no factory by name: it says nothing else
     dead = [fac for fac in f.factories if fac.chain[0].name not in read]
+    skipped = never_taken(module)
+    if skipped:  # read only inside a branch on a mode the file never sets
+        names = {fac.chain[0].name for fac in f.factories} - set(harness)
+        reads = _reads(module, names)
+        dead += [
+            fac
+            for fac in f.factories
+            if fac not in dead
+            and fac.chain[0].name in names
+            and reads[fac.chain[0].name][0]
+            and all(id(r) in skipped for r in reads[fac.chain[0].name][0])
+        ]
     return dead + [fac for fac in inspected if fac not in dead]
+
+
+def _environ_key(node: cst.BaseExpression) -> str | None:
+    """K of `os.environ["K"]`, `os.environ.get("K")` or `os.getenv("K")`, else None."""
+    key: cst.BaseExpression | None = None
+    if isinstance(node, cst.Subscript) and dotted(node.value) in ENVIRON and len(node.slice) == 1:
+        index = node.slice[0].slice
+        key = index.value if isinstance(index, cst.Index) else None
+    elif isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
+        func = dotted(node.func)
+        if func in ("os.getenv", "getenv") or func.removesuffix(".get") in ENVIRON:
+            key = node.args[0].value
+    if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+        return key.evaluated_value
+    return None
+
+
+def environment_set(module: cst.Module) -> dict[str, set[str]]:
+    """K -> the strings the file assigns to `os.environ["K"]`, for each key every assignment
+    of which is a string literal (a key it also sets otherwise is left out)."""
+    values: dict[str, set[str]] = {}
+    unknown: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                key = _environ_key(t.target) if isinstance(t.target, cst.Subscript) else None
+                if key is None:
+                    continue
+                value = node.value
+                if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+                    values.setdefault(key, set()).add(value.evaluated_value)
+                else:
+                    unknown.add(key)
+
+    module.visit(V())
+    return {k: v for k, v in values.items() if k not in unknown}
+
+
+def never_taken(module: cst.Module) -> set[int]:
+    """ids of the names inside the branches of `if os.environ["K"] == "v":` that never run
+    because the file sets K only to other strings ('dev' and 'Expert', never 'Dev'), or the
+    `else` of one whose every value matches. Comparisons are exact, as Python's are."""
+    env = environment_set(module)
+    if not env:
+        return set()
+    out: set[int] = set()
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            out.add(id(node))
+
+    class V(cst.CSTVisitor):
+        def visit_If(self, node: cst.If) -> None:
+            test = node.test
+            if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+                return
+            op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+            key = _environ_key(test.left)
+            if (
+                key not in env
+                or not isinstance(op, (cst.Equal, cst.NotEqual))
+                or not isinstance(right, cst.SimpleString)
+                or not isinstance(right.evaluated_value, str)
+            ):
+                return
+            matches = {v == right.evaluated_value for v in env[key]}
+            if isinstance(op, cst.NotEqual):
+                matches = {not m for m in matches}
+            if matches == {False}:
+                node.body.visit(Names())
+            elif matches == {True} and node.orelse is not None:
+                node.orelse.visit(Names())
+
+    module.visit(V())
+    return out
+
+
+ENVIRON = frozenset({"os.environ", "environ"})
 
 
 # calls that reach module attributes by a name held in a string (`globals()[name]`,
