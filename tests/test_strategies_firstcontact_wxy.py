@@ -507,6 +507,15 @@ def test_a_factory_only_a_mode_the_file_never_sets_builds_is_not_tuned():
     # the file sets "Dev" too: both factories run, each with its own BLOCK_SIZE
     both = [k.name for k in inventory.inventory(MODES.replace("{MODE}", "Dev")).knobs]
     assert "fill_dev.BLOCK_SIZE" in both and "fill_exp.BLOCK_SIZE" in both
+    # a key the file may also set another way is not read as known
+    other = MODES.replace("{MODE}", "dev").replace(
+        "    run(1024, 32)\n    os.environ",
+        '    run(1024, 32)\n    os.environ.setdefault("TILELANG_ASCEND_MODE", "Dev")\n    os.environ',
+        1,
+    )
+    assert "setdefault" in other
+    names = [k.name for k in inventory.inventory(other).knobs]
+    assert "fill_dev.BLOCK_SIZE" in names
 
 
 def test_items_dealt_to_cores_without_a_guard_stay_a_multiple_of_the_cores():

@@ -187,6 +187,12 @@ def _unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
 
 def _environ_key(node: cst.BaseExpression) -> str | None:
     """K of `os.environ["K"]`, `os.environ.get("K")` or `os.getenv("K")`, else None."""
+    key = _environ_key_node(node)
+    return str(key.evaluated_value) if key is not None else None
+
+
+def _environ_key_node(node: cst.BaseExpression) -> cst.SimpleString | None:
+    """The "K" of `os.environ["K"]`, `os.environ.get("K")` or `os.getenv("K")`, else None."""
     key: cst.BaseExpression | None = None
     if isinstance(node, cst.Subscript) and dotted(node.value) in ENVIRON and len(node.slice) == 1:
         index = node.slice[0].slice
@@ -196,17 +202,30 @@ def _environ_key(node: cst.BaseExpression) -> str | None:
         if func in ("os.getenv", "getenv") or func.removesuffix(".get") in ENVIRON:
             key = node.args[0].value
     if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
-        return key.evaluated_value
+        return key
     return None
 
 
 def environment_set(module: cst.Module) -> dict[str, set[str]]:
     """K -> the strings the file assigns to `os.environ["K"]`, for each key every assignment
-    of which is a string literal (a key it also sets otherwise is left out)."""
+    of which is a string literal. A key the file names anywhere else (`os.environ.setdefault(
+    "K", ...)`, `monkeypatch.setenv("K", ...)`, a dict of settings) may be set there too, and
+    is left out."""
     values: dict[str, set[str]] = {}
     unknown: set[str] = set()
+    seen: set[int] = set()  # the key strings of the reads and assignments understood
 
     class V(cst.CSTVisitor):
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            key = _environ_key_node(node)
+            if key is not None:
+                seen.add(id(key))
+
+        def visit_Call(self, node: cst.Call) -> None:
+            key = _environ_key_node(node)
+            if key is not None:
+                seen.add(id(key))
+
         def visit_Assign(self, node: cst.Assign) -> None:
             for t in node.targets:
                 key = _environ_key(t.target) if isinstance(t.target, cst.Subscript) else None
@@ -219,6 +238,13 @@ def environment_set(module: cst.Module) -> dict[str, set[str]]:
                     unknown.add(key)
 
     module.visit(V())
+
+    class Elsewhere(cst.CSTVisitor):
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            if id(node) not in seen and node.evaluated_value in values:
+                unknown.add(str(node.evaluated_value))
+
+    module.visit(Elsewhere())
     return {k: v for k, v in values.items() if k not in unknown}
 
 
