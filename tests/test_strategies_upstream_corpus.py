@@ -74,6 +74,7 @@ SETS = (
     "heldout_x",
     "heldout_y",
     "heldout_z",
+    "heldout_aa",
 )
 
 
