@@ -348,6 +348,11 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "segment and over 65536 rows) that none of the file's six runs takes reaches: its moves "
         "are no-ops for the file's own run; tunebot does not evaluate the dispatch"
     ),
+    "taa_sparse_mla_simple": (
+        "the v-prefix rename npuir_add -> vadd etc.: the file's own commit (branch npuir at "
+        "4cc364f) exports no v-aliases, but nothing in the file says so; with no NPUIR TileLang "
+        "installed tunebot takes upstream's aliases; the tnp_pipelined_reduce class"
+    ),
     "tnz_avg_pool3d_block_design": (
         "block_C=0 (no channel split; a positive value selects the split_c schedule) is tuned, as "
         "heldout_g's aog_avg_pool3d expects of the same parameter in its tile-level sibling "
