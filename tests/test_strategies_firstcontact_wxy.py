@@ -535,3 +535,95 @@ def test_a_guard_on_the_item_lets_extra_cores_idle():
     )
     ok, _ = _knob(guarded, "block_M").legal((16, 64))
     assert ok == (16, 64)
+
+
+# ---- cases an independent review of the rules above found ----
+
+
+def test_a_mode_the_file_sets_only_under_a_condition_or_after_a_run_decides_nothing():
+    conditional = MODES.replace("{MODE}", "dev").replace(
+        '    os.environ["TILELANG_ASCEND_MODE"] = "dev"\n',
+        '    if "--expert" in sys.argv:\n        os.environ["TILELANG_ASCEND_MODE"] = "dev"\n',
+    )
+    assert 'if "--expert"' in conditional
+    assert "fill_dev.BLOCK_SIZE" in [k.name for k in inventory.inventory(conditional).knobs]
+    defaulted = MODES.replace("{MODE}", "dev").replace(
+        'os.environ["TILELANG_ASCEND_MODE"] == "Dev"',
+        'os.environ.get("TILELANG_ASCEND_MODE", "Dev") == "Dev"',
+    )
+    assert "fill_dev.BLOCK_SIZE" in [k.name for k in inventory.inventory(defaulted).knobs]
+    late = MODES.replace("{MODE}", "dev").replace(
+        '    os.environ["TILELANG_ASCEND_MODE"] = "dev"\n    run(1024, 32)\n',
+        '    run(1024, 32)\n    os.environ["TILELANG_ASCEND_MODE"] = "dev"\n',
+    )
+    assert "fill_dev.BLOCK_SIZE" in [k.name for k in inventory.inventory(late).knobs]
+
+
+def test_any_bound_on_a_core_derived_item_leaves_the_deal_unjudged():
+    for guard in ("if bx < M:", "if block_id < m_num * n_num:"):
+        guarded = DEALT.replace(
+            "                T.copy(A[bx, by], A_VEC)\n                T.copy(A_VEC, C[bx, by])",
+            f"                {guard}\n"
+            "                    T.copy(A[bx, by], A_VEC)\n"
+            "                    T.copy(A_VEC, C[bx, by])",
+        )
+        ok, _ = _knob(guarded, "block_M").legal((16, 64))
+        assert ok == (16, 64), guard
+    clamped = DEALT.replace(
+        "block_id = i * BLOCK_SIZE + cid",
+        "block_id = T.min(i * BLOCK_SIZE + cid, m_num * n_num - 1)",
+    )
+    ok, _ = _knob(clamped, "block_M").legal((16, 64))
+    assert ok == (16, 64)
+    literal = DEALT.replace("T.Kernel(BLOCK_SIZE", "T.Kernel(8").replace(
+        "T.ceildiv(m_num * n_num, BLOCK_SIZE)", "T.ceildiv(m_num * n_num, 8)"
+    )
+    ok, refused = _knob(literal, "block_M").legal((16, 64))
+    assert ok == (16,) and "cores past" in dict(refused)[64]
+
+
+def test_a_call_thrown_into_underscore_still_reads_its_arguments():
+    extern = SKELETON.replace("_ = n_num", '_ = T.call_extern("handle", "flush", n_num)')
+    assert "block_N" in [k.name for k in inventory.inventory(extern).knobs]
+
+
+def test_a_part_bound_again_is_no_longer_a_part():
+    rebound = SKELETON.replace(
+        "    row_factor = 8\n", "    sub_block_M = block_M\n    row_factor = 8\n"
+    )
+    ok, _ = _knob(rebound, "block_M").legal((8, 16))
+    assert ok == (8, 16)
+
+
+def test_a_loop_counted_from_zero_to_n_names_its_passes_too():
+    ranged = FLAGGED.replace("T.serial(loop_kk)", "T.serial(0, loop_kk)")
+    ok, refused = _knob(ranged, "block_K").legal((32, 64))
+    assert ok == (64,) and "the last one at the current block_K" in dict(refused)[32]
+
+
+# a design skeleton that binds an L1 stage's K extent and never reads it (inventory.py)
+STAGED = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[2])
+def matmul(M, N, K):
+    block_M, block_N, K_L1 = 128, 256, 256
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16")):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, vid):
+            _ = A
+
+    return main
+"""
+
+
+def test_a_stage_tile_the_kernel_never_reads_is_listed_as_dead():
+    dropped = {d.name: d.reason for d in inventory.inventory(STAGED).dropped}
+    assert "never read by the kernel" in dropped["K_L1"]
+    live = STAGED.replace(
+        "            _ = A", "            buf = T.alloc_L1((block_M, K_L1), 'float16')"
+    )
+    assert "K_L1" not in {d.name for d in inventory.inventory(live).dropped}

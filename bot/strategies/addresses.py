@@ -11,8 +11,9 @@ The offsets are written for the sizes the current value gives. A value that make
 larger than the gap to the next buffer of the same memory (the next higher offset) makes the
 two overlap: writes to one corrupt the other. A move is refused when every buffer of a memory
 fits its gap now and one does not at the new value. Buffers placed at the same offset share
-memory on purpose (an accumulator reused) and are not compared with each other; a buffer whose
-size cannot be read leaves its memory unjudged.
+memory on purpose (an accumulator reused) and are not compared with each other. An offset or a
+size that cannot be read leaves its memory unjudged, and a table naming a buffer whose
+allocation is not read (its memory unknown) leaves the whole layout unjudged.
 """
 
 from __future__ import annotations
@@ -25,35 +26,38 @@ import libcst as cst
 from bot.strategies.capacity import Buffer, kernel_buffers
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted, int_value
+from bot.strategies.source import dotted
 
 
 @dataclass(frozen=True)
 class _Placed:
     buffer: Buffer
-    offset: int
+    offset: cst.BaseExpression  # `17664`, `4096 * 2`, a name bound to one
 
 
-def _annotated(pf: cst.FunctionDef) -> dict[str, int]:
-    """name -> offset of every `T.annotate_address({name: offset, ...})` entry in `pf`."""
-    out: dict[str, int] = {}
+def _annotated(pf: cst.FunctionDef) -> dict[str, cst.BaseExpression] | None:
+    """name -> offset of every `T.annotate_address({name: offset, ...})` entry in `pf`; None
+    when an entry is not a buffer name and an offset (a table built elsewhere, `**more`)."""
+    out: dict[str, cst.BaseExpression] = {}
+    unread = False
 
     class V(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
             if dotted(node.func).rsplit(".", 1)[-1] != "annotate_address" or not node.args:
                 return
+            nonlocal unread
             table = node.args[0].value
             if not isinstance(table, cst.Dict):
+                unread = True
                 return
             for e in table.elements:
                 if not isinstance(e, cst.DictElement) or not isinstance(e.key, cst.Name):
+                    unread = True
                     continue
-                offset = int_value(e.value)
-                if offset is not None:
-                    out[e.key.value] = offset
+                out[e.key.value] = e.value
 
     pf.visit(V())
-    return out
+    return None if unread else out
 
 
 def _bytes(b: Buffer, env: Env) -> int | None:
@@ -66,20 +70,23 @@ def _bytes(b: Buffer, env: Env) -> int | None:
     return size
 
 
-def _overlap(group: list[_Placed], env: Env) -> tuple[_Placed, int, _Placed] | None:
-    """(buffer, its bytes, the buffer it runs into) of the first overlap in one memory's
-    buffers, or None; None too when a size cannot be read."""
-    sizes = {id(p): _bytes(p.buffer, env) for p in group}
-    if any(s is None for s in sizes.values()):
-        return None
-    for p in sorted(group, key=lambda p: p.offset):
-        after = [q for q in group if q.offset > p.offset]
+def _overlap(group: list[_Placed], env: Env) -> tuple[_Placed, int, int, _Placed, int] | None:
+    """(buffer, its offset, its bytes, the buffer it runs into, that one's offset) of the first
+    overlap in one memory's buffers, or None; None too when an offset or a size cannot be
+    read."""
+    placed: list[tuple[int, int, _Placed]] = []
+    for p in group:
+        offset, size = evaluate(p.offset, env), _bytes(p.buffer, env)
+        if type(offset) is not int or size is None:
+            return None
+        placed.append((offset, size, p))
+    for offset, size, p in sorted(placed, key=lambda t: t[0]):
+        after = [t for t in placed if t[0] > offset]
         if not after:
             continue
-        nxt = min(after, key=lambda q: q.offset)
-        size = sizes[id(p)]
-        if size is not None and p.offset + size > nxt.offset:
-            return p, size, nxt
+        nxt_offset, _, nxt = min(after, key=lambda t: t[0])
+        if offset + size > nxt_offset:
+            return p, offset, size, nxt, nxt_offset
     return None
 
 
@@ -108,11 +115,11 @@ class AddressCheck:
             )
             if hit is None:
                 continue
-            p, size, nxt = hit
+            p, offset, size, nxt, nxt_offset = hit
             return (
                 f"{self.name}={value}: `{p.buffer.name}` (line {p.buffer.line}) sits at the "
-                f"hand-written {p.buffer.memory} address {p.offset} and would take {size} bytes, "
-                f"past the address {nxt.offset} of `{nxt.buffer.name}`: the two would overlap "
+                f"hand-written {p.buffer.memory} address {offset} and would take {size} bytes, "
+                f"past the address {nxt_offset} of `{nxt.buffer.name}`: the two would overlap "
                 f"(the layout in T.annotate_address is written for the current "
                 f"{self.name}={current})"
             )
@@ -126,12 +133,13 @@ def address_check(f: Facts, name: str, factories: list[Function]) -> AddressChec
     for factory in factories:
         for pf in factory.prim_funcs:
             fn = by_node.get(id(pf))
-            offsets = _annotated(pf) if fn is not None else {}
+            offsets = _annotated(pf) if fn is not None else None
             if fn is None or not offsets:
                 continue
-            placed = [
-                _Placed(b, offsets[b.name]) for b in kernel_buffers(f, fn) if b.name in offsets
-            ]
+            buffers = {b.name: b for b in kernel_buffers(f, fn)}
+            if set(offsets) - set(buffers):
+                continue  # a placed buffer whose memory or size is not read: the layout is not
+            placed = [_Placed(buffers[name], offset) for name, offset in offsets.items()]
             by_memory: dict[str, list[_Placed]] = {}
             for p in placed:
                 by_memory.setdefault(p.buffer.memory, []).append(p)

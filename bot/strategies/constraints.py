@@ -332,6 +332,12 @@ class Constraints:
         if rule.kind == "multiple":
             if not extent or extent < 2 or (current and current % extent != 0):
                 return None  # the current value is not a multiple either: not a requirement here
+            if value % extent != 0 and rule.why:  # a part of a part of the knob
+                return (
+                    f"{self.name}={value} is not a multiple of {extent}: `{rule.text}` "
+                    f"(line {rule.line}), {rule.why}, needs {self.name} in whole parts of "
+                    f"{extent}"
+                )
             if value % extent != 0:
                 return (
                     f"{self.name}={value} is not a multiple of {extent}: `{rule.text}` "

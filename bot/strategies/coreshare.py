@@ -21,13 +21,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.corecount import guarded_share
-from bot.strategies.evaluate import Env, code_of, evaluate
+from bot.strategies.corecount import _Assigns, _derived, _spelled
+from bot.strategies.evaluate import CEILDIV, Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function, names_in
+from bot.strategies.passmarks import COUNTED
 from bot.strategies.source import dotted, launch
-
-CEILDIV = frozenset({"ceildiv", "cdiv"})
-COUNTED = frozenset({"serial", "Pipelined", "unroll", "range"})
 
 
 @dataclass(frozen=True)
@@ -41,8 +39,8 @@ class _Deal:
 class _Deals(cst.CSTVisitor):
     """The unguarded passes over work items dealt to the cores of one prim_func."""
 
-    def __init__(self, f: Facts, factory: Function) -> None:
-        self.f, self.factory = f, factory
+    def __init__(self, f: Facts, factory: Function, locals_: dict[str, list]) -> None:
+        self.f, self.factory, self.locals = f, factory, locals_
         self.grids: list[tuple[cst.BaseExpression, str]] = []  # (grid, core index) open
         self.deals: list[_Deal] = []
 
@@ -72,13 +70,34 @@ class _Deals(cst.CSTVisitor):
         items, cores = count.args[0].value, count.args[1].value
         grid = next((g for g, index in reversed(self.grids) if index), None)
         index = next((index for _, index in reversed(self.grids) if index), "")
-        if grid is None or code_of(grid) != code_of(cores) or index not in names_in(node.body):
+        if grid is None or _spelled(grid) != _spelled(cores) or index not in names_in(node.body):
             return  # not a share of the launched cores, or the core index is not read
-        if isinstance(cores, cst.Name) and guarded_share({cores.value}, self.factory, items):
-            return  # `if item < X`: the extra cores of the last pass idle
+        if _bounded(node.body, _derived(index, [self.locals])):
+            return  # `if item < X`, `T.min(item, X - 1)`: the extra cores of the last pass idle
         self.deals.append(
             _Deal(f"for {code_of(node.target)} in {code_of(it)}", self.f.line(node), items, cores)
         )
+
+
+def _bounded(body: cst.CSTNode, items: set[str]) -> bool:
+    """Whether `body` tests or clamps anything computed from the core index (`items`): an `if`
+    or `T.If` whose test reads one, or a `T.min` over one. Any such bound may keep the extra
+    cores of the last pass off the end, so the deal is not judged."""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_If(self, node: cst.If) -> None:
+            nonlocal found
+            found = found or bool(names_in(node.test) & items)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            short = dotted(node.func).rsplit(".", 1)[-1]
+            if short in ("If", "min") and any(names_in(a.value) & items for a in node.args):
+                found = True
+
+    body.visit(V())
+    return found
 
 
 @dataclass
@@ -126,7 +145,9 @@ def core_share_check(f: Facts, name: str, factories: list[Function]) -> CoreShar
             fn = by_node.get(id(pf))
             if fn is None:
                 continue
-            v = _Deals(f, factory)
+            assigns = _Assigns()
+            pf.visit(assigns)
+            v = _Deals(f, factory, assigns.found)
             pf.visit(v)
             if v.deals:
                 kernels.append((fn.chain, v.deals))

@@ -17,11 +17,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import libcst as cst
 
 from bot.strategies.branches import IfForm, as_if
-from bot.strategies.evaluate import CEILDIV
+from bot.strategies.evaluate import CEILDIV, code_of
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 from bot.strategies.tiling import Rule, _names
@@ -67,7 +68,7 @@ class Rules(cst.CSTVisitor):
         self._assigning: set[str] = set()
         # a local bound to one of several parts of the knob -> the number of parts
         # (`sub_block_M = block_M // vec_num`: sub_block_M -> vec_num)
-        self.parts: dict[str, cst.BaseExpression] = {}
+        self.parts: dict[str, tuple[cst.BaseExpression, str]] = {}
         self._iters: list[set[str]] = []  # the variables of loops whose iter is being visited
         self.guards: list[cst.Comparison] = []  # the `if` tests bounding a knob offset around
         self.checking = 0  # inside an assert's or a raising check's condition
@@ -110,10 +111,10 @@ class Rules(cst.CSTVisitor):
             and isinstance(node.right, (cst.Name, cst.Integer))
             and not self._is_knob(node.right)
         ):  # `sub_block_M // row_factor` with sub_block_M = block_M // vec_num: parts of both
-            whole = cst.BinaryOperation(
-                left=self.parts[left.value], operator=cst.Multiply(), right=node.right
-            )
-            self.rules.append(self._rule("multiple", whole, node))
+            parts, spelled = self.parts[left.value]
+            whole = cst.BinaryOperation(left=parts, operator=cst.Multiply(), right=node.right)
+            rule = self._rule("multiple", whole, node)
+            self.rules.append(replace(rule, why=f"with `{left.value} = {spelled}`"))
         if (
             (
                 isinstance(node.operator, cst.FloorDivide)
@@ -174,6 +175,8 @@ class Rules(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assigning = {n for t in node.targets for n in _names(t.target)}
         value = node.value
+        for name in self._assigning:  # bound again: no longer that part of the knob
+            self.parts.pop(name, None)
         if (
             len(node.targets) == 1
             and isinstance(node.targets[0].target, cst.Name)
@@ -183,7 +186,7 @@ class Rules(cst.CSTVisitor):
             and isinstance(value.right, (cst.Name, cst.Integer))
             and not self._is_knob(value.right)
         ):  # `sub_block_M = block_M // vec_num`: one of vec_num parts of the knob
-            self.parts[node.targets[0].target.value] = value.right
+            self.parts[node.targets[0].target.value] = (value.right, code_of(value))
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self._assigning = set()

@@ -105,11 +105,20 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return v.names
 
 
+def _plain(node: cst.BaseExpression) -> bool:
+    """A name, an attribute or a tuple of them: reading it does nothing else."""
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(_plain(e.value) for e in node.elements)
+    return isinstance(node, (cst.Name, cst.Attribute))
+
+
 class _Kept(_Loads):
     def visit_Assign(self, node: cst.Assign) -> bool:
-        # `_ = n_num`: a value thrown away (a design skeleton's placeholder) reaches nothing
-        return not all(
-            isinstance(t.target, cst.Name) and t.target.value == "_" for t in node.targets
+        # `_ = n_num`: a value thrown away (a design skeleton's placeholder) reaches nothing;
+        # `_ = T.call_extern(..., n_num)` still runs the call
+        return not (
+            all(isinstance(t.target, cst.Name) and t.target.value == "_" for t in node.targets)
+            and _plain(node.value)
         )
 
 

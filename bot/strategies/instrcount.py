@@ -243,8 +243,8 @@ class InstructionCountCheck:
                 f"{after}, so the call {effect}"
             )
         if changed is not None and all(
-            len({_int(node, env(chain, k)) for k in (value, current, *PROBES)} - {None}) == 1
-            and _int(node, env(chain, current)) is not None
+            len(seen := {_int(node, env(chain, k)) for k in (value, current, *PROBES)}) == 1
+            and None not in seen
             for node in call.others
         ):
             # the counts cover part of the buffer in a way the call does not spell out (a
@@ -255,8 +255,12 @@ class InstructionCountCheck:
                 f"{self.name}={value}: `{call.text}` (line {call.line}) is one instruction whose "
                 f"counts, {', '.join(each)}, do not change with {self.name}, while `{buf_name}` it is "
                 f"given would hold {after} elements instead of {before}: the instruction would "
-                f"cover the same elements as now, so part of the tile would be left out or "
-                f"read past its end"
+                f"cover the same elements as now, so "
+                + (
+                    "part of the larger tile would be left out"
+                    if after > before
+                    else "it would reach past the end of the smaller tile"
+                )
             )
         return None
 

@@ -53,6 +53,8 @@ from bot.strategies.signature import parameter_names, takes
 from bot.strategies.source import ParseFailure, dotted, int_value
 
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
+# `K_L1`, `N_L0B`: the extent of a tile staged in one memory level
+STAGE_TILE = re.compile(r"^[A-Za-z]+_L(1|0[ABC]?)$")
 HOST_LOCAL = "a host local "  # how a block-named host local no factory is given is listed
 # `block_row_warps`, `BLOCK_THREADS`: how many warps or threads a block runs, not a tile size
 UNIT_COUNT = re.compile(r"(?i)(warp|thread)s?(?![a-z])")
@@ -456,6 +458,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     _unread_literals(f, taken, dropped)
     _kernel_locals(f, {k.name for k in knobs} | set(all_owners), dropped)
     _host_locals(f, resolver, taken, {k.name for k in knobs} | set(all_owners), dropped)
+    _dead_stage_tiles(f, dropped)
     _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
@@ -577,12 +580,13 @@ def _host_locals(
         if any(resolver.calls(call, fac) for fac in f.factories):
             for a in call.node.args:
                 factory_args |= names_in(a.value)
-    # (where, its bindings, the calls made there, the names it returns) of each host scope;
-    # the module's own top level too, less any name a kernel factory reads as a global
     # names a call's function may be bound to in this file: a kernel may be built through
     # them (a function, a handle, a local object); anything else is a library's, a builtin or
     # another module's
     defined = {fn.name for fn in f.functions} | set(f.module_assigns)
+    # each host scope as (where, its bindings, the calls made there, the names it returns, the
+    # names its calls may build through); the module's own top level too, less any name a
+    # kernel factory reads as a global
     scopes: list[
         tuple[str, dict[str, list[cst.BaseExpression]], list[cst.Call], set[str], set[str]]
     ] = [
@@ -633,6 +637,27 @@ def _host_locals(
                     f"itself (padding, sizes), so a move could not change a kernel's tile",
                 )
             )
+
+
+def _dead_stage_tiles(f: Facts, dropped: list[Dropped]) -> None:
+    """Names of a tile staged in one memory level (`K_L1 = 256`, the K extent an L1 copy
+    holds) that a factory binds and its kernel never reads, listed as dropped with why. They
+    are not block names, so discovery never tunes them; a live one is left alone."""
+    listed = {d.name for d in dropped}
+    for factory in f.factories:
+        live = _live_names(factory, f)
+        for owner in factory.chain:
+            for name in [*owner.params, *owner.assigns]:
+                if STAGE_TILE.match(name) and name not in live and name not in listed:
+                    listed.add(name)
+                    dropped.append(
+                        Dropped(
+                            "block_size",
+                            name,
+                            f"never read by the kernel ({factory.name}()): tuning it cannot "
+                            f"change anything",
+                        )
+                    )
 
 
 def _may_build(call: cst.Call, defined: set[str]) -> bool:

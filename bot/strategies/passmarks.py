@@ -46,26 +46,17 @@ class _Marks(cst.CSTVisitor):
 
     def __init__(self, f: Facts) -> None:
         self.f = f
-        self.loops: list[tuple[str, cst.BaseExpression, int, str]] = []
+        # (variable, count, line, text) of each enclosing loop; None for one not counted
+        self.loops: list[tuple[str, cst.BaseExpression, int, str] | None] = []
         self.marks: list[_Mark] = []
 
     def visit_For(self, node: cst.For) -> None:
-        it = node.iter
-        count = None
-        if (
-            isinstance(it, cst.Call)
-            and dotted(it.func).rsplit(".", 1)[-1] in COUNTED
-            and it.args
-            and it.args[0].keyword is None
-            and not it.args[0].star
-            and (len(it.args) == 1 or it.args[1].keyword is not None)
-        ):
-            count = it.args[0].value
+        count = _count(node.iter)
         if isinstance(node.target, cst.Name) and count is not None:
-            text = f"for {node.target.value} in {code_of(it)}"
+            text = f"for {node.target.value} in {code_of(node.iter)}"
             self.loops.append((node.target.value, count, self.f.line(node), text))
         else:
-            self.loops.append(("", cst.Name("_"), 0, ""))
+            self.loops.append(None)
 
     def leave_For(self, original_node: cst.For) -> None:
         self.loops.pop()
@@ -82,12 +73,34 @@ class _Marks(cst.CSTVisitor):
         number = int_value(right)
         if not isinstance(left, cst.Name) or number is None or number <= 0:
             return
-        for var, count, line, text in reversed(self.loops):
+        for loop in reversed(self.loops):
+            if loop is None:
+                continue
+            var, count, line, text = loop
             if var == left.value:
                 self.marks.append(
                     _Mark(line, text, count, number, self.f.line(node), code_of(test))
                 )
                 return
+
+
+def _count(it: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The pass count of `T.serial(n)`, `range(n)`, `T.Pipelined(n, num_stages=2)` (also with
+    the stage count positional) or `T.serial(0, n)`; None for any other iterable."""
+    if not isinstance(it, cst.Call) or dotted(it.func).rsplit(".", 1)[-1] not in COUNTED:
+        return None
+    args = [a for a in it.args if a.keyword is None]
+    if not args or any(a.star for a in args):
+        return None
+    if len(args) == 1 or dotted(it.func).endswith("Pipelined"):
+        return args[0].value
+    if len(args) == 2 and int_value(args[0].value) == 0:
+        return args[1].value  # `T.serial(0, n)`
+    return None
+
+
+def _passes(n: int) -> str:
+    return f"{n} pass" if n == 1 else f"{n} passes"
 
 
 @dataclass
@@ -119,10 +132,14 @@ class PassMarkCheck:
                 else:
                     continue
                 return (
-                    f"{self.name}={value}: `{m.loop_text}` (line {m.loop_line}) would run {new} "
-                    f"passes instead of {now}, and the branch `if {m.test}:` (line {m.line}) "
-                    f"names a pass by number"
-                    + (" (the last one now)" if m.number == now - 1 else "")
+                    f"{self.name}={value}: `{m.loop_text}` (line {m.loop_line}) would run "
+                    f"{_passes(new)} instead of {now}, and the branch `if {m.test}:` (line "
+                    f"{m.line}) names a pass by number"
+                    + (
+                        f", pass {m.number + 1}, the last one at the current {self.name}"
+                        if m.number == now - 1
+                        else ""
+                    )
                     + f": it {effect}"
                 )
         return None

@@ -25,8 +25,10 @@ DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names
 
 class Reading:
     """What a `strings` walk met: `either` is set when an undecided `a if c else b` gave both
-    sides, so the values found are alternatives (one of them runs), not all values the file
-    runs with (every call site, parametrize entry and loop pass runs)."""
+    sides, or a default stood in for a value the file does not spell out, so the values found
+    are alternatives (one of them runs). Otherwise they are all values the file runs with:
+    every call site, parametrize entry and loop pass is taken to run (a call site in code that
+    never runs is not told apart)."""
 
     def __init__(self) -> None:
         self.either = False

@@ -19,6 +19,8 @@ import libcst as cst
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 
+ENVIRON = frozenset({"os.environ", "environ"})  # `os.environ[...]`, `environ.get(...)`
+
 
 def _main_blocks(module: cst.Module) -> list[cst.If]:
     """The module's `if __name__ == "__main__":` blocks."""
@@ -207,13 +209,33 @@ def _environ_key_node(node: cst.BaseExpression) -> cst.SimpleString | None:
 
 
 def environment_set(module: cst.Module) -> dict[str, set[str]]:
-    """K -> the strings the file assigns to `os.environ["K"]`, for each key every assignment
-    of which is a string literal. A key the file names anywhere else (`os.environ.setdefault(
-    "K", ...)`, `monkeypatch.setenv("K", ...)`, a dict of settings) may be set there too, and
-    is left out."""
+    """K -> every string `os.environ["K"]` can hold when the file reads it, for the keys the file
+    decides itself: each assignment to it is a string literal, made at module level or directly
+    in the `if __name__ == "__main__":` block (not under another condition), and the first comes
+    before the first statement there that calls one of the file's own functions (before it, a
+    read would see the shell's value). A read with a default (`os.environ.get("K", "Dev")`)
+    adds the default. A key the file names anywhere else (`os.environ.setdefault("K", ...)`,
+    `monkeypatch.setenv("K", ...)`, a dict of settings) may be set there too, and is left out."""
     values: dict[str, set[str]] = {}
     unknown: set[str] = set()
     seen: set[int] = set()  # the key strings of the reads and assignments understood
+    top: set[int] = set()  # the assignments at the top level of the run
+    first_set: dict[str, int] = {}  # key -> index of the top-level statement first setting it
+    defs = {st.name.value for st in module.body if isinstance(st, cst.FunctionDef)}
+    first_call = None
+    run = [*module.body, *(st for block in _main_blocks(module) for st in block.body.body)]
+    for i, stmt in enumerate(run):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                top.add(id(small))
+                for t in small.targets:
+                    key = _environ_key(t.target) if isinstance(t.target, cst.Subscript) else None
+                    if key is not None:
+                        first_set.setdefault(key, i)
+        if first_call is None and _calls_own(stmt, defs):
+            first_call = i
 
     class V(cst.CSTVisitor):
         def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -223,8 +245,19 @@ def environment_set(module: cst.Module) -> dict[str, set[str]]:
 
         def visit_Call(self, node: cst.Call) -> None:
             key = _environ_key_node(node)
-            if key is not None:
-                seen.add(id(key))
+            if key is None:
+                return
+            seen.add(id(key))
+            given = [a.value for a in node.args if a.keyword is None]
+            if len(given) > 1:  # a default: what the read gives while the key is unset
+                default = given[1]
+                k = str(key.evaluated_value)
+                if isinstance(default, cst.SimpleString) and isinstance(
+                    default.evaluated_value, str
+                ):
+                    values.setdefault(k, set()).add(default.evaluated_value)
+                else:
+                    unknown.add(k)
 
         def visit_Assign(self, node: cst.Assign) -> None:
             for t in node.targets:
@@ -232,7 +265,9 @@ def environment_set(module: cst.Module) -> dict[str, set[str]]:
                 if key is None:
                     continue
                 value = node.value
-                if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+                if id(node) not in top:
+                    unknown.add(key)  # set under a condition, in a loop or in a function
+                elif isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
                     values.setdefault(key, set()).add(value.evaluated_value)
                 else:
                     unknown.add(key)
@@ -245,7 +280,23 @@ def environment_set(module: cst.Module) -> dict[str, set[str]]:
                 unknown.add(str(node.evaluated_value))
 
     module.visit(Elsewhere())
-    return {k: v for k, v in values.items() if k not in unknown}
+    for key, at in first_set.items():
+        if first_call is not None and first_call < at:
+            unknown.add(key)
+    return {k: v for k, v in values.items() if k not in unknown and k in first_set}
+
+
+def _calls_own(stmt: cst.CSTNode, defs: set[str]) -> bool:
+    """Whether `stmt` calls a function the module defines (`run_test(args)`)."""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            found = found or (isinstance(node.func, cst.Name) and node.func.value in defs)
+
+    stmt.visit(V())
+    return found
 
 
 def never_taken(module: cst.Module) -> set[int]:
@@ -285,9 +336,6 @@ def never_taken(module: cst.Module) -> set[int]:
 
     module.visit(V())
     return out
-
-
-ENVIRON = frozenset({"os.environ", "environ"})
 
 
 # calls that reach module attributes by a name held in a string (`globals()[name]`,
