@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import Buffer, kernel_buffers
+from bot.strategies.capacity import Buffer, buffer_bytes, kernel_buffers
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
@@ -60,23 +60,13 @@ def _annotated(pf: cst.FunctionDef) -> dict[str, cst.BaseExpression] | None:
     return None if unread else out
 
 
-def _bytes(b: Buffer, env: Env) -> int | None:
-    size = b.fit_bytes
-    for d in b.dims:
-        extent = evaluate(d, env)
-        if type(extent) is not int or extent <= 0:
-            return None
-        size *= extent
-    return size
-
-
 def _overlap(group: list[_Placed], env: Env) -> tuple[_Placed, int, int, _Placed, int] | None:
     """(buffer, its offset, its bytes, the buffer it runs into, that one's offset) of the first
     overlap in one memory's buffers, or None; None too when an offset or a size cannot be
     read."""
     placed: list[tuple[int, int, _Placed]] = []
     for p in group:
-        offset, size = evaluate(p.offset, env), _bytes(p.buffer, env)
+        offset, size = evaluate(p.offset, env), buffer_bytes(p.buffer, env)
         if type(offset) is not int or size is None:
             return None
         placed.append((offset, size, p))

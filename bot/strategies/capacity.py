@@ -109,6 +109,17 @@ class Buffer:
         return self.most_bytes or self.dtype_bytes
 
 
+def buffer_bytes(b: Buffer, env: Env) -> int | None:
+    """The bytes `b` takes at its fit size under `env`, or None when a dim cannot be read."""
+    size = b.fit_bytes
+    for d in b.dims:
+        extent = evaluate(d, env)
+        if type(extent) is not int or extent <= 0:
+            return None
+        size *= extent
+    return size
+
+
 def _dims(node: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
     if isinstance(node, (cst.Tuple, cst.List)):
         return tuple(e.value for e in node.elements)

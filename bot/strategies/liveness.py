@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.strategies import dialect
-from bot.strategies.capacity import CAPACITY, KIB, Buffer, Scoped, kernel_buffers
-from bot.strategies.evaluate import Env, evaluate
+from bot.strategies.capacity import CAPACITY, KIB, Buffer, Scoped, buffer_bytes, kernel_buffers
+from bot.strategies.evaluate import Env
 from bot.strategies.facts import Facts, Function
 
 MEMORY = "UB"
@@ -120,16 +120,6 @@ class LivePeak:
         return None
 
 
-def _bytes(b: Buffer, env: Env) -> int | None:
-    size = b.fit_bytes
-    for d in b.dims:
-        extent = evaluate(d, env)
-        if type(extent) is not int or extent <= 0:
-            return None
-        size *= extent
-    return size
-
-
 def _named(live: list[Key]) -> list[str]:
     """Each buffer's name; with its line where two live buffers share the name."""
     names = [n for n, _ in live]
@@ -143,7 +133,7 @@ def _peak(
     value: int,
     env: Callable[[tuple[Function, ...], int], Env],
 ) -> tuple[int, int, list[Key]] | None:
-    sizes = {_key(b): _bytes(b, env(b.chain, value)) for b in bufs}
+    sizes = {_key(b): buffer_bytes(b, env(b.chain, value)) for b in bufs}
     known = {n: s for n, s in sizes.items() if s is not None}
     if not known:
         return None
