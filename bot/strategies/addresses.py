@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from bot.strategies.capacity import Buffer, buffer_bytes, kernel_buffers
+from bot.strategies.capacity import Buffer, buffer_bytes, kernel_buffers, kernels_of
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
@@ -118,21 +118,16 @@ class AddressCheck:
 
 def address_check(f: Facts, name: str, factories: list[Function]) -> AddressCheck | None:
     """The hand-written address rule of knob `name` over `factories`' kernels."""
-    by_node = {id(fn.node): fn for fn in f.functions}
     kernels: list[tuple[tuple[Function, ...], list[list[_Placed]]]] = []
-    for factory in factories:
-        for pf in factory.prim_funcs:
-            fn = by_node.get(id(pf))
-            offsets = _annotated(pf) if fn is not None else None
-            if fn is None or not offsets:
-                continue
-            buffers = {b.name: b for b in kernel_buffers(f, fn)}
-            if set(offsets) - set(buffers):
-                continue  # a placed buffer whose memory or size is not read: the layout is not
-            placed = [_Placed(buffers[name], offset) for name, offset in offsets.items()]
-            by_memory: dict[str, list[_Placed]] = {}
-            for p in placed:
-                by_memory.setdefault(p.buffer.memory, []).append(p)
-            if by_memory:
-                kernels.append((fn.chain, list(by_memory.values())))
+    for _, fn in kernels_of(f, factories):
+        offsets = _annotated(fn.node)
+        if not offsets:
+            continue
+        buffers = {b.name: b for b in kernel_buffers(f, fn)}
+        if set(offsets) - set(buffers):
+            continue  # a placed buffer whose memory or size is not read: the layout is not judged
+        by_memory: dict[str, list[_Placed]] = {}
+        for buf, offset in offsets.items():
+            by_memory.setdefault(buffers[buf].memory, []).append(_Placed(buffers[buf], offset))
+        kernels.append((fn.chain, list(by_memory.values())))
     return AddressCheck(name, kernels) if kernels else None

@@ -371,16 +371,25 @@ def _one(held: list[Buffer]) -> Buffer | None:
     return held[0] if len(kinds) == 1 else None
 
 
+def kernels_of(f: Facts, factories: list[Function]) -> list[tuple[Function, Function]]:
+    """(factory, prim_func) for every prim_func of `factories`, as the parse's functions."""
+    by_node = {id(fn.node): fn for fn in f.functions}
+    return [
+        (factory, by_node[id(pf)])
+        for factory in factories
+        for pf in factory.prim_funcs
+        if id(pf) in by_node
+    ]
+
+
 def visit_kernels(f: Facts, factories: list[Function], make: Callable[[Scoped], V]) -> list[V]:
     """One visitor per prim_func of `factories`, made from that prim_func's buffers as its
     calls see them (`Scoped`) and run over it (the gemm rules read operands through it)."""
-    by_node = {id(fn.node): fn for fn in f.functions}
     out: list[V] = []
-    for factory in factories:
-        for pf in factory.prim_funcs:
-            v = make(Scoped(f, by_node[id(pf)]))
-            pf.visit(v)
-            out.append(v)
+    for _, fn in kernels_of(f, factories):
+        v = make(Scoped(f, fn))
+        fn.node.visit(v)
+        out.append(v)
     return out
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies.capacity import kernels_of
 from bot.strategies.corecount import _Assigns, _derived, _spelled
 from bot.strategies.evaluate import CEILDIV, Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function, names_in
@@ -138,17 +139,12 @@ class CoreShareCheck:
 
 def core_share_check(f: Facts, name: str, factories: list[Function]) -> CoreShareCheck | None:
     """The unguarded core-deal rule of knob `name` over `factories`' kernels."""
-    by_node = {id(fn.node): fn for fn in f.functions}
     kernels: list[tuple[tuple[Function, ...], list[_Deal]]] = []
-    for factory in factories:
-        for pf in factory.prim_funcs:
-            fn = by_node.get(id(pf))
-            if fn is None:
-                continue
-            assigns = _Assigns()
-            pf.visit(assigns)
-            v = _Deals(f, factory, assigns.found)
-            pf.visit(v)
-            if v.deals:
-                kernels.append((fn.chain, v.deals))
+    for factory, fn in kernels_of(f, factories):
+        assigns = _Assigns()
+        fn.node.visit(assigns)
+        v = _Deals(f, factory, assigns.found)
+        fn.node.visit(v)
+        if v.deals:
+            kernels.append((fn.chain, v.deals))
     return CoreShareCheck(name, kernels) if kernels else None

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies.capacity import kernels_of
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
@@ -360,18 +361,13 @@ def instruction_count_check(
     f: Facts, name: str, factories: list[Function]
 ) -> InstructionCountCheck | None:
     """The tile-instruction count rules of knob `name` over `factories`' kernels."""
-    by_node = {id(fn.node): fn for fn in f.functions}
     kernels: list[tuple[tuple[Function, ...], list[_TileCall]]] = []
-    for factory in factories:
-        for pf in factory.prim_funcs:
-            fn = by_node.get(id(pf))
-            if fn is None:
-                continue
-            k = _Kernel(f)
-            pf.visit(k)
-            calls = [c for c in k.tile_calls() if c.buffers]
-            if calls:
-                kernels.append((fn.chain, calls))
+    for _, fn in kernels_of(f, factories):
+        k = _Kernel(f)
+        fn.node.visit(k)
+        calls = [c for c in k.tile_calls() if c.buffers]
+        if calls:
+            kernels.append((fn.chain, calls))
     if not kernels:
         return None
     return InstructionCountCheck(name, kernels, not _pto(f))

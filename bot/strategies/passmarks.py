@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies.capacity import kernels_of
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted, int_value
@@ -147,15 +148,10 @@ class PassMarkCheck:
 
 def pass_mark_check(f: Facts, name: str, factories: list[Function]) -> PassMarkCheck | None:
     """The numbered-pass rule of knob `name` over `factories`' kernels."""
-    by_node = {id(fn.node): fn for fn in f.functions}
     kernels: list[tuple[tuple[Function, ...], list[_Mark]]] = []
-    for factory in factories:
-        for pf in factory.prim_funcs:
-            fn = by_node.get(id(pf))
-            if fn is None:
-                continue
-            v = _Marks(f)
-            pf.visit(v)
-            if v.marks:
-                kernels.append((fn.chain, v.marks))
+    for _, fn in kernels_of(f, factories):
+        v = _Marks(f)
+        fn.node.visit(v)
+        if v.marks:
+            kernels.append((fn.chain, v.marks))
     return PassMarkCheck(name, kernels) if kernels else None
