@@ -344,6 +344,13 @@ def test_patience_counts_different_things_not_repeats_of_one():
     assert patience_count([a("BLOCK_M", 64, 128), a("BLOCK_M", 64, 32), a("BLOCK_N", 8, 16)]) == 2
     assert patience_count([a("BLOCK_M", 64, 128), a("STAGES", 1, 2), a("BLOCK_N", 8, 16)]) == 3
     assert patience_count(same * 2) == 3  # the backstop: a single-knob run still stops
+    failed = [
+        Attempt(Change("block_size", "x", k, 1, 2), "h", "p", verdict, None)
+        for k, verdict in (("BLOCK_N", "fail_l0"), ("STAGES", "timeout"), ("BLOCK_K", "error"))
+    ]
+    # failed moves measured nothing: neither other things nor the backstop count them
+    assert patience_count(failed * 2) == 0
+    assert patience_count([a("BLOCK_M", 64, 128), *failed, a("BLOCK_M", 64, 32)]) == 1
 
 
 def test_a_knob_slower_at_both_ends_is_probed_where_the_parabola_puts_its_minimum():
@@ -426,7 +433,22 @@ def test_untried_lists_the_knobs_without_an_attempt_that_can_still_move():
     v = p.next(PlanContext(best_source=DEMO))
     assert isinstance(v, Variant) and v.change.knob == "BLOCK_M"
     history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "fail_l0", None))
-    assert p.untried(PlanContext(best_source=DEMO, history=tuple(history))) == ["BLOCK_N"]
+    # a move that failed L0 is no attempt: BLOCK_M still owes one while a value is left
+    assert sorted(p.untried(PlanContext(best_source=DEMO, history=tuple(history)))) == [
+        "BLOCK_M",
+        "BLOCK_N",
+    ]
+    failed = 1
+    while failed < 2:  # BLOCK_M's other value fails too; BLOCK_N's moves lose
+        v = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
+        assert isinstance(v, Variant)
+        if v.change.knob == "BLOCK_M":
+            failed += 1
+            history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "error", None))
+        else:
+            history.append(Attempt(v.change, v.source_hash, source_hash(DEMO), "not_better", -0.1))
+    # every value of BLOCK_M failed: it has no move left, and patience may end the run
+    assert "BLOCK_M" not in p.untried(PlanContext(best_source=DEMO, history=tuple(history)))
 
 
 def test_untried_keeps_a_knob_until_its_honest_attempt_and_first_parabola_are_done():

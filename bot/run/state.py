@@ -16,6 +16,7 @@ from bot.record.fmt import gain_pct
 from bot.run import records as rec_mod
 from bot.run.records import latency_result
 from bot.strategies.base import Attempt, Change, Verdict
+from bot.strategies.space import FAILED_VERDICTS
 
 
 @dataclass
@@ -148,9 +149,13 @@ def patience_count(since_win: list[Attempt]) -> int:
     trying other things.
     A backstop counts every two repeats of a thing as one more, so a run with a single
     knob still stops.
+    A move that failed L0, timed out or errored is no attempt (the planner's rule): it
+    measured nothing, so it says nothing about speed. The run still ends: a failed value is
+    never planned again, and max_iters counts every iteration.
     """
-    things = {_thing(a) for a in since_win}
-    return max(len(things), len(since_win) // 2)
+    honest = [a for a in since_win if a.verdict not in FAILED_VERDICTS]
+    things = {_thing(a) for a in honest}
+    return max(len(things), len(honest) // 2)
 
 
 def _jsonable(value: object) -> object:

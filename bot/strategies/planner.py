@@ -223,7 +223,12 @@ class Planner:
         Patience counts different things tried without a gain; a knob whose attempt is not
         finished has not had its most promising moves, so the loop does not stop for patience
         while one is left (bot/run/stops/no_gain.py)."""
-        tried = {a.change.knob for a in ctx.history if a.change.knob is not None}
+        # a knob whose every move so far failed L0 or errored had no honest attempt
+        tried = {
+            a.change.knob
+            for a in ctx.history
+            if a.change.knob is not None and a.verdict not in FAILED_VERDICTS
+        }
         best = source_hash(ctx.best_source)
         here: dict[str, int] = {}
         for a in ctx.history:
