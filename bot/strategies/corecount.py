@@ -175,3 +175,108 @@ def guarded_share(aliases: set[str], factory: Function, extent: cst.BaseExpressi
             if want in bounds.extents:
                 return True
     return False
+
+
+# calls that give a kernel its core index without the name T.Kernel binds
+_INDEX_CALL = ("block_id", "block_idx", "blockidx", "core_id", "coreid", "get_block")
+
+
+class _NameLoads(cst.CSTVisitor):
+    """Every `cst.Name` node that reads a value (not a target, an attribute's field, a keyword,
+    a parameter's or a function's own name, an import, or text in an f-string)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.want = names
+        self.found: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.want:
+            self.found.append(node)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        if node.default is not None:
+            node.default.visit(self)
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        for d in node.decorators:
+            d.visit(self)
+        node.params.visit(self)
+        node.body.visit(self)
+        return False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+        return False
+
+
+class _UnreadGrids(cst.CSTVisitor):
+    """Launches whose core index the body never reads: the names in their grids, and one
+    launch spelled for a message."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.grid_names: list[cst.Name] = []
+        self.spelled = ""
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            k = launch(item)
+            if k is None or not k.grid:
+                continue
+            index = {n for n in k.names if n not in ("", "_")}
+            if index & names_in(node.body) or _index_call(node.body):
+                continue
+            v = _NameLoads(self.names)
+            for g in k.grid:
+                g.visit(v)
+            if v.found and not self.spelled:
+                bound = ", ".join(n or "?" for n in k.names)
+                self.spelled = f"T.Kernel({code_of(k.grid[0])})" + (
+                    f" as ({bound})" if k.names else ""
+                )
+            self.grid_names += v.found
+
+
+def _index_call(body: cst.CSTNode) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            found = found or any(w in dotted(node.func).lower() for w in _INDEX_CALL)
+
+    body.visit(V())
+    return found
+
+
+def unread_grid(module: cst.Module, names: set[str]) -> str | None:
+    """The launch (`T.Kernel(BLOCK_SIZE) as (cid, _)`) when every read of `names` in the file
+    is the grid of a kernel whose core index the body never reads: each core then runs the
+    whole kernel, and the count only repeats the same work. None otherwise."""
+    loads = _NameLoads(names)
+    module.visit(loads)
+    grids = _UnreadGrids(names)
+    module.visit(grids)
+    if not grids.grid_names:
+        return None
+    in_grid = {id(n) for n in grids.grid_names}
+    if any(id(n) not in in_grid for n in loads.found):
+        return None
+    return grids.spelled

@@ -36,7 +36,7 @@ from bot.config.schema import DEFAULT_HARNESS, DeclaredShape
 from bot.strategies import callsites, imported, passedas, unbuilt
 from bot.strategies.binding import Resolver
 from bot.strategies.constraints import Constraints, constraints_for
-from bot.strategies.corecount import core_count
+from bot.strategies.corecount import core_count, unread_grid
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import (
     Facts,
@@ -319,6 +319,12 @@ def _no_effect(
     computed from it (`BLOCK_N = block_n if ... else IN`) is not when each of those locals
     evaluates to the same value for the current value and every value tried."""
     aliases = set(info.constraints.aliases)
+    grid = unread_grid(f.wrapper.module, aliases)
+    if grid:
+        return (
+            f"read only as the grid of {grid}, whose core index the kernel never reads: every "
+            f"core runs the whole kernel, so the count repeats the same work and splits none"
+        )
     found: list[str] = []
     for _, factory in bound:
         read: set[str] = set()
@@ -459,6 +465,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     _kernel_locals(f, {k.name for k in knobs} | set(all_owners), dropped)
     _host_locals(f, resolver, taken, {k.name for k in knobs} | set(all_owners), dropped)
     _dead_stage_tiles(f, dropped)
+    _inner_block_words(f, {k.name for k in knobs} | set(all_owners), dropped)
     _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
@@ -637,6 +644,41 @@ def _host_locals(
                     f"itself (padding, sizes), so a move could not change a kernel's tile",
                 )
             )
+
+
+def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
+    """Names set to an integer literal with the word block inside, not first (`MX_SCALE_BLOCK =
+    32`, `KV_BLOCK = 64`) that a kernel reads: a group of a format or a tile, which the name
+    alone does not tell. Discovery tunes only names that start with block, so they are listed
+    with why, and the dry run says how to tune one that is a tile."""
+    listed = known | {d.name for d in dropped}
+    for factory in f.factories:
+        live = _live_names(factory, f)
+        scopes = [("module", f.module_assigns)] + [
+            (f"{fn.name}()", fn.assigns) for fn in factory.chain
+        ]
+        for where, assigns in scopes:
+            for name, values in assigns.items():
+                if (
+                    name in listed
+                    or name not in live
+                    or BLOCK_NAME.match(name)
+                    or not BLOCK_WORD.search(name)
+                    or len(values) != 1
+                    or int_value(values[0]) is None
+                ):
+                    continue
+                listed.add(name)
+                dropped.append(
+                    Dropped(
+                        "block_size",
+                        name,
+                        f"'{name}' = {int_value(values[0])} (line {f.line(values[0])}, {where}) "
+                        f"does not start with block: a block of a format or a group, not "
+                        f"known to be a tile, so it is not tuned; declare it in tune.yaml "
+                        f"`knobs:` if it is a tile size",
+                    )
+                )
 
 
 def _dead_stage_tiles(f: Facts, dropped: list[Dropped]) -> None:

@@ -18,7 +18,7 @@ from bot.strategies.source import dotted
 # spelling of the `gemm` it exports; checked before VECTOR_PREFIXES, whose `T.npuir_` would
 # otherwise put its operands in UB. `mma_mx` is tile-ai/tilelang-ascend's `npu_gemm_mx(A, B,
 # C, scale_A, scale_B, ...)` (MX block-scaled, A/B in L0A/L0B): a cube multiply like `mma`
-GEMMS = frozenset({"gemm", "gemm_v0", "gemm_v1", "mma", "mma_mx", "npuir_dot"})
+GEMMS = frozenset({"gemm", "gemm_v0", "gemm_v1", "gemm_mx", "mma", "mma_mx", "npuir_dot"})
 VECTOR_PREFIXES = ("T.tile.", "T.reduce", "T.v", "T.npuir_")
 
 

@@ -1,0 +1,133 @@
+"""Classes of failure the first contact with heldout_ab / heldout_ac found (tests/data/
+upstream_kernels/README.md), each on a kernel written here:
+
+- a grid size the kernel reads only as the grid of a launch whose core index it never reads
+  (every core runs the whole kernel) is dropped, not tuned (corecount.unread_grid);
+- a name with the word block inside, not first (`MX_SCALE_BLOCK = 32`), that a kernel reads is
+  listed with why it is not tuned (inventory._inner_block_words);
+- `T.gemm_mx` (an MX-format matrix multiply with block scales) is a matrix multiply whose
+  operands stay whole cube fractals (placement.GEMMS, fractal.py)."""
+
+from __future__ import annotations
+
+from bot.strategies import inventory
+
+BARRIER = """
+import tilelang
+import tilelang.language as T
+
+
+def barrier(M, N, dtype="float16"):
+    BLOCK_SIZE = 20
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype)):
+        with T.Kernel(BLOCK_SIZE, is_npu=True) as ({INDEX}, _):
+            T.pipe_barrier("PIPE_MTE2"){USE}
+
+    return main
+
+
+kernel = tilelang.compile(barrier(512, 512), target="npuir")
+"""
+
+
+def _names(src: str) -> tuple[list[str], dict[str, str]]:
+    inv = inventory.inventory(src)
+    return [k.name for k in inv.knobs], {d.name: d.reason for d in inv.dropped}
+
+
+def test_a_grid_whose_core_index_is_never_read_is_dropped():
+    knobs, dropped = _names(BARRIER.replace("{INDEX}", "cid").replace("{USE}", ""))
+    assert "BLOCK_SIZE" not in knobs
+    why = dropped["BLOCK_SIZE"]
+    assert "T.Kernel(BLOCK_SIZE) as (cid, _)" in why and "never reads" in why
+    # spelled `_`: the same
+    knobs, dropped = _names(BARRIER.replace("{INDEX}", "_").replace("{USE}", ""))
+    assert "BLOCK_SIZE" not in knobs and "never reads" in dropped["BLOCK_SIZE"]
+
+
+def test_a_grid_whose_core_index_the_kernel_reads_stays_a_knob():
+    use = "\n            T.copy(A[cid, 0], A[cid, 0])"
+    knobs, dropped = _names(BARRIER.replace("{INDEX}", "cid").replace("{USE}", use))
+    assert "BLOCK_SIZE" in knobs and "BLOCK_SIZE" not in dropped
+
+
+def test_a_grid_size_also_read_elsewhere_in_the_kernel_stays_a_knob():
+    use = "\n            for i in T.serial(BLOCK_SIZE):\n                T.pipe_barrier('PIPE_V')"
+    knobs, _ = _names(BARRIER.replace("{INDEX}", "cid").replace("{USE}", use))
+    assert "BLOCK_SIZE" in knobs
+
+
+def test_a_core_index_read_through_an_intrinsic_keeps_the_grid_a_knob():
+    use = "\n            bid = T.get_block_idx()\n            T.copy(A[bid, 0], A[bid, 0])"
+    knobs, _ = _names(BARRIER.replace("{INDEX}", "cid").replace("{USE}", use))
+    assert "BLOCK_SIZE" in knobs
+
+
+MX = """
+import tilelang
+import tilelang.language as T
+
+MX_SCALE_BLOCK = 32
+
+
+@tilelang.jit(out_idx=[-1], target="pto")
+def mx_matmul(M, N, K, block_M, block_N, K_L1):
+    m_num = M // block_M
+    n_num = N // block_N
+    slabs = K_L1 // MX_SCALE_BLOCK
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "e5m2_float8"),
+        B: T.Tensor((K, N), "e5m2_float8"),
+        sA: T.Tensor((M, K // MX_SCALE_BLOCK), "uint8"),
+        sB: T.Tensor((K // MX_SCALE_BLOCK, N), "uint8"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, _):
+            bx = cid // n_num
+            by = cid % n_num
+            A_L1 = T.alloc_L1((block_M, K_L1), "e5m2_float8")
+            B_L1 = T.alloc_L1((K_L1, block_N), "e5m2_float8")
+            sA_L1 = T.alloc_L1((block_M, slabs), "uint8")
+            sB_L1 = T.alloc_L1((slabs, block_N), "uint8")
+            C_L0 = T.alloc_L0C((block_M, block_N), "float32")
+            with T.Scope("C"):
+                for k in T.serial(T.ceildiv(K, K_L1)):
+                    T.copy(A[bx * block_M, k * K_L1], A_L1)
+                    T.copy(B[k * K_L1, by * block_N], B_L1)
+                    T.copy(sA[bx * block_M, k * slabs], sA_L1)
+                    T.copy(sB[k * slabs, by * block_N], sB_L1)
+                    T.gemm_mx(A_L1, B_L1, C_L0, sA_L1, sB_L1, init=(k == 0))
+                T.copy(C_L0, C[bx * block_M, by * block_N])
+
+    return main
+
+
+func = mx_matmul(1024, 1024, 1024, 128, 128, 128)
+"""
+
+
+def test_a_name_with_block_inside_that_the_kernel_reads_is_listed():
+    knobs, dropped = _names(MX)
+    assert "MX_SCALE_BLOCK" not in knobs
+    why = dropped["MX_SCALE_BLOCK"]
+    assert "'MX_SCALE_BLOCK' = 32 (line 5, module)" in why and "tune.yaml" in why
+
+
+def test_a_name_with_block_inside_that_no_kernel_reads_is_not_listed():
+    unread = MX.replace("slabs = K_L1 // MX_SCALE_BLOCK", "slabs = K_L1 // 32").replace(
+        "K // MX_SCALE_BLOCK", "K // 32"
+    )
+    _, dropped = _names(unread)
+    assert "MX_SCALE_BLOCK" not in dropped
+
+
+def test_gemm_mx_operands_stay_whole_fractals():
+    knob = next(k for k in inventory.inventory(MX).knobs if k.name == "block_M")
+    ok, refused = knob.legal((8, 16, 64))
+    assert ok == (16, 64)
+    why = dict(refused)[8]
+    assert "gemm operand" in why and "not a multiple of 16" in why
