@@ -58,6 +58,7 @@ from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.fixedcount import fixed_count_check
+from bot.strategies.fixedslice import fixed_slice_check
 from bot.strategies.fractal import fractal_check
 from bot.strategies.granularity import granularity_check
 from bot.strategies.hostasserts import wrapper_asserts
@@ -515,6 +516,7 @@ def constraints_for(
     rows = row_check(f, name, factories)
     crossed = crossed_check(f, name, all_aliases, factories)
     pinned = pinned_check(f, name, all_aliases, factories)
+    part = fixed_slice_check(f, name, all_aliases, factories)
     granular = granularity_check(f, resolver, name, all_aliases, factories)
     passed = caller_buffer_check(f, name, factories)
     filled = slice_fill(f, name, factories)
@@ -561,6 +563,7 @@ def constraints_for(
                 fractal,
                 crossed,
                 pinned,
+                part,
                 granular,
                 passed,
                 covered,

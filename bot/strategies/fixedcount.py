@@ -100,13 +100,18 @@ class FixedCountCheck:
     kernels: list[tuple[tuple[Function, ...], list[cst.BaseExpression], int]]
     # per kernel: (line, X) of each `for m in T.Parallel(knob): if m < X:` (lanes past X idle)
     guards: list[list[tuple[int, cst.BaseExpression]]]
+    # per kernel: a tensor parameter the knob shapes (`A: T.Tensor((block_M, block_K), ..)`,
+    # its line), or None: the one tile is then the whole problem, not a part of it
+    shaped: list[tuple[str, int] | None]
 
     def __call__(
         self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
     ) -> str | None:
         if current is None or value == current:
             return None
-        for (chain, counts, line), guards in zip(self.kernels, self.guards, strict=True):
+        for (chain, counts, line), guards, shaped in zip(
+            self.kernels, self.guards, self.shaped, strict=True
+        ):
             if not _fixed(counts, chain, value, current, env):
                 continue
             if guards:  # one tile covers the extent; lanes past it idle
@@ -126,6 +131,15 @@ class FixedCountCheck:
                             f"lanes past {x} idle): fewer lanes than {x} leave part uncomputed"
                         )
                 continue
+            if shaped is not None:
+                tensor, at = shaped
+                return (
+                    f"{self.name}={value}: {self.name} sizes the kernel's own tensor {tensor} "
+                    f"(line {at}) as well as the tile of the buffer at line {line}, and no "
+                    f"tile count depends on it: one tile is the whole problem, so another "
+                    f"value changes the problem the kernel computes, not its tiling; only the "
+                    f"current {current} keeps it"
+                )
             return (
                 f"{self.name}={value}: {self.name} sizes the tile of the buffer at line "
                 f"{line}, but no tile count of the kernel (its grid and its loops) depends "
@@ -166,6 +180,7 @@ def fixed_count_check(
     by_node = {id(fn.node): fn for fn in f.functions}
     kernels: list[tuple[tuple[Function, ...], list[cst.BaseExpression], int]] = []
     guards: list[list[tuple[int, cst.BaseExpression]]] = []
+    shaped: list[tuple[str, int] | None] = []
     for factory, aliases in owners:
         scope = [fn for fn in f.functions if factory in fn.chain or fn in factory.chain]
         sized = sized_by(f, aliases, within=scope)
@@ -176,4 +191,16 @@ def fixed_count_check(
                 continue
             kernels.append((by_node[id(pf)].chain, v.counts, f.line(v.buffers[0])))
             guards.append([(f.line(loop), bound) for loop, bound in v.guards])
-    return FixedCountCheck(name, kernels, guards) if kernels else None
+            shaped.append(_shaped_tensor(f, pf, sized))
+    return FixedCountCheck(name, kernels, guards, shaped) if kernels else None
+
+
+def _shaped_tensor(f: Facts, pf: cst.FunctionDef, sized: set[str]) -> tuple[str, int] | None:
+    """(name, line) of the first tensor parameter of `pf` whose declared shape reads the knob."""
+    for p in pf.params.params:
+        ann = p.annotation.annotation if p.annotation is not None else None
+        if not (isinstance(ann, cst.Call) and "Tensor" in dotted(ann.func) and ann.args):
+            continue
+        if _names(ann.args[0].value) & sized:
+            return p.name.value, f.line(p)
+    return None

@@ -55,6 +55,8 @@ from bot.strategies.source import ParseFailure, dotted, int_value
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 # `K_L1`, `N_L0B`: the extent of a tile staged in one memory level
 STAGE_TILE = re.compile(r"^[A-Za-z]+_L(1|0[ABC]?)$")
+# a pipeline depth (`num_stages`): listed when a factory takes it and its kernel never reads it
+STAGES = re.compile(r"^(num_)?stages$", re.IGNORECASE)
 HOST_LOCAL = "a host local "  # how a block-named host local no factory is given is listed
 # `block_row_warps`, `BLOCK_THREADS`: how many warps or threads a block runs, not a tile size
 UNIT_COUNT = re.compile(r"(?i)(warp|thread)s?(?![a-z])")
@@ -466,6 +468,7 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     _host_locals(f, resolver, taken, {k.name for k in knobs} | set(all_owners), dropped)
     _dead_stage_tiles(f, dropped)
     _inner_block_words(f, {k.name for k in knobs} | set(all_owners), dropped)
+    _expression_inputs(f, {k.name for k in knobs}, dropped)
     _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
@@ -657,26 +660,64 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
         scopes = [("module", f.module_assigns)] + [
             (f"{fn.name}()", fn.assigns) for fn in factory.chain
         ]
+        found: list[tuple[str, str]] = []  # (name, where it is set)
         for where, assigns in scopes:
             for name, values in assigns.items():
-                if (
-                    name in listed
-                    or name not in live
-                    or BLOCK_NAME.match(name)
-                    or not BLOCK_WORD.search(name)
-                    or len(values) != 1
-                    or int_value(values[0]) is None
-                ):
+                if len(values) == 1 and int_value(values[0]) is not None:
+                    found.append(
+                        (name, f"= {int_value(values[0])} (line {f.line(values[0])}, {where})")
+                    )
+        for fn in factory.chain:
+            found += [(name, f"(a parameter of {fn.name}())") for name in fn.params]
+        for name, where in found:
+            if (
+                name in listed
+                or name not in live
+                or BLOCK_NAME.match(name)
+                or not BLOCK_WORD.search(name)
+            ):
+                continue
+            listed.add(name)
+            dropped.append(
+                Dropped(
+                    "block_size",
+                    name,
+                    f"'{name}' {where} does not start with block: a block of a format, a "
+                    f"layout or a group, not known to be a tile, so it is not tuned; declare "
+                    f"it in tune.yaml `knobs:` if it is a tile size",
+                )
+            )
+
+
+_EXPRESSION = re.compile(
+    r"^'(\w+)' is (?:set by an expression|computed) at line (\d+), not (?:set )?by a literal$"
+)
+
+
+def _expression_inputs(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
+    """Block-named names an expression that sets a dropped knob reads (`block_M = max_block if
+    rows % max_block == 0 else 32`): no literal sets the knob, so they are not tuned either,
+    and are listed under their own names so the dry run says where they went."""
+    listed = known | {d.name for d in dropped}
+    for d in list(dropped):
+        m = _EXPRESSION.match(d.reason)
+        if m is None:
+            continue
+        knob, line = m.group(1), int(m.group(2))
+        scopes = [f.module_assigns, *(fn.assigns for fn in f.functions)]
+        values = [v for a in scopes for v in a.get(knob, []) if f.line(v) == line]
+        for value in values[:1]:
+            for name in sorted(names_in(value)):
+                if name in listed or name == knob or not BLOCK_WORD.search(name):
                     continue
                 listed.add(name)
                 dropped.append(
                     Dropped(
                         "block_size",
                         name,
-                        f"'{name}' = {int_value(values[0])} (line {f.line(values[0])}, {where}) "
-                        f"does not start with block: a block of a format or a group, not "
-                        f"known to be a tile, so it is not tuned; declare it in tune.yaml "
-                        f"`knobs:` if it is a tile size",
+                        f"'{name}' reaches the kernel only through the expression that sets "
+                        f"{knob} at line {line} (`{code_of(value)}`): no one literal sets "
+                        f"{knob}, so neither is tuned",
                     )
                 )
 
@@ -690,7 +731,11 @@ def _dead_stage_tiles(f: Facts, dropped: list[Dropped]) -> None:
         live = _live_names(factory, f)
         for owner in factory.chain:
             for name in [*owner.params, *owner.assigns]:
-                if STAGE_TILE.match(name) and name not in live and name not in listed:
+                if (
+                    (STAGE_TILE.match(name) or STAGES.match(name))
+                    and name not in live
+                    and name not in listed
+                ):
                     listed.add(name)
                     dropped.append(
                         Dropped(

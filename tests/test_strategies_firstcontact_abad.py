@@ -1,12 +1,16 @@
-"""Classes of failure the first contact with heldout_ab / heldout_ac found (tests/data/
-upstream_kernels/README.md), each on a kernel written here:
+"""Classes of failure the first contacts with heldout_ab, heldout_ac and heldout_ad found
+(tests/data/upstream_kernels/README.md), each on a kernel written here:
 
 - a grid size the kernel reads only as the grid of a launch whose core index it never reads
   (every core runs the whole kernel) is dropped, not tuned (corecount.unread_grid);
 - a name with the word block inside, not first (`MX_SCALE_BLOCK = 32`), that a kernel reads is
   listed with why it is not tuned (inventory._inner_block_words);
 - `T.gemm_mx` (an MX-format matrix multiply with block scales) is a matrix multiply whose
-  operands stay whole cube fractals (placement.GEMMS, fractal.py)."""
+  operands stay whole cube fractals (placement.GEMMS, fractal.py);
+- an operation on a fixed literal part of every knob-sized tile (`A_frag[0:32]`) pins the
+  knob: another value changes which elements the part covers (fixedslice.py);
+- block-named names read only by an expression that sets a dropped knob (`block_M =
+  max_block if rows % max_block == 0 else 32`) are listed too (inventory._expression_inputs)."""
 
 from __future__ import annotations
 
@@ -131,3 +135,114 @@ def test_gemm_mx_operands_stay_whole_fractals():
     assert ok == (16, 64)
     why = dict(refused)[8]
     assert "gemm operand" in why and "not a multiple of 16" in why
+
+
+PART = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def copy_1d(L, block_L, dtype="float16"):
+    @T.prim_func
+    def main(In: T.Tensor((L,), dtype), A: T.Tensor((L,), dtype)):
+        with T.Kernel(T.ceildiv(L, block_L), is_npu=True) as (cid, _):
+            A_frag = T.alloc_ub((block_L,), dtype)
+            T.copy(In[cid * block_L], A_frag)
+            T.npuir_add(A_frag[{SLICE}], A_frag[{SLICE}], A_frag[{SLICE}])
+            T.copy(A_frag, A[cid * block_L])
+
+    return main
+
+
+kernel = copy_1d(1024, 64)
+"""
+
+
+def test_a_fixed_part_of_every_tile_pins_the_knob():
+    knob = next(k for k in inventory.inventory(PART.replace("{SLICE}", "0:32")).knobs)
+    ok, refused = knob.legal((32, 64, 128))
+    assert ok == (64,)
+    why = dict(refused)[32]
+    assert "`A_frag[0:32]` (line 13)" in why and "fixed part of every block_L-sized tile" in why
+    # an omitted lower bound is a literal 0
+    knob = next(k for k in inventory.inventory(PART.replace("{SLICE}", ":32")).knobs)
+    assert knob.legal((32, 64, 128))[0] == (64,)
+
+
+def test_a_part_written_with_the_knob_is_left_to_the_other_rules():
+    knob = next(k for k in inventory.inventory(PART.replace("{SLICE}", "0:block_L")).knobs)
+    ok, _ = knob.legal((32, 64, 128))
+    assert ok == (32, 64, 128)
+
+
+CHOSEN = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def scale(M, N, block_M, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, N), dtype)
+            T.copy(A[cid * block_M, 0], a)
+            T.copy(a, B[cid * block_M, 0])
+
+    return main
+
+
+def run(rows, dtype):
+    max_block = 32 if dtype == "float" else 64
+    block_M = max_block if rows % max_block == 0 else 32
+    return scale(rows, 256, block_M, dtype)
+
+
+run(1024, "float16")
+"""
+
+
+def test_a_name_that_feeds_a_knob_set_by_an_expression_is_listed():
+    knobs, dropped = _names(CHOSEN)
+    assert knobs == []
+    assert "computed at line 20" in dropped["block_M"]
+    why = dropped["max_block"]
+    assert "through the expression that sets block_M at line 20" in why
+
+
+WHOLE = """
+import tilelang
+import tilelang.language as T
+
+
+def atomic_gemm(num_blocks=4, block_M=16, block_N=16, block_K=16, dtype="float16"):
+    @T.prim_func
+    def main(
+        A: T.Tensor((block_M, block_K), dtype),
+        B: T.Tensor((block_K, block_N), dtype),
+        C: T.Tensor((block_M, block_N), "float"),
+    ):
+        with T.Kernel(num_blocks, is_npu=True) as (cid, vid):
+            A_L1 = T.alloc_L1((block_M, block_K), dtype)
+            B_L1 = T.alloc_L1((block_K, block_N), dtype)
+            C_L0 = T.alloc_L0C((block_M, block_N), "float")
+            T.copy(A, A_L1)
+            T.copy(B, B_L1)
+            T.gemm_v0(A_L1, B_L1, C_L0, init=True)
+            T.tile.atomic_add(C, C_L0)
+
+    return main
+
+
+kernel = tilelang.compile(atomic_gemm(block_M=16), target="ascendc")
+"""
+
+
+def test_a_fixed_tile_that_is_the_tensor_itself_says_the_problem_changes():
+    knob = next(k for k in inventory.inventory(WHOLE).knobs if k.name == "block_M")
+    ok, refused = knob.legal((16, 32))
+    assert ok == (16,)
+    why = dict(refused)[32]
+    assert "the kernel's own tensor A (line 9)" in why and "changes the problem" in why
+    assert "uncomputed" not in why

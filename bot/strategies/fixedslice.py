@@ -1,0 +1,102 @@
+"""A fixed part of every knob-sized tile: a slice with literal bounds along the knob's axis.
+
+    A_frag = T.alloc_fragment((block_L,), dtype)
+    T.copy(In[bx * block_L], A_frag)
+    T.npuir_add(A_frag[0:32], B_frag[0:32], B_frag[0:32])   # elements 0..31 of EVERY tile
+
+The operation covers elements 0..31 of each tile, so which elements of the tensor it changes
+depends on how many tiles there are: with block_L 64 it is the first 32 of each 64, with 32
+every element. A move of the knob therefore changes what the kernel computes, not only how it
+is tiled, and is refused with the slice named. Only a slice whose bounds are both integer
+literals (or an omitted lower bound) on a dimension of a buffer the prim_func allocates with
+a size that reads the knob counts; a slice written with names (`0:block_L`, `h0:h0 + 8`) is
+judged by the other rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from bot.strategies.capacity import allocations
+from bot.strategies.evaluate import Env, code_of
+from bot.strategies.facts import Facts, Function, names_in
+from bot.strategies.source import int_value
+
+
+@dataclass(frozen=True)
+class _Part:
+    buffer: str
+    slice: str  # `A_frag[0:32]`
+    line: int
+    alloc_line: int
+
+
+class _Subscripts(cst.CSTVisitor):
+    def __init__(self, f: Facts, sized: dict[str, tuple[tuple[int, ...], int]]) -> None:
+        self.f = f
+        self.sized = sized  # buffer -> (dims that read the knob, allocation line)
+        self.found: list[_Part] = []
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not isinstance(node.value, cst.Name) or node.value.value not in self.sized:
+            return
+        dims, alloc_line = self.sized[node.value.value]
+        for i, element in enumerate(node.slice):
+            s = element.slice
+            if i not in dims or not isinstance(s, cst.Slice) or s.step is not None:
+                continue
+            lower = 0 if s.lower is None else int_value(s.lower)
+            upper = None if s.upper is None else int_value(s.upper)
+            if lower is None or upper is None or isinstance(upper, bool):
+                continue
+            self.found.append(_Part(node.value.value, code_of(node), self.f.line(node), alloc_line))
+            return
+
+
+@dataclass
+class FixedSliceCheck:
+    """Refuses moving a knob whose tiles an operation takes a fixed literal part of."""
+
+    name: str
+    found: list[_Part]
+
+    def __call__(
+        self, value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if current is None or value == current:
+            return None
+        p = self.found[0]
+        return (
+            f"{self.name}={value}: `{p.slice}` (line {p.line}) takes a fixed part of every "
+            f"{self.name}-sized tile of {p.buffer} (line {p.alloc_line}): which elements of the "
+            f"tensor that part is depends on the number of tiles, so another {self.name} "
+            f"changes what the kernel computes, not only its tiling"
+        )
+
+
+def fixed_slice_check(
+    f: Facts, name: str, aliases: set[str], factories: list[Function]
+) -> FixedSliceCheck | None:
+    """The fixed-part rule of knob `name` over the prim_funcs of `factories`."""
+    by_node = {id(fn.node): fn for fn in f.functions}
+    wanted = aliases | {name}
+    found: list[_Part] = []
+    for factory in factories:
+        for pf in factory.prim_funcs:
+            fn = by_node.get(id(pf))
+            if fn is None:
+                continue
+            sized: dict[str, tuple[tuple[int, ...], int]] = {}
+            for b in allocations(f, fn):
+                dims = tuple(i for i, d in enumerate(b.dims) if names_in(d) & wanted)
+                if dims:
+                    sized[b.name] = (dims, b.line)
+            if not sized:
+                continue
+            v = _Subscripts(f, sized)
+            pf.visit(v)
+            found.extend(v.found)
+    return FixedSliceCheck(name, found) if found else None
