@@ -246,3 +246,47 @@ def test_a_fixed_tile_that_is_the_tensor_itself_says_the_problem_changes():
     why = dict(refused)[32]
     assert "the kernel's own tensor A (line 9)" in why and "changes the problem" in why
     assert "uncomputed" not in why
+
+
+def test_a_part_whose_bound_is_a_run_time_choice_between_literals_pins_the_knob():
+    chosen = PART.replace(
+        "            T.npuir_add(A_frag[{SLICE}], A_frag[{SLICE}], A_frag[{SLICE}])",
+        "            idx = T.if_then_else(In[0] > 0, 16, 32)\n"
+        "            T.npuir_add(A_frag[0:idx], A_frag[0:idx], A_frag[0:idx])",
+    )
+    knob = next(k for k in inventory.inventory(chosen).knobs)
+    ok, refused = knob.legal((32, 64, 128))
+    assert ok == (64,)
+    assert "`A_frag[0:idx]`" in dict(refused)[128]
+
+
+ROWS = """
+import tilelang
+import tilelang.language as T
+
+BLOCK_M, BLOCK_N = 8, 128
+TILES = 4  # M // BLOCK_M, written out
+
+
+def scatter():
+    @T.prim_func
+    def main(CP: T.Tensor((TILES, BLOCK_M, BLOCK_N), "float32"), C2: T.Tensor((64, BLOCK_N), "float32")):
+        with T.Kernel(TILES, is_npu=True) as (cid, vid):
+            ub = T.alloc_ub((BLOCK_N,), "float32")
+            for rr in T.serial(BLOCK_M):
+                T.copy(CP[cid, rr, 0:BLOCK_N], ub)
+                T.copy(ub, C2[cid * BLOCK_M + rr, 0:BLOCK_N])
+
+    return main
+
+
+kernel = tilelang.compile(scatter(), target="ascendc")
+"""
+
+
+def test_a_knob_that_only_shapes_the_tensors_with_no_count_of_its_tiles_changes_the_problem():
+    knob = next(k for k in inventory.inventory(ROWS).knobs if k.name == "BLOCK_M")
+    ok, refused = knob.legal((8, 16))
+    assert ok == (8,)
+    why = dict(refused)[16]
+    assert "the kernel's own tensor CP (line 11)" in why and "buffer" not in why

@@ -133,12 +133,13 @@ class FixedCountCheck:
                 continue
             if shaped is not None:
                 tensor, at = shaped
+                tile = f" as well as the tile of the buffer at line {line}" if line else ""
                 return (
                     f"{self.name}={value}: {self.name} sizes the kernel's own tensor {tensor} "
-                    f"(line {at}) as well as the tile of the buffer at line {line}, and no "
-                    f"tile count depends on it: one tile is the whole problem, so another "
-                    f"value changes the problem the kernel computes, not its tiling; only the "
-                    f"current {current} keeps it"
+                    f"(line {at}){tile}, and no count of tiles shrinks as it grows (the grid "
+                    f"and the loops): the tensor grows with it, so another value changes the "
+                    f"problem the kernel computes, not its tiling; only the current {current} "
+                    f"keeps it"
                 )
             return (
                 f"{self.name}={value}: {self.name} sizes the tile of the buffer at line "
@@ -187,11 +188,17 @@ def fixed_count_check(
         for pf in factory.prim_funcs:
             v = _Counts(sized)
             pf.visit(v)
-            if not v.buffers or v.stepped or v.ring:
+            if v.stepped or v.ring:
                 continue
-            kernels.append((by_node[id(pf)].chain, v.counts, f.line(v.buffers[0])))
+            tensor = _shaped_tensor(f, pf, sized)
+            if not v.buffers and tensor is None:
+                continue
+            # line 0: the knob sizes no buffer, only the kernel's tensors
+            kernels.append(
+                (by_node[id(pf)].chain, v.counts, f.line(v.buffers[0]) if v.buffers else 0)
+            )
             guards.append([(f.line(loop), bound) for loop, bound in v.guards])
-            shaped.append(_shaped_tensor(f, pf, sized))
+            shaped.append(tensor)
     return FixedCountCheck(name, kernels, guards, shaped) if kernels else None
 
 

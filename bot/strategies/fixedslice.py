@@ -8,9 +8,10 @@ The operation covers elements 0..31 of each tile, so which elements of the tenso
 depends on how many tiles there are: with block_L 64 it is the first 32 of each 64, with 32
 every element. A move of the knob therefore changes what the kernel computes, not only how it
 is tiled, and is refused with the slice named. Only a slice whose bounds are both integer
-literals (or an omitted lower bound) on a dimension of a buffer the prim_func allocates with
-a size that reads the knob counts; a slice written with names (`0:block_L`, `h0:h0 + 8`) is
-judged by the other rules.
+literals (or an omitted lower bound; a local the kernel assigns once to a literal, or to a
+run-time choice between literals, `T.if_then_else(c, 32, 64)`, counts as one) on a dimension
+of a buffer the prim_func allocates with a size that reads the knob counts; a slice written
+with other names (`0:block_L`, `h0:h0 + 8`) is judged by the other rules.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import libcst as cst
 from bot.strategies.capacity import allocations
 from bot.strategies.evaluate import Env, code_of
 from bot.strategies.facts import Facts, Function, names_in
-from bot.strategies.source import int_value
+from bot.strategies.source import dotted, int_value
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,33 @@ class _Part:
     alloc_line: int
 
 
+def _bound(node: cst.BaseExpression | None, fn: Function) -> int | None:
+    """An integer literal bound, read through a local the kernel assigns once; a run-time
+    choice between literals (`T.if_then_else(c, 32, 64)`) is its largest. None otherwise."""
+    if node is None:
+        return None
+    for _ in range(4):
+        if isinstance(node, cst.Name) and len(fn.assigns.get(node.value, [])) == 1:
+            node = fn.assigns[node.value][0]
+    if (
+        isinstance(node, cst.Call)
+        and dotted(node.func).rsplit(".", 1)[-1] == "if_then_else"
+        and len(node.args) == 3
+    ):
+        sides = [int_value(a.value) for a in node.args[1:]]
+        if all(type(v) is int for v in sides):
+            return max(v for v in sides if v is not None)
+        return None
+    value = int_value(node)
+    return value if type(value) is int else None
+
+
 class _Subscripts(cst.CSTVisitor):
-    def __init__(self, f: Facts, sized: dict[str, tuple[tuple[int, ...], int]]) -> None:
+    def __init__(
+        self, f: Facts, fn: Function, sized: dict[str, tuple[tuple[int, ...], int]]
+    ) -> None:
         self.f = f
+        self.fn = fn
         self.sized = sized  # buffer -> (dims that read the knob, allocation line)
         self.found: list[_Part] = []
 
@@ -48,9 +73,9 @@ class _Subscripts(cst.CSTVisitor):
             s = element.slice
             if i not in dims or not isinstance(s, cst.Slice) or s.step is not None:
                 continue
-            lower = 0 if s.lower is None else int_value(s.lower)
-            upper = None if s.upper is None else int_value(s.upper)
-            if lower is None or upper is None or isinstance(upper, bool):
+            lower = 0 if s.lower is None else _bound(s.lower, self.fn)
+            upper = _bound(s.upper, self.fn)
+            if lower is None or upper is None:
                 continue
             self.found.append(_Part(node.value.value, code_of(node), self.f.line(node), alloc_line))
             return
@@ -96,7 +121,7 @@ def fixed_slice_check(
                     sized[b.name] = (dims, b.line)
             if not sized:
                 continue
-            v = _Subscripts(f, sized)
+            v = _Subscripts(f, fn, sized)
             pf.visit(v)
             found.extend(v.found)
     return FixedSliceCheck(name, found) if found else None
