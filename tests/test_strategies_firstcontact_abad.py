@@ -208,7 +208,7 @@ def test_a_name_that_feeds_a_knob_set_by_an_expression_is_listed():
     assert knobs == []
     assert "computed at line 20" in dropped["block_M"]
     why = dropped["max_block"]
-    assert "through the expression that sets block_M at line 20" in why
+    assert "feeds block_M through the expression at line 20" in why
 
 
 WHOLE = """
@@ -290,3 +290,35 @@ def test_a_knob_that_only_shapes_the_tensors_with_no_count_of_its_tiles_changes_
     assert ok == (8,)
     why = dict(refused)[16]
     assert "the kernel's own tensor CP (line 11)" in why and "buffer" not in why
+
+
+def test_a_macro_the_launch_calls_may_read_the_core_index():
+    macro = BARRIER.replace(
+        "    @T.prim_func",
+        "    @T.macro\n    def load(A):\n        bid = T.get_block_idx()\n"
+        "        T.copy(A[bid, 0], A[bid, 0])\n\n    @T.prim_func",
+    ).replace('T.pipe_barrier("PIPE_MTE2"){USE}', "load(A)")
+    knobs, _ = _names(macro.replace("{INDEX}", "cid"))
+    assert "BLOCK_SIZE" in knobs
+
+
+def test_a_grid_size_that_also_shapes_a_tensor_is_not_only_the_grid():
+    shaped = BARRIER.replace("A: T.Tensor((M, N), dtype)", "A: T.Tensor((BLOCK_SIZE, N), dtype)")
+    _, dropped = _names(shaped.replace("{INDEX}", "cid").replace("{USE}", ""))
+    assert "read only as the grid" not in dropped.get("BLOCK_SIZE", "")
+
+
+def test_a_fixed_halo_beside_the_tile_is_no_fixed_part_of_it():
+    halo = PART.replace(
+        "A_frag = T.alloc_ub((block_L,), dtype)", "A_frag = T.alloc_ub((32 + block_L,), dtype)"
+    )
+    knob = next(k for k in inventory.inventory(halo.replace("{SLICE}", "0:32")).knobs)
+    assert knob.legal((32, 64, 128))[0] == (32, 64, 128)
+
+
+def test_a_fixed_part_bounded_by_a_module_constant_or_a_unit_step_pins_the_knob():
+    const = PART.replace("@tilelang.jit", "HALF = 32\n\n\n@tilelang.jit")
+    knob = next(k for k in inventory.inventory(const.replace("{SLICE}", "0:HALF")).knobs)
+    assert knob.legal((32, 64, 128))[0] == (64,)
+    knob = next(k for k in inventory.inventory(PART.replace("{SLICE}", "0:32:1")).knobs)
+    assert knob.legal((32, 64, 128))[0] == (64,)

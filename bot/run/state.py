@@ -150,12 +150,13 @@ def patience_count(since_win: list[Attempt]) -> int:
     A backstop counts every two repeats of a thing as one more, so a run with a single
     knob still stops.
     A move that failed L0, timed out or errored is no attempt (the planner's rule): it
-    measured nothing, so it says nothing about speed. The run still ends: a failed value is
-    never planned again, and max_iters counts every iteration.
+    measured nothing, so it says nothing about speed. A second backstop counts every three
+    attempts of any kind as one more thing, so a runner on which every variant fails (a
+    broken toolchain, a timeout too short) stops after nine failures, not at max_iters.
     """
     honest = [a for a in since_win if a.verdict not in FAILED_VERDICTS]
     things = {_thing(a) for a in honest}
-    return max(len(things), len(honest) // 2)
+    return max(len(things), len(honest) // 2, len(since_win) // 3)
 
 
 def _jsonable(value: object) -> object:

@@ -205,6 +205,8 @@ class _NameLoads(cst.CSTVisitor):
         return False
 
     def visit_Param(self, node: cst.Param) -> bool:
+        if node.annotation is not None:  # `A: T.Tensor((BLOCK, N), dtype)` reads BLOCK
+            node.annotation.visit(self)
         if node.default is not None:
             node.default.visit(self)
         return False
@@ -230,8 +232,9 @@ class _UnreadGrids(cst.CSTVisitor):
     """Launches whose core index the body never reads: the names in their grids, and one
     launch spelled for a message."""
 
-    def __init__(self, names: set[str]) -> None:
+    def __init__(self, names: set[str], defined: set[str]) -> None:
         self.names = names
+        self.defined = defined  # functions the file defines: a macro may read the index
         self.grid_names: list[cst.Name] = []
         self.spelled = ""
 
@@ -241,26 +244,39 @@ class _UnreadGrids(cst.CSTVisitor):
             if k is None or not k.grid:
                 continue
             index = {n for n in k.names if n not in ("", "_")}
-            if index & names_in(node.body) or _index_call(node.body):
+            if index & names_in(node.body) or _index_call(node.body, self.defined):
                 continue
             v = _NameLoads(self.names)
             for g in k.grid:
                 g.visit(v)
             if v.found and not self.spelled:
-                bound = ", ".join(n or "?" for n in k.names)
-                self.spelled = f"T.Kernel({code_of(k.grid[0])})" + (
-                    f" as ({bound})" if k.names else ""
-                )
+                self.spelled = f"T.Kernel({code_of(k.grid[0])})" + _bound_as(k.names)
             self.grid_names += v.found
 
 
-def _index_call(body: cst.CSTNode) -> bool:
+def _bound_as(names: list[str]) -> str:
+    """` as (cid, _)`, ` as cid`, or nothing for a launch that binds no name."""
+    if not names or names == [""]:
+        return ""
+    if len(names) == 1:
+        return f" as {names[0]}"
+    return " as (" + ", ".join(n or "_" for n in names) + ")"
+
+
+def _index_call(body: cst.CSTNode, defined: set[str]) -> bool:
+    """Whether `body` may read the core index without the launch's names: a block-index
+    intrinsic, or a call of a function the file defines (a `T.macro` may call one)."""
     found = False
 
     class V(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
             nonlocal found
-            found = found or any(w in dotted(node.func).lower() for w in _INDEX_CALL)
+            name = dotted(node.func)
+            found = (
+                found
+                or any(w in name.lower() for w in _INDEX_CALL)
+                or name.rsplit(".", 1)[-1] in defined
+            )
 
     body.visit(V())
     return found
@@ -272,7 +288,14 @@ def unread_grid(module: cst.Module, names: set[str]) -> str | None:
     whole kernel, and the count only repeats the same work. None otherwise."""
     loads = _NameLoads(names)
     module.visit(loads)
-    grids = _UnreadGrids(names)
+    defined: set[str] = set()
+
+    class Defs(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            defined.add(node.name.value)
+
+    module.visit(Defs())
+    grids = _UnreadGrids(names, defined)
     module.visit(grids)
     if not grids.grid_names:
         return None

@@ -204,7 +204,7 @@ def fixed_count_check(
 
 def _shaped_tensor(f: Facts, pf: cst.FunctionDef, sized: set[str]) -> tuple[str, int] | None:
     """(name, line) of the first tensor parameter of `pf` whose declared shape reads the knob."""
-    for p in pf.params.params:
+    for p in (*pf.params.posonly_params, *pf.params.params, *pf.params.kwonly_params):
         ann = p.annotation.annotation if p.annotation is not None else None
         if not (isinstance(ann, cst.Call) and "Tensor" in dotted(ann.func) and ann.args):
             continue

@@ -35,14 +35,20 @@ class _Part:
     alloc_line: int
 
 
-def _bound(node: cst.BaseExpression | None, fn: Function) -> int | None:
-    """An integer literal bound, read through a local the kernel assigns once; a run-time
-    choice between literals (`T.if_then_else(c, 32, 64)`) is its largest. None otherwise."""
+def _bound(node: cst.BaseExpression | None, fn: Function, f: Facts) -> int | None:
+    """An integer literal bound, read through a name assigned once (in the kernel, the
+    functions around it, or at module level, innermost first); a run-time choice between
+    literals (`T.if_then_else(c, 32, 64)`) is its largest. None otherwise."""
     if node is None:
         return None
+    scopes = [*(g.assigns for g in reversed(fn.chain)), f.module_assigns]
     for _ in range(4):
-        if isinstance(node, cst.Name) and len(fn.assigns.get(node.value, [])) == 1:
-            node = fn.assigns[node.value][0]
+        if not isinstance(node, cst.Name):
+            break
+        table = next((t for t in scopes if node.value in t), None)
+        if table is None or len(table[node.value]) != 1:
+            return None
+        node = table[node.value][0]
     if (
         isinstance(node, cst.Call)
         and dotted(node.func).rsplit(".", 1)[-1] == "if_then_else"
@@ -71,14 +77,34 @@ class _Subscripts(cst.CSTVisitor):
         dims, alloc_line = self.sized[node.value.value]
         for i, element in enumerate(node.slice):
             s = element.slice
-            if i not in dims or not isinstance(s, cst.Slice) or s.step is not None:
+            if i not in dims or not isinstance(s, cst.Slice):
                 continue
-            lower = 0 if s.lower is None else _bound(s.lower, self.fn)
-            upper = _bound(s.upper, self.fn)
+            if s.step is not None and int_value(s.step) != 1:
+                continue
+            lower = 0 if s.lower is None else _bound(s.lower, self.fn, self.f)
+            upper = _bound(s.upper, self.fn, self.f)
             if lower is None or upper is None:
                 continue
             self.found.append(_Part(node.value.value, code_of(node), self.f.line(node), alloc_line))
             return
+
+
+def _proportional(dim: cst.BaseExpression, knob: set[str]) -> bool:
+    """Whether a buffer dimension is the knob's tile: the knob itself, or the knob times or
+    divided by sizes that do not read it (`block_L`, `2 * block_L`, `block_M // VEC_NUM`). A
+    sum (`32 + block_L`, a halo beside the tile) is not: a fixed part may be the halo."""
+    if isinstance(dim, cst.Name):
+        return dim.value in knob
+    if isinstance(dim, cst.BinaryOperation) and isinstance(
+        dim.operator, (cst.Multiply, cst.FloorDivide, cst.Divide)
+    ):
+        left, right = _proportional(dim.left, knob), _proportional(dim.right, knob)
+        if isinstance(dim.operator, cst.Multiply):
+            return (left and not names_in(dim.right) & knob) or (
+                right and not names_in(dim.left) & knob
+            )
+        return left and not names_in(dim.right) & knob
+    return False
 
 
 @dataclass
@@ -96,8 +122,8 @@ class FixedSliceCheck:
         p = self.found[0]
         return (
             f"{self.name}={value}: `{p.slice}` (line {p.line}) takes a fixed part of every "
-            f"{self.name}-sized tile of {p.buffer} (line {p.alloc_line}): which elements of the "
-            f"tensor that part is depends on the number of tiles, so another {self.name} "
+            f"{self.name}-sized tile of {p.buffer} (line {p.alloc_line}): with another tile "
+            f"size that part covers other elements of the tensor, so another {self.name} "
             f"changes what the kernel computes, not only its tiling"
         )
 
@@ -116,7 +142,7 @@ def fixed_slice_check(
                 continue
             sized: dict[str, tuple[tuple[int, ...], int]] = {}
             for b in allocations(f, fn):
-                dims = tuple(i for i, d in enumerate(b.dims) if names_in(d) & wanted)
+                dims = tuple(i for i, d in enumerate(b.dims) if _proportional(d, wanted))
                 if dims:
                     sized[b.name] = (dims, b.line)
             if not sized:

@@ -668,7 +668,9 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
                         (name, f"= {int_value(values[0])} (line {f.line(values[0])}, {where})")
                     )
         for fn in factory.chain:
-            found += [(name, f"(a parameter of {fn.name}())") for name in fn.params]
+            found += [
+                (name, f"(a parameter of {fn.name}())") for name in sorted(parameter_names(fn.node))
+            ]
         for name, where in found:
             if (
                 name in listed
@@ -715,9 +717,9 @@ def _expression_inputs(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
                     Dropped(
                         "block_size",
                         name,
-                        f"'{name}' reaches the kernel only through the expression that sets "
-                        f"{knob} at line {line} (`{code_of(value)}`): no one literal sets "
-                        f"{knob}, so neither is tuned",
+                        f"'{name}' feeds {knob} through the expression at line {line} "
+                        f"(`{code_of(value)}`): no one literal sets {knob}, and {name} is not "
+                        f"tuned in its place",
                     )
                 )
 
