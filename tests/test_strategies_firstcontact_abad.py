@@ -322,3 +322,16 @@ def test_a_fixed_part_bounded_by_a_module_constant_or_a_unit_step_pins_the_knob(
     assert knob.legal((32, 64, 128))[0] == (64,)
     knob = next(k for k in inventory.inventory(PART.replace("{SLICE}", "0:32:1")).knobs)
     assert knob.legal((32, 64, 128))[0] == (64,)
+
+
+def test_a_slice_up_to_the_knob_itself_is_the_whole_tile_even_as_a_constant():
+    # the knob a module constant: `0:BLOCK_L` reads the knob, whatever literal sets it
+    const = (
+        PART.replace("def copy_1d(L, block_L,", "def copy_1d(L,")
+        .replace("block_L", "BLOCK_L")
+        .replace("@tilelang.jit", "BLOCK_L = 64\n\n\n@tilelang.jit")
+        .replace("kernel = copy_1d(1024, 64)", "kernel = copy_1d(1024)")
+    )
+    knob = next(k for k in inventory.inventory(const.replace("{SLICE}", "0:BLOCK_L")).knobs)
+    assert knob.name == "BLOCK_L"
+    assert knob.legal((32, 64, 128))[0] == (32, 64, 128)

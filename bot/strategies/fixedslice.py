@@ -35,7 +35,7 @@ class _Part:
     alloc_line: int
 
 
-def _bound(node: cst.BaseExpression | None, fn: Function, f: Facts) -> int | None:
+def _bound(node: cst.BaseExpression | None, fn: Function, f: Facts, knob: set[str]) -> int | None:
     """An integer literal bound, read through a name assigned once (in the kernel, the
     functions around it, or at module level, innermost first); a run-time choice between
     literals (`T.if_then_else(c, 32, 64)`) is its largest. None otherwise."""
@@ -45,6 +45,8 @@ def _bound(node: cst.BaseExpression | None, fn: Function, f: Facts) -> int | Non
     for _ in range(4):
         if not isinstance(node, cst.Name):
             break
+        if node.value in knob:
+            return None  # the knob itself (`0:block_N`): the whole tile, not a fixed part
         table = next((t for t in scopes if node.value in t), None)
         if table is None or len(table[node.value]) != 1:
             return None
@@ -64,10 +66,15 @@ def _bound(node: cst.BaseExpression | None, fn: Function, f: Facts) -> int | Non
 
 class _Subscripts(cst.CSTVisitor):
     def __init__(
-        self, f: Facts, fn: Function, sized: dict[str, tuple[tuple[int, ...], int]]
+        self,
+        f: Facts,
+        fn: Function,
+        sized: dict[str, tuple[tuple[int, ...], int]],
+        knob: set[str],
     ) -> None:
         self.f = f
         self.fn = fn
+        self.knob = knob
         self.sized = sized  # buffer -> (dims that read the knob, allocation line)
         self.found: list[_Part] = []
 
@@ -81,8 +88,8 @@ class _Subscripts(cst.CSTVisitor):
                 continue
             if s.step is not None and int_value(s.step) != 1:
                 continue
-            lower = 0 if s.lower is None else _bound(s.lower, self.fn, self.f)
-            upper = _bound(s.upper, self.fn, self.f)
+            lower = 0 if s.lower is None else _bound(s.lower, self.fn, self.f, self.knob)
+            upper = _bound(s.upper, self.fn, self.f, self.knob)
             if lower is None or upper is None:
                 continue
             self.found.append(_Part(node.value.value, code_of(node), self.f.line(node), alloc_line))
@@ -147,7 +154,7 @@ def fixed_slice_check(
                     sized[b.name] = (dims, b.line)
             if not sized:
                 continue
-            v = _Subscripts(f, fn, sized)
+            v = _Subscripts(f, fn, sized, wanted)
             pf.visit(v)
             found.extend(v.found)
     return FixedSliceCheck(name, found) if found else None
