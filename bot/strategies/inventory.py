@@ -537,6 +537,12 @@ def _option_reads(f: Facts, dest: str) -> list[int]:
 SIZE_NAME = re.compile(r"^(block|BLOCK)_?([A-Za-z]|size|SIZE)$")
 
 
+def _drop(listed: set[str], dropped: list[Dropped], name: str, reason: str) -> None:
+    """List block-like `name` as not tuned, with why (once: `listed` holds what is listed)."""
+    listed.add(name)
+    dropped.append(Dropped("block_size", name, reason))
+
+
 def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
     """Tile-size names a prim_func computes in its own body (`block_m = (num_tokens + task_num
     - 1) // task_num` from run-time sizes): no literal of the file sets them. Listed with why,
@@ -560,15 +566,15 @@ def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
                 read = names_in(value)
                 if read & listed or any(BLOCK_NAME.match(n) for n in read):
                     continue
-                listed.add(name)
-                dropped.append(
-                    Dropped(
-                        "block_size",
-                        name,
+                _drop(
+                    listed,
+                    dropped,
+                    name,
+                    (
                         f"'{name}' is computed inside the kernel {fn.name}() at line "
                         f"{f.line(value)} (`{code_of(value)}`), not bound to a literal: no "
-                        f"value of the file sets it as a tile size, so there is nothing to tune",
-                    )
+                        f"value of the file sets it as a tile size, so there is nothing to tune"
+                    ),
                 )
 
 
@@ -637,15 +643,15 @@ def _host_locals(
             )
             if passed or name in returns or imported.imported_only(f, name) is not None:
                 continue  # passed on, or listed by the imported-factory rule with its reason
-            listed.add(name)
-            dropped.append(
-                Dropped(
-                    "block_size",
-                    name,
+            _drop(
+                listed,
+                dropped,
+                name,
+                (
                     f"{HOST_LOCAL}({name} = {value} at line {f.line(values[0])}, {where}) "
                     f"that no kernel factory is given: the host computes with it "
-                    f"itself (padding, sizes), so a move could not change a kernel's tile",
-                )
+                    f"itself (padding, sizes), so a move could not change a kernel's tile"
+                ),
             )
 
 
@@ -679,15 +685,15 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
                 or not BLOCK_WORD.search(name)
             ):
                 continue
-            listed.add(name)
-            dropped.append(
-                Dropped(
-                    "block_size",
-                    name,
+            _drop(
+                listed,
+                dropped,
+                name,
+                (
                     f"'{name}' {where} does not start with block: a block of a format, a "
                     f"layout or a group, not known to be a tile, so it is not tuned; declare "
-                    f"it in tune.yaml `knobs:` if it is a tile size",
-                )
+                    f"it in tune.yaml `knobs:` if it is a tile size"
+                ),
             )
 
 
@@ -712,15 +718,15 @@ def _expression_inputs(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
             for name in sorted(names_in(value)):
                 if name in listed or name == knob or not BLOCK_WORD.search(name):
                     continue
-                listed.add(name)
-                dropped.append(
-                    Dropped(
-                        "block_size",
-                        name,
+                _drop(
+                    listed,
+                    dropped,
+                    name,
+                    (
                         f"'{name}' feeds {knob} through the expression at line {line} "
                         f"(`{code_of(value)}`): no one literal sets {knob}, and {name} is not "
-                        f"tuned in its place",
-                    )
+                        f"tuned in its place"
+                    ),
                 )
 
 
@@ -738,14 +744,14 @@ def _dead_stage_tiles(f: Facts, dropped: list[Dropped]) -> None:
                     and name not in live
                     and name not in listed
                 ):
-                    listed.add(name)
-                    dropped.append(
-                        Dropped(
-                            "block_size",
-                            name,
+                    _drop(
+                        listed,
+                        dropped,
+                        name,
+                        (
                             f"never read by the kernel ({factory.name}()): tuning it cannot "
-                            f"change anything",
-                        )
+                            f"change anything"
+                        ),
                     )
 
 
