@@ -152,11 +152,12 @@ def _op(kid: str) -> OpConfig:
 def _lists_drop(skipped: str, name: str) -> bool:
     """`skipped` lists block name `name` as not planned, with a reason. A name bound in several
     factories is listed once per factory, as `factory.name`; an expectation may name one of
-    them so (`_tail_add.block_M`)."""
+    them so (`_tail_add.block_M`). A dead pipeline depth is listed by pipeline_depth, the
+    strategy that would have tuned it."""
     head, _, rest = skipped.partition(": ")
     listed, _, why = rest.partition(": ")
     named = listed == name or ("." not in name and listed.rsplit(".", 1)[-1] == name)
-    return head == "block_size" and named and len(why) > 10
+    return head in ("block_size", "pipeline_depth") and named and len(why) > 10
 
 
 def _by_name(key: str, names: list[str]) -> list[str]:

@@ -537,10 +537,17 @@ def _option_reads(f: Facts, dest: str) -> list[int]:
 SIZE_NAME = re.compile(r"^(block|BLOCK)_?([A-Za-z]|size|SIZE)$")
 
 
-def _drop(listed: set[str], dropped: list[Dropped], name: str, reason: str) -> None:
-    """List block-like `name` as not tuned, with why (once: `listed` holds what is listed)."""
+def _drop(
+    listed: set[str],
+    dropped: list[Dropped],
+    name: str,
+    reason: str,
+    strategy: str = "block_size",
+) -> None:
+    """List block-like `name` as not tuned, with why (once: `listed` holds what is listed);
+    `strategy` is the one that would have tuned it."""
     listed.add(name)
-    dropped.append(Dropped("block_size", name, reason))
+    dropped.append(Dropped(strategy, name, reason))
 
 
 def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
@@ -752,6 +759,8 @@ def _dead_stage_tiles(f: Facts, dropped: list[Dropped]) -> None:
                             f"never read by the kernel ({factory.name}()): tuning it cannot "
                             f"change anything"
                         ),
+                        # a dead pipeline depth is pipeline_depth's, a dead stage tile block_size's
+                        "pipeline_depth" if STAGES.match(name) else "block_size",
                     )
 
 
