@@ -30,12 +30,14 @@ one side of an `and`, and sit in `if`, `with T.If(...)` or `with T.If(...), T.Th
 
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 
 from bot.strategies.branches import as_if
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Function, names_in
-from bot.strategies.source import dotted, launch
+from bot.strategies.source import dotted, import_bindings, launch
 
 
 class _Grids(cst.CSTVisitor):
@@ -232,9 +234,10 @@ class _UnreadGrids(cst.CSTVisitor):
     """Launches whose core index the body never reads: the names in their grids, and one
     launch spelled for a message."""
 
-    def __init__(self, names: set[str], defined: set[str]) -> None:
+    def __init__(self, names: set[str], defined: set[str], language: set[str]) -> None:
         self.names = names
         self.defined = defined  # functions the file defines: a macro may read the index
+        self.language = language  # names bound to tilelang: its operations do not
         self.grid_names: list[cst.Name] = []
         self.spelled = ""
 
@@ -244,7 +247,7 @@ class _UnreadGrids(cst.CSTVisitor):
             if k is None or not k.grid:
                 continue
             index = {n for n in k.names if n not in ("", "_")}
-            if index & names_in(node.body) or _index_call(node.body, self.defined):
+            if index & names_in(node.body) or _index_call(node.body, self.defined, self.language):
                 continue
             v = _NameLoads(self.names)
             for g in k.grid:
@@ -263,9 +266,11 @@ def _bound_as(names: list[str]) -> str:
     return " as (" + ", ".join(n or "_" for n in names) + ")"
 
 
-def _index_call(body: cst.CSTNode, defined: set[str]) -> bool:
+def _index_call(body: cst.CSTNode, defined: set[str], language: set[str]) -> bool:
     """Whether `body` may read the core index without the launch's names: a block-index
-    intrinsic, or a call of a function the file defines (a `T.macro` may call one)."""
+    intrinsic, a call of a function the file defines (a `T.macro` may call one), or a call
+    whose body the file does not hold (an imported helper, a method): only the language's own
+    operations and Python's builtins are known not to read it."""
     found = False
 
     class V(cst.CSTVisitor):
@@ -276,10 +281,19 @@ def _index_call(body: cst.CSTNode, defined: set[str]) -> bool:
                 found
                 or any(w in name.lower() for w in _INDEX_CALL)
                 or name.rsplit(".", 1)[-1] in defined
+                or not _known_not_to_read_index(name, language)
             )
 
     body.visit(V())
     return found
+
+
+def _known_not_to_read_index(name: str, language: set[str]) -> bool:
+    """`T.copy`, `tl.language.gemm`, `range`, `min`: a call of the language (`language`: the
+    names the file binds to tilelang or a part of it) or a builtin cannot read the core index
+    unless its name says so (that is checked apart)."""
+    head = name.split(".", 1)[0]
+    return head in language or (name == head and name in dir(builtins))
 
 
 def unread_grid(module: cst.Module, names: set[str]) -> str | None:
@@ -295,7 +309,9 @@ def unread_grid(module: cst.Module, names: set[str]) -> str | None:
             defined.add(node.name.value)
 
     module.visit(Defs())
-    grids = _UnreadGrids(names, defined)
+    modules, members = import_bindings(module, "tilelang")
+    language = {"T", "tilelang", *modules, *members}
+    grids = _UnreadGrids(names, defined, language)
     module.visit(grids)
     if not grids.grid_names:
         return None
