@@ -5,7 +5,13 @@ kernel written here:
 - a pipeline depth a factory takes and its kernel never reads is listed under pipeline_depth,
   the strategy that would have tuned it, not under block_size;
 - a launch whose body calls a function the file does not hold (an imported helper, a method)
-  may read the core index there: its grid stays a knob (corecount._index_call)."""
+  may read the core index there: its grid stays a knob (corecount._index_call);
+- a core index split by one axis's tile count that places the other axis (`bx = (cid %
+  T.ceildiv(N, block_N)) * block_M`, swapped row and column offsets) pins both blocks: the
+  tiles cover the tensor only at the file's own values (crossed.py);
+- a block-named default that every call in the file overrides is listed with the call
+  (inventory._overridden_defaults);
+- a stage tile the kernel reads (`K_L1`) is listed with how to tune it."""
 
 from __future__ import annotations
 
@@ -86,8 +92,116 @@ def test_language_operations_and_builtins_do_not_keep_an_unread_grid():
     src = BARRIER.replace("{IMPORT}", "").replace("{USE}", use)
     assert "BLOCK_SIZE" not in _knobs(src)
     # the language under another name
-    src = (
-        BARRIER.replace("{IMPORT}", "import tilelang.language as tll")
-        .replace("{USE}", "\n            tll.pipe_barrier('PIPE_V')")
+    src = BARRIER.replace("{IMPORT}", "import tilelang.language as tll").replace(
+        "{USE}", "\n            tll.pipe_barrier('PIPE_V')"
     )
     assert "BLOCK_SIZE" not in _knobs(src)
+
+
+SWAPPED = """
+import tilelang
+import tilelang.language as T
+
+
+def vadd(M, N, block_M, block_N, dtype="float16"):
+    grid_M = (M + block_M - 1) // block_M
+    grid_N = (N + block_N - 1) // block_N
+
+    @T.prim_func
+    def main(B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(grid_M * grid_N, is_npu=True) as (cid, _):
+            blockx = cid {ROW} T.ceildiv(N, block_N)
+            bx = blockx * block_M
+            blocky = cid {COL} T.ceildiv(N, block_N)
+            by = blocky * block_N
+            b = T.alloc_shared([block_M, block_N], dtype)
+            T.copy(B[bx : bx + block_M, by : by + block_N], b)
+            T.copy(b, C[bx : bx + block_M, by : by + block_N])
+
+    return main
+
+
+kernel = vadd(128, 128, 32, 32)
+"""
+
+
+def _legal(src: str, name: str, values: tuple[int, ...]) -> tuple[tuple[int, ...], list[str]]:
+    knob = inventory.inventory(src).knob(name)
+    assert knob is not None, name
+    ok, refused = knob.legal(values)
+    return ok, [why for _, why in refused]
+
+
+def test_a_core_index_split_by_one_axis_count_placing_the_other_axis_pins_both_blocks():
+    src = SWAPPED.replace("{ROW}", "%").replace("{COL}", "//")
+    for name in ("block_M", "block_N"):
+        ok, why = _legal(src, name, (16, 32, 64))
+        assert ok == (32,)
+        assert "swapped" in why[0] and "cid % T.ceildiv(N, block_N)" in why[0]
+
+
+def test_the_usual_split_of_the_core_index_leaves_the_blocks_free():
+    src = SWAPPED.replace("{ROW}", "//").replace("{COL}", "%")
+    for name in ("block_M", "block_N"):
+        ok, _ = _legal(src, name, (16, 32, 64))
+        assert ok == (16, 32, 64)
+
+
+OVERRIDDEN = """
+import tilelang
+import tilelang.language as T
+
+BLOCK_N_FWD = 64
+
+
+def fwd(M, N, block_M=64, block_N=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, block_M) * T.ceildiv(N, block_N), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, block_N), "float16")
+            T.copy(A[cid // T.ceildiv(N, block_N) * block_M, cid % T.ceildiv(N, block_N) * block_N], a)
+
+    return main
+
+
+kernel = fwd(1024, 1024, {ARGS})
+"""
+
+
+def test_a_block_default_every_call_overrides_is_listed_with_the_call():
+    src = OVERRIDDEN.replace("{ARGS}", "block_N=BLOCK_N_FWD")
+    dropped = {d.name: d.reason for d in inventory.inventory(src).dropped}
+    assert "never runs" in dropped["block_N"] and "fwd()" in dropped["block_N"]
+    assert "block_M" not in dropped  # the call leaves block_M's default running: a knob
+    assert inventory.inventory(src).knob("block_M") is not None
+    # a call that leaves the default running: nothing listed
+    src = OVERRIDDEN.replace("{ARGS}", "64")
+    assert "block_N" not in {d.name for d in inventory.inventory(src).dropped}
+
+
+STAGED_TILE = """
+import tilelang
+import tilelang.language as T
+
+
+def mm(M, K, block_M, K_L1):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16")):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            a = T.alloc_L1((block_M, K_L1), "float16")
+            for k in T.serial(T.ceildiv(K, K_L1)):
+                T.copy(A[cid * block_M, k * K_L1], a)
+
+    return main
+
+
+kernel = mm(1024, 1024, 64, {K_L1})
+"""
+
+
+def test_a_stage_tile_the_kernel_reads_is_listed_with_how_to_tune_it():
+    for bound in ("64", "k_l1_from_a_list"):
+        inv = inventory.inventory(STAGED_TILE.replace("{K_L1}", bound))
+        dropped = {d.name: d.reason for d in inv.dropped}
+        assert "tune.yaml" in dropped["K_L1"] and "memory level" in dropped["K_L1"]
+        assert inv.knob("block_M") is not None

@@ -469,9 +469,41 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     _dead_stage_tiles(f, dropped)
     _inner_block_words(f, {k.name for k in knobs} | set(all_owners), dropped)
     _expression_inputs(f, {k.name for k in knobs}, dropped)
+    _overridden_defaults(f, {k.name for k in knobs}, dropped)
     _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
+
+
+def _overridden_defaults(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
+    """A block-named parameter default (`def fwd(..., block_N=64)`) that no call in the file
+    uses, because every call passes its own value (`fwd(..., BLOCK_N_FWD)`), is listed: the
+    knob is what the calls pass, and editing the default would change nothing."""
+    listed = known | {d.name for d in dropped}
+    for fn in f.functions:
+        calls = [c.node for c in f.calls if dotted(c.node.func).rsplit(".", 1)[-1] == fn.name]
+        if not calls or any(a.star for c in calls for a in c.args):
+            continue  # `fwd(*args)`, `fwd(**cfg)`: which parameters a call passes is unread
+        for name, default in fn.defaults.items():
+            if name in listed or not BLOCK_NAME.match(name) or int_value(default) is None:
+                continue
+            at = fn.params.index(name) if name in fn.params else None
+            if all(
+                any(a.keyword is not None and a.keyword.value == name for a in c.args)
+                or (at is not None and len([a for a in c.args if a.keyword is None]) > at)
+                for c in calls
+            ):
+                lines = ", ".join(str(n) for n in sorted({f.line(c) for c in calls}))
+                _drop(
+                    listed,
+                    dropped,
+                    name,
+                    (
+                        f"its default in {fn.name}() (line {f.line(default)}) never runs: every "
+                        f"call of {fn.name}() in this file passes its own value (line {lines}); "
+                        f"what the call passes is what a run tunes"
+                    ),
+                )
 
 
 @on_facts
@@ -666,7 +698,8 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
     """Names set to an integer literal with the word block inside, not first (`MX_SCALE_BLOCK =
     32`, `KV_BLOCK = 64`) that a kernel reads: a group of a format or a tile, which the name
     alone does not tell. Discovery tunes only names that start with block, so they are listed
-    with why, and the dry run says how to tune one that is a tile."""
+    with why, and the dry run says how to tune one that is a tile. Stage tiles the kernel
+    reads (`K_L1`, a parameter or a literal) are listed the same way."""
     listed = known | {d.name for d in dropped}
     for factory in f.factories:
         live = _live_names(factory, f)
@@ -685,12 +718,21 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
                 (name, f"(a parameter of {fn.name}())") for name in sorted(parameter_names(fn.node))
             ]
         for name, where in found:
-            if (
-                name in listed
-                or name not in live
-                or BLOCK_NAME.match(name)
-                or not BLOCK_WORD.search(name)
-            ):
+            if name in listed or name not in live or BLOCK_NAME.match(name):
+                continue
+            if STAGE_TILE.match(name):
+                _drop(
+                    listed,
+                    dropped,
+                    name,
+                    (
+                        f"'{name}' {where} is the tile of one memory level; discovery tunes "
+                        f"names that start with block, so it is not tuned; declare it in "
+                        f"tune.yaml `knobs:` to tune it"
+                    ),
+                )
+                continue
+            if not BLOCK_WORD.search(name):
                 continue
             _drop(
                 listed,
