@@ -137,7 +137,7 @@ def test_a_core_index_split_by_one_axis_count_placing_the_other_axis_pins_both_b
     for name in ("block_M", "block_N"):
         ok, why = _legal(src, name, (16, 32, 64))
         assert ok == (32,)
-        assert "swapped" in why[0] and "cid % T.ceildiv(N, block_N)" in why[0]
+        assert "swaps its axes" in why[0] and "cid % T.ceildiv(N, block_N)" in why[0]
 
 
 def test_the_usual_split_of_the_core_index_leaves_the_blocks_free():
@@ -205,3 +205,97 @@ def test_a_stage_tile_the_kernel_reads_is_listed_with_how_to_tune_it():
         dropped = {d.name: d.reason for d in inv.dropped}
         assert "tune.yaml" in dropped["K_L1"] and "memory level" in dropped["K_L1"]
         assert inv.knob("block_M") is not None
+
+
+SQUARE = """
+import tilelang
+import tilelang.language as T
+
+
+def vadd(M, N, block_size, dtype="float16"):
+    @T.prim_func
+    def main(B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_size) * T.ceildiv(N, block_size), is_npu=True) as (
+            cid,
+            _,
+        ):
+            bx = (cid // T.ceildiv(N, block_size)) * block_size
+            by = (cid % T.ceildiv(N, block_size)) * block_size
+            b = T.alloc_shared([block_size, block_size], dtype)
+            T.copy(B[bx : bx + block_size, by : by + block_size], b)
+
+    return main
+
+
+kernel = vadd(256, 128, 32)
+"""
+
+
+def test_one_square_block_in_the_usual_layout_is_not_read_as_swapped():
+    ok, _ = _legal(SQUARE, "block_size", (16, 32, 64))
+    assert ok == (16, 32, 64)
+
+
+def test_a_swap_written_as_a_point_copy_or_through_a_factory_local_count_is_read():
+    point = (
+        SWAPPED.replace("{ROW}", "%")
+        .replace("{COL}", "//")
+        .replace("B[bx : bx + block_M, by : by + block_N]", "B[bx, by]")
+    )
+    assert _legal(point, "block_M", (16, 32, 64))[0] == (32,)
+    local = (
+        SWAPPED.replace("{ROW}", "%")
+        .replace("{COL}", "//")
+        .replace(
+            "    grid_N = (N + block_N - 1) // block_N\n", "    grid_N = T.ceildiv(N, block_N)\n"
+        )
+        .replace("cid % T.ceildiv(N, block_N)", "cid % grid_N")
+        .replace("cid // T.ceildiv(N, block_N)", "cid // grid_N")
+    )
+    assert _legal(local, "block_N", (16, 32, 64))[0] == (32,)
+
+
+def test_locals_with_comments_continuations_or_attribute_names_do_not_crash_the_swap_rule():
+    base = SWAPPED.replace("{ROW}", "%").replace("{COL}", "//")
+    commented = base.replace(
+        "            bx = blockx * block_M\n",
+        "            bx = (\n                blockx  # row tile\n            ) * block_M\n",
+    )
+    continued = base.replace(
+        "            bx = blockx * block_M\n",
+        "            bx = blockx \\\n                * block_M\n",
+    )
+    shadowing = base.replace(
+        "            b = T.alloc_shared", "            ceildiv = 3\n            b = T.alloc_shared"
+    )
+    for src in (commented, continued, shadowing):
+        assert _legal(src, "block_M", (16, 32, 64))[0] == (32,)
+
+
+def test_a_default_the_harness_or_a_call_through_a_value_may_use_is_not_listed():
+    harness = OVERRIDDEN.replace("def fwd(", "def kernel(").replace(
+        "kernel = fwd(1024, 1024, {ARGS})", "out = kernel(1024, 1024, block_N=BLOCK_N_FWD)"
+    )
+    assert "block_N" not in {d.name for d in inventory.inventory(harness).dropped}
+    for extra in (
+        "import functools\nlater = functools.partial(fwd, 512, 512)\n",
+        "g = fwd\n",
+        "jitted = tilelang.jit(fwd)\n",
+    ):
+        src = OVERRIDDEN.replace("{ARGS}", "block_N=BLOCK_N_FWD") + extra
+        assert "block_N" not in {d.name for d in inventory.inventory(src).dropped}, extra
+    posonly = OVERRIDDEN.replace(
+        "def fwd(M, N, block_M=64, block_N=64):", "def fwd(M, N, block_M=64, block_N=64, /, **kw):"
+    ).replace("{ARGS}", "block_N=BLOCK_N_FWD")
+    assert "block_N" not in {d.name for d in inventory.inventory(posonly).dropped}
+
+
+def test_calls_of_the_language_by_any_import_or_of_the_standard_library_leave_an_unread_grid():
+    cases = (
+        ("from tilelang.language import pipe_barrier", "pipe_barrier('PIPE_V')"),
+        ("from tilelang.language import *", "pipe_barrier('PIPE_V')"),
+        ("import math", "x = math.sqrt(4.0)"),
+    )
+    for imported, call in cases:
+        src = BARRIER.replace("{IMPORT}", imported).replace("{USE}", "\n            " + call)
+        assert "BLOCK_SIZE" not in _knobs(src), imported

@@ -31,13 +31,14 @@ one side of an `and`, and sit in `if`, `with T.If(...)` or `with T.If(...), T.Th
 from __future__ import annotations
 
 import builtins
+import sys
 
 import libcst as cst
 
 from bot.strategies.branches import as_if
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Function, names_in
-from bot.strategies.source import dotted, import_bindings, launch
+from bot.strategies.source import dotted, launch
 
 
 class _Grids(cst.CSTVisitor):
@@ -289,11 +290,40 @@ def _index_call(body: cst.CSTNode, defined: set[str], language: set[str]) -> boo
 
 
 def _known_not_to_read_index(name: str, language: set[str]) -> bool:
-    """`T.copy`, `tl.language.gemm`, `range`, `min`: a call of the language (`language`: the
-    names the file binds to tilelang or a part of it) or a builtin cannot read the core index
-    unless its name says so (that is checked apart)."""
+    """`T.copy`, `tl.language.gemm`, `copy` from tilelang.language, `math.sqrt`, `range`: a
+    call of the language or the standard library (`language`: the names the file binds to
+    them; "*" when it star-imports tilelang) or a builtin cannot read the core index unless its
+    name says so (that is checked apart)."""
     head = name.split(".", 1)[0]
-    return head in language or (name == head and name in dir(builtins))
+    bare = name == head
+    return head in language or (bare and (name in dir(builtins) or "*" in language))
+
+
+def _safe_names(module: cst.Module) -> set[str]:
+    """Names the file's top-level imports bind to tilelang (any part) or the standard library;
+    "*" for `from tilelang... import *`."""
+    out = {"T", "tilelang"}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    root = dotted(alias.name).split(".", 1)[0]
+                    if root == "tilelang" or root in sys.stdlib_module_names:
+                        bound = alias.evaluated_alias or root
+                        out.add(bound)
+            elif isinstance(small, cst.ImportFrom) and small.module is not None:
+                root = dotted(small.module).split(".", 1)[0]
+                if root != "tilelang" and root not in sys.stdlib_module_names:
+                    continue
+                if isinstance(small.names, cst.ImportStar):
+                    if root == "tilelang":
+                        out.add("*")
+                    continue
+                for alias in small.names:
+                    out.add(alias.evaluated_alias or alias.evaluated_name)
+    return out
 
 
 def unread_grid(module: cst.Module, names: set[str]) -> str | None:
@@ -309,9 +339,7 @@ def unread_grid(module: cst.Module, names: set[str]) -> str | None:
             defined.add(node.name.value)
 
     module.visit(Defs())
-    modules, members = import_bindings(module, "tilelang")
-    language = {"T", "tilelang", *modules, *members}
-    grids = _UnreadGrids(names, defined, language)
+    grids = _UnreadGrids(names, defined, _safe_names(module))
     module.visit(grids)
     if not grids.grid_names:
         return None

@@ -48,27 +48,31 @@ class _Crossing:
     counted: str = ""  # the swapped index (`cid % T.ceildiv(N, block_N)`): every move breaks it
 
 
-def _resolved(node: cst.BaseExpression, fn: Function, depth: int = 0) -> cst.BaseExpression:
-    """`node` with the kernel's single-assignment locals put in place (up to four levels)."""
+def _follow(node: cst.BaseExpression, chain: tuple[Function, ...]) -> cst.BaseExpression:
+    """`node`, or what a name assigned once in the kernel or its factory holds (up to four
+    steps): `bx` -> `blockx * block_M`, `n_num` -> `T.ceildiv(N, block_N)`."""
+    for _ in range(4):
+        if not isinstance(node, cst.Name):
+            return node
+        for fn in reversed(chain):
+            values = fn.assigns.get(node.value)
+            if values is not None:
+                if len(values) != 1:
+                    return node
+                node = values[0]
+                break
+        else:
+            return node
+    return node
 
-    class Put(cst.CSTTransformer):
-        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
-            values = fn.assigns.get(updated_node.value)
-            if depth < 4 and values is not None and len(values) == 1:
-                return cst.parse_expression(f"({code_of(_resolved(values[0], fn, depth + 1))})")
-            return updated_node
 
-    out = node.visit(Put())
-    return out if isinstance(out, cst.BaseExpression) else node
-
-
-def _count_block(node: cst.BaseExpression) -> str | None:
-    """The block whose tile count `node` is (`T.ceildiv(N, block_N)`, `N // block_N`,
-    `(N + block_N - 1) // block_N`), else None."""
+def _count(node: cst.BaseExpression) -> tuple[str, str] | None:
+    """(extent, block) when `node` counts an extent's tiles: `T.ceildiv(N, block_N)`, `N //
+    block_N`, `(N + block_N - 1) // block_N`; else None."""
     if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] == "ceildiv":
-        if len(node.args) == 2 and isinstance(node.args[1].value, cst.Name):
-            name = node.args[1].value.value
-            return name if _BLOCK.match(name) else None
+        args = [a.value for a in node.args]
+        if len(args) == 2 and isinstance(args[1], cst.Name) and _BLOCK.match(args[1].value):
+            return code_of(args[0]), args[1].value
         return None
     if (
         isinstance(node, cst.BinaryOperation)
@@ -76,34 +80,95 @@ def _count_block(node: cst.BaseExpression) -> str | None:
         and isinstance(node.right, cst.Name)
         and _BLOCK.match(node.right.value)
     ):
-        return node.right.value
+        left = node.left
+        if (
+            isinstance(left, cst.BinaryOperation)
+            and isinstance(left.operator, cst.Subtract)
+            and isinstance(left.left, cst.BinaryOperation)
+            and isinstance(left.left.operator, cst.Add)
+            and code_of(left.left.right) == node.right.value
+        ):
+            left = left.left.left  # `(N + block_N - 1) // block_N`
+        return code_of(left), node.right.value
     return None
 
 
-def _swapped(offset: cst.BaseExpression, extent: str, fn: Function) -> tuple[str, str] | None:
-    """(the count's block, the index as written) when `offset` scales a split of the core
-    index the wrong way for an axis of `extent`: a remainder by another block's tile count
-    scaled by `extent`, or a quotient by `extent`'s own tile count scaled by `extent`."""
-    full = _resolved(offset, fn)
-    found: list[tuple[str, str]] = []
+@dataclass(frozen=True)
+class _Split:
+    split: str  # `cid % T.ceildiv(N, block_N)`, as written
+    remainder: bool  # `%` (else `//`)
+    extent: str  # the extent whose tiles the split counts (`N`)
+    block: str  # the block of that count (`block_N`)
+    scale: str  # the block the split is multiplied by (`block_M`)
+
+
+def _splits(
+    offset: cst.BaseExpression, chain: tuple[Function, ...], depth: int = 0
+) -> list[_Split]:
+    """Splits of a core index by a tile count, scaled by a block, that `offset` reaches through
+    the kernel's and its factory's single assignments."""
+    found: list[_Split] = []
 
     class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)  # `T.ceildiv`: the attribute's own name is no local
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            target = _follow(node, chain)
+            if target is not node and depth < 4:
+                found.extend(_splits(target, chain, depth + 1))
+
         def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
             if not isinstance(node.operator, cst.Multiply):
                 return
-            for split, scale in ((node.left, node.right), (node.right, node.left)):
-                if not (isinstance(scale, cst.Name) and scale.value == extent):
+            for side, scale in ((node.left, node.right), (node.right, node.left)):
+                if not (isinstance(scale, cst.Name) and _BLOCK.match(scale.value)):
                     continue
-                if not isinstance(split, cst.BinaryOperation):
+                split = _follow(side, chain)
+                if not isinstance(split, cst.BinaryOperation) or not isinstance(
+                    split.operator, (cst.Modulo, cst.FloorDivide)
+                ):
                     continue
-                by = _count_block(split.right)
-                remainder = isinstance(split.operator, cst.Modulo) and by != extent
-                quotient = isinstance(split.operator, cst.FloorDivide) and by == extent
-                if by is not None and (remainder or quotient):
-                    found.append((by, code_of(split.with_changes(lpar=[], rpar=[]))))
+                counted = _count(_follow(split.right, chain))
+                if counted is not None:
+                    found.append(
+                        _Split(
+                            code_of(split.with_changes(lpar=[], rpar=[])),
+                            isinstance(split.operator, cst.Modulo),
+                            counted[0],
+                            counted[1],
+                            scale.value,
+                        )
+                    )
 
-    full.visit(V())
-    return found[0] if len(found) == 1 else None
+    offset.visit(V())
+    return found
+
+
+def _dims(fn: Function, tensor: str) -> list[str] | None:
+    """The declared shape of prim_func parameter `tensor` (`B: T.Tensor((M, N), dtype)`), as
+    written, or None."""
+    for param in fn.node.params.params:
+        if param.name.value != tensor or param.annotation is None:
+            continue
+        ann = param.annotation.annotation
+        if isinstance(ann, cst.Call) and ann.args:
+            shape = ann.args[0].value
+            if isinstance(shape, (cst.Tuple, cst.List)):
+                return [code_of(e.value) for e in shape.elements]
+    return None
+
+
+def _swapped(split: _Split, dims: list[str], axis: int) -> bool:
+    """A split that places another axis than the one it counts: a remainder of the tiles of
+    another dimension of the tensor (rows placed by the column count), or a quotient of this
+    axis's own tile count (columns placed by the column count's quotient)."""
+    here = dims[axis]
+    others = [d for i, d in enumerate(dims) if i != axis]
+    if split.remainder:
+        return split.extent != here and split.extent in others
+    return split.extent == here and len(dims) == 2
 
 
 def _blocks(node: cst.BaseExpression, fn: Function, depth: int = 0) -> set[str]:
@@ -123,36 +188,31 @@ class _Copies(cst.CSTVisitor):
         self.f, self.fn, self.scoped = f, fn, scoped
         self.found: list[_Crossing] = []
 
-    def _ranges(self, placed: cst.Subscript, node: cst.Call) -> None:
-        """Swapped splits of the core index in `A[bx : bx + block_M, ...]` ranges."""
+    def _swaps(self, placed: cst.Subscript, node: cst.Call) -> None:
+        """Swapped splits of the core index placing `A[bx, by]` or `A[bx : bx + block_M, ...]`."""
+        if not isinstance(placed.value, cst.Name):
+            return
+        dims = _dims(self.fn, placed.value.value)
+        if dims is None or len(dims) != len(placed.slice):
+            return
         for axis, element in enumerate(placed.slice):
             part = element.slice
-            if not isinstance(part, cst.Slice) or part.lower is None or part.upper is None:
+            offset = part.value if isinstance(part, cst.Index) else getattr(part, "lower", None)
+            if offset is None:
                 continue
-            upper = part.upper
-            if not (
-                isinstance(upper, cst.BinaryOperation)
-                and isinstance(upper.operator, cst.Add)
-                and isinstance(upper.right, cst.Name)
-                and _BLOCK.match(upper.right.value)
-                and code_of(upper.left) == code_of(part.lower)
-            ):
-                continue
-            extent = upper.right.value
-            swapped = _swapped(part.lower, extent, self.fn)
-            if swapped is not None and isinstance(placed.value, cst.Name):
-                by, written = swapped
-                self.found.append(
-                    _Crossing(
-                        by,
-                        extent,
-                        placed.value.value,
-                        axis,
-                        self.f.line(node),
-                        self.fn.chain,
-                        counted=written,
+            for split in _splits(offset, self.fn.chain):
+                if _swapped(split, dims, axis):
+                    self.found.append(
+                        _Crossing(
+                            split.block,
+                            split.scale,
+                            placed.value.value,
+                            axis,
+                            self.f.line(node),
+                            self.fn.chain,
+                            counted=split.split,
+                        )
                     )
-                )
 
     def visit_Call(self, node: cst.Call) -> None:
         if dotted(node.func) != "T.copy":
@@ -164,7 +224,7 @@ class _Copies(cst.CSTVisitor):
         tiles = [b for b in held if b is not None]  # the tile buffers this kernel allocates
         if len(placed) != 1 or not isinstance(placed[0].value, cst.Name):
             return
-        self._ranges(placed[0], node)
+        self._swaps(placed[0], node)
         index = [s.slice.value for s in placed[0].slice if isinstance(s.slice, cst.Index)]
         if len(index) != len(placed[0].slice):
             return  # a range (`A[a:b, ...]`) sizes itself
@@ -207,12 +267,14 @@ class CrossedCheck:
         if current is None:
             return None
         for c in self.crossings:
-            if c.counted and value != current and {c.step, c.extent} & self.aliases:
+            moved = {c.step, c.extent} & self.aliases
+            if c.counted and value != current and len(moved) == 1:  # both: they move together
                 return (
-                    f"{self.name}={value}: the copy at line {c.line} places its {c.extent}-wide "
-                    f"tiles along axis {c.axis} of `{c.tensor}` by `{c.counted}`, a split of the "
-                    f"core index by {c.step}'s tile count: the axes are swapped, and the tiles "
-                    f"cover the tensor only at the values the file runs ({self.name}={current})"
+                    f"{self.name}={value}: the copy at line {c.line} places axis {c.axis} of "
+                    f"`{c.tensor}` at `{c.counted}` times {c.extent}, a split of the core index "
+                    f"by the tile count of another axis: the kernel swaps its axes, which covers "
+                    f"the tensor only while {c.step} and {c.extent} keep the file's ratio, so a "
+                    f"move of one of them alone leaves tiles unwritten or written twice"
                 )
             if c.counted:
                 continue

@@ -469,27 +469,66 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     _dead_stage_tiles(f, dropped)
     _inner_block_words(f, {k.name for k in knobs} | set(all_owners), dropped)
     _expression_inputs(f, {k.name for k in knobs}, dropped)
-    _overridden_defaults(f, {k.name for k in knobs}, dropped)
+    _overridden_defaults(f, harness, {k.name for k in knobs}, dropped)
     _layouts(knobs, dropped)
     knobs.sort(key=lambda k: (k.site.line, k.name))
     return Inventory(True, knobs, dropped)
 
 
-def _overridden_defaults(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
+def _called_only(module: cst.Module, name: str) -> bool:
+    """`name` is read only as the function of a call (never passed as a value: `partial(fwd,
+    ..)`, `g = fwd`, `tilelang.jit(fwd)`, `return fwd`), so its calls are all its uses."""
+    called: set[int] = set()
+    loads: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == name:
+                called.add(id(node.func))
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)  # `mod.fwd`'s attribute is no load of a local `fwd`
+            return False
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            for part in (node.params, node.body, *node.decorators):
+                part.visit(self)  # not the def's own name
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name:
+                loads.append(node)
+
+    module.visit(V())
+    return all(id(n) in called for n in loads)
+
+
+def _overridden_defaults(
+    f: Facts, harness: tuple[str, ...], known: set[str], dropped: list[Dropped]
+) -> None:
     """A block-named parameter default (`def fwd(..., block_N=64)`) that no call in the file
     uses, because every call passes its own value (`fwd(..., BLOCK_N_FWD)`), is listed: the
-    knob is what the calls pass, and editing the default would change nothing."""
+    knob is what the calls pass, and editing the default would change nothing. Left alone: a
+    function the harness calls (with its defaults), one passed as a value (a call through it
+    may use the default), and calls with `*args` / `**kw`."""
     listed = known | {d.name for d in dropped}
     for fn in f.functions:
-        calls = [c.node for c in f.calls if dotted(c.node.func).rsplit(".", 1)[-1] == fn.name]
+        if fn.name in harness or not _called_only(f.wrapper.module, fn.name):
+            continue
+        calls = [c.node for c in f.calls if dotted(c.node.func) == fn.name]
         if not calls or any(a.star for c in calls for a in c.args):
             continue  # `fwd(*args)`, `fwd(**cfg)`: which parameters a call passes is unread
+        p = fn.node.params
+        by_keyword = {x.name.value for x in (*p.params, *p.kwonly_params)}
         for name, default in fn.defaults.items():
             if name in listed or not BLOCK_NAME.match(name) or int_value(default) is None:
                 continue
             at = fn.params.index(name) if name in fn.params else None
             if all(
-                any(a.keyword is not None and a.keyword.value == name for a in c.args)
+                any(
+                    a.keyword is not None and a.keyword.value == name and name in by_keyword
+                    for a in c.args
+                )
                 or (at is not None and len([a for a in c.args if a.keyword is None]) > at)
                 for c in calls
             ):
