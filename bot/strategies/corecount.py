@@ -38,7 +38,7 @@ import libcst as cst
 from bot.strategies.branches import as_if
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Function, names_in
-from bot.strategies.source import dotted, launch
+from bot.strategies.source import dotted, launch, top_level_imports
 
 
 class _Grids(cst.CSTVisitor):
@@ -303,26 +303,22 @@ def _safe_names(module: cst.Module) -> set[str]:
     """Names the file's top-level imports bind to tilelang (any part) or the standard library;
     "*" for `from tilelang... import *`."""
     out = {"T", "tilelang"}
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
+    for small in top_level_imports(module):
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                root = dotted(alias.name).split(".", 1)[0]
+                if root == "tilelang" or root in sys.stdlib_module_names:
+                    out.add(alias.evaluated_alias or root)
             continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    root = dotted(alias.name).split(".", 1)[0]
-                    if root == "tilelang" or root in sys.stdlib_module_names:
-                        bound = alias.evaluated_alias or root
-                        out.add(bound)
-            elif isinstance(small, cst.ImportFrom) and small.module is not None:
-                root = dotted(small.module).split(".", 1)[0]
-                if root != "tilelang" and root not in sys.stdlib_module_names:
-                    continue
-                if isinstance(small.names, cst.ImportStar):
-                    if root == "tilelang":
-                        out.add("*")
-                    continue
-                for alias in small.names:
-                    out.add(alias.evaluated_alias or alias.evaluated_name)
+        root = dotted(small.module).split(".", 1)[0] if small.module is not None else ""
+        if root != "tilelang" and root not in sys.stdlib_module_names:
+            continue
+        if isinstance(small.names, cst.ImportStar):
+            if root == "tilelang":
+                out.add("*")
+            continue
+        for alias in small.names:
+            out.add(alias.evaluated_alias or alias.evaluated_name)
     return out
 
 

@@ -161,32 +161,38 @@ def replace_node(module: cst.Module, target: cst.CSTNode, replacement: cst.CSTNo
     return new.code
 
 
+def top_level_imports(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
+    """The module's own import statements (not those inside functions or branches)."""
+    return [
+        small
+        for stmt in module.body
+        if isinstance(stmt, cst.SimpleStatementLine)
+        for small in stmt.body
+        if isinstance(small, (cst.Import, cst.ImportFrom))
+    ]
+
+
 def import_bindings(module: cst.Module, package: str) -> tuple[dict[str, str], dict[str, str]]:
     """Top-level imports of `package`: {bound name: dotted module} for `import package[.sub] as X`,
     and {bound name: member} for `from package import member [as X]`."""
     modules: dict[str, str] = {}
     members: dict[str, str] = {}
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    name = dotted(alias.name)
-                    if alias.asname is not None and (
-                        name == package or name.startswith(package + ".")
-                    ):
-                        modules[alias.asname.name.value] = name  # type: ignore[union-attr]
-            elif (
-                isinstance(small, cst.ImportFrom)
-                and small.module is not None
-                and dotted(small.module) == package
-                and not isinstance(small.names, cst.ImportStar)
-            ):
-                for alias in small.names:
-                    if isinstance(alias.name, cst.Name):
-                        bound = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore[union-attr]
-                        members[bound] = alias.name.value
+    for small in top_level_imports(module):
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                name = dotted(alias.name)
+                if alias.asname is not None and (name == package or name.startswith(package + ".")):
+                    modules[alias.asname.name.value] = name  # type: ignore[union-attr]
+        elif (
+            isinstance(small, cst.ImportFrom)
+            and small.module is not None
+            and dotted(small.module) == package
+            and not isinstance(small.names, cst.ImportStar)
+        ):
+            for alias in small.names:
+                if isinstance(alias.name, cst.Name):
+                    bound = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore[union-attr]
+                    members[bound] = alias.name.value
     return modules, members
 
 
