@@ -299,3 +299,13 @@ def test_calls_of_the_language_by_any_import_or_of_the_standard_library_leave_an
     for imported, call in cases:
         src = BARRIER.replace("{IMPORT}", imported).replace("{USE}", "\n            " + call)
         assert "BLOCK_SIZE" not in _knobs(src), imported
+
+
+def test_a_remainder_placing_an_axis_sized_from_its_own_extent_is_no_swap():
+    # `Acc` holds D + 1 rows: D's tiles placed along them are that axis's own
+    src = (
+        SWAPPED.replace("{ROW}", "%")
+        .replace("{COL}", "//")
+        .replace("T.Tensor((M, N), dtype)", "T.Tensor((N + 1, N), dtype)")
+    )
+    assert _legal(src, "block_M", (16, 32, 64))[0] == (16, 32, 64)

@@ -166,8 +166,8 @@ def _swapped(split: _Split, dims: list[str], axis: int) -> bool:
     axis's own tile count (columns placed by the column count's quotient)."""
     here = dims[axis]
     others = [d for i, d in enumerate(dims) if i != axis]
-    if split.remainder:
-        return split.extent != here and split.extent in others
+    if split.remainder:  # `D + 1` rows placed by D's tiles are D's axis, not another
+        return split.extent not in re.findall(r"[A-Za-z_]\w*", here) and split.extent in others
     return split.extent == here and len(dims) == 2
 
 
