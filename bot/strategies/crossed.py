@@ -13,12 +13,14 @@ The offset's block is read through the kernel's local assignments; an offset tha
 several block names, or none, says nothing.
 
 A core index split by one axis's tile count places the other axis when the kernel swaps them:
-`blockx = cid % T.ceildiv(N, block_N)` runs over N's tiles, so `bx = blockx * block_M` as a
-row offset covers the rows only while ceildiv(N, block_N) * block_M == M, and `by = (cid //
-T.ceildiv(N, block_N)) * block_N` as a column offset only while M's tile count times block_N
-== N. (The usual layout scales a remainder by the count's own block and a quotient by the
-other axis's block.) The file holds both at its own values; a move of either block alone breaks
-one of them, so every move of both is refused, with the copy and the index.
+`blockx = cid % T.ceildiv(N, block_N)` runs over N's tiles, so `bx = blockx * block_M` as the
+offset along a tensor axis declared M covers it only while ceildiv(N, block_N) * block_M == M,
+and `by = (cid // T.ceildiv(N, block_N)) * block_N` along the axis declared N only while M's
+tile count times block_N == N. (The usual layouts place a remainder along the axis whose tiles
+it counts and a quotient along the other; an axis sized from the counted extent, `D + 1`, is
+that extent's own.) The file holds both at its own values; a move of either block alone breaks
+one of them, so it is refused, with the copy and the split. Moves of a knob that is both blocks
+are left alone.
 """
 
 from __future__ import annotations
