@@ -35,6 +35,7 @@ from bot.strategies.capacity import Scoped
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function, names_in
 from bot.strategies.source import dotted
+from bot.strategies.tiling import ceildiv_args
 
 _BLOCK = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 
@@ -71,10 +72,11 @@ def _follow(node: cst.BaseExpression, chain: tuple[Function, ...]) -> cst.BaseEx
 def _count(node: cst.BaseExpression) -> tuple[str, str] | None:
     """(extent, block) when `node` counts an extent's tiles: `T.ceildiv(N, block_N)`, `N //
     block_N`, `(N + block_N - 1) // block_N`; else None."""
-    if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] == "ceildiv":
-        args = [a.value for a in node.args]
-        if len(args) == 2 and isinstance(args[1], cst.Name) and _BLOCK.match(args[1].value):
-            return code_of(args[0]), args[1].value
+    pair = ceildiv_args(node)
+    if pair is not None:
+        extent, block = pair
+        if isinstance(block, cst.Name) and _BLOCK.match(block.value):
+            return code_of(extent), block.value
         return None
     if (
         isinstance(node, cst.BinaryOperation)

@@ -475,15 +475,15 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     return Inventory(True, knobs, dropped)
 
 
-def _called_only(module: cst.Module, name: str) -> bool:
-    """`name` is read only as the function of a call (never passed as a value: `partial(fwd,
-    ..)`, `g = fwd`, `tilelang.jit(fwd)`, `return fwd`), so its calls are all its uses."""
+def _passed_as_values(module: cst.Module) -> set[str]:
+    """Names read other than as the function of a call (`partial(fwd, ..)`, `g = fwd`,
+    `tilelang.jit(fwd)`, `return fwd`): a call through such a value is not a call by name."""
     called: set[int] = set()
     loads: list[cst.Name] = []
 
     class V(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name) and node.func.value == name:
+            if isinstance(node.func, cst.Name):
                 called.add(id(node.func))
 
         def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -496,11 +496,10 @@ def _called_only(module: cst.Module, name: str) -> bool:
             return False
 
         def visit_Name(self, node: cst.Name) -> None:
-            if node.value == name:
-                loads.append(node)
+            loads.append(node)
 
     module.visit(V())
-    return all(id(n) in called for n in loads)
+    return {n.value for n in loads if id(n) not in called}
 
 
 def _overridden_defaults(
@@ -512,8 +511,9 @@ def _overridden_defaults(
     function the harness calls (with its defaults), one passed as a value (a call through it
     may use the default), and calls with `*args` / `**kw`."""
     listed = known | {d.name for d in dropped}
+    values = _passed_as_values(f.wrapper.module)
     for fn in f.functions:
-        if fn.name in harness or not _called_only(f.wrapper.module, fn.name):
+        if fn.name in harness or fn.name in values:
             continue
         calls = [c.node for c in f.calls if dotted(c.node.func) == fn.name]
         if not calls or any(a.star for c in calls for a in c.args):

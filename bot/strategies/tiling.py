@@ -40,7 +40,7 @@ class Rule:
     )
 
 
-def _ceildiv_args(
+def ceildiv_args(
     node: cst.BaseExpression | None,
 ) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
     if isinstance(node, cst.Call) and dotted(node.func).rsplit(".", 1)[-1] in CEILDIV:
@@ -99,7 +99,7 @@ class _Loops(cst.CSTVisitor):
         extent = n.iter.args[0].value
         if isinstance(extent, cst.Name) and len(self.locals.get(extent.value, [])) == 1:
             extent = self.locals[extent.value][0]
-        pair = _ceildiv_args(extent)
+        pair = ceildiv_args(extent)
         if pair and isinstance(pair[1], cst.Name) and pair[1].value in self.aliases:
             self.extents[n.target.value] = pair[0]
 
@@ -136,7 +136,7 @@ class _GroupIndex(cst.CSTVisitor):
             dim = dims[i]  # a dimension named by a local (`k_groups = T.ceildiv(K, G)`)
             if isinstance(dim, cst.Name) and len(self.locals.get(dim.value, [])) == 1:
                 dim = self.locals[dim.value][0]
-            pair = _ceildiv_args(dim)
+            pair = ceildiv_args(dim)
             if (
                 pair
                 and _code(pair[0]) == _code(self.loops[idx.value])
@@ -158,7 +158,7 @@ def _count_extent(
         and node.right.value in aliases
     ):
         return node.left
-    pair = _ceildiv_args(node)
+    pair = ceildiv_args(node)
     if pair and isinstance(pair[1], cst.Name) and pair[1].value in aliases:
         return pair[0]
     return None
