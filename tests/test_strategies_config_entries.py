@@ -123,10 +123,13 @@ def test_a_configuration_changed_after_it_is_written_is_not_the_knob():
 
 
 def test_a_configuration_the_file_does_not_spell_out_is_named():
-    unbound = ROWS + 'def bench(cfg):\n    return rows(1024, cfg["block_M"])\n\nbench({})\n'
-    assert "'cfg' is a parameter of bench(): the configuration comes from its callers" in _dropped(
-        unbound
-    )
+    bench = ROWS + 'def bench(cfg):\n    return rows(1024, cfg["block_M"])\n\n'
+    # the one call's configuration is followed; it has no such entry
+    assert "has no key 'block_M'" in _dropped(bench + "bench({})\n")
+    for calls in ("", 'bench({"block_M": 64})\nbench({"block_M": 32})\n'):
+        why = _dropped(bench + calls)
+        assert "'cfg' is a parameter of bench(): the configuration comes from its callers" in why
+        assert "no single call that runs passes one" in why, why
     text = ROWS + src("""
         def bench(kernel_config):
             best = kernel_config.config

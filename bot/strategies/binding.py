@@ -68,6 +68,7 @@ class Resolver:
         self.f = f
         self.harness = harness  # the functions a harness calls by name (callsites.reached)
         self.spelled = Spelled(f)
+        self.spelled.passed = self._passed
         self.wrappers = wrappers.Wrappers(f, self.spelled)
         # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
         # set by a check while it evaluates, never used to find a knob's literal
@@ -325,6 +326,26 @@ class Resolver:
                 r = self.expr(bound[0], call.scope, depth + 1, name, bound[1])
             pairs.append((call, r))
         return pairs
+
+    def _passed(
+        self, fn: Function, name: str
+    ) -> tuple[cst.BaseExpression, tuple[Function, ...]] | None:
+        """The node the one call of `fn` that runs passes for parameter `name`, with that
+        call's scope; None when there is no such call, several, or one that passes it through
+        `*`/`**` or leaves it at its default (the configuration then differs by call)."""
+        if name in star_names(fn):
+            return None
+        calls = self._calls_to(fn)
+        runs = callsites.reached(self.f, self.harness)
+        if runs is not None and any(id(c.node) in runs for c, _ in calls):
+            calls = [(c, a) for c, a in calls if id(c.node) in runs]
+        if len(calls) != 1:
+            return None
+        call, args = calls[0]
+        bound = self._bound_in(args, call, fn, name)
+        if bound is None or bound[1] not in ("positional", "keyword"):
+            return None
+        return bound[0], call.scope
 
     def _calls_to(self, fn: Function) -> list[tuple[Call, list[cst.Arg]]]:
         """Each call of the file that reaches `fn` (by name, or through a partial or an alias),

@@ -11,6 +11,8 @@ node, why: a loop walks several entries, the container is changed after it is wr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from bot.strategies.evaluate import code_of
@@ -85,6 +87,12 @@ class Spelled:
     def __init__(self, f: Facts) -> None:
         self.f = f
         self._changes = writes(f.wrapper).changed
+        # (function, parameter) -> the node the one call that runs passes for it, and that
+        # call's scope; None when no single call does. Set by the Resolver that owns this
+        # (it finds the calls); unset, a parameter's configuration is not followed.
+        self.passed: (
+            Callable[[Function, str], tuple[cst.BaseExpression, tuple[Function, ...]] | None] | None
+        ) = None
 
     def changed(self, var: str, chain: tuple[Function, ...]) -> cst.CSTNode | None:
         """The first statement that changes the container `var` names where `chain` reads it:
@@ -180,7 +188,10 @@ class Spelled:
                     return None
                 return self.node(values[0], fn.chain, hops + 1)
             if takes(fn, var):
-                return None
+                # `def test(config)` run as `test(config)` in `for config in [{...}]`: the one
+                # configuration its one call passes
+                passed = self.passed(fn, var) if self.passed is not None else None
+                return None if passed is None else self.node(passed[0], passed[1], hops + 1)
             if var in fn.loop_targets:
                 one = self.one_entry(var, fn.loop_targets[var], fn.chain)
                 return None if one is None else self.node(one, fn.chain, hops + 1)
@@ -266,7 +277,7 @@ class Spelled:
             if takes(fn, var):
                 return (
                     f"'{var}' is a parameter of {fn.name}(): the configuration comes from its "
-                    f"callers, and tunebot does not follow a subscript into them"
+                    f"callers, and no single call that runs passes one the file spells out"
                 )
             if var in fn.loop_targets:
                 return self.several(var, fn.loop_targets[var])

@@ -317,6 +317,8 @@ def _eval_call(node: cst.Call, env: Env) -> object:
     args = [a for a in node.args if a.keyword is None and not a.star]
     if len(args) != len(node.args):
         return None
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
+        return _dict_get(node.func.value, args, env)
     values = [_eval(a.value, env) for a in args]
     if any(not isinstance(v, int) for v in values):
         return None
@@ -346,3 +348,19 @@ def _eval_call(node: cst.Call, env: Env) -> object:
             inner = Env(env.resolver, (), env.depth + 1, dict(zip(fn.params, values, strict=True)))  # type: ignore[arg-type]
             return _eval(body[0].body[0].value, inner)
     return None
+
+
+def _dict_get(container: cst.BaseExpression, args: list[cst.Arg], env: Env) -> object:
+    """`cfg.get("block_N", 128)`: the entry of a dict the file spells out, else the default
+    (None without one, as Python gives)."""
+    if not 1 <= len(args) <= 2 or not isinstance(args[0].value, cst.SimpleString):
+        return None
+    from bot.strategies.containers import dict_items  # containers imports this module
+
+    items = dict_items(env.resolver.spelled.node(container, env.chain))
+    if items is None:
+        return None
+    key = args[0].value.evaluated_value
+    if key in items:
+        return _eval(items[key], env)
+    return _eval(args[1].value, env) if len(args) == 2 else None

@@ -1,0 +1,101 @@
+"""A configuration reaching the kernel through a parameter: `def test(config)` run once as
+`test(config)` over a list the file spells out. Its entries (`config["M"]`,
+`config.get("block_N", 128)`) size the kernel for the rules that check a move, as a
+configuration written in the same function does; two calls, or a list of several
+configurations, leave the sizes unknown (each call may run other ones)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from bot.config.schema import Knob
+from bot.strategies import knobs
+from bot.strategies.base import Refusal, Variant
+
+BS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip()
+
+
+ROWS = src("""
+    import tilelang
+    import tilelang.language as T
+
+    @tilelang.jit(target="npuir")
+    def rows(M, block_M=32):
+        @T.prim_func
+        def main(A: T.Tensor((M,), "float16")):
+            with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+                buf = T.alloc_ub((block_M,), "float16")
+                T.copy(A[cid * block_M], buf)
+
+        return main
+
+
+    def test(config):
+        M = config["M"]
+        return rows(M)
+
+""")
+
+
+def _move(text: str, value: int) -> Variant | Refusal:
+    return knobs.set_knob(text, Knob("block_M", "block_size", BS), value, "block_size")
+
+
+def test_a_configuration_passed_by_the_one_call_sizes_the_kernel():
+    text = (
+        ROWS + 'if __name__ == "__main__":\n    for config in [{"M": 128}]:\n        test(config)\n'
+    )
+    # M = 128 is read through test(config): 64 divides it (unknown, only divisors of 32 would)
+    assert isinstance(_move(text, 64), Variant)
+    r = _move(text, 256)
+    assert isinstance(r, Refusal) and "128" in r.reason, r
+
+
+def test_several_configurations_or_calls_leave_the_size_unknown():
+    several = ROWS + 'for config in [{"M": 128}, {"M": 96}]:\n    test(config)\n'
+    two_calls = ROWS + 'test({"M": 128})\ntest({"M": 96})\n'
+    for text in (several, two_calls):
+        r = _move(text, 64)
+        assert isinstance(r, Refusal) and "divisors of the current 32" in r.reason, r
+
+
+def test_a_call_passing_an_inline_dict_sizes_the_kernel():
+    text = ROWS + 'test({"M": 128})\n'
+    assert isinstance(_move(text, 64), Variant)
+
+
+L0 = src("""
+    import tilelang
+    import tilelang.language as T
+
+    @tilelang.jit(target="npuir")
+    def attn(M, block_M=128, block_N=128):
+        @T.prim_func
+        def main(A: T.Tensor((M, 128), "float16")):
+            with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+                a = T.alloc_L0A((2, block_M, block_N), "float16")
+                T.copy(A[cid * block_M, 0], a[0, :, :])
+
+        return main
+
+
+    def test(config, block_M=128):
+        block_N = config.get("block_N", 128)
+        return attn(4096, block_M=block_M, block_N=block_N)
+
+
+    for config in [{CONFIG}]:
+        test(config)
+""")
+
+
+def test_a_get_with_a_default_reads_the_entry_or_the_default():
+    # the default 128 runs: [2, 256, 128] half is 128 KiB, past the 64 KiB of L0A
+    r = _move(L0.replace("{CONFIG}", '{"H": 8}'), 256)
+    assert isinstance(r, Refusal) and "L0A" in r.reason and "65536" not in r.reason, r
+    # the configuration's own 32 runs: [2, 256, 32] is 32 KiB
+    assert isinstance(_move(L0.replace("{CONFIG}", '{"H": 8, "block_N": 32}'), 256), Variant)
