@@ -437,22 +437,27 @@ def use(
     nothing the knob sets and nothing readable is left out."""
     out: dict[str, tuple[int, list[str]]] = {}
     for b in group:
-        e = env(b.chain, value)
-        size, open_ = b.fit_bytes, False
-        for d in b.dims:
-            extent = _at_least(d, e)
-            if extent is None:
-                size = 0
-                break
-            open_ = open_ or extent[1]
-            size *= extent[0]
-        if size and open_ and size == b.fit_bytes:
-            size = 0  # nothing of its size is known
+        size, open_ = least_bytes(b, env(b.chain, value))
         if size:
             total, placed = out.get(b.memory, (0, []))
             shown = f"{b.name} (line {b.line}{', unknown sizes as 1' if open_ else ''})"
             out[b.memory] = (total + size, [*placed, shown])
     return out
+
+
+def least_bytes(b: Buffer, env: Env) -> tuple[int, bool]:
+    """(a lower bound of `b`'s bytes, whether any part of it is unknown); 0 when it cannot be
+    bounded or nothing of its size is known."""
+    size, open_ = b.fit_bytes, False
+    for d in b.dims:
+        extent = _at_least(d, env)
+        if extent is None:
+            return 0, False
+        open_ = open_ or extent[1]
+        size *= extent[0]
+    if open_ and size == b.fit_bytes:
+        return 0, True  # nothing of its size is known
+    return size, open_
 
 
 def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
@@ -469,6 +474,14 @@ def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
         if left is None or right is None:
             return None
         return left[0] * right[0], True
+    if isinstance(node, cst.IfExp):  # `TILE_M if not trans_a else TILE_K`, trans_a per call
+        test = evaluate(node.test, env)
+        if test is not None:
+            return _at_least(node.body if test else node.orelse, env)
+        arms = [_at_least(node.body, env), _at_least(node.orelse, env)]
+        if any(a is None for a in arms):
+            return None
+        return min(a[0] for a in arms if a is not None), True
     if isinstance(node, cst.Call) and dotted(node.func) in ("max", "T.max") and node.args:
         parts = [_at_least(a.value, env) for a in node.args if a.keyword is None]
         known = [p[0] for p in parts if p is not None]

@@ -7,8 +7,11 @@ dialect documents: 216 KB of UB (`shared`) and 512 KB of L1 (`shared.l1`)
 fp32 accumulator, 256 KB of L0C. `T.annotate_unlimit_memory(scope)` lifts the limit of one
 scope for the kernel that says so. A file is taken to be in this dialect when it imports
 `tilelang.ascend.language` or annotates buffer versions (`T.annotate_buffer_versions`),
-which only that scheduler reads; both read from the parsed code (a comment or a string that
-names the dialect is not an import).
+which only that scheduler reads, or when it compiles for target "ascend" or "pto" with
+launches that never pass `is_npu` (TileLang's own Ascend backend, tile-ai/tilelang
+examples/ascend, writes the same kernels with `tilelang.language`; tilelang-ascend's NPU
+launches say `is_npu=True` on every target); all read from the parsed code (a comment or a
+string that names the dialect is not an import).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ KB = 1024
 LIMITS: dict[str, int] = {"UB": 216 * KB, "L1": 512 * KB, "L0C": 256 * KB}
 SCOPES = {"shared": "UB", "shared.l1": "L1", "shared.l0c": "L0C"}  # unlimit scope -> memory
 DIALECT = "tilelang.ascend.language"
+SCHEDULED_TARGETS = ("ascend", "pto")
 
 
 def _module(source: str | cst.Module) -> cst.Module | None:
@@ -67,11 +71,15 @@ def auto_scheduled(module: cst.Module) -> bool:
     """True when the module imports `tilelang.ascend.language` (`import ... as T`, `from
     tilelang.ascend import language`, `from tilelang.ascend.language import ...`,
     `importlib.import_module("tilelang.ascend.language")`) or calls
-    `annotate_buffer_versions`: read from the code, never from a comment or a docstring that
-    merely names the dialect."""
+    `annotate_buffer_versions`, or compiles for "ascend" / "pto" (a literal `target=` of a
+    `compile` / `jit` call) with no launch passing `is_npu`: read from the code, never from a
+    comment or a docstring that merely names the dialect."""
     found = False
 
     class _V(cst.CSTVisitor):
+        npu_launch = False  # a `T.Kernel(..., is_npu=...)`: tilelang-ascend
+        scheduled_target = False  # compiled for "ascend" / "pto"
+
         def visit_Import(self, node: cst.Import) -> None:
             nonlocal found
             if any(_dotted_name(a.name) == DIALECT for a in node.names):
@@ -101,9 +109,26 @@ def auto_scheduled(module: cst.Module) -> bool:
                 for a in node.args
             )
             found = found or versions or imported
+            short = func.rsplit(".", 1)[-1]
+            if short == "Kernel" and any(
+                a.keyword is not None and a.keyword.value == "is_npu" for a in node.args
+            ):
+                self.npu_launch = True
+            if short in ("compile", "jit") and any(
+                a.keyword is not None
+                and a.keyword.value == "target"
+                and isinstance(a.value, cst.SimpleString)
+                and a.value.evaluated_value in SCHEDULED_TARGETS
+                for a in node.args
+            ):
+                self.scheduled_target = True
 
-    module.visit(_V())
-    return found
+    v = _V()
+    module.visit(v)
+    # TileLang's own Ascend backend (tile-ai/tilelang examples/ascend) writes the same
+    # auto-scheduled kernels with `tilelang.language`: compiled for "ascend"/"pto", launched
+    # without `is_npu` (tilelang-ascend's NPU launches, on those targets too, always say it)
+    return found or (v.scheduled_target and not v.npu_launch)
 
 
 def _dotted_name(node: cst.BaseExpression) -> str:

@@ -128,20 +128,17 @@ def _use(
         memory = PLACED.get(b.memory)
         if memory is None or memory in ann.unlimited:
             continue
-        size = b.fit_bytes
-        for d in b.dims:
-            extent = evaluate(d, env)
-            if type(extent) is not int or extent <= 0:
-                size = 0
-                break
-            size *= extent
+        # a lower bound: a dim chosen per call (`TILE_M if not trans_a else TILE_K`) counts as
+        # its smaller arm, an unknown factor as 1
+        size, open_ = capacity.least_bytes(b, env)
         fixed = ann.versions.get(b.name)
         count = evaluate(fixed, env) if fixed is not None else None
         if type(count) is not int:
             count = max(depth, 1) if b.name in written else 1
         if size:
             total, shown = use.get(memory, (0, []))
-            use[memory] = (total + size * count, [*shown, f"{b.name} x{count} (line {b.line})"])
+            what = f"{b.name} x{count} (line {b.line}{', at least' if open_ else ''})"
+            use[memory] = (total + size * count, [*shown, what])
     return use
 
 

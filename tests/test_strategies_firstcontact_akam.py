@@ -1,0 +1,105 @@
+"""Classes of failure the first contacts with heldout_ak, heldout_al and heldout_am found
+(tests/data/upstream_kernels/README.md), each on a kernel written here:
+
+- TileLang's own Ascend backend (tile-ai/tilelang examples/ascend) writes auto-scheduled
+  kernels with `tilelang.language`, compiled for "ascend" / "pto" and launched without
+  `is_npu`: the scheduler's per-stage versions and limits apply to them too
+  (dialect.auto_scheduled), while tilelang-ascend files on the same targets, whose launches
+  pass `is_npu=True`, keep their own model;
+- a buffer whose dims are chosen per call (`TILE_M if not trans_a else TILE_K` with trans_a
+  looped over both values) counts with its smaller arm, so a deeper pipeline whose versions
+  overflow L1 for every layout is refused (capacity.least_bytes)."""
+
+from __future__ import annotations
+
+from bot.strategies.base import Refusal, Variant
+from bot.strategies.pipeline import set_depth
+
+MAINLINE = """
+import tilelang
+import tilelang.language as T
+
+
+def add(N):
+    TILE = 8192
+    TILES = N // (TILE * 64)
+
+    @T.prim_func
+    def main(A: T.Buffer((N,), "float32"), C: T.Buffer((N,), "float32")):
+        with T.Kernel(64{NPU}) as bx:
+            w = T.alloc_shared((TILE,), "float32")
+            a = T.alloc_shared((TILE,), "float32")
+            c = T.alloc_shared((TILE,), "float32")
+            T.copy(A[0:TILE], w)
+            for i in T.Pipelined(TILES, num_stages=2):
+                T.copy(A[i * TILE : (i + 1) * TILE], a)
+                for j in T.Parallel(TILE):
+                    c[j] = a[j] + w[j]
+                T.copy(c, C[i * TILE : (i + 1) * TILE])
+
+    return main
+
+
+kernel = tilelang.compile(add(2**30), target="{TARGET}")
+"""
+
+
+def test_tilelangs_own_ascend_target_keeps_versions_per_stage():
+    r = set_depth(MAINLINE.replace("{NPU}", "").replace("{TARGET}", "pto"), 3)
+    assert isinstance(r, Refusal), r
+    assert "a x3" in r.reason and "c x3" in r.reason and "216 KB" in r.reason
+    ascend = MAINLINE.replace("{NPU}", "").replace("{TARGET}", "ascend")
+    assert isinstance(set_depth(ascend, 3), Refusal)
+
+
+def test_tilelang_ascend_launches_and_other_targets_keep_their_model():
+    npu = MAINLINE.replace("{NPU}", ", is_npu=True").replace("{TARGET}", "pto")
+    assert isinstance(set_depth(npu, 3), Variant)
+    npuir = MAINLINE.replace("{NPU}", "").replace("{TARGET}", "npuir")
+    assert isinstance(set_depth(npuir, 3), Variant)
+
+
+LAYOUTS = """
+import tilelang
+import tilelang.language as T
+
+
+def gemm(M, N, K, trans_a=False):
+    TILE_M = 256
+    TILE_K = 256
+    TILE_N = 256
+    STAGES = 2
+    a_rows = TILE_M if not trans_a else TILE_K
+    a_cols = TILE_K if not trans_a else TILE_M
+
+    @T.prim_func
+    def main(A: T.Buffer((M, K), "bfloat16"), B: T.Buffer((N, K), "bfloat16"), C: T.Buffer((M, N), "float32")):
+        with T.Kernel(32) as bx:
+            a_l1 = T.alloc_l1((a_rows, a_cols), "bfloat16")
+            b_l1 = T.alloc_l1((TILE_N, TILE_K), "bfloat16")
+            acc = T.alloc_l0c((TILE_M, TILE_N), "float32")
+            T.annotate_buffer_versions({a_l1: STAGES, b_l1: STAGES})
+            for k in T.Pipelined(K // TILE_K, num_stages=STAGES):
+                T.copy(A[0:TILE_M, k * TILE_K : (k + 1) * TILE_K], a_l1)
+                T.copy(B[0:TILE_N, k * TILE_K : (k + 1) * TILE_K], b_l1)
+                T.gemm(a_l1, b_l1, acc, transpose_B=True)
+
+    return main
+
+
+for ta in (False, True):
+    kernel = tilelang.compile(gemm(2048, 2048, 2048, trans_a=ta), target="ascend")
+"""
+
+
+def test_a_dim_chosen_per_call_counts_with_its_smaller_arm():
+    r = set_depth(LAYOUTS, 3)
+    assert isinstance(r, Refusal), r
+    # (256 x 256 bf16) x 3 versions each: 786432 bytes, past the scheduler's 512 KB of L1
+    assert "a_l1 x3" in r.reason and "at least" in r.reason and "786432" in r.reason, r
+    # an arm small enough to fit: a_l1 at least 64 x 64, 24576 + 393216 bytes in 3 versions
+    small = LAYOUTS.replace("a_cols = TILE_K if not trans_a else TILE_M", "a_cols = 64")
+    small = small.replace(
+        "a_rows = TILE_M if not trans_a else TILE_K", "a_rows = TILE_M if not trans_a else 64"
+    )
+    assert isinstance(set_depth(small, 3), Variant)
