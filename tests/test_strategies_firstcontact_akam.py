@@ -103,3 +103,43 @@ def test_a_dim_chosen_per_call_counts_with_its_smaller_arm():
         "a_rows = TILE_M if not trans_a else TILE_K", "a_rows = TILE_M if not trans_a else 64"
     )
     assert isinstance(set_depth(small, 3), Variant)
+
+
+TILE_NAMED = """
+import tilelang
+import tilelang.language as T
+
+
+def lse(M, N, tile_n, block_m=8):
+    @tilelang.jit(target="npuir")
+    def build():
+        @T.prim_func
+        def main(X: T.Tensor((M, N), "float32")):
+            with T.Kernel(T.ceildiv(M, block_m), is_npu=True) as (cid, _):
+                x = T.alloc_ub((block_m, tile_n), "float32")
+                for t in T.serial(T.ceildiv(N, tile_n)):
+                    T.copy(X[cid * block_m, t * tile_n], x)
+
+        return main
+
+    return build()
+
+
+for M, N, tile_n in [(64, 4096, 1024), (64, 8192, 2048)]:
+    lse(M, N, tile_n)
+"""
+
+
+def test_a_tile_named_size_the_kernel_reads_is_listed_with_how_to_tune_it():
+    from bot.strategies import inventory
+
+    dropped = {d.name: d.reason for d in inventory.inventory(TILE_NAMED).dropped}
+    assert "named as a tile size" in dropped["tile_n"], dropped
+    assert "declare it in tune.yaml" in dropped["tile_n"]
+    # a name read nowhere in a kernel is not listed
+    unread = (
+        TILE_NAMED.replace("(block_m, tile_n)", "(block_m, 1024)")
+        .replace("T.ceildiv(N, tile_n)", "T.ceildiv(N, 1024)")
+        .replace("t * tile_n", "t * 1024")
+    )
+    assert "tile_n" not in {d.name for d in inventory.inventory(unread).dropped}

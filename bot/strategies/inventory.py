@@ -55,6 +55,8 @@ from bot.strategies.source import ParseFailure, dotted, int_value
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 # `K_L1`, `N_L0B`: the extent of a tile staged in one memory level
 STAGE_TILE = re.compile(r"^[A-Za-z]+_L(1|0[ABC]?)$")
+# `tile_n`, `TILE_M`, `tile_size`: a tile's size under the other common word
+TILE_NAME = re.compile(r"^(tile|TILE)_?([A-Za-z]|size|SIZE)$")
 # a pipeline depth (`num_stages`): listed when a factory takes it and its kernel never reads it
 STAGES = re.compile(r"^(num_)?stages$", re.IGNORECASE)
 HOST_LOCAL = "a host local "  # how a block-named host local no factory is given is listed
@@ -738,7 +740,8 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
     32`, `KV_BLOCK = 64`) that a kernel reads: a group of a format or a tile, which the name
     alone does not tell. Discovery tunes only names that start with block, so they are listed
     with why, and the dry run says how to tune one that is a tile. Stage tiles the kernel
-    reads (`K_L1`, a parameter or a literal) are listed the same way."""
+    reads (`K_L1`, a parameter or a literal) and tile-named sizes (`tile_n`, `TILE_M`) are
+    listed the same way."""
     listed = known | {d.name for d in dropped}
     for factory in f.factories:
         live = _live_names(factory, f)
@@ -758,6 +761,18 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
             ]
         for name, where in found:
             if name in listed or name not in live or BLOCK_NAME.match(name):
+                continue
+            if TILE_NAME.match(name):
+                _drop(
+                    listed,
+                    dropped,
+                    name,
+                    (
+                        f"'{name}' {where} is named as a tile size, but discovery tunes names "
+                        f"that start with block, so it is not tuned; declare it in tune.yaml "
+                        f"`knobs:` to tune it"
+                    ),
+                )
                 continue
             if STAGE_TILE.match(name):
                 _drop(
