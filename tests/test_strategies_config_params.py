@@ -99,3 +99,66 @@ def test_a_get_with_a_default_reads_the_entry_or_the_default():
     assert isinstance(r, Refusal) and "L0A" in r.reason and "65536" not in r.reason, r
     # the configuration's own 32 runs: [2, 256, 32] is 32 KiB
     assert isinstance(_move(L0.replace("{CONFIG}", '{"H": 8, "block_N": 32}'), 256), Variant)
+
+
+def test_a_call_a_test_runner_makes_counts_beside_the_main_one():
+    # pytest runs test_small with M = 96: the configuration is not the main call's alone
+    text = ROWS + src("""
+        def test_small():
+            test({"M": 96})
+
+
+        if __name__ == "__main__":
+            test({"M": 128})
+    """)
+    r = _move(text, 64)
+    assert isinstance(r, Refusal) and "divisors of the current 32" in r.reason, r
+
+
+def test_a_configuration_is_read_in_the_scope_that_writes_it():
+    # {"M": M} is main's M (128), not the module's 96 the callee would see
+    text = ROWS + src("""
+        M = 96
+
+
+        def main():
+            M = 128
+            test({"M": M})
+
+
+        main()
+    """)
+    assert isinstance(_move(text, 64), Variant)
+    r = _move(text, 256)
+    assert isinstance(r, Refusal) and "128" in r.reason, r
+    # a loop target of the caller hides the module's M: the sizes are the loop's
+    looped = text.replace("    M = 128\n    test(", "    for M in [96, 200]:\n        test(")
+    r = _move(looped, 64)
+    assert isinstance(r, Refusal) and "128" not in r.reason, r
+
+
+def test_a_knob_passed_in_the_callers_dict_is_the_callers_literal():
+    call = '    M = config["M"]\n    return rows(M)'
+    assert call in ROWS
+    text = ROWS.replace(call, '    return rows(config["M"], config["block_M"])')
+    text += src("""
+        def main():
+            block_M = 64
+            test({"M": 128, "block_M": block_M})
+
+
+        main()
+    """)
+    site = knobs.locate(text, "block_M")
+    assert not isinstance(site, str) and site.kind == "local" and site.value == 64, site
+
+
+def test_a_function_passing_its_own_configuration_on_to_itself_is_not_followed():
+    text = ROWS + src("""
+        def again(extra):
+            again(**extra)
+            return rows(extra["M"])
+    """)
+    # no crash, and no size read from the cycle
+    r = _move(text, 64)
+    assert isinstance(r, Refusal) and "divisors of the current 32" in r.reason, r

@@ -69,6 +69,7 @@ class Resolver:
         self.harness = harness  # the functions a harness calls by name (callsites.reached)
         self.spelled = Spelled(f)
         self.spelled.passed = self._passed
+        self._following: set[tuple[int, str]] = set()  # parameters being followed (_passed)
         self.wrappers = wrappers.Wrappers(f, self.spelled)
         # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
         # set by a check while it evaluates, never used to find a knob's literal
@@ -126,8 +127,8 @@ class Resolver:
         """`M, N, block_M = cfg` with cfg a tuple the file spells out (one assignment, or the one
         entry of a configuration list): the part of it `name` takes."""
         target, value = unpack
-        spelled = self.spelled.node(value, chain)
-        part = element(target, spelled, name) if spelled is not None else None
+        spelled = self.spelled.scoped(value, chain)
+        part = element(target, spelled[0], name) if spelled is not None else None
         if part is None:
             size = tensorshapes.unpacked_dim(target, value, name, Env(self, chain, depth + 1))
             if size is not None:  # `M, K = a.shape` with a tensor the file builds
@@ -140,7 +141,8 @@ class Resolver:
                 )
             return self.expr(value, chain, depth + 1, name, kind)  # says why it is no literal
         where = self.spelled.where(value, chain)
-        r = self.expr(part, chain, depth + 1, name, where or kind)
+        scope = spelled[1] if spelled is not None else chain  # where the tuple is written
+        r = self.expr(part, scope, depth + 1, name, where or kind)
         return Resolution(r.site, r.value, (f"{name} unpacked from {code_of(value)}", *r.path))
 
     def _loop(self, name: str, loop: Loop, chain: tuple[Function, ...], depth: int) -> Resolution:
@@ -187,8 +189,8 @@ class Resolver:
             found = self.spelled.item(node, chain)
             if isinstance(found, str):
                 return _unresolved(f"'{name}' is read from {found}")
-            part, kind = found
-            r = self.expr(part, chain, depth + 1, name, kind)
+            part, kind, scope = found
+            r = self.expr(part, scope, depth + 1, name, kind)
             return Resolution(r.site, r.value, (f"{name} = {code_of(node)}", *r.path), r.problem)
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             sites = self.f.argparse.get(node.attr.value)
@@ -330,19 +332,23 @@ class Resolver:
     def _passed(
         self, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, tuple[Function, ...]] | None:
-        """The node the one call of `fn` that runs passes for parameter `name`, with that
-        call's scope; None when there is no such call, several, or one that passes it through
-        `*`/`**` or leaves it at its default (the configuration then differs by call)."""
-        if name in star_names(fn):
-            return None
+        """The node the one call of `fn` passes for parameter `name`, with that call's scope;
+        None when there is no call, several (a `def test_*` a test runner calls counts, on the
+        run path or not), one that passes it through `*`/`**` or leaves it at its default (the
+        configuration then differs by call), or one that passes it on to itself."""
+        key = (id(fn.node), name)
+        if name in star_names(fn) or key in self._following:
+            return None  # a call that passes the parameter on to itself: no one configuration
+        # every call counts, on the run path or not (a test runner runs `def test_*`)
         calls = self._calls_to(fn)
-        runs = callsites.reached(self.f, self.harness)
-        if runs is not None and any(id(c.node) in runs for c, _ in calls):
-            calls = [(c, a) for c, a in calls if id(c.node) in runs]
         if len(calls) != 1:
             return None
         call, args = calls[0]
-        bound = self._bound_in(args, call, fn, name)
+        self._following.add(key)
+        try:
+            bound = self._bound_in(args, call, fn, name)
+        finally:
+            self._following.discard(key)
         if bound is None or bound[1] not in ("positional", "keyword"):
             return None
         return bound[0], call.scope
@@ -463,7 +469,8 @@ class Resolver:
         self, node: cst.BaseExpression, chain: tuple[Function, ...], name: str, depth: int
     ) -> Resolution:
         """`f(**cfg)` with cfg a dict the file spells out that has key `name`."""
-        items = dict_items(self.spelled.node(node, chain))
-        assert items is not None and name in items
-        r = self.expr(items[name], chain, depth, name, "dict")
+        found = self.spelled.scoped(node, chain)
+        items = dict_items(found[0]) if found is not None else None
+        assert found is not None and items is not None and name in items
+        r = self.expr(items[name], found[1], depth, name, "dict")
         return Resolution(r.site, r.value, (f"**{code_of(node)}", *r.path), r.problem)

@@ -171,13 +171,21 @@ class Spelled:
         the nearest scope that assigns it, or the element of a one-entry list a loop walks into
         it, followed through further names and subscripts; None when the file does not spell
         it out as one node, or changes it after writing it."""
+        found = self.scoped(node, chain, hops)
+        return None if found is None else found[0]
+
+    def scoped(
+        self, node: cst.BaseExpression, chain: tuple[Function, ...], hops: int = 0
+    ) -> tuple[cst.BaseExpression, tuple[Function, ...]] | None:
+        """`node(...)` and the scope it is written in: the names inside it (`{"M": M}` passed
+        by a caller) are that scope's, not the reader's."""
         if hops > MAX_HOPS:
             return None
         if isinstance(node, cst.Subscript):
             found = self.item(node, chain, hops)
-            return None if isinstance(found, str) else self.node(found[0], chain, hops + 1)
+            return None if isinstance(found, str) else self.scoped(found[0], found[2], hops + 1)
         if not isinstance(node, cst.Name):
-            return node
+            return node, chain
         var = node.value
         if self.changed(var, chain) is not None:
             return None
@@ -186,24 +194,24 @@ class Spelled:
                 values = fn.assigns[var]
                 if len(values) != 1 or var in fn.unpacked:
                     return None
-                return self.node(values[0], fn.chain, hops + 1)
+                return self.scoped(values[0], fn.chain, hops + 1)
             if takes(fn, var):
                 # `def test(config)` run as `test(config)` in `for config in [{...}]`: the one
-                # configuration its one call passes
+                # configuration its one call passes, in the caller's scope
                 passed = self.passed(fn, var) if self.passed is not None else None
-                return None if passed is None else self.node(passed[0], passed[1], hops + 1)
+                return None if passed is None else self.scoped(passed[0], passed[1], hops + 1)
             if var in fn.loop_targets:
                 one = self.one_entry(var, fn.loop_targets[var], fn.chain)
-                return None if one is None else self.node(one, fn.chain, hops + 1)
+                return None if one is None else self.scoped(one, fn.chain, hops + 1)
         module_values = self.f.module_assigns.get(var)
         if module_values:
             values = module_values
             if len(values) != 1 or var in self.f.module_unpacked:
                 return None
-            return self.node(values[0], (), hops + 1)
+            return self.scoped(values[0], (), hops + 1)
         if var in self.f.module_loops:
             one = self.one_entry(var, self.f.module_loops[var], ())
-            return None if one is None else self.node(one, (), hops + 1)
+            return None if one is None else self.scoped(one, (), hops + 1)
         return None
 
     def where(self, node: cst.BaseExpression, chain: tuple[Function, ...]) -> str | None:
@@ -223,9 +231,10 @@ class Spelled:
 
     def item(
         self, sub: cst.Subscript, chain: tuple[Function, ...], hops: int = 0
-    ) -> tuple[cst.BaseExpression, str] | str:
-        """The written node `cfg["block_M"]` / `cfg[1]` reads and its site kind (`dict` for a
-        key, else where the container is written), or the sentence saying why there is none."""
+    ) -> tuple[cst.BaseExpression, str, tuple[Function, ...]] | str:
+        """The written node `cfg["block_M"]` / `cfg[1]` reads, its site kind (`dict` for a key,
+        else where the container is written) and the scope the container is written in, or the
+        sentence saying why there is none."""
         at = f"`{code_of(sub)}` at line {self.f.line(sub)}"
         key: object = None
         if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):
@@ -233,16 +242,17 @@ class Spelled:
             key = index.evaluated_value if isinstance(index, cst.SimpleString) else literal(index)
         if not isinstance(key, (str, int)) or isinstance(key, bool):
             return f"{at}: the entry is chosen by a value that is not a literal"
-        container = self.node(sub.value, chain, hops + 1)
-        if container is None:
+        found = self.scoped(sub.value, chain, hops + 1)
+        if found is None:
             return f"{at}: {self._unspelled(sub.value, chain)}"
+        container, scope = found
         if isinstance(key, str):
             items = dict_items(container)
             if items is None:
                 return f"{at}: `{code_of(container)}` is not a dict the file spells out"
             if key not in items:
                 return f"{at}: the dict written at line {self.f.line(container)} has no key {key!r}"
-            return items[key], "dict"
+            return items[key], "dict", scope
         if not isinstance(container, (cst.Tuple, cst.List)) or any(
             isinstance(e, cst.StarredElement) for e in container.elements
         ):
@@ -250,7 +260,7 @@ class Spelled:
         if not -len(container.elements) <= key < len(container.elements):
             return f"{at}: the tuple written at line {self.f.line(container)} has no entry {key}"
         kind = self.where(sub.value, chain) or "entry"
-        return container.elements[key].value, kind
+        return container.elements[key].value, kind, scope
 
     def _unspelled(self, node: cst.BaseExpression, chain: tuple[Function, ...]) -> str:
         """Why `node` (the container a subscript reads) is not one spelled-out node."""
@@ -277,7 +287,8 @@ class Spelled:
             if takes(fn, var):
                 return (
                     f"'{var}' is a parameter of {fn.name}(): the configuration comes from its "
-                    f"callers, and no single call that runs passes one the file spells out"
+                    f"callers, and its calls do not pass one configuration the file spells out and "
+                    f"leaves unchanged"
                 )
             if var in fn.loop_targets:
                 return self.several(var, fn.loop_targets[var])

@@ -93,6 +93,8 @@ class Env:
                 )
             if takes(fn, name):
                 return self.resolver.param(fn, name, deeper).value
+            if name in fn.loop_targets:  # `for M in [96, 200]:` hides a module M here
+                return self.resolver.name(name, fn.chain, deeper).value
         module_values = self.resolver.f.module_assigns.get(name)
         augs = rebinding.augments(self.resolver.f, None, name) if module_values else None
         if module_values and augs is not None and len(module_values) > len(augs):
@@ -194,7 +196,12 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
         if size is not None:
             return size
         found = env.resolver.spelled.item(node, env.chain)
-        return None if isinstance(found, str) else _eval(found[0], env)
+        if isinstance(found, str):
+            return None
+        # the entry's names are those of the scope that writes the container
+        return _eval(
+            found[0], Env(env.resolver, found[2], env.depth + 1, env.overrides, env.tensors)
+        )
     if isinstance(node, cst.UnaryOperation):
         v = _eval(node.expression, env)
         if v is None:
@@ -357,10 +364,13 @@ def _dict_get(container: cst.BaseExpression, args: list[cst.Arg], env: Env) -> o
         return None
     from bot.strategies.containers import dict_items  # containers imports this module
 
-    items = dict_items(env.resolver.spelled.node(container, env.chain))
-    if items is None:
+    found = env.resolver.spelled.scoped(container, env.chain)
+    items = dict_items(found[0]) if found is not None else None
+    if found is None or items is None:
         return None
     key = args[0].value.evaluated_value
-    if key in items:
-        return _eval(items[key], env)
+    if key in items:  # the entry's names are those of the scope that writes the dict
+        return _eval(
+            items[key], Env(env.resolver, found[1], env.depth + 1, env.overrides, env.tensors)
+        )
     return _eval(args[1].value, env) if len(args) == 2 else None
