@@ -143,3 +143,42 @@ def test_a_tile_named_size_the_kernel_reads_is_listed_with_how_to_tune_it():
         .replace("t * tile_n", "t * 1024")
     )
     assert "tile_n" not in {d.name for d in inventory.inventory(unread).dropped}
+
+
+LAUNCH_2D = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def add(M, N, block_M=64, block_N=64):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), is_npu=True) as (bx, by):
+            a = T.alloc_ub((block_M, block_N), "float16")
+            T.copy(A[{ROW} * block_M, {COL} * block_N], a)
+            T.copy(a, B[{ROW} * block_M, {COL} * block_N])
+
+    return main
+
+
+kernel = add(1024, 1024)
+"""
+
+
+def test_a_two_dimensional_launch_that_swaps_its_axes_pins_both_blocks():
+    from bot.config.schema import Knob
+    from bot.strategies import knobs
+
+    def move(src: str, name: str, value: int) -> Variant | Refusal:
+        return knobs.set_knob(src, Knob(name, "block_size", (16, 32, 64, 128)), value)
+
+    # bx runs over N's tiles but places rows: right only while block_M == block_N
+    swapped = LAUNCH_2D.replace("{ROW}", "bx").replace("{COL}", "by")
+    for name in ("block_M", "block_N"):
+        r = move(swapped, name, 32)
+        assert isinstance(r, Refusal) and "swaps its axes" in r.reason, r
+        assert "`bx` times block_M" in r.reason
+    usual = LAUNCH_2D.replace("{ROW}", "by").replace("{COL}", "bx")
+    assert isinstance(move(usual, "block_M", 32), Variant)
+    assert isinstance(move(usual, "block_N", 32), Variant)

@@ -20,7 +20,9 @@ tile count times block_N == N. (The usual layouts place a remainder along the ax
 it counts and a quotient along the other; an axis sized from the counted extent, `D + 1`, is
 that extent's own.) The file holds both at its own values; a move of either block alone breaks
 one of them, so it is refused, with the copy and the split. Moves of a knob that is both blocks
-are left alone.
+are left alone. A block index of a launch with two or more grid extents runs over the tiles its
+extent counts (`T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)) as (bx, by)`: bx over
+N's), and is read like a remainder split.
 """
 
 from __future__ import annotations
@@ -97,6 +99,29 @@ def _count(node: cst.BaseExpression) -> tuple[str, str] | None:
     return None
 
 
+def _launch_axes(kernel: cst.CSTNode) -> dict[str, cst.BaseExpression]:
+    """name -> grid extent of each block index a launch of two or more grid extents binds
+    (`with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M)) as (bx, by)`: bx runs over
+    N's tiles). A one-extent launch's second name is the vector core, not a grid axis."""
+    axes: dict[str, cst.BaseExpression] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_WithItem(self, node: cst.WithItem) -> None:
+            call = node.item
+            if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
+                return
+            grid = [a.value for a in call.args if a.keyword is None and not a.star]
+            names = node.asname.name if node.asname is not None else None
+            if len(grid) < 2 or not isinstance(names, cst.Tuple):
+                return
+            for extent, target in zip(grid, names.elements, strict=False):
+                if isinstance(target.value, cst.Name):
+                    axes[target.value.value] = extent
+
+    kernel.visit(V())
+    return axes
+
+
 @dataclass(frozen=True)
 class _Split:
     split: str  # `cid % T.ceildiv(N, block_N)`, as written
@@ -112,6 +137,7 @@ def _splits(
     """Splits of a core index by a tile count, scaled by a block, that `offset` reaches through
     the kernel's and its factory's single assignments."""
     found: list[_Split] = []
+    axes = _launch_axes(chain[-1].node) if chain else {}
 
     class V(cst.CSTVisitor):
         def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -130,6 +156,12 @@ def _splits(
                 if not (isinstance(scale, cst.Name) and _BLOCK.match(scale.value)):
                     continue
                 split = _follow(side, chain)
+                if isinstance(split, cst.Name) and split.value in axes:
+                    # a grid axis of a 2-D launch: it runs over the tiles its extent counts
+                    counted = _count(_follow(axes[split.value], chain))
+                    if counted is not None:
+                        found.append(_Split(split.value, True, counted[0], counted[1], scale.value))
+                    continue
                 if not isinstance(split, cst.BinaryOperation) or not isinstance(
                     split.operator, (cst.Modulo, cst.FloorDivide)
                 ):
@@ -275,8 +307,8 @@ class CrossedCheck:
             if c.counted and value != current and len(moved) == 1:  # both: they move together
                 return (
                     f"{self.name}={value}: the copy at line {c.line} places axis {c.axis} of "
-                    f"`{c.tensor}` at `{c.counted}` times {c.extent}, a split of the core index "
-                    f"by the tile count of another axis: the kernel swaps its axes, which covers "
+                    f"`{c.tensor}` at `{c.counted}` times {c.extent}, an index that runs over the "
+                    f"tile count of another axis: the kernel swaps its axes, which covers "
                     f"the tensor only while {c.step} and {c.extent} keep the file's ratio, so a "
                     f"move of one of them alone leaves tiles unwritten or written twice"
                 )
