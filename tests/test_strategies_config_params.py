@@ -162,3 +162,22 @@ def test_a_function_passing_its_own_configuration_on_to_itself_is_not_followed()
     # no crash, and no size read from the cycle
     r = _move(text, 64)
     assert isinstance(r, Refusal) and "divisors of the current 32" in r.reason, r
+
+
+def test_one_written_configuration_passed_by_several_calls_is_followed():
+    text = ROWS + src("""
+        CFG = {"M": 128}
+
+
+        def test_it():
+            test(CFG)
+
+
+        if __name__ == "__main__":
+            test(CFG)
+    """)
+    assert isinstance(_move(text, 64), Variant)
+    assert "\n    test(CFG)\n" in text
+    two = text.replace("\n    test(CFG)\n", '\n    test({"M": 96})\n', 1)
+    r = _move(two, 64)
+    assert isinstance(r, Refusal), r

@@ -182,3 +182,49 @@ def test_a_two_dimensional_launch_that_swaps_its_axes_pins_both_blocks():
     usual = LAUNCH_2D.replace("{ROW}", "by").replace("{COL}", "bx")
     assert isinstance(move(usual, "block_M", 32), Variant)
     assert isinstance(move(usual, "block_N", 32), Variant)
+
+
+def test_one_square_block_of_a_swapped_launch_moves_both_together():
+    from bot.config.schema import Knob
+    from bot.strategies import knobs
+
+    square = (
+        LAUNCH_2D.replace("block_M=64, block_N=64", "block=64")
+        .replace("block_M", "block")
+        .replace("block_N", "block")
+        .replace("{ROW}", "bx")
+        .replace("{COL}", "by")
+    )
+    assert isinstance(knobs.set_knob(square, Knob("block", "block_size", (32, 64)), 32), Variant)
+
+
+def test_a_tile_named_knob_tune_yaml_declares_is_still_tuned_with_its_rules():
+    from bot.config.schema import Knob
+    from bot.strategies import knobs
+
+    declared = MAINLINE.replace("{NPU}", "").replace("{TARGET}", "pto").replace("TILE", "TILE_N")
+    from bot.strategies import inventory
+
+    listed = {d.name for d in inventory.inventory(declared).dropped}
+    assert "TILE_N" in listed  # listed as not tuned by discovery ...
+    knob = Knob("TILE_N", "block_size", (4096, 8192, 16384, 2**30))  # ... yet tunable when declared
+    assert isinstance(knobs.set_knob(declared, knob, 4096), Variant)
+    r = knobs.set_knob(declared, knob, 2**30)  # the kernel's own rules still apply
+    assert isinstance(r, Refusal), r
+
+
+def test_a_target_named_through_a_default_or_an_option_is_read():
+    src = MAINLINE.replace("{NPU}", "")
+    by_default = src.replace(
+        'kernel = tilelang.compile(add(2**30), target="{TARGET}")',
+        'def build(target="ascend"):\n    return tilelang.compile(add(2**30), target=target)\n',
+    )
+    by_option = src.replace(
+        'kernel = tilelang.compile(add(2**30), target="{TARGET}")',
+        "import argparse\np = argparse.ArgumentParser()\n"
+        'p.add_argument("--target", default="pto")\n'
+        "kernel = tilelang.compile(add(2**30), target=p.parse_args().target)\n",
+    )
+    for text in (by_default, by_option):
+        r = set_depth(text, 3)
+        assert isinstance(r, Refusal) and "216 KB" in r.reason, r

@@ -333,25 +333,33 @@ class Resolver:
         self, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, tuple[Function, ...]] | None:
         """The node the one call of `fn` passes for parameter `name`, with that call's scope;
-        None when there is no call, several (a `def test_*` a test runner calls counts, on the
-        run path or not), one that passes it through `*`/`**` or leaves it at its default (the
-        configuration then differs by call), or one that passes it on to itself."""
+        None when there is no call, several that pass different configurations (a `def test_*`
+        a test runner calls counts, on the run path or not; the one configuration the file
+        writes, passed by several calls, is one), one that passes it through `*`/`**` or leaves
+        it at its default (the configuration then differs by call), or one that passes it on
+        to itself."""
         key = (id(fn.node), name)
         if name in star_names(fn) or key in self._following:
             return None  # a call that passes the parameter on to itself: no one configuration
         # every call counts, on the run path or not (a test runner runs `def test_*`)
         calls = self._calls_to(fn)
-        if len(calls) != 1:
+        if not calls:
             return None
-        call, args = calls[0]
+        passed: list[tuple[cst.BaseExpression, tuple[Function, ...]]] = []
         self._following.add(key)
         try:
-            bound = self._bound_in(args, call, fn, name)
+            for call, args in calls:
+                bound = self._bound_in(args, call, fn, name)
+                if bound is None or bound[1] not in ("positional", "keyword"):
+                    return None
+                passed.append((bound[0], call.scope))
+            if len(passed) == 1:
+                return passed[0]
+            # several calls passing the one written configuration (`CFG` twice) are one
+            written = {id(w[0]) if w else None for w in (self.spelled.scoped(*p) for p in passed)}
         finally:
             self._following.discard(key)
-        if bound is None or bound[1] not in ("positional", "keyword"):
-            return None
-        return bound[0], call.scope
+        return passed[0] if len(written) == 1 and None not in written else None
 
     def _calls_to(self, fn: Function) -> list[tuple[Call, list[cst.Arg]]]:
         """Each call of the file that reaches `fn` (by name, or through a partial or an alias),

@@ -304,7 +304,8 @@ class CrossedCheck:
             return None
         for c in self.crossings:
             moved = {c.step, c.extent} & self.aliases
-            if c.counted and value != current and len(moved) == 1:  # both: they move together
+            # one knob that is both blocks (or one name for both) moves them together
+            if c.counted and value != current and c.step != c.extent and len(moved) == 1:
                 return (
                     f"{self.name}={value}: the copy at line {c.line} places axis {c.axis} of "
                     f"`{c.tensor}` at `{c.counted}` times {c.extent}, an index that runs over the "

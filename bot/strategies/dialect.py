@@ -72,8 +72,10 @@ def auto_scheduled(module: cst.Module) -> bool:
     tilelang.ascend import language`, `from tilelang.ascend.language import ...`,
     `importlib.import_module("tilelang.ascend.language")`) or calls
     `annotate_buffer_versions`, or compiles for "ascend" / "pto" (a literal `target=` of a
-    `compile` / `jit` call) with no launch passing `is_npu`: read from the code, never from a
-    comment or a docstring that merely names the dialect."""
+    `compile` / `jit` / `lower` call, a `target="ascend"` parameter default, `target = "pto"`
+    or `TARGET = "pto"` assigned, an argparse `--target` defaulting to one) with no launch
+    passing `is_npu`: read from the code, never from a comment or a docstring that merely
+    names the dialect."""
     found = False
 
     class _V(cst.CSTVisitor):
@@ -114,12 +116,34 @@ def auto_scheduled(module: cst.Module) -> bool:
                 a.keyword is not None and a.keyword.value == "is_npu" for a in node.args
             ):
                 self.npu_launch = True
-            if short in ("compile", "jit") and any(
-                a.keyword is not None
-                and a.keyword.value == "target"
-                and isinstance(a.value, cst.SimpleString)
-                and a.value.evaluated_value in SCHEDULED_TARGETS
+            if short in ("compile", "jit", "lower") and any(
+                a.keyword is not None and a.keyword.value == "target" and _scheduled(a.value)
                 for a in node.args
+            ):
+                self.scheduled_target = True
+            # `parser.add_argument("--target", default="ascend")`
+            args = [a.value for a in node.args if a.keyword is None]
+            if (
+                short == "add_argument"
+                and args
+                and isinstance(args[0], cst.SimpleString)
+                and str(args[0].evaluated_value).lstrip("-").lower() == "target"
+                and any(
+                    a.keyword is not None and a.keyword.value == "default" and _scheduled(a.value)
+                    for a in node.args
+                )
+            ):
+                self.scheduled_target = True
+
+        def visit_Param(self, node: cst.Param) -> None:
+            # `def run(..., target="ascend")`: the target the file compiles with by default
+            if node.name.value.lower() == "target" and _scheduled(node.default):
+                self.scheduled_target = True
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if _scheduled(node.value) and any(
+                isinstance(t.target, cst.Name) and t.target.value.lower() == "target"
+                for t in node.targets
             ):
                 self.scheduled_target = True
 
@@ -129,6 +153,11 @@ def auto_scheduled(module: cst.Module) -> bool:
     # auto-scheduled kernels with `tilelang.language`: compiled for "ascend"/"pto", launched
     # without `is_npu` (tilelang-ascend's NPU launches, on those targets too, always say it)
     return found or (v.scheduled_target and not v.npu_launch)
+
+
+def _scheduled(node: cst.BaseExpression | None) -> bool:
+    """A string literal naming one of the auto-scheduled targets."""
+    return isinstance(node, cst.SimpleString) and node.evaluated_value in SCHEDULED_TARGETS
 
 
 def _dotted_name(node: cst.BaseExpression) -> str:

@@ -56,7 +56,7 @@ BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 # `K_L1`, `N_L0B`: the extent of a tile staged in one memory level
 STAGE_TILE = re.compile(r"^[A-Za-z]+_L(1|0[ABC]?)$")
 # `tile_n`, `TILE_M`, `tile_size`: a tile's size under the other common word
-TILE_NAME = re.compile(r"^(tile|TILE)_?([A-Za-z]|size|SIZE)$")
+TILE_NAME = re.compile(r"^(tile|TILE)(_[A-Za-z]|_?(size|SIZE))$")
 # a pipeline depth (`num_stages`): listed when a factory takes it and its kernel never reads it
 STAGES = re.compile(r"^(num_)?stages$", re.IGNORECASE)
 HOST_LOCAL = "a host local "  # how a block-named host local no factory is given is listed
@@ -74,6 +74,9 @@ class Dropped:
     strategy: str
     name: str
     reason: str
+    # a name discovery leaves to the user (`K_L1`, `tile_n`, `KV_BLOCK`): one tune.yaml
+    # declares is read as the file binds it, and this listing does not stand in its way
+    declarable: bool = False
 
     def __str__(self) -> str:
         return f"{self.strategy}: {self.name}: {self.reason}"
@@ -560,7 +563,7 @@ def resolve(
     if known is not None:
         return known
     for d in inv.dropped:
-        if d.name == name and not d.reason.startswith(HOST_LOCAL):
+        if d.name == name and not d.declarable and not d.reason.startswith(HOST_LOCAL):
             return d.reason  # (a host local is the user's to declare: the name rules apply)
     # a name the literal is written under (`--block_i`, a dict key) rather than the kernel's own
     written = [k for k in inv.knobs if k.site.name == name]
@@ -616,11 +619,12 @@ def _drop(
     name: str,
     reason: str,
     strategy: str = "block_size",
+    declarable: bool = False,
 ) -> None:
     """List block-like `name` as not tuned, with why (once: `listed` holds what is listed);
-    `strategy` is the one that would have tuned it."""
+    `strategy` is the one that would have tuned it; `declarable`: the user may declare it."""
     listed.add(name)
-    dropped.append(Dropped(strategy, name, reason))
+    dropped.append(Dropped(strategy, name, reason, declarable))
 
 
 def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
@@ -772,6 +776,7 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
                         f"that start with block, so it is not tuned; declare it in tune.yaml "
                         f"`knobs:` to tune it"
                     ),
+                    declarable=True,
                 )
                 continue
             if STAGE_TILE.match(name):
@@ -784,6 +789,7 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
                         f"names that start with block, so it is not tuned; declare it in "
                         f"tune.yaml `knobs:` to tune it"
                     ),
+                    declarable=True,
                 )
                 continue
             if not BLOCK_WORD.search(name):
@@ -797,6 +803,7 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
                     f"layout or a group, not known to be a tile, so it is not tuned; declare "
                     f"it in tune.yaml `knobs:` if it is a tile size"
                 ),
+                declarable=True,
             )
 
 
@@ -895,4 +902,5 @@ def _unread_literals(f: Facts, taken: dict[int, str], dropped: list[Dropped]) ->
                 f"{where} is passed to {', '.join(fed)}, a name not discovered as a block size; "
                 f"declare it in tune.yaml `knobs:` to tune it"
             )
-        dropped.append(Dropped("block_size", dest, reason))
+        declarable = reason.endswith("to tune it")
+        dropped.append(Dropped("block_size", dest, reason, declarable))

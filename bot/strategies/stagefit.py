@@ -209,10 +209,11 @@ def refusal(
             for memory, (total, shown) in new.items():
                 limit = LIMITS[memory]
                 if total > limit and now.get(memory, (0, []))[0] <= limit:
+                    least = "at least " if any(", at least" in x for x in shown) else ""
                     return (
                         f"{where}: num_stages={depth} keeps one version per stage of the buffers "
                         f"the loop writes: the {memory} buffers ({', '.join(shown)}) would take "
-                        f"{total} bytes{sizes and ' (with' + sizes[1:] + ')'}, more than the "
+                        f"{least}{total} bytes{sizes and ' (with' + sizes[1:] + ')'}, more than the "
                         f"{limit // KB} KB the auto-scheduler holds there"
                     )
     finally:
