@@ -87,8 +87,8 @@ class Spelled:
     def __init__(self, f: Facts) -> None:
         self.f = f
         self._changes = writes(f.wrapper).changed
-        # (function, parameter) -> the node the one call that runs passes for it, and that
-        # call's scope; None when no single call does. Set by the Resolver that owns this
+        # (function, parameter) -> the one configuration its calls pass for it, and the scope
+        # of the call; None when they pass none or several. Set by the Resolver that owns this
         # (it finds the calls); unset, a parameter's configuration is not followed.
         self.passed: (
             Callable[[Function, str], tuple[cst.BaseExpression, tuple[Function, ...]] | None] | None

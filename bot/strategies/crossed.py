@@ -132,12 +132,15 @@ class _Split:
 
 
 def _splits(
-    offset: cst.BaseExpression, chain: tuple[Function, ...], depth: int = 0
+    offset: cst.BaseExpression,
+    chain: tuple[Function, ...],
+    axes: dict[str, cst.BaseExpression],
+    depth: int = 0,
 ) -> list[_Split]:
     """Splits of a core index by a tile count, scaled by a block, that `offset` reaches through
-    the kernel's and its factory's single assignments."""
+    the kernel's and its factory's single assignments; `axes`: the kernel's 2-D launch axes
+    (`_launch_axes`)."""
     found: list[_Split] = []
-    axes = _launch_axes(chain[-1].node) if chain else {}
 
     class V(cst.CSTVisitor):
         def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -147,7 +150,7 @@ def _splits(
         def visit_Name(self, node: cst.Name) -> None:
             target = _follow(node, chain)
             if target is not node and depth < 4:
-                found.extend(_splits(target, chain, depth + 1))
+                found.extend(_splits(target, chain, axes, depth + 1))
 
         def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
             if not isinstance(node.operator, cst.Multiply):
@@ -223,6 +226,7 @@ class _Copies(cst.CSTVisitor):
     def __init__(self, f: Facts, fn: Function, scoped: Scoped):
         self.f, self.fn, self.scoped = f, fn, scoped
         self.found: list[_Crossing] = []
+        self.axes = _launch_axes(fn.node)
 
     def _swaps(self, placed: cst.Subscript, node: cst.Call) -> None:
         """Swapped splits of the core index placing `A[bx, by]` or `A[bx : bx + block_M, ...]`."""
@@ -236,7 +240,7 @@ class _Copies(cst.CSTVisitor):
             offset = part.value if isinstance(part, cst.Index) else getattr(part, "lower", None)
             if offset is None:
                 continue
-            for split in _splits(offset, self.fn.chain):
+            for split in _splits(offset, self.fn.chain, self.axes):
                 if _swapped(split, dims, axis):
                     self.found.append(
                         _Crossing(
