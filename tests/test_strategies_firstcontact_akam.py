@@ -228,3 +228,41 @@ def test_a_target_named_through_a_default_or_an_option_is_read():
     for text in (by_default, by_option):
         r = set_depth(text, 3)
         assert isinstance(r, Refusal) and "216 KB" in r.reason, r
+
+
+BUILDERS = """
+import tilelang
+import tilelang.language as T
+
+
+def add(N, TILE):
+    TILES = N // (TILE * 64)
+
+    @T.prim_func
+    def main(A: T.Buffer((N,), "float32"), C: T.Buffer((N,), "float32")):
+        with T.Kernel(64) as bx:
+            a = T.alloc_shared((TILE,), "float32")
+            c = T.alloc_shared((TILE,), "float32")
+            for i in T.Pipelined(TILES, num_stages=2):
+                T.copy(A[i * TILE : (i + 1) * TILE], a)
+                for j in T.Parallel(TILE):
+                    c[j] = a[j] + a[j]
+                T.copy(c, C[i * TILE : (i + 1) * TILE])
+
+    return main
+
+
+VARIANTS = {"big": ("big tiles", add)}
+for key in ("big",):
+    label, build = VARIANTS[key]
+    kernel = tilelang.compile(build(2**30, 12288), target="pto")
+"""
+
+
+def test_a_factory_called_through_a_table_of_builders_is_sized_by_that_call():
+    # (12288 fp32) x 2 buffers x 3 stages = 294912 bytes, past 216 KB (2 stages fit): the size
+    # is read only through the call
+    r = set_depth(BUILDERS, 3)
+    assert isinstance(r, Refusal) and "216 KB" in r.reason, r
+    small = BUILDERS.replace("build(2**30, 12288)", "build(2**30, 4096)")
+    assert isinstance(set_depth(small, 3), Variant)

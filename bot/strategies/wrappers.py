@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from bot.strategies.containers import Spelled
+from bot.strategies.containers import Spelled, element
 from bot.strategies.facts import Call, Facts, Function
 from bot.strategies.signature import takes
 from bot.strategies.source import dotted
@@ -140,6 +140,8 @@ class Wrappers:
         ):
             passed = self._passed_in(Call(func, call.scope), fn.parents[-1])
             return list(node.args) if passed else None
+        if isinstance(func, cst.Name) and fn.name in self._table_functions(func.value, call.scope):
+            return list(node.args)  # `_, build = BUILDERS[key]; build(M)`: each build it holds
         if isinstance(func, cst.Name) and func.value not in self.holders:
             return list(node.args) if self._passed_in(call, fn) else None
         if not isinstance(func, cst.Name):
@@ -152,6 +154,35 @@ class Wrappers:
         if isinstance(made, cst.Call) and wrapped(made) == fn.name:
             return _merged(list(made.args[1:]), list(node.args))
         return None
+
+    def _table_functions(self, var: str, scope: tuple[Function, ...]) -> set[str]:
+        """The functions a name taken from a table of them may hold: `build = BUILDERS[key]` or
+        `label, build = VARIANTS[key]` with the table a dict or list the file spells out whose
+        entries name functions there (`{"ub": ("UB", rms_fwd), "gm": ("GM", rms_gm_fwd)}`)."""
+        bound: tuple[cst.BaseExpression, cst.BaseExpression] | None = None
+        for fn in reversed(scope):
+            if var in fn.unpacked:
+                bound = fn.unpacked[var]
+            elif var in fn.assigns and len(fn.assigns[var]) == 1:
+                bound = (cst.Name(var), fn.assigns[var][0])
+            if bound is not None or var in fn.assigns or takes(fn, var):
+                break
+        else:
+            if var in self.f.module_unpacked:
+                bound = self.f.module_unpacked[var]
+            elif len(self.f.module_assigns.get(var, [])) == 1:
+                bound = (cst.Name(var), self.f.module_assigns[var][0])
+        if bound is None or not isinstance(bound[1], cst.Subscript):
+            return set()
+        table = self.spelled.node(bound[1].value, scope)
+        if isinstance(table, cst.Dict):
+            entries = [e.value for e in table.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(table, (cst.List, cst.Tuple)):
+            entries = [e.value for e in table.elements if isinstance(e, cst.Element)]
+        else:
+            return set()
+        parts = (element(bound[0], e, var) for e in entries)
+        return {p.value for p in parts if isinstance(p, cst.Name)}
 
     def _passed_in(self, call: Call, fn: Function) -> bool:
         """True when `call` calls a parameter of the function around it (`def run(k, M):
