@@ -62,6 +62,7 @@ class Wrappers:
             and isinstance(c.node.func.value, cst.Name)
             and (c.node.func.value.value in ("self", "cls") or c.node.func.value.value in classes)
         }
+        self._tables: dict[tuple[str, int], set[str]] = {}  # _table_functions, kept
         # names some assignment binds to a partial or to another name (`k = rows`)
         self.holders = {
             name
@@ -158,7 +159,14 @@ class Wrappers:
     def _table_functions(self, var: str, scope: tuple[Function, ...]) -> set[str]:
         """The functions a name taken from a table of them may hold: `build = BUILDERS[key]` or
         `label, build = VARIANTS[key]` with the table a dict or list the file spells out whose
-        entries name functions there (`{"ub": ("UB", rms_fwd), "gm": ("GM", rms_gm_fwd)}`)."""
+        entries name functions there (`{"ub": ("UB", rms_fwd), "gm": ("GM", rms_gm_fwd)}`).
+        Every factory asks it of every call: kept per name and scope."""
+        key = (var, id(scope[-1].node) if scope else 0)
+        if key not in self._tables:
+            self._tables[key] = self._find_table_functions(var, scope)
+        return self._tables[key]
+
+    def _find_table_functions(self, var: str, scope: tuple[Function, ...]) -> set[str]:
         bound: tuple[cst.BaseExpression, cst.BaseExpression] | None = None
         for fn in reversed(scope):
             if var in fn.unpacked:
