@@ -22,6 +22,7 @@ from __future__ import annotations
 import libcst as cst
 
 from bot.strategies.facts import Facts, Function
+from bot.strategies.source import one_assignment
 
 # (test or None for the `else` arm, the expression the arm assigns)
 Arms = list[tuple[cst.BaseExpression | None, cst.BaseExpression]]
@@ -35,13 +36,9 @@ def _assigned(block: cst.BaseSuite, name: str) -> list[cst.BaseExpression]:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
         for small in stmt.body:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and small.targets[0].target.value == name
-            ):
-                out.append(small.value)
+            pair = one_assignment(small)
+            if pair is not None and isinstance(pair[0], cst.Name) and pair[0].value == name:
+                out.append(pair[1])
     return out
 
 

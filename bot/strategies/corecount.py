@@ -38,6 +38,7 @@ import libcst as cst
 from bot.strategies.branches import as_if
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Function, names_in
+from bot.strategies.signature import parameter_names
 from bot.strategies.source import dotted, launch, top_level_imports
 
 
@@ -66,6 +67,10 @@ class _Assigns(cst.CSTVisitor):
         for t in node.targets:
             if isinstance(t.target, cst.Name):
                 self.found.setdefault(t.target.value, []).append(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.found.setdefault(node.target.value, []).append(node.value)
 
 
 def _derived(name: str, assigns: list[dict[str, list[cst.BaseExpression]]]) -> set[str]:
@@ -188,8 +193,9 @@ class _NameLoads(cst.CSTVisitor):
     """Every `cst.Name` node that reads a value (not a target, an attribute's field, a keyword,
     a parameter's or a function's own name, an import, or text in an f-string)."""
 
-    def __init__(self, names: set[str]) -> None:
+    def __init__(self, names: set[str], skip: set[int] = frozenset()) -> None:  # type: ignore[assignment]
         self.want = names
+        self.skip = skip  # functions whose own binding of the name is another value
         self.found: list[cst.Name] = []
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -197,6 +203,11 @@ class _NameLoads(cst.CSTVisitor):
             self.found.append(node)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        if node.value is not None:  # `n: int = 20`: a binding, as `n = 20` is
+            node.value.visit(self)
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -217,6 +228,8 @@ class _NameLoads(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         for d in node.decorators:
             d.visit(self)
+        if id(node) in self.skip:
+            return False
         node.params.visit(self)
         node.body.visit(self)
         return False
@@ -235,12 +248,18 @@ class _UnreadGrids(cst.CSTVisitor):
     """Launches whose core index the body never reads: the names in their grids, and one
     launch spelled for a message."""
 
-    def __init__(self, names: set[str], defined: set[str], language: set[str]) -> None:
+    def __init__(
+        self, names: set[str], defined: set[str], language: set[str], skip: set[int]
+    ) -> None:
         self.names = names
+        self.skip = skip  # functions whose own binding of the name is another value
         self.defined = defined  # functions the file defines: a macro may read the index
         self.language = language  # names bound to tilelang: its operations do not
         self.grid_names: list[cst.Name] = []
         self.spelled = ""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return id(node) not in self.skip
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -322,12 +341,64 @@ def _safe_names(module: cst.Module) -> set[str]:
     return out
 
 
-def unread_grid(module: cst.Module, names: set[str]) -> str | None:
+class _LocalBindings(cst.CSTVisitor):
+    """Names a function binds itself (its parameters, its assignment and loop targets), not
+    those of functions or classes nested in it."""
+
+    def __init__(self, fn: cst.FunctionDef) -> None:
+        self.fn = fn
+        self.names: set[str] = set(parameter_names(fn))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is not self.fn:
+            self.names.add(node.name.value)
+        return node is self.fn
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.names |= names_in(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.names |= names_in(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.names |= names_in(node.target)
+
+
+def _shadowing(module: cst.Module, names: set[str], owners: list[cst.FunctionDef]) -> set[int]:
+    """Functions (other than `owners`) that bind one of `names` themselves: what they read under
+    that name is their own binding, not the knob's."""
+    found: set[int] = set()
+    keep = {id(o) for o in owners}
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            if id(node) not in keep:
+                b = _LocalBindings(node)
+                node.visit(b)
+                if b.names & names:
+                    found.add(id(node))
+
+    module.visit(V())
+    return found
+
+
+def unread_grid(
+    module: cst.Module, names: set[str], owners: list[cst.FunctionDef | None] | None = None
+) -> str | None:
     """The launch (`T.Kernel(BLOCK_SIZE) as (cid, _)`) when every read of `names` in the file
     is the grid of a kernel whose core index the body never reads: each core then runs the
-    whole kernel, and the count only repeats the same work. None otherwise."""
-    loads = _NameLoads(names)
-    module.visit(loads)
+    whole kernel, and the count only repeats the same work. None otherwise. `owners`: the
+    functions binding the knob (None for a module constant); with them, a same-named local of
+    any other function (a helper's own `BLOCK_SIZE`) is a different value and not counted."""
+    local = [o for o in owners or [] if o is not None]
+    roots: list[cst.CSTNode] = list(local) if owners and None not in owners else [module]
+    skip = _shadowing(module, names, local) if owners else set()
+    loads = _NameLoads(names, skip)
+    for root in roots:
+        root.visit(loads)
     defined: set[str] = set()
 
     class Defs(cst.CSTVisitor):
@@ -335,8 +406,9 @@ def unread_grid(module: cst.Module, names: set[str]) -> str | None:
             defined.add(node.name.value)
 
     module.visit(Defs())
-    grids = _UnreadGrids(names, defined, _safe_names(module))
-    module.visit(grids)
+    grids = _UnreadGrids(names, defined, _safe_names(module), skip)
+    for root in roots:
+        root.visit(grids)
     if not grids.grid_names:
         return None
     in_grid = {id(n) for n in grids.grid_names}

@@ -179,7 +179,7 @@ def _eval(node: cst.BaseExpression, env: Env) -> object:
         typed = _typed_attribute(node, env)
         if typed is not None:
             return typed
-        option = isinstance(node.value, cst.Name) and node.value.value not in (
+        option = isinstance(node.value, cst.Name) and dotted(node.value) not in (
             "T",
             "tl",
             "tilelang",

@@ -138,6 +138,11 @@ def imported_only(f: Facts, name: str) -> str | None:
         def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
             return False  # `BLOCK_M = 128`: the binding, not a read
 
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+            if node.value is not None:  # `BLOCK_M: int = 128`: the binding, not a read
+                node.value.visit(self)
+            return False
+
         def visit_Param(self, node: cst.Param) -> bool:
             return False  # a lambda's parameter (a def's are read below): its name is no read
 

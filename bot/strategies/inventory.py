@@ -326,7 +326,7 @@ def _no_effect(
     computed from it (`BLOCK_N = block_n if ... else IN`) is not when each of those locals
     evaluates to the same value for the current value and every value tried."""
     aliases = set(info.constraints.aliases)
-    grid = unread_grid(f.wrapper.module, aliases)
+    grid = unread_grid(f.wrapper.module, aliases, [o.node if o else None for o, _ in bound])
     if grid:
         return (
             f"read only as the grid of {grid}, whose core index the kernel never reads: every "
@@ -406,6 +406,11 @@ def _load_count(node: cst.CSTNode, name: str) -> int:
 
         def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
             return False  # a target is a store, not a read
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> bool:
+            if n.value is not None:  # `block_M: int = 64`: its target is a store too
+                n.value.visit(self)
+            return False
 
         def visit_FormattedString(self, n: cst.FormattedString) -> bool:
             return False

@@ -42,7 +42,7 @@ from bot.strategies.padexprs import (
     expression_pad,
 )
 from bot.strategies.padvalues import FINITE, NEUTRAL, UNKNOWN, WHAT, combine, pad_of
-from bot.strategies.source import dotted
+from bot.strategies.source import dotted, one_assignment
 from bot.strategies.tiling import _names
 
 Taken = Callable[[cst.BaseExpression, tuple[Function, ...]], bool | None]
@@ -138,8 +138,8 @@ class _Flow:
             self.block(s.body)
         elif isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
             self.call(s.value)
-        elif isinstance(s, cst.Assign) and len(s.targets) == 1:
-            self.assign(s.targets[0].target, s.value)
+        elif (pair := one_assignment(s)) is not None:
+            self.assign(*pair)
         elif isinstance(s, (cst.If, cst.With)) and (form := as_if(s)) is not None:
             self.branch(form)
         elif isinstance(s, cst.With):
@@ -165,10 +165,10 @@ class _Flow:
             for stmt in s.body:
                 if isinstance(stmt, cst.SimpleStatementLine):
                     for small in stmt.body:
-                        if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                            base = base_name(small.targets[0].target)
+                        if (pair := one_assignment(small)) is not None:
+                            base = base_name(pair[0])
                             if base in self.pad:
-                                self.pad[base] = (pad_of(small.value), self.pad[base][1])
+                                self.pad[base] = (pad_of(pair[1]), self.pad[base][1])
         else:
             self.block(s.body)
         self.block(s.orelse)

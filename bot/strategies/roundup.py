@@ -29,7 +29,7 @@ import libcst as cst
 from bot.strategies.binding import Resolver
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Function, contains, names_in
-from bot.strategies.source import dotted
+from bot.strategies.source import dotted, one_assignment
 
 MAX_DEPTH = 6
 # the sizes and knob values a padding expression is tried with: a multiple for all of them
@@ -181,13 +181,9 @@ class _Flow:
 
     def smalls(self, smalls: Sequence[cst.BaseSmallStatement], state: bool) -> bool:
         for small in smalls:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and small.targets[0].target.value == self.name
-            ):
-                state = self.multiple(small.value)
+            pair = one_assignment(small)
+            if pair is not None and isinstance(pair[0], cst.Name) and pair[0].value == self.name:
+                state = self.multiple(pair[1])
             elif _assigns(small, self.name):
                 state = False
         return state

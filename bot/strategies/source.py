@@ -107,7 +107,75 @@ def parse(source: str) -> MetadataWrapper:
         raise ParseFailure(
             f"not valid Python: line {exc.raw_line}, column {exc.raw_column}: {exc.message}"
         ) from None
-    return MetadataWrapper(module)
+    wrapper = MetadataWrapper(module)
+    _spell_language(wrapper.module, source)  # the wrapper's copy: the tree every caller walks
+    return wrapper
+
+
+# The rules name TileLang's language module `T` (`T.copy`, `T.Pipelined`), as nearly every
+# kernel spells it. A file may bind it otherwise: `import tilelang.language as TL`, `import
+# tilelang as tl` and `tl.language.copy`, `from tilelang.language import Pipelined`. The nodes
+# of such a spelling are recorded at parse time with the name the rules know them by, so that
+# `dotted` reads `TL.copy` as `T.copy`. Keyed by node identity (libcst nodes are neither
+# hashable by value nor weakly referable); the nodes are held, so the ids stay theirs, and the
+# oldest files' entries are dropped first.
+_SPELLED: dict[int, tuple[cst.CSTNode, str]] = {}
+_SPELLED_FILES: list[list[int]] = []
+_SPELLED_KEEP = 1024  # files whose spellings stay known (facts() caches 256 parses)
+
+
+def _spell_language(module: cst.Module, source: str) -> None:
+    modules, members = import_bindings(module, "tilelang")
+    language = {n for n, target in modules.items() if target == "tilelang.language"}
+    language |= {n for n, member in members.items() if member == "language"}
+    language.discard("T")
+    roots = {n for n, target in modules.items() if target == "tilelang"}
+    if any(
+        isinstance(small, cst.Import)
+        and any(
+            dotted(a.name).split(".")[0] == "tilelang" and a.asname is None for a in small.names
+        )
+        for small in top_level_imports(module)
+    ):
+        roots.add(
+            "tilelang"
+        )  # `import tilelang` / `import tilelang.language`: `tilelang.language.copy`
+    roots = {r for r in roots if f"{r}.language" in source}
+    _, functions = import_bindings(module, "tilelang.language")
+    if not (language or roots or functions):
+        return
+
+    spelled: dict[int, tuple[cst.CSTNode, str]] = {}
+
+    class _Spell(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in language:
+                spelled[id(node)] = (node, "T")
+            elif node.value in functions:
+                spelled[id(node)] = (node, f"T.{functions[node.value]}")
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if (
+                node.attr.value == "language"
+                and isinstance(node.value, cst.Name)
+                and node.value.value in roots
+            ):
+                spelled[id(node)] = (node, "T")
+
+        def visit_Import(self, node: cst.Import) -> bool:
+            return False  # the import's own names are spelled as written
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+            return False
+
+    module.visit(_Spell())
+    if not spelled:
+        return
+    _SPELLED.update(spelled)
+    _SPELLED_FILES.append(list(spelled))
+    while len(_SPELLED_FILES) > _SPELLED_KEEP:
+        for key in _SPELLED_FILES.pop(0):
+            _SPELLED.pop(key, None)
 
 
 def line_of(wrapper: MetadataWrapper, node: cst.CSTNode) -> int:
@@ -196,8 +264,24 @@ def import_bindings(module: cst.Module, package: str) -> tuple[dict[str, str], d
     return modules, members
 
 
+def one_assignment(
+    small: cst.CSTNode,
+) -> tuple[cst.BaseAssignTargetExpression, cst.BaseExpression] | None:
+    """(target, value) of a one-target assignment, `x = v` or the annotated `x: int = v`, which
+    binds the same; None for anything else."""
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        return small.targets[0].target, small.value
+    if isinstance(small, cst.AnnAssign) and small.value is not None:
+        return small.target, small.value
+    return None
+
+
 def dotted(node: cst.BaseExpression) -> str:
-    """`a.b.c` for Name/Attribute chains, '' otherwise."""
+    """`a.b.c` for Name/Attribute chains, '' otherwise; TileLang's language module, however the
+    file binds it, is spelled `T` (see `_spell_language`)."""
+    known = _SPELLED.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
