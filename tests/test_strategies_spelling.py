@@ -15,6 +15,8 @@ import textwrap
 import pytest
 
 from bot.config.schema import OpConfig
+from bot.strategies import vprefix
+from bot.strategies.base import Variant
 from bot.strategies.planner import Planner
 from bot.strategies.source import _SPELLED, dotted, parse
 
@@ -155,3 +157,30 @@ def test_a_file_spelling_t_records_nothing():
     before = len(_SPELLED)
     parse("import tilelang.language as T\nT.copy(1)\n")
     assert len(_SPELLED) == before
+
+
+VECTOR = textwrap.dedent("""
+    import tilelang
+    import tilelang.language as T
+
+
+    def add(N, block_N=64, dtype="float16"):
+        @T.prim_func
+        def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype)):
+            with T.Kernel(T.ceildiv(N, block_N), is_npu=True) as (cid, _):
+                a = T.alloc_ub((block_N,), dtype)
+                T.copy(A[cid * block_N], a)
+                T.npuir_add(a, a, a)
+                T.copy(a, B[cid * block_N])
+
+        return main
+""").lstrip()
+
+
+@pytest.mark.parametrize("spell", [_alias, _qualified, _full])
+def test_the_v_prefix_rename_reads_every_spelling_of_the_module(spell):
+    plain = vprefix.rename(VECTOR, "k.py")
+    spelled = vprefix.rename(spell(VECTOR), "k.py")
+    assert isinstance(plain, Variant) and isinstance(spelled, Variant)
+    assert spelled.change.description == plain.change.description
+    assert "npuir_add" not in spelled.source and ".vadd(a, a, a)" in spelled.source

@@ -26,7 +26,7 @@ import libcst as cst
 
 from bot.strategies import installed
 from bot.strategies.base import Change, Refusal, Variant
-from bot.strategies.source import ParseFailure, import_bindings, make_variant, parse
+from bot.strategies.source import ParseFailure, dotted, import_bindings, make_variant, parse
 
 STRATEGY = "vprefix"
 
@@ -89,7 +89,10 @@ class _Rename(cst.CSTTransformer):
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.Attribute:
-        if isinstance(updated_node.value, cst.Name) and updated_node.value.value in self.language:
+        # `T.npuir_add`, or the module spelled otherwise (`tilelang.language.npuir_add`)
+        if dotted(original_node.value) == "T" or (
+            isinstance(updated_node.value, cst.Name) and updated_node.value.value in self.language
+        ):
             old = updated_node.attr.value
             new = self.aliases.get(old)
             if new:
