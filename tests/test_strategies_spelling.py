@@ -184,3 +184,44 @@ def test_the_v_prefix_rename_reads_every_spelling_of_the_module(spell):
     assert isinstance(plain, Variant) and isinstance(spelled, Variant)
     assert spelled.change.description == plain.change.description
     assert "npuir_add" not in spelled.source and ".vadd(a, a, a)" in spelled.source
+
+
+def test_a_held_parse_keeps_its_spelling_while_dropped_parses_free_theirs():
+    held = parse("import tilelang.language as TL\nTL.gemm(1)\n")
+    call = held.module.body[1].body[0].value  # type: ignore[attr-defined]
+    for i in range(1100):  # more files than any sweep keeps; none of them is held
+        parse(f"import tilelang.language as TL\nTL.copy({i})\n")
+    assert dotted(call.func) == "T.gemm"
+    from bot.strategies import source
+
+    assert len(source._SPELLED_FILES) < 600, "trees nothing holds were not let go"
+
+
+def test_a_shadowing_helpers_default_reads_the_outer_knob():
+    src = textwrap.dedent("""
+        import tilelang
+        import tilelang.language as T
+
+        BLOCK_NUM = 20
+
+
+        def rows_per_core(total, BLOCK_NUM=BLOCK_NUM):
+            return (total + BLOCK_NUM - 1) // BLOCK_NUM
+
+
+        @tilelang.jit(target="npuir")
+        def add(N, dtype="float16"):
+            ROWS = rows_per_core(N)
+
+            @T.prim_func
+            def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype)):
+                with T.Kernel(BLOCK_NUM, is_npu=True) as (cid, _):
+                    a = T.alloc_ub((ROWS,), dtype)
+                    T.copy(A[0], a)
+                    T.copy(a, B[0])
+
+            return main
+    """).lstrip()
+    specs, _ = _plan(src)
+    # BLOCK_NUM sizes ROWS through the helper's default: a live knob, not an unread grid
+    assert any(key == "BLOCK_NUM" for _, key, _ in specs), specs

@@ -229,6 +229,12 @@ class _NameLoads(cst.CSTVisitor):
         for d in node.decorators:
             d.visit(self)
         if id(node) in self.skip:
+            # its own binding hides the name in its body, but its defaults and annotations are
+            # read where it is defined (`def rows(total, BLOCK_NUM=BLOCK_NUM)`)
+            for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+                for part in (p.default, p.annotation):
+                    if part is not None:
+                        part.visit(self)
             return False
         node.params.visit(self)
         node.body.visit(self)

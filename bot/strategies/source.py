@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -117,11 +118,29 @@ def parse(source: str) -> MetadataWrapper:
 # tilelang as tl` and `tl.language.copy`, `from tilelang.language import Pipelined`. The nodes
 # of such a spelling are recorded at parse time with the name the rules know them by, so that
 # `dotted` reads `TL.copy` as `T.copy`. Keyed by node identity (libcst nodes are neither
-# hashable by value nor weakly referable); the nodes are held, so the ids stay theirs, and the
-# oldest files' entries are dropped first.
+# hashable by value nor weakly referable); the nodes are held, so the ids stay theirs. A file's
+# entries live as long as its tree: they are dropped only once nothing but this table holds
+# its nodes (every cache of the parse let it go), never while a cached parse can still be read.
 _SPELLED: dict[int, tuple[cst.CSTNode, str]] = {}
 _SPELLED_FILES: list[list[int]] = []
-_SPELLED_KEEP = 1024  # files whose spellings stay known (facts() caches 256 parses)
+_SPELLED_SWEEP = [256]  # files recorded before the next sweep for trees no longer held
+
+
+def _sweep_spelled() -> None:
+    """Drop the entries of every file whose tree nothing else holds any more."""
+    kept: list[list[int]] = []
+    for keys in _SPELLED_FILES:
+        node = _SPELLED[keys[0]][0]
+        # references: the table's tuple, `node` here and getrefcount's argument; a tree that is
+        # still held holds the node from its parent as well
+        if sys.getrefcount(node) > 3:
+            kept.append(keys)
+        else:
+            for key in keys:
+                _SPELLED.pop(key, None)
+        del node
+    _SPELLED_FILES[:] = kept
+    _SPELLED_SWEEP[0] = max(256, 2 * len(kept))
 
 
 def _spell_language(module: cst.Module, source: str) -> None:
@@ -173,9 +192,8 @@ def _spell_language(module: cst.Module, source: str) -> None:
         return
     _SPELLED.update(spelled)
     _SPELLED_FILES.append(list(spelled))
-    while len(_SPELLED_FILES) > _SPELLED_KEEP:
-        for key in _SPELLED_FILES.pop(0):
-            _SPELLED.pop(key, None)
+    if len(_SPELLED_FILES) > _SPELLED_SWEEP[0]:
+        _sweep_spelled()
 
 
 def line_of(wrapper: MetadataWrapper, node: cst.CSTNode) -> int:
