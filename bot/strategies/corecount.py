@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+from collections.abc import Collection
 
 import libcst as cst
 
@@ -193,7 +194,7 @@ class _NameLoads(cst.CSTVisitor):
     """Every `cst.Name` node that reads a value (not a target, an attribute's field, a keyword,
     a parameter's or a function's own name, an import, or text in an f-string)."""
 
-    def __init__(self, names: set[str], skip: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+    def __init__(self, names: set[str], skip: Collection[int] = ()) -> None:
         self.want = names
         self.skip = skip  # functions whose own binding of the name is another value
         self.found: list[cst.Name] = []
@@ -255,7 +256,7 @@ class _UnreadGrids(cst.CSTVisitor):
     launch spelled for a message."""
 
     def __init__(
-        self, names: set[str], defined: set[str], language: set[str], skip: set[int]
+        self, names: set[str], defined: set[str], language: set[str], skip: Collection[int]
     ) -> None:
         self.names = names
         self.skip = skip  # functions whose own binding of the name is another value

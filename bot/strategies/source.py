@@ -149,6 +149,7 @@ def _spell_language(module: cst.Module, source: str) -> None:
     language |= {n for n, member in members.items() if member == "language"}
     language.discard("T")
     roots = {n for n, target in modules.items() if target == "tilelang"}
+    # `import tilelang` / `import tilelang.language` unaliased: `tilelang.language.copy`
     if any(
         isinstance(small, cst.Import)
         and any(
@@ -156,9 +157,7 @@ def _spell_language(module: cst.Module, source: str) -> None:
         )
         for small in top_level_imports(module)
     ):
-        roots.add(
-            "tilelang"
-        )  # `import tilelang` / `import tilelang.language`: `tilelang.language.copy`
+        roots.add("tilelang")
     roots = {r for r in roots if f"{r}.language" in source}
     _, functions = import_bindings(module, "tilelang.language")
     if not (language or roots or functions):
