@@ -89,9 +89,11 @@ class _Rename(cst.CSTTransformer):
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.Attribute:
-        # `T.npuir_add`, or the module spelled otherwise (`tilelang.language.npuir_add`)
-        if dotted(original_node.value) == "T" or (
-            isinstance(updated_node.value, cst.Name) and updated_node.value.value in self.language
+        # `T.npuir_add` (T, or the name the file binds the module to), or the module reached
+        # through its package (`tilelang.language.npuir_add`, `tl.language.npuir_add`)
+        value = original_node.value
+        if (isinstance(value, cst.Name) and value.value in self.language) or (
+            isinstance(value, cst.Attribute) and dotted(value) == "T"
         ):
             old = updated_node.attr.value
             new = self.aliases.get(old)
