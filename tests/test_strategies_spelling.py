@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -114,7 +115,7 @@ def _decoy(src: str) -> str:
 
 
 def _plan(src: str) -> tuple[list[tuple], list[str]]:
-    op = OpConfig(project="p", name="gemm", dir=__import__("pathlib").Path("examples/p/gemm"))
+    op = OpConfig(project="p", name="gemm", dir=Path("examples/p/gemm"))
     specs, skipped = Planner(op).specs(src, STRATEGIES)
     seen = [(s.kind, s.key, tuple(s.values)) for s in specs]
     # a message quotes the file as written: read each spelling back to T's
