@@ -19,7 +19,14 @@ Users write the same kernel many ways; the corpus holds one spelling of each.
 - annotate_all: every literal binding outside a @prim_func annotated (`dtype: str = "float16"`);
 - comment: a trailing comment on every line an expectation names;
 - decoy: an unrelated function, never called, appended at the end, binding each expected knob
-  name to 7 (a same-named local elsewhere: issue 13's scope rule).
+  name to 7 (a same-named local elsewhere: issue 13's scope rule);
+- kwargs: positional arguments at calls of an undecorated module-level function bound once
+  (`matmul(1024, 1024)` -> `matmul(M=1024, N=1024)`): shapes read from keyword call sites;
+- kwarg_order: the keyword arguments of a one-line call whose values make no call, reversed;
+- tl_alias: `import tilelang as tl`, every use of the name outside an import written `tl`;
+- digits: integers of four digits or more with separators (`8192` -> `8_192`);
+- dtype_str: `T.float16` and the like given as a value (an argument, a default, the right side of
+  `=`), never an annotation or a call, written as the string `"float16"`.
 
 A rewrite that does not apply to a kernel (no such import, no such binding) skips it. Needs the
 corpus materialised (tests/data/upstream_kernels/README.md); the base run (`none`) is the
@@ -40,6 +47,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import libcst as cst
+import libcst.metadata
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -203,13 +211,246 @@ def decoy(src: str, names: set[str], lines: set[int]) -> str | None:
     return f"{src.rstrip()}\n\n\ndef _unrelated_helper():\n{body}    return ({', '.join(bound)},)\n"
 
 
+def _bindings(module: cst.Module) -> dict[str, int]:
+    """How many times each name is bound anywhere in the file (defs, assignments, params, imports)."""
+    counts: dict[str, int] = {}
+
+    class Count(cst.CSTVisitor):
+        def _add(self, name: str) -> None:
+            counts[name] = counts.get(name, 0) + 1
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self._add(node.name.value)
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            self._add(node.name.value)
+
+        def visit_Param(self, node: cst.Param) -> None:
+            self._add(node.name.value)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            for n in _names_in(node.target):
+                self._add(n)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            for n in _names_in(node.target):
+                self._add(n)
+
+        def visit_For(self, node: cst.For) -> None:
+            for n in _names_in(node.target):
+                self._add(n)
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+            bound = node.asname.name if node.asname else node.name
+            for n in _names_in(bound):
+                self._add(n)
+
+    module.visit(Count())
+    return counts
+
+
+def _names_in(node: cst.CSTNode) -> list[str]:
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Attribute):
+        return _names_in(node.value)[:1] if isinstance(node.value, cst.Name) else []
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [n for e in node.elements for n in _names_in(e.value)]
+    return []
+
+
+class _Keywords(cst.CSTTransformer):
+    """Positional arguments at calls of plain module-level functions passed by keyword."""
+
+    def __init__(self, signatures: dict[str, list[str]]) -> None:
+        self.signatures, self.count = signatures, 0
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        func = updated_node.func
+        if not isinstance(func, cst.Name) or func.value not in self.signatures:
+            return updated_node
+        params = self.signatures[func.value]
+        args = list(updated_node.args)
+        if any(a.star for a in args):
+            return updated_node
+        tight = cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        )
+        for i, a in enumerate(args):
+            if a.keyword is None and i < len(params):
+                args[i] = a.with_changes(keyword=cst.Name(params[i]), equal=tight)
+                self.count += 1
+        return updated_node.with_changes(args=args)
+
+
+def kwargs(src: str, names: set[str], lines: set[int]) -> str | None:
+    module = cst.parse_module(src)
+    bound = _bindings(module)
+    signatures = {
+        s.name.value: [p.name.value for p in s.params.params]
+        for s in module.body
+        if isinstance(s, cst.FunctionDef)
+        and not s.decorators
+        and not s.params.posonly_params
+        and not isinstance(s.params.star_arg, cst.Param)
+        and bound.get(s.name.value) == 1
+    }
+    t = _Keywords(signatures)
+    out = module.visit(t).code
+    return out if t.count else None
+
+
+class _Pure(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.pure = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.pure = False
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.pure = False
+
+
+class _Reorder(cst.CSTTransformer):
+    """Keyword arguments of a one-line call, values free of calls, in reverse order."""
+
+    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        pos = self.get_metadata(cst.metadata.PositionProvider, original_node)
+        args = list(updated_node.args)
+        keyed = [i for i, a in enumerate(args) if a.keyword is not None]
+        if pos.start.line != pos.end.line or len(keyed) < 2 or any(a.star for a in args):
+            return updated_node
+        if keyed != list(range(keyed[0], len(args))):
+            return updated_node
+        for i in keyed:
+            v = _Pure()
+            args[i].value.visit(v)
+            if not v.pure:
+                return updated_node
+        values = [args[i] for i in keyed]
+        commas = [a.comma for a in values]
+        for i, a, comma in zip(keyed, reversed(values), commas, strict=True):
+            args[i] = a.with_changes(comma=comma)
+        self.count += 1
+        return updated_node.with_changes(args=args)
+
+
+def kwarg_order(src: str, names: set[str], lines: set[int]) -> str | None:
+    t = _Reorder()
+    out = cst.metadata.MetadataWrapper(cst.parse_module(src)).visit(t).code
+    return out if t.count else None
+
+
+def _import_lines(toks: list[tokenize.TokenInfo]) -> set[int]:
+    """Rows of tokens inside import statements."""
+    rows: set[int] = set()
+    inside = False
+    first = True
+    for t in toks:
+        if first and t.type == tokenize.NAME:
+            inside = t.string in ("import", "from")
+        if t.type not in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL, tokenize.COMMENT):
+            first = False
+        if inside:
+            rows.update(range(t.start[0], t.end[0] + 1))
+        if t.type == tokenize.NEWLINE:
+            inside, first = False, True
+    return rows
+
+
+def tl_alias(src: str, names: set[str], lines: set[int]) -> str | None:
+    if not re.search(r"^import tilelang$", src, re.M):
+        return None
+    toks = _tokens(src)
+    if any(t.type == tokenize.NAME and t.string == "tl" for t in toks):
+        return None
+    imports = _import_lines(toks)
+    edits = [
+        (t.start, t.end, "tl")
+        for i, t in enumerate(toks)
+        if t.type == tokenize.NAME
+        and t.string == "tilelang"
+        and t.start[0] not in imports
+        and not (i and toks[i - 1].string == ".")
+    ]
+    out = re.sub(r"^import tilelang$", "import tilelang as tl", src, count=1, flags=re.M)
+    return _replace_tokens(out, edits)
+
+
+def digits(src: str, names: set[str], lines: set[int]) -> str | None:
+    edits = [
+        (t.start, t.end, f"{int(t.string):_}")
+        for t in _tokens(src)
+        if t.type == tokenize.NUMBER and re.fullmatch(r"[1-9][0-9]{3,}", t.string)
+    ]
+    return _replace_tokens(src, edits) if edits else None
+
+
+DTYPES = [
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8_e4m3",
+    "float8_e5m2",
+]
+
+
+def dtype_str(src: str, names: set[str], lines: set[int]) -> str | None:
+    if not LANGUAGE_AS_T.search(src):
+        return None
+    toks = _tokens(src)
+    edits = []
+    for i in range(len(toks) - 2):
+        a, dot, d = toks[i : i + 3]
+        before = toks[i - 1].string if i else ""
+        after = toks[i + 3] if i + 3 < len(toks) else None
+        ends = after is not None and (
+            after.string in (",", ")") or after.type in (tokenize.NEWLINE, tokenize.COMMENT)
+        )
+        # only a value: an argument, a default or the right side of `=`, never an annotation
+        value = ends and before in ("=", ",", "(")
+        if (a.string, dot.string) == ("T", ".") and d.string in DTYPES and value:
+            edits.append((a.start, d.end, f'"{d.string}"'))
+    return _replace_tokens(src, edits) if edits else None
+
+
 def none(src: str, names: set[str], lines: set[int]) -> str | None:
     return src
 
 
 REWRITES: dict[str, Callable[[str, set[str], set[int]], str | None]] = {
     f.__name__: f
-    for f in (none, alias, qualified, from_import, quotes, annotate, annotate_all, comment, decoy)
+    for f in (
+        none,
+        alias,
+        qualified,
+        from_import,
+        quotes,
+        annotate,
+        annotate_all,
+        comment,
+        decoy,
+        kwargs,
+        kwarg_order,
+        tl_alias,
+        digits,
+        dtype_str,
+    )
 }
 
 
@@ -238,7 +479,8 @@ def judge(args: tuple[str, str]) -> tuple[str, dict]:
     if which != "decoy" and len(out.splitlines()) != len(src.splitlines()):
         raise AssertionError(f"{which} moved the lines of {kid}")
     original = corpus.source_of
-    corpus.source_of = lambda _kid: out  # type: ignore[assignment]
+    corpus.source_of = lambda _kid: out
+    row: dict[str, object]
     try:
         row = {
             mode: dataclasses.asdict(corpus.judge_kernel(kid, mode == "every"))
@@ -253,22 +495,22 @@ def judge(args: tuple[str, str]) -> tuple[str, dict]:
 
 _RESPELLED = re.compile(r"\bTL\b|\btilelang\.language(?=\.)")
 _QUOTED = re.compile(r"'([^'\"\\\n]*)'")
+_TL = re.compile(r"(?<![.\w])tl(?=\.)")
+_SEPARATED = re.compile(r"(?<=\d)_(?=\d)")
+_DTYPE = re.compile(r"\bT\.(" + "|".join(DTYPES) + r")\b(?!\()")
+
+
+def _respelled(item: str) -> str:
+    """An item read back to the unrewritten spelling: the rewrites' marks undone on both sides."""
+    item = _QUOTED.sub(r'"\1"', _RESPELLED.sub("T", item))
+    item = _DTYPE.sub(r'"\1"', _SEPARATED.sub("", _TL.sub("tilelang", item)))
+    return item.replace("  # set by hand", "").replace(": int =", " =")
 
 
 def _items(row: dict, mode: str) -> dict:
     """A tally with each item read back to the unrewritten spelling (a message quotes the file)."""
     t = row[mode]
-    return {
-        k: t[k]
-        if isinstance(t[k], int)
-        else sorted(
-            _QUOTED.sub(r'"\1"', _RESPELLED.sub("T", i))
-            .replace("  # set by hand", "")
-            .replace(": int =", " =")
-            for i in t[k]
-        )
-        for k in KEYS
-    }
+    return {k: t[k] if isinstance(t[k], int) else sorted(_respelled(i) for i in t[k]) for k in KEYS}
 
 
 def compare(base: dict, rewritten: dict) -> dict:

@@ -17,16 +17,62 @@ NAMES = {"block_M", "block_N", "bm"}
 LINES = {7, 39}
 
 
+# The kernel each rewrite is tried on: GEMM, or GEMM where that rewrite has nothing to change
+# (its factory is decorated; its dtypes are strings already).
+PLAIN = GEMM.replace("@tilelang.jit(", "JIT = dict(")
+TYPED = GEMM.replace(
+    'dtype="float16", accum_dtype="float32"', "dtype=T.float16, accum_dtype=T.float32"
+)
+SOURCES = {"kwargs": PLAIN, "dtype_str": TYPED}
+
+
 @pytest.mark.parametrize("which", sorted(set(cr.REWRITES) - {"none"}))
 def test_each_rewrite_changes_the_text_and_keeps_lines_and_meaning(which):
-    out = cr.REWRITES[which](GEMM, NAMES, LINES)
-    assert out is not None and out != GEMM
+    src = SOURCES.get(which, GEMM)
+    out = cr.REWRITES[which](src, NAMES, LINES)
+    assert out is not None and out != src
     ast.parse(out)
     if which == "decoy":  # appended after the last line: every line stays where it was
-        assert out.splitlines()[: len(GEMM.splitlines())] == GEMM.splitlines()
+        assert out.splitlines()[: len(src.splitlines())] == src.splitlines()
         assert "def _unrelated_helper():\n    block_M = 7\n" in out
     else:
-        assert len(out.splitlines()) == len(GEMM.splitlines())
+        assert len(out.splitlines()) == len(src.splitlines())
+
+
+def test_keywords_go_only_to_plain_functions_bound_once():
+    out = cr.REWRITES["kwargs"](PLAIN, NAMES, LINES)
+    assert out is not None and "matmul(M=1024, N=1024, K=1024, block_M=bm, block_N=bn)" in out
+    assert cr.REWRITES["kwargs"](GEMM, NAMES, LINES) is None  # @tilelang.jit may wrap the signature
+    rebound = PLAIN.replace("    main()\n", "    matmul = print\n    main()\n")
+    assert cr.REWRITES["kwargs"](rebound, NAMES, LINES) is None
+
+
+def test_keyword_order_changes_only_one_line_calls_free_of_calls():
+    out = cr.REWRITES["kwarg_order"](GEMM, NAMES, LINES)
+    assert out is not None
+    assert (
+        '@tilelang.jit(pass_configs={"npuir.enable_auto_multi_buffer": False}, target="npuir")'
+        in out
+    )
+    spread = "f(\n    a=1,\n    b=2,\n)\ng(a=h(), b=2)\n"
+    assert cr.REWRITES["kwarg_order"](spread, NAMES, LINES) is None
+
+
+def test_tl_alias_leaves_imports_and_attributes_alone():
+    out = cr.REWRITES["tl_alias"](GEMM + "x = T.tilelang.y\n", NAMES, LINES)
+    assert out is not None
+    assert out.startswith("import tilelang as tl\nimport tilelang.language as T\n")
+    assert "@tl.jit(" in out and "T.tilelang.y" in out
+    assert cr.REWRITES["tl_alias"](GEMM.replace("bm = 128", "tl = 128"), NAMES, LINES) is None
+
+
+def test_digits_and_dtypes_respell_values_only():
+    assert "if N > 4_096:" in (cr.REWRITES["digits"](GEMM, NAMES, LINES) or "")
+    out = cr.REWRITES["dtype_str"](
+        TYPED + "def f(n: T.int32):\n    return T.float16(n)\n", NAMES, LINES
+    )
+    assert out is not None and 'dtype="float16", accum_dtype="float32"' in out
+    assert "n: T.int32" in out and "T.float16(n)" in out  # an annotation and a call stay
 
 
 def test_annotations_stay_out_of_prim_funcs_and_fit_the_literal():
@@ -58,14 +104,16 @@ def test_compare_reads_the_spelling_back_and_flags_real_changes():
         "a": _row(breaking=["a: block_M: `T.ceildiv(M, block_M)`"]),
         "b": _row(correct=2),
         "c": {"skipped": "not materialised"},
+        "d": _row(noop=['d: block_N: 1024 -> 2048 in tilelang.jit(dtype="float16")']),
     }
     rewritten = {
         "a": _row(breaking=["a: block_M: `TL.ceildiv(M, block_M)`"]),  # the same item, respelled
+        "d": _row(noop=["d: block_N: 1_024 -> 2_048 in tl.jit(dtype=T.float16)"]),
         "b": _row(correct=1, noop=["b: block_N: 64 -> 32"]),
         "c": _row(),
     }
     result = cr.compare(base, rewritten)
-    assert result["judged"] == 2 and result["crashed"] == []
+    assert result["judged"] == 3 and result["crashed"] == []
     assert list(result["differ"]) == ["b"]
     assert "first correct: 2 -> 1" in result["differ"]["b"]
     assert "every noop new: b: block_N: 64 -> 32" in result["differ"]["b"]
