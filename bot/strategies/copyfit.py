@@ -27,7 +27,7 @@ import libcst as cst
 
 from bot.strategies.capacity import Buffer, Scoped, visit_kernels
 from bot.strategies.evaluate import Env, code_of, evaluate
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Facts, Function, reaching
 from bot.strategies.source import dotted
 
 COPIES = frozenset({"load_nd2nz", "copy", "store_fixpipe"})
@@ -48,13 +48,17 @@ def _is_min(node: cst.BaseExpression) -> bool:
 
 def _bound(node: cst.BaseExpression, chain: tuple[Function, ...]) -> list[cst.BaseExpression]:
     """Expressions whose smallest value bounds `node`: the arguments of a `T.min` (also through
-    a local set to one, the same way each time it is set); otherwise the node itself."""
+    a local set to one, the same way each time it is set, or the one the straight-line code
+    before `node` sets: facts.reaching); otherwise the node itself."""
     if isinstance(node, cst.Name):
         for fn in reversed(chain):
             values = fn.assigns.get(node.value)
             if values:
-                same = len({code_of(v) for v in values}) == 1
-                return _bound(values[0], fn.chain) if same and _is_min(values[0]) else [node]
+                if len({code_of(v) for v in values}) == 1:
+                    value: cst.BaseExpression | None = values[0]
+                else:
+                    value = reaching(node.value, node, fn.node)
+                return _bound(value, fn.chain) if value is not None and _is_min(value) else [node]
     if _is_min(node):
         out: list[cst.BaseExpression] = []
         for a in node.args:  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ bot/strategies/evaluate.py computes small expressions with them.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, wraps
 from typing import Concatenate, ParamSpec, TypeVar, cast
@@ -143,6 +143,108 @@ def contains(node: cst.CSTNode, inner: cst.CSTNode) -> bool:
     v = _Finds(inner)
     node.visit(v)
     return v.found
+
+
+def _blocks(node: cst.CSTNode) -> list[tuple[cst.CSTNode, Sequence[cst.BaseStatement]]]:
+    """The statement lists directly under a compound statement (or a function), with their owner."""
+    out: list[tuple[cst.CSTNode, Sequence[cst.BaseStatement]]] = []
+    for attr in ("body", "orelse", "finalbody"):
+        b = getattr(node, attr, None)
+        if isinstance(b, cst.IndentedBlock):
+            out.append((node, b.body))
+        elif isinstance(b, (cst.Else, cst.Finally)):
+            out += _blocks(b)
+        elif isinstance(b, cst.If):  # `elif`
+            out.append((node, [b]))
+    for h in getattr(node, "handlers", ()):
+        out += _blocks(h)
+    return out
+
+
+def _path(
+    node: cst.CSTNode, use: cst.CSTNode
+) -> list[tuple[cst.CSTNode, Sequence[cst.BaseStatement], int]]:
+    """(owner, statements, index) of each statement on the way from `node` down to `use`."""
+    for owner, stmts in _blocks(node):
+        for i, s in enumerate(stmts):
+            if contains(s, use):
+                inner = [] if isinstance(s, cst.SimpleStatementLine) else _path(s, use)
+                return [(owner, stmts, i), *inner]
+    return []
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    """Whether `name` is bound anywhere in `node` (an assignment, a loop or `with` target, ...)."""
+
+    class Binds(cst.CSTVisitor):
+        found = False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            self.found = self.found or n.value == name
+
+    for target in _targets(node):
+        v = Binds()
+        target.visit(v)
+        if v.found:
+            return True
+    return False
+
+
+def _targets(node: cst.CSTNode) -> list[cst.CSTNode]:
+    class Targets(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.out: list[cst.CSTNode] = []
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self.out.append(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            self.out.append(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self.out.append(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            self.out.append(n.target)
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            self.out.append(n.name)
+
+        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+            self.out.append(n.target)
+
+    v = Targets()
+    node.visit(v)
+    return v.out
+
+
+def reaching(name: str, use: cst.CSTNode, root: cst.FunctionDef) -> cst.BaseExpression | None:
+    """The value `name` holds at `use` inside `root`, where straight-line code says so: the last
+    plain `name = value` before the use, in the use's own block or an enclosing one, with no other
+    binding of the name between them (inside a compound statement passed over, or later in a loop
+    body around the use, which the next trip would see first). None when that is not clear.
+
+    A tail computed in steps reads through it: `t = i * block_n; t = seq_len - t;
+    t = T.min(block_n, t)` holds `T.min(block_n, t)` at the copy that follows."""
+    for owner, stmts, i in reversed(_path(root, use)):
+        if isinstance(owner, (cst.For, cst.While)) and any(_binds(s, name) for s in stmts[i + 1 :]):
+            return None
+        for s in reversed(stmts[:i]):
+            if not isinstance(s, cst.SimpleStatementLine):
+                if _binds(s, name):
+                    return None
+                continue
+            for small in reversed(s.body):
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value == name
+                ):
+                    return small.value
+                if _binds(small, name):
+                    return None
+    return None
 
 
 def _simple_targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]]:
