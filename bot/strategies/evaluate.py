@@ -321,9 +321,12 @@ def _eval_call(node: cst.Call, env: Env) -> object:
         i = literal(node.args[0].value)
         assert type(i) is int
         return tensorshapes.dim(tensorshapes.shape_at(node.func.value, node, env), i)
-    args = [a for a in node.args if a.keyword is None and not a.star]
-    if len(args) != len(node.args):
+    if any(a.star for a in node.args):
         return None
+    args = [a for a in node.args if a.keyword is None]
+    keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+    if keywords:  # only a module helper takes arguments by name here
+        return _helper(name, [_eval(a.value, env) for a in args], keywords, env)
     if isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
         return _dict_get(node.func.value, args, env)
     values = [_eval(a.value, env) for a in args]
@@ -341,19 +344,39 @@ def _eval_call(node: cst.Call, env: Env) -> object:
         import math
 
         return math.gcd(*values)  # type: ignore[arg-type]
-    # a module helper whose body is `return <expr>` (e.g. an align-up)
+    return _helper(name, values, {}, env)
+
+
+def _helper(
+    name: str, values: list[object], keywords: dict[str, cst.BaseExpression], env: Env
+) -> object:
+    """A module helper whose body is `return <expr>` (an align-up), called with integer
+    arguments by position or by name (`_align_up(n=N, alignment=ALIGNMENT)`); defaults fill
+    the rest."""
     for fn in env.resolver.by_name.get(name, []):
-        if fn.parents or len(fn.params) != len(values):
+        if fn.parents or len(values) > len(fn.params):
             continue
         body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
-        if (
+        if not (
             len(body) == 1
             and isinstance(body[0], cst.SimpleStatementLine)
             and isinstance(body[0].body[0], cst.Return)
             and body[0].body[0].value is not None
         ):
-            inner = Env(env.resolver, (), env.depth + 1, dict(zip(fn.params, values, strict=True)))  # type: ignore[arg-type]
-            return _eval(body[0].body[0].value, inner)
+            continue
+        bound = dict(zip(fn.params, values, strict=False))
+        if any(k in bound or k not in fn.params for k in keywords):
+            continue
+        bound.update({k: _eval(v, env) for k, v in keywords.items()})
+        for p in fn.params:
+            if p not in bound and p in fn.defaults:
+                bound[p] = _eval(fn.defaults[p], Env(env.resolver, (), env.depth + 1))
+        if set(bound) != set(fn.params) or any(
+            not isinstance(v, int) or isinstance(v, bool) for v in bound.values()
+        ):
+            continue
+        inner = Env(env.resolver, (), env.depth + 1, bound)  # type: ignore[arg-type]
+        return _eval(body[0].body[0].value, inner)
     return None
 
 
