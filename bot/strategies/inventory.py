@@ -34,7 +34,7 @@ import libcst as cst
 
 from bot.config.schema import DEFAULT_HARNESS, DeclaredShape
 from bot.strategies import callsites, imported, passedas, unbuilt
-from bot.strategies.binding import Resolver
+from bot.strategies.binding import Resolution, Resolver
 from bot.strategies.constraints import Constraints, constraints_for
 from bot.strategies.corecount import core_count, unread_grid
 from bot.strategies.evaluate import Env, code_of, evaluate
@@ -55,8 +55,8 @@ from bot.strategies.source import ParseFailure, dotted, int_value
 BLOCK_NAME = re.compile(r"^(block|BLOCK)_?[A-Za-z0-9_]*$")
 # `K_L1`, `N_L0B`: the extent of a tile staged in one memory level
 STAGE_TILE = re.compile(r"^[A-Za-z]+_L(1|0[ABC]?)$")
-# `tile_n`, `TILE_M`, `tile_size`: a tile's size under the other common word
-TILE_NAME = re.compile(r"^(tile|TILE)(_[A-Za-z]|_?(size|SIZE))$")
+# `tile_n`, `TILE_M`, `tile_size`, `inner_tile`: a tile's size under the other common word
+TILE_NAME = re.compile(r"^(tile|TILE)(_[A-Za-z]|_?(size|SIZE))$|(^|_)(tile|TILE)(_|$)")
 # a pipeline depth (`num_stages`): listed when a factory takes it and its kernel never reads it
 STAGES = re.compile(r"^(num_)?stages$", re.IGNORECASE)
 HOST_LOCAL = "a host local "  # how a block-named host local no factory is given is listed
@@ -238,7 +238,26 @@ def _bind(
         return Dropped("block_size", name, problems)
     r = next(iter(sites.values()))
     assert r.site is not None
+    apart = _apart(name, results, r)
+    if apart:
+        # another kernel factory reads the same name from a binding of its own that cannot be
+        # tuned: the knob is this factory's (`vec_select_partial.block_M`), theirs are listed
+        owner = next(o for o, _, x in results if x is r)
+        knob = f"{owner.name}.{name}" if owner is not None else name
+        return [_knob_at(f, resolver, knob, name, r.site, r.path, results), *apart]
     return _knob_at(f, resolver, name, name, r.site, r.path, results)
+
+
+def _apart(name: str, results: list, r: Resolution) -> list[Dropped]:
+    """Factories that read `name` but not from `r`'s site, each listed under its own name with
+    why its binding is not tuned (`vec_select.block_M: bound at 4 call sites ...`)."""
+    readers = {id(fac) for _, fac, x in results if x.site is not None and x.site is r.site}
+    out: dict[str, Dropped] = {}
+    for _, fac, x in results:
+        if id(fac) not in readers and (x.site is None or x.problem is not None):
+            why = x.problem or "not a literal"
+            out.setdefault(fac.name, Dropped("block_size", f"{fac.name}.{name}", why))
+    return list(out.values())
 
 
 def _split(
@@ -771,7 +790,7 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
         for name, where in found:
             if name in listed or name not in live or BLOCK_NAME.match(name):
                 continue
-            if TILE_NAME.match(name):
+            if TILE_NAME.search(name):
                 _drop(
                     listed,
                     dropped,
