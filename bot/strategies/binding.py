@@ -433,6 +433,8 @@ class Resolver:
                         return arg.value, "forward"
                     continue
                 items = dict_items(self.spelled.node(arg.value, call.scope))
+                if items is None and self._left_out(arg.value, call.scope, name):
+                    continue  # no configuration the loop passes names it: the default holds
                 if items is None:
                     opaque = opaque or arg.value
                 elif name in items:
@@ -459,6 +461,33 @@ class Resolver:
                 return arg.value, "positional"
             positional += 1
         return (opaque, "opaque") if opaque is not None else None
+
+    def _left_out(self, node: cst.BaseExpression, chain: tuple[Function, ...], name: str) -> bool:
+        """`for config in test_configs: test(**config)` where every configuration the file
+        writes is a dict it spells out and none names `name`: no call binds it."""
+        if not isinstance(node, cst.Name) or self.spelled.changed(node.value, chain) is not None:
+            return False
+        loop: Loop | None = None
+        scope: tuple[Function, ...] = ()
+        for fn in reversed(chain):
+            if node.value in fn.assigns or takes(fn, node.value):
+                return False
+            if node.value in fn.loop_targets:
+                loop, scope = fn.loop_targets[node.value], fn.chain
+                break
+        else:
+            if node.value not in self.f.module_assigns:
+                loop = self.f.module_loops.get(node.value)
+        if loop is None or not isinstance(loop.target, cst.Name):
+            return False
+        entries = self.spelled.entries(loop, scope)
+        if not entries:
+            return False
+        for entry in entries:
+            items = dict_items(self.spelled.node(entry, scope))
+            if items is None or name in items:
+                return False
+        return True
 
     def _forwarder(self, node: cst.BaseExpression, call: Call) -> Function | None:
         """The function whose `**kw` parameter a call passes on unchanged (`rows(M, **kw)`
