@@ -504,6 +504,7 @@ def _respelled(item: str) -> str:
     """An item read back to the unrewritten spelling: the rewrites' marks undone on both sides."""
     item = _QUOTED.sub(r'"\1"', _RESPELLED.sub("T", item))
     item = _DTYPE.sub(r'"\1"', _SEPARATED.sub("", _TL.sub("tilelang", item)))
+    item = item.replace("(keyword at line", "(positional at line")
     return item.replace("  # set by hand", "").replace(": int =", " =")
 
 
@@ -516,7 +517,9 @@ def _items(row: dict, mode: str) -> dict:
 def compare(base: dict, rewritten: dict) -> dict:
     """Kernels judged after the rewrite: how many, which differ (and how), which crashed."""
     judged = [
-        k for k, r in rewritten.items() if "skipped" not in r and "skipped" not in base.get(k, {})
+        k
+        for k, r in rewritten.items()
+        if "skipped" not in r and k in base and "skipped" not in base[k]
     ]
     crashed = sorted(k for k in judged if "crash" in rewritten[k])
     differ: dict[str, list[str]] = {}
