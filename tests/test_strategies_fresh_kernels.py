@@ -148,8 +148,6 @@ def partial(M, N, block_M, block_N, dtype="float16"):
 
 
 def test():
-    for dtype in ("float16", "float32"):
-        pass
     tilelang.compile(full(M, N, 32, 64, dtype="float16"), target="npuir")
     tilelang.compile(full(M, N, 16, 64, dtype="float32"), target="npuir")
     tilelang.compile(partial(M, N, 32, 64), target="npuir")
