@@ -174,20 +174,9 @@ def _path(
 
 
 def _binds(node: cst.CSTNode, name: str) -> bool:
-    """Whether `name` is bound anywhere in `node` (an assignment, a loop or `with` target, ...)."""
-
-    class Binds(cst.CSTVisitor):
-        found = False
-
-        def visit_Name(self, n: cst.Name) -> None:
-            self.found = self.found or n.value == name
-
-    for target in _targets(node):
-        v = Binds()
-        target.visit(v)
-        if v.found:
-            return True
-    return False
+    """Whether `name` may be bound anywhere in `node` (an assignment, a loop or `with` target,
+    ...; a name an attribute or item target hangs off counts, to be safe)."""
+    return any(name in names_in(t) for t in _targets(node))
 
 
 def _targets(node: cst.CSTNode) -> list[cst.CSTNode]:
