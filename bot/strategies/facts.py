@@ -179,30 +179,33 @@ def _binds(node: cst.CSTNode, name: str) -> bool:
     return any(name in names_in(t) for t in _targets(node))
 
 
+class _Targets(cst.CSTVisitor):
+    """Every binding target inside a node: assignments, loop and `with` targets, walruses."""
+
+    def __init__(self) -> None:
+        self.out: list[cst.CSTNode] = []
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        self.out.append(n.target)
+
+    def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+        self.out.append(n.target)
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        self.out.append(n.target)
+
+    def visit_For(self, n: cst.For) -> None:
+        self.out.append(n.target)
+
+    def visit_AsName(self, n: cst.AsName) -> None:
+        self.out.append(n.name)
+
+    def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+        self.out.append(n.target)
+
+
 def _targets(node: cst.CSTNode) -> list[cst.CSTNode]:
-    class Targets(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.out: list[cst.CSTNode] = []
-
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            self.out.append(n.target)
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            self.out.append(n.target)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            self.out.append(n.target)
-
-        def visit_For(self, n: cst.For) -> None:
-            self.out.append(n.target)
-
-        def visit_AsName(self, n: cst.AsName) -> None:
-            self.out.append(n.name)
-
-        def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
-            self.out.append(n.target)
-
-    v = Targets()
+    v = _Targets()
     node.visit(v)
     return v.out
 
