@@ -5,7 +5,8 @@
 
 Each rewrite below keeps what a corpus kernel (tests/data/upstream_kernels) means and keeps
 every line where it was, so the kernel's hand-written expectation (expected.yaml) holds for the
-rewritten file unchanged. The corpus judge (tests/test_strategies_upstream_corpus.py) is run on
+rewritten file unchanged (tuple_bind moves bindings onto one line; the expectation's lines move
+with them). The corpus judge (tests/test_strategies_upstream_corpus.py) is run on
 the rewritten file, first moves and every value; every kernel whose tally (counts and items)
 differs from the unrewritten file's is a place where tunebot reads the spelling, not the kernel.
 Users write the same kernel many ways; the corpus holds one spelling of each.
@@ -26,7 +27,12 @@ Users write the same kernel many ways; the corpus holds one spelling of each.
 - tl_alias: `import tilelang as tl`, every use of the name outside an import written `tl`;
 - digits: integers of four digits or more with separators (`8192` -> `8_192`);
 - dtype_str: `T.float16` and the like given as a value (an argument, a default, the right side of
-  `=`), never an annotation or a call, written as the string `"float16"`.
+  `=`), never an annotation or a call, written as the string `"float16"`;
+- tuple_bind: consecutive one-line `name = literal` bindings outside a @prim_func bound at once
+  (`block_M, block_N = 64, 128`), the lines they leave blank; the one rewrite that moves a
+  binding, so the expectation's knob lines (and the lines items cite) move with it;
+- kilo: a multiple of 1024 (2048 and up) given as a whole value off the knobs' lines written
+  `8 * 1024`.
 
 A rewrite that does not apply to a kernel (no such import, no such binding) skips it. Needs the
 corpus materialised (tests/data/upstream_kernels/README.md); the base run (`none`) is the
@@ -43,7 +49,7 @@ import multiprocessing
 import re
 import sys
 import tokenize
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import libcst as cst
@@ -429,6 +435,115 @@ def dtype_str(src: str, names: set[str], lines: set[int]) -> str | None:
     return _replace_tokens(src, edits) if edits else None
 
 
+def _literal(node: cst.BaseExpression) -> bool:
+    """A number or plain string, or one negated: a value that reads no name."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)) and not node.lpar
+
+
+class _Runs(cst.CSTVisitor):
+    """Runs of two or more consecutive one-line `name = literal` statements outside a @prim_func,
+    each with no comment, binding distinct names: [(first line, [(line, name, value code)])]."""
+
+    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
+
+    def __init__(self, commented: set[int]) -> None:
+        super().__init__()
+        self.commented, self.runs, self.depth = commented, [], 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth += _Annotate._prim(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.depth -= _Annotate._prim(original_node)
+
+    def _one(self, stmt: cst.CSTNode) -> tuple[int, str, str] | None:
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return None
+        a = stmt.body[0]
+        if not isinstance(a, cst.Assign) or len(a.targets) != 1:
+            return None
+        target = a.targets[0].target
+        pos = self.get_metadata(cst.metadata.PositionProvider, stmt)
+        if not isinstance(target, cst.Name) or not _literal(a.value):
+            return None
+        if pos.start.line != pos.end.line or pos.start.line in self.commented:
+            return None
+        return pos.start.line, target.value, cst.Module([]).code_for_node(a.value)
+
+    def _body(self, body: Sequence[cst.CSTNode]) -> None:
+        if self.depth:
+            return
+        run: list[tuple[int, str, str]] = []
+        for stmt in [*body, None]:
+            one = None if stmt is None else self._one(stmt)
+            if one is not None and one[1] not in {n for _, n, _ in run}:
+                run.append(one)
+                continue
+            if len(run) >= 2:
+                self.runs.append(run)
+            run = [one] if one is not None else []
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._body(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._body(node.body)
+
+
+def _tuple_runs(src: str) -> list[list[tuple[int, str, str]]]:
+    commented = {t.start[0] for t in _tokens(src) if t.type == tokenize.COMMENT}
+    v = _Runs(commented)
+    cst.metadata.MetadataWrapper(cst.parse_module(src)).visit(v)
+    return v.runs
+
+
+def tuple_bind_moves(src: str) -> dict[int, int]:
+    """Where tuple_bind moves each binding it merges: its old line -> the run's first line."""
+    return {line: run[0][0] for run in _tuple_runs(src) for line, _, _ in run[1:]}
+
+
+def tuple_bind(src: str, names: set[str], lines: set[int]) -> str | None:
+    runs = _tuple_runs(src)
+    if not runs:
+        return None
+    rows = src.splitlines(keepends=True)
+    for run in runs:
+        first = rows[run[0][0] - 1]
+        indent = first[: len(first) - len(first.lstrip())]
+        names_ = ", ".join(n for _, n, _ in run)
+        values = ", ".join(v for _, _, v in run)
+        rows[run[0][0] - 1] = f"{indent}{names_} = {values}\n"
+        for line, _, _ in run[1:]:
+            rows[line - 1] = "\n"
+    return "".join(rows)
+
+
+def kilo(src: str, names: set[str], lines: set[int]) -> str | None:
+    toks = _tokens(src)
+    edits = []
+    for i, t in enumerate(toks):
+        # a knob's own value stays a literal: on the lines an expectation names, or bound by name
+        named = i >= 2 and toks[i - 1].string == "=" and toks[i - 2].string in names
+        if t.type != tokenize.NUMBER or named or t.start[0] in lines:
+            continue
+        if not re.fullmatch(r"[1-9]\d*", t.string):
+            continue
+        n = int(t.string)
+        if n < 2048 or n % 1024:
+            continue
+        before = toks[i - 1].string if i else ""
+        after = toks[i + 1] if i + 1 < len(toks) else None
+        # a whole value only (a binding, default, argument or element): no operator to bind tighter
+        ends = after is not None and (
+            after.string in (",", ")", "]") or after.type in (tokenize.NEWLINE, tokenize.COMMENT)
+        )
+        if ends and before in ("=", ",", "(", "["):
+            edits.append((t.start, t.end, f"{n // 1024} * 1024"))
+    return _replace_tokens(src, edits) if edits else None
+
+
 def none(src: str, names: set[str], lines: set[int]) -> str | None:
     return src
 
@@ -450,8 +565,13 @@ REWRITES: dict[str, Callable[[str, set[str], set[int]], str | None]] = {
         tl_alias,
         digits,
         dtype_str,
+        tuple_bind,
+        kilo,
     )
 }
+
+# rewrites that move bindings between lines: the expectation's lines are moved the same way
+MOVES: dict[str, Callable[[str], dict[int, int]]] = {"tuple_bind": tuple_bind_moves}
 
 
 def expected_names_lines(exp: dict) -> tuple[set[str], set[int]]:
@@ -478,8 +598,10 @@ def judge(args: tuple[str, str]) -> tuple[str, dict]:
         return kid, {"skipped": "does not apply"}
     if which != "decoy" and len(out.splitlines()) != len(src.splitlines()):
         raise AssertionError(f"{which} moved the lines of {kid}")
-    original = corpus.source_of
+    moved = MOVES[which](src) if which in MOVES else {}
+    original, expected = corpus.source_of, corpus.EXPECTED[kid]
     corpus.source_of = lambda _kid: out
+    corpus.EXPECTED[kid] = _moved_expectation(expected, moved)
     row: dict[str, object]
     try:
         row = {
@@ -489,8 +611,21 @@ def judge(args: tuple[str, str]) -> tuple[str, dict]:
     except Exception as exc:  # a crash on a rewritten file is a finding, not a stop
         row = {"crash": f"{type(exc).__name__}: {exc}"[:300]}
     finally:
-        corpus.source_of = original
+        corpus.source_of, corpus.EXPECTED[kid] = original, expected
+    if moved:
+        row["moved"] = {str(a): b for a, b in moved.items()}
     return kid, row
+
+
+def _moved_expectation(exp: dict, moved: dict[int, int]) -> dict:
+    """The expectation with each knob's line where the rewrite moved its binding."""
+    if not moved:
+        return exp
+    knobs = {
+        k: {**v, "line": moved.get(v["line"], v["line"])}
+        for k, v in (exp.get("block_size") or {}).items()
+    }
+    return {**exp, "block_size": knobs}
 
 
 _RESPELLED = re.compile(r"\bTL\b|\btilelang\.language(?=\.)")
@@ -508,10 +643,21 @@ def _respelled(item: str) -> str:
     return item.replace("  # set by hand", "").replace(": int =", " =")
 
 
-def _items(row: dict, mode: str) -> dict:
-    """A tally with each item read back to the unrewritten spelling (a message quotes the file)."""
+_LINE = re.compile(r"\bline (\d+)")
+
+
+def _items(row: dict, mode: str, moved: dict[str, int] | None = None) -> dict:
+    """A tally with each item read back to the unrewritten spelling (a message quotes the file);
+    with `moved`, the line numbers an item cites moved as the rewrite moved the bindings."""
     t = row[mode]
-    return {k: t[k] if isinstance(t[k], int) else sorted(_respelled(i) for i in t[k]) for k in KEYS}
+
+    def read(item: str) -> str:
+        item = _respelled(item)
+        if moved:
+            item = _LINE.sub(lambda m: f"line {moved.get(m.group(1), m.group(1))}", item)
+        return item
+
+    return {k: t[k] if isinstance(t[k], int) else sorted(read(i) for i in t[k]) for k in KEYS}
 
 
 def compare(base: dict, rewritten: dict) -> dict:
@@ -528,7 +674,8 @@ def compare(base: dict, rewritten: dict) -> dict:
             continue
         lines = []
         for mode in ("first", "every"):
-            a, b = _items(base[kid], mode), _items(rewritten[kid], mode)
+            a = _items(base[kid], mode, rewritten[kid].get("moved"))
+            b = _items(rewritten[kid], mode)
             for k in KEYS:
                 if isinstance(a[k], int):
                     if a[k] != b[k]:

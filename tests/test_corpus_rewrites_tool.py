@@ -23,7 +23,8 @@ PLAIN = GEMM.replace("@tilelang.jit(", "JIT = dict(")
 TYPED = GEMM.replace(
     'dtype="float16", accum_dtype="float32"', "dtype=T.float16, accum_dtype=T.float32"
 )
-SOURCES = {"kwargs": PLAIN, "dtype_str": TYPED}
+BIG = GEMM.replace("matmul(1024, 1024, 1024, bm, bn)", "matmul(8192, 1024, 2048, bm, bn)")
+SOURCES = {"kwargs": PLAIN, "dtype_str": TYPED, "kilo": BIG}
 
 
 @pytest.mark.parametrize("which", sorted(set(cr.REWRITES) - {"none"}))
@@ -122,3 +123,37 @@ def test_compare_reads_the_spelling_back_and_flags_real_changes():
 def test_unknown_kernels_are_a_usage_error(tmp_path, capsys):
     assert cr.main(["alias", "no_such_kernel", "--json", str(tmp_path / "o.json")]) == 2
     assert "no_such_kernel" in capsys.readouterr().err
+
+
+def test_tuple_bind_merges_literal_runs_outside_prim_funcs_and_says_where_they_went():
+    lines = GEMM.splitlines()
+    bm, bn = lines.index("    bm = 128") + 1, lines.index("    bn = 256") + 1
+    out = cr.REWRITES["tuple_bind"](GEMM, NAMES, LINES)
+    assert out is not None
+    assert out.splitlines()[bm - 1] == "    bm, bn = 128, 256" and out.splitlines()[bn - 1] == ""
+    assert cr.tuple_bind_moves(GEMM) == {bn: bm}
+    # a name read by the next value, a comment, or a @prim_func body: left as written
+    for src in (
+        "a = 1\nb = a\n",
+        "a = 1  # why\nb = 2\n",
+        "@T.prim_func\ndef k():\n    a = 1\n    b = 2\n",
+        "a = 1\na = 2\n",
+    ):
+        assert cr.REWRITES["tuple_bind"](src, set(), set()) is None, src
+
+
+def test_kilo_respells_whole_values_off_the_knob_lines():
+    src = "M = 8192\nblock_M = 2048\nx = 4096 // 2\ny = f(3072, n=2048)\nif M > 4096:\n    pass\n"
+    out = cr.REWRITES["kilo"](src, {"block_M"}, set())
+    assert out == (
+        "M = 8 * 1024\nblock_M = 2048\nx = 4096 // 2\ny = f(3 * 1024, n=2 * 1024)\n"
+        "if M > 4096:\n    pass\n"
+    )
+    assert cr.REWRITES["kilo"]("M = 1024\nN = 2000\n", set(), set()) is None
+
+
+def test_compare_reads_moved_lines_back():
+    base = {"a": _row(missed_knobs=["a: bn (line 9)"])}
+    moved = {**_row(missed_knobs=["a: bn (line 8)"]), "moved": {"9": 8}}
+    assert cr.compare(base, {"a": moved})["differ"] == {}
+    assert cr.compare(base, {"a": {**moved, "moved": {}}})["differ"] != {}
