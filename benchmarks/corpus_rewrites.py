@@ -618,14 +618,16 @@ def judge(args: tuple[str, str]) -> tuple[str, dict]:
 
 
 def _moved_expectation(exp: dict, moved: dict[int, int]) -> dict:
-    """The expectation with each knob's line where the rewrite moved its binding."""
+    """The expectation with each knob's line (and each pipeline depth's, which may be a
+    `NUM_STAGES = 2` binding) where the rewrite moved its binding."""
     if not moved:
         return exp
     knobs = {
         k: {**v, "line": moved.get(v["line"], v["line"])}
         for k, v in (exp.get("block_size") or {}).items()
     }
-    return {**exp, "block_size": knobs}
+    loops = [{**p, "line": moved.get(p["line"], p["line"])} for p in exp.get("pipeline") or []]
+    return {**exp, "block_size": knobs, "pipeline": loops}
 
 
 _RESPELLED = re.compile(r"\bTL\b|\btilelang\.language(?=\.)")

@@ -157,3 +157,14 @@ def test_compare_reads_moved_lines_back():
     moved = {**_row(missed_knobs=["a: bn (line 8)"]), "moved": {"9": 8}}
     assert cr.compare(base, {"a": moved})["differ"] == {}
     assert cr.compare(base, {"a": {**moved, "moved": {}}})["differ"] != {}
+
+
+def test_a_moved_binding_moves_the_expectations_knob_and_pipeline_lines():
+    exp = {
+        "block_size": {"bn": {"line": 9, "value": 256, "valid": {}}},
+        "pipeline": [{"line": 9, "value": 2, "valid": [1, 2]}, {"line": 20, "value": 2}],
+    }
+    out = cr._moved_expectation(exp, {9: 8})
+    assert out["block_size"]["bn"]["line"] == 8
+    assert [p["line"] for p in out["pipeline"]] == [8, 20]
+    assert exp["block_size"]["bn"]["line"] == 9  # the corpus's own expectation is left alone

@@ -255,6 +255,7 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
                             k
                             for k, e in expected_knobs.items()
                             if e["line"] == getattr(site, "line", None)
+                            and e["value"] == getattr(site, "value", None)
                         ],
                     )
                     if line_matches and all(
