@@ -1,6 +1,6 @@
-"""Readings found missing on fresh upstream kernels (heldout_an / ao / ap) and on the corpus
-rewritten with keyword arguments (benchmarks/corpus_rewrites.py kwargs): each kernel below is
-a small stand-in for the upstream pattern, and each test fails without its reading."""
+"""Readings found missing on fresh upstream kernels (heldout_an / ao / ap / aq) and on the corpus
+rewritten (benchmarks/corpus_rewrites.py kwargs, kilo): each kernel below is a small stand-in
+for the upstream pattern, and each test fails without its reading."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import libcst as cst
 from bot.config.schema import OpConfig
 from bot.strategies.facts import reaching
 from bot.strategies.planner import Planner
+from bot.strategies.source import int_value
 
 STRATEGIES = ["block_size", "pipeline_depth", "multi_buffer", "vprefix"]
 
@@ -206,3 +207,105 @@ def test_a_tile_word_inside_a_name_is_listed_with_how_to_tune_it():
     knobs, skipped = _plan(src)
     assert not knobs
     assert any(s.startswith("block_size: inner_tile: ") and "tune.yaml" in s for s in skipped)
+
+
+# vec_add_2d_multi_buffer rewritten by `kilo`: sizes written as arithmetic on literals
+SIZED = """
+import argparse
+
+import tilelang
+import tilelang.language as T
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--M", type=int, default={M})
+args = parser.parse_args()
+
+
+def add(M, block_M, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M,), dtype), B: T.Tensor((M,), dtype)):
+        with T.Kernel(M // block_M, is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M,), dtype)
+            T.copy(A[cid * block_M], a)
+            T.copy(a, B[cid * block_M])
+
+    return main
+
+
+tilelang.compile(add(args.M, 64), target="npuir")
+"""
+
+
+def test_a_size_written_as_arithmetic_on_literals_is_read_as_its_value():
+    assert int_value(cst.parse_expression("8 * 1024")) == 8192
+    assert int_value(cst.parse_expression("2 ** 13 + (1 << 4) - 16 // 4")) == 8204
+    for text in ("8 * N", "1 // 0", "2 ** 100", "8 / 2", "-(4 * 1024)"):
+        assert int_value(cst.parse_expression(text)) in (None, -4096), text
+    assert _plan(SIZED.replace("{M}", "256")) == _plan(SIZED.replace("{M}", "2 ** 8"))
+    knobs, skipped = _plan(SIZED.replace("{M}", "4 * 64"))
+    assert knobs == {"block_M": (8, 16, 32, 64, 128, 256)}, skipped
+
+
+# sonokeyu/kernelbench_tilelang_ascend example_level2_real_p2_batch.py: three kernels, each
+# built once with the defaults of its own signature
+OWN_DEFAULTS = """
+import tilelang
+import tilelang.language as T
+
+
+def {name}(M, N, block_M={bm}, block_N=64, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, block_N), dtype)
+            T.copy(A[cid * block_M, 0], a)
+
+    return main
+"""
+
+
+def test_each_kernel_with_its_own_defaults_gets_its_own_knobs():
+    src = "".join(
+        OWN_DEFAULTS.replace("{name}", n).replace("{bm}", bm)
+        for n, bm in (("scale", "16"), ("tanh", "32"))
+    )
+    src += "\n\nscale(64, 64)\ntanh(64, 64)\n"
+    knobs, skipped = _plan(src)
+    assert set(knobs) == {"scale.block_M", "scale.block_N", "tanh.block_M", "tanh.block_N"}
+    assert not any("different places" in s for s in skipped), skipped
+
+
+# sonokeyu example_level2_083_conv3d_groupnorm_min_clamp_dropout.py: rows guarded by `if oh < OH`
+GUARDED = """
+import tilelang
+import tilelang.language as T
+
+
+def zero_rows(H, W, K, dtype="float32"):
+    OH = H - K + 1
+    block_OH = 8
+    oh_num = T.ceildiv(OH, block_OH)
+
+    @T.prim_func
+    def main(Y: T.Tensor((OH, W), dtype)):
+        with T.Kernel(oh_num, is_npu=True) as (cid, _):
+            zero = T.alloc_ub((1, W), dtype)
+            for r in T.serial(block_OH):
+                oh = cid * block_OH + r
+                if oh < OH:
+                    T.copy(zero, Y[oh : oh + 1, 0:W])
+
+    return main
+
+
+zero_rows({H}, 64, 2)
+"""
+
+
+def test_a_guarded_tile_past_the_extent_is_refused_as_idle():
+    knobs, skipped = _plan(GUARDED.replace("{H}", "40"))  # OH = 39: any value is correct
+    assert knobs == {"block_OH": (8, 16, 32)}, skipped
+    assert any("block_OH=64 exceeds the extent 39" in s for s in skipped), skipped
+    knobs, skipped = _plan(GUARDED.replace("{H}", "4"))  # OH = 3: the current 8 covers it
+    assert knobs == {"block_OH": (8,)}
+    assert any("the current 8 already covers it in one tile" in s for s in skipped), skipped

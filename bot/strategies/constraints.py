@@ -485,12 +485,14 @@ def constraints_for(
         clips = clip_extents(f, factory, v.sized, v.offsets, taken) if clipped and not leak else []
         padded: bool | None = None  # the host pads every tensor a tile touches (once per factory)
         for r in v.ceil:
-            if (not v.tail_handled and v.tail_guarded) or multiple_of(
-                resolver, r.node, r.chain, frozenset(aliases)
-            ):
+            if multiple_of(resolver, r.node, r.chain, frozenset(aliases)):
                 continue
             if guarded_share(aliases, factory, r.node):
                 continue  # a core count: each core's share of guarded work items, no tile
+            if not v.tail_handled and v.tail_guarded:
+                # a guarded tail takes any value, but a tile past the extent only idles
+                rules.append(Rule("cap", r.node, r.chain, r.line, r.text, ""))
+                continue
             if padded is None:
                 padded = padded_tiles(f, resolver, factory, aliases, v.offsets)
             if padded:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import operator
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -199,13 +200,34 @@ def line_of(wrapper: MetadataWrapper, node: cst.CSTNode) -> int:
     return wrapper.resolve(PositionProvider)[node].start.line
 
 
+# integer arithmetic on literals alone is a constant as written (`8 * 1024`, `1 << 13`)
+_FOLDED: dict[type, Callable[[int, int], int]] = {
+    cst.Add: operator.add,
+    cst.Subtract: operator.sub,
+    cst.Multiply: operator.mul,
+    cst.FloorDivide: operator.floordiv,
+    cst.Power: operator.pow,
+    cst.LeftShift: operator.lshift,
+}
+
+
 def int_value(node: cst.BaseExpression | None) -> int | None:
-    """The value of an integer literal (also -N), else None."""
+    """The value of an integer literal (also -N), or of arithmetic on integer literals alone
+    (`8 * 1024`, `2 ** 13`, `1 << 13`: how users write sizes), else None."""
     if isinstance(node, cst.Integer):
         return int(node.evaluated_value)
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         inner = int_value(node.expression)
         return None if inner is None else -inner
+    if isinstance(node, cst.BinaryOperation) and type(node.operator) in _FOLDED:
+        left, right = int_value(node.left), int_value(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.operator, cst.FloorDivide) and right == 0:
+            return None
+        if isinstance(node.operator, (cst.Power, cst.LeftShift)) and not 0 <= right <= 64:
+            return None
+        return _FOLDED[type(node.operator)](left, right)
     return None
 
 
