@@ -246,35 +246,6 @@ def test_a_size_written_as_arithmetic_on_literals_is_read_as_its_value():
     assert knobs == {"block_M": (8, 16, 32, 64, 128, 256)}, skipped
 
 
-# sonokeyu/kernelbench_tilelang_ascend example_level2_real_p2_batch.py: three kernels, each
-# built once with the defaults of its own signature
-OWN_DEFAULTS = """
-import tilelang
-import tilelang.language as T
-
-
-def {name}(M, N, block_M={bm}, block_N=64, dtype="float16"):
-    @T.prim_func
-    def main(A: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
-            a = T.alloc_ub((block_M, block_N), dtype)
-            T.copy(A[cid * block_M, 0], a)
-
-    return main
-"""
-
-
-def test_each_kernel_with_its_own_defaults_gets_its_own_knobs():
-    src = "".join(
-        OWN_DEFAULTS.replace("{name}", n).replace("{bm}", bm)
-        for n, bm in (("scale", "16"), ("tanh", "32"))
-    )
-    src += "\n\nscale(64, 64)\ntanh(64, 64)\n"
-    knobs, skipped = _plan(src)
-    assert set(knobs) == {"scale.block_M", "scale.block_N", "tanh.block_M", "tanh.block_N"}
-    assert not any("different places" in s for s in skipped), skipped
-
-
 # sonokeyu example_level2_083_conv3d_groupnorm_min_clamp_dropout.py: rows guarded by `if oh < OH`
 GUARDED = """
 import tilelang
@@ -309,3 +280,12 @@ def test_a_guarded_tile_past_the_extent_is_refused_as_idle():
     knobs, skipped = _plan(GUARDED.replace("{H}", "4"))  # OH = 3: the current 8 covers it
     assert knobs == {"block_OH": (8,)}
     assert any("the current 8 already covers it in one tile" in s for s in skipped), skipped
+
+
+def test_a_block_written_as_arithmetic_is_read_but_not_tuned():
+    # tns_clamp_expr: `block_size = 64 * 1024`, the author's own arithmetic, stays as written
+    knobs, skipped = _plan(
+        SIZED.replace("{M}", "256").replace("add(args.M, 64)", "add(args.M, 8 * 8)")
+    )
+    assert "block_M" not in knobs
+    assert any("block_M' is set by an expression at line" in s for s in skipped), skipped

@@ -275,14 +275,19 @@ def _split(
 def _per_factory(
     f: Facts, resolver: Resolver, name: str, results: list, sites: list[Site]
 ) -> list[KnobInfo | Dropped] | None:
-    """One knob per factory when each kernel factory sets its own literal under the same name
-    (three kernels, each with `block_M = 64`, or each with its own default `block_M=16` that
-    its calls leave as it is): editing one changes only the kernel that function builds. Each
-    is named after its function (`rms_quant.block_M`). None otherwise."""
+    """One knob per factory when each kernel factory sets its own local literal under the same
+    name (three kernels, each with `block_M = 64`): editing one changes only the kernel that
+    function builds. Each is named after its function (`rms_quant.block_M`). None otherwise.
+    Signature defaults are left out: a default the file's calls leave as it is may be a size of
+    the problem (a splice width, a page length) as often as a tile, and nothing in the file
+    says which."""
     owners: list[Function] = []
     for site in sites:
-        owner = _owner(f, name, site)
-        if owner is None:
+        scope = f.chain_at(site.line)
+        if site.kind != "local" or site.name != name or not scope:
+            return None
+        owner = scope[-1]
+        if name not in owner.assigns or len(owner.assigns[name]) != 1:
             return None
         readers = [fac for _, fac, r in results if r.site is not None and r.site.node is site.node]
         if not readers or any(owner not in fac.chain for fac in readers):
@@ -294,25 +299,6 @@ def _per_factory(
         _knob_at(f, resolver, f"{o.name}.{name}", name, s, _path(results, s), results)
         for o, s in zip(owners, sites, strict=True)
     ]
-
-
-def _owner(f: Facts, name: str, site: Site) -> Function | None:
-    """The function whose own binding of `name` is `site`: a local bound once in its body, or
-    a default of its signature that the file's own calls of it leave as it is (a factory the
-    file never calls is a library's, whose callers are elsewhere). None for any other site."""
-    if site.name != name:
-        return None
-    if site.kind == "default":
-        fn = next((fn for fn in f.functions if fn.defaults.get(name) is site.node), None)
-        called = fn is not None and any(
-            isinstance(c.node.func, cst.Name) and c.node.func.value == fn.name for c in f.calls
-        )
-        return fn if called else None
-    scope = f.chain_at(site.line)
-    if site.kind != "local" or not scope:
-        return None
-    owner = scope[-1]
-    return owner if len(owner.assigns.get(name, [])) == 1 else None
 
 
 def _path(results: list, site: Site) -> tuple[str, ...]:
@@ -331,6 +317,13 @@ def _knob_at(
     """Knob `knob` set by `site`, read by the kernels as `name`; or why it is not tuned."""
     if isinstance(site.value, bool) or not isinstance(site.value, int):
         return Dropped("block_size", knob, f"set to {site.value!r}, not an integer")
+    if not isinstance(site.node, (cst.Integer, cst.UnaryOperation)):
+        # `64 * 1024`: the value is read for the rules, but the author wrote it as arithmetic
+        return Dropped(
+            "block_size",
+            knob,
+            f"'{site.name}' is set by an expression at line {site.line}, not by a literal",
+        )
     readers = [fac for _, fac, r in results if r.site is not None and r.site.node is site.node]
     if site.value == 1 and not core_count(name, readers):
         return Dropped(
