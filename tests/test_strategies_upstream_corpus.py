@@ -398,6 +398,18 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "the v-prefix rename npuir_add -> vadd: the file's own commit (zhaojiqiao/tilelang-npu "
         "8c716a1) exports no vadd, but nothing in the file says so; the tnp_pipelined_reduce class"
     ),
+    "taq_nsa_native_selected_block": (
+        "BLOCK_SIZE (line 162), the NSA selection-block size, is passed both to the kernel's "
+        "block_size and to the reference naive_nsa and the index generation (t // BLOCK_SIZE): "
+        "a size of the problem, which the expectation drops; tunebot tunes it as a tile "
+        "(pto_blocksparse_gemm, a block-sparse GEMM whose reference also takes the block sizes, "
+        "expects them tuned: the sets disagree on a reference sharing the value)"
+    ),
+    "taq_kb_producer_fusion_prims": (
+        "block_OC / block_P, defaults of tiled_conv2d_bias_relu, a factory the file never calls, "
+        "are planned (each alone: no move) where the expectation (UNCERTAIN) drops every block "
+        "of an uncalled factory"
+    ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "
         "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "
