@@ -317,7 +317,7 @@ def _knob_at(
     """Knob `knob` set by `site`, read by the kernels as `name`; or why it is not tuned."""
     if isinstance(site.value, bool) or not isinstance(site.value, int):
         return Dropped("block_size", knob, f"set to {site.value!r}, not an integer")
-    if not isinstance(site.node, (cst.Integer, cst.UnaryOperation)):
+    if isinstance(site.node, cst.BinaryOperation):
         # `64 * 1024`: the value is read for the rules, but the author wrote it as arithmetic
         return Dropped(
             "block_size",
