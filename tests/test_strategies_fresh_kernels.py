@@ -289,3 +289,31 @@ def test_a_block_written_as_arithmetic_is_read_but_not_tuned():
     )
     assert "block_M" not in knobs
     assert any("block_M' is set by an expression at line" in s for s in skipped), skipped
+
+
+# sonokeyu example_level2_real_p2_batch.py: three kernels, each built with its own defaults
+OWN_DEFAULTS = """
+import tilelang
+import tilelang.language as T
+
+
+def {name}(M, N, block_M={bm}, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, N), dtype)
+            T.copy(A[cid * block_M, 0], a)
+
+    return main
+"""
+
+
+def test_each_kernels_own_default_is_listed_as_such_not_tuned():
+    src = "".join(
+        OWN_DEFAULTS.replace("{name}", n).replace("{bm}", bm)
+        for n, bm in (("scale", "16"), ("tanh", "32"))
+    )
+    knobs, skipped = _plan(src + "\n\nscale(64, 64)\ntanh(64, 64)\n")
+    assert not knobs
+    why = next(s for s in skipped if s.startswith("block_size: block_M: "))
+    assert "each the default of its own kernel factory" in why, why

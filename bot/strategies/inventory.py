@@ -222,6 +222,16 @@ def _bind(
                 for fac in dead.values()
             ]
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
+        if all(r.site and r.site.kind == "default" for r in sites.values()):
+            # each factory's own default: one knob each would be possible, but nothing in
+            # the file tells a tile from a size of the problem there (_per_factory)
+            return Dropped(
+                "block_size",
+                name,
+                f"bound at {len(sites)} different places ({lines}), each the default of its "
+                f"own kernel factory: such a default may be a size of the problem (a width, a "
+                f"page length) as well as a tile, so none is tuned",
+            )
         return Dropped(
             "block_size",
             name,
