@@ -82,6 +82,10 @@ MAX_PROPOSALS_PER_STRATEGY = 3  # per run, accepted or not
 ONCE_TIER = 1  # a one-shot change, beside each knob's first move
 OTHER_SIDE_TIER = 0  # the second probe of an honest attempt, before any other knob's first
 EXPLORE_TIER = 5
+# exploration re-measures a value this knob's profile already puts clearly slower than here
+# (by more than the noise floor) only after every value not yet measured
+RETRY_SLOWER_TIER = 6
+CLEARLY_SLOWER = 0.03
 INTERPOLATE_TIER = 2  # after every knob's first probe, before new bisections
 # a win that gained this much is refined (halfway back to where it came from) only with the
 # bisections (tier 3): on the seen generated landscapes (even seeds 5000-5798, 3 runs, budget 20)
@@ -117,7 +121,7 @@ class Move:
         return (
             self.tier,
             self.tries,
-            self.distance if self.tier == EXPLORE_TIER else 0,
+            self.distance if self.tier in (EXPLORE_TIER, RETRY_SLOWER_TIER) else 0,
             -self.score,
             -self.room,
             self.order,
@@ -330,6 +334,9 @@ class Planner:
             levels = space.profile(current, honest)
             tie = math.log(1.0 + REVISIT_WITHIN)
             known_slower = {space.value_key(v) for v, lv in levels.items() if lv > tie}
+            clearly_slower = {
+                space.value_key(v) for v, lv in levels.items() if lv > math.log1p(CLEARLY_SLOWER)
+            }
             tried_here = {space.value_key(a.change.new) for a in from_here}
             revisits = sorted(
                 (lv, v)
@@ -483,7 +490,8 @@ class Planner:
                     for value in space.valley_crossing(ladder[farthest:]):  # past the farthest loss
                         add(value, 4, why="valley")
                 for value in ladder:
-                    add(value, EXPLORE_TIER, why="explore")
+                    retry = space.value_key(value) in clearly_slower
+                    add(value, RETRY_SLOWER_TIER if retry else EXPLORE_TIER, why="explore")
             # both sides of here measured (or, at an edge, two values on the only side): the
             # parabola through the three nearest measured values says where the optimum lies
             guess = space.interpolate(spec, current, levels, tried_here | failed)
