@@ -298,29 +298,169 @@ def test_a_block_written_as_arithmetic_is_read_but_not_tuned():
     assert any("block_M' is set by an expression at line" in s for s in skipped), skipped
 
 
-# sonokeyu example_level2_real_p2_batch.py: three kernels, each built with its own defaults
-OWN_DEFAULTS = """
+# sonokeyu example_level2_real_p2_batch.py / _p5_batch.py: kernels, each built once with the
+# defaults of its own signature, whose grid and row split come from a module helper
+GRID = """
 import tilelang
 import tilelang.language as T
 
 
-def {name}(M, N, block_M={bm}, dtype="float16"):
+def grid(M, bm): return T.ceildiv(M, bm), bm // 2
+"""
+OWN_DEFAULTS = """
+
+def {name}(M, N, block_M={bm}, dtype="float32"):
+    mn, sub = grid(M, block_M)
+
     @T.prim_func
     def main(A: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
-            a = T.alloc_ub((block_M, N), dtype)
-            T.copy(A[cid * block_M, 0], a)
+        with T.Kernel(mn, is_npu=True) as (cid, vid):
+            rs = cid * block_M + vid * sub
+            a = T.alloc_ub((sub, N), dtype)
+            T.copy(A[rs : rs + sub, 0:N], a)
 
     return main
 """
 
 
-def test_each_kernels_own_default_is_listed_as_such_not_tuned():
-    src = "".join(
-        OWN_DEFAULTS.replace("{name}", n).replace("{bm}", bm)
-        for n, bm in (("scale", "16"), ("tanh", "32"))
+def _own_defaults(calls: str) -> str:
+    kernels = (("scale", "16"), ("tanh", "8"))
+    return (
+        GRID
+        + "".join(OWN_DEFAULTS.replace("{name}", n).replace("{bm}", bm) for n, bm in kernels)
+        + calls
     )
-    knobs, skipped = _plan(src + "\n\nscale(64, 64)\ntanh(64, 64)\n")
-    assert not knobs
-    why = next(s for s in skipped if s.startswith("block_size: block_M: "))
-    assert "each the default of its own kernel factory" in why, why
+
+
+def test_each_kernel_with_its_own_defaults_gets_its_own_knob_and_rules():
+    knobs, skipped = _plan(_own_defaults("\n\nscale(64, 2048)\ntanh(64, 2048)\n"))
+    assert set(knobs) == {"scale.block_M", "tanh.block_M"}, skipped
+    # the helper's `T.ceildiv(M, bm)` tiles M = 64 (slices clip the tail): past 64 only idles;
+    # its `bm // 2` rows per vector core are a UB tile of sub x 2048 fp32: 48 rows at most
+    for key in knobs:
+        assert knobs[key] == (8, 16, 32), (key, knobs[key], skipped)
+    assert any("block_M=128 exceeds the extent 64" in s for s in skipped), skipped
+    assert any("block_M=64: the kernel's UB buffers" in s for s in skipped), skipped
+
+
+def test_a_factory_the_file_never_calls_keeps_its_defaults_out_of_the_per_kernel_knobs():
+    # a library's factory: its callers are elsewhere, so its default is no knob of this file
+    knobs, _ = _plan(_own_defaults("\n\nscale(64, 2048)\n"))
+    assert "tanh.block_M" not in knobs
+
+
+# tag_alloc_splice_codegen: one tile per batch row over a `T.symbolic` batch; the block sizes
+# the splice (the tile and the kernel's own output), not a part of a tiled extent
+SYMBOLIC_COUNT = """
+import tilelang
+import tilelang.language as T
+
+
+def splice(dim, block_N=128):
+    batch = T.symbolic("batch")
+
+    @T.prim_func
+    def main(Live: T.Tensor([batch, 64, dim], "bfloat16"), Out: T.Tensor([batch, block_N, dim], "bfloat16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            k = T.alloc_L1([block_N, dim], "bfloat16")
+            for b in T.serial(batch):
+                T.copy(Live[b, 0:64, :], k[0:64, :])
+
+    return main
+
+
+def test():
+    splice(dim=64)
+"""
+
+
+def test_a_count_of_symbolic_rows_does_not_count_the_knobs_tiles():
+    knobs, skipped = _plan(SYMBOLIC_COUNT)
+    assert knobs.get("block_N", (128,)) == (128,), knobs
+    assert any("block_N=64: block_N sizes the kernel's own tensor Out" in s for s in skipped), (
+        skipped
+    )
+
+
+# tile-ai sparse flash attention mask_pa / MTGR ragged-segment attention: the paged KV cache
+# is declared [block_num, block_size, D]; the kernel reads it page by page through the block
+# table (`index // block_size`, `index % block_size`) and sizes no buffer with either
+PAGED = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(workspace_idx=[3])
+def attn(heads, dim, block_num=516, block_size=128, block_I=64, block_W=16, dtype="float16"):
+    batch = T.symbolic("batch")
+    table_len = T.symbolic("table_len")
+    kv_shape = [block_num, block_size, dim]
+
+    @T.prim_func
+    def main(
+        KV: T.Tensor(kv_shape, dtype),
+        Idx: T.Tensor([batch, block_I], "int32"),
+        Table: T.Tensor([batch, table_len], "int32"),
+        Work: T.Tensor([block_W, dim], dtype),
+    ):
+        with T.Kernel(batch, is_npu=True) as (cid, vid):
+            kv = T.alloc_ub([block_I, dim], dtype)
+            for i in T.serial(block_I):
+                page = Table[cid, Idx[cid, i] // block_size]
+                T.copy(KV[page, Idx[cid, i] % block_size, 0:dim], kv[i, 0:dim])
+
+    return main
+
+
+attn(8, 128)
+"""
+
+
+def test_a_paged_caches_page_length_and_count_are_sizes_of_the_data_not_tiles():
+    knobs, skipped = _plan(PAGED)
+    assert "block_I" in knobs, skipped
+    for name in ("block_size", "block_num"):
+        assert name not in knobs
+        why = next(s for s in skipped if s.startswith(f"block_size: {name}: "))
+        assert "shapes the kernel's tensor KV" in why and "not a tile" in why, why
+    # a workspace the runtime allocates from its declared shape is scratch, not data
+    assert not any(s.startswith("block_size: block_W: ") and "not a tile" in s for s in skipped)
+
+
+# tile-ai example_mtgr_ragged_segment_attn_nokv_v2.py: the only call passes more positional
+# arguments than the wrapper takes (a TypeError before any kernel is built)
+BROKEN_CALL = """
+import tilelang
+import tilelang.language as T
+
+
+def kernel(M, block_M):
+    @T.prim_func
+    def main(A: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M,), "float32")
+            T.copy(A[cid * block_M : cid * block_M + block_M], a)
+
+    return main
+
+
+def wrapper(x, M, block_M=128):
+    return kernel(M, block_M)(x)
+
+
+def test():
+    wrapper({args})
+"""
+
+
+def test_a_call_that_raises_type_error_binds_nothing():
+    for args, why in (
+        ("1, 1024, 0, block_M=64", "'block_M' given by position and by keyword"),
+        ("1, 1024, 7, 9", "4 positional arguments to 3 parameters"),
+    ):
+        knobs, skipped = _plan(BROKEN_CALL.replace("{args}", args))
+        assert "block_M" not in knobs, (args, knobs)
+        line = next(s for s in skipped if s.startswith("block_size: block_M: "))
+        assert f"which raises TypeError before wrapper() runs ({why})" in line, line
+    knobs, _ = _plan(BROKEN_CALL.replace("{args}", "1, 1024, block_M=64"))
+    assert "block_M" in knobs  # the same call, valid: its keyword is the live value

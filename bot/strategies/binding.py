@@ -318,6 +318,13 @@ class Resolver:
                     f"'{name}' of {fn.name}() may come from `{star}{code_of(bound[0])}` at "
                     f"line {self.f.line(call.node)}, {whose}"
                 )
+            elif bound[1] == "type_error":
+                why = _type_error(list(call.node.args), fn) or _type_error(args, fn)
+                r = _unresolved(
+                    f"'{name}' of {fn.name}() is bound by the call at line "
+                    f"{self.f.line(call.node)}, which raises TypeError before {fn.name}() runs "
+                    f"({why}): nothing it passes reaches a kernel"
+                )
             elif bound[1] == "forward":
                 wrapper = call.scope[-1]
                 r = self.param(wrapper, name, depth + 1)
@@ -419,6 +426,8 @@ class Resolver:
         self, args: list[cst.Arg], call: Call, fn: Function, name: str, depth: int = 0
     ) -> tuple[cst.BaseExpression, str] | None:
         """What `args` (a call's arguments as they reach `fn`) bind parameter `name` to."""
+        if _type_error(args, fn):
+            return call.node, "type_error"  # the call raises before `fn` runs
         positional: int | None = 0
         opaque: cst.BaseExpression | None = None  # a `*x` / `**x` whose contents are not known
         for arg in args:
@@ -511,3 +520,19 @@ class Resolver:
         assert found is not None and items is not None and name in items
         r = self.expr(items[name], found[1], depth, name, "dict")
         return Resolution(r.site, r.value, (f"**{code_of(node)}", *r.path), r.problem)
+
+
+def _type_error(args: list[cst.Arg], fn: Function) -> str | None:
+    """Why a call passing `args` (no `*` / `**` among them) to `fn` raises TypeError before
+    `fn` runs, or None: more positional arguments than `fn` takes without `*args`, or a
+    parameter given both by position and by keyword."""
+    if any(a.star for a in args):
+        return None
+    given = [a for a in args if a.keyword is None]
+    if len(given) > len(fn.params) and not isinstance(fn.node.params.star_arg, cst.Param):
+        return f"{len(given)} positional arguments to {len(fn.params)} parameters"
+    by_position = set(fn.params[: len(given)])
+    twice = [
+        a.keyword.value for a in args if a.keyword is not None and a.keyword.value in by_position
+    ]
+    return f"'{twice[0]}' given by position and by keyword" if twice else None

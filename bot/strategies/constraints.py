@@ -57,7 +57,7 @@ from bot.strategies.crossed import crossed_check
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.exprrules import Rules, aliases_of
 from bot.strategies.facts import Call, Facts, Function
-from bot.strategies.fixedcount import fixed_count_check
+from bot.strategies.fixedcount import fixed_count_check, layout_only
 from bot.strategies.fixedslice import fixed_slice_check
 from bot.strategies.fractal import fractal_check
 from bot.strategies.granularity import granularity_check
@@ -113,6 +113,7 @@ class Constraints:
     open_names: frozenset[str] = frozenset()  # left open by the kernel: declared shapes fill these
     symbols: dict[str, str] = field(default_factory=dict)  # T.symbolic("name") -> Python name
     joint: tuple[dict[str, int], ...] = ()  # the sizes each call path binds together
+    layout: str | None = None  # why the knob is a size of the kernel's data, not a tile
 
     def _env(self, chain: tuple[Function, ...], value: int) -> Env:
         return Env(self.resolver, chain, 0, {a: value for a in self.aliases})
@@ -513,6 +514,7 @@ def constraints_for(
     )
     fit = copy_fit(f, name, factories, padded_sizes)
     fixed = fixed_count_check(f, name, sized_by)
+    layout = layout_only(f, sized_by)
     l0 = l0_check(f, name, factories)
     fractal = fractal_check(f, name, factories)
     rows = row_check(f, name, factories)
@@ -582,4 +584,5 @@ def constraints_for(
         frozenset(open_),
         shapes.symbols(factories),
         tuple(joint),
+        layout,
     )

@@ -84,6 +84,8 @@ class Env:
                     target, value = fn.unpacked[name]
                     here = Env(self.resolver, fn.chain, deeper, self.overrides, self.tensors)
                     size = tensorshapes.unpacked_dim(target, value, name, here)  # `M, K = a.shape`
+                    if size is None:  # `mn, nn, sub = grid(M, N, block_M, block_N)`
+                        size = unpacked_call(target, value, name, here)
                     if size is not None:
                         return size
                     return self.resolver.name(name, fn.chain, deeper).value
@@ -347,23 +349,38 @@ def _eval_call(node: cst.Call, env: Env) -> object:
     return _helper(name, values, {}, env)
 
 
+def returned(fn: cst.FunctionDef) -> cst.BaseExpression | None:
+    """The expression a function's body does nothing but return (`return <expr>` on its own
+    line or after the colon), or None."""
+    body = fn.body.body
+    if len(body) != 1:
+        return None
+    small = body[0].body if isinstance(body[0], cst.SimpleStatementLine) else [body[0]]
+    if len(small) == 1 and isinstance(small[0], cst.Return) and small[0].value is not None:
+        return small[0].value
+    return None
+
+
 def _helper(
-    name: str, values: list[object], keywords: dict[str, cst.BaseExpression], env: Env
+    name: str,
+    values: list[object],
+    keywords: dict[str, cst.BaseExpression],
+    env: Env,
+    part: int | None = None,
 ) -> object:
     """A module helper whose body is `return <expr>` (an align-up), called with integer
     arguments by position or by name (`_align_up(n=N, alignment=ALIGNMENT)`); defaults fill
-    the rest."""
+    the rest. `part`: the element of the tuple it returns (`mn, nn, sub = grid(...)`)."""
     for fn in env.resolver.by_name.get(name, []):
         if fn.parents or len(values) > len(fn.params):
             continue
-        body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else []
-        if not (
-            len(body) == 1
-            and isinstance(body[0], cst.SimpleStatementLine)
-            and isinstance(body[0].body[0], cst.Return)
-            and body[0].body[0].value is not None
-        ):
+        value = returned(fn.node)
+        if value is None:
             continue
+        if part is not None:
+            if not isinstance(value, cst.Tuple) or not 0 <= part < len(value.elements):
+                continue
+            value = value.elements[part].value
         bound = dict(zip(fn.params, values, strict=False))
         if any(k in bound or k not in fn.params for k in keywords):
             continue
@@ -376,8 +393,27 @@ def _helper(
         ):
             continue
         inner = Env(env.resolver, (), env.depth + 1, bound)  # type: ignore[arg-type]
-        return _eval(body[0].body[0].value, inner)
+        return _eval(value, inner)
     return None
+
+
+def unpacked_call(
+    target: cst.BaseExpression, value: cst.BaseExpression, name: str, env: Env
+) -> object:
+    """`mn, nn, sub = grid(M, N, block_M, block_N)`: the element `name` takes of the tuple a
+    module helper returns, or None."""
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and isinstance(target, (cst.Tuple, cst.List))
+        and not any(a.star or a.keyword is not None for a in value.args)
+    ):
+        return None
+    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+    if name not in names or any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return None
+    values = [_eval(a.value, env) for a in value.args]
+    return _helper(value.func.value, values, {}, env, part=names.index(name))
 
 
 def _dict_get(container: cst.BaseExpression, args: list[cst.Arg], env: Env) -> object:

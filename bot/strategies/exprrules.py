@@ -12,6 +12,10 @@
   handled (`T.min(knob, ...)`, slice copies the compiler clips, or accesses under an
   `if` that keeps the knob's offset below a bound, `if row_idx < M:`, with no other
   element index computed from the knob).
+
+A module helper that only returns an expression (`def grid(M, N, bm, bn): return
+T.ceildiv(M, bm), T.ceildiv(N, bn), bm // 2`), called with the knob, is read as its return
+expression with the call's arguments in place of its parameters, at the line of the call.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import libcst as cst
 
 from bot.strategies.branches import IfForm, as_if
 from bot.strategies.evaluate import CEILDIV, code_of
+from bot.strategies.evaluate import returned as evaluate_returned
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 from bot.strategies.tiling import Rule, _names
@@ -74,6 +79,34 @@ class Rules(cst.CSTVisitor):
         self.checking = 0  # inside an assert's or a raising check's condition
         self.loops: list[set[str]] = []  # the names each enclosing for loop binds
         self.taken = taken  # the side a condition takes on the run path (branches.py)
+        self._inlined_at = 0  # the line of the helper call whose return is being read
+        self._helpers = {fn.name: fn for fn in f.functions if not fn.parents and not fn.prim_funcs}
+
+    def _line(self, node: cst.CSTNode) -> int:
+        """The source line of `node`; for a helper's return read at its call, that call's."""
+        if self._inlined_at:
+            return self._inlined_at
+        return self.f.line(node)
+
+    def _inline(self, node: cst.Call) -> None:
+        """Read a module helper's returned expression at a call that passes it the knob."""
+        if self._inlined_at or not isinstance(node.func, cst.Name):
+            return
+        fn = self._helpers.get(node.func.value)
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if fn is None or len(args) != len(node.args) or not any(map(self._is_knob, args)):
+            return
+        returned = evaluate_returned(fn.node)
+        if returned is None or len(args) > len(fn.params):
+            return
+        inlined = returned.visit(_Substitute(dict(zip(fn.params, args, strict=False))))
+        if not isinstance(inlined, cst.BaseExpression):
+            return
+        self._inlined_at = self.f.line(node)
+        try:
+            inlined.visit(self)
+        finally:
+            self._inlined_at = 0
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         fn = self.by_node.get(id(node))
@@ -89,7 +122,7 @@ class Rules(cst.CSTVisitor):
 
     def _rule(self, kind: str, node: cst.BaseExpression, whole: cst.CSTNode) -> Rule:
         text = cst.Module([]).code_for_node(whole)
-        return Rule(kind, node, tuple(self.stack), self.f.line(whole), " ".join(text.split()))
+        return Rule(kind, node, tuple(self.stack), self._line(whole), " ".join(text.split()))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         left = node.left
@@ -139,6 +172,7 @@ class Rules(cst.CSTVisitor):
         name = dotted(node.func)
         short = name.rsplit(".", 1)[-1]
         args = [a.value for a in node.args if a.keyword is None]
+        self._inline(node)
         if short in CEILDIV and len(args) == 2 and self._is_knob(args[1]):
             rule = self._rule("ceil", args[0], node)
             self.ceil.append(rule)
@@ -170,7 +204,7 @@ class Rules(cst.CSTVisitor):
                 and any(self._is_knob(e.value) for e in size.elements)
             )
             if full:
-                self.full_copies.append((self.f.line(node), self._sources(offset) & bound))
+                self.full_copies.append((self._line(node), self._sources(offset) & bound))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._assigning = {n for t in node.targets for n in _names(t.target)}
@@ -596,3 +630,18 @@ def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
                     names.add(local)
                     changed = True
     return names
+
+
+class _Substitute(cst.CSTTransformer):
+    """Each parameter name replaced by the argument the call passes it."""
+
+    def __init__(self, args: dict[str, cst.BaseExpression]) -> None:
+        self.args = args
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self.args.get(original_node.value, updated_node)
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        return updated_node.with_changes(attr=original_node.attr)  # `T.ceildiv`'s own name

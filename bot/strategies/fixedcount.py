@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies.callsizes import shapes_symbols
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.exprrules import sized_by
 from bot.strategies.facts import Facts, Function
@@ -161,9 +162,14 @@ def _fixed(
     """True when every count can be read with both values and none is a count of knob tiles
     (fewer tiles with a larger knob). Besides the two values, the knob is also tried far from
     them (1 and 4096 times the current value): a count rounded up over a fixed grid
-    (`T.ceildiv(m_num * n_num, 20)`) can stay the same for two nearby values."""
+    (`T.ceildiv(m_num * n_num, 20)`) can stay the same for two nearby values. A count read
+    only from `T.symbolic` shapes is unknown until run time but cannot depend on the knob."""
     probes = sorted({1, value, current, current * PROBE})
+    symbols = shapes_symbols(chain[-1]) if chain else set()
     for node in counts:
+        names = _names(node)
+        if names and names <= symbols:
+            continue  # a run-time shape (`batch = T.symbolic("batch")`): it counts no knob tiles
         new, now = evaluate(node, env(chain, value)), evaluate(node, env(chain, current))
         if type(new) is not int or type(now) is not int:
             return False  # unreadable: it may count the knob's tiles
@@ -202,12 +208,65 @@ def fixed_count_check(
     return FixedCountCheck(name, kernels, guards, shaped) if kernels else None
 
 
-def _shaped_tensor(f: Facts, pf: cst.FunctionDef, sized: set[str]) -> tuple[str, int] | None:
-    """(name, line) of the first tensor parameter of `pf` whose declared shape reads the knob."""
-    for p in (*pf.params.posonly_params, *pf.params.params, *pf.params.kwonly_params):
+def _shaped_tensor(
+    f: Facts, pf: cst.FunctionDef, sized: set[str], skip: frozenset[int] = frozenset()
+) -> tuple[str, int] | None:
+    """(name, line) of the first tensor parameter of `pf` whose declared shape reads the knob
+    (`skip`: positions of parameters left out)."""
+    params = (*pf.params.posonly_params, *pf.params.params, *pf.params.kwonly_params)
+    for i, p in enumerate(params):
+        if i in skip:
+            continue
         ann = p.annotation.annotation if p.annotation is not None else None
         if not (isinstance(ann, cst.Call) and "Tensor" in dotted(ann.func) and ann.args):
             continue
         if _names(ann.args[0].value) & sized:
             return p.name.value, f.line(p)
     return None
+
+
+def _workspaces(factory: Function) -> frozenset[int]:
+    """The prim_func parameter positions `@tilelang.jit(workspace_idx=[...])` has the runtime
+    allocate from their declared shapes: scratch space sized by the tiles, not the kernel's data."""
+    for fn in factory.chain:
+        for d in fn.node.decorators:
+            call = d.decorator
+            if not isinstance(call, cst.Call):
+                continue
+            for a in call.args:
+                if a.keyword is None or a.keyword.value != "workspace_idx":
+                    continue
+                items = a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) else [a]
+                return frozenset(
+                    int(e.value.value) for e in items if isinstance(e.value, cst.Integer)
+                )
+    return frozenset()
+
+
+def layout_only(f: Facts, owners: list[tuple[Function, set[str]]]) -> str | None:
+    """Why the knob is a size of the data the kernel is given, not a tile, or None: in every
+    prim_func of its factories it sizes no buffer, no count of the grid or of a loop reads
+    anything computed from it, and it shapes a tensor parameter (a paged cache's page length
+    `KV: T.Tensor([block_num, block_size, D])`, or its page count)."""
+    shaped: tuple[str, int] | None = None
+    for factory, aliases in owners:
+        scope = [fn for fn in f.functions if factory in fn.chain or fn in factory.chain]
+        sized = sized_by(f, aliases, within=scope)
+        for pf in factory.prim_funcs:
+            v = _Counts(sized)
+            pf.visit(v)
+            # (a modulus here is the offset within a page, `index % block_size`, not a ring)
+            if v.buffers or v.stepped or any(_names(c) & sized for c in v.counts):
+                return None
+            found = _shaped_tensor(f, pf, sized, skip=_workspaces(factory))
+            if found is None:
+                return None
+            shaped = shaped or found
+    if shaped is None:
+        return None
+    tensor, at = shaped
+    return (
+        f"it shapes the kernel's tensor {tensor} (line {at}) and no buffer or tile count of the "
+        f"kernel: a size of the data the kernel is given (a page length, a page count), not a "
+        f"tile; another value changes the problem, not its tiling"
+    )

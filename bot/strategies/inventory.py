@@ -293,11 +293,8 @@ def _per_factory(
     says which."""
     owners: list[Function] = []
     for site in sites:
-        scope = f.chain_at(site.line)
-        if site.kind != "local" or site.name != name or not scope:
-            return None
-        owner = scope[-1]
-        if name not in owner.assigns or len(owner.assigns[name]) != 1:
+        owner = _owner(f, name, site)
+        if owner is None:
             return None
         readers = [fac for _, fac, r in results if r.site is not None and r.site.node is site.node]
         if not readers or any(owner not in fac.chain for fac in readers):
@@ -309,6 +306,25 @@ def _per_factory(
         _knob_at(f, resolver, f"{o.name}.{name}", name, s, _path(results, s), results)
         for o, s in zip(owners, sites, strict=True)
     ]
+
+
+def _owner(f: Facts, name: str, site: Site) -> Function | None:
+    """The function whose own binding of `name` is `site`: a local bound once in its body, or
+    a default of its signature that the file's own calls of it leave as it is (a factory the
+    file never calls is a library's, whose callers are elsewhere). None for any other site."""
+    if site.name != name:
+        return None
+    if site.kind == "default":
+        fn = next((fn for fn in f.functions if fn.defaults.get(name) is site.node), None)
+        called = fn is not None and any(
+            isinstance(c.node.func, cst.Name) and c.node.func.value == fn.name for c in f.calls
+        )
+        return fn if called else None
+    scope = f.chain_at(site.line)
+    if site.kind != "local" or not scope:
+        return None
+    owner = scope[-1]
+    return owner if len(owner.assigns.get(name, [])) == 1 else None
 
 
 def _path(results: list, site: Site) -> tuple[str, ...]:
@@ -352,6 +368,8 @@ def _knob_at(
     calls = shared.fed if shared else ()  # the sizes of the calls the constant feeds, only
     info = KnobInfo(knob, site, site.value, path, constraints_for(f, resolver, name, bound, calls))
     info.note = callsites.note(f, shared) if shared else None
+    if info.constraints.layout:
+        return Dropped("block_size", knob, info.constraints.layout)
     same = _no_effect(f, resolver, info, bound)
     return Dropped("block_size", knob, same) if same else info
 
