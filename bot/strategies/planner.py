@@ -29,7 +29,9 @@ best source. The planner names no strategy: it asks every registered one
    3 the values short of a loss (bisection); refining a win that gained 30 % or more
      (REFINE_AFTER_BIG_WIN); one value past a plateau;
    4 valley crossing past the farthest loss: the log-midpoint and the far end;
-   5 exploration: every other value, nearest first.
+   5 exploration: every other value, nearest first;
+   6 exploration of values the knob's profile puts clearly slower than here (more than the
+     3 % noise floor), nearest first: re-measured only after every value never measured.
    A knob's measured profile (its gains chained through every attempt on it, the
    knob taken to act alone) marks values clearly slower than here; they bound the
    searches like a loss from here does.
@@ -184,14 +186,15 @@ class Planner:
         ]
         seen = _seen(ctx)
         n = 0
-        explore = [m for m in moves if m.tier == EXPLORE_TIER]
+        exploring = (EXPLORE_TIER, RETRY_SLOWER_TIER)
+        explore = [m for m in moves if m.tier in exploring]
         shown = set(map(id, explore[:4]))  # a few exploration moves; the rest as a count
         for move in moves:
-            if move.tier == EXPLORE_TIER and id(move) not in shown:
+            if move.tier in exploring and id(move) not in shown:
                 if len(shown) == 4:  # say it once, where the hidden moves would be
                     lines.append(
-                        f"  ... and {len(explore) - 4} more exploration moves (tier {EXPLORE_TIER}, "
-                        "further values)"
+                        f"  ... and {len(explore) - 4} more exploration moves (tiers "
+                        f"{EXPLORE_TIER}-{RETRY_SLOWER_TIER}, further values)"
                     )
                     shown.add(-1)
                 continue
