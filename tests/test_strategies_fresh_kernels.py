@@ -464,3 +464,13 @@ def test_a_call_that_raises_type_error_binds_nothing():
         assert f"which raises TypeError before wrapper() runs ({why})" in line, line
     knobs, _ = _plan(BROKEN_CALL.replace("{args}", "1, 1024, block_M=64"))
     assert "block_M" in knobs  # the same call, valid: its keyword is the live value
+
+
+def test_a_factory_the_run_never_builds_beside_those_it_does_is_listed_apart():
+    # sonokeyu example_level2_real_next_batch.py: four kernels built in __main__, a fifth never
+    src = _own_defaults("") + OWN_DEFAULTS.replace("{name}", "unused").replace("{bm}", "16")
+    src += '\n\nif __name__ == "__main__":\n    scale(64, 2048)\n    tanh(64, 2048)\n'
+    knobs, skipped = _plan(src)
+    assert set(knobs) == {"scale.block_M", "tanh.block_M"}, skipped
+    why = next(s for s in skipped if s.startswith("block_size: unused.block_M: "))
+    assert "the run never builds it" in why, why

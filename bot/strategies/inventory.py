@@ -223,14 +223,14 @@ def _bind(
             ]
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
         if all(r.site and r.site.kind == "default" for r in sites.values()):
-            # each factory's own default: one knob each would be possible, but nothing in
-            # the file tells a tile from a size of the problem there (_per_factory)
+            # each factory's own default, but not each factory called by its own name here
+            # (_per_factory): which kernel a change reaches is not known
             return Dropped(
                 "block_size",
                 name,
                 f"bound at {len(sites)} different places ({lines}), each the default of its "
-                f"own kernel factory: such a default may be a size of the problem (a width, a "
-                f"page length) as well as a tile, so none is tuned",
+                f"own kernel factory, but not every one of them is called by its name in this "
+                f"file, so which kernel one change reaches is not known: none is tuned",
             )
         return Dropped(
             "block_size",
@@ -507,6 +507,15 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
             names = sorted({fac.chain[0].name for _, fac, _ in owners})
             only = all(id(fac) in inspected for _, fac, _ in owners)
             dropped.append(Dropped("block_size", name, unbuilt.reason(names, only)))
+            continue
+        # the same name in a factory the run never builds, beside those it does: listed apart
+        unbuilt_here = {
+            id(fac): fac for _, fac, _ in owners if any(fac is d for d in dead)
+        }.values()
+        for fac in unbuilt_here:
+            outer = fac.chain[0].name
+            reason = unbuilt.reason([outer], id(fac) in inspected)
+            dropped.append(Dropped("block_size", f"{outer}.{name}", reason))
     for name, owners in live_owners.items():
         bound = _bind(f, resolver, name, owners)
         for found in bound if isinstance(bound, list) else [bound]:
