@@ -474,3 +474,53 @@ def test_a_factory_the_run_never_builds_beside_those_it_does_is_listed_apart():
     assert set(knobs) == {"scale.block_M", "tanh.block_M"}, skipped
     why = next(s for s in skipped if s.startswith("block_size: unused.block_M: "))
     assert "the run never builds it" in why, why
+
+
+# tile-ai/tilelang examples/ascend example_dsa.py / flash_attention/core.py: the tiles are
+# fields of a settings dataclass, copied to locals the asserts read
+SETTINGS = """
+from dataclasses import dataclass
+
+import tilelang
+import tilelang.language as T
+
+
+@dataclass
+class FwdTiling:
+    block_topk: int = 128
+
+
+def dsa(top_k, tiling=None):
+    tiling = tiling or FwdTiling()
+    BLOCK_TOP_K = tiling.block_topk
+    assert BLOCK_TOP_K == 128, "the SIMD softmax packing requires block_topk == 128"
+
+    @T.prim_func
+    def main(Idx: T.Tensor((top_k,), "int32")):
+        with T.Kernel(top_k // BLOCK_TOP_K, is_npu=True) as (cid, _):
+            ids = T.alloc_ub((BLOCK_TOP_K,), "int32")
+            T.copy(Idx[cid * BLOCK_TOP_K], ids)
+
+    return main
+
+
+def quantize_ref(x, block_size=32):
+    k = x.shape[-1]
+    assert k % block_size == 0
+    return x.float().reshape(-1, k // block_size, block_size)
+
+
+dsa(2048)
+"""
+
+
+def test_a_settings_field_copied_to_a_local_is_held_by_the_asserts_on_that_local():
+    knobs, skipped = _plan(SETTINGS)
+    assert knobs.get("block_topk") == (128,), (knobs, skipped)
+    assert any("breaks the kernel's assert" in s and "BLOCK_TOP_K == 128" in s for s in skipped)
+
+
+def test_a_host_functions_own_block_default_is_listed_as_host_only():
+    _, skipped = _plan(SETTINGS)
+    why = next(s for s in skipped if s.startswith("block_size: block_size: "))
+    assert "block_size = 32 at line" in why and "in quantize_ref()" in why, why

@@ -424,6 +424,10 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "listed as dropped; block_N below block_M (k_l1 holds block_N rows of a host split of at "
         "most block_M) is planned (3 breaking every-value moves)"
     ),
+    "tas_per_token_fp8_simt_simd": (
+        "group_block, bound by a four-way if / elif chain on the problem size, is no block name "
+        "to discovery (the word block comes last) and is not listed as dropped"
+    ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "
         "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "

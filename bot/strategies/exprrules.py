@@ -613,7 +613,8 @@ def _offset_names(node: cst.CSTNode) -> set[str]:
 
 
 def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
-    """`name` and the locals that are plain copies of it (`block_m = block_M`)."""
+    """`name` and the locals that are plain copies of it (`block_m = block_M`, or of a settings
+    object's field of that name: `BLOCK_TOP_K = tiling.block_topk`)."""
     names = {name}
     scopes = [fn for fn in f.functions if any(p is c for c in chain for p in fn.chain)]
     changed = True
@@ -624,8 +625,14 @@ def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
                 if (
                     local not in names
                     and len(values) == 1
-                    and isinstance(values[0], cst.Name)
-                    and values[0].value in names
+                    and (
+                        (isinstance(values[0], cst.Name) and values[0].value in names)
+                        or (
+                            isinstance(values[0], cst.Attribute)
+                            and isinstance(values[0].value, cst.Name)
+                            and values[0].attr.value == name
+                        )
+                    )
                 ):
                     names.add(local)
                     changed = True

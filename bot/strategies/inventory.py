@@ -736,8 +736,9 @@ def _kernel_locals(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
 def _host_locals(
     f: Facts, resolver: Resolver, taken: dict[int, str], known: set[str], dropped: list[Dropped]
 ) -> None:
-    """Block-named integer locals of host functions that no kernel factory is given (`BLOCK_M =
-    128` in a forward() that only pads its token count to it), with why: a move could not change
+    """Block-named integer locals and defaults of host functions that no kernel factory is given
+    (`BLOCK_M = 128` in a forward() that only pads its token count to it, `def quantize_ref(x,
+    block_size=32)`), with why: a move could not change
     any kernel's tile. A local passed on by name to any call, or read in a factory call's
     arguments, may reach a kernel and is left to the binding rules."""
     listed = {d.name for d in dropped}
@@ -763,7 +764,8 @@ def _host_locals(
     ] = [
         (
             f"in {fn.name}()",
-            fn.assigns,
+            # a host function's own defaults too (`def quantize_ref(x, block_size=32)`)
+            {**{p: [d] for p, d in fn.defaults.items()}, **fn.assigns},
             calls_in.get(id(fn), []),
             set(fn.returns),
             defined | set(fn.assigns) | set(fn.params),
