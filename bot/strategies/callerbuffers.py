@@ -88,13 +88,20 @@ def _declared(
 def out_idx(factory: Function, count: int) -> set[int] | None:
     """The parameters the jit creates itself (`@tilelang.jit(out_idx=[2])`): the call does not
     pass them. None when the decorator's list cannot be read."""
+    return jit_indices(factory, "out_idx", count)
+
+
+def jit_indices(factory: Function, keyword: str, count: int) -> set[int] | None:
+    """The prim_func parameter positions a decorator of `factory` lists under `keyword`
+    (`out_idx=[2]`, `workspace_idx=[4, 5]`), negative ones counted from `count` (when known);
+    empty without one, None when the list cannot be read."""
     out: set[int] = set()
     for d in factory.node.decorators:
         call = d.decorator
         if not isinstance(call, cst.Call):
             continue
         for a in call.args:
-            if a.keyword is None or a.keyword.value != "out_idx":
+            if a.keyword is None or a.keyword.value != keyword:
                 continue
             items = a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
             for item in items:

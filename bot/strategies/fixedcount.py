@@ -19,11 +19,12 @@ judged here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies.callerbuffers import jit_indices
 from bot.strategies.callsizes import shapes_symbols
 from bot.strategies.evaluate import Env, evaluate
 from bot.strategies.exprrules import sized_by
@@ -180,6 +181,20 @@ def _fixed(
     return True
 
 
+def _counted(
+    f: Facts, owners: list[tuple[Function, set[str]]]
+) -> Iterator[tuple[Function, cst.FunctionDef, set[str], _Counts]]:
+    """(factory, prim_func, the names computed from the knob, its counts and buffers) for each
+    prim_func of each (factory, aliases)."""
+    for factory, aliases in owners:
+        scope = [fn for fn in f.functions if factory in fn.chain or fn in factory.chain]
+        sized = sized_by(f, aliases, within=scope)
+        for pf in factory.prim_funcs:
+            v = _Counts(sized)
+            pf.visit(v)
+            yield factory, pf, sized, v
+
+
 def fixed_count_check(
     f: Facts, name: str, owners: list[tuple[Function, set[str]]]
 ) -> FixedCountCheck | None:
@@ -188,23 +203,16 @@ def fixed_count_check(
     kernels: list[tuple[tuple[Function, ...], list[cst.BaseExpression], int]] = []
     guards: list[list[tuple[int, cst.BaseExpression]]] = []
     shaped: list[tuple[str, int] | None] = []
-    for factory, aliases in owners:
-        scope = [fn for fn in f.functions if factory in fn.chain or fn in factory.chain]
-        sized = sized_by(f, aliases, within=scope)
-        for pf in factory.prim_funcs:
-            v = _Counts(sized)
-            pf.visit(v)
-            if v.stepped or v.ring:
-                continue
-            tensor = _shaped_tensor(f, pf, sized)
-            if not v.buffers and tensor is None:
-                continue
-            # line 0: the knob sizes no buffer, only the kernel's tensors
-            kernels.append(
-                (by_node[id(pf)].chain, v.counts, f.line(v.buffers[0]) if v.buffers else 0)
-            )
-            guards.append([(f.line(loop), bound) for loop, bound in v.guards])
-            shaped.append(tensor)
+    for _, pf, sized, v in _counted(f, owners):
+        if v.stepped or v.ring:
+            continue
+        tensor = _shaped_tensor(f, pf, sized)
+        if not v.buffers and tensor is None:
+            continue
+        # line 0: the knob sizes no buffer, only the kernel's tensors
+        kernels.append((by_node[id(pf)].chain, v.counts, f.line(v.buffers[0]) if v.buffers else 0))
+        guards.append([(f.line(loop), bound) for loop, bound in v.guards])
+        shaped.append(tensor)
     return FixedCountCheck(name, kernels, guards, shaped) if kernels else None
 
 
@@ -225,21 +233,15 @@ def _shaped_tensor(
     return None
 
 
-def _workspaces(factory: Function) -> frozenset[int]:
-    """The prim_func parameter positions `@tilelang.jit(workspace_idx=[...])` has the runtime
-    allocate from their declared shapes: scratch space sized by the tiles, not the kernel's data."""
+def _workspaces(factory: Function, pf: cst.FunctionDef) -> frozenset[int]:
+    """The positions of `pf`'s parameters that `@tilelang.jit(workspace_idx=[...])` has the
+    runtime allocate from their declared shapes: scratch space sized by the tiles, not the
+    kernel's data."""
+    count = len(pf.params.params) + len(pf.params.posonly_params)
     for fn in factory.chain:
-        for d in fn.node.decorators:
-            call = d.decorator
-            if not isinstance(call, cst.Call):
-                continue
-            for a in call.args:
-                if a.keyword is None or a.keyword.value != "workspace_idx":
-                    continue
-                items = a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) else [a]
-                return frozenset(
-                    int(e.value.value) for e in items if isinstance(e.value, cst.Integer)
-                )
+        found = jit_indices(fn, "workspace_idx", count)
+        if found:
+            return frozenset(found)
     return frozenset()
 
 
@@ -249,19 +251,14 @@ def layout_only(f: Facts, owners: list[tuple[Function, set[str]]]) -> str | None
     anything computed from it, and it shapes a tensor parameter (a paged cache's page length
     `KV: T.Tensor([block_num, block_size, D])`, or its page count)."""
     shaped: tuple[str, int] | None = None
-    for factory, aliases in owners:
-        scope = [fn for fn in f.functions if factory in fn.chain or fn in factory.chain]
-        sized = sized_by(f, aliases, within=scope)
-        for pf in factory.prim_funcs:
-            v = _Counts(sized)
-            pf.visit(v)
-            # (a modulus here is the offset within a page, `index % block_size`, not a ring)
-            if v.buffers or v.stepped or any(_names(c) & sized for c in v.counts):
-                return None
-            found = _shaped_tensor(f, pf, sized, skip=_workspaces(factory))
-            if found is None:
-                return None
-            shaped = shaped or found
+    for factory, pf, sized, v in _counted(f, owners):
+        # (a modulus here is the offset within a page, `index % block_size`, not a ring)
+        if v.buffers or v.stepped or any(_names(c) & sized for c in v.counts):
+            return None
+        found = _shaped_tensor(f, pf, sized, skip=_workspaces(factory, pf))
+        if found is None:
+            return None
+        shaped = shaped or found
     if shaped is None:
         return None
     tensor, at = shaped
