@@ -523,4 +523,59 @@ def test_a_settings_field_copied_to_a_local_is_held_by_the_asserts_on_that_local
 def test_a_host_functions_own_block_default_is_listed_as_host_only():
     _, skipped = _plan(SETTINGS)
     why = next(s for s in skipped if s.startswith("block_size: block_size: "))
-    assert "block_size = 32 at line" in why and "in quantize_ref()" in why, why
+    assert "default of the host function quantize_ref() (block_size=32, line" in why, why
+
+
+# cases found in review: the new readings must not fire on the ordinary forms around them
+ORDINARY = """
+import tilelang
+import tilelang.language as T
+
+
+def grid(M, bm, cores=2):
+    return M // (bm * cores)
+
+
+@tilelang.jit
+def kern(M, N, ref, block_M=64):
+    other = ref.block_M
+    assert other <= 64, "the reference's own tile"
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16")):
+        with T.Kernel(grid(M, block_M), is_npu=True) as (cid, _):
+            a = T.alloc_shared((block_M, N), "float16")
+            T.copy(A[cid * block_M, 0], a)
+
+    return main
+
+
+kern(4096, 64, None)
+"""
+HOST_RUN = """
+
+def run(M=4096, N=64, block_size=32):
+    bm = block_size * 2
+    return kern(M, N, None, bm)
+
+
+run()
+"""
+
+
+def test_an_attribute_of_the_knobs_name_is_no_alias_without_a_settings_class():
+    knobs, skipped = _plan(ORDINARY)
+    assert not any("other <= 64" in s for s in skipped), skipped
+
+
+def test_a_helper_read_at_its_call_takes_its_own_defaults():
+    # grid(M, block_M) leaves cores=2: M // (block_M * 2) full tiles of 4096, all readable
+    knobs, skipped = _plan(ORDINARY)
+    assert not any("could not resolve its extent" in s for s in skipped), skipped
+    assert 128 in knobs.get("block_M", ()), (knobs, skipped)
+
+
+def test_a_host_default_that_reaches_a_kernel_through_a_local_is_not_called_host_only():
+    _, skipped = _plan(ORDINARY + HOST_RUN)
+    host_only = [s for s in skipped if "so a move could not change a kernel's tile" in s]
+    assert not any(s.startswith("block_size: block_size: ") for s in host_only), host_only

@@ -319,7 +319,7 @@ class Resolver:
                     f"line {self.f.line(call.node)}, {whose}"
                 )
             elif bound[1] == "type_error":
-                why = _type_error(list(call.node.args), fn) or _type_error(args, fn)
+                why = _type_error(args, fn)
                 r = _unresolved(
                     f"'{name}' of {fn.name}() is bound by the call at line "
                     f"{self.f.line(call.node)}, which raises TypeError before {fn.name}() runs "

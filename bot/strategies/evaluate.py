@@ -366,11 +366,12 @@ def _helper(
     values: list[object],
     keywords: dict[str, cst.BaseExpression],
     env: Env,
-    part: int | None = None,
+    part: tuple[int, int] | None = None,
 ) -> object:
     """A module helper whose body is `return <expr>` (an align-up), called with integer
     arguments by position or by name (`_align_up(n=N, alignment=ALIGNMENT)`); defaults fill
-    the rest. `part`: the element of the tuple it returns (`mn, nn, sub = grid(...)`)."""
+    the rest. `part`: (index, length) of the element of the tuple it returns that a caller
+    unpacks (`mn, nn, sub = grid(...)`); a tuple of another length, or starred, is no value."""
     for fn in env.resolver.by_name.get(name, []):
         if fn.parents or len(values) > len(fn.params):
             continue
@@ -378,9 +379,14 @@ def _helper(
         if value is None:
             continue
         if part is not None:
-            if not isinstance(value, cst.Tuple) or not 0 <= part < len(value.elements):
+            index, length = part
+            if (
+                not isinstance(value, cst.Tuple)
+                or len(value.elements) != length
+                or any(isinstance(e, cst.StarredElement) for e in value.elements)
+            ):
                 continue
-            value = value.elements[part].value
+            value = value.elements[index].value
         bound = dict(zip(fn.params, values, strict=False))
         if any(k in bound or k not in fn.params for k in keywords):
             continue
@@ -413,7 +419,7 @@ def unpacked_call(
     if name not in names or any(isinstance(e, cst.StarredElement) for e in target.elements):
         return None
     values = [_eval(a.value, env) for a in value.args]
-    return _helper(value.func.value, values, {}, env, part=names.index(name))
+    return _helper(value.func.value, values, {}, env, part=(names.index(name), len(names)))
 
 
 def _dict_get(container: cst.BaseExpression, args: list[cst.Arg], env: Env) -> object:

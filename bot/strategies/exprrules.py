@@ -99,7 +99,19 @@ class Rules(cst.CSTVisitor):
         returned = evaluate_returned(fn.node)
         if returned is None or len(args) > len(fn.params):
             return
-        inlined = returned.visit(_Substitute(dict(zip(fn.params, args, strict=False))))
+        bound: dict[str, cst.BaseExpression] = dict(zip(fn.params, args, strict=False))
+        for p in fn.params[len(args) :]:  # the parameters the call leaves at their defaults
+            if p not in fn.defaults:
+                return  # the call raises TypeError: nothing to read
+            bound[p] = fn.defaults[p]
+        # a name the helper reads besides its parameters must be the module's, as the
+        # caller's scope may bind the same name to something else
+        free = _free_names(returned)
+        if free is None or any(
+            n not in bound and n not in self.f.module_assigns and n not in _MODULES for n in free
+        ):
+            return
+        inlined = returned.visit(_Substitute(bound))
         if not isinstance(inlined, cst.BaseExpression):
             return
         self._inlined_at = self.f.line(node)
@@ -612,10 +624,35 @@ def _offset_names(node: cst.CSTNode) -> set[str]:
     return found
 
 
+def class_fields(f: Facts) -> frozenset[str]:
+    """The names the module's classes bind in their own bodies (a settings dataclass's fields)."""
+
+    def collect() -> frozenset[str]:
+        out: set[str] = set()
+        for stmt in f.wrapper.module.body:
+            if not isinstance(stmt, cst.ClassDef):
+                continue
+            for line in stmt.body.body:
+                if not isinstance(line, cst.SimpleStatementLine):
+                    continue
+                for small in line.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        out.add(small.target.value)
+                    elif isinstance(small, cst.Assign):
+                        out |= {
+                            t.target.value for t in small.targets if isinstance(t.target, cst.Name)
+                        }
+        return frozenset(out)
+
+    return f.kept(("exprrules.class_fields",), collect)
+
+
 def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
-    """`name` and the locals that are plain copies of it (`block_m = block_M`, or of a settings
-    object's field of that name: `BLOCK_TOP_K = tiling.block_topk`)."""
+    """`name` and the locals that are plain copies of it (`block_m = block_M`, or, for a field
+    a class of the file declares, of an object's attribute of that name: `BLOCK_TOP_K =
+    tiling.block_topk` with `class FwdTiling: block_topk: int = 128`)."""
     names = {name}
+    fields = class_fields(f)
     scopes = [fn for fn in f.functions if any(p is c for c in chain for p in fn.chain)]
     changed = True
     while changed:
@@ -631,12 +668,49 @@ def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
                             isinstance(values[0], cst.Attribute)
                             and isinstance(values[0].value, cst.Name)
                             and values[0].attr.value == name
+                            and name in fields
                         )
                     )
                 ):
                     names.add(local)
                     changed = True
     return names
+
+
+# module names a helper's expression may read besides its parameters (`T.ceildiv`, `math.gcd`)
+_MODULES = frozenset({"T", "tl", "tilelang", "math", "min", "max", "abs", "int"})
+
+
+def _free_names(node: cst.BaseExpression) -> set[str] | None:
+    """The names `node` reads (not attribute names or keywords), or None when it binds names
+    of its own (a lambda, a comprehension), which substitution would not respect."""
+    names: set[str] = set()
+    binds = False
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            names.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            nonlocal binds
+            binds = True
+            return False
+
+        def visit_CompFor(self, n: cst.CompFor) -> bool:
+            nonlocal binds
+            binds = True
+            return False
+
+    node.visit(V())
+    return None if binds else names
 
 
 class _Substitute(cst.CSTTransformer):

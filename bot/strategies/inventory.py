@@ -223,14 +223,15 @@ def _bind(
             ]
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
         if all(r.site and r.site.kind == "default" for r in sites.values()):
-            # each factory's own default, but not each factory called by its own name here
+            # each factory's own default, but the factories cannot be named apart
             # (_per_factory): which kernel a change reaches is not known
             return Dropped(
                 "block_size",
                 name,
                 f"bound at {len(sites)} different places ({lines}), each the default of its "
-                f"own kernel factory, but not every one of them is called by its name in this "
-                f"file, so which kernel one change reaches is not known: none is tuned",
+                f"own kernel factory, but the factories cannot be told apart here (one not "
+                f"called by its own name in this file, or two of one name), so which kernel "
+                f"one change reaches is not known: none is tuned",
             )
         return Dropped(
             "block_size",
@@ -285,12 +286,11 @@ def _split(
 def _per_factory(
     f: Facts, resolver: Resolver, name: str, results: list, sites: list[Site]
 ) -> list[KnobInfo | Dropped] | None:
-    """One knob per factory when each kernel factory sets its own local literal under the same
-    name (three kernels, each with `block_M = 64`): editing one changes only the kernel that
-    function builds. Each is named after its function (`rms_quant.block_M`). None otherwise.
-    Signature defaults are left out: a default the file's calls leave as it is may be a size of
-    the problem (a splice width, a page length) as often as a tile, and nothing in the file
-    says which."""
+    """One knob per factory when each kernel factory binds the name itself (three kernels, each
+    with `block_M = 64`, or each with its own default `block_M=16`, built by calls of its own
+    name): editing one changes only the kernel that function builds. Each is named after its
+    function (`rms_quant.block_M`). None otherwise (a site no factory owns, two owners of one
+    name)."""
     owners: list[Function] = []
     for site in sites:
         owner = _owner(f, name, site)
@@ -310,8 +310,9 @@ def _per_factory(
 
 def _owner(f: Facts, name: str, site: Site) -> Function | None:
     """The function whose own binding of `name` is `site`: a local bound once in its body, or
-    a default of its signature that the file's own calls of it leave as it is (a factory the
-    file never calls is a library's, whose callers are elsewhere). None for any other site."""
+    a default of its signature when the file calls the function by its name (the resolver
+    has already found the default live on the run path; a factory the file never calls is a
+    library's, whose callers are elsewhere). None for any other site."""
     if site.name != name:
         return None
     if site.kind == "default":
@@ -764,8 +765,7 @@ def _host_locals(
     ] = [
         (
             f"in {fn.name}()",
-            # a host function's own defaults too (`def quantize_ref(x, block_size=32)`)
-            {**{p: [d] for p, d in fn.defaults.items()}, **fn.assigns},
+            fn.assigns,
             calls_in.get(id(fn), []),
             set(fn.returns),
             defined | set(fn.assigns) | set(fn.params),
@@ -808,6 +808,66 @@ def _host_locals(
                     f"{HOST_LOCAL}({name} = {value} at line {f.line(values[0])}, {where}) "
                     f"that no kernel factory is given: the host computes with it "
                     f"itself (padding, sizes), so a move could not change a kernel's tile"
+                ),
+            )
+    _host_defaults(f, kernel_side, calls_in, defined, known | factory_args, taken, listed, dropped)
+
+
+def _host_defaults(
+    f: Facts,
+    kernel_side: set[int],
+    calls_in: dict[int, list[cst.Call]],
+    defined: set[str],
+    known: set[str],
+    taken: dict[int, str],
+    listed: set[str],
+    dropped: list[Dropped],
+) -> None:
+    """Block-named integer defaults of host functions (`def quantize_ref(x, block_size=32)`)
+    that reach no call which may build a kernel, themselves or through any local computed from
+    them (`bm = block_size * 2; matmul(M, N, bm)` reaches one), with why."""
+    for fn in f.functions:
+        if id(fn) in kernel_side or any(id(p) in kernel_side for p in fn.parents):
+            continue
+        calls = [
+            c
+            for c in calls_in.get(id(fn), [])
+            if _may_build(c, defined | set(fn.assigns) | set(fn.params))
+        ]
+        for name, node in fn.defaults.items():
+            value = literal(node)
+            if (
+                not BLOCK_NAME.match(name)
+                or UNIT_COUNT.search(name)
+                or name in known
+                or name in listed
+                or id(node) in taken
+                or not isinstance(value, int)
+                or isinstance(value, bool)
+                or name in fn.assigns
+                or name in fn.returns
+            ):
+                continue
+            derived = {name}
+            grew = True
+            while grew:
+                grew = False
+                for local, values in fn.assigns.items():
+                    if local not in derived and any(names_in(v) & derived for v in values):
+                        derived.add(local)
+                        grew = True
+            if derived & set(fn.returns) or any(
+                names_in(a.value) & derived for c in calls for a in c.args
+            ):
+                continue  # it may reach a kernel: left to the binding rules
+            _drop(
+                listed,
+                dropped,
+                name,
+                (
+                    f"a default of the host function {fn.name}() ({name}={value}, line "
+                    f"{f.line(node)}) that reaches no kernel factory: the host computes with "
+                    f"it itself, so a move could not change a kernel's tile"
                 ),
             )
 
