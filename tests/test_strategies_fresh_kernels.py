@@ -504,10 +504,15 @@ def dsa(top_k, tiling=None):
     return main
 
 
+def _pack(v):
+    return v * 2
+
+
 def quantize_ref(x, block_size=32):
     k = x.shape[-1]
     assert k % block_size == 0
-    return x.float().reshape(-1, k // block_size, block_size)
+    y = x.float().reshape(-1, k // block_size, block_size)
+    return _pack(y)  # a helper of the file that builds no kernel
 
 
 dsa(2048)

@@ -825,14 +825,18 @@ def _host_defaults(
 ) -> None:
     """Block-named integer defaults of host functions (`def quantize_ref(x, block_size=32)`)
     that reach no call which may build a kernel, themselves or through any local computed from
-    them (`bm = block_size * 2; matmul(M, N, bm)` reaches one), with why."""
+    them (`bm = block_size * 2; matmul(M, N, bm)` reaches one), with why. A function of this
+    file from which no kernel factory can be called (a torch reference helper) builds none."""
+    own = {fn.name for fn in f.functions}
+    reaching = _reaching_factories(f)
     for fn in f.functions:
         if id(fn) in kernel_side or any(id(p) in kernel_side for p in fn.parents):
             continue
+        bound = defined | set(fn.assigns) | set(fn.params)
         calls = [
             c
             for c in calls_in.get(id(fn), [])
-            if _may_build(c, defined | set(fn.assigns) | set(fn.params))
+            if _may_build(c, bound) and (_base(c) not in own or _base(c) in reaching)
         ]
         for name, node in fn.defaults.items():
             value = literal(node)
@@ -998,6 +1002,30 @@ def _dead_stage_tiles(f: Facts, dropped: list[Dropped]) -> None:
                         # a dead pipeline depth is pipeline_depth's, a dead stage tile block_size's
                         "pipeline_depth" if STAGES.match(name) else "block_size",
                     )
+
+
+def _base(call: cst.Call) -> str | None:
+    """The name a call's function starts from (`run` of `run(...)`, `x` of `x.float()`)."""
+    base = call.func
+    while isinstance(base, (cst.Attribute, cst.Call)):
+        base = base.value if isinstance(base, cst.Attribute) else base.func
+    return base.value if isinstance(base, cst.Name) else None
+
+
+def _reaching_factories(f: Facts) -> set[str]:
+    """Names of the file's functions from which a kernel factory can be called: the
+    factories themselves and every function whose body calls one of these, transitively."""
+    reaching = {fn.name for fac in f.factories for fn in fac.chain}
+    grew = True
+    while grew:
+        grew = False
+        for call in f.calls:
+            if _base(call.node) in reaching:
+                for fn in call.scope:
+                    if fn.name not in reaching:
+                        reaching.add(fn.name)
+                        grew = True
+    return reaching
 
 
 def _may_build(call: cst.Call, defined: set[str]) -> bool:
