@@ -52,7 +52,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from bot.config.schema import Knob, OpConfig
+from bot.config.schema import Knob, OpConfig, RepoConfig
 from bot.strategies import builtin, catalog, knobs, space
 from bot.strategies.base import PlanContext, Refusal, Variant
 from bot.strategies.evidence import Evidence
@@ -87,7 +87,7 @@ EXPLORE_TIER = 5
 # exploration re-measures a value this knob's profile already puts clearly slower than here
 # (by more than the noise floor) only after every value not yet measured
 RETRY_SLOWER_TIER = 6
-CLEARLY_SLOWER = 0.03
+CLEARLY_SLOWER = RepoConfig.noise_floor  # the default noise floor: under it is noise
 INTERPOLATE_TIER = 2  # after every knob's first probe, before new bisections
 # a win that gained this much is refined (halfway back to where it came from) only with the
 # bisections (tier 3): on the seen generated landscapes (even seeds 5000-5798, 3 runs, budget 20)
