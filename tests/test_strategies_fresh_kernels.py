@@ -584,3 +584,64 @@ def test_a_host_default_that_reaches_a_kernel_through_a_local_is_not_called_host
     _, skipped = _plan(ORDINARY + HOST_RUN)
     host_only = [s for s in skipped if "so a move could not change a kernel's tile" in s]
     assert not any(s.startswith("block_size: block_size: ") for s in host_only), host_only
+
+
+# tile-ai/tilelang-ascend sparse_fa_v4.py: test()'s own page length sizes the host's cache
+# tensors and fills a block table row by row; the kernel is built with block_M alone.
+PAGED_HOST = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def attn(N, D, block_M=64):
+    @T.prim_func
+    def main(Q: T.Tensor((N, D), "float16"), Cache: T.Tensor((N, D), "float16")):
+        with T.Kernel(N // block_M, is_npu=True) as (cid, _):
+            q = T.alloc_shared((block_M, D), "float16")
+            T.copy(Q[cid * block_M, 0], q)
+
+    return main
+
+
+def test(N=4096, D=64, block_M=64, block_size=128):
+    pages = (N + block_size - 1) // block_size
+    cache = torch.zeros(pages, block_size, D, dtype=torch.float16)
+    table = []
+    for p in range(pages):
+        row = []
+        row.append(p * block_size)
+        table.append(row)
+    kernel = attn(N, D, block_M)
+    return kernel(torch.randn(N, D), cache.reshape(-1, D))
+
+
+test()
+"""
+# the same value handed on through a list the host fills: it may reach the factory
+LISTED_RUN = """
+
+def sweep(N=4096, D=64, block_len=128):
+    sizes = []
+    sizes.append(block_len // 2)
+    for bm in sizes:
+        attn(N, D, bm)
+
+
+sweep()
+"""
+
+
+def test_a_host_default_that_sizes_only_host_tensors_is_listed_as_a_size_of_the_data():
+    knobs, skipped = _plan(PAGED_HOST)
+    why = next(s for s in skipped if s.startswith("block_size: block_size: "))
+    assert "default of the host function test() (block_size=128, line" in why, why
+    assert "sizes only tensors the host builds (cache)" in why, why
+    assert 128 in knobs.get("block_M", ()), (knobs, skipped)
+
+
+def test_a_host_default_filled_into_a_list_the_factory_reads_is_not_called_host_only():
+    _, skipped = _plan(PAGED_HOST.replace("test()\n", "") + LISTED_RUN)
+    host_only = [s for s in skipped if "default of the host function sweep()" in s]
+    assert not host_only, host_only

@@ -419,11 +419,6 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "block_size, a page length used only by host code building a cache the kernel never "
         "reads (and passed to a call that raises TypeError), is not listed as dropped"
     ),
-    "tar_mtgr_sparse_fa_v4": (
-        "block_size, a signature default of test() read only by the reference check, is not "
-        "listed as dropped; block_N below block_M (k_l1 holds block_N rows of a host split of at "
-        "most block_M) is planned (3 breaking every-value moves)"
-    ),
     "tas_per_token_fp8_simt_simd": (
         "group_block, bound by a four-way if / elif chain on the problem size, is no block name "
         "to discovery (the word block comes last) and is not listed as dropped"

@@ -826,17 +826,28 @@ def _host_defaults(
     """Block-named integer defaults of host functions (`def quantize_ref(x, block_size=32)`)
     that reach no call which may build a kernel, themselves or through any local computed from
     them (`bm = block_size * 2; matmul(M, N, bm)` reaches one), with why. A function of this
-    file from which no kernel factory can be called (a torch reference helper) builds none."""
+    file from which no kernel factory can be called (a torch reference helper) builds none.
+    A tensor the host builds from the value (`cache = torch.zeros(n, block_size, D)`) carries
+    data, not a tile: handed to the kernel it is a size of the data, so the value stops there.
+    Filling a local list (`row.append(offset + i)`) builds no kernel; the list joins the value."""
     own = {fn.name for fn in f.functions}
     reaching = _reaching_factories(f)
     for fn in f.functions:
         if id(fn) in kernel_side or any(id(p) in kernel_side for p in fn.parents):
             continue
         bound = defined | set(fn.assigns) | set(fn.params)
+        tensors = {
+            local
+            for local, values in fn.assigns.items()
+            if values and all(_host_tensor(v) for v in values)
+        }
+        fills = [c for c in calls_in.get(id(fn), []) if _container_fill(c, fn)]
         calls = [
             c
             for c in calls_in.get(id(fn), [])
-            if _may_build(c, bound) and (_base(c) not in own or _base(c) in reaching)
+            if _may_build(c, bound)
+            and (_base(c) not in own or _base(c) in reaching)
+            and not any(c is d for d in fills)
         ]
         for name, node in fn.defaults.items():
             value = literal(node)
@@ -853,27 +864,87 @@ def _host_defaults(
             ):
                 continue
             derived = {name}
+            shaped: set[str] = set()  # host tensors the value sizes
             grew = True
             while grew:
                 grew = False
                 for local, values in fn.assigns.items():
-                    if local not in derived and any(names_in(v) & derived for v in values):
+                    if local in derived or local in shaped:
+                        continue
+                    if any(names_in(v) & derived for v in values):
+                        (shaped if local in tensors else derived).add(local)
+                        grew = True
+                for local, (_, packed) in fn.unpacked.items():
+                    if local not in derived and names_in(packed) & derived:
                         derived.add(local)
+                        grew = True
+                for local, loop in fn.loop_targets.items():
+                    if local not in derived and names_in(loop.iter) & derived:
+                        derived.add(local)  # `for bm in sizes:` takes the list's values
+                        grew = True
+                for fill in fills:
+                    held = _base(fill)
+                    if (
+                        held is not None
+                        and held not in derived
+                        and any(names_in(a.value) & derived for a in fill.args)
+                    ):
+                        derived.add(held)
                         grew = True
             if derived & set(fn.returns) or any(
                 names_in(a.value) & derived for c in calls for a in c.args
             ):
                 continue  # it may reach a kernel: left to the binding rules
+            if shaped:
+                why = (
+                    f"sizes only tensors the host builds ({', '.join(sorted(shaped))}), handed "
+                    f"on as data: a size of the data, not a tile, so a move could not change a "
+                    f"kernel's tile"
+                )
+            else:
+                why = "the host computes with it itself, so a move could not change a kernel's tile"
             _drop(
                 listed,
                 dropped,
                 name,
                 (
                     f"a default of the host function {fn.name}() ({name}={value}, line "
-                    f"{f.line(node)}) that reaches no kernel factory: the host computes with "
-                    f"it itself, so a move could not change a kernel's tile"
+                    f"{f.line(node)}) that reaches no kernel factory: {why}"
                 ),
             )
+
+
+# tensor constructors of the array libraries: what they return holds data, whatever its shape
+_TENSOR_BUILDERS = frozenset(
+    {
+        "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "tensor",
+        "arange", "linspace", "as_tensor", "from_numpy", "array", "asarray",
+        "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+    }
+)  # fmt: skip
+_ARRAY_MODULES = frozenset({"torch", "np", "numpy", "torch_npu"})
+# methods that put a value into a list, set or dict the function holds
+_FILLS = frozenset({"append", "extend", "insert", "add", "update", "appendleft"})
+
+
+def _host_tensor(node: cst.BaseExpression) -> bool:
+    """`torch.zeros(n, block_size, D)`, `np.arange(0, n, block)`: a tensor built on the host."""
+    if not isinstance(node, cst.Call):
+        return False
+    name = dotted(node.func)
+    root, _, last = name.partition(".")
+    return root in _ARRAY_MODULES and last.rpartition(".")[2] in _TENSOR_BUILDERS
+
+
+def _container_fill(call: cst.Call, fn: Function) -> bool:
+    """`row.append(offset + lb)` on a local `row` of fn: it fills a container, builds nothing."""
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.attr.value in _FILLS
+        and func.value.value in fn.assigns
+    )
 
 
 def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> None:
