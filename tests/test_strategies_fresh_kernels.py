@@ -645,3 +645,54 @@ def test_a_host_default_filled_into_a_list_the_factory_reads_is_not_called_host_
     _, skipped = _plan(PAGED_HOST.replace("test()\n", "") + LISTED_RUN)
     host_only = [s for s in skipped if "default of the host function sweep()" in s]
     assert not host_only, host_only
+
+
+# tile-ai/tilelang-ascend testing/python/language/parallel: each test binds its own sizes and
+# builds its own kernel.
+SUITE = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def fill(M, N, block_M, block_N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, block_N), "float32")
+            T.copy(A[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N], a)
+            T.copy(a, B[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def narrow(M, N, block_M, block_N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, block_N), "float32")
+            T.copy(A[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N], a)
+            T.copy(a, B[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N])
+
+    return main
+
+
+def test_fill():
+    M, N, block_M, block_N = 1024, 1024, 128, 128
+    fill(M, N, block_M, block_N)
+
+
+def test_fill_narrow():
+    M, N, block_M, block_N = 1024, 64, 32, 64
+    narrow(M, N, block_M, block_N)
+"""
+
+
+def test_each_tests_own_sizes_are_a_knob_of_that_test():
+    knobs, skipped = _plan(SUITE)
+    assert set(knobs) >= {"test_fill.block_M", "test_fill_narrow.block_N"}, (knobs, skipped)
+    # each is held by the extent of its own test: 64 columns in the narrow one
+    assert max(knobs["test_fill_narrow.block_N"]) == 64, knobs
+    assert 256 in knobs["test_fill.block_N"], knobs
+    assert not any("different places" in s for s in skipped), skipped

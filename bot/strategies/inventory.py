@@ -289,15 +289,17 @@ def _per_factory(
     """One knob per factory when each kernel factory binds the name itself (three kernels, each
     with `block_M = 64`, or each with its own default `block_M=16`, built by calls of its own
     name): editing one changes only the kernel that function builds. Each is named after its
-    function (`rms_quant.block_M`). None otherwise (a site no factory owns, two owners of one
-    name)."""
+    function (`rms_quant.block_M`). A function that builds a kernel with a local of its own
+    (a test binding `M, N, block_M, block_N = 1024, 1024, 128, 128` before `fill(M, N, block_M,
+    block_N)`) owns that binding the same way: the local is seen only by the calls it makes.
+    None otherwise (a site no function owns, two owners of one name)."""
     owners: list[Function] = []
     for site in sites:
         owner = _owner(f, name, site)
         if owner is None:
             return None
         readers = [fac for _, fac, r in results if r.site is not None and r.site.node is site.node]
-        if not readers or any(owner not in fac.chain for fac in readers):
+        if not readers:
             return None
         owners.append(owner)
     if len({o.name for o in owners}) != len(owners):
