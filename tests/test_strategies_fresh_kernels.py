@@ -696,3 +696,128 @@ def test_each_tests_own_sizes_are_a_knob_of_that_test():
     assert max(knobs["test_fill_narrow.block_N"]) == 64, knobs
     assert 256 in knobs["test_fill.block_N"], knobs
     assert not any("different places" in s for s in skipped), skipped
+
+
+# looo000ooong/tilelang-mlir-ascend testing/npuir_a5/test_reduce_ops.py: one core walks row
+# blocks of a ceil-divided count; each lane is kept below what is left of the extent.
+REMAINDER = """
+import tilelang
+import tilelang.language as T
+
+
+def rows(M, N, dtype="float32"):
+    BLOCK_M = 8
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, _):
+            a = T.alloc_shared((BLOCK_M, N), dtype)
+            for mo in T.serial(0, (M + BLOCK_M - 1) // BLOCK_M):
+                remain_m = M - mo * BLOCK_M
+                for i, j in T.Parallel(BLOCK_M, N):
+                    if i < remain_m and j < N:
+                        a[i, j] = A[mo * BLOCK_M + i, j]
+                for i, j in T.Parallel(BLOCK_M, N):
+                    if i < remain_m:
+                        B[mo * BLOCK_M + i, j] = a[i, j]
+
+    return main
+
+
+rows(1000, 128)
+"""
+
+
+def test_a_lane_kept_below_what_is_left_of_the_extent_guards_the_tail():
+    knobs, skipped = _plan(REMAINDER)
+    # 16 and 128 do not divide 1000: the last block is partial, and the guard covers it
+    assert {16, 128} <= set(knobs.get("BLOCK_M", ())), (knobs, skipped)
+    assert not any("needs full tiles" in s for s in skipped), skipped
+
+
+# looo000ooong/tilelang-mlir-ascend testing/npuir_a5/test_cmp_ops.py: main walks shape tuples,
+# dtypes and ops in nested loops, each a module list, and runs one test per combination.
+NESTED_CASES = """
+import tilelang
+import tilelang.language as T
+
+SHAPE_CASES = [(1024, 4096), (1024, 10240)]
+DTYPE_CASES = ["float16", "float32"]
+
+
+def make(M, N, dtype):
+    block_M = 32
+    block_N = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
+            a = T.alloc_shared((block_M, block_N), dtype)
+            c = T.alloc_shared((block_M, block_N), dtype)
+            T.copy(A[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N], a)
+            T.copy(a, C[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N])
+
+    return main
+
+
+def run(M, N, dtype, op):
+    tilelang.compile(make(M, N, dtype), target="npuir")
+
+
+def main():
+    for M, N in SHAPE_CASES:
+        for dtype in DTYPE_CASES:
+            for op in ["eq", "ne"]:
+                run(M, N, dtype, op)
+
+
+main()
+"""
+
+
+def test_sizes_and_dtypes_from_nested_configuration_loops_bound_the_tiles():
+    knobs, skipped = _plan(NESTED_CASES)
+    # M = 1024 in every case: block_M divides it; two float32 tiles of (block_M, 256) fit 192 KiB
+    # up to block_M 64 (128 KiB), not 128 (256 KiB)
+    assert knobs.get("block_M") == (8, 16, 32, 64), (knobs, skipped)
+    assert any(
+        s.startswith("block_size: block_M=128 refused") and "a (line" in s and "c (line" in s
+        for s in skipped
+    ), skipped
+    assert not any("could not resolve its extent" in s for s in skipped), skipped
+
+
+# tile-ai/tilelang examples/ascend/example_per_token_cast_to_fp8.py: the group tile is picked
+# by the factory's own branches on the problem size.
+BRANCH_PICKED = """
+import tilelang
+import tilelang.language as T
+
+
+def cast(M, N):
+    groups = N // 128
+    if groups % 64 == 0:
+        group_block = 64
+    elif groups % 32 == 0:
+        group_block = 32
+    else:
+        group_block = 8
+
+    @T.prim_func
+    def main(S: T.Tensor((M, groups), "float32")):
+        with T.Kernel(T.ceildiv(groups, group_block), is_npu=True) as (cid, _):
+            s = T.alloc_ub((M, group_block), "float32")
+            T.copy(S[0, cid * group_block], s)
+
+    return main
+
+
+cast(16, 8192)
+"""
+
+
+def test_a_group_tile_picked_by_the_kernels_own_branches_is_listed():
+    knobs, skipped = _plan(BRANCH_PICKED)
+    assert "group_block" not in knobs, knobs
+    why = next(s for s in skipped if s.startswith("block_size: group_block: "))
+    assert "one of 3 literals (lines 8, 10, 12, cast())" in why, why

@@ -419,9 +419,10 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "block_size, a page length used only by host code building a cache the kernel never "
         "reads (and passed to a call that raises TypeError), is not listed as dropped"
     ),
-    "tas_per_token_fp8_simt_simd": (
-        "group_block, bound by a four-way if / elif chain on the problem size, is no block name "
-        "to discovery (the word block comes last) and is not listed as dropped"
+    "tat_pow_dev_int32_print": (
+        "the v-prefix rename npuir_pow -> vpow: the file's own commit (tile-ai/tilelang-ascend "
+        "npuir 812a617) exports no vpow, but nothing in the file says so; the "
+        "tnp_pipelined_reduce class"
     ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "

@@ -100,15 +100,24 @@ def _paths(
     return [p for p in paths if all(v > 0 for v in p.values())]
 
 
+_MAX_LOOPED = 64  # size combinations read from nested configuration loops
+
+
 def _loop_passes(
     resolver: Resolver, caller: Function, nodes: dict[str, cst.BaseExpression]
 ) -> list[dict[str, int]]:
     """The sizes a call inside `for cfg in configs` (or `for i, cfg in enumerate(configs)`)
-    passes as `cfg["dim"]` / `cfg[1]`, the list spelled out in the file and never changed:
-    one dict per entry. [] when the nodes read no such loop, or read more than one loop."""
-    reads: list[tuple[str, str, cst.BaseExpression]] = []
+    passes as `cfg["dim"]` / `cfg[1]`, or inside `for M, N in SHAPE_CASES` as `M`, the list
+    spelled out in the file and never changed: one dict per entry. [] when the nodes read no
+    such loop, or read more than one loop."""
+    reads: list[tuple[str, str, cst.BaseExpression | None]] = []
     loops: dict[int, Loop] = {}
     for name, node in nodes.items():
+        target = caller.loop_targets.get(node.value) if isinstance(node, cst.Name) else None
+        if target is not None and isinstance(node, cst.Name):
+            loops[id(target)] = target
+            reads.append((name, node.value, None))  # the target's own part of each entry
+            continue
         if not (
             isinstance(node, cst.Subscript)
             and isinstance(node.value, cst.Name)
@@ -121,19 +130,27 @@ def _loop_passes(
             continue
         loops[id(loop)] = loop
         reads.append((name, node.value.value, node.slice[0].slice.value))
-    if len(loops) != 1:
-        return []
-    (loop,) = loops.values()
-    out: list[dict[str, int]] = []
-    for entry in resolver.spelled.entries(loop, caller.chain) or []:
-        sizes: dict[str, int] = {}
-        for name, base, key in reads:
-            value = literal(_keyed(element(loop.target, entry, base), key))
-            if isinstance(value, int) and not isinstance(value, bool):
-                sizes[name] = value
-        if sizes and sizes not in out:
-            out.append(sizes)
-    return out
+    # nested loops (`for M, N in SHAPES:` around `for dtype in DTYPES:`): a loop that gives
+    # no size (dtypes, op names) leaves the paths as they are; the others multiply them
+    out: list[dict[str, int]] = [{}]
+    sized = False
+    for loop in loops.values():
+        passes: list[dict[str, int]] = []
+        for entry in resolver.spelled.entries(loop, caller.chain) or []:
+            sizes: dict[str, int] = {}
+            for name, base, key in reads:
+                if caller.loop_targets.get(base) is not loop:
+                    continue
+                part = element(loop.target, entry, base)
+                value = literal(part if key is None else _keyed(part, key))
+                if isinstance(value, int) and not isinstance(value, bool):
+                    sizes[name] = value
+            if sizes and sizes not in passes:
+                passes.append(sizes)
+        if passes:
+            sized = True
+            out = [{**a, **b} for a in out for b in passes][:_MAX_LOOPED]
+    return out if sized else []
 
 
 def _keyed(node: cst.BaseExpression | None, key: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -367,6 +367,44 @@ class Rules(cst.CSTVisitor):
             and not _names(target.comparator) & self.offsets
         )
 
+    def _guards_of(self, test: cst.BaseExpression) -> list[cst.Comparison]:
+        """The bounds an `if` test holds: itself, each bounding side of an `and` (`if i <
+        remain_m and j < remain_n:`), and a lane kept below what is left of the extent (`i <
+        remain_m` with `remain_m = M - mo * BLOCK_M`), read as the offset it bounds (`mo *
+        BLOCK_M + i < M`)."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._guards_of(test.left) + self._guards_of(test.right)
+        if self._bounds(test):
+            return [test]  # type: ignore[list-item]
+        moved = self._remainder(test)
+        return [moved] if moved is not None and self._bounds(moved) else []
+
+    def _remainder(self, test: cst.BaseExpression) -> cst.Comparison | None:
+        """`lane < rest` with `rest` a local assigned once as `extent - offset`: the same test
+        as `offset + lane < extent`. None for any other form."""
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return None
+        target = test.comparisons[0]
+        if not isinstance(target.operator, (cst.LessThan, cst.LessThanEqual)):
+            return None
+        rest = target.comparator
+        if not isinstance(rest, cst.Name):
+            return None
+        values = next(
+            (fn.assigns[rest.value] for fn in reversed(self.stack) if rest.value in fn.assigns), []
+        )
+        if len(values) != 1:
+            return None
+        value = values[0]
+        if not (
+            isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract)
+        ):
+            return None
+        return cst.Comparison(
+            left=cst.BinaryOperation(left=value.right, operator=cst.Add(), right=test.left),
+            comparisons=[target.with_changes(comparator=value.left)],
+        )
+
     def visit_Assert(self, node: cst.Assert) -> None:
         self.checking += 1
         if _names(node.test) & self.aliases:
@@ -413,14 +451,14 @@ class Rules(cst.CSTVisitor):
         form.test.visit(self)
         taken = self._taken(form.test)
         if taken is not False:
-            bounds = self._bounds(form.test)
-            if bounds:
+            held = self._guards_of(form.test)
+            if held:
                 self.guarded = True
-                self.guards.append(form.test)  # type: ignore[arg-type]
+                self.guards += held
             for stmt in form.body:
                 stmt.visit(self)
-            if bounds:
-                self.guards.pop()
+            if held:
+                del self.guards[-len(held) :]
         if taken is not True:
             for stmt in form.orelse:
                 stmt.visit(self)

@@ -963,12 +963,31 @@ def _inner_block_words(f: Facts, known: set[str], dropped: list[Dropped]) -> Non
             (f"{fn.name}()", fn.assigns) for fn in factory.chain
         ]
         found: list[tuple[str, str]] = []  # (name, where it is set)
+        chosen: dict[str, str] = {}  # name -> where: literals the code picks among by branches
         for where, assigns in scopes:
             for name, values in assigns.items():
                 if len(values) == 1 and int_value(values[0]) is not None:
                     found.append(
                         (name, f"= {int_value(values[0])} (line {f.line(values[0])}, {where})")
                     )
+                elif len(values) > 1 and all(int_value(v) is not None for v in values):
+                    lines = ", ".join(str(f.line(v)) for v in values)
+                    chosen[name] = (
+                        f"is set to one of {len(values)} literals (lines {lines}, {where})"
+                    )
+        for name, where in chosen.items():
+            if name in listed or name not in live or BLOCK_NAME.match(name):
+                continue
+            if BLOCK_WORD.search(name) or TILE_NAME.search(name):
+                _drop(
+                    listed,
+                    dropped,
+                    name,
+                    (
+                        f"'{name}' {where}, picked by the code's own branches (on the problem "
+                        f"size, a mode): no one literal sets it, so it is not tuned"
+                    ),
+                )
         for fn in factory.chain:
             found += [
                 (name, f"(a parameter of {fn.name}())") for name in sorted(parameter_names(fn.node))

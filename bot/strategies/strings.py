@@ -213,8 +213,13 @@ def _loop_strings(
     depth: int,
     r: Reading | None = None,
 ) -> set[str]:
-    """The strings a for loop's target takes over a list the file spells out (every entry)."""
+    """The strings a for loop's target takes over a list the file spells out (every entry),
+    in the loop or bound once to a name it walks (`for dtype in DTYPE_CASES:`)."""
     target, it = getattr(loop, "target", None), getattr(loop, "iter", None)
+    if isinstance(it, cst.Name):
+        scopes = [fn.assigns for fn in reversed(chain)] + [f.module_assigns]
+        bound = next((s[it.value] for s in scopes if it.value in s), [])
+        it = bound[0] if len(bound) == 1 else None
     if not isinstance(it, (cst.List, cst.Tuple)) or not it.elements:
         return set()
     found: set[str] = set()
