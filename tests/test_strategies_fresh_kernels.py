@@ -587,7 +587,8 @@ def test_a_host_default_that_reaches_a_kernel_through_a_local_is_not_called_host
 
 
 # tile-ai/tilelang-ascend sparse_fa_v4.py: test()'s own page length sizes the host's cache
-# tensors and fills a block table row by row; the kernel is built with block_M alone.
+# tensors and fills a block table row by row, both read only by the host's reference; the
+# kernel is built with block_M alone.
 PAGED_HOST = """
 import torch
 import tilelang
@@ -614,7 +615,11 @@ def test(N=4096, D=64, block_M=64, block_size=128):
         row.append(p * block_size)
         table.append(row)
     kernel = attn(N, D, block_M)
-    return kernel(torch.randn(N, D), cache.reshape(-1, D))
+    return kernel(torch.randn(N, D), torch.randn(N, D)), reference(cache, table)
+
+
+def reference(cache, table):
+    return cache.sum() + len(table)
 
 
 test()
@@ -637,7 +642,7 @@ def test_a_host_default_that_sizes_only_host_tensors_is_listed_as_a_size_of_the_
     knobs, skipped = _plan(PAGED_HOST)
     why = next(s for s in skipped if s.startswith("block_size: block_size: "))
     assert "default of the host function test() (block_size=128, line" in why, why
-    assert "sizes only tensors the host builds (cache)" in why, why
+    assert "it sizes tensors the host builds (cache)" in why, why
     assert 128 in knobs.get("block_M", ()), (knobs, skipped)
 
 
@@ -821,3 +826,105 @@ def test_a_group_tile_picked_by_the_kernels_own_branches_is_listed():
     assert "group_block" not in knobs, knobs
     why = next(s for s in skipped if s.startswith("block_size: group_block: "))
     assert "one of 3 literals (lines 8, 10, 12, cast())" in why, why
+
+
+# Fanerly/tilelang-ascend tail-block suite: a ceil-divided grid whose current tile already leaves
+# a partial last tile (64 columns of 69); the copies are clamped where they are lowered. Two
+# tests bind their own sizes; a third kernel takes its block from a parametrize list.
+KERNEL = """
+
+def NAME(M, N, block_M, block_N, dtype="float"):
+    m_num = T.ceildiv(M, block_M)
+    n_num = T.ceildiv(N, block_N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(m_num * n_num, is_npu=True) as (cid, _):
+            a_ub = T.alloc_ub((block_M, block_N), dtype)
+            T.copy(A[(cid // n_num) * block_M, (cid % n_num) * block_N], a_ub)
+            T.copy(a_ub, C[(cid // n_num) * block_M, (cid % n_num) * block_N])
+
+    return main
+"""
+TAILS = (
+    "import pytest\nimport tilelang\nimport tilelang.language as T\n"
+    + "".join(KERNEL.replace("NAME", n) for n in ("sel", "wide", "other"))
+    + """
+
+def test_sel():
+    M, N, block_M, block_N = 5, 69, 4, 64
+    sel(M, N, block_M, block_N)
+
+
+def test_wide():
+    M, N, block_M, block_N = 64, 1024, 16, 128
+    wide(M, N, block_M, block_N)
+
+
+@pytest.mark.parametrize("block_N", [32, 64])
+def test_other(block_N):
+    other(64, 64, 16, block_N)
+"""
+)
+
+
+def test_a_tile_past_the_extent_is_idle_where_a_partial_tile_already_runs():
+    knobs, skipped = _plan(TAILS)
+    assert knobs.get("test_sel.block_N") == (8, 16, 32, 64), (knobs, skipped)
+    assert any(
+        s.startswith("block_size: test_sel.block_N=128 refused") and "exceeds the extent 69" in s
+        for s in skipped
+    ), skipped
+
+
+def test_a_factory_whose_block_comes_from_a_list_is_listed_beside_the_tests_knobs():
+    knobs, skipped = _plan(TAILS)
+    assert {"test_sel.block_N", "test_wide.block_N"} <= set(knobs), (knobs, skipped)
+    assert any(s.startswith("block_size: other.block_N: ") for s in skipped), skipped
+
+
+def test_a_remaining_extent_guards_only_its_own_lane_strictly():
+    # `i <= remain_m` lets lane remain_m past the end; `j < remain_m` bounds another lane
+    for guard in ("i <= remain_m", "j < remain_m"):
+        src = REMAINDER.replace("if i < remain_m and j < N:", f"if {guard}:").replace(
+            "if i < remain_m:", f"if {guard}:"
+        )
+        knobs, skipped = _plan(src)
+        assert 16 not in knobs.get("BLOCK_M", ()), (guard, knobs)
+
+
+# a wrapper reads the page length back from the tensor the host built with it
+SHAPE_READ = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def paged(pages, page, D):
+    @T.prim_func
+    def main(Cache: T.Tensor((pages * page, D), "float16")):
+        with T.Kernel(pages, is_npu=True) as (cid, _):
+            p = T.alloc_shared((page, D), "float16")
+            T.copy(Cache[cid * page, 0], p)
+
+    return main
+
+
+def run(cache):
+    pages, page, D = cache.shape
+    return paged(pages, page, D)
+
+
+def test(N=4096, D=64, block_size=128):
+    cache = torch.randn(N // block_size, block_size, D, dtype=torch.float16)
+    return run(cache)
+
+
+test()
+"""
+
+
+def test_a_host_tensor_handed_to_a_function_that_builds_a_kernel_is_not_called_host_only():
+    _, skipped = _plan(SHAPE_READ)
+    assert not any("default of the host function test()" in s for s in skipped), skipped

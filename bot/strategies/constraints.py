@@ -317,9 +317,9 @@ class Constraints:
                     f"{unsized}; only divisors of the current {current} are planned"
                 )
             if current and extent % current != 0:
-                if rule.why:  # a partial tile already runs: still no tile past the extent
-                    return self._check(replace(rule, kind="cap"), value, current)
-                return None  # the current value does not divide it either: not a requirement here
+                # the current value does not divide it either, so a partial last tile already
+                # runs and full tiles are no requirement here; a tile past the extent only idles
+                return self._check(replace(rule, kind="cap"), value, current)
             if extent % value != 0 and rule.why:
                 return (
                     f"{self.name}={value} does not divide {extent}: `{rule.text}` (line "

@@ -76,6 +76,8 @@ class Rules(cst.CSTVisitor):
         self.parts: dict[str, tuple[cst.BaseExpression, str]] = {}
         self._iters: list[set[str]] = []  # the variables of loops whose iter is being visited
         self.guards: list[cst.Comparison] = []  # the `if` tests bounding a knob offset around
+        # a guard read from a remaining-extent test -> the offset terms and lane it bounds
+        self.moved: dict[int, tuple[list[str], set[str]]] = {}
         self.checking = 0  # inside an assert's or a raising check's condition
         self.loops: list[set[str]] = []  # the names each enclosing for loop binds
         self.taken = taken  # the side a condition takes on the run path (branches.py)
@@ -298,8 +300,21 @@ class Rules(cst.CSTVisitor):
             self.sliced = True  # a copy through this slice is clipped at the tensor's end
 
     def visit_Index(self, node: cst.Index) -> None:
-        if self._live(node.value) & self.offsets and not self.guards:
+        if self._live(node.value) & self.offsets and not any(
+            self._covers(g, node.value) for g in self.guards
+        ):
             self.indexed = True  # one element at an offset from the knob: not clipped
+
+    def _covers(self, guard: cst.Comparison, index: cst.BaseExpression) -> bool:
+        """Whether `guard` keeps `index` inside the extent. A lane kept below what is left of
+        the extent (`_remainder`) guards only the index placed by the same offset (`j <
+        remain_n` guards `no * BLOCK + j`, not the row `mo * BLOCK + i` nor `no * BLOCK + i`);
+        any other guard is taken to cover the accesses under it."""
+        read = self.moved.get(id(guard))
+        if read is None:
+            return True
+        terms, lane = read
+        return sorted(terms) == sorted(_terms(index, self.offsets)[0]) and lane <= _names(index)
 
     def _guarded_slice(self, node: cst.Slice) -> bool:
         """A slice an enclosing guard keeps inside the extent: its end is the bounded offset
@@ -377,7 +392,11 @@ class Rules(cst.CSTVisitor):
         if self._bounds(test):
             return [test]  # type: ignore[list-item]
         moved = self._remainder(test)
-        return [moved] if moved is not None and self._bounds(moved) else []
+        if moved is None or not self._bounds(moved):
+            return []
+        lane = _names(test.left) if isinstance(test, cst.Comparison) else set()
+        self.moved[id(moved)] = (_terms(moved.left, self.offsets)[0], lane)
+        return [moved]
 
     def _remainder(self, test: cst.BaseExpression) -> cst.Comparison | None:
         """`lane < rest` with `rest` a local assigned once as `extent - offset`: the same test
@@ -385,8 +404,8 @@ class Rules(cst.CSTVisitor):
         if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
             return None
         target = test.comparisons[0]
-        if not isinstance(target.operator, (cst.LessThan, cst.LessThanEqual)):
-            return None
+        if not isinstance(target.operator, cst.LessThan):
+            return None  # `i <= remain` lets one lane past the extent
         rest = target.comparator
         if not isinstance(rest, cst.Name):
             return None

@@ -213,14 +213,33 @@ def _bind(
                 for _, fac, is_live in owners
                 if not is_live and not any(fac is other for _, other in live)
             }
-            return split + [
-                Dropped(
-                    "block_size",
-                    f"{fac.name}.{name}",
-                    f"never read by the kernel ({fac.name}()): tuning it cannot change anything",
-                )
-                for fac in dead.values()
-            ]
+            # a factory that reads the name from no one literal (a parametrize list, a
+            # computed value) beside those the split tunes: listed under its own name
+            tuned = {
+                id(fac)
+                for _, fac, x in results
+                if x.site is not None and any(x.site.node is k.site.node for k in _knobs(split))
+            }
+            unread: dict[str, Dropped] = {}
+            for _, fac, x in results:
+                if id(fac) not in tuned and (x.site is None or x.problem is not None):
+                    unread.setdefault(
+                        fac.name,
+                        Dropped("block_size", f"{fac.name}.{name}", x.problem or "not a literal"),
+                    )
+            return (
+                split
+                + [
+                    Dropped(
+                        "block_size",
+                        f"{fac.name}.{name}",
+                        f"never read by the kernel ({fac.name}()): tuning it cannot change "
+                        f"anything",
+                    )
+                    for fac in dead.values()
+                ]
+                + list(unread.values())
+            )
         lines = ", ".join(f"line {r.site.line}" for r in sites.values() if r.site)
         if all(r.site and r.site.kind == "default" for r in sites.values()):
             # each factory's own default, but the factories cannot be named apart
@@ -257,6 +276,10 @@ def _bind(
         knob = f"{owner.name}.{name}" if owner is not None else name
         return [_knob_at(f, resolver, knob, name, r.site, r.path, results), *apart]
     return _knob_at(f, resolver, name, name, r.site, r.path, results)
+
+
+def _knobs(found: list[KnobInfo | Dropped]) -> list[KnobInfo]:
+    return [k for k in found if isinstance(k, KnobInfo)]
 
 
 def _apart(name: str, results: list, r: Resolution) -> list[Dropped]:
@@ -830,8 +853,9 @@ def _host_defaults(
     them (`bm = block_size * 2; matmul(M, N, bm)` reaches one), with why. A function of this
     file from which no kernel factory can be called (a torch reference helper) builds none.
     A tensor the host builds from the value (`cache = torch.zeros(n, block_size, D)`) carries
-    data, not a tile: handed to the kernel it is a size of the data, so the value stops there.
-    Filling a local list (`row.append(offset + i)`) builds no kernel; the list joins the value."""
+    it on (a callee may read `cache.shape`); one that reaches only the host is named in the
+    reason, the value being a size of that data. Filling a local list (`row.append(offset +
+    i)`) builds no kernel; the list joins the value."""
     own = {fn.name for fn in f.functions}
     reaching = _reaching_factories(f)
     for fn in f.functions:
@@ -871,10 +895,12 @@ def _host_defaults(
             while grew:
                 grew = False
                 for local, values in fn.assigns.items():
-                    if local in derived or local in shaped:
+                    if local in derived:
                         continue
                     if any(names_in(v) & derived for v in values):
-                        (shaped if local in tensors else derived).add(local)
+                        derived.add(local)  # a tensor too: a callee may read its shape
+                        if local in tensors:
+                            shaped.add(local)
                         grew = True
                 for local, (_, packed) in fn.unpacked.items():
                     if local not in derived and names_in(packed) & derived:
@@ -899,9 +925,9 @@ def _host_defaults(
                 continue  # it may reach a kernel: left to the binding rules
             if shaped:
                 why = (
-                    f"sizes only tensors the host builds ({', '.join(sorted(shaped))}), handed "
-                    f"on as data: a size of the data, not a tile, so a move could not change a "
-                    f"kernel's tile"
+                    f"it sizes tensors the host builds ({', '.join(sorted(shaped))}) that reach "
+                    f"no kernel factory either: a size of host data, not a tile, so a move could "
+                    f"not change a kernel's tile"
                 )
             else:
                 why = "the host computes with it itself, so a move could not change a kernel's tile"

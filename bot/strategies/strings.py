@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from bot.strategies import parametrized
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Facts, Function, Loop
 from bot.strategies.source import dotted
 
 DTYPE_MODULES = frozenset({"T", "tl", "tilelang.language"})  # `T.float16` names a dtype
@@ -216,10 +216,13 @@ def _loop_strings(
     """The strings a for loop's target takes over a list the file spells out (every entry),
     in the loop or bound once to a name it walks (`for dtype in DTYPE_CASES:`)."""
     target, it = getattr(loop, "target", None), getattr(loop, "iter", None)
-    if isinstance(it, cst.Name):
-        scopes = [fn.assigns for fn in reversed(chain)] + [f.module_assigns]
-        bound = next((s[it.value] for s in scopes if it.value in s), [])
-        it = bound[0] if len(bound) == 1 else None
+    if isinstance(it, cst.Name) and isinstance(loop, Loop):
+        # imported here: containers reads values through evaluate, which reads strings
+        from bot.strategies.containers import Spelled
+
+        spelled = f.kept(("strings.spelled",), lambda: Spelled(f))
+        entries = spelled.entries(loop, chain)  # None when the file changes the list
+        it = cst.List([cst.Element(e) for e in entries]) if entries else None
     if not isinstance(it, (cst.List, cst.Tuple)) or not it.elements:
         return set()
     found: set[str] = set()
