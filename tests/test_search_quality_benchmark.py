@@ -208,3 +208,18 @@ def test_rerun_reproduces_the_tunebot_columns_and_copies_random_and_tpe(tmp_path
     assert search_rerun.main([str(src), "--seeds", "3", "--json", str(out)]) == 0
     (row,) = json.loads(out.read_text())["landscapes"]
     assert row["budgets"]["10"]["tunebot"]["median"] > 0
+
+
+def test_the_ceiling_of_one_change_moves_bounds_steepest_descent_and_holds_the_start():
+    import search_ceiling as sc
+
+    for seed in (8544, 8289, 5):
+        land = sq.generate(seed, 0.05)
+        best, stop = sc.reachable_best(land), sc.steepest(land)
+        # steepest descent is one of the chains; neither is slower than the start, nor faster
+        # than the optimum
+        assert land.optimum <= best <= stop <= land.true[land.start]
+    # seed 8544: the optimum (2, 3) is one move of each knob from the start (4, 4), and the
+    # first knob's move alone is already faster: a chain of one-change moves reaches it
+    land = sq.generate(8544, 0.05)
+    assert sc.reachable_best(land) == land.optimum
