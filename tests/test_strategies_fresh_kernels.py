@@ -928,3 +928,41 @@ test()
 def test_a_host_tensor_handed_to_a_function_that_builds_a_kernel_is_not_called_host_only():
     _, skipped = _plan(SHAPE_READ)
     assert not any("default of the host function test()" in s for s in skipped), skipped
+
+
+# tile-ai/tilelang examples/ascend/example_gemm.py: main runs the GEMM over a list of cases, one
+# of them in torch's float8 spelling; every case runs, so the largest stage must fit L1.
+FP8_CASES = """
+import tilelang
+import tilelang.language as T
+
+
+def gemm(M, N, K, dtype="bfloat16"):
+    TILE = 256
+    NUM_STAGES = 2
+
+    @T.prim_func
+    def main(X: T.Buffer((M, K), dtype), W: T.Buffer((N, K), dtype)):
+        with T.Kernel(32) as bx:
+            x_l1 = T.alloc_l1((TILE, TILE), dtype)
+            w_l1 = T.alloc_l1((TILE, TILE), dtype)
+            for kt in T.Pipelined(K // TILE, num_stages=NUM_STAGES):
+                T.copy(X[0, kt * TILE], x_l1)
+                T.copy(W[0, kt * TILE], w_l1)
+
+    return main
+
+
+cases = [("fp8", "float8_e4m3fn"), ("bf16", "bfloat16")]
+for label, dt in cases:
+    tilelang.compile(gemm(8192, 8192, 8192, dtype=dt), target="ascend")
+"""
+
+
+def test_a_float8_dtype_in_torchs_spelling_keeps_its_buffers_in_the_stage_count():
+    from bot.strategies import pipeline
+
+    src = textwrap.dedent(FP8_CASES).lstrip()
+    # bf16: 2 x 256 x 256 x 2 bytes = 256 KiB per stage, 512 KiB of L1 at 2 stages
+    refused = pipeline.set_depth(src, 3, 0, "gemm.py")
+    assert "L1 buffers" in getattr(refused, "reason", ""), refused

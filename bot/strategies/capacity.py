@@ -86,6 +86,13 @@ DTYPE_BYTES: dict[str, int] = {
     "bool": 1,
     "float8_e4m3": 1,
     "float8_e5m2": 1,
+    # torch's and TVM's spellings of the 8-bit floats (a dtype string a file passes on)
+    "float8_e4m3fn": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
+    "e4m3_float8": 1,
+    "e5m2_float8": 1,
     "float64": 8,
     "int64": 8,
 }
