@@ -654,13 +654,10 @@ def test_a_host_default_filled_into_a_list_the_factory_reads_is_not_called_host_
 
 # tile-ai/tilelang-ascend testing/python/language/parallel: each test binds its own sizes and
 # builds its own kernel.
-SUITE = """
-import tilelang
-import tilelang.language as T
-
+COPY_FACTORY = """
 
 @tilelang.jit(out_idx=[-1])
-def fill(M, N, block_M, block_N):
+def NAME(M, N, block_M, block_N):
     @T.prim_func
     def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
         with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
@@ -669,19 +666,11 @@ def fill(M, N, block_M, block_N):
             T.copy(a, B[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N])
 
     return main
-
-
-@tilelang.jit(out_idx=[-1])
-def narrow(M, N, block_M, block_N):
-    @T.prim_func
-    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
-            a = T.alloc_ub((block_M, block_N), "float32")
-            T.copy(A[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N], a)
-            T.copy(a, B[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N])
-
-    return main
-
+"""
+SUITE = (
+    "import tilelang\nimport tilelang.language as T\n"
+    + "".join(COPY_FACTORY.replace("NAME", n) for n in ("fill", "narrow"))
+    + """
 
 def test_fill():
     M, N, block_M, block_N = 1024, 1024, 128, 128
@@ -692,6 +681,7 @@ def test_fill_narrow():
     M, N, block_M, block_N = 1024, 64, 32, 64
     narrow(M, N, block_M, block_N)
 """
+)
 
 
 def test_each_tests_own_sizes_are_a_knob_of_that_test():
