@@ -218,7 +218,8 @@ def _bind(
             tuned = {
                 id(fac)
                 for _, fac, x in results
-                if x.site is not None and any(x.site.node is k.site.node for k in _knobs(split))
+                if x.site is not None
+                and any(isinstance(k, KnobInfo) and x.site.node is k.site.node for k in split)
             }
             unread: dict[str, Dropped] = {}
             for _, fac, x in results:
@@ -276,10 +277,6 @@ def _bind(
         knob = f"{owner.name}.{name}" if owner is not None else name
         return [_knob_at(f, resolver, knob, name, r.site, r.path, results), *apart]
     return _knob_at(f, resolver, name, name, r.site, r.path, results)
-
-
-def _knobs(found: list[KnobInfo | Dropped]) -> list[KnobInfo]:
-    return [k for k in found if isinstance(k, KnobInfo)]
 
 
 def _apart(name: str, results: list, r: Resolution) -> list[Dropped]:
