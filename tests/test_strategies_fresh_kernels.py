@@ -782,6 +782,81 @@ def test_sizes_and_dtypes_from_nested_configuration_loops_bound_the_tiles():
     assert not any("could not resolve its extent" in s for s in skipped), skipped
 
 
+# Two shape loops in one function, and a loop whose body shifts its size before the call: the
+# sizes a kernel runs with are the loop around its own call, as the body leaves them.
+LOOPED_KERNEL = """
+import tilelang
+import tilelang.language as T
+
+SMALL = [(1024, 4096)]
+BIG = [(1000, 4096), (2048, 4096)]
+
+
+def make(M, N, dtype):
+    block_M = 8
+    block_N = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
+            a = T.alloc_shared((block_M, block_N), dtype)
+            T.copy(A[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N], a)
+            T.copy(a, C[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N])
+
+    return main
+
+
+def check(M, N):
+    print(M, N)
+
+"""
+
+SECOND_LOOP_BUILDS = (
+    LOOPED_KERNEL
+    + """
+def main():
+    for M, N in SMALL:
+        check(M, N)
+    for M, N in BIG:
+        tilelang.compile(make(M, N, "float16"), target="npuir")
+
+
+main()
+"""
+)
+
+BODY_SHIFTS_THE_SIZE = (
+    LOOPED_KERNEL
+    + """
+def main():
+    for M, N in [(1024, 4096), (2048, 4096)]:
+        M = M - 24
+        tilelang.compile(make(M, N, "float16"), target="npuir")
+
+
+main()
+"""
+)
+
+
+def test_the_loop_around_the_call_gives_the_sizes_not_the_first_loop_of_that_name():
+    knobs, skipped = _plan(SECOND_LOOP_BUILDS)
+    # M = 1000 (= 8 * 125) and 2048: only block_M 8 divides both; SMALL's 1024 feeds check()
+    assert knobs.get("block_M") == (8,), (knobs, skipped)
+    assert any(
+        s.startswith("block_size: block_M=16 refused") and "does not divide 1000" in s
+        for s in skipped
+    ), skipped
+
+
+def test_a_loop_target_the_body_rebinds_is_read_as_rebound():
+    knobs, skipped = _plan(BODY_SHIFTS_THE_SIZE)
+    # M runs as 1000 and 2024 (= 8 * 253), never 1024 or 2048, nor 1024 - 24 applied twice
+    assert knobs.get("block_M") == (8,), (knobs, skipped)
+    refusal = next(s for s in skipped if s.startswith("block_size: block_M=16 refused"))
+    assert "does not divide 1000" in refusal and "976" not in refusal, refusal
+
+
 # tile-ai/tilelang examples/ascend/example_per_token_cast_to_fp8.py: the group tile is picked
 # by the factory's own branches on the problem size.
 BRANCH_PICKED = """

@@ -39,7 +39,7 @@ from bot.config.schema import DEFAULT_HARNESS
 from bot.strategies import callsites, defaulted, rebinding, tensorshapes, wrappers
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
-from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal
+from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in
 from bot.strategies.signature import star_names, takes
 from bot.strategies.source import dotted
 
@@ -92,10 +92,22 @@ class Resolver:
                     return _unresolved(f"'{name}' is assigned {len(values)} times in {fn.name}()")
                 if name in fn.unpacked:
                     return self._unpacked(name, fn.unpacked[name], fn.chain, depth, "local")
+                if name in names_in(values[0]):  # `M = M - 24`: from the binding before it
+                    return _unresolved(
+                        f"'{name}' is reassigned from its own earlier value in {fn.name}() "
+                        f"(line {self.f.line(values[0])})"
+                    )
                 return self.expr(values[0], fn.chain, depth + 1, name, "local")
             if takes(fn, name):
                 return self.param(fn, name, depth + 1)
             if name in fn.loop_targets:
+                loops = fn.loops_of.get(name, [])
+                if len(loops) > 1:  # which one is meant depends on where it is read
+                    lines = ", ".join(str(loop.line) for loop in loops)
+                    return _unresolved(
+                        f"'{name}' is bound by {len(loops)} for loops in {fn.name}() "
+                        f"(lines {lines})"
+                    )
                 return self._loop(name, fn.loop_targets[name], fn.chain, depth)
         module_values = self.f.module_assigns.get(name)
         if module_values:

@@ -18,10 +18,11 @@ from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
 from bot.strategies.containers import dict_items, element
 from bot.strategies.evaluate import Env, evaluate
-from bot.strategies.facts import Call, Facts, Function, Loop, literal
+from bot.strategies.facts import Call, Facts, Function, Loop, contains, literal, names_in
 from bot.strategies.signature import star_names
 from bot.strategies.source import dotted
 from bot.strategies.tensorshapes import Shape
+from bot.strategies.writes import writes
 
 MAX_DEPTH = 4  # caller levels followed
 MAX_PATHS = 64  # call paths kept per factory
@@ -72,7 +73,7 @@ def _paths(
                 passed[name] = theirs
             elif caller is not None:
                 pending[name] = node
-        looped = _loop_passes(resolver, caller, pending) if caller is not None else []
+        looped = _loop_passes(resolver, caller, pending, call) if caller is not None else []
         if looped:  # `run(cfg["M"], cfg["dim"])` in `for cfg in configs`: one path per entry
             for sizes in looped:
                 paths.append({**known, **sizes})
@@ -104,32 +105,45 @@ _MAX_LOOPED = 64  # size combinations read from nested configuration loops
 
 
 def _loop_passes(
-    resolver: Resolver, caller: Function, nodes: dict[str, cst.BaseExpression]
+    resolver: Resolver, caller: Function, nodes: dict[str, cst.BaseExpression], call: Call
 ) -> list[dict[str, int]]:
     """The sizes a call inside `for cfg in configs` (or `for i, cfg in enumerate(configs)`)
     passes as `cfg["dim"]` / `cfg[1]`, or inside `for M, N in SHAPE_CASES` as `M`, the list
-    spelled out in the file and never changed: one dict per entry. [] when the nodes read no
-    such loop, or read more than one loop."""
+    spelled out in the file and never changed: one dict per entry. The loop is the one around
+    the call (two loops may bind one name); a target the loop's body rebinds before the call
+    (`M = M - 24`) is that expression of each entry. [] when the nodes read no such loop."""
     reads: list[tuple[str, str, cst.BaseExpression | None]] = []
     loops: dict[int, Loop] = {}
+    rebound: dict[str, cst.BaseExpression] = {}  # loop target -> its value in the body
     for name, node in nodes.items():
-        target = caller.loop_targets.get(node.value) if isinstance(node, cst.Name) else None
-        if target is not None and isinstance(node, cst.Name):
-            loops[id(target)] = target
-            reads.append((name, node.value, None))  # the target's own part of each entry
-            continue
-        if not (
+        base = node.value if isinstance(node, cst.Name) else None
+        if (
             isinstance(node, cst.Subscript)
             and isinstance(node.value, cst.Name)
             and len(node.slice) == 1
             and isinstance(node.slice[0].slice, cst.Index)
         ):
+            base = node.value.value
+        if base is None:
             continue
-        loop = caller.loop_targets.get(node.value.value)
+        loop = _around(caller, base, call.node)
         if loop is None:
             continue
+        inside = [
+            b
+            for b in _bindings(resolver, caller, base)
+            if loop.node is not None and contains(loop.node.body, b.node)
+        ]
+        if inside:  # the body assigns the target itself
+            body_value = _rebinding(inside, base, loop, call.node)
+            if body_value is None:
+                continue  # changed in a way not read here: no size from the loop
+            rebound[base] = body_value
         loops[id(loop)] = loop
-        reads.append((name, node.value.value, node.slice[0].slice.value))
+        key = None
+        if isinstance(node, cst.Subscript) and isinstance(node.slice[0].slice, cst.Index):
+            key = node.slice[0].slice.value
+        reads.append((name, base, key))  # key None: the target's own part of each entry
     # nested loops (`for M, N in SHAPES:` around `for dtype in DTYPES:`): a loop that gives
     # no size (dtypes, op names) leaves the paths as they are; the others multiply them
     out: list[dict[str, int]] = [{}]
@@ -139,10 +153,19 @@ def _loop_passes(
         for entry in resolver.spelled.entries(loop, caller.chain) or []:
             sizes: dict[str, int] = {}
             for name, base, key in reads:
-                if caller.loop_targets.get(base) is not loop:
+                if _around(caller, base, call.node) is not loop:
                     continue
                 part = element(loop.target, entry, base)
-                value = literal(part if key is None else _keyed(part, key))
+                value: object = literal(part if key is None else _keyed(part, key))
+                if base in rebound and key is None:  # `M = M - 24` in the body: this entry's M
+                    pinned = {
+                        n: v
+                        for n in names_in(loop.target)
+                        if isinstance(v := literal(element(loop.target, entry, n)), int)
+                    }
+                    value = evaluate(rebound[base], Env(resolver, caller.chain, 0, pinned))
+                elif base in rebound:
+                    value = None
                 if isinstance(value, int) and not isinstance(value, bool):
                     sizes[name] = value
             if sizes and sizes not in passes:
@@ -151,6 +174,43 @@ def _loop_passes(
             sized = True
             out = [{**a, **b} for a in out for b in passes][:_MAX_LOOPED]
     return out if sized else []
+
+
+def _bindings(resolver: Resolver, fn: Function, name: str) -> list:
+    return writes(resolver.f.wrapper).bindings.get(id(fn.node), {}).get(name, [])
+
+
+def _around(caller: Function, name: str, call: cst.Call) -> Loop | None:
+    """The innermost loop of `caller` that binds `name` and holds `call` in its body."""
+    around = [
+        loop
+        for loop in caller.loops_of.get(name, [])
+        if loop.node is not None and contains(loop.node.body, call)
+    ]
+    return around[-1] if around else None
+
+
+def _rebinding(bindings: list, name: str, loop: Loop, call: cst.Call) -> cst.BaseExpression | None:
+    """The value a loop target takes when the loop's body (`bindings`: its assignments there)
+    assigns it once, plainly and before the statement that holds the call (`for M, N in
+    CASES:` / `M = M - 24`); None for any other rebinding (augmented, in a branch, after the
+    call, more than once)."""
+    if len(bindings) != 1 or loop.node is None:
+        return None
+    stmt = bindings[0].node
+    if bindings[0].augmented or not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
+        return None
+    if not (isinstance(stmt.targets[0].target, cst.Name) and stmt.targets[0].target.value == name):
+        return None
+    body = loop.node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    for line in body.body:  # the loop's own statements, in order
+        if contains(line, call):
+            return None  # reached the call first
+        if isinstance(line, cst.SimpleStatementLine) and any(s is stmt for s in line.body):
+            return stmt.value
+    return None
 
 
 def _keyed(node: cst.BaseExpression | None, key: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -47,6 +47,7 @@ class Loop:
     line: int
     target: cst.BaseAssignTargetExpression  # `block_N`, `(M, N, block_M, block_N)`
     iter: cst.BaseExpression  # `[8, 16]`, `test_configs`, `range(3)`
+    node: cst.For | None = field(default=None, compare=False)  # the statement itself
 
 
 @dataclass
@@ -68,6 +69,8 @@ class Function:
         default_factory=list
     )  # names returned (`return _func`: an inner factory)
     loop_targets: dict[str, Loop] = field(default_factory=dict)  # for-loop target -> its loop
+    # for-loop target -> every loop that binds it, in source order (two loops may share one)
+    loops_of: dict[str, list[Loop]] = field(default_factory=dict)
     # name -> (tuple target, value) of `M, N, block_M = cfg` (a value not spelled as a tuple)
     unpacked: dict[str, tuple[cst.BaseExpression, cst.BaseExpression]] = field(default_factory=dict)
 
@@ -317,9 +320,11 @@ class _Collector(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         targets = self.stack[-1].loop_targets if self.stack else self.module_loops
-        loop = Loop(line_of(self.wrapper, node), node.target, node.iter)
+        loop = Loop(line_of(self.wrapper, node), node.target, node.iter, node)
         for name in names_in(node.target):
             targets.setdefault(name, loop)
+            if self.stack:
+                self.stack[-1].loops_of.setdefault(name, []).append(loop)
 
     def visit_Return(self, node: cst.Return) -> None:
         if self.stack and isinstance(node.value, cst.Name):

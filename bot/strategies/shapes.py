@@ -36,8 +36,9 @@ from bot.config.schema import DeclaredShape
 from bot.strategies import parametrized
 from bot.strategies.binding import Resolver
 from bot.strategies.ceiling import augmented_operands, ceiling
-from bot.strategies.facts import Call, Facts, Function
+from bot.strategies.facts import Call, Facts, Function, Loop, contains
 from bot.strategies.source import dotted, int_value
+from bot.strategies.writes import writes
 
 INPUTS = "get_inputs"  # the op contract's input builder (docs/architecture.md)
 IN_FILE = "in-file"  # the origin of a size read from the source itself
@@ -131,7 +132,8 @@ def sizes(
                 for name, size in given.items():
                     if name in wanted and size > 0:
                         out.setdefault(name, []).append(size)
-        loops = [(loop, fn.chain) for fn in scopes for loop in fn.loop_targets.values()]
+        # every loop of a scope (two loops may bind one name, each with its own list)
+        loops = [(loop, fn.chain) for fn in scopes for ls in fn.loops_of.values() for loop in ls]
         loops += [(loop, ()) for loop in f.module_loops.values()]
         # what each call that builds the kernel binds an open parameter to (with `calls`: only
         # those), e.g. a module constant some calls pass and a local literal others do
@@ -159,9 +161,17 @@ def sizes(
                 continue
             seen.add(id(loop))
             for name, values in resolver.loop_values(loop, chain).items():
-                if name in wanted:
+                if name in wanted and not _rebound_in(f, chain, loop, name):
                     out.setdefault(name, []).extend(values)
     return {name: tuple(dict.fromkeys(values)) for name, values in out.items()}
+
+
+def _rebound_in(f: Facts, chain: tuple[Function, ...], loop: Loop, name: str) -> bool:
+    """True when the loop's body assigns its own target (`M = M - 24`): the entries are not
+    the sizes the body goes on with."""
+    scope = id(chain[-1].node) if chain else 0
+    bindings = writes(f.wrapper).bindings.get(scope, {}).get(name, [])
+    return loop.node is not None and any(contains(loop.node.body, b.node) for b in bindings)
 
 
 def choices(
