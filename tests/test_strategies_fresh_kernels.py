@@ -10,6 +10,7 @@ from pathlib import Path
 import libcst as cst
 
 from bot.config.schema import OpConfig
+from bot.strategies.base import Refusal
 from bot.strategies.facts import reaching
 from bot.strategies.planner import Planner
 from bot.strategies.source import int_value
@@ -1031,3 +1032,141 @@ def test_a_float8_dtype_in_torchs_spelling_keeps_its_buffers_in_the_stage_count(
     # bf16: 2 x 256 x 256 x 2 bytes = 256 KiB per stage, 512 KiB of L1 at 2 stages
     refused = pipeline.set_depth(src, 3, 0, "gemm.py")
     assert "L1 buffers" in getattr(refused, "reason", ""), refused
+
+
+# tile-ai/tilelang examples/ascend/example_simdvf_scalar_topk.py: the A5 backend named by a
+# parameter default (`def make_kernel(backend="asc")` ... `@tilelang.jit(target=backend)`).
+A5_BACKEND_PARAM = """
+import tilelang
+import tilelang.language as T
+
+
+def make_kernel(backend="asc"):
+    n = T.dynamic("n")
+
+    @tilelang.jit(out_idx=-1, target=backend)
+    def _build():
+        @T.prim_func
+        def main(x: T.Tensor[(n, 128), T.float32], y: T.Tensor[(n, 128), T.float32]):
+            with T.Kernel(32) as core_id:
+                ub = T.alloc_shared((128,), T.float32)
+                for w in T.Pipelined(T.ceildiv(n, 32), num_stages=STAGES):
+                    T.copy(x[w * 32 + core_id, :], ub)
+                    T.copy(ub, y[w * 32 + core_id, :])
+
+        return main
+
+    return _build()
+"""
+
+
+def test_depth_zero_is_refused_in_the_auto_scheduled_dialect_only():
+    from bot.strategies import dialect, pipeline
+
+    a5 = A5_BACKEND_PARAM.replace("STAGES", "1")
+    assert dialect.auto_scheduled(a5)
+    refused = pipeline.set_depth(a5, 0, 0, "topk.py")
+    assert isinstance(refused, Refusal) and "auto-scheduled" in refused.reason, refused
+    assert not isinstance(pipeline.set_depth(a5, 2, 0, "topk.py"), Refusal)
+    # the same loop for a GPU-style target: 0 (no pipelining) stays a depth to try
+    cuda = a5.replace('backend="asc"', 'backend="cuda"')
+    assert not dialect.auto_scheduled(cuda)
+    assert not isinstance(pipeline.set_depth(cuda, 0, 0, "topk.py"), Refusal)
+
+
+# tile-ai/tilelang-ascend unittest/npuir/test_sync_wait.py: every core only waits on a flag
+# picked from its index; the kernel's tensors are never read.
+IDLE_GRID = """
+import tilelang
+import tilelang.language as T
+
+
+def barrier(M, N, dtype="float16"):
+    BLOCK_SIZE = 20
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(BLOCK_SIZE, is_npu=True) as (cid, _):
+            flag_id = cid % 2 + 5
+            with T.rs("PIPE_MTE2"):
+                T.sync_block_wait(flag_id)
+
+    return main
+
+
+func = barrier(512, 512)
+"""
+
+
+def test_a_grid_whose_body_touches_no_tensor_is_not_tuned():
+    knobs, skipped = _plan(IDLE_GRID)
+    assert "BLOCK_SIZE" not in knobs, knobs
+    assert any(
+        s.startswith("block_size: BLOCK_SIZE:") and "reads none of the kernel's tensors (A, C)" in s
+        for s in skipped
+    ), skipped
+    # the same grid splitting the rows among its cores is a knob
+    working = IDLE_GRID.replace(
+        '            with T.rs("PIPE_MTE2"):\n                T.sync_block_wait(flag_id)\n',
+        "            ub = T.alloc_ub((1, N), dtype)\n"
+        "            T.copy(A[cid, 0], ub)\n"
+        "            T.copy(ub, C[cid, 0])\n",
+    )
+    assert "BLOCK_SIZE" in _plan(working)[0]
+
+
+# tile-ai/tilelang-ascend testing/npuir/shape_manipulation_ops/test_copy_simple_dev.py: one
+# test passes its blocks as literals of the call, another binds locals of the same names.
+CALL_LITERAL_AND_LOCAL = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(target="npuir")
+def copy_2d(M, N, block_M, block_N, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N) * T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            by = cid // T.ceildiv(N, block_N)
+            bx = cid % T.ceildiv(N, block_N)
+            a = T.alloc_ub((block_M, block_N), dtype)
+            T.copy(A[by * block_M, bx * block_N], a)
+            T.copy(a, B[by * block_M, bx * block_N])
+
+    return main
+
+
+@tilelang.jit(target="npuir")
+def copy_3d(M, N, K, block_M, block_N, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N, K), dtype), B: T.Tensor((M, N, K), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M) * T.ceildiv(N, block_N), is_npu=True) as (cid, _):
+            bm = cid // T.ceildiv(N, block_N)
+            bn = cid % T.ceildiv(N, block_N)
+            a = T.alloc_ub((block_M, block_N, K), dtype)
+            T.copy(A[bm * block_M, bn * block_N, 0], a)
+            T.copy(a, B[bm * block_M, bn * block_N, 0])
+
+    return main
+
+
+def test_copy_2d():
+    kernel = copy_2d(1024, 1024, 128, 128)
+
+
+def test_copy_3d():
+    M, N, K = 64, 128, 32
+    block_M, block_N = 16, 32
+    kernel = copy_3d(M, N, K, block_M, block_N)
+"""
+
+
+def test_a_literal_of_the_one_call_building_a_factory_is_that_factorys_knob():
+    knobs, skipped = _plan(CALL_LITERAL_AND_LOCAL)
+    assert {"copy_2d.block_M", "copy_2d.block_N", "test_copy_3d.block_M"} <= set(knobs), (
+        knobs,
+        skipped,
+    )
+    assert 2048 not in knobs["copy_2d.block_M"] and 128 in knobs["copy_2d.block_M"]
+    assert max(knobs["test_copy_3d.block_M"]) <= 64  # divides M = 64
+    assert not any("bound at 2 different places" in s for s in skipped), skipped

@@ -264,9 +264,14 @@ class _UnreadGrids(cst.CSTVisitor):
         self.language = language  # names bound to tilelang: its operations do not
         self.grid_names: list[cst.Name] = []
         self.spelled = ""
+        self.params: list[set[str]] = []  # the enclosing functions' parameters, innermost last
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.params.append({p.name.value for p in node.params.params})
         return id(node) not in self.skip
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.params.pop()
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -274,13 +279,26 @@ class _UnreadGrids(cst.CSTVisitor):
             if k is None or not k.grid:
                 continue
             index = {n for n in k.names if n not in ("", "_")}
-            if index & names_in(node.body) or _index_call(node.body, self.defined, self.language):
+            body = names_in(node.body)
+            if _index_call(node.body, self.defined, self.language):
+                continue
+            # a body that reads the index but none of the kernel's tensors (it only waits on
+            # flags, say) splits no data either: every core does the same nothing
+            tensors = self.params[-1] if self.params else set()
+            idle = bool(index & body) and bool(tensors) and not tensors & body
+            if index & body and not idle:
                 continue
             v = _NameLoads(self.names)
             for g in k.grid:
                 g.visit(v)
             if v.found and not self.spelled:
                 self.spelled = f"T.Kernel({code_of(k.grid[0])})" + _bound_as(k.names)
+                self.spelled += (
+                    f", whose body reads none of the kernel's tensors "
+                    f"({', '.join(sorted(tensors))})"
+                    if idle
+                    else ", whose core index the kernel never reads"
+                )
             self.grid_names += v.found
 
 
@@ -395,9 +413,10 @@ def _shadowing(module: cst.Module, names: set[str], owners: list[cst.FunctionDef
 def unread_grid(
     module: cst.Module, names: set[str], owners: list[cst.FunctionDef | None] | None = None
 ) -> str | None:
-    """The launch (`T.Kernel(BLOCK_SIZE) as (cid, _)`) when every read of `names` in the file
-    is the grid of a kernel whose core index the body never reads: each core then runs the
-    whole kernel, and the count only repeats the same work. None otherwise. `owners`: the
+    """The launch (`T.Kernel(BLOCK_SIZE) as (cid, _)`) and why its cores split nothing, when
+    every read of `names` in the file is the grid of a kernel whose core index the body never
+    reads, or whose body reads none of the kernel's tensors: each core then runs the whole
+    kernel, and the count only repeats the same work. None otherwise. `owners`: the
     functions binding the knob (None for a module constant); with them, a same-named local of
     any other function (a helper's own `BLOCK_SIZE`) is a different value and not counted."""
     local = [o for o in owners or [] if o is not None]

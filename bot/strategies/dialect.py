@@ -28,7 +28,7 @@ KB = 1024
 LIMITS: dict[str, int] = {"UB": 216 * KB, "L1": 512 * KB, "L0C": 256 * KB}
 SCOPES = {"shared": "UB", "shared.l1": "L1", "shared.l0c": "L0C"}  # unlimit scope -> memory
 DIALECT = "tilelang.ascend.language"
-SCHEDULED_TARGETS = ("ascend", "pto")
+SCHEDULED_TARGETS = ("ascend", "pto", "asc")
 
 
 def _module(source: str | cst.Module) -> cst.Module | None:
@@ -80,7 +80,12 @@ def auto_scheduled(module: cst.Module) -> bool:
 
     class _V(cst.CSTVisitor):
         npu_launch = False  # a `T.Kernel(..., is_npu=...)`: tilelang-ascend
-        scheduled_target = False  # compiled for "ascend" / "pto"
+        scheduled_target = False  # compiled for "ascend" / "pto" / "asc"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.scheduled_params: set[str] = set()  # parameters defaulting to such a target
+            self.target_names: set[str] = set()  # names passed as a compile's `target=`
 
         def visit_Import(self, node: cst.Import) -> None:
             nonlocal found
@@ -116,11 +121,14 @@ def auto_scheduled(module: cst.Module) -> bool:
                 a.keyword is not None and a.keyword.value == "is_npu" for a in node.args
             ):
                 self.npu_launch = True
-            if short in ("compile", "jit", "lower") and any(
-                a.keyword is not None and a.keyword.value == "target" and _scheduled(a.value)
-                for a in node.args
-            ):
-                self.scheduled_target = True
+            if short in ("compile", "jit", "lower"):
+                for a in node.args:
+                    if a.keyword is None or a.keyword.value != "target":
+                        continue
+                    if _scheduled(a.value):
+                        self.scheduled_target = True
+                    elif isinstance(a.value, cst.Name):  # `target=backend`
+                        self.target_names.add(a.value.value)
             # `parser.add_argument("--target", default="ascend")`
             args = [a.value for a in node.args if a.keyword is None]
             if (
@@ -139,6 +147,8 @@ def auto_scheduled(module: cst.Module) -> bool:
             # `def run(..., target="ascend")`: the target the file compiles with by default
             if node.name.value.lower() == "target" and _scheduled(node.default):
                 self.scheduled_target = True
+            if _scheduled(node.default):  # `def make(backend="asc")` ... `target=backend`
+                self.scheduled_params.add(node.name.value)
 
         def visit_Assign(self, node: cst.Assign) -> None:
             if _scheduled(node.value) and any(
@@ -152,7 +162,8 @@ def auto_scheduled(module: cst.Module) -> bool:
     # TileLang's own Ascend backend (tile-ai/tilelang examples/ascend) writes the same
     # auto-scheduled kernels with `tilelang.language`: compiled for "ascend"/"pto", launched
     # without `is_npu` (tilelang-ascend's NPU launches, on those targets too, always say it)
-    return found or (v.scheduled_target and not v.npu_launch)
+    scheduled = v.scheduled_target or bool(v.scheduled_params & v.target_names)
+    return found or (scheduled and not v.npu_launch)
 
 
 def _scheduled(node: cst.BaseExpression | None) -> bool:

@@ -311,21 +311,27 @@ def _per_factory(
     name): editing one changes only the kernel that function builds. Each is named after its
     function (`rms_quant.block_M`). A function that builds a kernel with a local of its own
     (a test binding `M, N, block_M, block_N = 1024, 1024, 128, 128` before `fill(M, N, block_M,
-    block_N)`) owns that binding the same way: the local is seen only by the calls it makes.
-    None otherwise (a site no function owns, two owners of one name)."""
-    owners: list[Function] = []
+    block_N)`) owns that binding the same way: the local is seen only by the calls it makes. A
+    literal argument of the one call building a factory is that factory's (`simple_copy_2d.
+    block_M`). None otherwise (a site no function owns, two owners of one name)."""
+    owners: list[str] = []
     for site in sites:
-        owner = _owner(f, name, site)
-        if owner is None:
-            return None
         readers = [fac for _, fac, r in results if r.site is not None and r.site.node is site.node]
         if not readers:
             return None
-        owners.append(owner)
-    if len({o.name for o in owners}) != len(owners):
+        owner = _owner(f, name, site)
+        if owner is not None:
+            owners.append(owner.name)
+        elif site.kind in ("positional", "keyword") and len({id(r) for r in readers}) == 1:
+            # a literal written in the one call that builds a factory (`simple_copy_2d(1024,
+            # 1024, 128, 128)`): seen by that kernel alone, named after it
+            owners.append(readers[0].name)
+        else:
+            return None
+    if len(set(owners)) != len(owners):
         return None
     return [
-        _knob_at(f, resolver, f"{o.name}.{name}", name, s, _path(results, s), results)
+        _knob_at(f, resolver, f"{o}.{name}", name, s, _path(results, s), results)
         for o, s in zip(owners, sites, strict=True)
     ]
 
@@ -409,8 +415,8 @@ def _no_effect(
     grid = unread_grid(f.wrapper.module, aliases, [o.node if o else None for o, _ in bound])
     if grid:
         return (
-            f"read only as the grid of {grid}, whose core index the kernel never reads: every "
-            f"core runs the whole kernel, so the count repeats the same work and splits none"
+            f"read only as the grid of {grid}: every core runs the whole kernel, so the "
+            f"count repeats the same work and splits none"
         )
     found: list[str] = []
     for _, factory in bound:

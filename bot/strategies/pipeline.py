@@ -176,6 +176,15 @@ def set_depth(
         )
     loop = loops[index]
     current = current_depth(source, index)
+    if depth == 0 and current != 0 and dialect.auto_scheduled(source):
+        return Refusal(
+            (
+                f"T.Pipelined at line {loop.line}: num_stages=0 in the auto-scheduled Ascend "
+                f"dialect, where each stage is one version of the buffers the loop writes: "
+                f"1 is already the loop without overlap, and 0 stages would keep no version",
+            ),
+            strategy=STRATEGY,
+        )
     too_deep = _too_deep(loop, depth, current)
     if too_deep:
         return Refusal((too_deep,), strategy=STRATEGY)
