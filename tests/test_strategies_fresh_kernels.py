@@ -1170,3 +1170,55 @@ def test_a_literal_of_the_one_call_building_a_factory_is_that_factorys_knob():
     assert 2048 not in knobs["copy_2d.block_M"] and 128 in knobs["copy_2d.block_M"]
     assert max(knobs["test_copy_3d.block_M"]) <= 64  # divides M = 64
     assert not any("bound at 2 different places" in s for s in skipped), skipped
+
+
+# A test's own local feeding two kernels, one of which other tests build with other literals.
+LOCAL_FEEDS_TWO = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def fill(M, N, block_M, block_N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, block_N), "float32")
+            T.copy(A[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N], a)
+            T.copy(a, B[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def narrow(M, N, block_M, block_N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
+            a = T.alloc_ub((block_M, block_N), "float32")
+            T.copy(A[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N], a)
+            T.copy(a, B[(cid // (N // block_N)) * block_M, (cid % (N // block_N)) * block_N])
+
+    return main
+
+
+def test_fill():
+    M, N, block_M, block_N = 1024, 1024, 128, 128
+    fill(M, N, block_M, block_N)
+    narrow(M, 64, block_M, 64)
+
+
+def test_fill_narrow():
+    M, N, block_M, block_N = 1000, 64, 8, 64
+    narrow(M, N, block_M, block_N)
+"""
+
+
+def test_a_local_that_also_feeds_a_kernel_bound_otherwise_elsewhere_is_not_tuned():
+    knobs, skipped = _plan(LOCAL_FEEDS_TWO)
+    # test_fill's block_M builds fill and narrow; narrow also runs with M = 1000 elsewhere
+    assert not any(k.endswith("block_M") for k in knobs), knobs
+    assert any(
+        s.startswith("block_size: fill.block_M:") and "also reaches narrow()" in s for s in skipped
+    ), skipped
+    assert "fill.block_N" in knobs  # fed to fill alone
