@@ -1222,3 +1222,45 @@ def test_a_local_that_also_feeds_a_kernel_bound_otherwise_elsewhere_is_not_tuned
         s.startswith("block_size: fill.block_M:") and "also reaches narrow()" in s for s in skipped
     ), skipped
     assert "fill.block_N" in knobs  # fed to fill alone
+
+
+def test_a_grid_reading_its_tensors_through_a_reshaped_view_is_still_tuned():
+    # tas_per_token_fp8_simt_simd's `x_groups = T.Tensor(..., X.data)`: a view of a parameter
+    viewed = IDLE_GRID.replace(
+        "        with T.Kernel(BLOCK_SIZE, is_npu=True) as (cid, _):\n",
+        "        rows = T.Tensor((M * N // 128, 128), dtype, A.data)\n"
+        "        out = T.Tensor((M * N // 128, 128), dtype, C.data)\n"
+        "        with T.Kernel(BLOCK_SIZE, is_npu=True) as (cid, _):\n",
+    ).replace(
+        '            with T.rs("PIPE_MTE2"):\n                T.sync_block_wait(flag_id)\n',
+        "            ub = T.alloc_ub((1, 128), dtype)\n"
+        "            T.copy(rows[cid, 0], ub)\n"
+        "            T.copy(ub, out[cid, 0])\n",
+    )
+    assert "T.copy(rows[cid, 0], ub)" in viewed
+    assert "BLOCK_SIZE" in _plan(viewed)[0]
+
+
+def test_a_rebinding_after_the_call_leaves_the_entries_the_call_saw():
+    after = SECOND_LOOP_BUILDS.replace(
+        '        tilelang.compile(make(M, N, "float16"), target="npuir")\n',
+        '        tilelang.compile(make(M, N, "float16"), target="npuir")\n        M = M * 2\n',
+    )
+    assert "M = M * 2" in after
+    knobs, skipped = _plan(after)
+    assert knobs.get("block_M") == (8,), (knobs, skipped)
+    assert any("block_M=16 refused" in s and "does not divide 1000" in s for s in skipped), skipped
+
+
+def test_the_backend_a_target_name_reads_is_its_own_functions_or_an_assigned_one():
+    from bot.strategies import dialect
+
+    cuda = A5_BACKEND_PARAM.replace('backend="asc"', 'backend="cuda"')
+    # another function's parameter of the same name says nothing about this one's
+    assert not dialect.auto_scheduled(cuda + '\n\ndef sort_rows(x, backend="asc"):\n    return x\n')
+    # a module constant passed as the target
+    constant = cuda.replace(
+        'def make_kernel(backend="cuda"):', 'BACKEND = "asc"\n\n\ndef make_kernel():'
+    )
+    constant = constant.replace("target=backend", "target=BACKEND")
+    assert "target=BACKEND" in constant and dialect.auto_scheduled(constant)

@@ -129,10 +129,10 @@ def _loop_passes(
         loop = _around(caller, base, call.node)
         if loop is None:
             continue
-        inside = [
+        inside = [  # assignments in the body before the statement that holds the call
             b
             for b in _bindings(resolver, caller, base)
-            if loop.node is not None and contains(loop.node.body, b.node)
+            if loop.node is not None and _before(loop.node, b.node, call.node)
         ]
         if inside:  # the body assigns the target itself
             body_value = _rebinding(inside, base, loop, call.node)
@@ -188,6 +188,17 @@ def _around(caller: Function, name: str, call: cst.Call) -> Loop | None:
         if loop.node is not None and contains(loop.node.body, call)
     ]
     return around[-1] if around else None
+
+
+def _before(loop: cst.For, node: cst.CSTNode, call: cst.Call) -> bool:
+    """Whether `node` lies in a statement of the loop's body before the one holding `call`
+    (an assignment after the call, `M = M * 2` for the next pass's print, changes nothing the
+    call saw)."""
+    statements = list(loop.body.body) if isinstance(loop.body, cst.IndentedBlock) else []
+    at = next((i for i, st in enumerate(statements) if contains(st, call)), len(statements))
+    return any(contains(st, node) for st in statements[:at]) or (
+        at < len(statements) and contains(statements[at], node) and node is not statements[at]
+    )
 
 
 def _rebinding(bindings: list, name: str, loop: Loop, call: cst.Call) -> cst.BaseExpression | None:

@@ -267,7 +267,7 @@ class _UnreadGrids(cst.CSTVisitor):
         self.params: list[set[str]] = []  # the enclosing functions' parameters, innermost last
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.params.append({p.name.value for p in node.params.params})
+        self.params.append(_tensor_names(node))
         return id(node) not in self.skip
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -300,6 +300,31 @@ class _UnreadGrids(cst.CSTVisitor):
                     else ", whose core index the kernel never reads"
                 )
             self.grid_names += v.found
+
+
+def _tensor_names(fn: cst.FunctionDef) -> set[str]:
+    """The function's parameters and the names it binds from them (`rows = T.Tensor(shape,
+    dtype, A.data)`, `A = T.match_buffer(a, ...)`): the tensors a kernel body may read."""
+    names = {p.name.value for p in fn.params.params}
+    assigns: list[tuple[set[str], set[str]]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            targets = set().union(*(names_in(t.target) for t in node.targets))
+            assigns.append((targets, names_in(node.value)))
+
+    fn.visit(V())
+    changed = True
+    while changed:
+        changed = False
+        for targets, reads in assigns:
+            if reads & names and not targets <= names:
+                names |= targets
+                changed = True
+    return names
 
 
 def _bound_as(names: list[str]) -> str:

@@ -84,8 +84,17 @@ def auto_scheduled(module: cst.Module) -> bool:
 
         def __init__(self) -> None:
             super().__init__()
-            self.scheduled_params: set[str] = set()  # parameters defaulting to such a target
+            # the enclosing functions' parameter defaults, innermost last
+            self.defaults: list[dict[str, cst.BaseExpression | None]] = []
+            self.assigned: set[str] = set()  # names assigned such a target (`BACKEND = "asc"`)
             self.target_names: set[str] = set()  # names passed as a compile's `target=`
+            self.by_param: list[bool] = []  # `target=backend` where backend is a parameter
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.defaults.append({p.name.value: p.default for p in node.params.params})
+
+        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+            self.defaults.pop()
 
         def visit_Import(self, node: cst.Import) -> None:
             nonlocal found
@@ -128,7 +137,12 @@ def auto_scheduled(module: cst.Module) -> bool:
                     if _scheduled(a.value):
                         self.scheduled_target = True
                     elif isinstance(a.value, cst.Name):  # `target=backend`
-                        self.target_names.add(a.value.value)
+                        name = a.value.value
+                        owner = next((d for d in reversed(self.defaults) if name in d), None)
+                        if owner is not None:  # that function's own default
+                            self.by_param.append(_scheduled(owner[name]))
+                        else:
+                            self.target_names.add(name)
             # `parser.add_argument("--target", default="ascend")`
             args = [a.value for a in node.args if a.keyword is None]
             if (
@@ -147,8 +161,6 @@ def auto_scheduled(module: cst.Module) -> bool:
             # `def run(..., target="ascend")`: the target the file compiles with by default
             if node.name.value.lower() == "target" and _scheduled(node.default):
                 self.scheduled_target = True
-            if _scheduled(node.default):  # `def make(backend="asc")` ... `target=backend`
-                self.scheduled_params.add(node.name.value)
 
         def visit_Assign(self, node: cst.Assign) -> None:
             if _scheduled(node.value) and any(
@@ -156,13 +168,17 @@ def auto_scheduled(module: cst.Module) -> bool:
                 for t in node.targets
             ):
                 self.scheduled_target = True
+            if _scheduled(node.value):  # `BACKEND = "asc"` ... `target=BACKEND`
+                self.assigned |= {
+                    t.target.value for t in node.targets if isinstance(t.target, cst.Name)
+                }
 
     v = _V()
     module.visit(v)
     # TileLang's own Ascend backend (tile-ai/tilelang examples/ascend) writes the same
     # auto-scheduled kernels with `tilelang.language`: compiled for "ascend"/"pto", launched
     # without `is_npu` (tilelang-ascend's NPU launches, on those targets too, always say it)
-    scheduled = v.scheduled_target or bool(v.scheduled_params & v.target_names)
+    scheduled = v.scheduled_target or any(v.by_param) or bool(v.assigned & v.target_names)
     return found or (scheduled and not v.npu_launch)
 
 

@@ -171,7 +171,24 @@ def _rebound_in(f: Facts, chain: tuple[Function, ...], loop: Loop, name: str) ->
     the sizes the body goes on with."""
     scope = id(chain[-1].node) if chain else 0
     bindings = writes(f.wrapper).bindings.get(scope, {}).get(name, [])
-    return loop.node is not None and any(contains(loop.node.body, b.node) for b in bindings)
+    if loop.node is None or not isinstance(loop.node.body, cst.IndentedBlock):
+        return False
+    statements = list(loop.node.body.body)
+    # an assignment after the body's last call (`M = M * 2` for a print) changes no call
+    last = max((i for i, st in enumerate(statements) if _has_call(st)), default=-1)
+    return any(contains(st, b.node) for st in statements[: last + 1] for b in bindings)
+
+
+def _has_call(node: cst.CSTNode) -> bool:
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_Call(self, n: cst.Call) -> None:
+            self.found = True
+
+    v = V()
+    node.visit(v)
+    return v.found
 
 
 def choices(
