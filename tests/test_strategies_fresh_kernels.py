@@ -1264,3 +1264,29 @@ def test_the_backend_a_target_name_reads_is_its_own_functions_or_an_assigned_one
     )
     constant = constant.replace("target=backend", "target=BACKEND")
     assert "target=BACKEND" in constant and dialect.auto_scheduled(constant)
+
+
+def test_a_local_read_from_an_attribute_of_its_own_name_is_not_a_self_reference():
+    # tile-ai/tilelang-ascend testing/npuir/test_matmul_dev.py: `block_M, block_N =
+    # main_args.block_M, main_args.block_N` reads the argparse option, not block_M itself
+    src = (
+        CALL_LITERAL_AND_LOCAL.split("def test_copy_2d")[0]
+        + """
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--block_M", type=int, default=32)
+parser.add_argument("--block_N", type=int, default=64)
+
+
+def run(main_args):
+    block_M, block_N = main_args.block_M, main_args.block_N
+    copy_2d(1024, 1024, block_M, block_N)
+
+
+run(parser.parse_args())
+"""
+    )
+    knobs, skipped = _plan(src)
+    assert {k.rsplit(".", 1)[-1] for k in knobs} >= {"block_M", "block_N"}, (knobs, skipped)
+    assert not any("reassigned from its own earlier value" in s for s in skipped), skipped

@@ -432,6 +432,38 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "older than that convention, drops the name as bound at several places: the sets "
         "disagree"
     ),
+    "example_gemv": (
+        "the one call that builds each factory passes its block sizes as literals "
+        "(naive_gemv(...) and naive_gemv_high_perf(...)); tunebot tunes each as that factory's "
+        "knob, as the later sets key such literals (tnz_copy_shape_two_factories, "
+        "tat_copy_shape_dynamic_dev, tae_tail_mask_codegen, tau_copy_simple_dev_nd); this older "
+        "expectation drops the shared name as ambiguous (either literal alone is safe, it "
+        "says): the sets disagree"
+    ),
+    "kb_pool1d_tiled": (
+        "the one call that builds each factory passes its block sizes as literals "
+        "(maxpool1d_tiled(...) line 111, avgpool1d_tiled(...) line 121); tunebot tunes each as "
+        "that factory's knob, as the later sets key such literals "
+        "(tnz_copy_shape_two_factories, tat_copy_shape_dynamic_dev, tae_tail_mask_codegen, "
+        "tau_copy_simple_dev_nd); this older expectation drops the shared name as ambiguous "
+        "(either literal alone is safe, it says): the sets disagree"
+    ),
+    "tnp_flash_attn_fwd_bwd": (
+        "the one call that builds each factory passes its block sizes as literals "
+        "(online_flash_attention(64, 64, 32) line 339, three backward factories); tunebot tunes "
+        "each as that factory's knob, as the later sets key such literals "
+        "(tnz_copy_shape_two_factories, tat_copy_shape_dynamic_dev, tae_tail_mask_codegen, "
+        "tau_copy_simple_dev_nd); this older expectation drops the shared name as ambiguous "
+        "(either literal alone is safe, it says): the sets disagree"
+    ),
+    "tnr_cube_print": (
+        "the one call that builds each factory passes its block sizes as literals (matmul(..., "
+        "block_M=16, ...) line 63 and its two print twins); tunebot tunes each as that "
+        "factory's knob, as the later sets key such literals (tnz_copy_shape_two_factories, "
+        "tat_copy_shape_dynamic_dev, tae_tail_mask_codegen, tau_copy_simple_dev_nd); this older "
+        "expectation drops the shared name as ambiguous (either literal alone is safe, it "
+        "says): the sets disagree"
+    ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "
         "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "

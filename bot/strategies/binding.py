@@ -39,7 +39,7 @@ from bot.config.schema import DEFAULT_HARNESS
 from bot.strategies import callsites, defaulted, rebinding, tensorshapes, wrappers
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
-from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in
+from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, reads_of
 from bot.strategies.signature import star_names, takes
 from bot.strategies.source import dotted
 
@@ -92,7 +92,7 @@ class Resolver:
                     return _unresolved(f"'{name}' is assigned {len(values)} times in {fn.name}()")
                 if name in fn.unpacked:
                     return self._unpacked(name, fn.unpacked[name], fn.chain, depth, "local")
-                if name in names_in(values[0]):  # `M = M - 24`: from the binding before it
+                if name in reads_of(values[0]):  # `M = M - 24`: from the binding before it
                     return _unresolved(
                         f"'{name}' is reassigned from its own earlier value in {fn.name}() "
                         f"(line {self.f.line(values[0])})"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 import libcst as cst
 
 from bot.strategies import armvalue, rebinding, tensorshapes
-from bot.strategies.facts import Function, literal, names_in
+from bot.strategies.facts import Function, literal, reads_of
 from bot.strategies.signature import takes
 from bot.strategies.source import dotted
 from bot.strategies.strings import strings
@@ -89,7 +89,7 @@ class Env:
                     if size is not None:
                         return size
                     return self.resolver.name(name, fn.chain, deeper).value
-                if name in names_in(values[0]):
+                if name in reads_of(values[0]):
                     # `M = M - 24` reads the binding before it (a parameter, a loop's entry):
                     # evaluated here it would read itself again
                     return None

@@ -108,6 +108,25 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return v.names
 
 
+class _Reads(_Loads):
+    """Variables an expression reads: not an attribute's name (`args.block_M`) nor a keyword
+    (`f(block_M=1)`)."""
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def reads_of(node: cst.CSTNode) -> set[str]:
+    v = _Reads()
+    node.visit(v)
+    return v.names
+
+
 def _plain(node: cst.BaseExpression) -> bool:
     """A name, an attribute or a tuple of them: reading it does nothing else."""
     if isinstance(node, (cst.Tuple, cst.List)):
