@@ -1290,3 +1290,28 @@ run(parser.parse_args())
     knobs, skipped = _plan(src)
     assert {k.rsplit(".", 1)[-1] for k in knobs} >= {"block_M", "block_N"}, (knobs, skipped)
     assert not any("reassigned from its own earlier value" in s for s in skipped), skipped
+
+
+def test_a_literal_that_reaches_another_kernel_under_another_name_is_not_tuned():
+    # narrow() takes test_fill's block_M as its tile_m; narrow's own rules (UB: 1024 fp32
+    # columns) are not the ones block_M is checked against
+    renamed = (
+        LOCAL_FEEDS_TWO.replace(
+            "def narrow(M, N, block_M, block_N):", "def narrow(M, N, tile_m, tile_n):"
+        )
+        .replace("    narrow(M, 64, block_M, 64)\n", "    narrow(M, 1024, block_M, 1024)\n")
+        .replace("    narrow(M, N, block_M, block_N)\n", "    narrow(M, N, block_M, block_N)\n")
+    )
+    head, tail = renamed.split("def narrow(M, N, tile_m, tile_n):")
+    body, rest = tail.split("    return main", 1)
+    renamed = (
+        head
+        + "def narrow(M, N, tile_m, tile_n):"
+        + body.replace("block_M", "tile_m").replace("block_N", "tile_n")
+        + "    return main"
+        + rest
+    )
+    assert "narrow(M, 1024, block_M, 1024)" in renamed and "T.alloc_ub((tile_m, tile_n)" in renamed
+    knobs, skipped = _plan(renamed)
+    assert not any(k.endswith("block_M") for k in knobs), knobs
+    assert any("also reaches narrow() as tile_m" in s for s in skipped), skipped

@@ -47,6 +47,7 @@ from bot.strategies.facts import (
     names_in,
     names_kept,
     on_facts,
+    reads_of,
 )
 from bot.strategies.granularity import GranularityCheck
 from bot.strategies.signature import parameter_names, takes
@@ -291,6 +292,33 @@ def _bind(
     return _knob_at(f, resolver, name, name, r.site, r.path, results)
 
 
+def _unchecked_reach(
+    f: Facts, resolver: Resolver, name: str, site: Site, readers: list[Function]
+) -> str | None:
+    """`narrow() as tile_m` when a call of a kernel factory other than `readers` (those whose
+    rules the knob is checked against) passes an expression reading `name` as bound at
+    `site` (`narrow(M, 1024, block_M, 1024)` beside `fill(M, N, block_M, block_N)`); None
+    when no such call exists."""
+    checked = {id(fac) for fac in readers}
+    for fac in f.factories:
+        if id(fac) in checked:
+            continue
+        for fn in fac.chain:
+            for call in f.calls:
+                if not any(name in reads_of(a.value) for a in call.node.args):
+                    continue
+                if not resolver.calls(call, fn):
+                    continue
+                for param in fn.params:
+                    bound = resolver.bound_by(call, fn, param)
+                    if bound is None or name not in reads_of(bound[0]):
+                        continue
+                    seen = resolver.name(name, call.scope, 0).site
+                    if seen is not None and seen.node is site.node:
+                        return f"{fac.name}() as {param} (line {f.line(call.node)})"
+    return None
+
+
 def _also_feeds(f: Facts, resolver: Resolver, name: str, results: list, site: Site) -> str | None:
     """The factory, among those that read `name` from no one literal, that a call passes the
     binding at `site` to (`narrow(M, 64, block_M, 64)` beside `fill(M, N, block_M, block_N)`
@@ -425,6 +453,14 @@ def _knob_at(
     shared = _shared_literal(f, name, site)
     if shared:
         return Dropped("block_size", knob, shared)
+    elsewhere = _unchecked_reach(f, resolver, name, site, readers)
+    if elsewhere:
+        return Dropped(
+            "block_size",
+            knob,
+            f"the literal at line {site.line} also reaches {elsewhere}: a change would move "
+            f"that kernel too, whose rules are not checked for this name",
+        )
     mine = [(o, fac, r) for o, fac, r in results if r.site is not None and r.site.node is site.node]
     bound = [(o, fac) for o, fac, _ in mine]
     shared = next((r.shared for _, _, r in mine if r.shared is not None), None)
