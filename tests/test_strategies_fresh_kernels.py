@@ -1270,7 +1270,7 @@ def test_a_local_read_from_an_attribute_of_its_own_name_is_not_a_self_reference(
     # tile-ai/tilelang-ascend testing/npuir/test_matmul_dev.py: `block_M, block_N =
     # main_args.block_M, main_args.block_N` reads the argparse option, not block_M itself
     src = (
-        CALL_LITERAL_AND_LOCAL.split("def test_copy_2d")[0]
+        CALL_LITERAL_AND_LOCAL.split("def test_copy_2d", maxsplit=1)[0]
         + """
 import argparse
 
