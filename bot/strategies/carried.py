@@ -28,7 +28,7 @@ from collections.abc import Callable
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from bot.strategies.facts import names_in
+from bot.strategies.facts import flowing, names_in
 from bot.strategies.source import annotation_heads, dotted, line_of
 
 
@@ -91,14 +91,7 @@ def moving(loop: cst.For, inner_loops: bool = True) -> set[str]:
                 assigns.append((names_in(node.target), names_in(node.iter)))
 
     loop.body.visit(_A())
-    changed = True
-    while changed:
-        changed = False
-        for targets, used in assigns:
-            if used & moving and not targets <= moving:
-                moving |= targets
-                changed = True
-    return moving
+    return flowing(moving, assigns)
 
 
 def carried(

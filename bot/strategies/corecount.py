@@ -38,7 +38,7 @@ import libcst as cst
 
 from bot.strategies.branches import as_if
 from bot.strategies.evaluate import code_of
-from bot.strategies.facts import Function, names_in
+from bot.strategies.facts import Function, flowing, names_in
 from bot.strategies.signature import parameter_names
 from bot.strategies.source import dotted, launch, top_level_imports
 
@@ -317,14 +317,7 @@ def _tensor_names(fn: cst.FunctionDef) -> set[str]:
             assigns.append((targets, names_in(node.value)))
 
     fn.visit(V())
-    changed = True
-    while changed:
-        changed = False
-        for targets, reads in assigns:
-            if reads & names and not targets <= names:
-                names |= targets
-                changed = True
-    return names
+    return flowing(names, assigns)
 
 
 def _bound_as(names: list[str]) -> str:

@@ -108,6 +108,20 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return v.names
 
 
+def flowing(names: set[str], assigns: list[tuple[set[str], set[str]]]) -> set[str]:
+    """`names` and every target of an assignment (targets, names read) that reads one of
+    them, followed to a fixed point: the names a value flows into."""
+    out = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for targets, reads in assigns:
+            if reads & out and not targets <= out:
+                out |= targets
+                changed = True
+    return out
+
+
 class _Reads(_Loads):
     """Variables an expression reads: not an attribute's name (`args.block_M`) nor a keyword
     (`f(block_M=1)`)."""
