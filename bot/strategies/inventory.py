@@ -300,6 +300,7 @@ def _unchecked_reach(
     `site` (`narrow(M, 1024, block_M, 1024)` beside `fill(M, N, block_M, block_N)`); None
     when no such call exists."""
     checked = {id(fac) for fac in readers}
+    checked |= {id(fac) for fac in unbuilt.unbuilt(f, resolver.harness)}  # never built: moot
     for fac in f.factories:
         if id(fac) in checked:
             continue
