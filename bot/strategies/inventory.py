@@ -276,18 +276,6 @@ def _bind(
         # tuned: the knob is this factory's (`vec_select_partial.block_M`), theirs are listed
         owner = next(o for o, _, x in results if x is r)
         knob = f"{owner.name}.{name}" if owner is not None else name
-        shared = _also_feeds(f, resolver, name, results, r.site)
-        if shared:  # the literal reaches that kernel too, whose sizes are not all known here
-            return [
-                Dropped(
-                    "block_size",
-                    knob,
-                    f"the literal at line {r.site.line} also reaches {shared}() through a call "
-                    f"there, whose other calls bind {name} otherwise: a change would move both "
-                    f"kernels, and {shared}()'s rules cannot be checked for it",
-                ),
-                *apart,
-            ]
         return [_knob_at(f, resolver, knob, name, r.site, r.path, results), *apart]
     return _knob_at(f, resolver, name, name, r.site, r.path, results)
 
@@ -317,28 +305,6 @@ def _unchecked_reach(
                     seen = resolver.name(name, call.scope, 0).site
                     if seen is not None and seen.node is site.node:
                         return f"{fac.name}() as {param} (line {f.line(call.node)})"
-    return None
-
-
-def _also_feeds(f: Facts, resolver: Resolver, name: str, results: list, site: Site) -> str | None:
-    """The factory, among those that read `name` from no one literal, that a call passes the
-    binding at `site` to (`narrow(M, 64, block_M, 64)` beside `fill(M, N, block_M, block_N)`
-    in one test); None when none does."""
-    for _, fac, x in results:
-        if x.site is not None and x.site.node is site.node:
-            continue
-        for fn in fac.chain:
-            if name not in fn.params:
-                continue
-            for call in f.calls:
-                if not resolver.calls(call, fn):
-                    continue
-                bound = resolver.bound_by(call, fn, name)
-                if bound is None or not isinstance(bound[0], cst.Name):
-                    continue
-                seen = resolver.name(bound[0].value, call.scope, 0).site
-                if seen is not None and seen.node is site.node:
-                    return fac.name
     return None
 
 
