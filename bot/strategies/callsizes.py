@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from bot.strategies import callsites, parametrized, splats, tensorshapes
+from bot.strategies import callsites, parametrized, rebinding, splats, tensorshapes
 from bot.strategies.binding import Resolver
 from bot.strategies.callerbuffers import _declared
 from bot.strategies.containers import dict_items, element
@@ -22,7 +22,6 @@ from bot.strategies.facts import Call, Facts, Function, Loop, contains, literal,
 from bot.strategies.signature import star_names
 from bot.strategies.source import dotted
 from bot.strategies.tensorshapes import Shape
-from bot.strategies.writes import writes
 
 MAX_DEPTH = 4  # caller levels followed
 MAX_PATHS = 64  # call paths kept per factory
@@ -112,7 +111,7 @@ def _loop_passes(
     spelled out in the file and never changed: one dict per entry. The loop is the one around
     the call (two loops may bind one name); a target the loop's body rebinds before the call
     (`M = M - 24`) is that expression of each entry. [] when the nodes read no such loop."""
-    reads: list[tuple[str, str, cst.BaseExpression | None]] = []
+    reads: list[tuple[str, str, cst.BaseExpression | None, Loop]] = []
     loops: dict[int, Loop] = {}
     rebound: dict[str, cst.BaseExpression] = {}  # loop target -> its value in the body
     for name, node in nodes.items():
@@ -131,7 +130,7 @@ def _loop_passes(
             continue
         inside = [  # assignments in the body before the statement that holds the call
             b
-            for b in _bindings(resolver, caller, base)
+            for b in rebinding.assignments(resolver.f, caller, base)
             if loop.node is not None and _before(loop.node, b.node, call.node)
         ]
         if inside:  # the body assigns the target itself
@@ -143,7 +142,7 @@ def _loop_passes(
         key = None
         if isinstance(node, cst.Subscript) and isinstance(node.slice[0].slice, cst.Index):
             key = node.slice[0].slice.value
-        reads.append((name, base, key))  # key None: the target's own part of each entry
+        reads.append((name, base, key, loop))  # key None: the target's own part of each entry
     # nested loops (`for M, N in SHAPES:` around `for dtype in DTYPES:`): a loop that gives
     # no size (dtypes, op names) leaves the paths as they are; the others multiply them
     out: list[dict[str, int]] = [{}]
@@ -152,8 +151,8 @@ def _loop_passes(
         passes: list[dict[str, int]] = []
         for entry in resolver.spelled.entries(loop, caller.chain) or []:
             sizes: dict[str, int] = {}
-            for name, base, key in reads:
-                if _around(caller, base, call.node) is not loop:
+            for name, base, key, around in reads:
+                if around is not loop:
                     continue
                 part = element(loop.target, entry, base)
                 value: object = literal(part if key is None else _keyed(part, key))
@@ -174,10 +173,6 @@ def _loop_passes(
             sized = True
             out = [{**a, **b} for a in out for b in passes][:_MAX_LOOPED]
     return out if sized else []
-
-
-def _bindings(resolver: Resolver, fn: Function, name: str) -> list:
-    return writes(resolver.f.wrapper).bindings.get(id(fn.node), {}).get(name, [])
 
 
 def _around(caller: Function, name: str, call: cst.Call) -> Loop | None:

@@ -27,14 +27,15 @@ def code_of(node: cst.CSTNode) -> str:
     return " ".join(cst.Module([]).code_for_node(node).split())
 
 
-def _bindings(f: Facts, fn: Function | None, name: str) -> list[Binding]:
+def assignments(f: Facts, fn: Function | None, name: str) -> list[Binding]:
+    """Every assignment to `name` in `fn`'s own scope (the module's for None), in order."""
     return writes(f.wrapper).bindings.get(id(fn.node) if fn else 0, {}).get(name, [])
 
 
 def _culprit(f: Facts, fn: Function | None, name: str) -> Binding | None:
     """The assignment that makes `name`'s literal not its value: an augmented one, or for a
     parameter one inside a branch or loop; None when there is none."""
-    bindings = _bindings(f, fn, name)
+    bindings = assignments(f, fn, name)
     aug = next((b for b in bindings if b.augmented), None)
     if aug is not None or fn is None or not takes(fn, name):
         return aug
@@ -45,7 +46,7 @@ def _culprit(f: Facts, fn: Function | None, name: str) -> Binding | None:
 def fills_only(f: Facts, fn: Function, name: str) -> bool:
     """True when parameter `name` of `fn` is assigned only by None fills (`if name is None:
     name = ...`): its value is the one passed in, or its default, whenever that is a number."""
-    bindings = _bindings(f, fn, name)
+    bindings = assignments(f, fn, name)
     if not bindings or not takes(fn, name):
         return False
     guarded = _none_fills(fn, name)
@@ -127,7 +128,7 @@ def augments(f: Facts, fn: Function | None, name: str) -> list[cst.AugAssign] | 
     parameter) first, then only augmented ones, none inside a branch or loop (`M = 96;
     M *= 2`, or parameter `M` then `M *= 2`). None when nothing augments it or the order or a
     branch makes the value depend on the path."""
-    bindings = _bindings(f, fn, name)
+    bindings = assignments(f, fn, name)
     if not any(b.augmented for b in bindings) or any(b.conditional for b in bindings):
         return None
     plain = [i for i, b in enumerate(bindings) if not b.augmented]

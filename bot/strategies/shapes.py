@@ -33,12 +33,11 @@ import math
 import libcst as cst
 
 from bot.config.schema import DeclaredShape
-from bot.strategies import parametrized
+from bot.strategies import parametrized, rebinding
 from bot.strategies.binding import Resolver
 from bot.strategies.ceiling import augmented_operands, ceiling
 from bot.strategies.facts import Call, Facts, Function, Loop, contains
 from bot.strategies.source import dotted, int_value
-from bot.strategies.writes import writes
 
 INPUTS = "get_inputs"  # the op contract's input builder (docs/architecture.md)
 IN_FILE = "in-file"  # the origin of a size read from the source itself
@@ -169,8 +168,7 @@ def sizes(
 def _rebound_in(f: Facts, chain: tuple[Function, ...], loop: Loop, name: str) -> bool:
     """True when the loop's body assigns its own target (`M = M - 24`): the entries are not
     the sizes the body goes on with."""
-    scope = id(chain[-1].node) if chain else 0
-    bindings = writes(f.wrapper).bindings.get(scope, {}).get(name, [])
+    bindings = rebinding.assignments(f, chain[-1] if chain else None, name)
     if loop.node is None or not isinstance(loop.node.body, cst.IndentedBlock):
         return False
     statements = list(loop.node.body.body)
