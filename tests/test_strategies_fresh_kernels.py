@@ -1315,3 +1315,47 @@ def test_a_literal_that_reaches_another_kernel_under_another_name_is_not_tuned()
     knobs, skipped = _plan(renamed)
     assert not any(k.endswith("block_M") for k in knobs), knobs
     assert any("also reaches narrow() as tile_m" in s for s in skipped), skipped
+
+
+def test_the_target_is_read_wherever_the_compile_call_takes_it():
+    from bot.strategies import dialect
+
+    cuda = A5_BACKEND_PARAM.replace('backend="asc"', 'backend="cuda"')
+    assert not dialect.auto_scheduled(cuda)
+    positional = cuda.replace(
+        "@tilelang.jit(out_idx=-1, target=backend)\n    def _build():",
+        "def _build():",
+    ).replace("return _build()", 'return tilelang.compile(_build(), -1, "cython", TGT)')
+    assert "def _build():" in positional
+    assert dialect.auto_scheduled(positional.replace("TGT", '"asc"'))
+    assert not dialect.auto_scheduled(positional.replace("TGT", '"cuda"'))
+    # a string at another place is not the target (execution_backend is third)
+    assert not dialect.auto_scheduled(
+        positional.replace('"cython", TGT', '"asc"').replace("-1, ", "")
+    )
+    # a dict splatted into the call, named or displayed
+    splat = positional.replace('-1, "cython", TGT)', "out_idx=-1, **OPTS)")
+    assert dialect.auto_scheduled('OPTS = dict(target="asc")\n' + splat)
+    assert dialect.auto_scheduled(splat.replace("**OPTS", '**{"target": "pto"}'))
+    assert not dialect.auto_scheduled('OPTS = dict(target="cuda")\n' + splat)
+    assert not dialect.auto_scheduled('OPTS = dict(target="asc")\n' + splat.replace("**OPTS", ""))
+
+
+def test_an_argparse_option_the_compile_takes_as_its_target():
+    from bot.strategies import dialect
+
+    cuda = A5_BACKEND_PARAM.replace('backend="asc"', 'backend="cuda"')
+    parsed = cuda.replace("target=backend", "target=args.backend") + (
+        "\n\nimport argparse\nparser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--backend", default=DEFAULT)\nargs = parser.parse_args()\n'
+    )
+    assert dialect.auto_scheduled(parsed.replace("DEFAULT", '"asc"'))
+    assert not dialect.auto_scheduled(parsed.replace("DEFAULT", '"cuda"'))
+    # an option of that default the compile never takes is not its target
+    assert not dialect.auto_scheduled(
+        parsed.replace("DEFAULT", '"asc"').replace("target=args.backend", "target=args.device")
+    )
+    # `dest=` names the attribute
+    dest = parsed.replace("DEFAULT", '"asc", dest="device"')
+    assert not dialect.auto_scheduled(dest)
+    assert dialect.auto_scheduled(dest.replace("target=args.backend", "target=args.device"))

@@ -71,9 +71,11 @@ def auto_scheduled(module: cst.Module) -> bool:
     """True when the module imports `tilelang.ascend.language` (`import ... as T`, `from
     tilelang.ascend import language`, `from tilelang.ascend.language import ...`,
     `importlib.import_module("tilelang.ascend.language")`) or calls
-    `annotate_buffer_versions`, or compiles for "ascend" / "pto" (a literal `target=` of a
-    `compile` / `jit` / `lower` call, a `target="ascend"` parameter default, `target = "pto"`
-    or `TARGET = "pto"` assigned, an argparse `--target` defaulting to one) with no launch
+    `annotate_buffer_versions`, or compiles for "ascend" / "pto" / "asc" (the target of a
+    `compile` / `jit` / `lower` call, by keyword, at its positional place or in a splatted
+    dict, given as a literal, a parameter's default, a name assigned one, or an argparse
+    option defaulting to one; a `target="ascend"` parameter default, `target = "pto"` or
+    `TARGET = "pto"` assigned, an argparse `--target` defaulting to one) with no launch
     passing `is_npu`: read from the code, never from a comment or a docstring that merely
     names the dialect."""
     found = False
@@ -89,6 +91,11 @@ def auto_scheduled(module: cst.Module) -> bool:
             self.assigned: set[str] = set()  # names assigned such a target (`BACKEND = "asc"`)
             self.target_names: set[str] = set()  # names passed as a compile's `target=`
             self.by_param: list[bool] = []  # `target=backend` where backend is a parameter
+            self.target_attrs: set[str] = set()  # `target=args.backend`: the option's dest
+            self.option_dests: set[str] = set()  # argparse options defaulting to such a target
+            # `opts = dict(target="asc")` / `{"target": "asc"}` ... `compile(f, **opts)`
+            self.option_dicts: set[str] = set()
+            self.splatted: set[str] = set()
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             self.defaults.append({p.name.value: p.default for p in node.params.params})
@@ -130,32 +137,75 @@ def auto_scheduled(module: cst.Module) -> bool:
                 a.keyword is not None and a.keyword.value == "is_npu" for a in node.args
             ):
                 self.npu_launch = True
-            if short in ("compile", "jit", "lower"):
-                for a in node.args:
-                    if a.keyword is None or a.keyword.value != "target":
-                        continue
-                    if _scheduled(a.value):
-                        self.scheduled_target = True
-                    elif isinstance(a.value, cst.Name):  # `target=backend`
-                        name = a.value.value
-                        owner = next((d for d in reversed(self.defaults) if name in d), None)
-                        if owner is not None:  # that function's own default
-                            self.by_param.append(_scheduled(owner[name]))
-                        else:
-                            self.target_names.add(name)
-            # `parser.add_argument("--target", default="ascend")`
-            args = [a.value for a in node.args if a.keyword is None]
-            if (
-                short == "add_argument"
-                and args
-                and isinstance(args[0], cst.SimpleString)
-                and str(args[0].evaluated_value).lstrip("-").lower() == "target"
-                and any(
-                    a.keyword is not None and a.keyword.value == "default" and _scheduled(a.value)
-                    for a in node.args
-                )
-            ):
+            if short in TARGET_AT:
+                for value in self._target_args(node, TARGET_AT[short]):
+                    self._target(value)
+            if short == "add_argument":
+                self._option(node)
+
+        def _target_args(self, node: cst.Call, at: int | None) -> list[cst.BaseExpression]:
+            """What `node` passes as its target: `target=`, the positional place the call
+            takes it at (`compile(func, out_idx, backend, target)`, `lower(func, target)`),
+            or a `target` key of a dict splatted into it (`**{"target": ...}`, `**opts`)."""
+            found: list[cst.BaseExpression] = []
+            positional = 0
+            for a in node.args:
+                if a.star == "**":
+                    found += _target_entry(a.value)
+                    if isinstance(a.value, cst.Name):
+                        self.splatted.add(a.value.value)
+                elif a.star == "*":
+                    at = None  # positions past a `*args` are unknown
+                elif a.keyword is None:
+                    if positional == at:
+                        found.append(a.value)
+                    positional += 1
+                elif a.keyword.value == "target":
+                    found.append(a.value)
+            return found
+
+        def _target(self, value: cst.BaseExpression) -> None:
+            """One expression a compile / jit / lower call takes as its target."""
+            if _scheduled(value):
                 self.scheduled_target = True
+            elif isinstance(value, cst.Name):  # `target=backend`
+                name = value.value
+                owner = next((d for d in reversed(self.defaults) if name in d), None)
+                if owner is not None:  # that function's own default
+                    self.by_param.append(_scheduled(owner[name]))
+                else:
+                    self.target_names.add(name)
+            elif isinstance(value, cst.Attribute):  # `target=args.backend`
+                self.target_attrs.add(value.attr.value)
+
+        def _option(self, node: cst.Call) -> None:
+            """`parser.add_argument("--target", default="ascend")`: an option named target, or
+            one whose value a compile takes as its target (`target=args.backend`)."""
+            args = [a.value for a in node.args if a.keyword is None]
+            if not any(
+                a.keyword is not None and a.keyword.value == "default" and _scheduled(a.value)
+                for a in node.args
+            ):
+                return
+            names = [str(a.evaluated_value) for a in args if isinstance(a, cst.SimpleString)]
+            dest = next(
+                (
+                    a.value.evaluated_value
+                    for a in node.args
+                    if a.keyword is not None
+                    and a.keyword.value == "dest"
+                    and isinstance(a.value, cst.SimpleString)
+                ),
+                None,
+            )
+            long = [n for n in names if n.startswith("--")] or names
+            if dest is None and long:
+                dest = long[0].lstrip("-").replace("-", "_")
+            if dest is None:
+                return
+            if str(dest).lower() == "target":
+                self.scheduled_target = True
+            self.option_dests.add(str(dest))
 
         def visit_Param(self, node: cst.Param) -> None:
             # `def run(..., target="ascend")`: the target the file compiles with by default
@@ -168,6 +218,10 @@ def auto_scheduled(module: cst.Module) -> bool:
                 for t in node.targets
             ):
                 self.scheduled_target = True
+            if any(_scheduled(v) for v in _target_entry(node.value)):  # `opts = dict(target=...)`
+                self.option_dicts |= {
+                    t.target.value for t in node.targets if isinstance(t.target, cst.Name)
+                }
             if _scheduled(node.value):  # `BACKEND = "asc"` ... `target=BACKEND`
                 self.assigned |= {
                     t.target.value for t in node.targets if isinstance(t.target, cst.Name)
@@ -178,8 +232,34 @@ def auto_scheduled(module: cst.Module) -> bool:
     # TileLang's own Ascend backend (tile-ai/tilelang examples/ascend) writes the same
     # auto-scheduled kernels with `tilelang.language`: compiled for "ascend"/"pto", launched
     # without `is_npu` (tilelang-ascend's NPU launches, on those targets too, always say it)
-    scheduled = v.scheduled_target or any(v.by_param) or bool(v.assigned & v.target_names)
+    scheduled = (
+        v.scheduled_target
+        or any(v.by_param)
+        or bool(v.assigned & v.target_names)
+        or bool(v.option_dests & v.target_attrs)
+        or bool(v.option_dicts & v.splatted)
+    )
     return found or (scheduled and not v.npu_launch)
+
+
+# where a call takes its target positionally: tilelang.compile(func, out_idx,
+# execution_backend, target, ...) and lower(func_or_mod, target, ...); jit's is keyword-only
+TARGET_AT: dict[str, int | None] = {"compile": 3, "jit": None, "lower": 1}
+
+
+def _target_entry(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The `target` entry of a dict display (`{"target": "asc"}`) or `dict(target="asc")`."""
+    if isinstance(node, cst.Dict):
+        return [
+            e.value
+            for e in node.elements
+            if isinstance(e, cst.DictElement)
+            and isinstance(e.key, cst.SimpleString)
+            and e.key.evaluated_value == "target"
+        ]
+    if isinstance(node, cst.Call) and dotted(node.func) == "dict":
+        return [a.value for a in node.args if a.keyword is not None and a.keyword.value == "target"]
+    return []
 
 
 def _scheduled(node: cst.BaseExpression | None) -> bool:
