@@ -1359,3 +1359,64 @@ def test_an_argparse_option_the_compile_takes_as_its_target():
     dest = parsed.replace("DEFAULT", '"asc", dest="device"')
     assert not dialect.auto_scheduled(dest)
     assert dialect.auto_scheduled(dest.replace("target=args.backend", "target=args.device"))
+
+
+def _main(body: str) -> str:
+    return LOOPED_KERNEL + "\ndef main():\n" + textwrap.indent(body, "    ") + "\n\nmain()\n"
+
+
+UNRESOLVED = "could not resolve its extent"
+
+
+def test_a_loop_over_zipped_lists_gives_each_pass_its_sizes():
+    zipped = _main(
+        "Ms = [1024, 2048]\nNs = [4096, 8192]\nfor M, N in zip(Ms, Ns):\n"
+        '    tilelang.compile(make(M, N, "float16"), target="npuir")'
+    )
+    knobs, skipped = _plan(zipped)
+    # M is 1024 and 2048: block_M may grow past the current 8 to the 256 the UB holds
+    assert 256 in knobs.get("block_M", ()), (knobs, skipped)
+    assert not any(UNRESOLVED in s for s in skipped), skipped
+    # one of the two lists is 1000 long in its first pass: only 8 divides it
+    odd = zipped.replace("Ms = [1024, 2048]", "Ms = [1000, 2048]")
+    knobs, skipped = _plan(odd)
+    assert knobs.get("block_M") == (8,), (knobs, skipped)
+    assert any("block_M=16 refused" in s and "does not divide 1000" in s for s in skipped)
+    # a list changed after it is written is no source of sizes
+    appended = zipped.replace("Ns = [4096, 8192]\n", "Ns = [4096, 8192]\n    Ms.append(1000)\n")
+    assert "Ms.append(1000)" in appended
+    knobs, skipped = _plan(appended)
+    assert any(UNRESOLVED in s for s in skipped), skipped
+
+
+def test_a_copy_of_each_configuration_keeps_its_sizes_and_a_change_to_it_drops_them():
+    copied = _main(
+        'for cfg in [{"M": 1024, "N": 4096}, {"M": 2048, "N": 4096}]:\n'
+        "    cfg = dict(cfg)\n"
+        '    tilelang.compile(make(cfg["M"], cfg["N"], "float16"), target="npuir")'
+    )
+    knobs, skipped = _plan(copied)
+    assert 256 in knobs.get("block_M", ()), (knobs, skipped)
+    # the body sets M itself: the entries no longer say what the call reads
+    for change in ('        cfg["M"] = 1000\n', "        cfg.update(M=1000)\n"):
+        changed = copied.replace("        cfg = dict(cfg)\n", "        cfg = dict(cfg)\n" + change)
+        assert change in changed
+        knobs, skipped = _plan(changed)
+        assert knobs.get("block_M") == (8,), (change, knobs, skipped)
+        assert any("block_M=16 refused" in s and UNRESOLVED in s for s in skipped), skipped
+
+
+def test_a_parameter_rebound_from_itself_takes_its_default_first():
+    shifted = LOOPED_KERNEL + (
+        "\ndef main(M=1024, N=4096):\n    M = M - 24\n"
+        '    tilelang.compile(make(M, N, "float16"), target="npuir")\n\n\nmain()\n'
+    )
+    knobs, skipped = _plan(shifted)
+    # M is 1000 when the kernel is built: neither the default 1024 nor unresolved
+    assert knobs.get("block_M") == (8,), (knobs, skipped)
+    refusal = next(s for s in skipped if s.startswith("block_size: block_M=16 refused"))
+    assert "does not divide 1000" in refusal, refusal
+    # inside a branch the value depends on the path: not read
+    branched = shifted.replace("    M = M - 24\n", "    if N > 1:\n        M = M - 24\n")
+    knobs, skipped = _plan(branched)
+    assert any("block_M=16 refused" in s and "does not divide" not in s for s in skipped), skipped

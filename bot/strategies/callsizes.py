@@ -128,6 +128,8 @@ def _loop_passes(
         loop = _around(caller, base, call.node)
         if loop is None:
             continue
+        if isinstance(node, cst.Subscript) and resolver.spelled.changed(base, caller.chain):
+            continue  # `cfg["M"] = 512` / `cfg.update(...)`: the entries are not what it reads
         inside = [  # assignments in the body before the statement that holds the call
             b
             for b in rebinding.assignments(resolver.f, caller, base)
@@ -137,7 +139,8 @@ def _loop_passes(
             body_value = _rebinding(inside, base, loop, call.node)
             if body_value is None:
                 continue  # changed in a way not read here: no size from the loop
-            rebound[base] = body_value
+            if not _copy_of(body_value, base):  # `cfg = dict(cfg)` keeps every entry's sizes
+                rebound[base] = body_value
         loops[id(loop)] = loop
         key = None
         if isinstance(node, cst.Subscript) and isinstance(node.slice[0].slice, cst.Index):
@@ -217,6 +220,27 @@ def _rebinding(bindings: list, name: str, loop: Loop, call: cst.Call) -> cst.Bas
         if isinstance(line, cst.SimpleStatementLine) and any(s is stmt for s in line.body):
             return stmt.value
     return None
+
+
+_COPIES = {"dict", "list", "tuple", "copy.copy", "copy.deepcopy", "deepcopy"}
+
+
+def _copy_of(node: cst.BaseExpression, name: str) -> bool:
+    """Whether `node` is a plain copy of `name`: `dict(cfg)`, `list(cfg)`, `cfg.copy()`,
+    `copy.deepcopy(cfg)` (the same entries under the same keys)."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = dotted(node.func)
+    if func == f"{name}.copy" and not node.args:
+        return True
+    return (
+        func in _COPIES
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+        and isinstance(node.args[0].value, cst.Name)
+        and node.args[0].value.value == name
+    )
 
 
 def _keyed(node: cst.BaseExpression | None, key: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -40,6 +40,20 @@ def _enumerated(node: cst.BaseExpression | None) -> cst.BaseExpression | None:
     return None
 
 
+def _zipped(node: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
+    """The lists `zip(Ms, Ns)` walks in step (positional, unstarred; `strict=` allowed)."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
+        return None
+    if node.func.value != "zip" or not node.args:
+        return None
+    lists = [a.value for a in node.args if a.keyword is None]
+    if any(a.star for a in node.args) or any(
+        a.keyword is not None and a.keyword.value != "strict" for a in node.args
+    ):
+        return None
+    return lists or None
+
+
 def element(
     target: cst.BaseExpression, entry: cst.BaseExpression, name: str
 ) -> cst.BaseExpression | None:
@@ -123,6 +137,33 @@ class Spelled:
         counted = _enumerated(node)
         if counted is not None:  # `for i, (M, N) in enumerate(cases)`: each pass is (i, entry)
             node = counted
+        zipped = _zipped(node)
+        if zipped is not None:  # `for M, N in zip(Ms, Ns)`: each pass is one of each, in step
+            lists = [self._spelled_list(z, chain) for z in zipped]
+            if not lists or any(x is None for x in lists):
+                return None
+            passes: list[cst.BaseExpression] = [
+                cst.Tuple([cst.Element(v) for v in row])
+                for row in zip(*[x for x in lists if x is not None], strict=False)
+            ]
+        else:
+            found = self._spelled_list(node, chain)
+            if found is None:
+                return None
+            passes = found
+        if counted is not None:
+            # the count is no literal of the file: a name nothing binds stands for it
+            counts: list[cst.BaseExpression] = [
+                cst.Tuple([cst.Element(_COUNT), cst.Element(e)]) for e in passes
+            ]
+            return counts
+        return passes
+
+    def _spelled_list(
+        self, node: cst.BaseExpression | None, chain: tuple[Function, ...]
+    ) -> list[cst.BaseExpression] | None:
+        """The elements of a list or tuple written out, or of the name assigned one once and
+        never changed; None for anything else (a starred element included)."""
         if isinstance(node, cst.Name):
             if self.changed(node.value, chain) is not None:
                 return None
@@ -131,9 +172,6 @@ class Spelled:
             isinstance(e, cst.StarredElement) for e in node.elements
         ):
             return None
-        if counted is not None:
-            # the count is no literal of the file: a name nothing binds stands for it
-            return [cst.Tuple([cst.Element(_COUNT), cst.Element(e.value)]) for e in node.elements]
         return [e.value for e in node.elements]
 
     def assigned(self, var: str, chain: tuple[Function, ...]) -> cst.BaseExpression | None:

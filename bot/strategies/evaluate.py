@@ -90,9 +90,19 @@ class Env:
                         return size
                     return self.resolver.name(name, fn.chain, deeper).value
                 if name in reads_of(values[0]):
-                    # `M = M - 24` reads the binding before it (a parameter, a loop's entry):
-                    # evaluated here it would read itself again
-                    return None
+                    # `M = M - 24` reads the binding before it: a parameter's value is that
+                    # binding (rebinding.unsure has ruled out a branch or loop around it); a
+                    # loop's entry is read per pass (callsizes), and evaluated here it would
+                    # read itself again
+                    if not takes(fn, name) or name in fn.loop_targets:
+                        return None
+                    before = self.resolver.param(fn, name, deeper).value
+                    if not isinstance(before, int) or isinstance(before, bool):
+                        return None
+                    pinned = {**self.overrides, name: before}
+                    return evaluate(
+                        values[0], Env(self.resolver, fn.chain, deeper, pinned, self.tensors)
+                    )
                 # computed in this scope: evaluate with the same pinned values
                 return evaluate(
                     values[0], Env(self.resolver, fn.chain, deeper, self.overrides, self.tensors)
