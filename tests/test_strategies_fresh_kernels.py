@@ -1420,3 +1420,57 @@ def test_a_parameter_rebound_from_itself_takes_its_default_first():
     branched = shifted.replace("    M = M - 24\n", "    if N > 1:\n        M = M - 24\n")
     knobs, skipped = _plan(branched)
     assert any("block_M=16 refused" in s and "does not divide" not in s for s in skipped), skipped
+
+
+# tile-ai/tilelang-ascend examples/cann-bench/resize_bilinear: the UB row tile of one block
+# holds `range_h` source rows, which a host helper computes from block_H with torch.
+HOST_SPAN = """
+import tilelang
+import tilelang.language as T
+import torch
+
+
+@tilelang.jit(out_idx=[-1])
+def height_kernel(H, W, block_H, block_W, range_h, dtype):
+    @T.prim_func
+    def main(X: T.Tensor((H, W), "float32"), Y: T.Tensor((H, W), dtype)):
+        with T.Kernel(T.ceildiv(H, block_H) * T.ceildiv(W, block_W), is_npu=True) as (cid, _):
+            rows = T.alloc_ub((range_h, block_W), "float32")
+            out = T.alloc_ub((block_H, block_W), dtype)
+            T.copy(X[cid * block_H, 0], rows)
+            T.copy(out, Y[cid * block_H, 0])
+
+    return main
+
+
+def spans(H, block_H):
+    starts = torch.arange(0, H, block_H)
+    return int((starts * 2 + block_H).max().item())
+
+
+def run(H=256, W=256):
+    block_H = 16
+    block_W = 256
+    range_h = spans(H, block_H)
+    return height_kernel(H, W, block_H, block_W, range_h, "float16")
+
+
+run()
+"""
+
+
+def test_a_buffer_a_host_call_sizes_from_the_block_stops_the_block_growing():
+    knobs, skipped = _plan(HOST_SPAN)
+    assert knobs.get("block_H") == (8, 16), (knobs, skipped)  # the current and one below
+    refusal = next(s for s in skipped if s.startswith("block_size: block_H=32 refused"))
+    assert "`rows` (line 11) is sized by `range_h`" in refusal and "spans" not in refusal
+    assert "only values up to the current 16" in refusal, refusal
+    # the helper takes no block: its rows count as 1, as any size the file does not fix
+    fixed = HOST_SPAN.replace("range_h = spans(H, block_H)", "range_h = spans(H, 64)")
+    knobs, skipped = _plan(fixed)
+    assert 32 in knobs.get("block_H", ()), (knobs, skipped)
+    # arithmetic on the block itself is read by the capacity rule as it is, not refused here
+    direct = HOST_SPAN.replace("(range_h, block_W)", "(range_h + block_H, block_W)")
+    direct = direct.replace("range_h = spans(H, block_H)", "range_h = spans(H, 64)")
+    knobs, skipped = _plan(direct)
+    assert 32 in knobs.get("block_H", ()), (knobs, skipped)

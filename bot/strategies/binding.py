@@ -348,6 +348,18 @@ class Resolver:
             pairs.append((call, r))
         return pairs
 
+    def arguments(
+        self, fn: Function, name: str
+    ) -> list[tuple[cst.BaseExpression, tuple[Function, ...]]]:
+        """What each call of `fn` passes for parameter `name` by position or keyword, with the
+        call's scope (calls that leave it to its default or pass it through `*`/`**` left out)."""
+        out = []
+        for call, args in self._calls_to(fn):
+            bound = self._bound_in(args, call, fn, name)
+            if bound is not None and bound[1] in ("positional", "keyword"):
+                out.append((bound[0], call.scope))
+        return out
+
     def _passed(
         self, fn: Function, name: str
     ) -> tuple[cst.BaseExpression, tuple[Function, ...]] | None:

@@ -33,7 +33,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from bot.strategies import dialect, rebinding
+from bot.strategies import dialect, opaquesize, rebinding
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
@@ -432,7 +432,38 @@ class CapacityCheck:
                     f"{self.name}={value}: the kernel's {memory} buffers as allocated ({where}) "
                     f"would take {least}{total} bytes, more than the {limit // KIB} KiB {chip}"
                 )
+        return self._unsized(value, current, env)
+
+    def _unsized(
+        self, value: int, current: int, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        """A larger value where a buffer dim grows with the knob through a call tunebot
+        cannot evaluate (bot/strategies/opaquesize.py): its bytes are unknown."""
+        if value <= current:
+            return None
+        for group in self.kernels:
+            for b in group:
+                here = env(b.chain, value)
+                for d in b.dims:
+                    for factor in _factors(d):
+                        if evaluate(factor, here) is None and opaquesize.through_call(
+                            factor, here, self.name
+                        ):
+                            return (
+                                f"{self.name}={value}: {b.memory} buffer `{b.name}` (line "
+                                f"{b.line}) is sized by `{code_of(factor)}`, which the file "
+                                f"computes from {self.name} through a call tunebot cannot "
+                                f"evaluate: how much {b.memory} a larger {self.name} takes is "
+                                f"unknown, so only values up to the current {current} are planned"
+                            )
         return None
+
+
+def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The factors of a product (`range_h * 2` -> range_h, 2); the node itself otherwise."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return _factors(node.left) + _factors(node.right)
+    return [node]
 
 
 def use(
