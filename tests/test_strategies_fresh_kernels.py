@@ -1474,3 +1474,87 @@ def test_a_buffer_a_host_call_sizes_from_the_block_stops_the_block_growing():
     direct = direct.replace("range_h = spans(H, block_H)", "range_h = spans(H, 64)")
     knobs, skipped = _plan(direct)
     assert 32 in knobs.get("block_H", ()), (knobs, skipped)
+
+
+def test_a_parameter_rebound_after_the_kernel_is_built_is_not_what_it_was_built_with():
+    after = LOOPED_KERNEL + (
+        "\ndef main(M=1000, N=4096):\n"
+        '    tilelang.compile(make(M, N, "float16"), target="npuir")\n'
+        "    M = M + 24\n    check(M, N)\n\n\nmain()\n"
+    )
+    knobs, skipped = _plan(after)
+    # built with M = 1000: 1024 is what the print sees
+    assert knobs.get("block_M") == (8,), (knobs, skipped)
+
+
+def test_a_zipped_dtype_sizes_the_buffers_it_runs_with():
+    zipped = _main(
+        "Ms = [1024, 2048]\nNs = [4096, 8192]\nDs = ['float32', 'float32']\n"
+        "for M, N, D in zip(Ms, Ns, Ds):\n"
+        '    tilelang.compile(make(M, N, D), target="npuir")'
+    )
+    knobs, skipped = _plan(zipped)
+    # (block_M, 256) float32 in UB: 128 rows take 128 KiB, 256 would take 256 KiB
+    assert max(knobs.get("block_M", ())) == 128, (knobs, skipped)
+    assert any("block_M=256 refused" in s and "UB" in s for s in skipped), skipped
+
+
+def test_a_changed_entry_drops_its_sizes_only_where_the_call_reads_the_change():
+    base = _main(
+        'for cfg in [{"M": 1024, "N": 4096}, {"M": 2048, "N": 4096}]:\n'
+        "    CHANGE\n"
+        '    tilelang.compile(make(cfg["M"], cfg["N"], "float16"), target="npuir")'
+    )
+    kept = ('cfg["dtype"] = "float16"', "print(cfg)", "n = cfg.get('N')")
+    dropped = ("c = cfg\n        c['M'] = 1000", "tweak(cfg)", 'del cfg["M"]', "cfg.pop('M')")
+    for change in kept:
+        knobs, skipped = _plan(base.replace("CHANGE", change))
+        assert 256 in knobs.get("block_M", ()), (change, knobs, skipped)
+    for change in dropped:
+        knobs, skipped = _plan(base.replace("CHANGE", change))
+        assert knobs.get("block_M") == (8,), (change, knobs, skipped)
+    # a change after the call is seen by no call of that pass
+    after = base.replace("        CHANGE\n", "").replace(
+        '"float16"), target="npuir")', '"float16"), target="npuir")\n        cfg["M"] = 1000'
+    )
+    assert 'cfg["M"] = 1000' in after
+    assert 256 in _plan(after)[0].get("block_M", ())
+
+
+def test_a_size_the_caller_computes_from_the_block_grows_with_it():
+    # `range_h = block_H * 4` in the caller: at block_H 64 the rows tile is 256 x 256 fp32
+    plain = HOST_SPAN.replace("range_h = spans(H, block_H)", "range_h = block_H * 4")
+    knobs, skipped = _plan(plain)
+    assert knobs.get("block_H") == (8, 16, 32), (knobs, skipped)
+    refusal = next(s for s in skipped if s.startswith("block_size: block_H=64 refused"))
+    assert "UB buffers as allocated" in refusal and "294912 bytes" in refusal, refusal
+    # pure arithmetic through math / numpy or a helper of the file that calls nothing else is
+    # no opaque call: the capacity rule reads it (here it keeps growth open)
+    for spelled in ("math.ceil(H / 64)", "int(np.ceil(H / 64))", "align(H, 64)"):
+        pure = HOST_SPAN.replace("range_h = spans(H, block_H)", f"range_h = {spelled}")
+        pure = pure.replace(
+            "import torch\n",
+            "import math\nimport numpy as np\nimport torch\n\n\n"
+            "def align(x, a):\n    r = (x + a - 1) // a\n    return r\n",
+        )
+        knobs, skipped = _plan(pure)
+        assert 32 in knobs.get("block_H", ()), (spelled, knobs, skipped)
+
+
+def test_only_tilelangs_own_calls_take_the_target_by_place_or_splat():
+    from bot.strategies import dialect
+
+    cuda = A5_BACKEND_PARAM.replace('backend="asc"', 'backend="cuda"')
+    for call in ('re.compile(p, 0, 1, "asc")', 'torch.compile(m, **{"target": "asc"})'):
+        assert not dialect.auto_scheduled(cuda + f"\n\ndef other(p, m):\n    return {call}\n")
+    aliased = cuda.replace("import tilelang\n", "import tilelang as tl\n").replace(
+        "return _build()", 'return tl.compile(_build, -1, "cython", "asc")'
+    )
+    assert dialect.auto_scheduled(aliased)
+    # the option must be read from what parse_args returns
+    other = cuda.replace("target=backend", "target=cfg.backend") + (
+        "\n\nimport argparse\nparser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--backend", default="asc")\nargs = parser.parse_args()\n'
+    )
+    assert not dialect.auto_scheduled(other)
+    assert dialect.auto_scheduled(other.replace("target=cfg.backend", "target=args.backend"))

@@ -128,7 +128,7 @@ def _loop_passes(
         loop = _around(caller, base, call.node)
         if loop is None:
             continue
-        if isinstance(node, cst.Subscript) and resolver.spelled.changed(base, caller.chain):
+        if isinstance(node, cst.Subscript) and _changed_before(loop, base, node, call.node):
             continue  # `cfg["M"] = 512` / `cfg.update(...)`: the entries are not what it reads
         inside = [  # assignments in the body before the statement that holds the call
             b
@@ -220,6 +220,80 @@ def _rebinding(bindings: list, name: str, loop: Loop, call: cst.Call) -> cst.Bas
         if isinstance(line, cst.SimpleStatementLine) and any(s is stmt for s in line.body):
             return stmt.value
     return None
+
+
+# calls that read a configuration without changing it
+_READS = {"get", "keys", "values", "items", "copy", "index", "count"}
+_PASSIVE = {"print", "len", "str", "repr", "dict", "list", "tuple", "sorted", "format"}
+
+
+def _changed_before(loop: Loop, base: str, read: cst.Subscript, call: cst.Call) -> bool:
+    """Whether the loop's body, before the statement holding `call`, may change the entry
+    `base` names under the key `read` takes (`cfg["M"] = 1000` for `cfg["M"]`; a change
+    under another literal key, `cfg["dtype"] = ...`, does not): an item assignment or
+    deletion, a method that is not a read (`cfg.update(...)`), an alias (`c = cfg`) or the
+    entry passed to a function (`tweak(cfg)`)."""
+    if loop.node is None or not isinstance(loop.node.body, cst.IndentedBlock):
+        return True
+    key = read.slice[0].slice.value if isinstance(read.slice[0].slice, cst.Index) else None
+    wanted = _key(key)
+    statements = list(loop.node.body.body)
+    at = next((i for i, st in enumerate(statements) if contains(st, call)), len(statements))
+    changed = False
+
+    def item(target: cst.BaseExpression) -> None:
+        nonlocal changed
+        if not (
+            isinstance(target, cst.Subscript)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == base
+        ):
+            return
+        part = target.slice[0].slice if len(target.slice) == 1 else None
+        other = _key(part.value) if isinstance(part, cst.Index) else None
+        # another literal key than the one read changes nothing the call reads
+        changed = changed or other is None or wanted is None or other == wanted
+
+    class _V(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            item(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            item(node.target)
+
+        def visit_Del(self, node: cst.Del) -> None:
+            item(node.target)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            nonlocal changed
+            if isinstance(node.value, cst.Name) and node.value.value == base:
+                changed = True  # `c = cfg`: changes through the alias are not followed
+
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal changed
+            func = node.func
+            if (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == base
+                and func.attr.value not in _READS
+            ):
+                changed = True
+            if dotted(func) not in _PASSIVE and any(
+                isinstance(a.value, cst.Name) and a.value.value == base for a in node.args
+            ):
+                changed = True  # `tweak(cfg)`: what the function does to it is not followed
+
+    for st in statements[:at]:
+        st.visit(_V())
+    return changed
+
+
+def _key(node: cst.BaseExpression | None) -> object:
+    """A subscript's literal key (`"M"`, `0`), else None."""
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value
+    return literal(node) if node is not None else None
 
 
 _COPIES = {"dict", "list", "tuple", "copy.copy", "copy.deepcopy", "deepcopy"}

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import libcst as cst
 
@@ -37,6 +37,7 @@ from bot.strategies import dialect, opaquesize, rebinding
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function
 from bot.strategies.placement import GEMMS, placements
+from bot.strategies.signature import takes
 from bot.strategies.source import dotted
 from bot.strategies.strings import Reading
 from bot.strategies.strings import strings as _strings
@@ -446,7 +447,7 @@ class CapacityCheck:
                 here = env(b.chain, value)
                 for d in b.dims:
                     for factor in _factors(d):
-                        if evaluate(factor, here) is None and opaquesize.through_call(
+                        if _extent(factor, here) is None and opaquesize.through_call(
                             factor, here, self.name
                         ):
                             return (
@@ -502,6 +503,13 @@ def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
     """(a lower bound of a dim, whether any part of it is unknown); None when it cannot be
     bounded (a known extent that is not a positive integer). An unknown factor of a product,
     or an unknown dim, is at least 1: a buffer has no empty dims."""
+    fed = _fed(node, env)
+    if fed is not None:  # a size the callers compute from the knob: the largest they pass
+        bounds = [_at_least(arg, here) for arg, here in fed]
+        if any(b is None for b in bounds):
+            return None
+        each = [b for b in bounds if b is not None]
+        return max(b[0] for b in each), any(b[1] for b in each)
     extent = evaluate(node, env)
     if isinstance(extent, int) and not isinstance(extent, bool):
         return (extent, False) if extent > 0 else None
@@ -533,6 +541,41 @@ def _at_least(node: cst.BaseExpression, env: Env) -> tuple[int, bool] | None:
                     return _at_least(values[0], inner)
                 break
     return 1, True
+
+
+def _extent(node: cst.BaseExpression, env: Env) -> object:
+    """`node`'s value under `env`; for a parameter the callers compute from the knob, the
+    largest value they pass with the knob at its new value (None when one cannot be read)."""
+    fed = _fed(node, env)
+    if fed is None:
+        return evaluate(node, env)
+    values = [evaluate(arg, here) for arg, here in fed]
+    if any(type(v) is not int for v in values):
+        return None
+    return max(cast(list[int], values))
+
+
+def _fed(node: cst.BaseExpression, env: Env) -> list[tuple[cst.BaseExpression, Env]] | None:
+    """What the calls pass for `node`, each with the environment of its call's scope and the
+    knob at its new value, when `node` is a parameter whose calls compute it from the knob;
+    else None. A parameter's value is otherwise read where it is bound, with the knob at its
+    current value (`range_h = block_H * 4` in the caller would stay 4 x the current block)."""
+    if not isinstance(node, cst.Name) or node.value in env.overrides or not env.overrides:
+        return None
+    name = node.value
+    for fn in reversed(env.chain):
+        if name in fn.assigns:
+            return None
+        if takes(fn, name):
+            passed = env.resolver.arguments(fn, name)
+            knob = next(iter(env.overrides))
+            if not passed or not any(
+                opaquesize.reads_knob(arg, scope, env, knob) for arg, scope in passed
+            ):
+                return None
+            deeper = env.depth + 1
+            return [(a, Env(env.resolver, s, deeper, env.overrides)) for a, s in passed]
+    return None
 
 
 def capacity_check(f: Facts, name: str, factories: list[Function]) -> CapacityCheck | None:

@@ -91,7 +91,13 @@ def auto_scheduled(module: cst.Module) -> bool:
             self.assigned: set[str] = set()  # names assigned such a target (`BACKEND = "asc"`)
             self.target_names: set[str] = set()  # names passed as a compile's `target=`
             self.by_param: list[bool] = []  # `target=backend` where backend is a parameter
-            self.target_attrs: set[str] = set()  # `target=args.backend`: the option's dest
+            # `target=args.backend`: (the object, the option's dest)
+            self.target_attrs: set[tuple[str, str]] = set()
+            self.parsed: set[str] = set()  # names assigned a `parser.parse_args()` result
+            self.tilelang_names = {"tilelang"}  # `import tilelang as tl`
+            self.from_tilelang: set[str] = set()  # `from tilelang import compile`
+            self.counts: dict[str, int] = {}  # name -> assignments (`opts = ...` twice)
+            self.item_set: set[str] = set()  # names with an item assigned (`opts["k"] = ...`)
             self.option_dests: set[str] = set()  # argparse options defaulting to such a target
             # `opts = dict(target="asc")` / `{"target": "asc"}` ... `compile(f, **opts)`
             self.option_dicts: set[str] = set()
@@ -107,10 +113,19 @@ def auto_scheduled(module: cst.Module) -> bool:
             nonlocal found
             if any(_dotted_name(a.name) == DIALECT for a in node.names):
                 found = True
+            for a in node.names:
+                if _dotted_name(a.name) == "tilelang" and a.asname is not None:
+                    self.tilelang_names.add(_dotted_name(a.asname.name))
 
         def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
             nonlocal found
             base = _dotted_name(node.module) if node.module is not None else ""
+            if (base == "tilelang" or base.startswith("tilelang.")) and not isinstance(
+                node.names, cst.ImportStar
+            ):
+                for a in node.names:
+                    bound = a.asname.name if a.asname is not None else a.name
+                    self.from_tilelang.add(_dotted_name(bound))
             names = (
                 [_dotted_name(a.name) for a in node.names]
                 if not isinstance(node.names, cst.ImportStar)
@@ -138,18 +153,31 @@ def auto_scheduled(module: cst.Module) -> bool:
             ):
                 self.npu_launch = True
             if short in TARGET_AT:
-                for value in self._target_args(node, TARGET_AT[short]):
+                # the place and the splat are TileLang's signature: only for its own calls
+                # (`tilelang.compile`, `tl.lower`, a `compile` imported from tilelang), not
+                # `re.compile` or `torch.compile`
+                own = func.split(".", 1)[0] in self.tilelang_names or (
+                    func == short and short in self.from_tilelang
+                )
+                for value in self._target_args(node, TARGET_AT[short], own):
                     self._target(value)
             if short == "add_argument":
                 self._option(node)
 
-        def _target_args(self, node: cst.Call, at: int | None) -> list[cst.BaseExpression]:
-            """What `node` passes as its target: `target=`, the positional place the call
-            takes it at (`compile(func, out_idx, backend, target)`, `lower(func, target)`),
-            or a `target` key of a dict splatted into it (`**{"target": ...}`, `**opts`)."""
+        def _target_args(
+            self, node: cst.Call, at: int | None, own: bool
+        ) -> list[cst.BaseExpression]:
+            """What `node` passes as its target: `target=`, and for TileLang's own calls
+            (`own`) the positional place the call takes it at (`compile(func, out_idx,
+            backend, target)`, `lower(func, target)`) or a `target` key of a dict splatted
+            into it (`**{"target": ...}`, `**opts`)."""
             found: list[cst.BaseExpression] = []
             positional = 0
+            if not own:
+                at = None
             for a in node.args:
+                if a.star == "**" and not own:
+                    continue
                 if a.star == "**":
                     found += _target_entry(a.value)
                     if isinstance(a.value, cst.Name):
@@ -175,8 +203,8 @@ def auto_scheduled(module: cst.Module) -> bool:
                     self.by_param.append(_scheduled(owner[name]))
                 else:
                     self.target_names.add(name)
-            elif isinstance(value, cst.Attribute):  # `target=args.backend`
-                self.target_attrs.add(value.attr.value)
+            elif isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
+                self.target_attrs.add((value.value.value, value.attr.value))  # `args.backend`
 
         def _option(self, node: cst.Call) -> None:
             """`parser.add_argument("--target", default="ascend")`: an option named target, or
@@ -213,6 +241,15 @@ def auto_scheduled(module: cst.Module) -> bool:
                 self.scheduled_target = True
 
         def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self.counts[t.target.value] = self.counts.get(t.target.value, 0) + 1
+                    if isinstance(node.value, cst.Call) and dotted(node.value.func).rsplit(".", 1)[
+                        -1
+                    ] in ("parse_args", "parse_known_args"):
+                        self.parsed.add(t.target.value)
+                elif isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name):
+                    self.item_set.add(t.target.value.value)
             if _scheduled(node.value) and any(
                 isinstance(t.target, cst.Name) and t.target.value.lower() == "target"
                 for t in node.targets
@@ -236,8 +273,8 @@ def auto_scheduled(module: cst.Module) -> bool:
         v.scheduled_target
         or any(v.by_param)
         or bool(v.assigned & v.target_names)
-        or bool(v.option_dests & v.target_attrs)
-        or bool(v.option_dicts & v.splatted)
+        or any(base in v.parsed and dest in v.option_dests for base, dest in v.target_attrs)
+        or any(v.counts.get(n) == 1 and n not in v.item_set for n in v.option_dicts & v.splatted)
     )
     return found or (scheduled and not v.npu_launch)
 

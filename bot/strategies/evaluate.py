@@ -96,6 +96,8 @@ class Env:
                     # read itself again
                     if not takes(fn, name) or name in fn.loop_targets:
                         return None
+                    if _read_before(fn, name, values[0]):
+                        return None  # a read before the rebinding sees the parameter itself
                     before = self.resolver.param(fn, name, deeper).value
                     if not isinstance(before, int) or isinstance(before, bool):
                         return None
@@ -144,6 +146,23 @@ class Env:
             except (ZeroDivisionError, OverflowError):
                 return None
         return value
+
+
+def _read_before(fn: Function, name: str, value: cst.BaseExpression) -> bool:
+    """Whether a statement of `fn`'s body before the one assigning `value` to `name` reads
+    `name` (`compile(make(M)); M = M + 24`: the kernel was built with the parameter); True
+    when the assignment is not a statement of the body itself."""
+    body = fn.node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return True
+    for stmt in body.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Assign) and small.value is value for small in stmt.body
+        ):
+            return False
+        if name in reads_of(stmt):
+            return True
+    return True
 
 
 def code_of(node: cst.CSTNode) -> str:

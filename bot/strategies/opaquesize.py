@@ -22,13 +22,22 @@ from bot.strategies.source import dotted
 
 MAX_DEPTH = 8
 # calls whose result is plain arithmetic on their arguments, which the capacity rule reads
-ARITHMETIC = {"T.ceildiv", "ceildiv", "min", "max", "T.min", "T.max", "int", "abs", "round"}
+ARITHMETIC = {
+    *("T.ceildiv", "ceildiv", "min", "max", "T.min", "T.max", "int", "float", "abs", "round"),
+    *("len", "range", "sum", "pow", "divmod"),
+}
+PURE_MODULES = {"math", "np", "numpy", "T", "tl", "tilelang", "operator"}
 
 
 def through_call(node: cst.BaseExpression, env: Env, knob: str) -> bool:
     """Whether `node` (read in `env.chain`) takes its value from `knob` through a call other
     than plain arithmetic."""
     return _Walk(env, knob.rsplit(".", 1)[-1]).opaque(node, env.chain, 0)
+
+
+def reads_knob(node: cst.BaseExpression, chain: tuple[Function, ...], env: Env, knob: str) -> bool:
+    """Whether `node` (read in `chain`) takes its value from `knob` in any way."""
+    return _Walk(env, knob.rsplit(".", 1)[-1]).reaches(node, chain, 0)
 
 
 class _Walk:
@@ -44,11 +53,23 @@ class _Walk:
     def opaque(self, node: cst.BaseExpression, chain: tuple[Function, ...], depth: int) -> bool:
         """Whether `node` reads the knob through a call that is not plain arithmetic."""
         for call in _calls(node):
-            if dotted(call.func) in ARITHMETIC:
+            if self._pure(call):
                 continue
             if any(self.reaches(a.value, chain, depth) for a in call.args):
                 return True
         return any(self._name(n, chain, depth, "opaque") for n in reads_of(node))
+
+    def _pure(self, call: cst.Call) -> bool:
+        """A call whose result is arithmetic on its arguments: a numeric builtin, `math.` /
+        `numpy` / TileLang helpers, or a function of the file that calls nothing else."""
+        func = dotted(call.func)
+        if func in ARITHMETIC or func.split(".", 1)[0] in PURE_MODULES:
+            return True
+        defined = [g for g in self.env.resolver.f.functions if g.name == func]
+        return len(defined) == 1 and all(
+            dotted(c.func) in ARITHMETIC or dotted(c.func).split(".", 1)[0] in PURE_MODULES
+            for c in _calls(defined[0].node.body)
+        )
 
     def _name(self, name: str, chain: tuple[Function, ...], depth: int, test: str) -> bool:
         """`test` over what `name` stands for in `chain`: its assignments in the scope that

@@ -216,32 +216,22 @@ def _loop_strings(
     """The strings a for loop's target takes over a list the file spells out (every entry),
     in the loop or bound once to a name it walks (`for dtype in DTYPE_CASES:`)."""
     target, it = getattr(loop, "target", None), getattr(loop, "iter", None)
-    if isinstance(it, cst.Name) and isinstance(loop, Loop):
-        # imported here: containers reads values through evaluate, which reads strings
+    if not isinstance(it, (cst.List, cst.Tuple)) and isinstance(loop, Loop):
+        # a name bound to the list, `zip(Ms, dtypes)`, `enumerate(cases)`: the entries as
+        # containers.py reads them. Imported here: containers reads values through evaluate,
+        # which reads strings
         from bot.strategies.containers import Spelled
 
         spelled = f.kept(("strings.spelled",), lambda: Spelled(f))
         entries = spelled.entries(loop, chain)  # None when the file changes the list
         it = cst.List([cst.Element(e) for e in entries]) if entries else None
-    if not isinstance(it, (cst.List, cst.Tuple)) or not it.elements:
+    if not isinstance(it, (cst.List, cst.Tuple)) or not it.elements or target is None:
         return set()
+    from bot.strategies.containers import element
+
     found: set[str] = set()
     for e in it.elements:
-        part: cst.BaseExpression | None = e.value
-        if isinstance(target, cst.Tuple):
-            names = [t.value for t in target.elements]
-            index = next(
-                (i for i, t in enumerate(names) if isinstance(t, cst.Name) and t.value == name),
-                None,
-            )
-            entry = e.value
-            part = (
-                entry.elements[index].value
-                if index is not None
-                and isinstance(entry, (cst.Tuple, cst.List))
-                and len(entry.elements) == len(names)
-                else None
-            )
+        part = element(target, e.value, name)  # this pass's part bound to `name`
         values = strings(part, chain, f, depth + 1, r) if part is not None else set()
         if not values:
             return set()
