@@ -14,6 +14,7 @@ bounds it as it is).
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from bot.strategies.evaluate import Env
 from bot.strategies.facts import Function, reads_of
@@ -102,11 +103,5 @@ class _Walk:
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            found.append(n)
-
-    node.visit(_V())
-    return found
+    """Every call inside `node`, nested ones included."""
+    return [n for n in m.findall(node, m.Call()) if isinstance(n, cst.Call)]
