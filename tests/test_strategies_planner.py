@@ -321,8 +321,8 @@ def test_the_preferred_direction_follows_the_runs_evidence_not_a_fixed_up_first(
     history.append(attempt(down, DEMO, "not_better", -0.3))
     n = p.next(PlanContext(best_source=DEMO, history=tuple(history)))
     assert isinstance(n, Variant) and n.change.knob == "BLOCK_N"
-    history.append(attempt(n, DEMO, "better", 0.1))
-    # the win is refined first: between where it came from (64) and where it is (256)
+    history.append(attempt(n, DEMO, "better", 0.05))
+    # a small win is refined first: between where it came from (64) and where it is (256)
     m = p.next(PlanContext(best_source=n.source, history=tuple(history)))
     assert isinstance(m, Variant) and (m.change.knob, m.change.new) == ("BLOCK_N", 128)
     history.append(attempt(m, n.source, "not_better", -0.05))
