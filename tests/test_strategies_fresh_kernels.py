@@ -1558,3 +1558,64 @@ def test_only_tilelangs_own_calls_take_the_target_by_place_or_splat():
     )
     assert not dialect.auto_scheduled(other)
     assert dialect.auto_scheduled(other.replace("target=cfg.backend", "target=args.backend"))
+
+
+# tnu_mla_decode / tav_resize_bilinear_gemm_height: a block bound to `min(LIT, size)` on the host
+CLAMPED = """
+import tilelang
+import tilelang.language as T
+
+
+def kernel(M, W, block_M, block_W):
+    @T.prim_func
+    def main(A: T.Tensor((M, W), "float16")):
+        with T.Kernel(T.ceildiv(M, block_M), is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_M, block_W), "float16")
+            for w in T.serial(T.ceildiv(W, block_W)):
+                T.copy(A[cid * block_M, w * block_W], buf)
+
+    return main
+
+
+def run(M, W, heads):
+    block_M = min(LIT, OTHER)
+    block_W = 128
+    return kernel(M, W, block_M, block_W)
+
+
+if __name__ == "__main__":
+    run(4096, 512, HEADS)
+"""
+
+
+def _clamped(lit: int, other: str, heads: int) -> tuple[dict[str, tuple], list[str]]:
+    src = CLAMPED.replace("LIT", str(lit)).replace("OTHER", other)
+    return _plan(src.replace("HEADS", str(heads)))
+
+
+def test_a_literal_inside_min_is_the_knob_where_it_is_the_value_that_runs():
+    knobs, skipped = _clamped(32, "heads", 128)  # min(32, 128) runs as 32
+    assert "block_M" in knobs, skipped
+    assert 16 in knobs["block_M"] and 64 in knobs["block_M"] and 128 in knobs["block_M"]
+    # past the other side the literal runs as 128: no change, refused with that reason
+    assert 256 not in knobs["block_M"]
+    assert any("block_M=256" in s and "`heads` = 128" in s and "no change" in s for s in skipped)
+
+
+def test_a_literal_inside_min_that_the_other_side_undercuts_is_not_tuned():
+    knobs, skipped = _clamped(64, "heads", 16)  # min(64, 16) runs as 16: the literal is idle
+    assert "block_M" not in knobs
+    assert any("block_M" in s and "below the literal 64" in s for s in skipped), skipped
+    knobs, skipped = _clamped(64, "unknown_size()", 128)
+    assert "block_M" not in knobs
+    assert any("block_M" in s and "not known" in s for s in skipped), skipped
+
+
+def test_a_rounding_inside_min_is_no_host_padding_of_the_extent():
+    # `min(256, ((W + 15) // 16) * 16)` rounds the tile; it does not pad W to 16
+    src = CLAMPED.replace("LIT", "16").replace("OTHER", "heads")
+    src = src.replace("block_W = 128", "block_W = min(256, ((W + 15) // 16) * 16)")
+    knobs, skipped = _plan(src.replace("HEADS", "16"))
+    assert 64 in knobs["block_W"] and 256 in knobs["block_W"] and 512 in knobs["block_W"], skipped
+    assert not any("pads" in s for s in skipped), [s for s in skipped if "pads" in s]
+    assert any("block_W=1024" in s for s in skipped), skipped

@@ -74,6 +74,9 @@ class Resolver:
         # sizes the file runs the op with, for names it leaves open (bot/strategies/shapes.py);
         # set by a check while it evaluates, never used to find a knob's literal
         self.fallback: dict[str, int] = {}
+        # id of the literal in `name = min(LIT, extent)` -> (extent's value, its text): a value
+        # past the extent runs as the extent (a no-op), so a move there is refused
+        self.min_caps: dict[int, tuple[int, str]] = {}
         self.by_name: dict[str, list[Function]] = {}
         for fn in f.functions:
             self.by_name.setdefault(fn.name, []).append(fn)
@@ -214,6 +217,9 @@ class Resolver:
                 return Resolution(
                     sites[0], sites[0].value, (f"{name} = {dotted(node)}", "argparse default")
                 )
+        capped = self._min_literal(node, chain, depth, name, kind)
+        if capped is not None:
+            return capped
         computed = evaluate(node, Env(self, chain, depth + 1))
         if computed is not None:
             return Resolution(
@@ -225,6 +231,49 @@ class Resolver:
         return _unresolved(
             f"'{name}' is set by an expression at line {self.f.line(node)}, not by a literal"
         )
+
+    def _min_literal(
+        self,
+        node: cst.BaseExpression,
+        chain: tuple[Function, ...],
+        depth: int,
+        name: str,
+        kind: str,
+    ) -> Resolution | None:
+        """`min(256, W_out)`: the literal is the value that runs when the other side, evaluated
+        with the sizes the file runs the op with, is at least the literal; a smaller literal
+        then becomes the block, a larger one runs as the other side (refused as a no-op past
+        it). Where the other side is smaller the literal is not what runs: computed. None when
+        the expression is not a two-argument `min` with one positive integer literal."""
+        if not isinstance(node, cst.Call) or dotted(node.func) != "min" or len(node.args) != 2:
+            return None
+        if any(a.keyword is not None or a.star for a in node.args):
+            return None
+        values = [literal(a.value) for a in node.args]
+        lits = [i for i, v in enumerate(values) if isinstance(v, int) and not isinstance(v, bool)]
+        if len(lits) != 1 or cast(int, values[lits[0]]) <= 0:
+            return None
+        lit = node.args[lits[0]].value
+        other = node.args[1 - lits[0]].value
+        value = cast(int, values[lits[0]])
+        extent = evaluate(other, Env(self, chain, depth + 1))
+        line = self.f.line(node)
+        if not isinstance(extent, int) or isinstance(extent, bool):
+            return _unresolved(
+                f"'{name}' is `{code_of(node)}` at line {line}: the other side is not known "
+                f"here, so whether the literal {value} is the value that runs is not known"
+            )
+        if extent < value:
+            return Resolution(
+                None,
+                extent,
+                (f"{name} computed",),
+                f"'{name}' is `{code_of(node)}` at line {line}: `{code_of(other)}` is {extent} "
+                f"here, below the literal {value}, so the literal is not the value that runs",
+            )
+        self.min_caps[id(lit)] = (extent, code_of(other))
+        how = f"{name} = {code_of(node)} with `{code_of(other)}` = {extent}"
+        return Resolution(Site(name, kind, self.f.line(lit), value, lit), value, (how,))
 
     def param(self, fn: Function, name: str, depth: int) -> Resolution:
         """A parameter: its call sites (by the function's name), else its default."""

@@ -11,7 +11,8 @@ extent), whether or not the kernel's copies would clip a partial tile.
 Only a padding in code that builds the kernel counts: a function (or the module level) that
 calls the factory, where the padded size is what the kernel is given. The same name padded
 in an unrelated function (a reference, another kernel's host code) says nothing of this
-kernel's extent.
+kernel's extent, and neither does a rounding inside `min(...)` / `max(...)`
+(`block_W = min(256, ((W_out + 15) // 16) * 16)`), which sizes a tile from the extent.
 """
 
 from __future__ import annotations
@@ -50,8 +51,17 @@ def _granules(
         if builders is not None and _callee(call.node) in builders:
             building.add(id(call.scope[-1].node) if call.scope else None)
     stack: list[cst.FunctionDef] = []
+    clamps: list[cst.Call] = []  # the enclosing `min(...)` / `max(...)` calls
 
     class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if isinstance(n.func, cst.Name) and n.func.value in ("min", "max"):
+                clamps.append(n)
+
+        def leave_Call(self, original_node: cst.Call) -> None:
+            if clamps and clamps[-1] is original_node:
+                clamps.pop()
+
         def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
             stack.append(n)
 
@@ -61,6 +71,8 @@ def _granules(
         def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
             scope = id(stack[-1]) if stack else None
             if builders is not None and scope not in building:
+                return
+            if clamps:  # `min(256, ((W + 15) // 16) * 16)` rounds a tile, not the extent
                 return
             if not isinstance(n.operator, cst.Multiply):
                 return

@@ -35,7 +35,7 @@ import libcst as cst
 from bot.config.schema import DEFAULT_HARNESS, DeclaredShape
 from bot.strategies import callsites, imported, passedas, unbuilt
 from bot.strategies.binding import Resolution, Resolver
-from bot.strategies.constraints import Constraints, constraints_for
+from bot.strategies.constraints import Check, Constraints, constraints_for
 from bot.strategies.corecount import core_count, unread_grid
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import (
@@ -434,10 +434,29 @@ def _knob_at(
     calls = shared.fed if shared else ()  # the sizes of the calls the constant feeds, only
     info = KnobInfo(knob, site, site.value, path, constraints_for(f, resolver, name, bound, calls))
     info.note = callsites.note(f, shared) if shared else None
+    capped = resolver.min_caps.get(id(site.node))
+    if capped is not None:
+        info.constraints.checks.append(_past_min(name, *capped))
     if info.constraints.layout:
         return Dropped("block_size", knob, info.constraints.layout)
     same = _no_effect(f, resolver, info, bound)
     return Dropped("block_size", knob, same) if same else info
+
+
+def _past_min(name: str, extent: int, text: str) -> Check:
+    """Refuses a value past the other side of `name = min(LIT, extent)`: it runs as the extent."""
+
+    def check(
+        value: int, current: int | None, env: Callable[[tuple[Function, ...], int], Env]
+    ) -> str | None:
+        if value <= extent:
+            return None
+        return (
+            f"{name}={value}: {name} is the smaller of the literal and `{text}` = {extent}, "
+            f"so any literal past {extent} runs as {extent}: no change"
+        )
+
+    return check
 
 
 def _no_effect(
