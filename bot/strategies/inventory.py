@@ -28,6 +28,7 @@ discovery of bot/strategies/knobs.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
