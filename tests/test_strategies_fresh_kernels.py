@@ -1597,9 +1597,12 @@ def test_a_literal_inside_min_is_the_knob_where_it_is_the_value_that_runs():
     knobs, skipped = _clamped(32, "heads", 128)  # min(32, 128) runs as 32
     assert "block_M" in knobs, skipped
     assert 16 in knobs["block_M"] and 64 in knobs["block_M"] and 128 in knobs["block_M"]
-    # past the other side the literal runs as 128: no change, refused with that reason
+    # past the other side the literal runs as 128, not as the value tried: refused
     assert 256 not in knobs["block_M"]
-    assert any("block_M=256" in s and "`heads` = 128" in s and "no change" in s for s in skipped)
+    assert any("block_M=256" in s and "`heads` = 128" in s and "runs as 128" in s for s in skipped)
+    knobs, skipped = _clamped(128, "heads", 128)  # a tie: any larger literal runs as now
+    assert 64 in knobs["block_M"] and 256 not in knobs["block_M"]
+    assert any("block_M=256" in s and "no change" in s for s in skipped), skipped
 
 
 def test_a_literal_inside_min_that_the_other_side_undercuts_is_not_tuned():
@@ -1619,3 +1622,43 @@ def test_a_rounding_inside_min_is_no_host_padding_of_the_extent():
     assert 64 in knobs["block_W"] and 256 in knobs["block_W"] and 512 in knobs["block_W"], skipped
     assert not any("pads" in s for s in skipped), [s for s in skipped if "pads" in s]
     assert any("block_W=1024" in s for s in skipped), skipped
+
+
+PADDED_ROWS = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def rows(hidden):
+    block_m = 16
+    num_tokens = T.symbolic("num_tokens")
+
+    @T.prim_func
+    def main(X: T.Tensor((num_tokens, hidden), "float16")):
+        with T.Kernel(T.ceildiv(num_tokens, block_m), is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_m, hidden), "float16")
+            T.copy(X[cid * block_m : (cid + 1) * block_m, :], buf)
+
+    return main
+
+
+def run(x):
+    num_tokens, hidden = x.shape
+    x = pad_rows(x, PAD)
+    return rows(hidden)(x)
+"""
+
+
+def test_a_rounding_inside_max_still_pads_the_extent():
+    for pad in ("((num_tokens + 15) // 16) * 16", "max(16, ((num_tokens + 15) // 16) * 16)"):
+        knobs, skipped = _plan(PADDED_ROWS.replace("PAD", pad))
+        assert 32 not in knobs["block_m"], pad
+        assert any("block_m=32" in s and "pads `num_tokens`" in s for s in skipped), skipped
+
+
+def test_a_value_past_the_min_that_would_run_as_another_value_says_so():
+    knobs, skipped = _clamped(64, "heads", 96)  # min(64, 96): 128 would run as 96
+    assert 128 not in knobs["block_M"]
+    why = next(s for s in skipped if "block_M=128" in s)
+    assert "runs as 96, not as 128" in why and "no change" not in why

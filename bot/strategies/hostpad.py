@@ -11,8 +11,9 @@ extent), whether or not the kernel's copies would clip a partial tile.
 Only a padding in code that builds the kernel counts: a function (or the module level) that
 calls the factory, where the padded size is what the kernel is given. The same name padded
 in an unrelated function (a reference, another kernel's host code) says nothing of this
-kernel's extent, and neither does a rounding inside `min(...)` / `max(...)`
-(`block_W = min(256, ((W_out + 15) // 16) * 16)`), which sizes a tile from the extent.
+kernel's extent, and neither does a rounding inside `min(...)`
+(`block_W = min(256, ((W_out + 15) // 16) * 16)`), which sizes a tile from the extent (one
+inside `max(...)` still pads: `max(16, ((n + 15) // 16) * 16)` is never below `n`).
 """
 
 from __future__ import annotations
@@ -51,11 +52,11 @@ def _granules(
         if builders is not None and _callee(call.node) in builders:
             building.add(id(call.scope[-1].node) if call.scope else None)
     stack: list[cst.FunctionDef] = []
-    clamps: list[cst.Call] = []  # the enclosing `min(...)` / `max(...)` calls
+    clamps: list[cst.Call] = []  # the enclosing `min(...)` calls: a tile clamped to the extent
 
     class V(cst.CSTVisitor):
         def visit_Call(self, n: cst.Call) -> None:
-            if isinstance(n.func, cst.Name) and n.func.value in ("min", "max"):
+            if isinstance(n.func, cst.Name) and n.func.value == "min":
                 clamps.append(n)
 
         def leave_Call(self, original_node: cst.Call) -> None:
@@ -73,6 +74,7 @@ def _granules(
             if builders is not None and scope not in building:
                 return
             if clamps:  # `min(256, ((W + 15) // 16) * 16)` rounds a tile, not the extent
+                # (`max(16, ((n + 15) // 16) * 16)` still pads: its result is never below n)
                 return
             if not isinstance(n.operator, cst.Multiply):
                 return

@@ -452,9 +452,16 @@ def _past_min(name: str, extent: int, text: str) -> Check:
     ) -> str | None:
         if value <= extent:
             return None
+        if current is not None and current >= extent:
+            return (
+                f"{name}={value}: {name} is the smaller of the literal and `{text}` = {extent}, "
+                f"so any literal past {extent} runs as {extent}, as now: no change"
+            )
         return (
             f"{name}={value}: {name} is the smaller of the literal and `{text}` = {extent}, "
-            f"so any literal past {extent} runs as {extent}: no change"
+            f"so a literal of {value} runs as {extent}, not as {value}: the kernel's rules "
+            f"are checked for the value tried, so the value that would run is not the one "
+            f"checked"
         )
 
     return check
