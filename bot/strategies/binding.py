@@ -220,6 +220,8 @@ class Resolver:
         capped = self._min_literal(node, chain, depth, name, kind)
         if capped is not None:
             return capped
+        if isinstance(node, cst.IfExp):
+            return self._arm(node, chain, depth, name, kind)
         computed = evaluate(node, Env(self, chain, depth + 1))
         if computed is not None:
             return Resolution(
@@ -231,6 +233,24 @@ class Resolver:
         return _unresolved(
             f"'{name}' is set by an expression at line {self.f.line(node)}, not by a literal"
         )
+
+    def _arm(
+        self, node: cst.IfExp, chain: tuple[Function, ...], depth: int, name: str, kind: str
+    ) -> Resolution:
+        """`BLOCK_M = 64 if Cout <= 64 else 128`: the arm the test picks with the sizes the file
+        runs the op with sets the value (the other arm is dead for that run); a test those
+        sizes do not decide leaves no single literal."""
+        test = evaluate(node.test, Env(self, chain, depth + 1))
+        line = self.f.line(node)
+        if not isinstance(test, (bool, int)):
+            return _unresolved(
+                f"'{name}' is `{code_of(node)}` at line {line}, and the sizes this file runs "
+                f"the op with do not decide `{code_of(node.test)}`: no single literal sets it"
+            )
+        arm = node.body if test else node.orelse
+        r = self.expr(arm, chain, depth + 1, name, kind)
+        how = f"{name} = {code_of(node)} with `{code_of(node.test)}` {bool(test)}"
+        return Resolution(r.site, r.value, (how, *r.path), r.problem, subject=r.subject)
 
     def _min_literal(
         self,
