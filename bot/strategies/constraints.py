@@ -44,11 +44,13 @@ import libcst as cst
 from bot.config.schema import DeclaredShape
 from bot.strategies import shapes
 from bot.strategies.addresses import address_check
+from bot.strategies.bandtie import band_check
 from bot.strategies.binding import Resolver
 from bot.strategies.branches import run_path_taken
 from bot.strategies.callerbuffers import caller_buffer_check
 from bot.strategies.callsizes import call_sizes, symbol_sizes
 from bot.strategies.capacity import capacity_check
+from bot.strategies.clamps import clamp_rules
 from bot.strategies.copyfit import copy_fit
 from bot.strategies.corecount import guarded_share
 from bot.strategies.coreshare import core_share_check
@@ -479,6 +481,7 @@ def constraints_for(
         rules.extend(wrapper_asserts(resolver, factory, aliases))
         rules.extend(pad_rules(f, v.ceil, shapes.symbols([factory]), chain))
         rules.extend(whole_rules(f, factory, aliases))
+        rules.extend(clamp_rules(f, factory, aliases))
         if not v.tail_handled:  # `T.ceildiv(knob, X)` walked in whole tiles of X
             rules.extend(v.tiled)
         clipped = v.tail_handled and not v.tails  # handled only by slices the compiler clips
@@ -519,6 +522,7 @@ def constraints_for(
     fractal = fractal_check(f, name, factories)
     rows = row_check(f, name, factories)
     crossed = crossed_check(f, name, all_aliases, factories)
+    band = band_check(f, name, all_aliases, factories)
     pinned = pinned_check(f, name, all_aliases, factories)
     part = fixed_slice_check(f, name, all_aliases, factories)
     granular = granularity_check(f, resolver, name, all_aliases, factories)
@@ -566,6 +570,7 @@ def constraints_for(
                 l0,
                 fractal,
                 crossed,
+                band,
                 pinned,
                 part,
                 granular,
