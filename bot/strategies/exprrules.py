@@ -705,12 +705,21 @@ def class_fields(f: Facts) -> frozenset[str]:
 
 
 def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
-    """`name` and the locals that are plain copies of it (`block_m = block_M`, or, for a field
+    """`name` and the locals that are plain copies of it (`block_m = block_M`, the other targets
+    of a chained assignment `block_M = block_N = 128`, or, for a field
     a class of the file declares, of an object's attribute of that name: `BLOCK_TOP_K =
     tiling.block_topk` with `class FwdTiling: block_topk: int = 128`)."""
     names = {name}
     fields = class_fields(f)
     scopes = [fn for fn in f.functions if any(p is c for c in chain for p in fn.chain)]
+    # the value of a chained assignment (`block_M = block_N = 128`) is one node for every
+    # target: editing it for one name moves the others too, so they are read as copies
+    shared = {
+        id(values[0])
+        for fn in scopes
+        for local, values in fn.assigns.items()
+        if local == name and len(values) == 1
+    }
     changed = True
     while changed:
         changed = False
@@ -721,6 +730,7 @@ def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
                     and len(values) == 1
                     and (
                         (isinstance(values[0], cst.Name) and values[0].value in names)
+                        or id(values[0]) in shared
                         or (
                             isinstance(values[0], cst.Attribute)
                             and isinstance(values[0].value, cst.Name)
