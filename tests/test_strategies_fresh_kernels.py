@@ -9,8 +9,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from bot.config.schema import OpConfig
-from bot.strategies.base import Refusal
+from bot.config.schema import Knob, OpConfig
+from bot.strategies import knobs
+from bot.strategies.base import Refusal, Variant
 from bot.strategies.facts import reaching
 from bot.strategies.planner import Planner
 from bot.strategies.source import int_value
@@ -1662,3 +1663,107 @@ def test_a_value_past_the_min_that_would_run_as_another_value_says_so():
     assert 128 not in knobs["block_M"]
     why = next(s for s in skipped if "block_M=128" in s)
     assert "runs as 96, not as 128" in why and "no change" not in why
+
+
+def _edit(src: str, name: str, value: int) -> str:
+    v = knobs.set_knob(textwrap.dedent(src).lstrip(), Knob(name, "block_size", (value,)), value)
+    assert isinstance(v, Variant), v
+    return v.source
+
+
+def test_a_conditional_binding_is_the_knob_at_the_arm_the_run_takes():
+    # tay_conv2d_im2col_fused_nchw `BLOCK_M = 64 if Cout <= 64 else 128`, Cout 16 in its run
+    src = CLAMPED.replace("min(LIT, OTHER)", "32 if heads >= 64 else 16")
+    knobs, skipped = _plan(src.replace("HEADS", "128"))
+    assert "block_M" in knobs and 64 in knobs["block_M"], skipped
+    edited = _edit(src.replace("HEADS", "128"), "block_M", 64)
+    assert "64 if heads >= 64 else 16" in edited  # the arm taken, not the other one
+    knobs, skipped = _plan(src.replace("HEADS", "8"))
+    edited = _edit(src.replace("HEADS", "8"), "block_M", 8)
+    assert "32 if heads >= 64 else 8" in edited
+    undecided = src.replace("heads >= 64", "unknown_size() >= 64")
+    knobs, skipped = _plan(undecided.replace("HEADS", "128"))
+    assert "block_M" not in knobs
+    assert any("block_M" in s and "do not decide" in s for s in skipped), skipped
+
+
+# tay_ssd_chunk_scan_fwd_persistent: a causal band of `lt + 1` column tiles per row tile, and a
+# block clamped to the extent inside the factory
+BAND = """
+import tilelang
+import tilelang.language as T
+
+
+def scan(Q, N, block_l, block_s, block_n):
+    bl, bs, bn = block_l, block_s, block_n
+    bn = min(bn, N)
+    L_tiles = (Q + bl - 1) // bl
+
+    @T.prim_func
+    def main(CB: T.Tensor((Q, Q), "float16"), X: T.Tensor((Q, N), "float16")):
+        with T.Kernel(L_tiles, is_npu=True) as (lt, _):
+            acc = T.alloc_ub((bl, bs), "float16")
+            xs = T.alloc_ub((bl, bn), "float16")
+            T.copy(X[lt * bl, 0], xs)
+            for s_blk in T.serial(lt + 1):
+                s0 = s_blk * bs
+                T.copy(CB[lt * bl, s0], acc)
+
+    return main
+
+
+if __name__ == "__main__":
+    scan(256, NSIZE, 64, SBLOCK, 64)
+"""
+
+
+def test_a_causal_band_ties_its_two_blocks_while_they_are_equal():
+    knobs, skipped = _plan(BAND.replace("NSIZE", "64").replace("SBLOCK", "64"))
+    assert knobs["block_l"] == (64,) and knobs["block_s"] == (64,), knobs
+    assert any("block_s=32" in s and "band loop" in s and "bs == bl" in s for s in skipped)
+    # blocks the file already runs unequal: the band is some other scheme, nothing is tied
+    knobs, skipped = _plan(BAND.replace("NSIZE", "64").replace("SBLOCK", "32"))
+    assert not any("band loop" in s for s in skipped), skipped
+
+
+def test_a_block_clamped_to_the_extent_in_the_factory_refuses_values_past_it():
+    knobs, skipped = _plan(BAND.replace("NSIZE", "64").replace("SBLOCK", "64"))
+    assert 32 in knobs["block_n"] and 128 not in knobs["block_n"], knobs
+    assert any("block_n=128" in s and "`min(bn, N)`" in s for s in skipped), skipped
+    knobs, skipped = _plan(BAND.replace("NSIZE", "256").replace("SBLOCK", "64"))
+    assert 128 in knobs["block_n"] and 256 in knobs["block_n"], knobs
+
+
+# tay_gemm_v0_ktail_suite: `block_M = block_N = 128`, one literal for both names
+CHAINED = """
+import tilelang
+import tilelang.language as T
+
+
+def test_gemm():
+    M = N = 1024
+    K = 256
+    block_M = block_N = 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16")):
+        with T.Kernel((M // block_M) * (N // block_N), is_npu=True) as (cid, _):
+            A_L1 = T.alloc_L1((block_M, K), "float16")
+            B_L1 = T.alloc_L1((K, block_N), "float16")
+            C_L0 = T.alloc_L0C((block_M, block_N), "float")
+            T.gemm_v0(A_L1, B_L1, C_L0, init=True)
+
+    tilelang.compile(main)
+
+
+if __name__ == "__main__":
+    test_gemm()
+"""
+
+
+def test_a_chained_assignment_moves_every_name_it_binds():
+    knobs, skipped = _plan(CHAINED)
+    (key,) = [k for k in knobs if k.endswith("block_M") or k.endswith("block_N")]
+    assert 128 in knobs[key] and 256 not in knobs[key], knobs
+    # alone, block_M 256 fits L0C ((256, 64) fp32 = 64 KiB); with block_N it is 256 KiB
+    assert any("=256" in s and "L0C" in s and "262144" in s for s in skipped), skipped
