@@ -464,6 +464,13 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "expectation drops the shared name as ambiguous (either literal alone is safe, it "
         "says): the sets disagree"
     ),
+    "tay_conv2d_im2col_fused_nchw": (
+        "conv_2d dispatches by the filter's shape (`if kh == 1 and kw == 1 ...: return "
+        "_conv2d_1x1(...)`, line 1933) with kh / kw read from a tensor __main__ builds with "
+        "torch.rand(Cout, C, Kh, Kw); tunebot does not evaluate that dispatch, so the 1x1 "
+        "path's call literals (line 1903) and the direct path's BLOCK_K (line 1967), which the "
+        "file's own run never reaches, are tuned: wrong sites for the 3x3 run"
+    ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "
         "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "
