@@ -39,7 +39,7 @@ from bot.config.schema import DEFAULT_HARNESS
 from bot.strategies import callsites, defaulted, rebinding, tensorshapes, wrappers
 from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
-from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, reads_of
+from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in, reads_of
 from bot.strategies.signature import star_names, takes
 from bot.strategies.source import dotted
 
@@ -221,7 +221,9 @@ class Resolver:
         if capped is not None:
             return capped
         if isinstance(node, cst.IfExp):
-            return self._arm(node, chain, depth, name, kind)
+            arm = self._arm(node, chain, depth, name, kind)
+            if arm is not None:
+                return arm
         computed = evaluate(node, Env(self, chain, depth + 1))
         if computed is not None:
             return Resolution(
@@ -236,10 +238,14 @@ class Resolver:
 
     def _arm(
         self, node: cst.IfExp, chain: tuple[Function, ...], depth: int, name: str, kind: str
-    ) -> Resolution:
+    ) -> Resolution | None:
         """`BLOCK_M = 64 if Cout <= 64 else 128`: the arm the test picks with the sizes the file
         runs the op with sets the value (the other arm is dead for that run); a test those
-        sizes do not decide leaves no single literal."""
+        sizes do not decide leaves no single literal. None (computed) when the test reads what
+        an arm reads (`m if rows % m == 0 else 32`): a new value could flip the test, so the
+        value tried would not be the value that runs."""
+        if names_in(node.test) & (names_in(node.body) | names_in(node.orelse)):
+            return None
         test = evaluate(node.test, Env(self, chain, depth + 1))
         line = self.f.line(node)
         if not isinstance(test, (bool, int)):
