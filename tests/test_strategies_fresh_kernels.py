@@ -1767,3 +1767,15 @@ def test_a_chained_assignment_moves_every_name_it_binds():
     assert 128 in knobs[key] and 256 not in knobs[key], knobs
     # alone, block_M 256 fits L0C ((256, 64) fp32 = 64 KiB); with block_N it is 256 KiB
     assert any("=256" in s and "L0C" in s and "262144" in s for s in skipped), skipped
+
+
+def test_a_conditional_arm_tied_to_the_literal_its_test_was_computed_with_is_not_a_knob():
+    # taa_sparse_mla_simple: heads replicated in groups of 64, and block_H = 64 on that path
+    src = CLAMPED.replace(
+        "    block_M = min(LIT, OTHER)\n",
+        "    if heads > 64:\n        REPLICATE_H = heads // 64\n    else:\n        REPLICATE_H = 1\n"
+        "    block_M = heads if REPLICATE_H == 1 else 64\n",
+    )
+    knobs, skipped = _plan(src.replace("HEADS", "128"))
+    assert "block_M" not in knobs, knobs
+    assert any("block_M" in s and "computed" in s for s in skipped), skipped

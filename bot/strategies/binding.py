@@ -55,6 +55,17 @@ class Resolution:
     none: bool = False  # the value is the literal None (a parameter left to its None fill)
 
 
+def _integers(node: cst.CSTNode) -> list[cst.Integer]:
+    found: list[cst.Integer] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Integer(self, n: cst.Integer) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return found
+
+
 def _unresolved(problem: str, path: tuple[str, ...] = ()) -> Resolution:
     return Resolution(None, None, path, problem)
 
@@ -243,7 +254,8 @@ class Resolver:
         runs the op with sets the value (the other arm is dead for that run); a test those
         sizes do not decide leaves no single literal. None (computed) when the test reads what
         an arm reads (`m if rows % m == 0 else 32`): a new value could flip the test, so the
-        value tried would not be the value that runs."""
+        value tried would not be the value that runs; and when a name the test reads is
+        computed with the arm's own literal (`_tied`)."""
         if names_in(node.test) & (names_in(node.body) | names_in(node.orelse)):
             return None
         test = evaluate(node.test, Env(self, chain, depth + 1))
@@ -254,9 +266,23 @@ class Resolver:
                 f"the op with do not decide `{code_of(node.test)}`: no single literal sets it"
             )
         arm = node.body if test else node.orelse
+        value = literal(arm)
+        if isinstance(value, int) and value > 1 and self._tied(node.test, chain, value):
+            return None
         r = self.expr(arm, chain, depth + 1, name, kind)
         how = f"{name} = {code_of(node)} with `{code_of(node.test)}` {bool(test)}"
         return Resolution(r.site, r.value, (how, *r.path), r.problem, subject=r.subject)
+
+    def _tied(self, test: cst.BaseExpression, chain: tuple[Function, ...], value: int) -> bool:
+        """Whether a name `test` reads is computed with the same literal as the arm
+        (`REPLICATE_H = head_kv // 64` tested beside `block_H = ... else 64`): the two are one
+        size written twice, and a move of the arm alone would break what the other sized."""
+        for read in names_in(test):
+            for fn in chain:
+                for bound in fn.assigns.get(read, []):
+                    if value in {literal(n) for n in _integers(bound)}:
+                        return True
+        return False
 
     def _min_literal(
         self,
