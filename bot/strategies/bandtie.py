@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from bot.strategies.evaluate import Env, code_of, evaluate
-from bot.strategies.facts import Facts, Function
+from bot.strategies.facts import Facts, Function, follow_assigned, kernel_functions
 from bot.strategies.source import dotted, int_value
 from bot.strategies.tiling import ceildiv_args
 
@@ -38,23 +38,6 @@ class _Band:
     count: str  # the band loop's count, as written (`lt + 1`)
     line: int
     chain: tuple[Function, ...]
-
-
-def _follow(node: cst.BaseExpression, chain: tuple[Function, ...]) -> cst.BaseExpression:
-    """What a name assigned once in the kernel or its factories holds (up to four steps)."""
-    for _ in range(4):
-        if not isinstance(node, cst.Name):
-            return node
-        for fn in reversed(chain):
-            values = fn.assigns.get(node.value)
-            if values is not None:
-                if len(values) != 1:
-                    return node
-                node = values[0]
-                break
-        else:
-            return node
-    return node
 
 
 def _tile_block(node: cst.BaseExpression) -> str | None:
@@ -118,7 +101,7 @@ def _bands(f: Facts, fn: Function) -> list[_Band]:
         def visit_For(self, node: cst.For) -> None:
             count = _extent(node)
             index = node.target.value if isinstance(node.target, cst.Name) else None
-            block = _tile_block(_follow(count, fn.chain)) if count is not None else None
+            block = _tile_block(follow_assigned(count, fn.chain)) if count is not None else None
             if count is not None and index is not None:
                 for outer_index, outer_block in outers:
                     if not _counted_by(count, outer_index):
@@ -143,7 +126,7 @@ def _bands(f: Facts, fn: Function) -> list[_Band]:
                 names = item.asname.name if item.asname is not None else None
                 first = names.elements[0].value if isinstance(names, cst.Tuple) else names
                 if grid and isinstance(first, cst.Name):
-                    block = _tile_block(_follow(grid[0], fn.chain))
+                    block = _tile_block(follow_assigned(grid[0], fn.chain))
                     outers.append((first.value, block or ""))
                     kernels.append(node)
                     return
@@ -188,13 +171,7 @@ def band_check(
     f: Facts, name: str, aliases: set[str], factories: list[Function]
 ) -> BandCheck | None:
     """The band-tie rule of knob `name` over the loops of `factories`' kernels."""
-    by_node = {id(fn.node): fn for fn in f.functions}
-    found: list[_Band] = []
-    for factory in factories:
-        for pf in factory.prim_funcs:
-            fn = by_node.get(id(pf))
-            if fn is not None:
-                found.extend(_bands(f, fn))
+    found = [b for fn in kernel_functions(f, factories) for b in _bands(f, fn)]
     wanted = aliases | {name}
     found = [b for b in found if b.outer in wanted or b.inner in wanted]
     return BandCheck(name, frozenset(wanted), found) if found else None

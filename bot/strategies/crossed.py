@@ -35,7 +35,7 @@ import libcst as cst
 
 from bot.strategies.capacity import Scoped
 from bot.strategies.evaluate import Env, code_of, evaluate
-from bot.strategies.facts import Facts, Function, names_in
+from bot.strategies.facts import Facts, Function, follow_assigned, kernel_functions, names_in
 from bot.strategies.source import dotted
 from bot.strategies.tiling import ceildiv_args
 
@@ -51,24 +51,6 @@ class _Crossing:
     line: int
     chain: tuple[Function, ...]
     counted: str = ""  # the swapped index (`cid % T.ceildiv(N, block_N)`): every move breaks it
-
-
-def _follow(node: cst.BaseExpression, chain: tuple[Function, ...]) -> cst.BaseExpression:
-    """`node`, or what a name assigned once in the kernel or its factory holds (up to four
-    steps): `bx` -> `blockx * block_M`, `n_num` -> `T.ceildiv(N, block_N)`."""
-    for _ in range(4):
-        if not isinstance(node, cst.Name):
-            return node
-        for fn in reversed(chain):
-            values = fn.assigns.get(node.value)
-            if values is not None:
-                if len(values) != 1:
-                    return node
-                node = values[0]
-                break
-        else:
-            return node
-    return node
 
 
 def _count(node: cst.BaseExpression) -> tuple[str, str] | None:
@@ -148,7 +130,7 @@ def _splits(
             return False
 
         def visit_Name(self, node: cst.Name) -> None:
-            target = _follow(node, chain)
+            target = follow_assigned(node, chain)
             if target is not node and depth < 4:
                 found.extend(_splits(target, chain, axes, depth + 1))
 
@@ -158,10 +140,10 @@ def _splits(
             for side, scale in ((node.left, node.right), (node.right, node.left)):
                 if not (isinstance(scale, cst.Name) and _BLOCK.match(scale.value)):
                     continue
-                split = _follow(side, chain)
+                split = follow_assigned(side, chain)
                 if isinstance(split, cst.Name) and split.value in axes:
                     # a grid axis of a 2-D launch: it runs over the tiles its extent counts
-                    counted = _count(_follow(axes[split.value], chain))
+                    counted = _count(follow_assigned(axes[split.value], chain))
                     if counted is not None:
                         found.append(_Split(split.value, True, counted[0], counted[1], scale.value))
                     continue
@@ -169,7 +151,7 @@ def _splits(
                     split.operator, (cst.Modulo, cst.FloorDivide)
                 ):
                     continue
-                counted = _count(_follow(split.right, chain))
+                counted = _count(follow_assigned(split.right, chain))
                 if counted is not None:
                     found.append(
                         _Split(
@@ -343,16 +325,11 @@ def crossed_check(
     f: Facts, name: str, aliases: set[str], factories: list[Function]
 ) -> CrossedCheck | None:
     """The crossed-block rule of knob `name` over the copies of `factories`' kernels."""
-    by_node = {id(fn.node): fn for fn in f.functions}
     found: list[_Crossing] = []
-    for factory in factories:
-        for pf in factory.prim_funcs:
-            fn = by_node.get(id(pf))
-            if fn is None:
-                continue
-            v = _Copies(f, fn, Scoped(f, fn))
-            pf.visit(v)
-            found.extend(v.found)
+    for fn in kernel_functions(f, factories):
+        v = _Copies(f, fn, Scoped(f, fn))
+        fn.node.visit(v)
+        found.extend(v.found)
     wanted = aliases | {name}
     found = [c for c in found if c.step in wanted or c.extent in wanted]
     return CrossedCheck(name, frozenset(wanted), found) if found else None

@@ -513,3 +513,29 @@ def facts(source: str) -> Facts:
         c.module_unpacked,
         c.switches,
     )
+
+
+def follow_assigned(node: cst.BaseExpression, chain: tuple[Function, ...]) -> cst.BaseExpression:
+    """`node`, or what a name assigned once in the kernel or its factory holds (up to four
+    steps): `bx` -> `blockx * block_M`, `n_num` -> `T.ceildiv(N, block_N)`."""
+    for _ in range(4):
+        if not isinstance(node, cst.Name):
+            return node
+        for fn in reversed(chain):
+            values = fn.assigns.get(node.value)
+            if values is not None:
+                if len(values) != 1:
+                    return node
+                node = values[0]
+                break
+        else:
+            return node
+    return node
+
+
+def kernel_functions(f: Facts, factories: list[Function]) -> list[Function]:
+    """The @T.prim_func functions the factories hold, as the file's Function facts."""
+    by_node = {id(fn.node): fn for fn in f.functions}
+    return [
+        by_node[id(pf)] for factory in factories for pf in factory.prim_funcs if id(pf) in by_node
+    ]
