@@ -1779,3 +1779,67 @@ def test_a_conditional_arm_tied_to_the_literal_its_test_was_computed_with_is_not
     knobs, skipped = _plan(src.replace("HEADS", "128"))
     assert "block_M" not in knobs, knobs
     assert any("block_M" in s and "computed" in s for s in skipped), skipped
+
+
+def test_a_chained_literal_that_another_kernel_reads_is_not_tuned_alone():
+    two = CHAINED.replace("    block_M = block_N = 64\n", "    block_M = block_R = 64\n")
+    two = two.replace("(N // block_N)", "(N // 64)").replace("(K, block_N)", "(K, 64)")
+    two = two.replace("(block_M, block_N)", "(block_M, 64)").replace(
+        "    tilelang.compile(main)\n",
+        "    tilelang.compile(main)\n    tilelang.compile(rows(M, N, block_R))\n",
+    )
+    two += (
+        "\n\ndef rows(M, N, block_R):\n    @T.prim_func\n"
+        '    def main(A: T.Tensor((M, N), "float16")):\n'
+        "        with T.Kernel(M // block_R, is_npu=True) as (cid, _):\n"
+        '            buf = T.alloc_ub((block_R, N), "float16")\n'
+        "            T.copy(A[cid * block_R, 0], buf)\n\n    return main\n"
+    )
+    knobs, skipped = _plan(two)
+    assert not any(k.endswith("block_M") for k in knobs), knobs
+    assert any("block_M" in s and "also reaches rows()" in s for s in skipped), skipped
+    # a chained target clamped afterwards still moves with the literal
+    clamped = CHAINED.replace(
+        "    block_M = block_N = 64\n",
+        "    block_M = block_N = 64\n    block_N = min(block_N, N)\n",
+    )
+    knobs, skipped = _plan(clamped)
+    assert 256 not in knobs["block_M"], knobs
+
+
+def test_a_band_over_a_problem_size_or_the_second_grid_axis():
+    prefix = BAND.replace("s0 = s_blk * bs", "s0 = s_blk * N")
+    knobs, skipped = _plan(prefix.replace("NSIZE", "64").replace("SBLOCK", "64"))
+    assert 32 in knobs["block_l"] and not any("band loop" in s for s in skipped), skipped
+    grid2 = BAND.replace(
+        "T.Kernel(L_tiles, is_npu=True) as (lt, _)", "T.Kernel(2, L_tiles) as (bx, lt)"
+    )
+    knobs, skipped = _plan(grid2.replace("NSIZE", "64").replace("SBLOCK", "64"))
+    assert knobs["block_l"] == (64,) and any("band loop" in s for s in skipped), skipped
+
+
+def test_a_clamp_in_one_factory_does_not_bound_the_knob_another_reads_unclamped():
+    rows = (
+        "def rows(N, block_n):\n    @T.prim_func\n"
+        '    def main(X: T.Tensor((4096, N), "float16")):\n'
+        "        with T.Kernel(T.ceildiv(4096, block_n), is_npu=True) as (bx, _):\n"
+        '            buf = T.alloc_ub((block_n, N), "float16")\n'
+        "            T.copy(X[bx * block_n, 0], buf)\n\n    return main\n\n\n"
+        "def run(block_n):\n    scan(256, 64, 64, 64, block_n)\n    rows(64, block_n)\n\n\n"
+    )
+    two = BAND.replace('if __name__ == "__main__":\n    scan(256, NSIZE, 64, SBLOCK, 64)', "")
+    two = two + "\n\n" + rows + 'if __name__ == "__main__":\n    run(64)\n'
+    knobs, skipped = _plan(two)
+    assert 128 in knobs["block_n"], knobs
+    assert not any("`min(bn, N)`" in s for s in skipped), skipped
+
+
+def test_a_conditional_on_a_plain_size_or_nested_is_still_the_knob():
+    plain = CLAMPED.replace(
+        "    block_M = min(LIT, OTHER)\n", "    K = 64\n    block_M = 64 if K <= 64 else 128\n"
+    )
+    knobs, skipped = _plan(plain.replace("HEADS", "128"))
+    assert "block_M" in knobs, skipped
+    nested = CLAMPED.replace("min(LIT, OTHER)", "16 if heads < 64 else (32 if heads < 256 else 64)")
+    assert "block_M" in _plan(nested.replace("HEADS", "128"))[0]
+    assert "(8 if heads < 256 else 64)" in _edit(nested.replace("HEADS", "128"), "block_M", 8)

@@ -13,7 +13,8 @@ The inner loop's count is the outer loop's index (or a launch's core index, `wit
 T.Kernel(L_tiles) as (lt, _)`), plus a literal or not (`lt + 1`, `lt`); the outer loop runs
 over a tile count of one name (`T.ceildiv(Q, bl)`, `(Q + bl - 1) // bl`,
 `Q // bl`, through the factory's single assignments); the inner body steps by the product of
-its index and another name (`s_blk * bs`).
+its index and another block (`s_blk * bs`; a block name or a local copying one: `c * D` with D
+a problem size is a prefix over chunks, not a tile).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from bot.strategies.callsites import BLOCK_WORD
 from bot.strategies.evaluate import Env, code_of, evaluate
 from bot.strategies.facts import Facts, Function, follow_assigned, kernel_functions
 from bot.strategies.source import dotted, int_value
@@ -38,6 +40,14 @@ class _Band:
     count: str  # the band loop's count, as written (`lt + 1`)
     line: int
     chain: tuple[Function, ...]
+
+
+def _block_like(name: str, chain: tuple[Function, ...]) -> bool:
+    """A block name, or a local copying one (`bs` of `bl, bs = block_l, block_s`)."""
+    if BLOCK_WORD.search(name):
+        return True
+    held = follow_assigned(cst.Name(name), chain)
+    return isinstance(held, cst.Name) and bool(BLOCK_WORD.search(held.value))
 
 
 def _tile_block(node: cst.BaseExpression) -> str | None:
@@ -95,7 +105,7 @@ def _steps(body: cst.CSTNode, index: str) -> set[str]:
 def _bands(f: Facts, fn: Function) -> list[_Band]:
     found: list[_Band] = []
     outers: list[tuple[str, str]] = []  # (index, block) of the enclosing tile loops
-    kernels: list[cst.With] = []  # the enclosing launches that opened an entry in outers
+    kernels: list[tuple[cst.With, int]] = []  # enclosing launches, and the outers each opened
 
     class V(cst.CSTVisitor):
         def visit_For(self, node: cst.For) -> None:
@@ -117,24 +127,33 @@ def _bands(f: Facts, fn: Function) -> list[_Band]:
             outers.pop()
 
         def visit_With(self, node: cst.With) -> None:
-            # `with T.Kernel(L_tiles, ...) as (lt, _)`: the core index runs over L_tiles
+            # `with T.Kernel(L_tiles, ...) as (lt, _)`: the core index runs over L_tiles; with
+            # two or more grid extents each name runs over its own (`as (bx, lt)`); a
+            # one-extent launch's second name is the vector core
             for item in node.items:
                 call = item.item
                 if not (isinstance(call, cst.Call) and dotted(call.func).endswith("Kernel")):
                     continue
                 grid = [a.value for a in call.args if a.keyword is None and not a.star]
                 names = item.asname.name if item.asname is not None else None
-                first = names.elements[0].value if isinstance(names, cst.Tuple) else names
-                if grid and isinstance(first, cst.Name):
-                    block = _tile_block(follow_assigned(grid[0], fn.chain))
-                    outers.append((first.value, block or ""))
-                    kernels.append(node)
+                targets = (
+                    [e.value for e in names.elements] if isinstance(names, cst.Tuple) else [names]
+                )
+                pairs = list(zip(grid, targets, strict=False))[: 1 if len(grid) == 1 else None]
+                opened = 0
+                for extent, target in pairs:
+                    if isinstance(target, cst.Name):
+                        block = _tile_block(follow_assigned(extent, fn.chain))
+                        outers.append((target.value, block or ""))
+                        opened += 1
+                if opened:
+                    kernels.append((node, opened))
                     return
 
         def leave_With(self, original_node: cst.With) -> None:
-            if kernels and kernels[-1] is original_node:
-                kernels.pop()
-                outers.pop()
+            if kernels and kernels[-1][0] is original_node:
+                _, opened = kernels.pop()
+                del outers[-opened:]
 
     fn.node.visit(V())
     return [b for b in found if b.outer]
@@ -155,6 +174,8 @@ class BandCheck:
             if (b.outer in self.aliases) == (b.inner in self.aliases):
                 continue  # neither block, or a knob that is both: they move together
             other = b.inner if b.outer in self.aliases else b.outer
+            if not _block_like(other, b.chain):
+                continue  # `c * D` with D a problem size: a prefix over chunks, no tile
             now = evaluate(cst.Name(other), env(b.chain, current))
             if type(now) is not int or now != current:
                 continue  # unequal already: the file does not rely on the tie

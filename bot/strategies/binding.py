@@ -55,12 +55,30 @@ class Resolution:
     none: bool = False  # the value is the literal None (a parameter left to its None fill)
 
 
-def _integers(node: cst.CSTNode) -> list[cst.Integer]:
-    found: list[cst.Integer] = []
+def _arm_values(node: cst.BaseExpression) -> set[str]:
+    """The names an arm's value reads: a nested conditional's own test picks, it is no value."""
+    if isinstance(node, cst.IfExp):
+        return _arm_values(node.body) | _arm_values(node.orelse)
+    return names_in(node)
+
+
+def _divisors(node: cst.CSTNode) -> set[int]:
+    """The integer literals `node` divides or groups by (`heads // 64`, `n % 16`,
+    `T.ceildiv(n, 64)`): a size computed in groups of that literal."""
+    found: set[int] = set()
 
     class V(cst.CSTVisitor):
-        def visit_Integer(self, n: cst.Integer) -> None:
-            found.append(n)
+        def visit_BinaryOperation(self, n: cst.BinaryOperation) -> None:
+            if isinstance(n.operator, (cst.FloorDivide, cst.Divide, cst.Modulo)):
+                v = literal(n.right)
+                if isinstance(v, int):
+                    found.add(v)
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if dotted(n.func).rsplit(".", 1)[-1] == "ceildiv" and len(n.args) == 2:
+                v = literal(n.args[1].value)
+                if isinstance(v, int):
+                    found.add(v)
 
     node.visit(V())
     return found
@@ -256,7 +274,7 @@ class Resolver:
         an arm reads (`m if rows % m == 0 else 32`): a new value could flip the test, so the
         value tried would not be the value that runs; and when a name the test reads is
         computed with the arm's own literal (`_tied`)."""
-        if names_in(node.test) & (names_in(node.body) | names_in(node.orelse)):
+        if names_in(node.test) & (_arm_values(node.body) | _arm_values(node.orelse)):
             return None
         test = evaluate(node.test, Env(self, chain, depth + 1))
         line = self.f.line(node)
@@ -274,13 +292,14 @@ class Resolver:
         return Resolution(r.site, r.value, (how, *r.path), r.problem, subject=r.subject)
 
     def _tied(self, test: cst.BaseExpression, chain: tuple[Function, ...], value: int) -> bool:
-        """Whether a name `test` reads is computed with the same literal as the arm
+        """Whether a name `test` reads is computed in groups of the arm's literal
         (`REPLICATE_H = head_kv // 64` tested beside `block_H = ... else 64`): the two are one
-        size written twice, and a move of the arm alone would break what the other sized."""
+        size written twice, and a move of the arm alone would break what the other sized. A
+        plain size (`K = 64`, `seq = 64 * 64`) is no such group."""
         for read in names_in(test):
             for fn in chain:
                 for bound in fn.assigns.get(read, []):
-                    if value in {literal(n) for n in _integers(bound)}:
+                    if value in _divisors(bound):
                         return True
         return False
 

@@ -464,6 +464,7 @@ def constraints_for(
     def taken(test: cst.BaseExpression, chain: tuple[Function, ...]) -> bool | None:
         return run_path_taken(resolver, chain, test)
 
+    clamps: list[list[Rule]] = []  # per factory: a clamp idles only where every one clamps
     for owner, factory in owners:
         root = owner or factory
         chain = root.chain
@@ -481,7 +482,7 @@ def constraints_for(
         rules.extend(wrapper_asserts(resolver, factory, aliases))
         rules.extend(pad_rules(f, v.ceil, shapes.symbols([factory]), chain))
         rules.extend(whole_rules(f, factory, aliases))
-        rules.extend(clamp_rules(f, factory, aliases))
+        clamps.append(clamp_rules(f, factory, aliases))
         if not v.tail_handled:  # `T.ceildiv(knob, X)` walked in whole tiles of X
             rules.extend(v.tiled)
         clipped = v.tail_handled and not v.tails  # handled only by slices the compiler clips
@@ -510,6 +511,8 @@ def constraints_for(
                 )
             kind = "cap" if v.tail_handled and not why else "exact"
             rules.append(Rule(kind, r.node, r.chain, r.line, r.text, why or ""))
+    if clamps and all(clamps):  # a factory that reads it unclamped makes larger values count
+        rules.extend(r for found in clamps for r in found)
     factories = list({id(fac): fac for _, fac in owners}.values())
     capacity = capacity_check(f, name, factories)
     padded_sizes = frozenset(

@@ -720,6 +720,12 @@ def aliases_of(name: str, chain: tuple[Function, ...], f: Facts) -> set[str]:
         for local, values in fn.assigns.items()
         if local == name and len(values) == 1
     }
+    # a chained target clamped afterwards (`block_N = min(block_N, 4096)`) still takes the
+    # shared literal: its joint move is checked at the new value (at most over-cautious)
+    for fn in scopes:
+        for local, values in fn.assigns.items():
+            if local != name and len(values) > 1 and any(id(v) in shared for v in values):
+                names.add(local)
     changed = True
     while changed:
         changed = False

@@ -309,6 +309,17 @@ def _unchecked_reach(
     return None
 
 
+def _chained_names(f: Facts, site: Site) -> list[str]:
+    """The other targets of a chained assignment whose one value is the site's literal."""
+    scopes = [f.module_assigns, *(fn.assigns for fn in f.functions)]
+    return [
+        local
+        for assigns in scopes
+        for local, values in assigns.items()
+        if local != site.name and any(v is site.node for v in values)
+    ]
+
+
 def _apart(name: str, results: list, r: Resolution) -> list[Dropped]:
     """Factories that read `name` but not from `r`'s site, each listed under its own name with
     why its binding is not tuned (`vec_select.block_M: bound at 4 call sites ...`)."""
@@ -422,6 +433,8 @@ def _knob_at(
     if shared:
         return Dropped("block_size", knob, shared)
     elsewhere = _unchecked_reach(f, resolver, name, site, readers)
+    for other in _chained_names(f, site):  # `block_M = block_R = 64`: the literal sets both
+        elsewhere = elsewhere or _unchecked_reach(f, resolver, other, site, readers)
     if elsewhere:
         return Dropped(
             "block_size",
