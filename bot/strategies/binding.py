@@ -42,6 +42,7 @@ from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in, reads_of
 from bot.strategies.signature import star_names, takes
 from bot.strategies.source import dotted
+from bot.strategies.tiling import ceildiv_args
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,10 @@ def _divisors(node: cst.CSTNode) -> set[int]:
                     found.add(v)
 
         def visit_Call(self, n: cst.Call) -> None:
-            if dotted(n.func).rsplit(".", 1)[-1] == "ceildiv" and len(n.args) == 2:
-                v = literal(n.args[1].value)
-                if isinstance(v, int):
-                    found.add(v)
+            pair = ceildiv_args(n)
+            v = literal(pair[1]) if pair is not None else None
+            if isinstance(v, int):
+                found.add(v)
 
     node.visit(V())
     return found
