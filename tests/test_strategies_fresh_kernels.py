@@ -1843,3 +1843,98 @@ def test_a_conditional_on_a_plain_size_or_nested_is_still_the_knob():
     nested = CLAMPED.replace("min(LIT, OTHER)", "16 if heads < 64 else (32 if heads < 256 else 64)")
     assert "block_M" in _plan(nested.replace("HEADS", "128"))[0]
     assert "(8 if heads < 256 else 64)" in _edit(nested.replace("HEADS", "128"), "block_M", 8)
+
+
+# tile-ai/tilelang-ascend examples/cann-bench/conv2d: the host entry dispatches on the filter's
+# shape, read from the tensor __main__ builds; the path the run never takes builds a kernel
+# of its own with literals of its own.
+DISPATCH = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def _gemm_pointwise_kernel(M, K, N, block_M, block_N, block_K, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M) * T.ceildiv(N, block_N), is_npu=True) as (cid, _):
+            a = T.alloc_L1((block_M, block_K), dtype)
+            b = T.alloc_L1((block_K, block_N), dtype)
+            c = T.alloc_L0C((block_M, block_N), "float32")
+            for k in T.serial(T.ceildiv(K, block_K)):
+                T.copy(A[0, k * block_K], a)
+                T.copy(B[k * block_K, 0], b)
+                T.gemm_v0(a, b, c)
+            T.copy(c, C[0, 0])
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def _gemm_direct_kernel(M, K, N, block_M, block_N, block_K, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M) * T.ceildiv(N, block_N), is_npu=True) as (cid, _):
+            a = T.alloc_L1((block_M, block_K), dtype)
+            b = T.alloc_L1((block_K, block_N), dtype)
+            c = T.alloc_L0C((block_M, block_N), "float32")
+            for k in T.serial(T.ceildiv(K, block_K)):
+                T.copy(A[0, k * block_K], a)
+                T.copy(B[k * block_K, 0], b)
+                T.gemm_v0(a, b, c)
+            T.copy(c, C[0, 0])
+    return main
+
+
+def _conv1x1(x, filter, Cout, C, HW):
+    kern = _gemm_pointwise_kernel(Cout, C, HW, 64, 256, 256)
+    return kern(filter.reshape(Cout, C), x.reshape(C, HW))
+
+
+def conv_2d(x, filter, strides):
+    sh, sw = int(strides[0]), int(strides[1])
+    N, C, H, W = x.shape
+    Cout, cin, kh, kw = filter.shape
+    if kh == 1 and kw == 1:
+        return _conv1x1(x, filter, Cout, C, H * W)
+    BLOCK_K = 128
+    k = cin * kh * kw
+    kern = _gemm_direct_kernel(Cout, k, H * W, 64, 128, BLOCK_K)
+    return kern(filter.reshape(Cout, k), x.reshape(k, H * W))
+
+
+if __name__ == "__main__":
+    N, C, H, W = 1, 16, 8, 8
+    Cout, Kh, Kw = 16, KH, 3
+    x = (torch.rand(N, C, H, W, dtype=torch.float32) - 0.5).to(torch.float16).npu()
+    w = (torch.rand(Cout, C, Kh, Kw, dtype=torch.float32) - 0.5).to(torch.float16).npu()
+    y = conv_2d(x, w, [1, 1])
+"""
+
+
+def _dispatch(kh: str, kw: str = "3") -> tuple[dict[str, tuple], list[str]]:
+    src = DISPATCH.replace("Cout, Kh, Kw = 16, KH, 3", f"Cout, Kh, Kw = 16, {kh}, {kw}")
+    return _plan(src)
+
+
+def test_a_factory_only_a_branch_the_run_never_takes_calls_is_not_tuned():
+    knobs, skipped = _dispatch("3")
+    assert set(knobs) == {"block_M", "block_N", "block_K"}, knobs  # the direct path's, plainly
+    assert 256 not in knobs["block_N"]  # 128 already covers N = 64: the direct path's rule
+    pointwise = [s for s in skipped if "_gemm_pointwise_kernel.block_N" in s]
+    assert pointwise and "`kh == 1 and kw == 1` (line 47) holds, and it is False" in pointwise[0]
+    assert "conv_2d() calls _conv1x1() at line 48" in pointwise[0], pointwise
+
+
+def test_a_factory_only_reached_past_an_early_return_the_run_takes_is_not_tuned():
+    knobs, skipped = _dispatch("1", "1")
+    assert set(knobs) == {"block_M", "block_N", "block_K"}, knobs  # the 1x1 path's
+    assert 256 in knobs["block_N"] and 256 in knobs["block_K"]  # its own literals are the values
+    direct = [s for s in skipped if "_gemm_direct_kernel.block_K" in s]
+    assert direct and "only past `kh == 1 and kw == 1` (line 47), whose branch returns" in direct[0]
+
+
+def test_a_dispatch_the_run_cannot_decide_keeps_both_paths():
+    knobs, skipped = _dispatch("int(__import__('sys').argv[1])", "int(__import__('sys').argv[2])")
+    assert not any("built only through calls its run path never makes" in s for s in skipped)
+    assert "_gemm_pointwise_kernel.block_N" in knobs and "_gemm_direct_kernel.block_N" in knobs

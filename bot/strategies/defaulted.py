@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from bot.strategies import callsites
-from bot.strategies.branches import run_path_taken
+from bot.strategies import callsites, dispatch
 from bot.strategies.facts import Call, Function
 
 if TYPE_CHECKING:
@@ -55,29 +52,6 @@ def calls(
 
 
 def off_path(resolver: Resolver, call: Call) -> bool:
-    """True when `call` sits on a side of an `if` the file's run path never takes."""
-    sides: list[tuple[cst.If, bool]] = []
-    target = call.node
-
-    class _Find(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.stack: list[tuple[cst.If, bool]] = []
-
-        def visit_If(self, node: cst.If) -> bool:
-            node.test.visit(self)
-            self.stack.append((node, True))
-            node.body.visit(self)
-            self.stack[-1] = (node, False)
-            if node.orelse is not None:
-                node.orelse.visit(self)
-            self.stack.pop()
-            return False
-
-        def visit_Call(self, node: cst.Call) -> None:
-            if node is target:
-                sides.extend(self.stack)
-
-    (call.scope[-1].node if call.scope else resolver.f.wrapper.module).visit(_Find())
-    return any(
-        run_path_taken(resolver, call.scope, branch.test) is (not side) for branch, side in sides
-    )
+    """True when `call` sits on a side of an `if` the file's run path never takes, or past an
+    early return the run takes (bot/strategies/dispatch.py)."""
+    return dispatch.off_path(resolver, call) is not None

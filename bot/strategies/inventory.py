@@ -607,21 +607,18 @@ def inventory(source: str, harness: tuple[str, ...] = DEFAULT_HARNESS) -> Invent
     dead = tuple(unbuilt.unbuilt(f, harness))
     live_owners = _owners(f, skip=dead)
     all_owners = _owners(f)
-    inspected = {id(fac) for fac in unbuilt.only_inspected(f, harness)}
     for name, owners in all_owners.items():
         if name not in live_owners:
-            names = sorted({fac.chain[0].name for _, fac, _ in owners})
-            only = all(id(fac) in inspected for _, fac, _ in owners)
-            dropped.append(Dropped("block_size", name, unbuilt.reason(names, only)))
+            facs = list({id(fac): fac for _, fac, _ in owners}.values())
+            dropped.append(Dropped("block_size", name, unbuilt.reason_for(f, harness, facs)))
             continue
         # the same name in a factory the run never builds, beside those it does: listed apart
         unbuilt_here = {
             id(fac): fac for _, fac, _ in owners if any(fac is d for d in dead)
         }.values()
         for fac in unbuilt_here:
-            outer = fac.chain[0].name
-            reason = unbuilt.reason([outer], id(fac) in inspected)
-            dropped.append(Dropped("block_size", f"{outer}.{name}", reason))
+            reason = unbuilt.reason_for(f, harness, [fac])
+            dropped.append(Dropped("block_size", f"{fac.chain[0].name}.{name}", reason))
     for name, owners in live_owners.items():
         bound = _bind(f, resolver, name, owners)
         for found in bound if isinstance(bound, list) else [bound]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from bot.strategies import dispatch
 from bot.strategies.facts import Facts, Function
 from bot.strategies.source import dotted
 
@@ -184,7 +185,9 @@ def _unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
             and reads[fac.chain[0].name][0]
             and all(id(r) in skipped for r in reads[fac.chain[0].name][0])
         ]
-    return dead + [fac for fac in inspected if fac not in dead]
+    dead += [fac for fac in inspected if fac not in dead]
+    away = dispatch.dispatched(f, harness)  # called only on branches the run never takes
+    return dead + [fac for fac in f.factories if id(fac) in away and fac not in dead]
 
 
 def _environ_key(node: cst.BaseExpression) -> str | None:
@@ -347,6 +350,18 @@ _INTROSPECTION = frozenset({"getsource", "getsourcelines", "getsourcefile", "sig
 
 def reason(names: list[str], inspected: bool = False) -> str:
     return "read only by " + never_built(names, inspected)
+
+
+def reason_for(f: Facts, harness: tuple[str, ...], facs: list[Function]) -> str:
+    """Why the unbuilt factories `facs` (outermost functions of their chains) are never
+    built: the branch that dispatches the run elsewhere, or the plain reasons above."""
+    away = dispatch.dispatched(f, harness)
+    if facs and all(id(fac) in away for fac in facs):
+        return "; ".join(dict.fromkeys(away[id(fac)] for fac in facs))
+    inspected = {id(fac) for fac in only_inspected(f, harness)}
+    names = sorted({fac.chain[0].name for fac in facs if id(fac) not in away})
+    only = all(id(fac) in inspected for fac in facs if id(fac) not in away)
+    return reason(names, only)
 
 
 def never_built(names: list[str], inspected: bool = False) -> str:

@@ -1,0 +1,270 @@
+"""Calls and kernel factories that the run path's own branches never reach.
+
+A host entry often dispatches on the problem it is given: `if kh == 1 and kw == 1: return
+_conv2d_1x1(...)` before the general path, with `kh` read from a tensor the file's
+`__main__` builds with `torch.rand(Cout, C, 3, 3)`. The file's own run then never calls the
+1x1 path, and a literal only that path passes to a kernel factory changes nothing measured.
+
+A call is off the run path when it sits on a side of an `if` the run never takes, or after
+an `if` without `else` whose body always leaves the function (`return` / `raise`) and whose
+test holds on the run, both decided by `branches.run_path_taken` (the sizes the file runs
+with, through call sites, tensor shapes, argparse defaults and constants). A test that is
+not one value on the run decides nothing: the call stays live.
+
+`live` walks the calls the file runs as `callsites.reached` does, skipping those off the run
+path and what only they call; `dispatched` names the factories the run reaches by name only
+through such calls, with the branch that takes it elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from bot.strategies.branches import run_path_taken
+from bot.strategies.evaluate import code_of
+from bot.strategies.facts import Call, Facts, Function
+
+if TYPE_CHECKING:
+    from bot.strategies.binding import Resolver
+
+# (the `if`, the side a statement runs on: True for the body, False for `else` or after an
+# early exit the body takes)
+Guard = tuple[cst.If, bool]
+
+
+def _exits(body: cst.BaseSuite) -> bool:
+    """Whether a suite always leaves the function: its last statement is `return` / `raise`."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        last_small = body.body[-1] if body.body else None
+        return isinstance(last_small, (cst.Return, cst.Raise))
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return False
+    last = body.body[-1]
+    return (
+        isinstance(last, cst.SimpleStatementLine)
+        and bool(last.body)
+        and isinstance(last.body[-1], (cst.Return, cst.Raise))
+    )
+
+
+def _guards(root: cst.CSTNode) -> dict[int, tuple[Guard, ...]]:
+    """id of every call in `root`'s own scope (nested functions and classes are theirs) ->
+    the `if` sides it runs under, outermost first."""
+    out: dict[int, tuple[Guard, ...]] = {}
+
+    def block(stmts: Sequence[cst.CSTNode], guards: tuple[Guard, ...]) -> None:
+        here = guards
+        for stmt in stmts:
+            node(stmt, here)
+            if isinstance(stmt, cst.If) and stmt.orelse is None and _exits(stmt.body):
+                here = (*here, (stmt, False))  # what follows runs only when the test fails
+
+    def node(n: cst.CSTNode, guards: tuple[Guard, ...]) -> None:
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef)) and n is not root:
+            return
+        if isinstance(n, cst.If):
+            node(n.test, guards)
+            node(n.body, (*guards, (n, True)))
+            if n.orelse is not None:
+                node(n.orelse, (*guards, (n, False)))
+            return
+        if isinstance(n, cst.Call):
+            out[id(n)] = guards
+        if isinstance(n, (cst.IndentedBlock, cst.Module)):
+            block(n.body, guards)
+            return
+        for child in n.children:
+            node(child, guards)
+
+    node(root.body if isinstance(root, cst.FunctionDef) else root, ())
+    return out
+
+
+def guards_of(f: Facts, call: Call) -> tuple[Guard, ...]:
+    """The `if` sides `call` runs under in its function (or the module), outermost first."""
+    root = call.scope[-1].node if call.scope else f.wrapper.module
+    table = f.kept(("dispatch.guards", id(root)), lambda: _guards(root))
+    return table.get(id(call.node), ())
+
+
+def off_path(resolver: Resolver, call: Call) -> Guard | None:
+    """The `if` side `call` needs that the file's run path never takes, or None."""
+    for branch, side in guards_of(resolver.f, call):
+        if run_path_taken(resolver, call.scope, branch.test) is (not side):
+            return branch, side
+    return None
+
+
+def live(resolver: Resolver) -> set[int] | None:
+    """ids of the call nodes the file runs, as `callsites.reached`, less those off the run
+    path and whatever only they reach. None when nothing runs at module level."""
+    f = resolver.f
+    key = ("dispatch.live", tuple(resolver.harness))
+    return f.kept(key, lambda: _live(resolver))
+
+
+def _top_level(f: Facts) -> dict[str, list[Function]]:
+    by_name: dict[str, list[Function]] = {}
+    for fn in f.functions:
+        if not fn.parents:
+            by_name.setdefault(fn.name, []).append(fn)
+    return by_name
+
+
+def _live(resolver: Resolver) -> set[int] | None:
+    f = resolver.f
+    entry = [c for c in f.calls if not c.scope]
+    if not entry:
+        return None
+    by_name = _top_level(f)
+    running = {id(fn) for name in resolver.harness for fn in by_name.get(name, [])}
+    todo = [c for c in f.calls if c.scope and id(c.scope[0]) in running] + entry
+    seen: set[int] = set()
+    while todo:
+        call = todo.pop()
+        if id(call.node) in seen or off_path(resolver, call) is not None:
+            continue
+        seen.add(id(call.node))
+        func = call.node.func
+        for fn in by_name.get(func.value, []) if isinstance(func, cst.Name) else []:
+            if id(fn) not in running:
+                running.add(id(fn))
+                todo.extend(c for c in f.calls if c.scope and c.scope[0] is fn)
+    return seen
+
+
+def dispatched(f: Facts, harness: tuple[str, ...]) -> dict[int, str]:
+    """id of each kernel factory (outermost function of its chain) the file reads only as the
+    callee of calls, that its run reaches by name but only through calls off the run path ->
+    the sentence saying which branch takes the run elsewhere."""
+    return f.kept(("dispatch.dispatched", tuple(harness)), lambda: _dispatched(f, harness))
+
+
+def _dispatched(f: Facts, harness: tuple[str, ...]) -> dict[int, str]:
+    from bot.strategies import callsites
+    from bot.strategies.binding import Resolver
+
+    coarse = callsites.reached(f, harness)
+    if coarse is None or not f.factories:
+        return {}
+    resolver = Resolver(f, harness)
+    runs = live(resolver)
+    if runs is None:
+        return {}
+    by_name = _top_level(f)
+    callers: dict[int, list[Call]] = {}  # id(function) -> the calls naming it
+    for c in f.calls:
+        if isinstance(c.node.func, cst.Name):
+            for fn in by_name.get(c.node.func.value, []):
+                callers.setdefault(id(fn), []).append(c)
+    out: dict[int, str] = {}
+    for fac in f.factories:
+        outer = fac.chain[0]
+        if outer.parents or outer.name in harness or id(fac) in out:
+            continue
+        calls = callers.get(id(outer), [])
+        if not calls or _reads(f, outer.name) != len(calls):
+            continue  # passed on, returned or stored somewhere: it may be built elsewhere
+        if not any(id(c.node) in coarse for c in calls) or any(id(c.node) in runs for c in calls):
+            continue
+        cut = _cut(f, resolver, outer, by_name, callers, coarse)
+        if cut:
+            out[id(fac)] = _sentence(f, outer, cut)
+    return out
+
+
+def _reads(f: Facts, name: str) -> int:
+    """How many times the module reads `name` (a def's own name excluded)."""
+    key = ("dispatch.reads",)
+
+    def count() -> dict[str, int]:
+        seen: dict[str, int] = {}
+        own: set[int] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                own.add(id(node.name))
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                own.add(id(node.name))
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if id(node) not in own:
+                    seen[node.value] = seen.get(node.value, 0) + 1
+
+        f.wrapper.module.visit(V())
+        return seen
+
+    return f.kept(key, count).get(name, 0)
+
+
+def _cut(
+    f: Facts,
+    resolver: Resolver,
+    target: Function,
+    by_name: dict[str, list[Function]],
+    callers: dict[int, list[Call]],
+    coarse: set[int],
+) -> list[tuple[Call, Guard]]:
+    """The reached calls off the run path through which the run would reach `target`, each
+    with the branch side it needs; empty when some path to it is not explained that way."""
+    out: list[tuple[Call, Guard]] = []
+    todo, seen = [target], {id(target)}
+    while todo:
+        fn = todo.pop()
+        for c in callers.get(id(fn), []):
+            if id(c.node) not in coarse:
+                continue
+            guard = off_path(resolver, c)
+            if guard is not None:
+                out.append((c, guard))
+            elif c.scope and id(c.scope[0]) not in seen:
+                seen.add(id(c.scope[0]))
+                todo.append(c.scope[0])
+            elif not c.scope:
+                return []  # a module-level call on the run path: not dispatched away
+    return out
+
+
+def _sentence(f: Facts, target: Function, cut: list[tuple[Call, Guard]]) -> str:
+    parts = []
+    for c, (branch, side) in sorted(cut, key=lambda x: f.line(x[0].node))[:3]:
+        where = f"{c.scope[-1].name}()" if c.scope else "the module"
+        head = f"{where} calls {code_of(c.node.func)}() at line {f.line(c.node)}"
+        test = f"`{code_of(branch.test)}` (line {f.line(branch)})"
+        if side:
+            parts.append(
+                f"{head} only when {test} holds, and it is False with the sizes the file runs"
+            )
+        elif _inside(branch, c.node):
+            parts.append(
+                f"{head} only when {test} fails, and it is True with the sizes the file runs"
+            )
+        else:
+            parts.append(
+                f"{head} only past {test}, whose branch returns, and the test is True with the "
+                f"sizes the file runs"
+            )
+    return (
+        f"{target.name}() is built only through calls its run path never makes: "
+        + "; ".join(parts)
+        + ": tuning it cannot change anything measured"
+    )
+
+
+def _inside(branch: cst.If, node: cst.CSTNode) -> bool:
+    """Whether `node` lies in `branch` (its `else` included)."""
+    found = False
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            nonlocal found
+            if n is node:
+                found = True
+            return not found
+
+    branch.visit(V())
+    return found
