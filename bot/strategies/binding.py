@@ -41,7 +41,7 @@ from bot.strategies.containers import Spelled, dict_items, element
 from bot.strategies.evaluate import MAX_DEPTH, Env, code_of, evaluate
 from bot.strategies.facts import Call, Facts, Function, Loop, Site, literal, names_in, reads_of
 from bot.strategies.signature import star_names, takes
-from bot.strategies.source import dotted
+from bot.strategies.source import dotted, min_operands
 from bot.strategies.tiling import ceildiv_args
 
 
@@ -317,16 +317,15 @@ class Resolver:
         then becomes the block, a larger one runs as the other side (refused as a no-op past
         it). Where the other side is smaller the literal is not what runs: computed. None when
         the expression is not a two-argument `min` with one positive integer literal."""
-        if not isinstance(node, cst.Call) or dotted(node.func) != "min" or len(node.args) != 2:
+        operands = min_operands(node, ("min",))
+        if operands is None or len(operands) != 2:
             return None
-        if any(a.keyword is not None or a.star for a in node.args):
-            return None
-        values = [literal(a.value) for a in node.args]
+        values = [literal(a) for a in operands]
         lits = [i for i, v in enumerate(values) if isinstance(v, int) and not isinstance(v, bool)]
         if len(lits) != 1 or cast(int, values[lits[0]]) <= 0:
             return None
-        lit = node.args[lits[0]].value
-        other = node.args[1 - lits[0]].value
+        lit = operands[lits[0]]
+        other = operands[1 - lits[0]]
         value = cast(int, values[lits[0]])
         extent = evaluate(other, Env(self, chain, depth + 1))
         line = self.f.line(node)

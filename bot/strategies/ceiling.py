@@ -13,14 +13,13 @@ from __future__ import annotations
 import libcst as cst
 
 from bot.strategies.facts import Function
-from bot.strategies.source import dotted, int_value
+from bot.strategies.source import int_value, min_operands
 
 
 def _min_literal(node: cst.BaseExpression) -> int | None:
-    if not isinstance(node, cst.Call) or dotted(node.func) not in ("min", "T.min"):
-        return None
-    found = [int_value(a.value) for a in node.args if a.keyword is None and not a.star]
-    known = [v for v in found if v is not None and v > 0]
+    """The smallest positive literal among a `min(...)` / `T.min(...)` call's operands."""
+    operands = min_operands(node)
+    known = [v for v in map(int_value, operands or []) if v is not None and v > 0]
     return min(known) if known else None
 
 

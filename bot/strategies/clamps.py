@@ -14,16 +14,14 @@ import libcst as cst
 
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted
+from bot.strategies.source import min_operands
 from bot.strategies.tiling import Rule
 
 
 def _clamp(value: cst.BaseExpression, names: set[str]) -> cst.BaseExpression | None:
     """X of `min(n, X)` / `T.min(X, n)` with n one of `names`; else None."""
-    if not isinstance(value, cst.Call) or dotted(value.func) not in ("min", "T.min"):
-        return None
-    args = [a.value for a in value.args if a.keyword is None and not a.star]
-    if len(args) != 2 or len(args) != len(value.args):
+    args = min_operands(value)
+    if args is None or len(args) != 2:
         return None
     mine = [isinstance(a, cst.Name) and a.value in names for a in args]
     if mine.count(True) != 1:

@@ -339,6 +339,18 @@ class Launch:
     names: list[str]  # the names it binds, by position ('' where a target is not a plain name)
 
 
+def min_operands(
+    node: cst.BaseExpression, spellings: tuple[str, ...] = ("min", "T.min")
+) -> list[cst.BaseExpression] | None:
+    """The operands of a `min(a, b, ...)` call (`T.min` too by default), or None for any
+    other expression or a call with keywords or starred arguments."""
+    if not isinstance(node, cst.Call) or dotted(node.func) not in spellings:
+        return None
+    if any(a.keyword is not None or a.star for a in node.args):
+        return None
+    return [a.value for a in node.args]
+
+
 def launch(item: cst.WithItem) -> Launch | None:
     """The `T.Kernel(...)` launch `item` opens, or None for any other context manager."""
     call = item.item
