@@ -1938,3 +1938,88 @@ def test_a_dispatch_the_run_cannot_decide_keeps_both_paths():
     knobs, skipped = _dispatch("int(__import__('sys').argv[1])", "int(__import__('sys').argv[2])")
     assert not any("built only through calls its run path never makes" in s for s in skipped)
     assert "_gemm_pointwise_kernel.block_N" in knobs and "_gemm_direct_kernel.block_N" in knobs
+
+
+# tnu_segment_sum: the entry dispatches through a helper on sizes each of the file's runs
+# passes differently; the block-reduce path needs one segment, which no run asks for.
+PER_PATH = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def block_reduce_kernel(N, D, block_N, dtype="float"):
+    @T.prim_func
+    def main(Data: T.Tensor((N, D), dtype), Out: T.Tensor((N // block_N, D), dtype)):
+        with T.Kernel(N // block_N, is_npu=True) as (cid, vid):
+            ub = T.alloc_ub([block_N, D], dtype)
+            T.copy(Data[cid * block_N, 0], ub)
+            T.copy(ub[0, 0], Out[cid, 0])
+    return main
+
+
+@tilelang.jit(out_idx=[1])
+def rows_kernel(N, D, block_M, dtype="float"):
+    @T.prim_func
+    def main(Data: T.Tensor((N, D), dtype), Out: T.Tensor((N, D), dtype)):
+        with T.Kernel(T.ceildiv(N, block_M), is_npu=True) as (cid, vid):
+            ub = T.alloc_ub([block_M, D], dtype)
+            T.copy(Data[cid * block_M, 0], ub)
+            T.copy(ub, Out[cid * block_M, 0])
+    return main
+
+
+def _use_block_reduce(N, D, num_segments):
+    return num_segments == 1 and N > 65536
+
+
+def _block_reduce_impl(data, N, D):
+    block_N = 256
+    return block_reduce_kernel(N, D, block_N)(data)
+
+
+def segment_sum(data, num_segments):
+    N, D = data.shape
+    if _use_block_reduce(N, D, num_segments):
+        return _block_reduce_impl(data, N, D)
+    block_M = 64
+    return rows_kernel(N, D, block_M)(data)
+
+
+def _test(N, D, num_segments, dtype_str):
+    dt = getattr(torch, dtype_str)
+    data = torch.randn(N, D, dtype=dt)
+    return segment_sum(data, num_segments)
+
+
+if __name__ == "__main__":
+    _test(1024, 512, SEGMENTS_A, "float16")
+    _test(2048, 256, 64, "float32")
+"""
+
+
+def test_a_dispatch_false_on_every_call_path_rules_out_the_path():
+    knobs, skipped = _plan(PER_PATH.replace("SEGMENTS_A", "256"))
+    assert set(knobs) == {"block_M"}, knobs
+    reason = [s for s in skipped if s.startswith("block_size: block_N:")]
+    assert reason and "`_use_block_reduce(N, D, num_segments)` (line 39) holds" in reason[0]
+
+
+def test_a_dispatch_the_call_paths_disagree_on_decides_nothing():
+    # one run asks for one segment over 131072 rows: the block-reduce path runs there
+    src = PER_PATH.replace("SEGMENTS_A", "1").replace("_test(1024, 512", "_test(131072, 512")
+    knobs, skipped = _plan(src)
+    assert {"block_M", "block_N"} <= set(knobs), (knobs, skipped)
+
+
+def test_getattr_on_an_imported_module_does_not_hide_which_factories_run():
+    # `getattr(torch, dtype_str)` reads torch's attributes, never the file's own factories;
+    # `getattr(obj, name)` on anything else may reach them, and then nothing is ruled out
+    src = PER_PATH.replace("SEGMENTS_A", "256")
+    _, skipped = _plan(src)
+    assert any(s.startswith("block_size: block_N:") and "never makes" in s for s in skipped)
+    opaque = src.replace("getattr(torch, dtype_str)", "getattr(data_module(), dtype_str)")
+    knobs, skipped = _plan(opaque)
+    assert not any("never makes" in s for s in skipped), skipped
+    assert {"block_M", "block_N"} <= set(knobs), knobs

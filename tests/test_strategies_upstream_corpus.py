@@ -352,11 +352,6 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "(pull request 287's head) exports neither, but nothing in the file says so; the "
         "tnp_pipelined_reduce class"
     ),
-    "tnu_segment_sum": (
-        "block_N sits in the block-reduce kernel, which a size dispatch (_use_block_reduce: one "
-        "segment and over 65536 rows) that none of the file's six runs takes reaches: its moves "
-        "are no-ops for the file's own run; tunebot does not evaluate the dispatch"
-    ),
     "taa_sparse_mla_simple": (
         "the v-prefix rename npuir_add -> vadd etc.: the file's own commit (branch npuir at "
         "4cc364f) exports no v-aliases, but nothing in the file says so; with no NPUIR TileLang "

@@ -107,6 +107,8 @@ class Resolver:
         # id of the literal in `name = min(LIT, extent)` -> (extent's value, its text): a value
         # past the extent runs as the extent (a no-op), so a move there is refused
         self.min_caps: dict[int, tuple[int, str]] = {}
+        # a branch test is being decided per call path (branches.run_path_taken): not re-entered
+        self.deciding_per_path = False
         self.by_name: dict[str, list[Function]] = {}
         for fn in f.functions:
             self.by_name.setdefault(fn.name, []).append(fn)

@@ -91,9 +91,45 @@ def run_path_taken(
     """The truth of `test` on every path the file runs the kernel by (its names resolved
     through call sites, argparse defaults and constants), or None when it is not one value
     there (a runtime value, several call paths that disagree, anything unreadable)."""
-    value = evaluate(test, Env(resolver, chain, 0))
+    value = _truth(evaluate(test, Env(resolver, chain, 0)))
+    if value is not None or not chain:
+        return value
+    return _on_every_path(resolver, chain, test)
+
+
+def _truth(value: object) -> bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
         return value != 0
     return None
+
+
+def _on_every_path(
+    resolver: Resolver, chain: tuple[Function, ...], test: cst.BaseExpression
+) -> bool | None:
+    """The truth of `test` when it is one value on each call path of the function it sits in
+    and the same on all of them (`num_segments == 1` in a host entry the file's tests call
+    with 256, 128 and 64 segments), else None. Paths come from bot/strategies/callsizes.py;
+    a list cut at its limit decides nothing. Not re-entered: a test read while another is
+    being decided per path is left undecided."""
+    from bot.strategies.callsizes import MAX_PATHS, param_values
+
+    if resolver.deciding_per_path:
+        return None
+    fn = chain[-1]
+    resolver.deciding_per_path = True
+    try:
+        paths = resolver.f.kept(
+            ("branches.paths", id(fn.node), tuple(resolver.harness)),
+            lambda: param_values(resolver.f, resolver, fn, 0),
+        )
+        if not paths or len(paths) >= MAX_PATHS:
+            return None
+        seen = {
+            _truth(evaluate(test, Env(resolver, chain, 0, ints, tensors)))
+            for ints, tensors in paths
+        }
+    finally:
+        resolver.deciding_per_path = False
+    return seen.pop() if len(seen) == 1 else None

@@ -77,7 +77,7 @@ def _paths(
             for sizes in looped:
                 paths.append({**known, **sizes})
         elif pending and caller is not None:  # `M, K = a.shape`, a a parameter: per call of caller
-            for ints, tensors in _param_values(f, resolver, caller, depth + 1):
+            for ints, tensors in param_values(f, resolver, caller, depth + 1):
                 full = dict(known)
                 full.update(
                     {ours: ints[theirs] for ours, theirs in passed.items() if theirs in ints}
@@ -363,7 +363,7 @@ def _spread(resolver: Resolver, call: Call, fn: Function, names: set[str]) -> li
     return out
 
 
-def _param_values(
+def param_values(
     f: Facts, resolver: Resolver, fn: Function, depth: int
 ) -> list[tuple[dict[str, int], dict[str, Shape]]]:
     """Per call of `fn` on the path the file runs: the sizes (ints) and the tensor shapes its
@@ -382,7 +382,7 @@ def _param_values(
         bound = {p: resolver.bound_by(call, fn, p) for p in params}
         nodes = {p: b[0] for p, b in bound.items() if b and b[1] in ("keyword", "positional")}
         caller = call.scope[-1] if call.scope else None
-        uppers = _param_values(f, resolver, caller, depth + 1) if caller is not None else []
+        uppers = param_values(f, resolver, caller, depth + 1) if caller is not None else []
         for upper_ints, upper_tensors in uppers or [({}, {})]:
             env = Env(resolver, call.scope, 0, upper_ints, upper_tensors)
             # `f(**inputs)`: what the dict passes, one set per way the file runs it (splats.py)
@@ -440,7 +440,7 @@ def symbol_sizes(
             continue
         args = [a.value for a in call.node.args]
         caller = call.scope[-1] if call.scope else None
-        uppers = _param_values(f, resolver, caller, 1) if caller is not None else []
+        uppers = param_values(f, resolver, caller, 1) if caller is not None else []
         for ints, tensors in uppers or [({}, {})]:
             env = Env(resolver, call.scope, 0, ints, tensors)
             for name, places in where.items():

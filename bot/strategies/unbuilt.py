@@ -141,7 +141,7 @@ def only_inspected(f: Facts, harness: tuple[str, ...]) -> list[Function]:
 
 def _only_inspected(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     module = f.wrapper.module
-    if _read_names(module) & _BY_NAME_AT_RUN_TIME:
+    if _looks_up_by_name(module):
         return []
     candidates = [fac for fac in f.factories if fac.chain[0].name not in harness]
     if not candidates:
@@ -167,7 +167,7 @@ def _unbuilt(f: Facts, harness: tuple[str, ...]) -> list[Function]:
     if not _runs_itself(module):
         return inspected
     read = _read_names(module) | set(harness)
-    if read & _BY_NAME_AT_RUN_TIME:
+    if _looks_up_by_name(module):
         return []  # factories may be reached through a string: none can be ruled out
     reached = _reached_from_main(module)
     if not any(fac.chain[0].name in reached for fac in f.factories):
@@ -346,6 +346,59 @@ def never_taken(module: cst.Module) -> set[int]:
 _BY_NAME_AT_RUN_TIME = frozenset({"globals", "locals", "vars", "getattr", "Fire"})
 # calls that read a function's source text or signature without calling it
 _INTROSPECTION = frozenset({"getsource", "getsourcelines", "getsourcefile", "signature"})
+
+
+def _looks_up_by_name(module: cst.Module) -> bool:
+    """Whether the module may reach its own functions through a name held in a string:
+    `globals()[name]`, `vars()`, `fire.Fire()`, or `getattr(obj, name)` on anything but a
+    module it imports (`getattr(torch, dtype_str)` reads torch's attributes, never the
+    file's)."""
+    read = _read_names(module) - {"getattr"}
+    if read & _BY_NAME_AT_RUN_TIME:
+        return True
+    imported = _imported_modules(module)
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            if not (isinstance(node.func, cst.Name) and node.func.value == "getattr"):
+                return
+            first = node.args[0].value if node.args else None
+            root = dotted(first).split(".", 1)[0] if first is not None else ""
+            found = found or root not in imported
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found  # `getattr` passed on or rebound: not one read call
+            found = found or node.value == "getattr" and id(node) not in calls
+
+    calls: set[int] = set()
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name):
+                calls.add(id(node.func))
+
+    module.visit(Calls())
+    module.visit(V())
+    return found
+
+
+def _imported_modules(module: cst.Module) -> set[str]:
+    """Names `import x` / `import x.y` / `import x as y` bind to other modules (the file's own
+    name never: a module does not import itself under a plain import)."""
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            for alias in node.names:
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    out.add(alias.asname.name.value)
+                else:
+                    out.add(dotted(alias.name).split(".", 1)[0])
+
+    module.visit(V())
+    return out
 
 
 def reason(names: list[str], inspected: bool = False) -> str:
