@@ -2023,3 +2023,13 @@ def test_getattr_on_an_imported_module_does_not_hide_which_factories_run():
     knobs, skipped = _plan(opaque)
     assert not any("never makes" in s for s in skipped), skipped
     assert {"block_M", "block_N"} <= set(knobs), knobs
+    # a lookup of one named attribute reaches that attribute only
+    named = src.replace(
+        "    dt = getattr(torch, dtype_str)",
+        '    globals()["_stream"] = None\n    dt = getattr(data, "dtype", None)',
+    )
+    _, skipped = _plan(named)
+    assert any(s.startswith("block_size: block_N:") and "never makes" in s for s in skipped)
+    reaching = named.replace('getattr(data, "dtype", None)', 'getattr(mod, "block_reduce_kernel")')
+    _, skipped = _plan(reaching)
+    assert not any("never makes" in s for s in skipped), skipped

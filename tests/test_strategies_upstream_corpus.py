@@ -460,11 +460,14 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "says): the sets disagree"
     ),
     "tay_conv2d_im2col_fused_nchw": (
-        "conv_2d dispatches by the filter's shape (`if kh == 1 and kw == 1 ...: return "
-        "_conv2d_1x1(...)`, line 1933) with kh / kw read from a tensor __main__ builds with "
-        "torch.rand(Cout, C, Kh, Kw); tunebot does not evaluate that dispatch, so the 1x1 "
-        "path's call literals (line 1903) and the direct path's BLOCK_K (line 1967), which the "
-        "file's own run never reaches, are tuned: wrong sites for the 3x3 run"
+        "conv_2d's own BLOCK_K (line 1967) pads K for the fused kernel and is the tile of the "
+        "direct kernels only past `if split == 0 and sw == 1 and n_real < 8192: y = "
+        "conv2d_fused_nchw(...); if y is not None: return y`; deciding that the run returns "
+        "there needs the dtype string read from a tensor (`split`) and the value "
+        "conv2d_fused_nchw returns (None under an environment switch and three size guards), "
+        "which tunebot does not evaluate, so that BLOCK_K is tuned: a wrong site for the 3x3 "
+        "run (the 1x1 path's literals, reached only under the filter-shape dispatch, are ruled "
+        "out: dispatch.py)"
     ),
     "tnp_pipelined_reduce": (
         "the v-prefix rename: the file's own commit (a pull request based before the npuir "

@@ -350,37 +350,49 @@ _INTROSPECTION = frozenset({"getsource", "getsourcelines", "getsourcefile", "sig
 
 def _looks_up_by_name(module: cst.Module) -> bool:
     """Whether the module may reach its own functions through a name held in a string:
-    `globals()[name]`, `vars()`, `fire.Fire()`, or `getattr(obj, name)` on anything but a
-    module it imports (`getattr(torch, dtype_str)` reads torch's attributes, never the
-    file's)."""
-    read = _read_names(module) - {"getattr"}
-    if read & _BY_NAME_AT_RUN_TIME:
-        return True
+    `fire.Fire()`, `globals()[name]` / `vars()` / `locals()` with a key that is not a string
+    literal naming something else, or `getattr(obj, name)` with a runtime name on anything but
+    a module the file imports. `getattr(torch, dtype_str)` reads torch's attributes and
+    `getattr(p, "dtype")` or `globals()["_raw_stream"] = None` one named attribute, never one
+    of the file's functions."""
+    defs = {stmt.name.value for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
     imported = _imported_modules(module)
-    found = False
+    safe: set[int] = set()  # ids of the Name nodes of lookups that cannot reach a def
 
-    class V(cst.CSTVisitor):
+    def named(node: cst.BaseExpression) -> bool:
+        """A string literal naming no function of the module."""
+        return isinstance(node, cst.SimpleString) and str(node.evaluated_value) not in defs
+
+    class Safe(cst.CSTVisitor):
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            call = node.value
+            if (
+                isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Name)
+                and call.func.value in ("globals", "vars", "locals")
+                and not call.args
+                and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index)
+                and named(node.slice[0].slice.value)
+            ):
+                safe.add(id(call.func))
+
         def visit_Call(self, node: cst.Call) -> None:
-            nonlocal found
             if not (isinstance(node.func, cst.Name) and node.func.value == "getattr"):
                 return
-            first = node.args[0].value if node.args else None
-            root = dotted(first).split(".", 1)[0] if first is not None else ""
-            found = found or root not in imported
+            args = [a.value for a in node.args]
+            if len(args) >= 2 and (named(args[1]) or dotted(args[0]).split(".", 1)[0] in imported):
+                safe.add(id(node.func))
 
+    module.visit(Safe())
+    found = False
+
+    class Unsafe(cst.CSTVisitor):
         def visit_Name(self, node: cst.Name) -> None:
-            nonlocal found  # `getattr` passed on or rebound: not one read call
-            found = found or node.value == "getattr" and id(node) not in calls
+            nonlocal found
+            found = found or (node.value in _BY_NAME_AT_RUN_TIME and id(node) not in safe)
 
-    calls: set[int] = set()
-
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name):
-                calls.add(id(node.func))
-
-    module.visit(Calls())
-    module.visit(V())
+    module.visit(Unsafe())
     return found
 
 
