@@ -400,12 +400,6 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "(pto_blocksparse_gemm, a block-sparse GEMM whose reference also takes the block sizes, "
         "expects them tuned: the sets disagree on a reference sharing the value)"
     ),
-    "taq_kb_producer_fusion_prims": (
-        "block_OC / block_P, defaults of tiled_conv2d_bias_relu, a factory the file never calls, "
-        "are planned where the expectation (UNCERTAIN) drops every block of an uncalled factory "
-        "(since the `if oc < OC and p < P:` guard is read, block_OC's moves are planned too: "
-        "no-ops by the expectation)"
-    ),
     "tar_xattention_paged": (
         "BLOCK_N, the page length of the shared KV cache that also sizes the fixed-address L1 / "
         "L0 buffers, is planned (16, 32, 64) where the expectation drops it (it must equal D); "
