@@ -1931,7 +1931,10 @@ def test_a_factory_only_reached_past_an_early_return_the_run_takes_is_not_tuned(
     assert set(knobs) == {"block_M", "block_N", "block_K"}, knobs  # the 1x1 path's
     assert 256 in knobs["block_N"] and 256 in knobs["block_K"]  # its own literals are the values
     direct = [s for s in skipped if "_gemm_direct_kernel.block_K" in s]
-    assert direct and "only past `kh == 1 and kw == 1` (line 47), whose branch returns" in direct[0]
+    assert (
+        direct
+        and "only past `kh == 1 and kw == 1` (line 47), whose branch returns or raises" in direct[0]
+    )
 
 
 def test_a_dispatch_the_run_cannot_decide_keeps_both_paths():
@@ -2033,3 +2036,32 @@ def test_getattr_on_an_imported_module_does_not_hide_which_factories_run():
     reaching = named.replace('getattr(data, "dtype", None)', 'getattr(mod, "block_reduce_kernel")')
     _, skipped = _plan(reaching)
     assert not any("never makes" in s for s in skipped), skipped
+
+
+def _kept_both(src: str) -> None:
+    knobs, skipped = _plan(src)
+    assert not any("never makes" in s for s in skipped), skipped
+    assert {"block_M", "block_N"} <= set(knobs), knobs
+
+
+def test_a_dispatch_is_not_decided_when_its_function_is_also_passed_on():
+    # `bench(_test, ...)` may call it with any sizes: nothing rules the block-reduce path out
+    src = PER_PATH.replace("SEGMENTS_A", "256").replace(
+        '    _test(2048, 256, 64, "float32")',
+        '    _test(2048, 256, 64, "float32")\n    bench(_test, 131072, 4, 1, "float32")',
+    )
+    _kept_both(src + "\n\ndef bench(fn, *args):\n    return fn(*args)\n")
+
+
+def test_a_dispatch_is_not_decided_through_a_loop_that_rebinds_a_module_name():
+    # `s = 64` then `for s in (64, 1):` runs the entry with one segment on the second pass
+    src = PER_PATH.replace("SEGMENTS_A", "256").replace(
+        '    _test(2048, 256, 64, "float32")',
+        '    s = 64\n    for s in (64, 1):\n        _test(131072, 4, s, "float32")',
+    )
+    _kept_both(src)
+
+
+def test_a_dispatch_in_a_harness_entry_is_not_decided_from_main():
+    # a harness calls `kernel(*get_inputs())` with its own arguments, not __main__'s
+    _kept_both(PER_PATH.replace("SEGMENTS_A", "256").replace("segment_sum", "kernel"))

@@ -149,6 +149,11 @@ class Resolver:
             why = rebinding.rebound(self.f, None, name)
             if why is not None:
                 return _unresolved(why)
+            if name in rebinding.module_rebinders(self.f):
+                return _unresolved(
+                    f"module name '{name}' is also rebound by a loop, `with ... as`, a walrus or "
+                    f"a `global` statement: its assignment is not the value every read sees"
+                )
             values = module_values
             if len(values) > 1:
                 problem = f"module name '{name}' is assigned {len(values)} times"

@@ -118,6 +118,8 @@ def _on_every_path(
     if resolver.deciding_per_path:
         return None
     fn = chain[-1]
+    if not _few_plain_callers(resolver, fn, MAX_PATHS // 2):
+        return None
     resolver.deciding_per_path = True
     try:
         paths = resolver.f.kept(
@@ -133,3 +135,33 @@ def _on_every_path(
     finally:
         resolver.deciding_per_path = False
     return seen.pop() if len(seen) == 1 else None
+
+
+def _few_plain_callers(resolver: Resolver, fn: Function, limit: int) -> bool:
+    """Whether the call sites that reach `fn` by name, through every caller up the file, are
+    fewer than `limit` and form no cycle: the per-path reading follows each of them, and a
+    recursive or widely fanned-out host function would make its path list partial or slow."""
+    f = resolver.f
+    key = ("branches.few_callers", id(fn.node), limit)
+
+    def count() -> bool:
+        sites = 0
+        todo, seen = [fn], {id(fn.node)}
+        while todo:
+            here = todo.pop()
+            for call in f.calls:
+                func = call.node.func
+                if not (isinstance(func, cst.Name) and func.value == here.name):
+                    continue
+                sites += 1
+                if sites >= limit:
+                    return False
+                for outer in call.scope[:1]:
+                    if id(outer.node) == id(fn.node):
+                        return False  # recursion back into the function decided
+                    if id(outer.node) not in seen:
+                        seen.add(id(outer.node))
+                        todo.append(outer)
+        return True
+
+    return bool(f.kept(key, count))

@@ -210,23 +210,70 @@ def _cut(
     coarse: set[int],
 ) -> list[tuple[Call, Guard]]:
     """The reached calls off the run path through which the run would reach `target`, each
-    with the branch side it needs; empty when some path to it is not explained that way."""
+    with the branch side it needs; empty when any way to `target` is not explained so, or when
+    a function whose parameters decide a branch may be called otherwise (`_plain`)."""
     out: list[tuple[Call, Guard]] = []
     todo, seen = [target], {id(target)}
+    deciding: list[Function] = []  # functions whose own branches were decided
     while todo:
         fn = todo.pop()
-        for c in callers.get(id(fn), []):
-            if id(c.node) not in coarse:
-                continue
+        calls = _plain(f, resolver, fn, callers, coarse, fn is target)
+        if calls is None:
+            return []
+        for c in calls:
             guard = off_path(resolver, c)
             if guard is not None:
                 out.append((c, guard))
-            elif c.scope and id(c.scope[0]) not in seen:
-                seen.add(id(c.scope[0]))
-                todo.append(c.scope[0])
+                if c.scope:
+                    deciding.append(c.scope[0])
             elif not c.scope:
                 return []  # a module-level call on the run path: not dispatched away
+            elif id(c.scope[0]) not in seen:
+                seen.add(id(c.scope[0]))
+                todo.append(c.scope[0])
+    # a branch decided with a function's parameters holds only if every way to call that
+    # function is one of the plain calls its values were read from, all the way up
+    checked: set[int] = set()
+    while deciding:
+        fn = deciding.pop()
+        if id(fn) in checked:
+            continue
+        checked.add(id(fn))
+        calls = _plain(f, resolver, fn, callers, coarse, False)
+        if calls is None:
+            return []
+        deciding.extend(c.scope[0] for c in calls if c.scope)
     return out
+
+
+def _plain(
+    f: Facts,
+    resolver: Resolver,
+    fn: Function,
+    callers: dict[int, list[Call]],
+    coarse: set[int],
+    decorated_ok: bool,
+) -> list[Call] | None:
+    """The calls of `fn` when every way the run can reach it is one of them, else None: a
+    method or nested function, a harness entry (a harness calls it with its own arguments,
+    not `__main__`'s), a decorated host function (the decorator may call it), a name read
+    other than as the callee of a plain call (passed on as a callback, stored, partially
+    applied), or a call from code the run does not reach by plain calls (a pytest function, a
+    method) or from a nested function."""
+    top = {id(stmt) for stmt in f.wrapper.module.body}
+    calls = callers.get(id(fn), [])
+    if (
+        fn.parents
+        or id(fn.node) not in top
+        or fn.name in resolver.harness
+        or not calls
+        or _reads(f, fn.name) != len(calls)
+        or (fn.node.decorators and not decorated_ok)
+    ):
+        return None
+    if any(id(c.node) not in coarse or len(c.scope) > 1 for c in calls):
+        return None
+    return calls
 
 
 def _sentence(f: Facts, target: Function, cut: list[tuple[Call, Guard]]) -> str:
@@ -236,17 +283,13 @@ def _sentence(f: Facts, target: Function, cut: list[tuple[Call, Guard]]) -> str:
         head = f"{where} calls {code_of(c.node.func)}() at line {f.line(c.node)}"
         test = f"`{code_of(branch.test)}` (line {f.line(branch)})"
         if side:
-            parts.append(
-                f"{head} only when {test} holds, and it is False with the sizes the file runs"
-            )
+            parts.append(f"{head} only when {test} holds, and it is False on the file's run")
         elif _inside(branch, c.node):
-            parts.append(
-                f"{head} only when {test} fails, and it is True with the sizes the file runs"
-            )
+            parts.append(f"{head} only when {test} fails, and it is True on the file's run")
         else:
             parts.append(
-                f"{head} only past {test}, whose branch returns, and the test is True with the "
-                f"sizes the file runs"
+                f"{head} only past {test}, whose branch returns or raises, and the test is True "
+                f"on the file's run"
             )
     return (
         f"{target.name}() is built only through calls its run path never makes: "

@@ -52,6 +52,10 @@ class Env:
     def _get(self, name: str) -> object:
         deeper = self.depth + 1
         for fn in reversed(self.chain):
+            if (name in fn.assigns or takes(fn, name)) and name in rebinding.local_rebinders(
+                self.resolver.f, fn
+            ):
+                return None  # `for dtype in (...)` over a parameter: not one value
             if name in fn.assigns and not rebinding.fills_only(self.resolver.f, fn, name):
                 augs = rebinding.augments(self.resolver.f, fn, name)
                 if augs is not None:  # `M *= 2` after its value: fold the changes in
@@ -114,6 +118,8 @@ class Env:
             if name in fn.loop_targets:  # `for M in [96, 200]:` hides a module M here
                 return self.resolver.name(name, fn.chain, deeper).value
         module_values = self.resolver.f.module_assigns.get(name)
+        if module_values and name in rebinding.module_rebinders(self.resolver.f):
+            return None  # `for N in (1024, 4096):` at module level: not one value
         augs = rebinding.augments(self.resolver.f, None, name) if module_values else None
         if module_values and augs is not None and len(module_values) > len(augs):
             base = evaluate(module_values[0], Env(self.resolver, (), deeper))

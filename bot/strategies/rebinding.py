@@ -136,3 +136,73 @@ def augments(f: Facts, fn: Function | None, name: str) -> list[cst.AugAssign] | 
         return None
     out = [b.node for b in bindings if isinstance(b.node, cst.AugAssign)]
     return out if len(out) == len(bindings) - len(plain) else None
+
+
+def module_rebinders(f: Facts) -> frozenset[str]:
+    """Module names some statement rebinds other than by assignment: a loop or `with ... as`
+    target, a walrus or an `except ... as` at module level (`for N in (1024, 4096):` in the
+    `__main__` block), or a `global` declaration in a function. Their module assignment is not
+    the value every read sees. Kept on the parse."""
+    return f.kept(("rebinding.module_rebinders",), lambda: _module_rebinders(f.wrapper.module))
+
+
+def local_rebinders(f: Facts, fn: Function) -> frozenset[str]:
+    """Names `fn`'s own body rebinds other than by assignment: a loop or `with ... as`
+    target, a walrus or an `except ... as` (`for dtype in ("float16", "float32"):` over a
+    parameter). A parameter or assignment of the same name is not the value every read
+    sees. Kept on the parse."""
+    return f.kept(
+        ("rebinding.local_rebinders", id(fn.node)), lambda: _module_rebinders(fn.node.body, False)
+    )
+
+
+def _module_rebinders(module: cst.CSTNode, globals_too: bool = True) -> frozenset[str]:
+    out: set[str] = set()
+
+    def targets(node: cst.CSTNode | None) -> None:
+        if isinstance(node, cst.Name):
+            out.add(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for el in node.elements:
+                targets(el.value)
+        elif isinstance(node, cst.StarredElement):
+            targets(node.value)
+
+    class V(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.depth = 0  # inside a def, a class or a lambda
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.depth += 1
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.depth -= 1
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            self.depth += 1
+
+        def leave_ClassDef(self, node: cst.ClassDef) -> None:
+            self.depth -= 1
+
+        def visit_Global(self, node: cst.Global) -> None:
+            if globals_too:
+                out.update(n.name.value for n in node.names)
+
+        def visit_For(self, node: cst.For) -> None:
+            if not self.depth:
+                targets(node.target)
+
+        def visit_WithItem(self, node: cst.WithItem) -> None:
+            if not self.depth and node.asname is not None:
+                targets(node.asname.name)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            if not self.depth:
+                targets(node.target)
+
+        def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+            if not self.depth and node.name is not None:
+                targets(node.name.name)
+
+    module.visit(V())
+    return frozenset(out)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from bot.strategies import parametrized
+from bot.strategies import parametrized, rebinding
 from bot.strategies.facts import Facts, Function, Loop
 from bot.strategies.source import dotted
 
@@ -59,6 +59,9 @@ def strings(
         return a | b if a and b else set()
     if isinstance(node, cst.Name):
         for fn in reversed(chain):
+            bound = node.value in fn.assigns or node.value in fn.params
+            if bound and node.value in rebinding.local_rebinders(f, fn):
+                return set()  # `for dtype in (...)` over a parameter: not one binding
             if node.value in fn.assigns:
                 values = fn.assigns[node.value]
                 return strings(values[0], fn.chain, f, depth + 1, r) if len(values) == 1 else set()
@@ -68,6 +71,8 @@ def strings(
                 loop = fn.loop_targets[node.value]
                 return _loop_strings(node.value, loop, fn.chain, f, depth, r)
         values = f.module_assigns.get(node.value, [])
+        if values and node.value in rebinding.module_rebinders(f):
+            return set()  # assigned, and rebound by a loop, `with ... as` or `global`
         if not values and node.value in f.module_loops:
             return _loop_strings(node.value, f.module_loops[node.value], (), f, depth, r)
         return strings(values[0], (), f, depth + 1, r) if len(values) == 1 else set()

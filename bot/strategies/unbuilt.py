@@ -343,7 +343,9 @@ def never_taken(module: cst.Module) -> set[int]:
 
 # calls that reach module attributes by a name held in a string (`globals()[name]`,
 # `getattr(module, name)`, `fire.Fire()` exposing every function on the command line)
-_BY_NAME_AT_RUN_TIME = frozenset({"globals", "locals", "vars", "getattr", "Fire"})
+_BY_NAME_AT_RUN_TIME = frozenset(
+    {"globals", "locals", "vars", "getattr", "Fire", "eval", "exec", "getmembers", "modules"}
+)
 # calls that read a function's source text or signature without calling it
 _INTROSPECTION = frozenset({"getsource", "getsourcelines", "getsourcefile", "signature"})
 
@@ -397,8 +399,8 @@ def _looks_up_by_name(module: cst.Module) -> bool:
 
 
 def _imported_modules(module: cst.Module) -> set[str]:
-    """Names `import x` / `import x.y` / `import x as y` bind to other modules (the file's own
-    name never: a module does not import itself under a plain import)."""
+    """Names `import x` / `import x.y` / `import x as y` bind to other modules (`import
+    __main__` excepted: that is the running file itself)."""
     out: set[str] = set()
 
     class V(cst.CSTVisitor):
@@ -410,7 +412,7 @@ def _imported_modules(module: cst.Module) -> set[str]:
                     out.add(dotted(alias.name).split(".", 1)[0])
 
     module.visit(V())
-    return out
+    return out - {"__main__"}  # `import __main__`: the running file itself
 
 
 def reason(names: list[str], inspected: bool = False) -> str:
@@ -421,12 +423,14 @@ def reason_for(f: Facts, harness: tuple[str, ...], facs: list[Function]) -> str:
     """Why the unbuilt factories `facs` (outermost functions of their chains) are never
     built: the branch that dispatches the run elsewhere, or the plain reasons above."""
     away = dispatch.dispatched(f, harness)
-    if facs and all(id(fac) in away for fac in facs):
-        return "; ".join(dict.fromkeys(away[id(fac)] for fac in facs))
+    dispatched = list(dict.fromkeys(away[id(fac)] for fac in facs if id(fac) in away))
+    rest = [fac for fac in facs if id(fac) not in away]
+    if not rest:
+        return "; ".join(dispatched)
     inspected = {id(fac) for fac in only_inspected(f, harness)}
-    names = sorted({fac.chain[0].name for fac in facs if id(fac) not in away})
-    only = all(id(fac) in inspected for fac in facs if id(fac) not in away)
-    return reason(names, only)
+    names = sorted({fac.chain[0].name for fac in rest})
+    plain = reason(names, all(id(fac) in inspected for fac in rest))
+    return "; ".join([plain, *dispatched])
 
 
 def never_built(names: list[str], inspected: bool = False) -> str:
