@@ -2036,6 +2036,12 @@ def test_getattr_on_an_imported_module_does_not_hide_which_factories_run():
     reaching = named.replace('getattr(data, "dtype", None)', 'getattr(mod, "block_reduce_kernel")')
     _, skipped = _plan(reaching)
     assert not any("never makes" in s for s in skipped), skipped
+    # `eval("torch." + dtype_str)` names a torch attribute; `eval(name)` could name anything
+    evaluated = src.replace("getattr(torch, dtype_str)", 'eval("torch." + dtype_str)')
+    _, skipped = _plan(evaluated)
+    assert any(s.startswith("block_size: block_N:") and "never makes" in s for s in skipped)
+    _, skipped = _plan(src.replace("getattr(torch, dtype_str)", "eval(dtype_str)"))
+    assert not any("never makes" in s for s in skipped), skipped
 
 
 def _kept_both(src: str) -> None:

@@ -380,6 +380,10 @@ def _looks_up_by_name(module: cst.Module) -> bool:
                 safe.add(id(call.func))
 
         def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "eval" and node.args:
+                if _module_prefix(node.args[0].value) in imported:
+                    safe.add(id(node.func))  # `eval("torch." + dtype)`: torch's attribute
+                return
             if not (isinstance(node.func, cst.Name) and node.func.value == "getattr"):
                 return
             args = [a.value for a in node.args]
@@ -396,6 +400,21 @@ def _looks_up_by_name(module: cst.Module) -> bool:
 
     module.visit(Unsafe())
     return found
+
+
+def _module_prefix(node: cst.BaseExpression) -> str:
+    """`torch` of `"torch." + dtype` or `f"torch.{dtype}"`: the module an evaluated text names
+    first, '' when it does not start with a literal `name.`."""
+    while isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        node = node.left
+    text = ""
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        text = node.evaluated_value
+    elif isinstance(node, cst.FormattedString) and node.parts:
+        first = node.parts[0]
+        text = first.value if isinstance(first, cst.FormattedStringText) else ""
+    head, dot, _ = text.partition(".")
+    return head if dot and head.isidentifier() else ""
 
 
 def _imported_modules(module: cst.Module) -> set[str]:
