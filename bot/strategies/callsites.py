@@ -22,6 +22,7 @@ rules and refusals of the parameter it feeds.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,15 @@ def reached(f: Facts, harness: tuple[str, ...] = DEFAULT_HARNESS) -> set[int] | 
 
 
 def _reached(f: Facts, harness: tuple[str, ...]) -> set[int] | None:
+    return walk(f, harness)
+
+
+def walk(
+    f: Facts, harness: tuple[str, ...], skip: Callable[[Call], bool] | None = None
+) -> set[int] | None:
+    """ids of the call nodes reached from module level and the harness functions through the
+    functions they call by name, leaving out each call `skip` names (and what only it reaches).
+    None when nothing runs at module level."""
     entry = [c for c in f.calls if not c.scope]
     if not entry:
         return None
@@ -70,7 +80,7 @@ def _reached(f: Facts, harness: tuple[str, ...]) -> set[int] | None:
     seen: set[int] = set()
     while todo:
         call = todo.pop()
-        if id(call.node) in seen:
+        if id(call.node) in seen or (skip is not None and skip(call)):
             continue
         seen.add(id(call.node))
         func = call.node.func

@@ -115,25 +115,11 @@ def _top_level(f: Facts) -> dict[str, list[Function]]:
 
 
 def _live(resolver: Resolver) -> set[int] | None:
-    f = resolver.f
-    entry = [c for c in f.calls if not c.scope]
-    if not entry:
-        return None
-    by_name = _top_level(f)
-    running = {id(fn) for name in resolver.harness for fn in by_name.get(name, [])}
-    todo = [c for c in f.calls if c.scope and id(c.scope[0]) in running] + entry
-    seen: set[int] = set()
-    while todo:
-        call = todo.pop()
-        if id(call.node) in seen or off_path(resolver, call) is not None:
-            continue
-        seen.add(id(call.node))
-        func = call.node.func
-        for fn in by_name.get(func.value, []) if isinstance(func, cst.Name) else []:
-            if id(fn) not in running:
-                running.add(id(fn))
-                todo.extend(c for c in f.calls if c.scope and c.scope[0] is fn)
-    return seen
+    from bot.strategies import callsites
+
+    return callsites.walk(
+        resolver.f, resolver.harness, lambda call: off_path(resolver, call) is not None
+    )
 
 
 def dispatched(f: Facts, harness: tuple[str, ...]) -> dict[int, str]:
