@@ -156,7 +156,7 @@ def _dispatched(f: Facts, harness: tuple[str, ...]) -> dict[int, str]:
             continue  # passed on, returned or stored somewhere: it may be built elsewhere
         if not any(id(c.node) in coarse for c in calls) or any(id(c.node) in runs for c in calls):
             continue
-        cut = _cut(f, resolver, outer, by_name, callers, coarse)
+        cut = _cut(f, resolver, outer, callers, coarse)
         if cut:
             out[id(fac)] = _sentence(f, outer, cut)
     return out
@@ -191,7 +191,6 @@ def _cut(
     f: Facts,
     resolver: Resolver,
     target: Function,
-    by_name: dict[str, list[Function]],
     callers: dict[int, list[Call]],
     coarse: set[int],
 ) -> list[tuple[Call, Guard]]:
