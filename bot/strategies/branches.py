@@ -110,9 +110,10 @@ def _on_every_path(
 ) -> bool | None:
     """The truth of `test` when it is one value on each call path of the function it sits in
     and the same on all of them (`num_segments == 1` in a host entry the file's tests call
-    with 256, 128 and 64 segments), else None. Paths come from bot/strategies/callsizes.py;
-    a list cut at its limit decides nothing. Not re-entered: a test read while another is
-    being decided per path is left undecided."""
+    with 256, 128 and 64 segments), else None. Paths come from bot/strategies/callsizes.py,
+    read only for a function with fewer than MAX_PATHS // 2 plain callers and none recursive
+    (`_few_plain_callers`); a list that still reaches MAX_PATHS decides nothing. Not
+    re-entered: a test read while another is being decided per path is left undecided."""
     from bot.strategies.callsizes import MAX_PATHS, param_values
 
     if resolver.deciding_per_path:

@@ -62,6 +62,20 @@ def _reached(f: Facts, harness: tuple[str, ...]) -> set[int] | None:
     return walk(f, harness)
 
 
+def top_level(f: Facts) -> dict[str, list[Function]]:
+    """The module-level functions by name (a name defined twice lists both). Kept on the
+    parse: callers must not mutate it."""
+
+    def build() -> dict[str, list[Function]]:
+        by_name: dict[str, list[Function]] = {}
+        for fn in f.functions:
+            if not fn.parents:
+                by_name.setdefault(fn.name, []).append(fn)
+        return by_name
+
+    return f.kept(("callsites.top_level",), build)
+
+
 def walk(
     f: Facts, harness: tuple[str, ...], skip: Callable[[Call], bool] | None = None
 ) -> set[int] | None:
@@ -71,10 +85,7 @@ def walk(
     entry = [c for c in f.calls if not c.scope]
     if not entry:
         return None
-    by_name: dict[str, list[Function]] = {}
-    for fn in f.functions:
-        if not fn.parents:
-            by_name.setdefault(fn.name, []).append(fn)
+    by_name = top_level(f)
     running: set[int] = {id(fn) for name in harness for fn in by_name.get(name, [])}
     todo = [c for c in f.calls if c.scope and id(c.scope[0]) in running] + entry
     seen: set[int] = set()

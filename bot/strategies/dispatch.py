@@ -26,6 +26,7 @@ import libcst as cst
 from bot.strategies.branches import run_path_taken
 from bot.strategies.evaluate import code_of
 from bot.strategies.facts import Call, Facts, Function
+from bot.strategies.source import name_reads
 
 if TYPE_CHECKING:
     from bot.strategies.binding import Resolver
@@ -106,14 +107,6 @@ def live(resolver: Resolver) -> set[int] | None:
     return f.kept(key, lambda: _live(resolver))
 
 
-def _top_level(f: Facts) -> dict[str, list[Function]]:
-    by_name: dict[str, list[Function]] = {}
-    for fn in f.functions:
-        if not fn.parents:
-            by_name.setdefault(fn.name, []).append(fn)
-    return by_name
-
-
 def _live(resolver: Resolver) -> set[int] | None:
     from bot.strategies import callsites
 
@@ -140,7 +133,7 @@ def _dispatched(f: Facts, harness: tuple[str, ...]) -> dict[int, str]:
     runs = live(resolver)
     if runs is None:
         return {}
-    by_name = _top_level(f)
+    by_name = callsites.top_level(f)
     callers: dict[int, list[Call]] = {}  # id(function) -> the calls naming it
     for c in f.calls:
         if isinstance(c.node.func, cst.Name):
@@ -164,27 +157,7 @@ def _dispatched(f: Facts, harness: tuple[str, ...]) -> dict[int, str]:
 
 def _reads(f: Facts, name: str) -> int:
     """How many times the module reads `name` (a def's own name excluded)."""
-    key = ("dispatch.reads",)
-
-    def count() -> dict[str, int]:
-        seen: dict[str, int] = {}
-        own: set[int] = set()
-
-        class V(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                own.add(id(node.name))
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                own.add(id(node.name))
-
-            def visit_Name(self, node: cst.Name) -> None:
-                if id(node) not in own:
-                    seen[node.value] = seen.get(node.value, 0) + 1
-
-        f.wrapper.module.visit(V())
-        return seen
-
-    return f.kept(key, count).get(name, 0)
+    return f.kept(("source.name_reads",), lambda: name_reads(f.wrapper.module)).get(name, 0)
 
 
 def _cut(

@@ -339,6 +339,27 @@ class Launch:
     names: list[str]  # the names it binds, by position ('' where a target is not a plain name)
 
 
+def name_reads(module: cst.Module) -> dict[str, int]:
+    """How many times the module reads each name (a def's or class's own name excluded): one
+    walk serves every name, and a walk of a large module is the expensive part."""
+    seen: dict[str, int] = {}
+    own: set[int] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            own.add(id(node.name))
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            own.add(id(node.name))
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if id(node) not in own:
+                seen[node.value] = seen.get(node.value, 0) + 1
+
+    module.visit(V())
+    return seen
+
+
 def min_operands(
     node: cst.BaseExpression, spellings: tuple[str, ...] = ("min", "T.min")
 ) -> list[cst.BaseExpression] | None:

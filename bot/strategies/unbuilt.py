@@ -18,7 +18,7 @@ import libcst as cst
 
 from bot.strategies import dispatch
 from bot.strategies.facts import Facts, Function
-from bot.strategies.source import dotted
+from bot.strategies.source import dotted, name_reads
 
 ENVIRON = frozenset({"os.environ", "environ"})  # `os.environ[...]`, `environ.get(...)`
 
@@ -78,17 +78,7 @@ def _reached_from_main(module: cst.Module) -> set[str]:
 
 def _read_names(module: cst.Module) -> set[str]:
     """Every name the module reads or reaches as an attribute (a def's own name excluded)."""
-    own: set[int] = set()
-
-    class Defs(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            own.add(id(node.name))
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            own.add(id(node.name))
-
-    module.visit(Defs())
-    return {n.value for n in _names(module) if id(n) not in own}
+    return set(name_reads(module))
 
 
 def _reads(module: cst.Module, names: set[str]) -> dict[str, tuple[list[cst.Name], set[int]]]:
