@@ -2071,3 +2071,47 @@ def test_a_dispatch_is_not_decided_through_a_loop_that_rebinds_a_module_name():
 def test_a_dispatch_in_a_harness_entry_is_not_decided_from_main():
     # a harness calls `kernel(*get_inputs())` with its own arguments, not __main__'s
     _kept_both(PER_PATH.replace("SEGMENTS_A", "256").replace("segment_sum", "kernel"))
+
+
+# heldout_bc tbc_cumsum_kda_chunk: padding helpers take the block as a plain parameter and
+# build no kernel; a runner that does reach a factory keeps its parameter for the binding rules
+PAD_HELPERS = """
+import torch
+import tilelang
+import tilelang.language as T
+
+
+def cumsum(T_len, block_T=64):
+    @T.prim_func
+    def main(X: T.Tensor((T_len,), "float32")):
+        with T.Kernel(T_len // block_T, is_npu=True) as (cid, _):
+            buf = T.alloc_ub((block_T,), "float32")
+            T.copy(X[cid * block_T], buf)
+
+    return main
+
+
+def _pad_head_first(s: torch.Tensor, block_t: int):
+    t = s.shape[-1]
+    padded = ((t + block_t - 1) // block_t) * block_t
+    return torch.nn.functional.pad(s, (0, padded - t)), padded
+
+
+def run(x, block_n):
+    return cumsum(x.shape[-1], block_n)(x)
+
+
+if __name__ == "__main__":
+    run(torch.randn(256), 64)
+"""
+
+
+def test_a_block_parameter_of_a_host_helper_that_builds_no_kernel_is_listed():
+    knobs, skipped = _plan(PAD_HELPERS)
+    why = next((s for s in skipped if s.startswith("block_size: block_t: ")), None)
+    assert why is not None, skipped
+    assert "parameter of the host function _pad_head_first() (line 16, no default" in why, why
+    assert "reaches no kernel factory" in why, why
+    # run() hands its parameter to the factory: not listed as host-only, tuned where it is set
+    assert not any(s.startswith("block_size: block_n: ") and "host function" in s for s in skipped)
+    assert knobs.get("block_n") or knobs.get("block_T"), (knobs, skipped)

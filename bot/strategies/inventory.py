@@ -952,18 +952,24 @@ def _host_defaults(
             and (_base(c) not in own or _base(c) in reaching)
             and not any(c is d for d in fills)
         ]
-        for name, node in fn.defaults.items():
-            value = literal(node)
+        # a parameter without a default takes whatever its callers pass: no literal of this
+        # function sets it, and when no kernel factory can be reached with it, none is a tile
+        bare: list[tuple[str, cst.BaseExpression | None]] = [
+            (name, None) for name in fn.params if name not in fn.defaults
+        ]
+        for name, node in [*fn.defaults.items(), *bare]:
+            value = literal(node) if node is not None else None
             if (
                 not BLOCK_NAME.match(name)
                 or UNIT_COUNT.search(name)
                 or name in known
                 or name in listed
-                or id(node) in taken
-                or not isinstance(value, int)
-                or isinstance(value, bool)
                 or name in fn.assigns
                 or name in fn.returns
+            ):
+                continue
+            if node is not None and (
+                id(node) in taken or not isinstance(value, int) or isinstance(value, bool)
             ):
                 continue
             derived = {name}
@@ -1008,15 +1014,15 @@ def _host_defaults(
                 )
             else:
                 why = "the host computes with it itself, so a move could not change a kernel's tile"
-            _drop(
-                listed,
-                dropped,
-                name,
-                (
-                    f"a default of the host function {fn.name}() ({name}={value}, line "
-                    f"{f.line(node)}) that reaches no kernel factory: {why}"
-                ),
+            where = (
+                f"a default of the host function {fn.name}() ({name}={value}, line {f.line(node)})"
+                if node is not None
+                else (
+                    f"a parameter of the host function {fn.name}() (line {f.line(fn.node)}, no "
+                    f"default: its callers' value)"
+                )
             )
+            _drop(listed, dropped, name, f"{where} that reaches no kernel factory: {why}")
 
 
 # tensor constructors of the array libraries: what they return holds data, whatever its shape
