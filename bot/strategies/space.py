@@ -112,11 +112,21 @@ def preferred_direction(
 
 
 def interpolate(spec: KnobSpec, current: object, levels: dict, skip: set[str]) -> object | None:
+    """The value `interpolation` picks, or None."""
+    found = interpolation(spec, current, levels, skip)
+    return None if found is None else found[0]
+
+
+def interpolation(
+    spec: KnobSpec, current: object, levels: dict, skip: set[str]
+) -> tuple[object, float] | None:
     """Successive parabolic interpolation on the knob's ladder of allowed values (a log scale
     for powers of two): the parabola through the current value and its nearest measured values
     (one on each side, or the two nearest on the only side a knob at an edge has) puts the
     minimum at its vertex; the untried value inside those three nearest the vertex. None when
-    fewer than three values are measured there or the parabola does not open upwards."""
+    fewer than three values are measured there or the parabola does not open upwards. With the
+    value comes the parabola's level there (log latency relative to the current value: below
+    zero, the parabola puts it faster)."""
     axis = (
         list(reversed(side_values(spec, current, -1))) + [current] + side_values(spec, current, +1)
     )
@@ -143,4 +153,6 @@ def interpolate(spec: KnobSpec, current: object, levels: dict, skip: set[str]) -
     if not inside or vertex <= x0 or vertex >= x2:
         return None
     # nearest the vertex; a tie goes to the side whose end measured faster
-    return axis[min(inside, key=lambda i: (abs(i - vertex), y0 if i < x1 else y2))]
+    pick = min(inside, key=lambda i: (abs(i - vertex), y0 if i < x1 else y2))
+    level = curvature * pick * pick + slope * pick + (y1 - curvature * x1 * x1 - slope * x1)
+    return axis[pick], level
