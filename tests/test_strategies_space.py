@@ -40,3 +40,15 @@ def test_a_tie_goes_to_the_side_whose_end_measured_faster():
     # the far end up measured faster: the vertex moves up
     assert space.interpolate(spec, 64, {64: 0.0, 16: 0.10, 256: 0.03}, set()) == 128
     assert space.interpolate(spec, 64, {64: 0.0, 16: 0.03, 256: 0.10}, set()) == 32
+
+
+def test_the_parabolas_level_at_its_pick_is_its_prediction_relative_to_here():
+    spec = KnobSpec("A", "block_size", "knob", (1, 2, 3, 4))
+    # 1 lost 28 %, 4 tied (-1.4 %): the parabola through (0, .28), (1, 0), (3, -.014) is
+    # y = .091 x^2 - .371 x + .28, which puts 3 (x = 2) 9.8 % lower (log) than here
+    value, level = space.interpolation(spec, 2, {2: 0.0, 1: 0.28, 4: -0.014}, set())
+    assert value == 3
+    assert abs(level - (0.091 * 4 - 0.371 * 2 + 0.28)) < 1e-9, level
+    # both ends about equally slower: the bowl's bottom is here, nothing faster is predicted
+    _, flat = space.interpolation(POW2, 512, {512: 0.0, 32: 0.132, 2048: 0.127}, set())
+    assert flat > -0.03, flat
