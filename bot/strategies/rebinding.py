@@ -168,41 +168,35 @@ def _module_rebinders(module: cst.CSTNode, globals_too: bool = True) -> frozense
         elif isinstance(node, cst.StarredElement):
             targets(node.value)
 
+    def bound_by(node: cst.CSTNode) -> cst.CSTNode | None:
+        """The target a loop, `with ... as`, walrus or `except ... as` binds."""
+        if isinstance(node, (cst.For, cst.NamedExpr)):
+            return node.target
+        if isinstance(node, cst.WithItem) and node.asname is not None:
+            return node.asname.name
+        if isinstance(node, cst.ExceptHandler) and node.name is not None:
+            return node.name.name
+        return None
+
+    scopes = (cst.FunctionDef, cst.ClassDef)
+
     class V(cst.CSTVisitor):
         def __init__(self) -> None:
-            self.depth = 0  # inside a def, a class or a lambda
+            self.depth = 0  # inside a def or a class: another scope's names
 
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            self.depth += 1
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, scopes):
+                self.depth += 1
+            elif isinstance(node, cst.Global):
+                if globals_too:
+                    out.update(n.name.value for n in node.names)
+            elif not self.depth:
+                targets(bound_by(node))
+            return True
 
-        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-            self.depth -= 1
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            self.depth += 1
-
-        def leave_ClassDef(self, node: cst.ClassDef) -> None:
-            self.depth -= 1
-
-        def visit_Global(self, node: cst.Global) -> None:
-            if globals_too:
-                out.update(n.name.value for n in node.names)
-
-        def visit_For(self, node: cst.For) -> None:
-            if not self.depth:
-                targets(node.target)
-
-        def visit_WithItem(self, node: cst.WithItem) -> None:
-            if not self.depth and node.asname is not None:
-                targets(node.asname.name)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            if not self.depth:
-                targets(node.target)
-
-        def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-            if not self.depth and node.name is not None:
-                targets(node.name.name)
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            if isinstance(original_node, scopes):
+                self.depth -= 1
 
     module.visit(V())
     return frozenset(out)
