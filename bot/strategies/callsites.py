@@ -55,11 +55,7 @@ def reached(f: Facts, harness: tuple[str, ...] = DEFAULT_HARNESS) -> set[int] | 
     reference, OpConfig.harness_functions), and the functions these call, by name. None when
     nothing runs at module level (a library module: any call may run). Kept on the parse:
     callers must not mutate the set."""
-    return f.kept(("callsites.reached", tuple(harness)), lambda: _reached(f, harness))
-
-
-def _reached(f: Facts, harness: tuple[str, ...]) -> set[int] | None:
-    return walk(f, harness)
+    return f.kept(("callsites.reached", tuple(harness)), lambda: walk(f, harness))
 
 
 def top_level(f: Facts) -> dict[str, list[Function]]:

@@ -111,12 +111,6 @@ def preferred_direction(
     return +1
 
 
-def interpolate(spec: KnobSpec, current: object, levels: dict, skip: set[str]) -> object | None:
-    """The value `interpolation` picks, or None."""
-    found = interpolation(spec, current, levels, skip)
-    return None if found is None else found[0]
-
-
 def interpolation(
     spec: KnobSpec, current: object, levels: dict, skip: set[str]
 ) -> tuple[object, float] | None:
