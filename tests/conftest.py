@@ -153,6 +153,29 @@ def third_party_corpus(name: str, probe: str) -> Path | None:
     return None
 
 
+def install_tilelang_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
+    """A TileLang package on sys.path whose `tilelang/language/__init__.py` is `text` (its
+    top-level `__init__` raises: tunebot reads these files as text and must never import them)."""
+    pkg = tmp_path / "tilelang"
+    (pkg / "language").mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    (pkg / "language" / "__init__.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return pkg
+
+
+@pytest.fixture
+def upstream_tilelang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An installed NPUIR TileLang with every v-alias of upstream's npuir branch, spelled as
+    upstream spells them (`npuir_add as vadd,` in an import from .customize_npuir)."""
+    from bot.strategies.vprefix import ALIASES
+
+    lines = "".join(f"    {k},\n    {k} as {v},\n" for k, v in sorted(ALIASES.items()))
+    return install_tilelang_language(
+        tmp_path / "site", monkeypatch, f"from .customize_npuir import (\n{lines})\n"
+    )
+
+
 def upstream_kernel(filename: str) -> str:
     """A kernel of the upstream corpus (tests/data/upstream_kernels); skips when not materialised (CI)."""
     root = third_party_corpus("upstream_kernels", f"src/{filename}")

@@ -46,7 +46,11 @@ NO_PIPELINE_PASS = "runs no software-pipeline pass"
 
 
 @pytest.mark.parametrize("sid", sorted(STRATEGIES))
-def test_changes_are_one_parsable_change_that_reads_back(sid: str) -> None:
+def test_changes_are_one_parsable_change_that_reads_back(
+    sid: str, request: pytest.FixtureRequest
+) -> None:
+    if sid == "vprefix":  # it renames only into the aliases an installed TileLang defines
+        request.getfixturevalue("upstream_tilelang")
     strategy = STRATEGIES[sid]
     assert EXAMPLES, "no example ops found"
     changed = 0

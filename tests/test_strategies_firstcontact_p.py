@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from conftest import install_tilelang_language
+
 from bot.config.schema import Knob
 from bot.strategies import inventory, knobs
 from bot.strategies.base import Refusal, Variant
@@ -400,17 +402,14 @@ def accumulate(n, M, N, dtype="float32"):
 
 
 def _language(tmp_path, monkeypatch, text: str) -> None:
-    pkg = tmp_path / "tilelang"
-    (pkg / "language").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
-    (pkg / "language" / "__init__.py").write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    install_tilelang_language(tmp_path, monkeypatch, text)
 
 
 def test_an_installed_tilelang_without_v_aliases_is_not_renamed_into(tmp_path, monkeypatch):
     from bot.strategies import vprefix
 
-    assert isinstance(vprefix.rename(NPUIR_OPS), Variant)  # nothing installed: upstream's table
+    r = vprefix.rename(NPUIR_OPS)  # nothing installed, and the file calls no v-alias itself
+    assert isinstance(r, Refusal) and "no NPUIR TileLang is installed" in r.reason, r
     _language(
         tmp_path,
         monkeypatch,

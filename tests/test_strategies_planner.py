@@ -162,7 +162,7 @@ def test_evidence_reorders_strategies():
     )
 
 
-def test_vprefix_comes_last_on_a_tilelang_kernel():
+def test_vprefix_comes_last_on_a_tilelang_kernel(upstream_tilelang):
     src = (ROOT / "examples" / "tilelang" / "layer_norm" / "layer_norm.py").read_text()
     op = OpConfig(
         project="tilelang",

@@ -179,7 +179,7 @@ VECTOR = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("spell", [_alias, _qualified, _full])
-def test_the_v_prefix_rename_reads_every_spelling_of_the_module(spell):
+def test_the_v_prefix_rename_reads_every_spelling_of_the_module(spell, upstream_tilelang):
     plain = vprefix.rename(VECTOR, "k.py")
     spelled = vprefix.rename(spell(VECTOR), "k.py")
     assert isinstance(plain, Variant) and isinstance(spelled, Variant)

@@ -341,22 +341,6 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "value refused with a reason, where the expectation (UNCERTAIN) drops it as a data-layout "
         "parameter: no variant reaches measurement either way"
     ),
-    "tnt_ts2mem_dyn": (
-        "the v-prefix rename npuir_cast -> vcast: the file's own commit (pull request 297's head) "
-        "exports no vcast, but nothing in the file says so; with no NPUIR TileLang installed "
-        "tunebot takes upstream's aliases (an installed TileLang without them is read and the "
-        "rename refused: vprefix.installed_aliases); the tnp_pipelined_reduce class"
-    ),
-    "tnu_select_dev": (
-        "the v-prefix rename npuir_cmp -> vcmp / npuir_select -> vselect: the file's own commit "
-        "(pull request 287's head) exports neither, but nothing in the file says so; the "
-        "tnp_pipelined_reduce class"
-    ),
-    "taa_sparse_mla_simple": (
-        "the v-prefix rename npuir_add -> vadd etc.: the file's own commit (branch npuir at "
-        "4cc364f) exports no v-aliases, but nothing in the file says so; with no NPUIR TileLang "
-        "installed tunebot takes upstream's aliases; the tnp_pipelined_reduce class"
-    ),
     "tnz_avg_pool3d_block_design": (
         "block_C=0 (no channel split; a positive value selects the split_c schedule) is tuned, as "
         "heldout_g's aog_avg_pool3d expects of the same parameter in its tile-level sibling "
@@ -381,18 +365,6 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "drops both as a data-layout parameter: no variant reaches measurement either way (the "
         "tno_paged_fa_bhsd class)"
     ),
-    "tao_fa_npuir_argparse_blocks": (
-        "the v-prefix rename: the file's own commit (zhaojiqiao/tilelang-npu f5547a9) exports no "
-        "v-aliases, but nothing in the file says so; the tnp_pipelined_reduce class"
-    ),
-    "tao_mixcv_develop_exp": (
-        "the v-prefix rename npuir_exp -> vexp: the file's own commit (lzp1021 b537133) exports "
-        "no vexp, but nothing in the file says so; the tnp_pipelined_reduce class"
-    ),
-    "tao_vec_add_1d_nofor_lower": (
-        "the v-prefix rename npuir_add -> vadd: the file's own commit (zhaojiqiao/tilelang-npu "
-        "8c716a1) exports no vadd, but nothing in the file says so; the tnp_pipelined_reduce class"
-    ),
     "taq_nsa_native_selected_block": (
         "BLOCK_SIZE (line 162), the NSA selection-block size, is passed both to the kernel's "
         "block_size and to the reference naive_nsa and the index generation (t // BLOCK_SIZE): "
@@ -408,11 +380,6 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
     "tar_mtgr_ragged_seg_nokv_v2": (
         "block_size, a page length used only by host code building a cache the kernel never "
         "reads (and passed to a call that raises TypeError), is not listed as dropped"
-    ),
-    "tat_pow_dev_int32_print": (
-        "the v-prefix rename npuir_pow -> vpow: the file's own commit (tile-ai/tilelang-ascend "
-        "npuir 812a617) exports no vpow, but nothing in the file says so; the "
-        "tnp_pipelined_reduce class"
     ),
     "tno_copy_simple_dev": (
         "test_copy_implicit_cast_dev.block_L and its dynamic twin, each test's own local read "
@@ -462,12 +429,6 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
         "which tunebot does not evaluate, so that BLOCK_K is tuned: a wrong site for the 3x3 "
         "run (the 1x1 path's literals, reached only under the filter-shape dispatch, are ruled "
         "out: dispatch.py)"
-    ),
-    "tnp_pipelined_reduce": (
-        "the v-prefix rename: the file's own commit (a pull request based before the npuir "
-        "branch's v-aliases) has no vadd / vbrc, but nothing in the file says so; with no NPUIR "
-        "TileLang installed tunebot takes upstream's aliases (an installed TileLang without them "
-        "is read and the rename refused: vprefix.installed_aliases); expectation UNCERTAIN there"
     ),
 }
 

@@ -8,13 +8,18 @@ lists the v-prefixed aliases upstream defines; names upstream aliases without
 a v (gemm, fill, reduce, ...) are not part of this style and are left alone.
 The whole file is renamed in one variant: it is one logical (stylistic) change.
 
-The aliases are not in every TileLang-NPUIR: they came in on the npuir branch in January 2026
-(tile-ai/tilelang-ascend 7ce8b2e), and a kernel written against an older tree (heldout_p
-tnp_pipelined_reduce, a pull request based before it) runs on a TileLang with no `vadd`. The
-file itself does not say which TileLang it runs with, so the one the kernel will run on
-decides: where an NPUIR TileLang is installed, its `tilelang/language/__init__.py` is read (as
-text, never imported) and only the ops it aliases are renamed; where none is, the upstream
-aliases below are taken, as documented.
+The aliases are not in every TileLang-NPUIR: upstream added them in batches on the npuir branch
+of tile-ai/tilelang-ascend, from January to March 2026 (`SINCE` below), and a kernel written
+against an older tree (heldout_p tnp_pipelined_reduce, a pull request based before them) runs
+on a TileLang with no `vadd`. The file itself does not say which TileLang it runs with, so:
+
+- where an NPUIR TileLang is installed, its `tilelang/language/__init__.py` is read (as text,
+  never imported) and only the ops it aliases are renamed;
+- where none is, the file's own calls date its tree: a file that already calls `T.vcmp` runs
+  on a tree at least as new as the batch that added vcmp, so every alias of that batch and the
+  earlier ones exists there, and only those are renamed;
+- where none is and the file calls no v-alias, nothing shows the aliases exist, and the rename
+  is refused: it is style only, so it can gain nothing, and on an older tree it would not run.
 """
 
 from __future__ import annotations
@@ -66,6 +71,32 @@ ALIASES: dict[str, str] = {
     "npuir_verf": "verf",
     "npuir_vtanh": "vtanh",
 }
+
+
+# When upstream (tile-ai/tilelang-ascend, npuir branch) first aliased each npuir_ op as in
+# ALIASES: (date, commit). The batches are ordered by date; a later batch's tree has every
+# earlier alias.
+_BATCHES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("2026-01-19", "7ce8b2e", ("vadd", "vsub", "vmax", "vmul", "vdiv", "vexp", "vbrc", "vcast")),
+    ("2026-01-28", "7e4fe8a", ("vclamp",)),
+    ("2026-02-26", "cfe3a57", ("vabs",)),
+    ("2026-02-28", "24f3f09", ("vcmp",)),
+    ("2026-02-28", "ee6aadf", ("vmin", "vexp2")),
+    (
+        "2026-03-03",
+        "98d8aed",
+        (
+            "vor", "vand", "vxor", "vpow", "vshl", "vshr", "vln", "vlog2", "vrelu", "vsigmoid",
+            "vselect", "vsqrt", "vrsqrt", "vrec", "vnot", "vbitcast", "vcos", "vsin", "verf",
+            "vtanh",
+        ),
+    ),
+)  # fmt: skip
+SINCE: dict[str, int] = {v: i for i, (_, _, names) in enumerate(_BATCHES) for v in names}
+# A v-name that existed before ALIASES' mapping of it: `npuir_vsigmoid as vsigmoid` came on
+# 2026-02-04 (6dd2871), `npuir_sigmoid as vsigmoid` with the March batch. A file calling
+# vsigmoid is dated by the earlier one (the tree may predate the March batch).
+_NAMED_SINCE: dict[str, int] = {**SINCE, "vsigmoid": 1}
 
 
 def _language_aliases(module: cst.Module) -> set[str]:
@@ -140,36 +171,86 @@ def installed_aliases() -> tuple[dict[str, str], str] | None:
 
 def rename(source: str, name: str = "kernel.py") -> Variant | Refusal:
     """Rename every `T.npuir_<op>` that has a v-alias to `T.v<op>`: the aliases the installed
-    NPUIR TileLang defines, else upstream's."""
+    NPUIR TileLang defines; with none installed, the upstream aliases the file's own v-calls
+    show its tree has (refused when it calls none)."""
     here = installed_aliases()
-    aliases, origin = here if here is not None else (ALIASES, "")
-    return _rename(source, name, tuple(sorted(aliases.items())), origin)
+    if here is not None:
+        aliases, origin = here
+        return _rename(source, name, tuple(sorted(aliases.items())), origin)
+    return _rename(source, name, None, "")
+
+
+def _v_calls(module: cst.Module) -> set[str]:
+    """The upstream v-aliases `module` already calls on the name bound to tilelang.language."""
+    language = _language_aliases(module)
+    found: set[str] = set()
+
+    class _Seen(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            value = node.value
+            if node.attr.value in _NAMED_SINCE and (
+                (isinstance(value, cst.Name) and value.value in language)
+                or (isinstance(value, cst.Attribute) and dotted(value) == "T")
+            ):
+                found.add(node.attr.value)
+
+    module.visit(_Seen())
+    return found
+
+
+def _dated(module: cst.Module, wanted: list[str]) -> tuple[dict[str, str], str] | Refusal:
+    """The upstream aliases the tree of `module` has, as its own v-calls date it; `wanted` are
+    the npuir_ ops it calls that upstream aliases."""
+    used = _v_calls(module)
+    if not used:
+        return Refusal(
+            (
+                "no NPUIR TileLang is installed here to read its v-aliases, and the file calls "
+                f"no v-prefixed op itself: nothing shows that the TileLang it runs with has "
+                f"{', '.join(ALIASES[k] for k in wanted) or 'them'} (upstream added them from "
+                "January to March 2026; older trees have none). The rename is style only; run "
+                "tunebot where the kernel's TileLang is installed to have it planned",
+            ),
+            strategy=STRATEGY,
+        )
+    newest = max(_NAMED_SINCE[v] for v in used)
+    date, commit, _ = _BATCHES[newest]
+    aliases = {k: v for k, v in ALIASES.items() if SINCE[v] <= newest}
+    witness = max(sorted(used), key=lambda v: _NAMED_SINCE[v])
+    return aliases, f"the file's own T.{witness} dates its TileLang to {commit} ({date}) or later"
 
 
 @lru_cache(maxsize=256)
 def _rename(
-    source: str, name: str, table: tuple[tuple[str, str], ...], origin: str
+    source: str, name: str, table: tuple[tuple[str, str], ...] | None, origin: str
 ) -> Variant | Refusal:
-    aliases = dict(table)
     try:
         wrapper = parse(source)
     except ParseFailure as exc:
         return Refusal((str(exc),), strategy=STRATEGY)
     module = wrapper.module
+    unaliased = sorted(_Rename(_language_aliases(module), ALIASES).count(module))
+    if not unaliased:
+        return Refusal(
+            ("no T.npuir_<op> call with a v-prefixed alias in the source",), strategy=STRATEGY
+        )
+    if table is None:
+        dated = _dated(module, unaliased)
+        if isinstance(dated, Refusal):
+            return dated
+        aliases, origin = dated
+    else:
+        aliases = dict(table)
     t = _Rename(_language_aliases(module), aliases)
     new_source = module.visit(t).code
     if not t.renamed:
-        unaliased = sorted(_Rename(_language_aliases(module), ALIASES).count(module))
-        if origin and unaliased:
-            return Refusal(
-                (
-                    f"the installed TileLang ({origin}) defines no v-alias for "
-                    f"{', '.join(unaliased)}: renaming would call names it does not have",
-                ),
-                strategy=STRATEGY,
-            )
+        if table is not None:
+            why = f"the installed TileLang ({origin}) defines no v-alias for {', '.join(unaliased)}"
+        else:
+            why = f"{origin}; upstream aliased {', '.join(unaliased)} only later"
         return Refusal(
-            ("no T.npuir_<op> call with a v-prefixed alias in the source",), strategy=STRATEGY
+            (f"{why}: renaming could call names the kernel's TileLang does not have",),
+            strategy=STRATEGY,
         )
     what = ", ".join(f"{k} -> {aliases[k]} (x{n})" for k, n in sorted(t.renamed.items()))
     change = Change(
