@@ -561,3 +561,20 @@ def test_between_promising_parabolas_the_larger_predicted_gain_comes_first():
     seq = _scripted(op, gains, 5)
     assert {s[0] for s in seq[:4]} == {"BLOCK_M", "BLOCK_N"}, seq
     assert seq[4] == ("BLOCK_N", 64, 128), seq
+
+
+def test_a_refused_style_rename_is_listed_with_why_not_dropped_silently():
+    src = (ROOT / "examples" / "tilelang" / "layer_norm" / "layer_norm.py").read_text()
+    op = OpConfig(
+        project="tilelang",
+        name="layer_norm",
+        dir=Path("examples/tilelang/layer_norm"),
+        knobs=(Knob("block_M", "block_size", (4, 8, 16)),),
+    )
+    plan = Planner(op).plan(PlanContext(best_source=src))  # no TileLang installed here
+    listed = [line for line in plan if "not planned: vprefix:" in line]
+    assert len(listed) == 1 and "no NPUIR TileLang is installed" in listed[0], plan
+    assert not any("vprefix" in line and line[:3].strip().rstrip(".").isdigit() for line in plan)
+    # a file with nothing to rename lists nothing for the rename
+    plain = src.replace("T.npuir_", "T.other_")
+    assert not any("vprefix" in line for line in Planner(op).plan(PlanContext(best_source=plain)))

@@ -140,7 +140,7 @@ class VPrefix(_Base):
     """T.npuir_xxx -> T.vxxx, one rename of every aliased call (style only)."""
 
     def once(self, source: str, filename: str) -> Variant | Refusal | None:
-        return vprefix.rename(source, filename) if vprefix.applicable(source) else None
+        return vprefix.offer(source, filename)
 
 
 @dataclass(frozen=True)

@@ -537,7 +537,10 @@ class Planner:
         for sid in strategies:
             entry = catalog.get(sid)
             if entry.applied != "proposer":
-                if STRATEGIES[sid].once(source, f"{self.op.name}.py") is not None:
+                once = STRATEGIES[sid].once(source, f"{self.op.name}.py")
+                if isinstance(once, Refusal):
+                    skipped.extend(f"{sid}: {reason}" for reason in once.reasons)
+                elif once is not None:
                     tier = STYLE_TIER if entry.style_only else ONCE_TIER
                     moves.append(Move(sid, sid, tier, entry.expected_gain, 900 + entry.priority))
                 continue

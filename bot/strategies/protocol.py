@@ -87,4 +87,5 @@ class Strategy(Protocol):
         """`source` with `spec` set to `value`: one change."""
 
     def once(self, source: str, filename: str) -> Variant | Refusal | None:
-        """The strategy's single change of `source`; None when it has none to offer."""
+        """The strategy's single change of `source`; None when it has none to offer; a Refusal
+        when it has one it will not make here (the planner lists it with the reason)."""

@@ -98,6 +98,8 @@ SINCE: dict[str, int] = {v: i for i, (_, _, names) in enumerate(_BATCHES) for v 
 # vsigmoid is dated by the earlier one (the tree may predate the March batch).
 _NAMED_SINCE: dict[str, int] = {**SINCE, "vsigmoid": 1}
 
+NOTHING = "no T.npuir_<op> call with a v-prefixed alias in the source"
+
 
 def _language_aliases(module: cst.Module) -> set[str]:
     """Names bound to tilelang.language (`import tilelang.language as T`, `from tilelang import language as T`)."""
@@ -231,9 +233,7 @@ def _rename(
     module = wrapper.module
     unaliased = sorted(_Rename(_language_aliases(module), ALIASES).count(module))
     if not unaliased:
-        return Refusal(
-            ("no T.npuir_<op> call with a v-prefixed alias in the source",), strategy=STRATEGY
-        )
+        return Refusal((NOTHING,), strategy=STRATEGY)
     if table is None:
         dated = _dated(module, unaliased)
         if isinstance(dated, Refusal):
@@ -265,3 +265,20 @@ def _rename(
 
 def applicable(source: str) -> bool:
     return isinstance(rename(source), Variant)
+
+
+def offer(source: str, name: str = "kernel.py") -> Variant | Refusal | None:
+    """The rename, or why it is not made; None when the file has no upstream-aliased npuir_
+    call (or does not parse: the other strategies say so)."""
+    r = rename(source, name)
+    if isinstance(r, Refusal) and (r.reason == NOTHING or not _parses(source)):
+        return None
+    return r
+
+
+def _parses(source: str) -> bool:
+    try:
+        parse(source)
+    except ParseFailure:
+        return False
+    return True
