@@ -63,3 +63,16 @@ def test_the_list_round_trips_through_opt_log_and_reaches_the_report():
     report = CompletionReport("p", "f", 0, 10.0, 10.0, 0.0, "策略耗尽", "s.", issues=issues)
     assert report.issues.startswith("not planned (2): block_size: block_K")
     assert explain.report_issues([]) == [] and explain.from_stop(None) == []
+
+
+def test_a_refused_single_change_reaches_the_stop_record_s_list():
+    # a v-prefix rename nothing shows the kernel's TileLang can take (none installed here)
+    src = EXPR_STAGES.replace("T.copy(A[cid * block_M], A[cid * block_M])", "T.npuir_add(A, A, A)")
+    lines = explain.not_planned(Planner(op()), PlanContext(best_source=src))
+    assert any(
+        s.startswith("vprefix: no NPUIR TileLang is installed here") and "vadd" in s for s in lines
+    ), lines
+    assert not any(
+        s.startswith("vprefix")
+        for s in explain.not_planned(Planner(op()), PlanContext(best_source=EXPR_STAGES))
+    )

@@ -30,7 +30,8 @@ def not_planned(planner: Planner, ctx: PlanContext) -> list[str]:
     are in the dry run's plan only: they say nothing about this kernel."""
     strategies, _ = planner.allowed(ctx)
     _, dropped = planner.specs(ctx.best_source, strategies)
-    lines = [*dropped, *failed_moves(ctx.history)]
+    refused = planner.once_refused(ctx.best_source, strategies)
+    lines = [*dropped, *refused, *failed_moves(ctx.history)]
     return list(dict.fromkeys(_one_line(s) for s in lines if s.strip()))
 
 

@@ -294,6 +294,16 @@ class Planner:
             ids.append(s.id)
         return ids, skipped
 
+    def once_refused(self, source: str, strategies: list[str]) -> list[str]:
+        """Why each single-change strategy will not make the change it has for this source."""
+        lines: list[str] = []
+        for sid in strategies:
+            if catalog.get(sid).applied != "proposer":
+                once = STRATEGIES[sid].once(source, f"{self.op.name}.py")
+                if isinstance(once, Refusal):
+                    lines.extend(f"{sid}: {reason}" for reason in once.reasons)
+        return lines
+
     def specs(self, source: str, strategies: list[str]) -> tuple[list[KnobSpec], list[str]]:
         """The knobs of this source: tune.yaml's first, then what each strategy finds."""
         specs: list[KnobSpec] = []

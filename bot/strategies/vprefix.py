@@ -9,17 +9,19 @@ a v (gemm, fill, reduce, ...) are not part of this style and are left alone.
 The whole file is renamed in one variant: it is one logical (stylistic) change.
 
 The aliases are not in every TileLang-NPUIR: upstream added them in batches on the npuir branch
-of tile-ai/tilelang-ascend, from January to March 2026 (`SINCE` below), and a kernel written
-against an older tree (heldout_p tnp_pipelined_reduce, a pull request based before them) runs
-on a TileLang with no `vadd`. The file itself does not say which TileLang it runs with, so:
+of tile-ai/tilelang-ascend, from January to March 2026, and pull requests based on older trees
+added some alone. A kernel written against an older tree (heldout_p tnp_pipelined_reduce, a pull
+request based before them) runs on a TileLang with no `vadd`. The file itself does not say which
+TileLang it runs with, so:
 
 - where an NPUIR TileLang is installed, its `tilelang/language/__init__.py` is read (as text,
   never imported) and only the ops it aliases are renamed;
-- where none is, the file's own calls date its tree: a file that already calls `T.vcmp` runs
-  on a tree at least as new as the batch that added vcmp, so every alias of that batch and the
-  earlier ones exists there, and only those are renamed;
-- where none is and the file calls no v-alias, nothing shows the aliases exist, and the rename
-  is refused: it is style only, so it can gain nothing, and on an older tree it would not run.
+- where none is, the file's own v-calls show part of its tree: a file that calls `T.vcmp` runs
+  on a tree with vcmp, and only the aliases every known upstream tree with vcmp also has
+  (`IMPLIED`) are renamed;
+- where none is and the file calls no v-alias, or tests for one by name (`hasattr(T, "vadd")`:
+  written to run without them), nothing shows the aliases exist, and the rename is refused: it
+  is style only, so it can gain nothing, and on an older tree it would not run.
 """
 
 from __future__ import annotations
@@ -73,32 +75,37 @@ ALIASES: dict[str, str] = {
 }
 
 
-# When upstream (tile-ai/tilelang-ascend, npuir branch) first aliased each npuir_ op as in
-# ALIASES: (date, commit). The batches are ordered by date; a later batch's tree has every
-# earlier alias.
-_BATCHES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("2026-01-19", "7ce8b2e", ("vadd", "vsub", "vmax", "vmul", "vdiv", "vexp", "vbrc", "vcast")),
-    ("2026-01-28", "7e4fe8a", ("vclamp",)),
-    ("2026-02-26", "cfe3a57", ("vabs",)),
-    ("2026-02-28", "24f3f09", ("vcmp",)),
-    ("2026-02-28", "ee6aadf", ("vmin", "vexp2")),
-    (
-        "2026-03-03",
-        "98d8aed",
+# v-name -> the npuir_ ops whose ALIASES alias every known upstream tree defining that v-name
+# also defines (scripts/vprefix_implied.py over 311 versions of tilelang/language/__init__.py in
+# the whole history of tile-ai/tilelang-ascend, every fetched pull-request head included, and of
+# 13 other clones: its forks, tilelang-mlir-ascend forks, tile-ai/tilelang; 21 define
+# v-aliases). A tree with vcmp need not have vmin: pull request 524's head added vmin and vexp2
+# on a tree before vcmp. vsigmoid first aliased npuir_vsigmoid.
+_JANUARY: tuple[str, ...] = ("npuir_add", "npuir_brc", "npuir_cast", "npuir_div", "npuir_exp")
+_JANUARY += ("npuir_max", "npuir_mul", "npuir_sub")
+_FEBRUARY = (*_JANUARY, "npuir_clamp", "npuir_abs", "npuir_sigmoid")
+IMPLIED: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("vadd", "vsub", "vmax", "vmul", "vdiv", "vexp", "vbrc", "vcast"), _JANUARY),
+    "vclamp": (*_JANUARY, "npuir_clamp"),
+    "vsigmoid": (*_JANUARY, "npuir_clamp"),
+    "vabs": _FEBRUARY,
+    "vcmp": (*_FEBRUARY, "npuir_cmp"),
+    "vmin": (*_FEBRUARY, "npuir_min", "npuir_exp2"),
+    "vexp2": (*_FEBRUARY, "npuir_min", "npuir_exp2"),
+    "vnot": (*_FEBRUARY, "npuir_not"),
+    **dict.fromkeys(
         (
-            "vor", "vand", "vxor", "vpow", "vshl", "vshr", "vln", "vlog2", "vrelu", "vsigmoid",
-            "vselect", "vsqrt", "vrsqrt", "vrec", "vnot", "vbitcast", "vcos", "vsin", "verf",
-            "vtanh",
+            "vor", "vand", "vxor", "vpow", "vshl", "vshr", "vln", "vlog2", "vrelu", "vselect",
+            "vsqrt", "vrsqrt", "vrec", "vbitcast", "vcos", "vsin", "verf", "vtanh",
         ),
+        tuple(ALIASES),
     ),
-)  # fmt: skip
-SINCE: dict[str, int] = {v: i for i, (_, _, names) in enumerate(_BATCHES) for v in names}
-# A v-name that existed before ALIASES' mapping of it: `npuir_vsigmoid as vsigmoid` came on
-# 2026-02-04 (6dd2871), `npuir_sigmoid as vsigmoid` with the March batch. A file calling
-# vsigmoid is dated by the earlier one (the tree may predate the March batch).
-_NAMED_SINCE: dict[str, int] = {**SINCE, "vsigmoid": 1}
+}  # fmt: skip
+# `hasattr(T, "vadd")`, `getattr(T, "vadd", None)`: the file tests for the alias itself
+_PROBED = re.compile(r"""\b(?:hasattr|getattr)\(\s*[\w.]+\s*,\s*["'](v\w+)["']""")
 
 NOTHING = "no T.npuir_<op> call with a v-prefixed alias in the source"
+UNPARSED = "the source does not parse: "
 
 
 def _language_aliases(module: cst.Module) -> set[str]:
@@ -183,43 +190,51 @@ def rename(source: str, name: str = "kernel.py") -> Variant | Refusal:
 
 
 def _v_calls(module: cst.Module) -> set[str]:
-    """The upstream v-aliases `module` already calls on the name bound to tilelang.language."""
-    language = _language_aliases(module)
+    """The upstream v-aliases `module` calls on TileLang's language module, however bound
+    (`T.vadd(...)`, `tilelang.language.vadd(...)`, `vadd(...)` imported from it)."""
     found: set[str] = set()
 
     class _Seen(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            value = node.value
-            if node.attr.value in _NAMED_SINCE and (
-                (isinstance(value, cst.Name) and value.value in language)
-                or (isinstance(value, cst.Attribute) and dotted(value) == "T")
-            ):
-                found.add(node.attr.value)
+        def visit_Call(self, node: cst.Call) -> None:
+            name = dotted(node.func)
+            if name.startswith("T.") and name[2:] in IMPLIED:
+                found.add(name[2:])
 
     module.visit(_Seen())
     return found
 
 
-def _dated(module: cst.Module, wanted: list[str]) -> tuple[dict[str, str], str] | Refusal:
-    """The upstream aliases the tree of `module` has, as its own v-calls date it; `wanted` are
-    the npuir_ ops it calls that upstream aliases."""
+def _dated(
+    module: cst.Module, source: str, wanted: list[str]
+) -> tuple[dict[str, str], str] | Refusal:
+    """The upstream aliases the tree of `module` has, as its own v-calls show; `wanted` are the
+    npuir_ ops it calls that upstream aliases."""
+    probed = sorted({v for v in _PROBED.findall(_code(source)) if v in IMPLIED})
+    if probed:
+        return Refusal(
+            (
+                f"the file tests for {', '.join(probed)} itself (hasattr / getattr): it is written "
+                "to run on TileLang trees without the v-aliases, and renaming its npuir_ calls "
+                "would break it there (the rename is style only)",
+            ),
+            strategy=STRATEGY,
+        )
     used = _v_calls(module)
     if not used:
         return Refusal(
             (
                 "no NPUIR TileLang is installed here to read its v-aliases, and the file calls "
                 f"no v-prefixed op itself: nothing shows that the TileLang it runs with has "
-                f"{', '.join(ALIASES[k] for k in wanted) or 'them'} (upstream added them from "
-                "January to March 2026; older trees have none). The rename is style only; run "
-                "tunebot where the kernel's TileLang is installed to have it planned",
+                f"{', '.join(ALIASES[k] for k in wanted)} (upstream added them from January to "
+                "March 2026; older trees have none). The rename is style only; run tunebot where "
+                "the kernel's TileLang is installed to have it planned",
             ),
             strategy=STRATEGY,
         )
-    newest = max(_NAMED_SINCE[v] for v in used)
-    date, commit, _ = _BATCHES[newest]
-    aliases = {k: v for k, v in ALIASES.items() if SINCE[v] <= newest}
-    witness = max(sorted(used), key=lambda v: _NAMED_SINCE[v])
-    return aliases, f"the file's own T.{witness} dates its TileLang to {commit} ({date}) or later"
+    have = {k for v in used for k in IMPLIED[v]}
+    aliases = {k: v for k, v in ALIASES.items() if k in have}
+    calls = ", ".join(f"T.{v}" for v in sorted(used))
+    return aliases, f"not every known upstream tree with the file's own {calls} has them"
 
 
 @lru_cache(maxsize=256)
@@ -229,13 +244,13 @@ def _rename(
     try:
         wrapper = parse(source)
     except ParseFailure as exc:
-        return Refusal((str(exc),), strategy=STRATEGY)
+        return Refusal((f"{UNPARSED}{exc}",), strategy=STRATEGY)
     module = wrapper.module
     unaliased = sorted(_Rename(_language_aliases(module), ALIASES).count(module))
     if not unaliased:
         return Refusal((NOTHING,), strategy=STRATEGY)
     if table is None:
-        dated = _dated(module, unaliased)
+        dated = _dated(module, source, unaliased)
         if isinstance(dated, Refusal):
             return dated
         aliases, origin = dated
@@ -247,7 +262,7 @@ def _rename(
         if table is not None:
             why = f"the installed TileLang ({origin}) defines no v-alias for {', '.join(unaliased)}"
         else:
-            why = f"{origin}; upstream aliased {', '.join(unaliased)} only later"
+            why = f"{', '.join(ALIASES[k] for k in unaliased)}: {origin}"
         return Refusal(
             (f"{why}: renaming could call names the kernel's TileLang does not have",),
             strategy=STRATEGY,
@@ -271,14 +286,6 @@ def offer(source: str, name: str = "kernel.py") -> Variant | Refusal | None:
     """The rename, or why it is not made; None when the file has no upstream-aliased npuir_
     call (or does not parse: the other strategies say so)."""
     r = rename(source, name)
-    if isinstance(r, Refusal) and (r.reason == NOTHING or not _parses(source)):
+    if isinstance(r, Refusal) and (r.reason == NOTHING or r.reason.startswith(UNPARSED)):
         return None
     return r
-
-
-def _parses(source: str) -> bool:
-    try:
-        parse(source)
-    except ParseFailure:
-        return False
-    return True
