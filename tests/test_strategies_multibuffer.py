@@ -6,7 +6,14 @@ import libcst as cst
 import pytest
 
 from bot.strategies.base import Refusal, Variant
-from bot.strategies.multibuffer import FLAG, current, default_enabled, developer_mode, set_flag
+from bot.strategies.multibuffer import (
+    FLAG,
+    current,
+    default_enabled,
+    developer_mode,
+    ignored_by_installed,
+    set_flag,
+)
 from bot.strategies.source import changed_lines
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tilelang"
@@ -194,3 +201,30 @@ def test_a_flag_set_by_an_expression_is_not_planned_and_is_listed_with_its_reaso
     two = f'import tilelang\na = {{"{FLAG}": True}}\nb = {{"{FLAG}": False}}\n'
     specs, skipped = Planner(op).specs(two, ["multi_buffer"])
     assert specs == [] and any("set 2 times (lines 2, 3)" in s for s in skipped), skipped
+
+
+def test_an_installed_tilelang_that_never_reads_the_flag_refuses_it(tmp_path, monkeypatch):
+    # jit_npu.py as it was before the flag was read (tile-ai/tilelang-ascend 7ce8b2e): a fixed
+    # compiler option, no pass_configs lookup
+    pkg = tmp_path / "tilelang"
+    (pkg / "jit").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    (pkg / "jit" / "jit_npu.py").write_text(
+        'def _npuir_to_bin():\n    opts = ["--enable-auto-multi-buffer=true"]\n'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    src = kernel("vec_add")
+    for cache in (default_enabled, ignored_by_installed, set_flag):
+        cache.cache_clear()
+    try:
+        r = set_flag(src, False)
+        assert isinstance(r, Refusal) and "never reads npuir.enable_auto_multi_buffer" in r.reason
+        (pkg / "jit" / "jit_npu.py").write_text(
+            'x = cfg.get(\n    "npuir.enable_auto_multi_buffer",\n    True,\n)\n'
+        )
+        for cache in (default_enabled, ignored_by_installed, set_flag):
+            cache.cache_clear()
+        assert isinstance(set_flag(src, False), Variant)  # a tree that reads it: planned
+    finally:
+        for cache in (default_enabled, ignored_by_installed, set_flag):
+            cache.cache_clear()

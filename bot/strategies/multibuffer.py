@@ -108,6 +108,20 @@ def default_enabled() -> tuple[bool, str]:
     )
 
 
+@functools.cache
+def ignored_by_installed() -> str | None:
+    """The installed TileLang-NPUIR's jit/jit_npu.py when it never reads the flag (None when it
+    does, or when none is installed). Trees before tilelang-mlir-ascend 1ba7c74 (2026-05-08,
+    also on tile-ai/tilelang-ascend's npuir branch) pass a fixed `--enable-auto-multi-buffer=true`
+    to the compiler, so there the pass config is never read."""
+    for path, text in installed.tilelang_files("jit/jit_npu.py"):
+        if FLAG in text:
+            return None
+        if "npuir" in text or "auto-multi-buffer" in text:
+            return str(path)
+    return None
+
+
 def _tilelang_names(module: cst.Module) -> tuple[set[str], set[str]]:
     """Names bound to the tilelang module, and names imported from it (`from tilelang import jit`)."""
     modules, members = import_bindings(module, "tilelang")
@@ -282,6 +296,16 @@ def set_flag(source: str, enabled: bool, name: str = "kernel.py") -> Variant | R
                 f'not a TileLang-NPUIR kernel (no target "npuir", npuir pass config or npuir_ op '
                 f"in the file): {FLAG} exists only in the NPUIR compiler, and other Ascend "
                 f"TileLang back ends reject a pass config they do not know",
+            ),
+            strategy=STRATEGY,
+        )
+    ignored = ignored_by_installed()
+    if ignored is not None:
+        return Refusal(
+            (
+                f"the installed TileLang-NPUIR ({ignored}) never reads {FLAG}: its compiler call "
+                "fixes multi-buffering (upstream reads the flag since 2026-05-08, "
+                "tilelang-mlir-ascend 1ba7c74), so setting it would change nothing",
             ),
             strategy=STRATEGY,
         )
