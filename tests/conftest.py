@@ -153,15 +153,22 @@ def third_party_corpus(name: str, probe: str) -> Path | None:
     return None
 
 
-def install_tilelang_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
-    """A TileLang package on sys.path whose `tilelang/language/__init__.py` is `text` (its
-    top-level `__init__` raises: tunebot reads these files as text and must never import them)."""
+def install_tilelang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> Path:
+    """A TileLang package on sys.path holding `files` (path inside the package -> text); its
+    top-level `__init__` raises: tunebot reads these files as text and must never import them."""
     pkg = tmp_path / "tilelang"
-    (pkg / "language").mkdir(parents=True, exist_ok=True)
+    pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
-    (pkg / "language" / "__init__.py").write_text(text)
+    for relative, text in files.items():
+        (pkg / relative).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / relative).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     return pkg
+
+
+def install_tilelang_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
+    """A TileLang package on sys.path whose `tilelang/language/__init__.py` is `text`."""
+    return install_tilelang(tmp_path, monkeypatch, {"language/__init__.py": text})
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from conftest import install_tilelang
 
 from bot.strategies.base import Refusal, Variant
 from bot.strategies.multibuffer import (
@@ -63,13 +64,11 @@ def test_mode_spellings(value, developer):
 
 
 def test_installed_tilelang_default_is_read_not_imported(tmp_path, monkeypatch):
-    pkg = tmp_path / "tilelang"
-    (pkg / "jit").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
-    (pkg / "jit" / "jit_npu.py").write_text(
-        'x = cfg.get(\n    "npuir.enable_auto_multi_buffer",\n    False,\n)\n'
+    install_tilelang(
+        tmp_path,
+        monkeypatch,
+        {"jit/jit_npu.py": 'x = cfg.get(\n    "npuir.enable_auto_multi_buffer",\n    False,\n)\n'},
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
     default_enabled.cache_clear()
     try:
         value, origin = default_enabled()
@@ -206,13 +205,11 @@ def test_a_flag_set_by_an_expression_is_not_planned_and_is_listed_with_its_reaso
 def test_an_installed_tilelang_that_never_reads_the_flag_refuses_it(tmp_path, monkeypatch):
     # jit_npu.py as it was before the flag was read (tile-ai/tilelang-ascend 7ce8b2e): a fixed
     # compiler option, no pass_configs lookup
-    pkg = tmp_path / "tilelang"
-    (pkg / "jit").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
-    (pkg / "jit" / "jit_npu.py").write_text(
-        'def _npuir_to_bin():\n    opts = ["--enable-auto-multi-buffer=true"]\n'
+    pkg = install_tilelang(
+        tmp_path,
+        monkeypatch,
+        {"jit/jit_npu.py": 'def _npuir_to_bin():\n    opts = ["--enable-auto-multi-buffer=true"]\n'},
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
     src = kernel("vec_add")
     for cache in (default_enabled, ignored_by_installed, set_flag):
         cache.cache_clear()

@@ -162,14 +162,18 @@ def test_evidence_reorders_strategies():
     )
 
 
-def test_vprefix_comes_last_on_a_tilelang_kernel(upstream_tilelang):
-    src = (ROOT / "examples" / "tilelang" / "layer_norm" / "layer_norm.py").read_text()
-    op = OpConfig(
+def _layer_norm_op() -> OpConfig:
+    return OpConfig(
         project="tilelang",
         name="layer_norm",
         dir=Path("examples/tilelang/layer_norm"),
         knobs=(Knob("block_M", "block_size", (4, 8, 16)),),
     )
+
+
+def test_vprefix_comes_last_on_a_tilelang_kernel(upstream_tilelang):
+    src = (ROOT / "examples" / "tilelang" / "layer_norm" / "layer_norm.py").read_text()
+    op = _layer_norm_op()
     p = Planner(op)
     plan = [
         line
@@ -565,12 +569,7 @@ def test_between_promising_parabolas_the_larger_predicted_gain_comes_first():
 
 def test_a_refused_style_rename_is_listed_with_why_not_dropped_silently():
     src = (ROOT / "examples" / "tilelang" / "layer_norm" / "layer_norm.py").read_text()
-    op = OpConfig(
-        project="tilelang",
-        name="layer_norm",
-        dir=Path("examples/tilelang/layer_norm"),
-        knobs=(Knob("block_M", "block_size", (4, 8, 16)),),
-    )
+    op = _layer_norm_op()
     plan = Planner(op).plan(PlanContext(best_source=src))  # no TileLang installed here
     listed = [line for line in plan if "not planned: vprefix:" in line]
     assert len(listed) == 1 and "no NPUIR TileLang is installed" in listed[0], plan
