@@ -153,7 +153,9 @@ def third_party_corpus(name: str, probe: str) -> Path | None:
     return None
 
 
-def install_tilelang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> Path:
+def install_tilelang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> Path:
     """A TileLang package on sys.path holding `files` (path inside the package -> text); its
     top-level `__init__` raises: tunebot reads these files as text and must never import them."""
     pkg = tmp_path / "tilelang"

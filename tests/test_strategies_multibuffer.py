@@ -208,7 +208,9 @@ def test_an_installed_tilelang_that_never_reads_the_flag_refuses_it(tmp_path, mo
     pkg = install_tilelang(
         tmp_path,
         monkeypatch,
-        {"jit/jit_npu.py": 'def _npuir_to_bin():\n    opts = ["--enable-auto-multi-buffer=true"]\n'},
+        {
+            "jit/jit_npu.py": 'def _npuir_to_bin():\n    opts = ["--enable-auto-multi-buffer=true"]\n'
+        },
     )
     src = kernel("vec_add")
     for cache in (default_enabled, ignored_by_installed, set_flag):
