@@ -278,10 +278,6 @@ def _rename(
     return make_variant(source, new_source, change, name)
 
 
-def applicable(source: str) -> bool:
-    return isinstance(rename(source), Variant)
-
-
 def offer(source: str, name: str = "kernel.py") -> Variant | Refusal | None:
     """The rename, or why it is not made; None when the file has no upstream-aliased npuir_
     call (or does not parse: the other strategies say so)."""
