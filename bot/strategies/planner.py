@@ -294,15 +294,17 @@ class Planner:
             ids.append(s.id)
         return ids, skipped
 
+    def _onces(self, source: str, strategies: list[str]) -> dict[str, Variant | Refusal | None]:
+        """Each single-change strategy's one change of this source, why not, or None."""
+        return {
+            sid: STRATEGIES[sid].once(source, f"{self.op.name}.py")
+            for sid in strategies
+            if catalog.get(sid).applied != "proposer"
+        }
+
     def once_refused(self, source: str, strategies: list[str]) -> list[str]:
         """Why each single-change strategy will not make the change it has for this source."""
-        lines: list[str] = []
-        for sid in strategies:
-            if catalog.get(sid).applied != "proposer":
-                once = STRATEGIES[sid].once(source, f"{self.op.name}.py")
-                if isinstance(once, Refusal):
-                    lines.extend(f"{sid}: {reason}" for reason in once.reasons)
-        return lines
+        return _refused_lines(self._onces(source, strategies))
 
     def specs(self, source: str, strategies: list[str]) -> tuple[list[KnobSpec], list[str]]:
         """The knobs of this source: tune.yaml's first, then what each strategy finds."""
@@ -544,15 +546,15 @@ class Planner:
                         room=max(0, round(-1000 * level)),
                     ),
                 )
+        onces = self._onces(source, strategies)
+        skipped.extend(_refused_lines(onces))
+        for sid, once in onces.items():
+            if isinstance(once, Variant):
+                entry = catalog.get(sid)
+                tier = STYLE_TIER if entry.style_only else ONCE_TIER
+                moves.append(Move(sid, sid, tier, entry.expected_gain, 900 + entry.priority))
         for sid in strategies:
-            entry = catalog.get(sid)
-            if entry.applied != "proposer":
-                once = STRATEGIES[sid].once(source, f"{self.op.name}.py")
-                if isinstance(once, Refusal):
-                    skipped.extend(f"{sid}: {reason}" for reason in once.reasons)
-                elif once is not None:
-                    tier = STYLE_TIER if entry.style_only else ONCE_TIER
-                    moves.append(Move(sid, sid, tier, entry.expected_gain, 900 + entry.priority))
+            if sid in onces:
                 continue
             mine_p = [a for a in history if a.change.strategy == sid and a.change.knob is None]
             if len(mine_p) >= MAX_PROPOSALS_PER_STRATEGY or any(
@@ -611,3 +613,13 @@ def _seen(ctx: PlanContext) -> set[str]:
         if a.parent_hash:
             seen.add(a.parent_hash)
     return seen
+
+
+def _refused_lines(onces: dict[str, Variant | Refusal | None]) -> list[str]:
+    """One line per reason a single-change strategy gave for not making its change."""
+    return [
+        f"{sid}: {reason}"
+        for sid, once in onces.items()
+        if isinstance(once, Refusal)
+        for reason in once.reasons
+    ]
