@@ -15,8 +15,8 @@ Landscapes:
   the baseline value, valleys between the baseline and the optimum, plateaus, coupled
   knobs and a few points that fail L0. Their source is a module of knob constants; a knob
   whose values include 0 is declared as a count (pipeline_depth), since a block size must
-  be positive. Seeds 0-10799 have been looked at (tuning or one-time held-out runs);
-  seeds 11000 and up are the next held-out family (docs/strategies.md says which sets were looked at, and when).
+  be positive. Seeds 0-11199 have been looked at (tuning or one-time held-out runs);
+  seeds 11200 and up are the next held-out family (docs/strategies.md says which sets were looked at, and when).
 
 Noise: every latency measurement is simulated as a real LatencyResult of `repeats` samples,
 true median x (1 + e_process) x (1 + e_sample). e_process ~ Normal(0, s) with s the
