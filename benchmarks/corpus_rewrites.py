@@ -32,7 +32,10 @@ Users write the same kernel many ways; the corpus holds one spelling of each.
   (`block_M, block_N = 64, 128`), the lines they leave blank; the one rewrite that moves a
   binding, so the expectation's knob lines (and the lines items cite) move with it;
 - kilo: a multiple of 1024 (2048 and up) given as a whole value off the knobs' lines written
-  `8 * 1024`.
+  `8 * 1024`;
+- tabs: every logical line indented with one tab per block level instead of spaces
+  (continuation lines and the text inside strings as they were);
+- crlf: every line ended CR LF (a checkout with `core.autocrlf`), files already so left out.
 
 A rewrite that does not apply to a kernel (no such import, no such binding) skips it. Needs the
 corpus materialised (tests/data/upstream_kernels/README.md); the base run (`none`) is the
@@ -544,6 +547,39 @@ def kilo(src: str, names: set[str], lines: set[int]) -> str | None:
     return _replace_tokens(src, edits) if edits else None
 
 
+def tabs(src: str, names: set[str], lines: set[int]) -> str | None:
+    toks = _tokens(src)
+    if any(t.type == tokenize.INDENT and "\t" in t.string for t in toks):
+        return None  # already tab-indented
+    depth, starts, logical_start = 0, {}, True
+    for t in toks:
+        if t.type == tokenize.INDENT:
+            depth += 1
+        elif t.type == tokenize.DEDENT:
+            depth -= 1
+        elif t.type in (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING, tokenize.ENDMARKER):
+            continue
+        elif t.type == tokenize.NEWLINE:
+            logical_start = True
+        elif logical_start:
+            starts[t.start[0]] = depth
+            logical_start = False
+    rows = src.splitlines(keepends=True)
+    for row, level in starts.items():
+        text = rows[row - 1]
+        body = text.lstrip(" ")
+        if level and len(text) - len(body):
+            rows[row - 1] = "\t" * level + body
+    out = "".join(rows)
+    return out if out != src else None
+
+
+def crlf(src: str, names: set[str], lines: set[int]) -> str | None:
+    if "\r" in src:
+        return None  # already CRLF (or mixed): left as upstream wrote it
+    return src.replace("\n", "\r\n")
+
+
 def none(src: str, names: set[str], lines: set[int]) -> str | None:
     return src
 
@@ -567,6 +603,8 @@ REWRITES: dict[str, Callable[[str, set[str], set[int]], str | None]] = {
         dtype_str,
         tuple_bind,
         kilo,
+        tabs,
+        crlf,
     )
 }
 

@@ -112,6 +112,16 @@ def valid(rule: dict, value: int) -> bool:
     return not (rule.get("even") and value % 2)
 
 
+def does_not_compile(variant: str) -> str | None:
+    """Why a variant's text is not Python the interpreter accepts (None when it is): a variant
+    that cannot even be imported breaks the kernel, whatever line it changed."""
+    try:
+        compile(variant, "<variant>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:  # TabError and IndentationError are SyntaxErrors
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def changed_parent_lines(parent: str, variant: str) -> set[int]:
     """1-based parent lines a variant replaces (an insertion counts as the line it follows)."""
     out: set[int] = set()
@@ -194,6 +204,10 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
 
     def judge_block(v: Variant, name: str) -> None:
         t.produced += 1
+        broken = does_not_compile(v.source)
+        if broken:
+            t.breaking.append(f"{kid}: {v.change.description} ({broken})")
+            return
         lines = changed_parent_lines(src, v.source)
         matches = _by_name(
             name,
@@ -270,6 +284,10 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
                     t.refused += 1
                     continue
                 t.produced += 1
+                broken = does_not_compile(r.source)
+                if broken:
+                    t.breaking.append(f"{kid}: {r.change.description} ({broken})")
+                    continue
                 lines = changed_parent_lines(src, r.source)
                 loop = next((loops[line] for line in lines if line in loops), None)
                 if loop is None or len(lines) != 1:
@@ -285,6 +303,10 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
                 t.refused += 1
                 continue
             t.produced += 1
+            broken = does_not_compile(r.source)
+            if broken:
+                t.breaking.append(f"{kid}: {r.change.description} ({broken})")
+                continue
             lines = changed_parent_lines(src, r.source)
             span = mb.get("edit_lines")
             if current == r.change.new or mb["value"] == r.change.new:
@@ -304,7 +326,10 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
     v = vprefix.rename(src, f"{kid}.py")
     if isinstance(v, Variant):
         t.produced += 1
-        if exp.get("vprefix"):
+        broken = does_not_compile(v.source)
+        if broken:
+            t.breaking.append(f"{kid}: {v.change.description} ({broken})")
+        elif exp.get("vprefix"):
             t.correct += 1
         else:
             t.wrong_site.append(f"{kid}: unexpected {v.change.description}")
