@@ -27,9 +27,12 @@ def get_inputs(seed: int = 0) -> tuple[torch.Tensor]:
 
 
 def reference(img: torch.Tensor) -> torch.Tensor:
-    weight = torch.tensor(
-        [[0.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 0.0]], dtype=torch.float64
-    ).view(1, 1, 3, 3) / 5.0
+    weight = (
+        torch.tensor([[0.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 0.0]], dtype=torch.float64).view(
+            1, 1, 3, 3
+        )
+        / 5.0
+    )
     out = torch.nn.functional.conv2d(img.double()[None, None], weight, padding=1)
     return out[0, 0].float()
 
