@@ -168,3 +168,16 @@ def test_a_moved_binding_moves_the_expectations_knob_and_pipeline_lines():
     assert out["block_size"]["bn"]["line"] == 8
     assert [p["line"] for p in out["pipeline"]] == [8, 20]
     assert exp["block_size"]["bn"]["line"] == 9  # the corpus's own expectation is left alone
+
+
+def test_tabs_and_crlf_change_only_layout():
+    for which in ("tabs", "crlf"):
+        out = cr.REWRITES[which](GEMM, NAMES, LINES)
+        assert out is not None
+        assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(GEMM)), which
+    tabbed = cr.tabs(GEMM, NAMES, LINES)
+    assert tabbed is not None and "\n\t\t" in tabbed
+    assert cr.tabs(tabbed, NAMES, LINES) is None  # already tab-indented
+    crlf = cr.crlf(GEMM, NAMES, LINES)
+    assert crlf is not None and crlf.count("\r\n") == GEMM.count("\n")
+    assert cr.crlf(crlf, NAMES, LINES) is None
