@@ -399,8 +399,7 @@ FIRST_CONTACT_FAILURES: dict[str, str] = {
     ),
     "tar_xattention_paged": (
         "BLOCK_N, the page length of the shared KV cache that also sizes the fixed-address L1 / "
-        "L0 buffers, is planned (16; 32 and 64 grow UB buffers that already overflow on paper "
-        "and are refused) where the expectation drops it (it must equal D); "
+        "L0 buffers, is planned (16, 32, 64) where the expectation drops it (it must equal D); "
         "FLOAT_BLOCK_SIZE (fp32 values per 32-byte block) and BLOCK_N are not listed as dropped"
     ),
     "tar_mtgr_ragged_seg_nokv_v2": (
