@@ -202,11 +202,16 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
     ):
         t.unexplained.append(f"{kid}: the multi_buffer refusal is not listed with its reason")
 
+    def broken(variant: Variant) -> bool:
+        """A produced variant Python does not accept counts as breaking, and nothing more."""
+        why = does_not_compile(variant.source)
+        if why is not None:
+            t.breaking.append(f"{kid}: {variant.change.description} ({why})")
+        return why is not None
+
     def judge_block(v: Variant, name: str) -> None:
         t.produced += 1
-        broken = does_not_compile(v.source)
-        if broken:
-            t.breaking.append(f"{kid}: {v.change.description} ({broken})")
+        if broken(v):
             return
         lines = changed_parent_lines(src, v.source)
         matches = _by_name(
@@ -284,9 +289,7 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
                     t.refused += 1
                     continue
                 t.produced += 1
-                broken = does_not_compile(r.source)
-                if broken:
-                    t.breaking.append(f"{kid}: {r.change.description} ({broken})")
+                if broken(r):
                     continue
                 lines = changed_parent_lines(src, r.source)
                 loop = next((loops[line] for line in lines if line in loops), None)
@@ -303,9 +306,7 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
                 t.refused += 1
                 continue
             t.produced += 1
-            broken = does_not_compile(r.source)
-            if broken:
-                t.breaking.append(f"{kid}: {r.change.description} ({broken})")
+            if broken(r):
                 continue
             lines = changed_parent_lines(src, r.source)
             span = mb.get("edit_lines")
@@ -326,9 +327,8 @@ def judge_kernel(kid: str, every_value: bool = False) -> Tally:
     v = vprefix.rename(src, f"{kid}.py")
     if isinstance(v, Variant):
         t.produced += 1
-        broken = does_not_compile(v.source)
-        if broken:
-            t.breaking.append(f"{kid}: {v.change.description} ({broken})")
+        if broken(v):
+            pass
         elif exp.get("vprefix"):
             t.correct += 1
         else:
