@@ -9,11 +9,13 @@ buffers every call (the allocator's thresholds, page faults, transparent huge pa
 speed depends on where its memory lands can break that assumption: each can run at a speed it
 never has alone.
 
-This script times both ways with the backend's own functions, `--processes` fresh processes
-each: every file alone (`measure_cpu`, the order alternating), then the pair
-(`measure_cpu_pair`, the order alternating), and prints every process's median, the median over
-processes and the gain each way. A gain whose sign differs between the two ways is a kernel the
-pair rule misjudges for a user who runs it alone.
+This script times three ways with the backend's own functions, `--processes` fresh runs each:
+every file alone (`measure_cpu`, the order alternating); the pair as the backend times it now
+(`measure_cpu_pair`: each side in its own child process, the two on one core, the order
+alternating), and the pair with both sides in one process (`isolate=False`, the backend's
+earlier way). It prints every run's median, the median over runs and the gain each way. A gain
+whose sign differs from the "alone" one is a kernel the pair misjudges for a user who runs it
+alone.
 """
 
 from __future__ import annotations
@@ -48,17 +50,19 @@ def main(argv: list[str] | None = None) -> int:
     cwd = args.base.resolve().parent
     alone: dict[str, list[float]] = {"base": [], "candidate": []}
     paired: dict[str, list[float]] = {"base": [], "candidate": []}
+    shared: dict[str, list[float]] = {"base": [], "candidate": []}
     for i in range(args.processes):
         order = ("base", "candidate") if i % 2 == 0 else ("candidate", "base")
         for name in order:
             path = args.base if name == "base" else args.candidate
             alone[name].append(_ms(measure_cpu(path, repeats=args.repeats, cwd=cwd).median_us))
         first, second = (args.base, args.candidate) if i % 2 == 0 else (args.candidate, args.base)
-        ra, rb = measure_cpu_pair(first, second, repeats=args.repeats, cwd=cwd)
-        base, cand = (ra, rb) if i % 2 == 0 else (rb, ra)
-        paired["base"].append(_ms(base.median_us))
-        paired["candidate"].append(_ms(cand.median_us))
-    for label, runs in (("alone", alone), ("paired", paired)):
+        for isolate, runs in ((True, paired), (False, shared)):
+            ra, rb = measure_cpu_pair(first, second, repeats=args.repeats, cwd=cwd, isolate=isolate)
+            base, cand = (ra, rb) if i % 2 == 0 else (rb, ra)
+            runs["base"].append(_ms(base.median_us))
+            runs["candidate"].append(_ms(cand.median_us))
+    for label, runs in (("alone", alone), ("paired", paired), ("shared", shared)):
         b, c = statistics.median(runs["base"]), statistics.median(runs["candidate"])
         print(f"{label:7s} base ms      {' '.join(f'{x:.2f}' for x in runs['base'])}")
         print(f"{label:7s} candidate ms {' '.join(f'{x:.2f}' for x in runs['candidate'])}")

@@ -160,7 +160,10 @@ def test_a_second_tune_of_a_live_op_changes_nothing_of_the_live_run(git_repo):
 @pytest.mark.parametrize(
     "name, verdict",
     [
-        ("forge_clock", "error"),
+        # the cpu backend decides on pairs, a process per side whose clocks are bound before the
+        # variant is imported: the patch does not reach them and the variant is timed honestly
+        # (2.5x slower). A single run with a patched clock is refused: test_fault_kernels.py
+        ("forge_clock", "not_better"),
         ("forge_channel", "error"),
         ("forge_file", "not_better"),
         ("flaky", "fail_l0"),

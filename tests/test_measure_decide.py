@@ -331,7 +331,7 @@ def test_in_one_process_a_loss_takes_one_run_and_a_win_always_two():
         d.better
         and len(win.calls) == 2
         and d.gain == pytest.approx(0.295)
-        and "one process" in d.reason
+        and "side by side" in d.reason
     )
     assert d.details["first"]["in_one_process"]
     fluke = Pairs([0.07, 0.001])  # one pair alone can be off by several percent

@@ -150,8 +150,8 @@ def test_compare_on_the_cpu_backend_times_both_in_one_process(worktree):
     best = ev.latency(base)
     latency, d = ev.compare(base, best, fast, 0.03)
     assert latency.ok and d is not None and d.better and 0.3 < d.gain < 0.7  # half the work
-    assert d.details["first"]["in_one_process"] and "one process" in d.reason
-    assert "alternately with work.py" in latency.notes[-1]
+    assert d.details["first"]["in_one_process"] and "side by side" in d.reason
+    assert "alternately with work.py, each in its own process" in latency.notes[-1]
     # identical files: the rule's false "better" rate is small but not zero (higher on a loaded
     # host), so one A/A call may say better; three calls saying it twice would be a broken rule
     verdicts = [ev.compare(base, best, same, 0.03)[1] for _ in range(3)]

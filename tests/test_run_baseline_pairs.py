@@ -1,5 +1,5 @@
 """On a backend that times pairs (cpu), the baseline's latency is the first comparison's: the
-first pair times the baseline beside the first candidate in one process, so no separate
+first pair times the baseline side by side with the first candidate, so no separate
 measurement comes first. Real repos, real subprocesses, the real Evaluator (counted)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_the_first_pair_times_the_baseline_and_nothing_is_measured_before_it(git
         "nothing is timed alone before the end-of-run re-measure"
     )
     assert base["paired_with"] == {"iteration": 1, "source_hash": first["source_hash"]}
-    assert any("beside iteration 1's candidate" in n for n in base["latency"]["notes"])
+    assert any("side by side with iteration 1's candidate" in n for n in base["latency"]["notes"])
     assert base["latency"]["median_us"] == first["decision"]["details"]["first"]["best_us"]
     assert len(base["latency"]["samples_us"]) == 10  # half of tune.yaml's 21 repeats
     assert outcome.baseline_us == base["latency"]["median_us"]

@@ -61,7 +61,7 @@ class Rule:
     rounds: int = 5
     remeasure_cap: float = 0.10  # first looks >= close_low * this are always re-measured
     fast_z: float = 3.5  # first-look acceptance needs gain >= fast_z * sqrt(2) * spread
-    pair_rounds: int = 2  # rounds when the backend times both variants in one process
+    pair_rounds: int = 2  # rounds when the backend times both variants side by side
     pair_rounds_close: int = 3  # ... when their median gain is under twice the floor
     # ... unless both of the two are beyond the floor and differ by at most this (gain points):
     # in benchmarks/noise.py's recorded runs no A/A or slowed candidate ever had two such pairs
@@ -176,7 +176,7 @@ def interleave(
 ) -> tuple[list[LatencyResult], list[LatencyResult]]:
     """A B, B A, A B, ...: alternating the order cancels a linear drift within each pair.
 
-    With `pair` (a backend that times two variants in one process, call by call), each
+    With `pair` (a backend that times two variants side by side in one run), each
     round is one such run, a first then b first alternately. With `stop_after_losses`,
     stop once more pairs than that were lost by b (b not faster): "better" is then out of
     reach and further pairs would only cost time. A failed run stops too.
@@ -220,7 +220,7 @@ def decide(
     """Apply the rule above; `measure(source)` runs one latency measurement (used to re-measure).
 
     `spread` is the run's between-process spread (SpreadTracker.spread()); None: the prior.
-    `pair(a, b)`, when the backend has one, times both in one process for each re-measure
+    `pair(a, b)`, when the backend has one, times both side by side for each re-measure
     round; the spread between processes then cancels out of the pair's gain.
     """
     floor = rule.noise_floor
@@ -318,7 +318,7 @@ def decide(
     # the median of paired gains shrugs off one pair disturbed by a load spike
     gain2 = statistics.median(round_gains)
     # pairs of separate processes: their gains cannot be surer than the known spread allows
-    # (a few pairs can agree by chance); pairs timed in one process do not carry that spread
+    # (a few pairs can agree by chance); pairs timed side by side do not carry that spread
     if (
         pair is not None
     ):  # each pair's own interval: pooling would add the offsets between processes

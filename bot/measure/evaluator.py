@@ -70,7 +70,7 @@ class Evaluator:
         self.spread = decide_mod.SpreadTracker()
         self._facts: dict = {}  # environment facts a `command` benchmark reported
         # the best's side of the last `compare`'s first pair (backends with `pairs`), else None:
-        # a real measurement of the best, timed in one process beside the candidate
+        # a real measurement of the best, timed side by side with the candidate
         self.paired_best: LatencyResult | None = None
 
     # -- paths and settings ------------------------------------------------
@@ -108,7 +108,7 @@ class Evaluator:
 
     @property
     def pairs(self) -> bool:
-        """Whether `compare` times the best and the candidate in one process (cpu backend)."""
+        """Whether `compare` times the best and the candidate side by side (cpu backend)."""
         return self._impl.pairs
 
     def request(self, cwd: Path, repeats: int | None = None) -> Request:
@@ -237,7 +237,7 @@ class Evaluator:
         return result
 
     def latency_pair(self, a: Path, b: Path) -> tuple[LatencyResult, LatencyResult]:
-        """Both variants timed in one process, call by call alternately (backends with `pairs`).
+        """Both variants timed side by side in one run, in turns (backends with `pairs`).
 
         Each side gets half the op's repeats (at least 5): one pair costs the kernel time of
         one ordinary measurement.
@@ -293,7 +293,7 @@ class Evaluator:
     ) -> tuple[LatencyResult, Decision | None]:
         """Measure a candidate and decide whether it beats the best: (its latency, the decision).
 
-        Backends with `pairs` (cpu): both are timed in one process from the first measurement
+        Backends with `pairs` (cpu): both are timed side by side from the first measurement
         on (`pairs.decide_in_pairs`); the others measure the candidate alone and apply `decide`
         against the best's recorded result (`best`: None only with pairs, which time the best
         anew). No decision when the candidate has no latency. Afterwards `paired_best` holds the

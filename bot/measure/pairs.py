@@ -1,7 +1,7 @@
-"""The cpu backend's comparison: best and candidate timed in pairs in one process.
+"""The cpu backend's comparison: best and candidate timed side by side in pairs.
 
 The single-result rule (a best measured earlier against a fresh candidate) is bot.measure.decide;
-this module is the paired rule that backends able to time two kernels in one process use.
+this module is the paired rule that backends able to time two kernels side by side use.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from bot.measure.types import Decision, LatencyResult
 def decide_in_pairs(
     best_source: Path, candidate_source: Path, pair: MeasurePair, rule: Rule = Rule()
 ) -> tuple[LatencyResult, Decision]:
-    """The cpu backend's comparison: best and candidate timed in one process from the start.
+    """The cpu backend's comparison: best and candidate timed side by side from the start.
 
-    Both sides share the process, core, memory layout and load, so a pair compares like with
-    like (benchmarks/noise.py: the gain of one such pair of identical kernels stays within
+    Both sides share the moment, core and load, each in its own process (runners/forked.py),
+    so a pair compares like with like (benchmarks/noise.py: the gain of one such pair of identical kernels stays within
     +-2 % in 98 % of runs, where two separate processes differ by 5-10 %). Returns the
     candidate's side of the first pair (its recorded latency) and the decision:
 
@@ -73,7 +73,7 @@ def decide_in_pairs(
             floor,
             noise,
             False,
-            f"gain {fmt_gain(gain)} is below the threshold {floor * 100:.1f}% (timed in one process)",
+            f"gain {fmt_gain(gain)} is below the threshold {floor * 100:.1f}% (timed side by side)",
             ra.median_us,
             rb.median_us,
             {"first": first},
@@ -121,17 +121,17 @@ def decide_in_pairs(
     better = complete and short == 0 and gain2 >= threshold2 and not suspect
     pairs = f"{len(round_gains) - short} of {len(round_gains)} pairs"
     if suspect:
-        reason = f"pairs in one process: suspect (down-clocked) samples; gain {fmt_gain(gain2)} not trusted"
+        reason = f"pairs side by side: suspect (down-clocked) samples; gain {fmt_gain(gain2)} not trusted"
     elif better:
         reason = (
-            f"pairs in one process: gain {fmt_gain(gain2)} >= threshold {threshold2 * 100:.1f}%, "
+            f"pairs side by side: gain {fmt_gain(gain2)} >= threshold {threshold2 * 100:.1f}%, "
             f"beyond the floor in {pairs}"
         )
     elif short or not complete:
-        reason = f"pairs in one process: gain {fmt_gain(gain2)}, beyond the {floor * 100:.1f}% floor in only {pairs}"
+        reason = f"pairs side by side: gain {fmt_gain(gain2)}, beyond the {floor * 100:.1f}% floor in only {pairs}"
     else:
         reason = (
-            f"pairs in one process: gain {fmt_gain(gain2)} < threshold "
+            f"pairs side by side: gain {fmt_gain(gain2)} < threshold "
             f"{threshold2 * 100:.1f}% (the pairs disagree)"
         )
     details = {

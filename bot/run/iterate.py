@@ -58,7 +58,7 @@ def measure_baseline(run: OpRun, evaluator: Evaluator) -> None:
     """L0 of the start source, then its latency, recorded (the `baseline` record).
 
     On a backend that times pairs (cpu), the latency waits for the first comparison: every
-    decision times the best beside the candidate in one process, so the first pair measures
+    decision times the best side by side with the candidate, so the first pair measures
     the baseline anyway, at no extra cost; a separate measurement first would cost one
     measurement and decide nothing. It is timed alone on other backends and when no pair comes
     first (`settle_baseline`). A baseline the first pair finds at or under the target stops the
@@ -103,8 +103,8 @@ def settle_baseline(
             latency,
             notes=[
                 *latency.notes,
-                f"timed in one process beside iteration {paired[0]}'s candidate, call by call "
-                "alternately (the first pair of its decision), half the repeats",
+                f"timed side by side with iteration {paired[0]}'s candidate, in turns "
+                "(the first pair of its decision), half the repeats",
                 *(
                     ["that candidate is not recorded: the baseline already meets the target"]
                     if met
@@ -288,7 +288,7 @@ def _run_iteration(
     decision: Decision | None = None
     paired = False
     if accuracy.passed:
-        # and deciding: on the cpu backend both run as pairs in one process (the first pair
+        # and deciding: on the cpu backend both run as pairs side by side (the first pair
         # also times a pending baseline: its phase says so)
         phase(run, "timing" if run.pending_baseline is None else "baseline timing", n)
         latency, decision = evaluator.compare(
@@ -441,7 +441,7 @@ def _remeasure_baseline(
     _materialize(run, partner.path, _committed(run, partner.sha, partner.path))
     latency, _ = evaluator.latency_pair(base, run.worktree / partner.path)
     latency.notes.append(
-        f"timed as at the start: in one process beside iteration {partner.n}'s candidate"
+        f"timed as at the start: side by side with iteration {partner.n}'s candidate"
     )
     return latency, True
 

@@ -34,7 +34,7 @@ from bot.run.target import Resolved, op_config_at, repo_config_at
 @dataclass
 class PendingBaseline:
     """A baseline that passed L0 and waits for its latency (bot/run/iterate.py): on backends that
-    time pairs, the first comparison times it beside the first candidate, in one process."""
+    time pairs, the first comparison times it side by side with the first candidate."""
 
     path: str  # repo-relative path of the baseline source
     note: str | None  # where the start source came from (delivery.start_source)

@@ -135,7 +135,7 @@ class Baseline(Record):
     accuracy: dict[str, Any] | None = None
     latency: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None
-    # when the latency was timed in one process beside the first candidate (the first pair of
+    # when the latency was timed side by side with the first candidate (the first pair of
     # its decision): that iteration's number and source hash; {} when timed alone
     paired_with: dict[str, Any] = field(default_factory=dict, metadata={OMIT_EMPTY: True})
 

@@ -335,7 +335,7 @@ def _apply_iteration(state: RunState, rec: rec_mod.Iteration) -> None:
         previous = state.best_us
         in_one_process = ((decision.get("details") or {}).get("first") or {}).get("in_one_process")
         if in_one_process and previous and decision.get("best_us") and decision.get("candidate_us"):
-            # timed beside the best in one process: the ratio is what was measured; chaining it onto the
+            # timed side by side with the best: the ratio is what was measured; chaining it onto the
             # best's figure keeps the run's figures on one scale (two processes differ by 5-10 %)
             best.median_us = previous * decision["candidate_us"] / decision["best_us"]
         elif decision.get("candidate_us"):

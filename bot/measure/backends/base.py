@@ -46,7 +46,7 @@ class Backend(Protocol):
     memory_kind: Literal["as", "data"]  # RLIMIT_AS, or the data segment (GPU drivers map much)
     device: DeviceKind  # what the environment record probes for the device name
     auto_rank: int  # `latency.backend: auto` picks the available one ranked highest; 0: never
-    pairs: bool  # can time two variants in one process (`measure_pair`)
+    pairs: bool  # can time two variants side by side in one run (`measure_pair`)
     # latency keys it cannot run without: (key, problem, fix) for config validation's message
     requires: tuple[tuple[str, str, str], ...]
 
@@ -61,7 +61,7 @@ class Backend(Protocol):
     def measure_pair(
         self, a: Path, b: Path, request: Request
     ) -> tuple[LatencyResult, LatencyResult]:
-        """`a` and `b` timed in one process, call by call alternately (only when `pairs`)."""
+        """`a` and `b` timed side by side in one run, in alternating turns (only when `pairs`)."""
         ...
 
 
@@ -74,4 +74,4 @@ class OneVariantPerProcess:
     def measure_pair(
         self, a: Path, b: Path, request: Request
     ) -> tuple[LatencyResult, LatencyResult]:
-        raise MeasureError(f"the {self.name} backend cannot time two variants in one process")
+        raise MeasureError(f"the {self.name} backend cannot time two variants side by side")

@@ -96,10 +96,14 @@ def measure_cpu_pair(
     seed: int = 0,
     clock: str = "cpu",
     threads: int = 1,
+    isolate: bool = True,
 ) -> tuple[LatencyResult, LatencyResult]:
-    """Time a and b in one fresh process, call by call alternately; one result per side.
+    """Time a and b call by call alternately in one fresh run; one result per side.
 
-    A failed run gives the same failure for both sides.
+    With `isolate` (the default) each side runs in its own child process, the two pinned to
+    one core (runners/forked.py); without it both share one process, where a kernel can change
+    the other's speed (benchmarks/pair_interference.py compares the two). A failed run gives
+    the same failure for both sides.
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
@@ -122,6 +126,8 @@ def measure_cpu_pair(
         "--threads",
         str(threads),
     ]
+    if not isolate:
+        args.append("--one-process")
     run, payload = run_runner(
         "cpu", args, cwd or a.parent, timeout_s, a, memory_limit_mb, extra_paths=[b.parent]
     )
@@ -131,8 +137,7 @@ def measure_cpu_pair(
             message = "the cpu runner wrote no samples"
         failure = from_failure(NAME, run, message)
         return failure, failure
-    both = list(payload.get("samples_us") or []) + list(payload.get("b_samples_us") or [])
-    forged = implausible_samples(both, 2 * repeats, phase_seconds(run, "timing"), exact=True)
+    forged = _implausible_pair(payload, repeats, phase_seconds(run, "timing"))
     if forged:
         run.reason = f"the runner's result is not credible: {forged}"
         failure = from_failure(NAME, run)
@@ -140,11 +145,49 @@ def measure_cpu_pair(
     side_b = dict(
         payload, samples_us=payload["b_samples_us"], cpu_samples_us=payload.get("b_cpu_samples_us")
     )
-    note = "timed in one process alternately with {}"
+    note = (
+        "timed alternately with {}, each in its own process on one core"
+        if payload.get("isolated")
+        else "timed in one process alternately with {}"
+    )
     return (
         _result(payload, note.format(b.name), clock, run, warmup, repeats),
         _result(side_b, note.format(a.name), clock, run, warmup, repeats),
     )
+
+
+def _implausible_pair(payload: dict, repeats: int, phase_s: float | None) -> str | None:
+    """Why a pair's samples cannot be what was measured, or None.
+
+    Both sides together must fit the timed phase. A forked pair (runners/forked.py) also
+    carries the parent's own clock of every call's round trip and of an empty round trip
+    (`ping_us`): each side's samples must fit its round trips, and account for most of them
+    once the messaging is taken off, so a child cannot report times its calls did not take.
+    """
+    both = list(payload.get("samples_us") or []) + list(payload.get("b_samples_us") or [])
+    if not payload.get("isolated"):
+        return implausible_samples(both, 2 * repeats, phase_s, exact=True)
+    forged = implausible_samples(both, 2 * repeats, phase_s, exact=False)
+    if forged:
+        return forged
+    pings = payload.get("ping_us")
+    if not (isinstance(pings, list) and len(pings) == 2):
+        return "the pair's round-trip figures are missing"
+    for side, (key, trips_key) in enumerate(
+        (("samples_us", "roundtrip_us"), ("b_samples_us", "b_roundtrip_us"))
+    ):
+        trips = payload.get(trips_key)
+        if (
+            not isinstance(trips, list)
+            or implausible_samples(trips, repeats, None, exact=False)
+            or not isinstance(pings[side], (int, float))
+        ):
+            return "the pair's round-trip figures are missing"
+        loop_s = max(0.0, sum(trips) - repeats * max(0.0, float(pings[side]))) / 1e6
+        forged = implausible_samples(payload[key], repeats, loop_s, exact=True)
+        if forged:
+            return f"side {'ab'[side]}: {forged}"
+    return None
 
 
 def _result(
@@ -182,7 +225,7 @@ def _result(
 
 
 class CpuBackend:
-    """Process CPU time per entry call in a fresh interpreter; pairs in one process."""
+    """Process CPU time per entry call in a fresh interpreter; pairs side by side, a process each."""
 
     name = NAME
     memory_kind: Literal["as", "data"] = "as"

@@ -90,6 +90,10 @@ class Channel:
     def __init__(self, fd: int, nonce: str) -> None:
         self._fd, self._nonce = fd, nonce
 
+    @property
+    def fd(self) -> int:
+        return self._fd
+
     def send(self, kind: str, data: object = None) -> None:
         line = (
             json.dumps({"n": self._nonce, "k": kind, "d": data}, allow_nan=False).encode() + b"\n"

@@ -9,10 +9,16 @@ kernel's work on one core rather than a sum over helper threads that spin while 
 wait for a descheduled peer. The OS threads the process had while timing are counted and
 reported, so a kernel that starts its own threads is visible in the record.
 
-With `--source-b`, the runner imports a second variant beside the first and alternates
-their calls (a b, b a, ...): both see the same process, core, memory layout and load, so
-their ratio is far steadier than that of two processes (benchmarks/noise.py). The decision
-rule's re-measure uses this pair mode.
+With `--source-b`, the runner times two variants alternately, in turns of `--block` calls, so
+that both see the same moments, core and load, and their ratio is far steadier than that of
+two separate runs (benchmarks/noise.py). Each side runs in its own child process, forked
+before any variant is imported and pinned with its sibling to one core (runners/forked.py):
+the two kernels cannot change each other's speed through the interpreter, the allocator or
+memory they share (a kernel that allocates large buffers each call ran at twice its own time
+beside another in one process: docs/measurement.md, "pairs"). The parent never imports a
+variant; it orders the calls, times each round trip with its own clock and reports. With
+`--one-process`, or where `os.fork` does not exist, both variants share this process and
+alternate call by call. The decision rule's re-measure uses this pair mode.
 
 Prints nothing of its own on stdout (the kernel may); the samples go to the parent's result
 channel (runners/common.py). The clocks are bound before the variant is imported, so a variant
@@ -28,8 +34,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bot.measure.runners.common import (
+    Channel,
     OpContractError,
     attribute,
     base_parser,
@@ -41,6 +49,7 @@ from bot.measure.runners.common import (
     parse_args,
     write_result,
 )
+from bot.measure.runners.forked import PairBroken, time_pair_forked
 
 _clock = (
     time.perf_counter_ns
@@ -134,6 +143,34 @@ def time_pair(
     return out
 
 
+def _make_timed(
+    clock: Callable[[], int] = _clock, cpu_clock: Callable[[], int] = _cpu_clock
+) -> Callable[[Callable[..., Any], tuple], tuple[float, float]]:
+    """One timed call; the clocks are bound here, before any variant is imported."""
+
+    def timed(fn: Callable[..., Any], inputs: tuple) -> tuple[float, float]:
+        c0 = cpu_clock()
+        t0 = clock()
+        fn(*inputs)
+        t1 = clock()
+        c1 = cpu_clock()
+        return (t1 - t0) / 1000.0, (c1 - c0) / 1000.0
+
+    return timed
+
+
+def _torch_threads(threads: int) -> None:
+    """torch may have read the thread variables before us in an odd setup; tell it too."""
+    try:
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is not None and threads > 0:
+            torch.set_num_threads(threads)
+    except Exception:  # noqa: BLE001 - a torch without threading controls keeps its default
+        pass
+
+
 def main() -> None:
     p = base_parser(__doc__)
     p.add_argument("--warmup", type=int, default=5)
@@ -144,8 +181,39 @@ def main() -> None:
     p.add_argument(
         "--source-b", type=Path, help="a second variant, timed alternately with --source"
     )
+    p.add_argument(
+        "--block",
+        type=int,
+        default=5,
+        help="timed calls per turn of a pair's side (runners/forked.py); 1 alternates every call",
+    )
+    p.add_argument(
+        "--one-process",
+        action="store_true",
+        help="time both variants of a pair in this process (the default forks one child per side)",
+    )
     args = parse_args(p)
     pin_threads(args.threads)
+    if args.source_b is not None and hasattr(os, "fork") and not args.one_process:
+        channel_fd = [args.result.fd] if isinstance(args.result, Channel) else []
+        try:
+            payload = time_pair_forked(
+                args,
+                block=args.block,
+                pinned=args.threads == 1,
+                timed=_make_timed(),
+                prepare=lambda: _torch_threads(args.threads),
+                os_threads=os_threads,
+                clock=_clock,
+                started=lambda: mark(args.result, "timing"),
+                keep_closed=channel_fd,
+            )
+        except OpContractError as exc:
+            fail_contract(args.result, exc)
+        except PairBroken as exc:
+            write_result(args.result, {"error": str(exc)}, 1)
+        write_result(args.result, dict(payload, pinned_threads=args.threads))
+        return
     fn, inputs = load_entry(args, "the timed entry")
     if args.source_b is not None:
         try:
@@ -168,17 +236,11 @@ def main() -> None:
                 "b_cpu_samples_us": s["b_cpu"],
                 "threads": os_threads(),
                 "pinned_threads": args.threads,
+                "isolated": False,
             },
         )
         return
-    try:  # torch may have read the variables before us in an odd setup; tell it too
-        import sys
-
-        torch = sys.modules.get("torch")
-        if torch is not None and args.threads > 0:
-            torch.set_num_threads(args.threads)
-    except Exception:  # noqa: BLE001 - a torch without threading controls keeps its default
-        pass
+    _torch_threads(args.threads)
     wall, cpu, threads = time_calls(
         fn, inputs, args.warmup, args.repeats, lambda: mark(args.result, "timing")
     )
