@@ -10,9 +10,12 @@ Each run is `python -m bot tune <op> --json` (the CLI, real subprocesses, the cp
 fresh copy of a temporary git repository holding the ops. Conditions alternate run by run so
 that other work on the host hits both alike. A run's "gain found" is judged on the variant it
 delivered, not on its own claim: after all runs, with no busy loop, every delivered variant is
-timed against the baseline in one process per round (`measure_cpu_pair`, `--reference-rounds`
-rounds, the order alternating), and its gain is the median over rounds. The runs' own claims,
-stop reasons and the smallest detectable gain their reports state are kept beside it.
+timed against the baseline side by side per round (`measure_cpu_pair`: a process per side,
+`--reference-rounds` rounds, the order alternating), and its gain is the median over rounds.
+Beside it, the "alone" gain times each file by itself in a fresh process per round
+(`measure_cpu`, the order alternating), as a user who runs the kernel sees it; the two should
+agree (docs/measurement.md, *Pairs, side by side*). The runs' own claims, stop reasons and the
+smallest detectable gain their reports state are kept beside them.
 
     python benchmarks/loaded_tune.py                               # every op, 3 runs per condition
     python benchmarks/loaded_tune.py --ops unseen/softmax,demo/attention --runs 1 --max-iters 6
@@ -42,7 +45,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.measure.backends.cpu import measure_cpu_pair  # noqa: E402
+from bot.measure.backends.cpu import measure_cpu, measure_cpu_pair  # noqa: E402
+from bot.measure.types import LatencyResult  # noqa: E402
 
 UNSEEN = ROOT / "benchmarks" / "loaded_ops"
 DEFAULT_OPS = (
@@ -157,8 +161,14 @@ def tune(template: Path, work: Path, op: str, max_iters: int, busy: bool) -> dic
     }
 
 
+def _median(result: LatencyResult) -> float:
+    if result.median_us is None:
+        raise SystemExit(f"a reference measurement has no median: {result.notes}")
+    return result.median_us
+
+
 def reference_gain(op: str, delivered: str, rounds: int, work: Path) -> dict:
-    """The delivered variant against the baseline, timed together in one process per round."""
+    """The delivered variant against the baseline: side by side per round, and each alone."""
     name = op.split("/")[1]
     folder = work / "reference"
     shutil.rmtree(folder, ignore_errors=True)
@@ -168,16 +178,28 @@ def reference_gain(op: str, delivered: str, rounds: int, work: Path) -> dict:
     best = folder / f"{name}_delivered.py"
     best.write_text(delivered, encoding="utf-8")
     if best.read_bytes() == baseline.read_bytes():
-        return {"gain": 0.0, "rounds": [], "identical": True}
-    ratios = []
+        return {"gain": 0.0, "rounds": [], "alone_gain": 0.0, "alone_rounds": [], "identical": True}
+    ratios, alone = [], []
     for r in range(rounds):
         first, second = (baseline, best) if r % 2 == 0 else (best, baseline)
         ra, rb = measure_cpu_pair(first, second, warmup=5, repeats=20, timeout_s=600)
         if not (ra.ok and rb.ok):
             raise SystemExit(f"{op}: reference measurement failed: {ra.notes} {ra.tail[-500:]}")
         base_r, best_r = (ra, rb) if first == baseline else (rb, ra)
-        ratios.append(best_r.median_us / base_r.median_us)
-    return {"gain": 1 - statistics.median(ratios), "rounds": ratios, "identical": False}
+        ratios.append(_median(best_r) / _median(base_r))
+        solo = {
+            path: measure_cpu(path, warmup=5, repeats=20, timeout_s=600) for path in (first, second)
+        }
+        if not all(r.ok for r in solo.values()):
+            raise SystemExit(f"{op}: reference measurement alone failed")
+        alone.append(_median(solo[best]) / _median(solo[baseline]))
+    return {
+        "gain": 1 - statistics.median(ratios),
+        "rounds": ratios,
+        "alone_gain": 1 - statistics.median(alone),
+        "alone_rounds": alone,
+        "identical": False,
+    }
 
 
 def summarize(runs: list[dict], ops: list[str]) -> dict:
@@ -187,7 +209,9 @@ def summarize(runs: list[dict], ops: list[str]) -> dict:
         for condition in ("quiet", "busy1"):
             mine = [r for r in runs if r["op"] == op and r["condition"] == condition]
             gains = [r["reference_gain"] for r in mine]
+            alone = [r["alone_gain"] for r in mine if r.get("alone_gain") is not None]
             row[condition] = {
+                "alone_gain_median": statistics.median(alone) if alone else None,
                 "runs": len(mine),
                 "gain_median": statistics.median(gains) if gains else None,
                 "gain_min": min(gains) if gains else None,
@@ -269,6 +293,8 @@ def main() -> None:
                 )
             run["reference_gain"] = cache[key]["gain"]
             run["reference_rounds"] = cache[key]["rounds"]
+            run["alone_gain"] = cache[key]["alone_gain"]
+            run["alone_rounds"] = cache[key]["alone_rounds"]
     for run in runs:
         del run["delivered"]
     table = summarize(runs, ops)
@@ -282,7 +308,7 @@ def main() -> None:
     }
     header = (
         f"{'op':<18}{'quiet gain':>11}{'busy gain':>11}{'ratio':>7}{'goal':>6}"
-        f"{'claimed q/b %':>16}{'detectable q/b %':>19}{'iters q/b':>11}"
+        f"{'alone q/b %':>14}{'claimed q/b %':>16}{'detectable q/b %':>19}{'iters q/b':>11}"
     )
     print(header)
     for op, row in table.items():
@@ -294,10 +320,15 @@ def main() -> None:
         def num(x: float | None) -> str:
             return "—" if x is None else f"{x:.1f}"
 
+        def alone_pct(side: dict) -> str:
+            x = side["alone_gain_median"]
+            return "—" if x is None else f"{100 * x:.1f}"
+
         ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}"
         print(
             f"{op:<18}{pct(q['gain_median']):>11}{pct(b['gain_median']):>11}{ratio:>7}"
             f"{'n/a' if row['goal_met'] is None else 'yes' if row['goal_met'] else 'NO':>6}"
+            f"{alone_pct(q) + ' / ' + alone_pct(b):>14}"
             f"{num(q['claimed_median_pct']) + ' / ' + num(b['claimed_median_pct']):>16}"
             f"{num(q['detectable_median_pct']) + ' / ' + num(b['detectable_median_pct']):>19}"
             f"{num(q['iterations_median']) + ' / ' + num(b['iterations_median']):>11}"

@@ -97,3 +97,15 @@ def test_the_goal_is_eighty_percent_of_the_quiet_gain_on_the_medians():
     assert not table["b"]["goal_met"]
     assert table["c"]["ratio"] is None and table["c"]["goal_met"] is None
     assert table["a"]["quiet"]["detectable_median_pct"] == 3.0
+
+
+def test_the_alone_gain_is_summarized_beside_the_paired_one(tmp_path):
+    runs = [dict(run("a", "quiet", g), alone_gain=x) for g, x in ((0.4, 0.35), (0.5, 0.2))]
+    runs += [dict(run("a", "busy1", 0.3), alone_gain=None)]  # an older record without it
+    table = bench.summarize(runs, ["a"])
+    assert table["a"]["quiet"]["alone_gain_median"] == pytest.approx(0.275)
+    assert table["a"]["busy1"]["alone_gain_median"] is None
+    # a delivered variant identical to the baseline is not measured at all
+    text = (bench.op_dir("unseen/softmax") / "softmax.py").read_text()
+    same = bench.reference_gain("unseen/softmax", text, 3, tmp_path)
+    assert same["identical"] and same["alone_gain"] == 0.0 and same["alone_rounds"] == []

@@ -10,6 +10,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
+
 from bot.measure.backends.cpu import _implausible_pair, measure_cpu, measure_cpu_pair
 from tests.test_fault_kernels import HOSTILE, marked_processes
 
@@ -63,6 +65,8 @@ def test_one_side_cannot_change_the_other_sides_speed(tmp_path):
     assert isolated.median_us < 1.6 * alone.median_us, (isolated.median_us, alone.median_us)
     assert "each in its own process on one core" in isolated.notes[-1]
     assert "in one process" in shared.notes[-1]
+    assert isolated.extra["isolated"] is True and shared.extra["isolated"] is False
+    assert "isolated" not in alone.extra
 
 
 def test_each_side_keeps_its_own_figures_and_round_trips(tmp_path):
@@ -171,3 +175,106 @@ def test_turns_are_fair_and_complete():
         # each side runs first in as many turns as the other, give or take one
         firsts = [order[i] for i in range(len(order)) if i == 0 or order[i] != order[i - 1]]
         assert abs(firsts.count("a") - firsts.count("b")) <= 1
+
+
+FORGER = """\
+import gc
+import json
+import os
+import signal
+
+FORGED = {{"samples_us": [1.0] * 5, "cpu_samples_us": [1.0] * 5, "b_samples_us": [1.0] * 5,
+          "b_cpu_samples_us": [1.0] * 5, "threads": 1, "pinned_threads": 1}}
+
+
+def _forge():
+    # the runner's channel object was copied into this child by fork: its nonce and descriptor
+    channel = next(o for o in gc.get_objects() if type(o).__name__ == "Channel")
+    line = json.dumps({{"n": channel._nonce, "k": "result", "d": FORGED}}) + "\\n"
+    fd = os.open(f"/proc/{{os.getppid()}}/fd/{{channel.fd}}", os.O_WRONLY)
+    os.write(fd, line.encode())
+    if {kill}:
+        os.kill(os.getppid(), signal.SIGKILL)
+
+
+_forge()
+
+
+def get_inputs(seed=0):
+    return ()
+
+
+def kernel():
+    return sum(range(20000))
+"""
+
+
+@pytest.mark.parametrize("kill", [False, True])
+def test_a_result_forged_through_proc_is_refused(tmp_path, kill):
+    """The threat model's residual route: a side reaches the runner's result channel through
+    /proc/<runner>/fd with the nonce it finds in its own memory. By hand: the runner's own result
+    makes two on the channel, or the runner is dead; either way no figure comes out."""
+    forger = tmp_path / "forger.py"
+    forger.write_text(FORGER.format(kill=kill))
+    a, b = measure_cpu_pair(KERNELS / "work.py", forger, warmup=0, repeats=5, timeout_s=60)
+    assert a.status == b.status == "error"
+    assert not b.samples_us and not a.samples_us
+    # the forgery reached the channel (or killed the runner): the route is real, and refused
+    expected = "killed by SIGKILL" if kill else "2 results on the channel"
+    assert expected in " ".join(b.notes), b.notes
+
+
+def test_a_library_both_sides_import_is_loaded_once_but_never_from_a_variants_folder(tmp_path):
+    from bot.measure.runners.forked import top_level_imports
+
+    # by hand: a `torch.py` beside the variants shadows the library; the parent must not run it
+    log = tmp_path / "imports.log"
+    (tmp_path / "torch.py").write_text(
+        "import os, sys\n"
+        f"with open({str(log)!r}, 'a') as f:\n"
+        "    f.write(str(any(k.startswith('tunebot_variant') for k in sys.modules)) + '\\n')\n"
+    )
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(
+            "import torch\n\ndef get_inputs(seed=0):\n    return ()\n\n"
+            "def kernel():\n    return sum(range(1000))\n"
+        )
+    a, b = measure_cpu_pair(tmp_path / "a.py", tmp_path / "b.py", warmup=0, repeats=3)
+    assert a.ok and b.ok
+    # imported twice, once by each side's child while loading its variant; never by the parent
+    assert log.read_text().split() == ["True", "True"]
+    assert top_level_imports(tmp_path / "a.py") == {"torch"}
+    (tmp_path / "c.py").write_text("import numpy\nfrom torch import nn\nfrom . import x\n")
+    assert top_level_imports(tmp_path / "c.py") == {"numpy", "torch"}
+
+
+def test_preload_takes_a_library_only_from_outside_the_variants_folders(tmp_path, monkeypatch):
+    import sys
+
+    from bot.measure.runners.forked import preload, top_level_imports
+
+    op, lib = tmp_path / "op", tmp_path / "lib"
+    op.mkdir()
+    lib.mkdir()
+    for folder in (op, lib):
+        (folder / "tunebot_fakelib.py").write_text(f"WHERE = {folder.name!r}\n")
+    for name in ("a.py", "b.py"):
+        (op / name).write_text("import tunebot_fakelib\n")
+    (op / "c.py").write_text("import os\n")
+    monkeypatch.chdir(op)  # the runner's working directory is the op's folder
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.syspath_prepend(str(op))  # the variant's folder first, as in the runner
+    sources = [op / "a.py", op / "b.py"]
+    names = ("tunebot_fakelib",)
+    try:
+        assert preload(sources, top_level_imports, names) == []  # the op's own file: refused
+        assert "tunebot_fakelib" not in sys.modules
+        (tmp_path / "elsewhere").mkdir()
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        sys.path.remove(str(op))
+        assert preload(sources, top_level_imports, names) == ["tunebot_fakelib"]
+        assert sys.modules["tunebot_fakelib"].WHERE == "lib"
+        # a library only one side imports is left to that side
+        assert preload([op / "a.py", op / "c.py"], top_level_imports, names) == []
+    finally:
+        sys.modules.pop("tunebot_fakelib", None)

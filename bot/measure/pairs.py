@@ -64,7 +64,7 @@ def decide_in_pairs(
         "threshold": floor,
         "best_us": ra.median_us,
         "candidate_us": rb.median_us,
-        "in_one_process": True,
+        "in_one_process": True,  # timed side by side in one run (the key predates a process per side)
     }
     if gain < rule.close_low * floor:
         return rb, Decision(

@@ -218,6 +218,8 @@ def _result(
         "pinned_threads": payload.get("pinned_threads"),
         "wall": wall_summary,
     }
+    if "isolated" in payload:  # a pair: each side in its own process, or both in one
+        extra["isolated"] = bool(payload["isolated"])
     notes = [f"warmup={warmup} repeats={repeats} clock={clock} threads={payload.get('threads')}"]
     if note:
         notes.append(note)
