@@ -198,7 +198,7 @@ def l0_harness(
         "--atol",
         json.dumps(dict(settings.atol)),
     ]
-    run, payload = run_runner("harness", args, cwd, settings.timeout_s, source, memory_limit_mb)
+    run, payload = run_runner("harness", args, cwd, settings.timeout_s, memory_limit_mb)
     base = AccuracyResult(
         status="error",
         mode="harness",

@@ -438,3 +438,30 @@ def run_sandboxed(
 def python_argv(*args: str) -> list[str]:
     """argv running this interpreter (the one the bot runs in)."""
     return [sys.executable, *args]
+
+
+# Run as `python -c _BOOTSTRAP <module> <args>`: `-m` and `-c` put the working directory first on
+# sys.path, and a runner's working directory is the op's folder, which the tuned code may have
+# written. A `json.py` or `struct.py` there would stand in for the module the runner imports and
+# run as the runner. The bootstrap drops that entry before importing anything; `sys` is built in
+# and `runpy` is found in the standard library. The runner adds the variant's folder itself when
+# it imports the variant (runners/common.py, load_module).
+_BOOTSTRAP = (
+    "import sys\n"
+    "if sys.path and sys.path[0] == '':\n"
+    "    del sys.path[0]\n"
+    "import runpy\n"
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n"
+)
+
+
+def runner_argv(module: str, *args: str) -> list[str]:
+    """argv running one of tunebot's runners (`bot.measure.runners.<name>`) so that no file in
+    its working directory can stand in for a module it imports (see _BOOTSTRAP)."""
+    return [sys.executable, "-c", _BOOTSTRAP, module, *args]
+
+
+def runner_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a runner: child_env without the variants' folders on PYTHONPATH, where
+    they would come before the standard library and their `sitecustomize.py` would run at start."""
+    return child_env(None, env)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bot.measure.sandbox import SandboxResult, child_env, python_argv, run_sandboxed
+from bot.measure.sandbox import SandboxResult, run_sandboxed, runner_argv, runner_env
 from bot.measure.stats import summarize
 from bot.measure.types import LatencyResult, LatencyStatus
 
@@ -52,16 +52,17 @@ def run_runner(
     args: list[str],
     cwd: Path,
     timeout_s: float,
-    source: Path,
     memory_limit_mb: int | None = None,
     extra_writable: tuple[Path, ...] = (),
-    extra_paths: list[Path] | None = None,
 ) -> tuple[SandboxResult, dict | None]:
-    """Run `python -m bot.measure.runners.<runner> ...` with a result channel; return the run and
+    """Run the runner `bot.measure.runners.<runner>` with a result channel; return the run and
     the runner's result. A result that did not arrive exactly once, or a channel that carried
-    anything else, gives no payload and turns the run into an error (the kernel meddled)."""
-    argv = python_argv("-m", f"bot.measure.runners.{runner}", *args)
-    env = child_env([source.resolve().parent, *(extra_paths or [])])
+    anything else, gives no payload and turns the run into an error (the kernel meddled).
+
+    No folder a variant lives in is on the runner's path until the runner imports the variant
+    (sandbox.runner_argv)."""
+    argv = runner_argv(f"bot.measure.runners.{runner}", *args)
+    env = runner_env()
     run = run_sandboxed(
         argv,
         cwd,

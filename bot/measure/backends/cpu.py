@@ -68,7 +68,7 @@ def measure_cpu(
         "--threads",
         str(threads),
     ]
-    run, payload = run_runner("cpu", args, cwd or source.parent, timeout_s, source, memory_limit_mb)
+    run, payload = run_runner("cpu", args, cwd or source.parent, timeout_s, memory_limit_mb)
     if not run.ok or not payload or "samples_us" not in payload:
         message = (payload or {}).get("error")
         if run.ok and not message:
@@ -128,9 +128,7 @@ def measure_cpu_pair(
     ]
     if not isolate:
         args.append("--one-process")
-    run, payload = run_runner(
-        "cpu", args, cwd or a.parent, timeout_s, a, memory_limit_mb, extra_paths=[b.parent]
-    )
+    run, payload = run_runner("cpu", args, cwd or a.parent, timeout_s, memory_limit_mb)
     if not run.ok or not payload or "b_samples_us" not in payload:
         message = (payload or {}).get("error")
         if run.ok and not message:

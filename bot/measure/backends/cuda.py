@@ -44,9 +44,7 @@ def measure_cuda(
         "--repeats",
         str(repeats),
     ]
-    run, payload = run_runner(
-        "cuda", args, cwd or source.parent, timeout_s, source, memory_limit_mb
-    )
+    run, payload = run_runner("cuda", args, cwd or source.parent, timeout_s, memory_limit_mb)
     if payload and payload.get("unavailable"):
         raise MeasureError(
             f"{payload['unavailable']}. Fix: run on a machine with an NVIDIA GPU and a "

@@ -28,7 +28,7 @@ from bot.measure import backends as probes
 from bot.measure import reaper
 from bot.measure.backends.base import DeviceKind, OneVariantPerProcess, Request
 from bot.measure.backends.common import from_failure, from_samples
-from bot.measure.sandbox import child_env, python_argv, run_sandboxed, tail_of
+from bot.measure.sandbox import run_sandboxed, runner_argv, runner_env, tail_of
 from bot.measure.types import LatencyResult
 
 NAME = "npu-msprof"
@@ -266,8 +266,7 @@ def measure_msprof(
     out = private_dir()
     try:
         result_file = out.parent / "launch.json"
-        command = python_argv(
-            "-m",
+        command = runner_argv(
             "bot.measure.runners.launch",
             "--source",
             str(source),
@@ -281,7 +280,7 @@ def measure_msprof(
             str(result_file),
         )
         argv = msprof_argv(msprof, kernel_name, out, launch_count, warmup, command)
-        env = child_env([source.parent])
+        env = runner_env()
         run = run_sandboxed(
             argv,
             cwd,

@@ -112,7 +112,6 @@ def measure_npu_torch(
             args,
             cwd or source.parent,
             timeout_s,
-            source,
             memory_limit_mb,
             extra_writable=(trace,),
         )

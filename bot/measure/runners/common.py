@@ -27,14 +27,19 @@ class OpContractError(Exception):
 
 
 def load_module(source: Path, name: str = "tunebot_variant") -> ModuleType:
-    """Import `source` by path; its own directory is importable (sibling helpers).
+    """Import `source` by path; its own directory and the working directory are importable
+    (sibling helpers).
 
     The runner's own flags are parsed before this, so the variant sees the command line of
     `python <source>` with no flags: upstream example files call a strict `parse_args()` at
     import time, which would otherwise exit on "unrecognized arguments: --source ...". A
     variant that exits while being imported is an op-contract error naming the exit code."""
     source = source.resolve()
-    sys.path.insert(0, str(source.parent))
+    # the variant's folder, then the working directory, as `python <file>` run there would see
+    # them; only now, after the runner's own imports (sandbox.runner_argv)
+    for folder in (os.getcwd(), str(source.parent)):
+        if folder not in sys.path[:2]:
+            sys.path.insert(0, folder)
     sys.argv = [str(source)]
     spec = importlib.util.spec_from_file_location(name, source)
     if spec is None or spec.loader is None:

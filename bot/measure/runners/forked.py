@@ -227,57 +227,6 @@ def _end_like(side: Side) -> NoReturn:
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
-PRELOAD = ("torch", "numpy")  # installed libraries both sides import: loaded once, before the fork
-
-
-def preload(
-    sources: list[Path], imported: Callable[[Path], set[str]], names: tuple[str, ...] = PRELOAD
-) -> list[str]:
-    """Import in the parent the libraries of PRELOAD that every side imports at top level, so
-    the children do not each pay for them (torch: about a second). Only a library found outside
-    the variants' folders and the working directory is loaded: the parent never runs a file a
-    variant could have written. Forked children still have their own copies afterwards."""
-    import importlib
-    import importlib.util
-
-    common = set.intersection(*(imported(s) for s in sources)) if sources else set()
-    own = [s.resolve().parent for s in sources] + [Path.cwd().resolve()]
-    loaded = []
-    for name in names:
-        if name not in common:
-            continue
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        origin = Path(spec.origin).resolve() if spec and spec.origin else None
-        if origin is None or any(origin.is_relative_to(folder) for folder in own):
-            continue
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the children import it themselves and report
-            continue
-        loaded.append(name)
-    return loaded
-
-
-def top_level_imports(source: Path) -> set[str]:
-    """Root names a file imports at module level (read, never run)."""
-    import ast
-
-    try:
-        tree = ast.parse(source.read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return set()
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
-    return names
-
-
 class PairBroken(Exception):
     """The pair cannot give trustworthy figures (the message says why)."""
 
@@ -320,7 +269,6 @@ def time_pair_forked(
     breaks the protocol; a child that dies ends this process the same way (see the module
     docstring)."""
     cpu = current_cpu() if pinned and hasattr(os, "sched_setaffinity") else None
-    preload([Path(args.source), Path(args.source_b)], top_level_imports)
     sides: dict[str, Side] = {}
     for name, source, module_name in (
         ("a", args.source, "tunebot_variant"),
