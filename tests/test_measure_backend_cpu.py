@@ -116,7 +116,7 @@ def test_threads_are_pinned_and_counted(tmp_path):
     # the kernel's assert would have made the run an error had the variable not been set before import
 
 
-def test_pair_mode_times_two_variants_in_one_process(tmp_path):
+def test_pair_mode_times_two_variants_side_by_side(tmp_path):
     from bot.measure.backends.cpu import measure_cpu_pair
 
     src = (KERNELS / "work.py").read_text()
