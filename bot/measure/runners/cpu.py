@@ -49,7 +49,7 @@ from bot.measure.runners.common import (
     parse_args,
     write_result,
 )
-from bot.measure.runners.forked import PairBroken, time_pair_forked
+from bot.measure.runners.forked import Hooks, PairBroken, time_pair_forked
 
 _clock = (
     time.perf_counter_ns
@@ -106,15 +106,6 @@ def time_calls(
     return wall, cpu, os_threads()
 
 
-def _timed(fn, inputs: tuple) -> tuple[float, float]:
-    c0 = _cpu_clock()
-    t0 = _clock()
-    fn(*inputs)
-    t1 = _clock()
-    c1 = _cpu_clock()
-    return (t1 - t0) / 1000.0, (c1 - c0) / 1000.0
-
-
 def time_pair(
     fa,
     ia: tuple,
@@ -125,6 +116,7 @@ def time_pair(
     started: Callable[[], None] = lambda: None,
 ) -> dict:
     """Alternate a and b call by call, the order swapped every round (a b, b a, ...)."""
+    timed = _make_timed()
     for _ in range(warmup):
         fa(*ia)
         fb(*ib)
@@ -135,7 +127,7 @@ def time_pair(
         started()
         for i in range(repeats):
             for side in "ab" if i % 2 == 0 else "ba":
-                wall, cpu = _timed(fa, ia) if side == "a" else _timed(fb, ib)
+                wall, cpu = timed(fa, ia) if side == "a" else timed(fb, ib)
                 out[f"{side}_wall"].append(wall)
                 out[f"{side}_cpu"].append(cpu)
     finally:
@@ -201,9 +193,7 @@ def main() -> None:
                 args,
                 block=args.block,
                 pinned=args.threads == 1,
-                timed=_make_timed(),
-                prepare=lambda: _torch_threads(args.threads),
-                os_threads=os_threads,
+                hooks=Hooks(_make_timed(), lambda: _torch_threads(args.threads), os_threads),
                 clock=_clock,
                 started=lambda: mark(args.result, "timing"),
                 keep_closed=channel_fd,

@@ -50,6 +50,16 @@ class ProtocolError(Exception):
     """A child wrote what the protocol does not allow: the variant wrote into tunebot's pipe."""
 
 
+@dataclass(frozen=True)
+class Hooks:
+    """What a child needs from the runner: one timed call with clocks bound before any variant
+    was imported, the runner's setup after the import (thread pins), its OS thread count."""
+
+    timed: Callable[[Callable[..., Any], tuple], tuple[float, float]]
+    prepare: Callable[[], None]
+    os_threads: Callable[[], int]
+
+
 @dataclass
 class Side:
     pid: int
@@ -98,9 +108,7 @@ def _child(
     seed: int,
     cmd: int,
     data: int,
-    timed: Callable[[Callable[..., Any], tuple], tuple[float, float]],
-    prepare: Callable[[], None],
-    os_threads: Callable[[], int],
+    hooks: Hooks,
 ) -> NoReturn:
     try:
         try:
@@ -111,7 +119,7 @@ def _child(
             message = str(exc).encode()
             os.write(data, b"e" + _COUNT.pack(len(message)) + message)
             os._exit(3)
-        prepare()
+        hooks.prepare()
         os.write(data, b"r")
         gc_off = False
         while True:
@@ -124,12 +132,12 @@ def _child(
                     gc.collect()
                     gc.disable()
                     gc_off = True
-                os.write(data, _SAMPLE.pack(*timed(fn, inputs)))
+                os.write(data, _SAMPLE.pack(*hooks.timed(fn, inputs)))
             elif c == b"p":
                 os.write(data, b"k")
             else:  # b"q", or end-of-file: the parent is gone
                 if c == b"q":
-                    os.write(data, _COUNT.pack(os_threads()))
+                    os.write(data, _COUNT.pack(hooks.os_threads()))
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(0)
@@ -148,9 +156,7 @@ def _spawn(
     args: Any,
     cpu: int | None,
     closed_fds: list[int],
-    timed: Callable[[Callable[..., Any], tuple], tuple[float, float]],
-    prepare: Callable[[], None],
-    os_threads: Callable[[], int],
+    hooks: Hooks,
 ) -> Side:
     cmd_r, cmd_w = os.pipe()
     data_r, data_w = os.pipe()
@@ -172,9 +178,7 @@ def _spawn(
             args.seed,
             cmd_r,
             data_w,
-            timed,
-            prepare,
-            os_threads,
+            hooks,
         )
     os.close(cmd_r)
     os.close(data_w)
@@ -256,9 +260,7 @@ def time_pair_forked(
     args: Any,
     block: int,
     pinned: bool,
-    timed: Callable[[Callable[..., Any], tuple], tuple[float, float]],
-    prepare: Callable[[], None],
-    os_threads: Callable[[], int],
+    hooks: Hooks,
     clock: Callable[[], int],
     started: Callable[[], None],
     keep_closed: list[int],
@@ -275,7 +277,7 @@ def time_pair_forked(
         ("b", args.source_b, "tunebot_variant_b"),
     ):
         others = keep_closed + [fd for s in sides.values() for fd in (s.cmd, s.data)]
-        sides[name] = _spawn(source, module_name, args, cpu, others, timed, prepare, os_threads)
+        sides[name] = _spawn(source, module_name, args, cpu, others, hooks)
     current = sides["a"]
     try:
         for side in sides.values():
