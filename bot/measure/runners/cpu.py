@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -154,8 +155,6 @@ def _make_timed(
 def _torch_threads(threads: int) -> None:
     """torch may have read the thread variables before us in an odd setup; tell it too."""
     try:
-        import sys
-
         torch = sys.modules.get("torch")
         if torch is not None and threads > 0:
             torch.set_num_threads(threads)

@@ -30,7 +30,7 @@ import signal
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -235,7 +235,7 @@ class PairBroken(Exception):
     """The pair cannot give trustworthy figures (the message says why)."""
 
 
-def _kill(sides: Any) -> None:
+def _kill(sides: Iterable[Side]) -> None:
     for side in sides:
         try:
             os.kill(side.pid, signal.SIGKILL)
