@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import search_quality as sq  # noqa: E402
 
 from bot.measure.decide import Rule  # noqa: E402
-from bot.measure.pairs import decide_in_pairs  # noqa: E402
+from bot.measure.pairs import PairSpread, decide_in_pairs  # noqa: E402
 from bot.strategies.planner import Planner  # noqa: E402
 
 FLOOR = 0.03
@@ -79,6 +79,7 @@ def run_oracle(land: sq.Landscape, budget: int, rng: random.Random) -> float:
     best, best_path = land.start, Path("p0.py")
     sim.points[best_path] = best  # the baseline: timed in the first pair, as tunebot's
     tried: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
+    spread = PairSpread()  # learned over the run, as tunebot's
     n = 0
     while True:
         moves = [
@@ -96,7 +97,7 @@ def run_oracle(land: sq.Landscape, budget: int, rng: random.Random) -> float:
         path = Path(f"p{n}.py")
         sim.points[path] = point
         try:
-            _, d = decide_in_pairs(best_path, path, sim.pair, Rule())
+            _, d = decide_in_pairs(best_path, path, sim.pair, Rule(), spread)
         except sq.Budget:
             break
         if d.better:

@@ -61,14 +61,17 @@ class Rule:
     rounds: int = 5
     remeasure_cap: float = 0.10  # first looks >= close_low * this are always re-measured
     fast_z: float = 3.5  # first-look acceptance needs gain >= fast_z * sqrt(2) * spread
-    pair_rounds: int = 2  # rounds when the backend times both variants side by side
-    pair_rounds_close: int = 3  # ... when their median gain is under twice the floor
-    # ... unless both of the two are beyond the floor and differ by at most this (gain points):
-    # in benchmarks/noise.py's recorded runs no A/A or slowed candidate ever had two such pairs
-    pair_agree: float = 0.0075
-    reject_z: float = (
-        1.5  # with pairs, first-look rejection allows for reject_z * sqrt(2) * spread of bad luck
-    )
+    # paired rule (bot.measure.pairs): at least pair_rounds and at most pair_rounds_max pairs;
+    # better needs the median pair gain >= pair_z standard errors (from the run's learned
+    # pair spread), stops once the gain is pair_futility_z standard errors short of the floor
+    pair_rounds: int = 2
+    pair_rounds_max: int = 6
+    pair_z: float = 2.5
+    pair_futility_z: float = 1.0
+    pair_prior: float = 0.05  # sd of one pair's gain before the run has learned its own
+    # first-look rejection allows for reject_z * (the pair spread; without pairs sqrt(2) *
+    # the between-process spread) of bad luck
+    reject_z: float = 1.5
 
 
 class SpreadTracker:

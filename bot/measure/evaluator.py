@@ -68,6 +68,7 @@ class Evaluator:
         self._commands: dict[Path, list[str]] = {}
         # every source measured more than once tells how much one measurement moves between processes
         self.spread = decide_mod.SpreadTracker()
+        self.pair_spread = pairs_mod.PairSpread()  # learned by decide_in_pairs
         self._facts: dict = {}  # environment facts a `command` benchmark reported
         # the best's side of the last `compare`'s first pair (backends with `pairs`), else None:
         # a real measurement of the best, timed side by side with the candidate
@@ -311,7 +312,7 @@ class Evaluator:
                 return ra, rb
 
             latency, decision = pairs_mod.decide_in_pairs(
-                self._abs(best_source), self._abs(candidate_source), pair, rule
+                self._abs(best_source), self._abs(candidate_source), pair, rule, self.pair_spread
             )
             self.paired_best = first[0] if first else None
             return latency, decision if latency.ok else None
