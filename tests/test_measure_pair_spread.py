@@ -37,3 +37,52 @@ def test_a_compare_teaches_the_run_how_far_a_pair_moves(tmp_path):
     assert d.detectable is not None and d.detectable >= 0.03
     # a fresh run (a new Evaluator) starts from the prior again
     assert Evaluator(op, tmp_path).pair_spread.df == 0
+
+
+def test_a_resumed_run_learns_the_pair_spread_its_records_hold():
+    """Killed and resumed, a run decides with the spread the uninterrupted run had learned."""
+    from test_measure_decide import A, B, Pairs
+
+    from bot.measure.pairs import PairSpread, decide_in_pairs
+    from bot.run.machine import learn_pair_spread
+    from bot.run.state import IterationView, RunState
+
+    live = PairSpread()
+    state = RunState()
+    for n, gains in enumerate(
+        [
+            [0.30, 0.29],
+            [-0.20],
+            [0.02, 0.12, -0.05, 0.09, 0.0, 0.01],
+            [0.05, 0.03, 0.07, 0.06, 0.05, 0.04],
+        ],
+        1,
+    ):
+        _, d = decide_in_pairs(A, B, Pairs(gains), spread=live)
+        recorded = {"details": d.details, "gain": d.gain}
+        state.iterations.append(
+            IterationView(
+                n,
+                "block_size",
+                "x",
+                "better",
+                "pass",
+                1.0,
+                None,
+                "",
+                "",
+                "",
+                "",
+                "",
+                decision=recorded,
+            )
+        )
+
+    class Fresh:
+        pair_spread = PairSpread()
+
+    resumed = Fresh()
+    learn_pair_spread(resumed, state)
+    assert live.df > 3 and resumed.pair_spread.df == live.df
+    assert resumed.pair_spread.sd() == live.sd()
+    learn_pair_spread(object(), state)  # an evaluator without pairs: nothing to learn, no error

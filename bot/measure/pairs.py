@@ -164,6 +164,8 @@ def decide_in_pairs(
             else pair(best_source, candidate_source)
         )
         if not (x.ok and y.ok):
+            if spread is not None:
+                spread.add(gains)  # as a resumed run learns it from the record
             return rb, Decision(
                 False,
                 statistics.median(gains),

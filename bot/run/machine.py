@@ -109,6 +109,21 @@ def run_tune(
         return drive(OpSteps(run, evaluator_factory))
 
 
+def learn_pair_spread(evaluator: Any, state: rs.RunState) -> None:
+    """Teach a resumed run's evaluator the pair spread its recorded decisions had learned.
+
+    `Evaluator.pair_spread` lives in memory; without this a run resumed after a kill would
+    decide its next candidates at the prior spread, not as the uninterrupted run would have.
+    """
+    spread = getattr(evaluator, "pair_spread", None)
+    if spread is None:
+        return
+    for it in state.iterations:
+        gains = ((it.decision or {}).get("details") or {}).get("round_gains")
+        if isinstance(gains, list) and all(isinstance(g, int | float) for g in gains):
+            spread.add([float(g) for g in gains])
+
+
 class OpSteps:
     """The steps of an op run (bot/run/iterate.py measures, bot/run/deliver.py delivers)."""
 
@@ -155,9 +170,9 @@ class OpSteps:
                 iteration=count,
                 message=f"resuming after {count} recorded iterations{note}",
             )
-        self.evaluator = run_guard.GuardedEvaluator(
-            self.factory(run.op, run.worktree), run, run.warn
-        )
+        inner = self.factory(run.op, run.worktree)
+        learn_pair_spread(inner, state)
+        self.evaluator = run_guard.GuardedEvaluator(inner, run, run.warn)
 
     def _evaluator(self) -> Any:
         assert self.evaluator is not None, "begin() makes the evaluator"
