@@ -150,7 +150,11 @@ def replay(args: argparse.Namespace) -> None:
         for line in path.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
-    blocks = [b for b in blocks if all(p[0] and p[1] for p in b["pairs"])]
+    failed = [b for b in blocks if not all(p[0] and p[1] for p in b["pairs"])]
+    blocks = [b for b in blocks if b not in failed]
+    if failed:
+        cases = sorted({b["case"] for b in failed})
+        print(f"skipped {len(failed)} blocks with a failed pair ({', '.join(cases)})")
 
     def op_of(b: dict) -> str:
         return b["spec"].split("@")[0].split("..")[0]

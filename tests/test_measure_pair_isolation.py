@@ -229,3 +229,17 @@ def test_each_side_warms_up_in_its_own_turn_and_every_turn_starts_untimed(tmp_pa
     # by hand: warm-up a x3, b x3; then turns a a a a a | b b b b b b | a (block_order(6, 5)),
     # each preceded by one untimed call: a x6, b x7, a x2
     assert runs == [["a", 3], ["b", 3], ["a", 6], ["b", 7], ["a", 2]], runs
+
+
+def test_a_short_kernel_in_a_process_full_of_objects_is_timed_not_refused(tmp_path):
+    """The cyclic collector's pass before timing belongs to no call: a process holding many
+    objects (torch imports ~500,000) once spent 50-60 ms there inside the first timed call's
+    round trip, and a 2 ms kernel's pairs (loaded_ops conv1d) were refused as not credible."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.py").write_text(
+            "JUNK = [[i] for i in range(1_500_000)]  # objects the collector must walk\n\n"
+            "def get_inputs(seed=0):\n    return (seed,)\n\n"
+            "def kernel(x):\n    return sum(range(2000)) + x\n"
+        )
+    a, b = measure_cpu_pair(tmp_path / "a.py", tmp_path / "b.py", warmup=3, repeats=10)
+    assert a.ok and b.ok, a.notes

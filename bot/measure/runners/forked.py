@@ -120,18 +120,18 @@ def _child(
             os.write(data, b"e" + _COUNT.pack(len(message)) + message)
             os._exit(3)
         hooks.prepare()
+        # the collector's pass comes before "ready", in no call's round trip: in a process
+        # holding torch it takes 50-100 ms, which the parent would otherwise count against
+        # the first timed call (and refuse the samples as not accounting for it)
+        gc.collect()
+        gc.disable()
         os.write(data, b"r")
-        gc_off = False
         while True:
             c = os.read(cmd, 1)
             if c == b"u":
                 fn(*inputs)
                 os.write(data, b"k")
             elif c == b"t":
-                if not gc_off:
-                    gc.collect()
-                    gc.disable()
-                    gc_off = True
                 os.write(data, _SAMPLE.pack(*hooks.timed(fn, inputs)))
             elif c == b"p":
                 os.write(data, b"k")
