@@ -216,11 +216,21 @@ class GuardedEvaluator:
         return result
 
     def compare(self, best_source: Path, best, candidate_source: Path, noise_floor: float):
-        (latency, decision), problem = self._guarded(
-            [best_source, candidate_source],
-            lambda: self.inner.compare(best_source, best, candidate_source, noise_floor),
-        )
+        # the run learns a decision's pair spread only as recorded: a repeated or tampered
+        # kernel run takes back what the inner compare learned (a resumed run relearns
+        # exactly the recorded decisions, bot.run.machine.learn_pair_spread)
+        spread = getattr(self.inner, "pair_spread", None)
+        learned = spread.state() if spread is not None else None
+
+        def call():
+            if spread is not None:
+                spread.restore(learned)
+            return self.inner.compare(best_source, best, candidate_source, noise_floor)
+
+        (latency, decision), problem = self._guarded([best_source, candidate_source], call)
         if problem:
+            if spread is not None:
+                spread.restore(learned)
             latency = _tampered(latency, problem)
             self.inner.paired_best = None  # timed beside a run that tampered: not a baseline
             return latency, None

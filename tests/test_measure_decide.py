@@ -428,3 +428,15 @@ def test_in_one_process_a_failed_candidate_has_no_decision_to_make():
     broken = LatencyResult(status="error", backend="cpu", notes=["exit code 1"])
     cand, d = decide_in_pairs(A, B, lambda a, b: (broken, broken))
     assert cand.status == "error" and not d.better
+
+
+def test_side_by_side_a_broken_median_is_no_gain_and_teaches_nothing():
+    import math
+
+    from bot.measure.pairs import PairSpread, decide_in_pairs
+
+    spread = PairSpread()
+    _, d = decide_in_pairs(A, B, Pairs([math.nan]), spread=spread)
+    assert not d.better and "no finite gain" in d.reason and spread.df == 0
+    _, d = decide_in_pairs(A, B, Pairs([0.2, math.nan]), spread=spread)
+    assert not d.better and "no finite gain" in d.reason and spread.df == 0

@@ -86,3 +86,57 @@ def test_a_resumed_run_learns_the_pair_spread_its_records_hold():
     assert live.df > 3 and resumed.pair_spread.df == live.df
     assert resumed.pair_spread.sd() == live.sd()
     learn_pair_spread(object(), state)  # an evaluator without pairs: nothing to learn, no error
+
+
+def test_the_guard_takes_back_what_a_repeated_or_tampered_kernel_run_taught():
+    """Live and resumed runs learn the same spread: only recorded decisions count."""
+    from bot.measure.pairs import PairSpread
+    from bot.measure.types import Decision, LatencyResult
+    from bot.run_guard import GuardedEvaluator
+
+    class Inner:
+        def __init__(self):
+            self.pair_spread = PairSpread()
+            self.paired_best = None
+
+        def compare(self, best_source, best, candidate_source, noise_floor):
+            self.pair_spread.add([0.5, -0.5])  # what one decision's pairs teach
+            ok = LatencyResult(status="ok", backend="cpu", samples_us=[1.0], median_us=1.0)
+            return ok, Decision(False, 0.0, 0.03, 0.0, True, "x")
+
+    def guarded(problem, attempts):
+        def run(sources, call):
+            for _ in range(attempts):
+                result = call()
+            return result, problem
+
+        g = object.__new__(GuardedEvaluator)
+        g.inner = Inner()
+        g._guarded = run
+        return g
+
+    retried = guarded(None, attempts=2)  # the worktree vanished once: measured again
+    _, d = retried.compare(Path("a.py"), None, Path("b.py"), 0.03)
+    assert d is not None and retried.inner.pair_spread.df == 1  # one decision, not two
+    tampered = guarded("changed tunebot's worktree: x", attempts=1)
+    latency, d = tampered.compare(Path("a.py"), None, Path("b.py"), 0.03)
+    assert d is None and tampered.inner.pair_spread.df == 0  # not recorded: not learned
+
+
+def test_rule_settings_that_cannot_decide_are_refused_and_broken_gains_teach_nothing():
+    import math
+
+    import pytest
+
+    from bot.measure.pairs import PairSpread
+
+    with pytest.raises(ValueError, match="pair_rounds"):
+        Rule(pair_rounds=7)
+    with pytest.raises(ValueError, match="pair_rounds"):
+        Rule(pair_rounds=1)
+    with pytest.raises(ValueError, match="pair_prior"):
+        Rule(pair_prior=0.0)
+    s = PairSpread()
+    s.add([math.nan, 0.1])
+    s.add([math.inf, 0.1])
+    assert s.df == 0 and s.sd() == Rule().pair_prior

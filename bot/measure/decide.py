@@ -69,9 +69,18 @@ class Rule:
     pair_z: float = 2.5
     pair_futility_z: float = 1.0
     pair_prior: float = 0.05  # sd of one pair's gain before the run has learned its own
-    # first-look rejection allows for reject_z * (the pair spread; without pairs sqrt(2) *
-    # the between-process spread) of bad luck
+    # first-look rejection allows for reject_z times the pair spread (decide_in_pairs), or
+    # sqrt(2) times the between-process spread when `decide` re-measures in pairs, of bad luck
     reject_z: float = 1.5
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.pair_rounds <= self.pair_rounds_max:
+            raise ValueError(
+                f"Rule: need 2 <= pair_rounds ({self.pair_rounds}) <= pair_rounds_max "
+                f"({self.pair_rounds_max})"
+            )
+        if not self.pair_prior > 0:
+            raise ValueError(f"Rule: pair_prior must be > 0, not {self.pair_prior}")
 
 
 class SpreadTracker:

@@ -47,11 +47,18 @@ class PairSpread:
         self.df = 0
 
     def add(self, gains: Sequence[float]) -> None:
-        if len(gains) >= 2:
+        if len(gains) >= 2 and all(math.isfinite(g) for g in gains):
             df = len(gains) - 1
             variance = min(_sum_of_squares(gains) / df, (self.cap * self.sd()) ** 2)
             self.ss += variance * df
             self.df += df
+
+    def state(self) -> tuple[float, int]:
+        """What has been learned, to put back with `restore` (a decision taken back)."""
+        return self.ss, self.df
+
+    def restore(self, state: tuple[float, int]) -> None:
+        self.ss, self.df = state
 
     def sd(self, current: Sequence[float] = ()) -> float:
         """The pooled estimate, counting the gains of a decision in progress too."""
@@ -87,19 +94,20 @@ def decide_in_pairs(
     """Best and candidate timed side by side, pair after pair, until the evidence decides.
 
     Both sides share the moment, core and load, each in its own process (runners/forked.py).
-    `spread` is the run's learned spread of one pair's gain (s below; None: the prior, and
-    nothing is learned). Returns the candidate's side of the first pair (its recorded
+    `spread` is the run's learned spread of one pair's gain (s below; None: a fresh one, the
+    prior pooled with this decision's own pairs, and nothing kept). A decision with a suspect
+    (down-clocked) sample teaches it nothing. Returns the candidate's side of the first pair (its recorded
     latency) and the decision:
 
-    1. first pair's gain < close_low * floor - reject_z * s: not better (one run). A noisy
+    1. first pair's gain < close_low (0.5) * floor - reject_z (1.5) * s: not better (one run). A noisy
        run's first look rejects less: what its spread explains may still be a gain.
     2. otherwise more pairs, the import order swapped each round, from `pair_rounds` (2) to
        `pair_rounds_max` (6). After each, with the median m of the gains so far and
        se = 1.2533 * s / sqrt(n) (s pooled over the run and this decision):
        - better when m >= max(floor, pair_z (2.5) * se), at most `shorts_allowed(n)` pairs
          under the floor (none up to 3 pairs, 1 at 4-5, 2 at 6) and no suspect sample;
-       - not better once that is out of reach: too many short pairs, m + pair_futility_z
-         (1.0) * se under the floor, or the floor unreachable in the pairs left;
+       - not better once that is out of reach: more short pairs than `pair_rounds_max`
+         pairs allow, or m + pair_futility_z (1.0) * se under the floor;
        - not better after `pair_rounds_max` pairs without an answer.
 
     Why: with pair gains spread normally at sd s, one pair never decides "better", and
@@ -125,9 +133,10 @@ def decide_in_pairs(
             detectable=detectable(rule, s0),
         )
     gain = gain_between(ra, rb)
+    noise = measured_noise(ra, rb)
     first = {
         "gain": gain,
-        "noise": measured_noise(ra, rb),
+        "noise": noise,
         "threshold": floor,
         "pair_spread": s0,
         "best_us": ra.median_us,
@@ -135,12 +144,15 @@ def decide_in_pairs(
         "in_one_process": True,  # timed side by side in one run (the key predates a process per side)
     }
     reject_below = rule.close_low * floor - rule.reject_z * s0
+    first["reject_below"] = reject_below
+    if not math.isfinite(gain):
+        return rb, _no_gain(gain, first, ra, rb, rule, s0)
     if gain < reject_below:
         return rb, Decision(
             False,
             gain,
             floor,
-            rule.reject_z * s0,
+            noise,
             False,
             f"gain {fmt_gain(gain)} is below {reject_below * 100:.1f}% "
             f"(floor {floor * 100:.1f}%, pair spread {s0 * 100:.1f}%; timed side by side)",
@@ -170,7 +182,7 @@ def decide_in_pairs(
                 False,
                 statistics.median(gains),
                 floor,
-                0.0,
+                noise,
                 True,
                 f"re-measure failed ({(x if not x.ok else y).status})",
                 ra.median_us,
@@ -181,11 +193,13 @@ def decide_in_pairs(
         pa_list.append(x)
         pb_list.append(y)
         gains.append(gain_between(x, y))
+        if not math.isfinite(gains[-1]):
+            return rb, _no_gain(gains[-1], first, x, y, rule, sd)
         verdict, why, sd, threshold, se = _step(gains, rule, spread)
-    if spread is not None:
+    suspect = any(r.suspect for r in pa_list + pb_list)
+    if spread is not None and not suspect:
         spread.add(gains)
     median_gain = statistics.median(gains)
-    suspect = any(r.suspect for r in pa_list + pb_list)
     better = verdict and not suspect
     n = len(gains)
     beyond = sum(1 for g in gains if g >= floor)
@@ -237,10 +251,7 @@ def _step(
         return False, "too many pairs under the floor", sd, threshold, se
     if m + rule.pair_futility_z * se < floor:
         return False, "too far under the floor to get there", sd, threshold, se
-    left = rule.pair_rounds_max - n
-    if statistics.median(gains + [math.inf] * left) < floor:
-        return False, "the pairs left cannot lift the median to the floor", sd, threshold, se
-    if left <= 0:
+    if n >= rule.pair_rounds_max:
         return (
             False,
             f"under the threshold {threshold * 100:.1f}% after {n} pairs",
@@ -249,6 +260,24 @@ def _step(
             se,
         )
     return None, "", sd, threshold, se
+
+
+def _no_gain(
+    gain: float, first: dict, ra: LatencyResult, rb: LatencyResult, rule: Rule, sd: float
+) -> Decision:
+    """Two medians that give no finite gain (a zero or broken figure): nothing to decide on."""
+    return Decision(
+        False,
+        0.0,
+        rule.noise_floor,
+        float(first["noise"]),
+        False,
+        f"no finite gain from the medians {ra.median_us} and {rb.median_us} us (timed side by side)",
+        ra.median_us,
+        rb.median_us,
+        {"first": {**first, "gain": None}},
+        detectable=detectable(rule, sd),
+    )
 
 
 def _prior_pooled(rule: Rule, gains: list[float]) -> float:

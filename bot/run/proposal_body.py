@@ -74,10 +74,11 @@ def gain_interval(state: rs.RunState) -> tuple[float, float] | None:
 
 
 def detectable_gain(state: rs.RunState, noise_floor: float) -> tuple[float, float | None]:
-    """(smallest detectable gain in percent, measured noise in percent or None).
+    """(smallest detectable gain in percent, the deciding comparison's noise in percent or None).
 
-    The threshold the deciding comparison applied (max(noise floor, measured noise)); without
-    a decision, the noise floor and the baseline's own spread."""
+    The median over the run's decisions of the smallest gain each could have called better
+    (`RunState.smallest_detectable`, as the completion report states it), never under the
+    floor; without a decision, the floor."""
     decisions = [it.decision for it in state.iterations if it.decision]
     best = next(
         (it.decision for it in state.iterations if it.n == state.best_iteration and it.decision),
@@ -86,9 +87,11 @@ def detectable_gain(state: rs.RunState, noise_floor: float) -> tuple[float, floa
     chosen = best or (
         max(decisions, key=lambda d: d.get("threshold") or 0.0) if decisions else None
     )
-    if chosen:
-        return (chosen.get("threshold") or noise_floor) * 100, (chosen.get("noise") or 0.0) * 100
-    return noise_floor * 100, None
+    smallest = state.smallest_detectable
+    if smallest is None and chosen:
+        smallest = chosen.get("threshold")
+    detect = max(noise_floor, smallest or noise_floor) * 100
+    return detect, ((chosen.get("noise") or 0.0) * 100 if chosen else None)
 
 
 def proposal_title(op: str, state: rs.RunState) -> str:
@@ -203,8 +206,9 @@ def proposal_body(
         "",
         f"- **Gain:** {fmt_us(state.baseline_us)} us -> {fmt_us(state.best_us)} us, **{gain:+.1f}%**{sure}.",
         (
-            f"- **Smallest gain this run could detect:** {detect:.1f}% (decision threshold = max(noise floor "
-            f"{settings.noise_floor * 100:.1f}%{noise_text})); smaller real gains would read as no gain."
+            f"- **Smallest gain this run could detect:** {detect:.1f}% (the median over its decisions; "
+            f"noise floor {settings.noise_floor * 100:.1f}%{noise_text}); smaller real gains would "
+            "read as no gain."
         ),
     ]
     drift = state.drift_pct
