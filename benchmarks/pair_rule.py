@@ -6,8 +6,9 @@
     # replay every rule on recorded blocks
     python benchmarks/pair_rule.py replay benchmarks/results/pair_blocks_s30.jsonl
 
-A case is NAME=BEST..CANDIDATE; each side is a loaded_ops/unseen op, optionally with knob
-values (`chan_hist@BLOCK_C=32,BLOCK_N=8192`). A case whose name starts with `aa_` times a
+A case is NAME=BEST..CANDIDATE; each side is a loaded_ops/unseen op or a repo-relative .py
+file, optionally with knob values (`chan_hist@BLOCK_C=32,BLOCK_N=8192`,
+`tests/measure_kernels/torch_work.py@REPS=38`). A case whose name starts with `aa_` times a
 copy of the same file against itself: any "better" is false. Every block is one trial:
 `--pairs` pairs timed through `Evaluator.latency_pair` (the loop's own call, each side in
 its own process), the order swapped each pair as `decide_in_pairs` swaps it.
@@ -52,7 +53,9 @@ FLOOR = 0.03
 def variant(spec: str, directory: Path, name: str) -> Path:
     """Write the op file of `spec` (op[@KNOB=V,...]) with those knob values to directory/name.py."""
     op, _, edits = spec.partition("@")
-    source = (OPS / op / f"{op}.py").read_text(encoding="utf-8")
+    # a repo-relative .py path, or the name of a loaded_ops/unseen op
+    path = ROOT / op if op.endswith(".py") else OPS / op / f"{op}.py"
+    source = path.read_text(encoding="utf-8")
     for edit in filter(None, edits.split(",")):
         knob, _, value = edit.partition("=")
         source, n = re.subn(rf"(?m)^{knob} = [^#\n]+", f"{knob} = {value} ", source)
