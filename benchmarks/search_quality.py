@@ -15,16 +15,18 @@ Landscapes:
   the baseline value, valleys between the baseline and the optimum, plateaus, coupled
   knobs and a few points that fail L0. Their source is a module of knob constants; a knob
   whose values include 0 is declared as a count (pipeline_depth), since a block size must
-  be positive. Seeds 0-11199 have been looked at (tuning or one-time held-out runs);
-  seeds 11200 and up are the next held-out family (docs/strategies.md says which sets were looked at, and when).
+  be positive. Seeds 0-11399 have been looked at (tuning or one-time held-out runs);
+  seeds 11400 and up are the next held-out family (docs/strategies.md says which sets were looked at, and when).
 
 Noise: every latency measurement is simulated as a real LatencyResult of `repeats` samples,
 true median x (1 + e_process) x (1 + e_sample). e_process ~ Normal(0, s) with s the
 *between-process* spread the sweep files record (the sd of a point's per-round medians;
 for generated landscapes the median of that over every swept point, `--spread` to change
-it); e_sample from the point's IQR. A pair run (the cpu backend's re-measure: both
-variants in one process, half the repeats each) shares one e_process between its sides
-plus a 0.2 % ratio noise (benchmarks/noise.py measured 0.16 %).
+it); e_sample from the point's IQR. A pair run (the cpu backend: both variants side by side,
+each in its own process, half the repeats each) shares one e_process between its sides (the
+moment and the load) and adds to each side its own process's part, Normal(0, 0.4 s) (at least
+0.5 %): measured on loaded_ops chan_hist, one measurement's spread was 4.3 % and one pair's
+gain 2.3 % (benchmarks/pair_rule.py, benchmarks/results/pair_blocks_s30.jsonl).
 
 Methods, each with the same budget of latency measurements (`--budgets`, default 10 and
 20); every measurement counts, re-measures included. Each method measures the baseline (the
@@ -80,7 +82,7 @@ from bot.config.schema import Knob, OpConfig  # noqa: E402
 from bot.errors import TunebotError  # noqa: E402
 from bot.measure.backends.common import from_samples  # noqa: E402
 from bot.measure.decide import Rule, SpreadTracker, decide  # noqa: E402
-from bot.measure.pairs import decide_in_pairs  # noqa: E402
+from bot.measure.pairs import PairSpread, decide_in_pairs  # noqa: E402
 from bot.measure.types import LatencyResult  # noqa: E402
 from bot.run.state import patience_count  # noqa: E402
 from bot.strategies import knobs as knobmod  # noqa: E402
@@ -91,7 +93,8 @@ from bot.strategies.source import source_hash  # noqa: E402
 DATA = ROOT / "benchmarks" / "data"
 PATIENCE = 3
 IQR_TO_SD = 1.349
-PAIR_RATIO_SD = 0.002
+PAIR_SIDE_FRACTION = 0.4  # each side's own-process part of the spread, as a fraction of it
+PAIR_SIDE_MIN = 0.005
 SAMPLE_SD = 0.02  # per-call sd within one process on the cpu clock (generated landscapes)
 REPEATS = 30
 FAILED = math.inf
@@ -164,14 +167,18 @@ class Simulator:
         self._charge()
         pa, pb = self.points[a], self.points[b]
         offset = self.rng.gauss(0.0, self.land.spread[pa])
-        ratio = self.rng.gauss(0.0, PAIR_RATIO_SD)
+        own = max(PAIR_SIDE_MIN, PAIR_SIDE_FRACTION * self.land.spread[pa])
+        ratio_a, ratio_b = self.rng.gauss(0.0, own), self.rng.gauss(0.0, own)
         n = max(5, REPEATS // 2)
         ra = from_samples(
-            "cpu", self.land.samples(pa, offset, n, self.rng), ["sim"], extra={"clock": "cpu"}
+            "cpu",
+            self.land.samples(pa, offset + ratio_a, n, self.rng),
+            ["sim"],
+            extra={"clock": "cpu"},
         )
         rb = from_samples(
             "cpu",
-            self.land.samples(pb, offset + ratio, n, self.rng),
+            self.land.samples(pb, offset + ratio_b, n, self.rng),
             ["sim"],
             extra={"clock": "cpu"},
         )
@@ -368,6 +375,7 @@ def run_tunebot(
     history: list[Attempt] = []
     since_win: list[Attempt] = []
     rule = Rule()
+    spread = PairSpread()  # learned over the run, as Evaluator.pair_spread is
     n = 0
     stop = "exhausted"
     while True:
@@ -402,7 +410,7 @@ def run_tunebot(
         else:
             try:
                 if pairs:  # the cpu backend: Evaluator.compare -> decide_in_pairs
-                    cand, d = decide_in_pairs(best_path, path, sim.pair, rule)
+                    cand, d = decide_in_pairs(best_path, path, sim.pair, rule, spread)
                     timed = True  # the baseline too, on the first pair's other side
                 else:  # a backend without pairs: the candidate alone vs the best's earlier result
                     assert best is not None
