@@ -146,7 +146,7 @@ def decide_in_pairs(
     reject_below = rule.close_low * floor - rule.reject_z * s0
     first["reject_below"] = reject_below
     if not math.isfinite(gain):
-        return rb, _no_gain(gain, first, ra, rb, rule, s0)
+        return rb, _no_gain(first, ra, rb, rule, s0)
     if gain < reject_below:
         return rb, Decision(
             False,
@@ -194,7 +194,7 @@ def decide_in_pairs(
         pb_list.append(y)
         gains.append(gain_between(x, y))
         if not math.isfinite(gains[-1]):
-            return rb, _no_gain(gains[-1], first, x, y, rule, sd)
+            return rb, _no_gain(first, x, y, rule, sd)
         verdict, why, sd, threshold, se = _step(gains, rule, spread)
     suspect = any(r.suspect for r in pa_list + pb_list)
     if spread is not None and not suspect:
@@ -262,9 +262,7 @@ def _step(
     return None, "", sd, threshold, se
 
 
-def _no_gain(
-    gain: float, first: dict, ra: LatencyResult, rb: LatencyResult, rule: Rule, sd: float
-) -> Decision:
+def _no_gain(first: dict, ra: LatencyResult, rb: LatencyResult, rule: Rule, sd: float) -> Decision:
     """Two medians that give no finite gain (a zero or broken figure): nothing to decide on."""
     return Decision(
         False,
