@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from bot.measure.decide import (
     MeasurePair,
@@ -52,6 +53,15 @@ class PairSpread:
             variance = min(_sum_of_squares(gains) / df, (self.cap * self.sd()) ** 2)
             self.ss += variance * df
             self.df += df
+
+    def learn(self, details: Mapping[str, Any]) -> None:
+        """Learn from one decision's details as recorded (`round_gains`, `suspect`): the live
+        run and a run resumed from results.jsonl go through this same step."""
+        gains = details.get("round_gains")
+        if details.get("suspect") or not isinstance(gains, list):
+            return  # a down-clocked decision teaches nothing
+        if all(isinstance(g, int | float) and not isinstance(g, bool) for g in gains):
+            self.add([float(g) for g in gains])
 
     def state(self) -> tuple[float, int]:
         """What has been learned, to put back with `restore` (a decision taken back)."""
@@ -176,8 +186,9 @@ def decide_in_pairs(
             else pair(best_source, candidate_source)
         )
         if not (x.ok and y.ok):
+            partial: dict[str, Any] = {"first": first, "round_gains": gains}
             if spread is not None:
-                spread.add(gains)  # as a resumed run learns it from the record
+                spread.learn(partial)
             return rb, Decision(
                 False,
                 statistics.median(gains),
@@ -187,7 +198,7 @@ def decide_in_pairs(
                 f"re-measure failed ({(x if not x.ok else y).status})",
                 ra.median_us,
                 rb.median_us,
-                {"first": first, "round_gains": gains},
+                partial,
                 detectable=detectable(rule, sd),
             )
         pa_list.append(x)
@@ -197,8 +208,6 @@ def decide_in_pairs(
             return rb, _no_gain(first, x, y, rule, sd)
         verdict, why, sd, threshold, se = _step(gains, rule, spread)
     suspect = any(r.suspect for r in pa_list + pb_list)
-    if spread is not None and not suspect:
-        spread.add(gains)
     median_gain = statistics.median(gains)
     better = verdict and not suspect
     n = len(gains)
@@ -220,6 +229,8 @@ def decide_in_pairs(
         "pair_spread": sd,
         "suspect": suspect,
     }
+    if spread is not None:
+        spread.learn(details)
     return rb, Decision(
         better,
         median_gain,

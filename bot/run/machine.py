@@ -119,12 +119,7 @@ def learn_pair_spread(evaluator: Any, state: rs.RunState) -> None:
     if spread is None:
         return
     for it in state.iterations:
-        details = (it.decision or {}).get("details") or {}
-        gains = details.get("round_gains")
-        if details.get("suspect"):
-            continue  # a down-clocked decision taught the live run nothing either
-        if isinstance(gains, list) and all(isinstance(g, int | float) for g in gains):
-            spread.add([float(g) for g in gains])
+        spread.learn((it.decision or {}).get("details") or {})
 
 
 class OpSteps:
